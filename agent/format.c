@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * format.c - checksums, headers and the event codec of the dump format.
+ * Compiled into both libtraceagent.so and the analyzer; see format.h and
+ * FORMAT.md.  Nothing here is on the agent's hot path: the flusher calls it.
+ */
+#include "format.h"
+
+#include <stdlib.h>
+
+/* ---- CRC-32C (Castagnoli), slicing by 8 ----------------------------------- */
+
+static uint32_t crc_table[8][256];
+
+/* The table is built on first use.  Two threads may build it at once; both
+ * write the same values, and the flag is only set once the table is whole. */
+static volatile int crc_ready;
+
+static void crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1)));
+		crc_table[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int t = 1; t < 8; t++)
+			crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^
+					  crc_table[0][crc_table[t - 1][i] & 0xff];
+	__atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE); /* pairs with the acquire below */
+}
+
+uint32_t ta_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	if (!__atomic_load_n(&crc_ready, __ATOMIC_ACQUIRE))
+		crc_init();
+	crc = ~crc;
+	while (len >= 8) {
+		uint32_t lo = crc ^ ta_get_le32(p);
+		uint32_t hi = ta_get_le32(p + 4);
+		crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+		      crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
+		      crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+		      crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+	return ~crc;
+}
+
+/* ---- errors and names ----------------------------------------------------- */
+
+const char *ta_strerror(int err)
+{
+	static const char *const msg[] = {
+		"success",
+#define TA_X(name, m) m,
+		TA_ERRORS(TA_X)
+#undef TA_X
+	};
+	if (err < 0)
+		err = -err;
+	if ((size_t)err >= sizeof(msg) / sizeof(msg[0]))
+		return "unknown error";
+	return msg[err];
+}
+
+const char *ta_chunk_type_name(unsigned type)
+{
+	switch (type) {
+#define TA_X(name, value, str)                                                    \
+	case value:                                                               \
+		return str;
+		TA_CHUNK_TYPES(TA_X)
+#undef TA_X
+	}
+	return "unknown";
+}
+
+/* ---- file and chunk headers -------------------------------------------------- */
+
+void ta_file_header_encode(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid)
+{
+	memset(out, 0, TA_FILE_HEADER_SIZE);
+	memcpy(out, TA_FILE_MAGIC, TA_FILE_MAGIC_LEN);
+	ta_put_le16(out + 8, TA_VERSION_MAJOR);
+	ta_put_le16(out + 10, TA_VERSION_MINOR);
+	ta_put_le32(out + 12, TA_FILE_HEADER_SIZE);
+	ta_put_le32(out + 16, pid);
+	ta_put_le32(out + 28, ta_crc32c(0, out, 28));
+}
+
+int ta_file_header_decode(const uint8_t buf[TA_FILE_HEADER_SIZE], struct ta_file_header *h)
+{
+	if (memcmp(buf, TA_FILE_MAGIC, TA_FILE_MAGIC_LEN) != 0)
+		return -TA_E_BADMAGIC;
+	h->major = ta_get_le16(buf + 8);
+	h->minor = ta_get_le16(buf + 10);
+	h->header_size = ta_get_le32(buf + 12);
+	h->pid = ta_get_le32(buf + 16);
+	h->flags = ta_get_le32(buf + 20);
+	if (h->major != TA_VERSION_MAJOR)
+		return -TA_E_VERSION;
+	if (ta_crc32c(0, buf, 28) != ta_get_le32(buf + 28))
+		return -TA_E_CHECKSUM;
+	if (h->header_size != TA_FILE_HEADER_SIZE)
+		return -TA_E_HEADER;
+	return 0;
+}
+
+void ta_chunk_header_encode(uint8_t out[TA_CHUNK_HEADER_SIZE], const struct ta_chunk_header *h,
+			    const void *payload)
+{
+	uint32_t crc;
+
+	ta_put_le32(out, TA_CHUNK_MAGIC);
+	ta_put_le16(out + 4, h->type);
+	ta_put_le16(out + 6, h->flags);
+	ta_put_le32(out + 8, h->stored_size);
+	ta_put_le32(out + 12, h->raw_size);
+	ta_put_le32(out + 16, h->pid);
+	ta_put_le32(out + 20, h->seq);
+	ta_put_le32(out + 24, 0);
+	crc = ta_crc32c(0, out, 28);
+	crc = ta_crc32c(crc, payload, h->stored_size);
+	ta_put_le32(out + 28, crc);
+}
+
+int ta_chunk_header_decode(const uint8_t buf[TA_CHUNK_HEADER_SIZE], struct ta_chunk_header *h)
+{
+	if (ta_get_le32(buf) != TA_CHUNK_MAGIC)
+		return -TA_E_BADMAGIC;
+	h->type = ta_get_le16(buf + 4);
+	h->flags = ta_get_le16(buf + 6);
+	h->stored_size = ta_get_le32(buf + 8);
+	h->raw_size = ta_get_le32(buf + 12);
+	h->pid = ta_get_le32(buf + 16);
+	h->seq = ta_get_le32(buf + 20);
+	h->crc = ta_get_le32(buf + 28);
+	if (h->stored_size > TA_CHUNK_MAX_PAYLOAD || h->raw_size > TA_CHUNK_MAX_PAYLOAD)
+		return -TA_E_TOOBIG;
+	if (!(h->flags & TA_CHUNK_F_LZ4) && h->raw_size != h->stored_size)
+		return -TA_E_HEADER;
+	if (h->flags & ~TA_CHUNK_F_LZ4)
+		return -TA_E_HEADER;
+	return 0;
+}
+
+int ta_chunk_verify(const uint8_t hdr[TA_CHUNK_HEADER_SIZE], const struct ta_chunk_header *h,
+		    const void *payload)
+{
+	uint32_t crc = ta_crc32c(0, hdr, 28);
+
+	crc = ta_crc32c(crc, payload, h->stored_size);
+	return crc == h->crc ? 0 : -TA_E_CHECKSUM;
+}
+
+/* ---- the shadow stack -------------------------------------------------------- */
+
+void ta_stack_init(struct ta_stack *s)
+{
+	s->addr = NULL;
+	s->depth = s->cap = 0;
+	s->overflow = 0;
+}
+
+void ta_stack_free(struct ta_stack *s)
+{
+	free(s->addr);
+	ta_stack_init(s);
+}
+
+int ta_stack_push(struct ta_stack *s, uint64_t addr)
+{
+	if (s->depth == TA_STACK_MAX || s->overflow) {
+		s->overflow++;
+		return 0;
+	}
+	if (s->depth == s->cap) {
+		uint32_t cap = s->cap ? s->cap * 2 : 64;
+		uint64_t *a = realloc(s->addr, cap * sizeof(*a));
+		if (!a) {
+			s->overflow++;
+			return -TA_E_NOMEM;
+		}
+		s->addr = a;
+		s->cap = cap;
+	}
+	s->addr[s->depth++] = addr;
+	return 0;
+}
+
+uint32_t ta_stack_exit(struct ta_stack *s, uint64_t addr, int *top_match)
+{
+	*top_match = 0;
+	if (s->overflow) {
+		/* An exit of a frame the stack could not hold: it pops that
+		 * frame, and both sides see it with its address. */
+		s->overflow--;
+		return 1;
+	}
+	if (s->depth && s->addr[s->depth - 1] == addr) {
+		*top_match = 1;
+		s->depth--;
+		return 1;
+	}
+	for (uint32_t i = s->depth; i-- > 0;) {
+		if (s->addr[i] == addr) {
+			uint32_t popped = s->depth - i;
+			s->depth = i;
+			return popped;
+		}
+	}
+	return 0;
+}
+
+/* ---- the event encoder (flusher side) -------------------------------------------- */
+
+static int enc_reserve(struct ta_encoder *e, size_t more)
+{
+	size_t need = e->len + more;
+	uint8_t *b;
+	size_t cap;
+
+	if (need <= e->cap)
+		return 0;
+	cap = e->cap ? e->cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	b = realloc(e->buf, cap);
+	if (!b)
+		return -TA_E_NOMEM;
+	e->buf = b;
+	e->cap = cap;
+	return 0;
+}
+
+static void enc_u(struct ta_encoder *e, uint64_t v)
+{
+	e->len = (size_t)(ta_varint_put(e->buf + e->len, v) - e->buf);
+}
+
+void ta_encoder_init(struct ta_encoder *e, uint64_t tid)
+{
+	memset(e, 0, sizeof(*e));
+	ta_stack_init(&e->stack);
+	e->tid = tid;
+}
+
+void ta_encoder_free(struct ta_encoder *e)
+{
+	ta_stack_free(&e->stack);
+	free(e->buf);
+	e->buf = NULL;
+}
+
+/* n_events is written as a fixed 5-byte varint so it can be patched in at
+ * the end without moving the events (a chunk holds < 2^35 events). */
+#define N_EVENTS_BYTES 5
+
+int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks)
+{
+	uint64_t prev = 0;
+
+	e->len = 0;
+	if (enc_reserve(e, 4 * TA_VARINT_MAX + N_EVENTS_BYTES +
+				   (size_t)(e->stack.depth + 1) * TA_VARINT_MAX) < 0)
+		return -TA_E_NOMEM;
+	enc_u(e, e->tid);
+	enc_u(e, e->chunk_seq);
+	enc_u(e, first_ticks);
+	e->n_events_off = e->len;
+	e->len += N_EVENTS_BYTES;
+	enc_u(e, e->stack.depth);
+	for (uint32_t i = 0; i < e->stack.depth; i++) {
+		enc_u(e, ta_zigzag((int64_t)(e->stack.addr[i] - prev)));
+		prev = e->stack.addr[i];
+	}
+	e->first_ticks = e->prev_ticks = first_ticks;
+	e->prev_addr = 0;
+	e->n_events = 0;
+	e->open = 1;
+	return 0;
+}
+
+static uint64_t enc_dt(struct ta_encoder *e, uint64_t ticks)
+{
+	uint64_t dt;
+
+	if (ticks < e->prev_ticks) {
+		e->backsteps++;
+		return 0;
+	}
+	dt = ticks - e->prev_ticks;
+	e->prev_ticks = ticks;
+	return dt;
+}
+
+int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is_exit)
+{
+	uint64_t dt;
+	int top;
+
+	if (enc_reserve(e, 2 * TA_VARINT_MAX) < 0)
+		return -TA_E_NOMEM;
+	dt = enc_dt(e, ticks);
+	if (dt > (UINT64_MAX >> 2))
+		dt = UINT64_MAX >> 2;
+	if (!is_exit) {
+		enc_u(e, dt << 2 | TA_EV_ENTER);
+		enc_u(e, ta_zigzag((int64_t)(addr - e->prev_addr)));
+		e->prev_addr = addr;
+		(void)ta_stack_push(&e->stack, addr);
+	} else {
+		(void)ta_stack_exit(&e->stack, addr, &top);
+		if (top) {
+			enc_u(e, dt << 2 | TA_EV_EXIT);
+		} else {
+			enc_u(e, dt << 2 | TA_EV_EXIT_ADDR);
+			enc_u(e, ta_zigzag((int64_t)(addr - e->prev_addr)));
+			e->prev_addr = addr;
+		}
+	}
+	e->n_events++;
+	return 0;
+}
+
+int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count)
+{
+	if (enc_reserve(e, 3 * TA_VARINT_MAX) < 0)
+		return -TA_E_NOMEM;
+	enc_u(e, enc_dt(e, ticks) << 2 | TA_EV_EXT);
+	enc_u(e, TA_EXT_LOST);
+	enc_u(e, count);
+	e->n_events++;
+	return 0;
+}
+
+int ta_encoder_end(struct ta_encoder *e, const uint8_t **payload, size_t *len)
+{
+	uint64_t n = e->n_events;
+	uint8_t *p = e->buf + e->n_events_off;
+
+	for (int i = 0; i < N_EVENTS_BYTES; i++) {
+		p[i] = (uint8_t)((n & 0x7f) | (i < N_EVENTS_BYTES - 1 ? 0x80 : 0));
+		n >>= 7;
+	}
+	e->chunk_seq++;
+	e->open = 0;
+	*payload = e->buf;
+	*len = e->len;
+	return 0;
+}
+
+/* ---- the event decoder (analyzer side) ------------------------------------------- */
+
+void ta_decoder_init(struct ta_decoder *d)
+{
+	memset(d, 0, sizeof(*d));
+	ta_stack_init(&d->stack);
+}
+
+void ta_decoder_free(struct ta_decoder *d)
+{
+	ta_stack_free(&d->stack);
+	free(d->snapshot);
+	d->snapshot = NULL;
+}
+
+int ta_decoder_begin(struct ta_decoder *d, const void *payload, size_t len)
+{
+	struct ta_reader *r = &d->r;
+	uint64_t depth, prev = 0;
+
+	ta_reader_init(r, payload, len);
+	ta_get_varint(r, &d->tid);
+	ta_get_varint(r, &d->chunk_seq);
+	ta_get_varint(r, &d->first_ticks);
+	ta_get_varint(r, &d->n_events);
+	ta_get_varint(r, &depth);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	/* Each frame takes at least one byte: a depth larger than what is
+	 * left is a lie, and must not drive an allocation. */
+	if (depth > TA_STACK_MAX || depth > (uint64_t)(r->end - r->p))
+		return -TA_E_PAYLOAD;
+	/* Each event takes at least one byte, too. */
+	if (d->n_events > (uint64_t)(r->end - r->p))
+		return -TA_E_PAYLOAD;
+	free(d->snapshot);
+	d->snapshot = NULL;
+	d->snapshot_depth = 0;
+	d->stack.depth = 0;
+	d->stack.overflow = 0;
+	if (depth) {
+		d->snapshot = malloc(depth * sizeof(uint64_t));
+		if (!d->snapshot)
+			return -TA_E_NOMEM;
+	}
+	for (uint64_t i = 0; i < depth; i++) {
+		uint64_t z;
+		if (ta_get_varint(r, &z) < 0)
+			return -TA_E_PAYLOAD;
+		prev += (uint64_t)ta_unzigzag(z);
+		d->snapshot[i] = prev;
+		if (ta_stack_push(&d->stack, prev) < 0)
+			return -TA_E_NOMEM;
+	}
+	d->snapshot_depth = (uint32_t)depth;
+	d->done = 0;
+	d->prev_ticks = d->first_ticks;
+	d->prev_addr = 0;
+	return 0;
+}
+
+int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev)
+{
+	struct ta_reader *r = &d->r;
+	uint64_t v, z, dt;
+	int top;
+
+	if (d->done == d->n_events)
+		return r->p == r->end ? 0 : -TA_E_PAYLOAD;
+	if (ta_get_varint(r, &v) < 0)
+		return -TA_E_PAYLOAD;
+	dt = v >> 2;
+	d->prev_ticks += dt;
+	ev->ticks = d->prev_ticks;
+	ev->popped = 0;
+	ev->ext = ev->value = 0;
+	switch (v & 3) {
+	case TA_EV_ENTER:
+		if (ta_get_varint(r, &z) < 0)
+			return -TA_E_PAYLOAD;
+		d->prev_addr += (uint64_t)ta_unzigzag(z);
+		ev->kind = TA_EV_ENTER;
+		ev->addr = d->prev_addr;
+		if (ta_stack_push(&d->stack, ev->addr) < 0)
+			return -TA_E_NOMEM;
+		break;
+	case TA_EV_EXIT:
+		if (!d->stack.depth || d->stack.overflow)
+			return -TA_E_PAYLOAD; /* the encoder never emits this */
+		ev->kind = TA_EV_EXIT;
+		ev->addr = d->stack.addr[d->stack.depth - 1];
+		ev->popped = ta_stack_exit(&d->stack, ev->addr, &top);
+		break;
+	case TA_EV_EXIT_ADDR:
+		if (ta_get_varint(r, &z) < 0)
+			return -TA_E_PAYLOAD;
+		d->prev_addr += (uint64_t)ta_unzigzag(z);
+		ev->kind = TA_EV_EXIT;
+		ev->addr = d->prev_addr;
+		/* Same rule as the encoder, so the same frames go. */
+		ev->popped = ta_stack_exit(&d->stack, ev->addr, &top);
+		break;
+	default:
+		if (ta_get_varint(r, &ev->ext) < 0)
+			return -TA_E_PAYLOAD;
+		ev->kind = TA_EV_EXT;
+		ev->addr = 0;
+		if (ev->ext == TA_EXT_LOST) {
+			if (ta_get_varint(r, &ev->value) < 0)
+				return -TA_E_PAYLOAD;
+		} else {
+			return -TA_E_PAYLOAD; /* unknown subtypes have no length */
+		}
+		break;
+	}
+	d->done++;
+	return 1;
+}

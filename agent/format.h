@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * format.h - the traceagent dump format, shared by the agent and the analyzer.
+ *
+ * This header and agent/FORMAT.md are the only definition of the format.
+ * Everything is little-endian.  A dump is a 32-byte file header followed by
+ * chunks; each chunk is a 32-byte header and a payload that is either raw or
+ * LZ4-compressed, protected by a CRC-32C over header and payload.
+ *
+ * The event encoder (agent flusher) and decoder (analyzer) live together in
+ * format.c so that the shadow-stack rule that lets an exit omit its address
+ * is written once.
+ */
+#ifndef TA_FORMAT_H
+#define TA_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- file header ------------------------------------------------------ */
+
+#define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
+#define TA_FILE_MAGIC_LEN 8
+#define TA_VERSION_MAJOR 1 /* incompatible changes */
+#define TA_VERSION_MINOR 0 /* compatible additions (new chunk types) */
+#define TA_FILE_HEADER_SIZE 32
+
+/*
+ * offset size field
+ *  0      8   magic "TRACEAGT"
+ *  8      2   version major
+ * 10      2   version minor
+ * 12      4   header size (32)
+ * 16      4   pid of the process that created the dump
+ * 20      4   flags (none defined, 0)
+ * 24      4   reserved (0)
+ * 28      4   CRC-32C of bytes 0..27
+ */
+struct ta_file_header {
+	uint16_t major;
+	uint16_t minor;
+	uint32_t header_size;
+	uint32_t pid;
+	uint32_t flags;
+};
+
+/* ---- chunks ------------------------------------------------------------ */
+
+#define TA_CHUNK_MAGIC 0x68634154u /* "TAch" read as little-endian u32 */
+#define TA_CHUNK_HEADER_SIZE 32
+#define TA_CHUNK_MAX_PAYLOAD (16u << 20) /* stored and raw sizes */
+
+/*
+ * offset size field
+ *  0      4   magic "TAch"
+ *  4      2   type (enum ta_chunk_type)
+ *  6      2   flags (TA_CHUNK_F_*)
+ *  8      4   stored payload size (bytes that follow the header)
+ * 12      4   raw payload size (after decompression; = stored if not LZ4)
+ * 16      4   pid of the writing process
+ * 20      4   sequence number of the chunk within that process (0, 1, ...)
+ * 24      4   reserved (0)
+ * 28      4   CRC-32C of bytes 0..27 followed by the stored payload
+ */
+struct ta_chunk_header {
+	uint16_t type;
+	uint16_t flags;
+	uint32_t stored_size;
+	uint32_t raw_size;
+	uint32_t pid;
+	uint32_t seq;
+	uint32_t crc;
+};
+
+#define TA_CHUNK_F_LZ4 0x0001u
+
+/*
+ * Chunk types.  Payloads are sequences of unsigned LEB128 varints ("u"),
+ * zigzag varints ("s"), and strings ("str": u length, then bytes, no NUL).
+ * A reader skips chunk types it does not know (minor version additions).
+ */
+#define TA_CHUNK_TYPES(X)                                                       \
+	X(PROCESS, 1, "process")    /* who was traced and how time is kept */ \
+	X(CLOCK, 2, "clock")        /* (ticks, CLOCK_MONOTONIC ns) pairs */   \
+	X(MODULE, 3, "module")      /* a loaded ELF object */                 \
+	X(THREAD_START, 4, "thread-start")                                    \
+	X(THREAD_NAME, 5, "thread-name")                                      \
+	X(THREAD_END, 6, "thread-end")                                        \
+	X(EVENTS, 7, "events")      /* one thread's function events */       \
+	X(END, 8, "end")            /* the process finished writing */
+
+enum ta_chunk_type {
+#define TA_X(name, value, str) TA_CHUNK_##name = value,
+	TA_CHUNK_TYPES(TA_X)
+#undef TA_X
+};
+
+/* Clock sources recorded in the PROCESS chunk. */
+enum ta_clock_source {
+	TA_CLOCK_RDTSC = 1,    /* x86-64 time-stamp counter */
+	TA_CLOCK_CNTVCT = 2,   /* aarch64 virtual counter */
+	TA_CLOCK_MONOTONIC = 3 /* clock_gettime(CLOCK_MONOTONIC), ticks = ns */
+};
+
+/* ---- the event stream inside an EVENTS chunk ---------------------------- */
+
+/*
+ * Each event starts with u ((dt << 2) | kind), dt being the tick delta from
+ * the previous event of the chunk (the first from the chunk's first_ticks).
+ */
+enum ta_event_kind {
+	TA_EV_EXIT = 0,      /* exit of the function on top of the shadow stack */
+	TA_EV_ENTER = 1,     /* s (addr - prev_addr) follows */
+	TA_EV_EXIT_ADDR = 2, /* s (addr - prev_addr) follows; see ta_stack_exit */
+	TA_EV_EXT = 3        /* u subtype follows, then its payload */
+};
+
+enum ta_ext_kind {
+	TA_EXT_LOST = 1 /* u count: events the agent could not record here */
+};
+
+/* Shadow stack depth shared by encoder and decoder; deeper enters are
+ * still recorded, their exits just carry an explicit address. */
+#define TA_STACK_MAX 65536u
+
+/* ---- little-endian and varint helpers ----------------------------------- */
+
+static inline void ta_put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void ta_put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint16_t ta_get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t ta_get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+	       ((uint32_t)p[3] << 24);
+}
+
+#define TA_VARINT_MAX 10 /* bytes for a 64-bit value */
+
+/* Writes v as unsigned LEB128 at p; returns the byte after it. The caller
+ * guarantees TA_VARINT_MAX bytes of room. */
+static inline uint8_t *ta_varint_put(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint64_t ta_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t ta_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/*
+ * A bounds-checked reader over untrusted bytes.  Every get fails (returns -1
+ * and sets err) rather than read past end; once err is set all further gets
+ * fail, so a decoder can check once at the end of a record.
+ */
+struct ta_reader {
+	const uint8_t *p;
+	const uint8_t *end;
+	int err;
+};
+
+static inline void ta_reader_init(struct ta_reader *r, const void *buf, size_t len)
+{
+	r->p = (const uint8_t *)buf;
+	r->end = r->p + len;
+	r->err = 0;
+}
+
+static inline int ta_get_varint(struct ta_reader *r, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	if (r->err)
+		return -1;
+	while (r->p < r->end) {
+		uint8_t b = *r->p++;
+		if (shift == 63 && b > 1)
+			break; /* more than 64 bits */
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*out = v;
+			return 0;
+		}
+		shift += 7;
+		if (shift > 63)
+			break;
+	}
+	r->err = 1;
+	*out = 0;
+	return -1;
+}
+
+/* A string: returns a pointer into the buffer (not NUL-terminated). */
+static inline int ta_get_bytes(struct ta_reader *r, const uint8_t **s, uint64_t *len)
+{
+	if (ta_get_varint(r, len) < 0 || *len > (uint64_t)(r->end - r->p)) {
+		r->err = 1;
+		*s = NULL;
+		*len = 0;
+		return -1;
+	}
+	*s = r->p;
+	r->p += *len;
+	return 0;
+}
+
+/* ---- checksums and headers (format.c) ------------------------------------ */
+
+uint32_t ta_crc32c(uint32_t crc, const void *buf, size_t len);
+
+void ta_file_header_encode(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid);
+
+/* 0 if buf holds a file header of a version this code reads; otherwise a
+ * negative TA_E_* code. */
+int ta_file_header_decode(const uint8_t buf[TA_FILE_HEADER_SIZE], struct ta_file_header *h);
+
+/* Fills the 32 header bytes, computing the CRC over header and payload. */
+void ta_chunk_header_encode(uint8_t out[TA_CHUNK_HEADER_SIZE], const struct ta_chunk_header *h,
+			    const void *payload);
+
+/* Parses and sanity-checks a header (magic, sizes); the CRC is verified
+ * separately with ta_chunk_verify once the payload is read. */
+int ta_chunk_header_decode(const uint8_t buf[TA_CHUNK_HEADER_SIZE], struct ta_chunk_header *h);
+int ta_chunk_verify(const uint8_t hdr[TA_CHUNK_HEADER_SIZE], const struct ta_chunk_header *h,
+		    const void *payload);
+
+const char *ta_chunk_type_name(unsigned type);
+
+/* Error codes of the format layer: negative values, one list. */
+#define TA_ERRORS(X)                                                         \
+	X(BADMAGIC, "not a traceagent dump (bad magic)")                     \
+	X(VERSION, "unsupported dump format version")                        \
+	X(HEADER, "malformed header")                                        \
+	X(TRUNCATED, "truncated")                                            \
+	X(CHECKSUM, "checksum mismatch")                                     \
+	X(TOOBIG, "size out of range")                                       \
+	X(DECOMPRESS, "LZ4 data does not decompress to the recorded size")   \
+	X(PAYLOAD, "malformed payload")                                      \
+	X(NOMEM, "out of memory")                                            \
+	X(IO, "I/O error")
+
+enum ta_error {
+	TA_E_OK = 0,
+#define TA_X(name, msg) TA_E_##name,
+	TA_ERRORS(TA_X)
+#undef TA_X
+};
+
+/* Returns a static message for -TA_E_x (or TA_E_x). */
+const char *ta_strerror(int err);
+
+/* ---- the shadow stack rule ---------------------------------------------- */
+
+/*
+ * Both sides keep, per thread, a stack of entered function addresses and
+ * apply the same rule, so an exit that matches the top needs no address:
+ *  - enter(a): push a (ignored for the stack beyond TA_STACK_MAX entries;
+ *    the overflow is counted so the matching exits pop it again);
+ *  - exit(a) matching the top: TA_EV_EXIT, pop;
+ *  - any other exit: TA_EV_EXIT_ADDR; if a is deeper in the stack, pop
+ *    down to and including it (frames left by longjmp or an exception);
+ *    otherwise leave the stack as it is (an exit never entered).
+ */
+struct ta_stack {
+	uint64_t *addr;
+	uint32_t depth;
+	uint32_t cap;
+	uint64_t overflow; /* enters beyond TA_STACK_MAX still open */
+};
+
+void ta_stack_init(struct ta_stack *s);
+void ta_stack_free(struct ta_stack *s);
+/* 0, or TA_E_NOMEM (the enter is then counted in overflow). */
+int ta_stack_push(struct ta_stack *s, uint64_t addr);
+/* Applies exit(a); returns the number of frames popped (0 if a was not on
+ * the stack) and sets *top_match when a was the top frame. */
+uint32_t ta_stack_exit(struct ta_stack *s, uint64_t addr, int *top_match);
+
+/* ---- the EVENTS chunk payload -------------------------------------------- */
+
+/*
+ * Payload (before compression):
+ *   u tid, u thread_chunk_seq (0, 1, ... per thread), u first_ticks,
+ *   u n_events, u depth, then depth x s (addr - previous addr, from 0):
+ *   the shadow stack at the start of the chunk, bottom first;
+ *   then n_events events (see enum ta_event_kind).  Ticks are absolute
+ *   counter values; a tick going backwards is clamped to dt = 0.
+ */
+
+/* One event as the agent records it; also what the decoder yields. */
+struct ta_event {
+	uint64_t ticks;
+	uint64_t addr;    /* function address */
+	uint32_t kind;    /* TA_EV_ENTER, TA_EV_EXIT (any exit), TA_EV_EXT */
+	uint32_t popped;  /* exits: frames this exit removed from the stack */
+	uint64_t ext;     /* TA_EV_EXT: subtype */
+	uint64_t value;   /* TA_EXT_LOST: count */
+};
+
+struct ta_encoder {
+	struct ta_stack stack;
+	uint8_t *buf; /* payload being built */
+	size_t len, cap;
+	uint64_t tid, chunk_seq;
+	uint64_t first_ticks, prev_ticks, prev_addr;
+	uint64_t n_events;
+	size_t n_events_off; /* where n_events is patched in */
+	uint64_t backsteps; /* ticks that went backwards (clamped) */
+	int open;
+};
+
+void ta_encoder_init(struct ta_encoder *e, uint64_t tid);
+void ta_encoder_free(struct ta_encoder *e);
+/* Starts a chunk (writes the header fields and the stack snapshot). */
+int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks);
+/* Appends one function event; kind is TA_EV_ENTER or TA_EV_EXIT. */
+int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is_exit);
+int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count);
+/* Finishes the chunk: *payload and *len stay valid until the next begin. */
+int ta_encoder_end(struct ta_encoder *e, const uint8_t **payload, size_t *len);
+
+struct ta_decoder {
+	struct ta_stack stack;
+	struct ta_reader r;
+	uint64_t tid, chunk_seq, first_ticks, n_events, done;
+	uint64_t prev_ticks, prev_addr;
+	/* The stack snapshot the chunk carries (owned, for resynchronisation). */
+	uint64_t *snapshot;
+	uint32_t snapshot_depth;
+};
+
+void ta_decoder_init(struct ta_decoder *d);
+void ta_decoder_free(struct ta_decoder *d);
+/* Parses the chunk's fixed fields and stack snapshot, and sets the shadow
+ * stack to the snapshot.  0 or a negative TA_E_ code. */
+int ta_decoder_begin(struct ta_decoder *d, const void *payload, size_t len);
+/* 1 with *ev filled, 0 at the end of the chunk, or a negative TA_E_ code
+ * (malformed: the rest of the chunk is unusable). */
+int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev);
+
+#endif /* TA_FORMAT_H */

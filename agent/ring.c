@@ -1,0 +1,1 @@
+/* SPDX-License-Identifier: MIT */ /* ring.c: being written. */

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * commands.h - the subcommands of the traceagent command.
+ *
+ * Each takes the arguments after its own name (argv[0] is the subcommand)
+ * and returns the process exit status.  Only these front ends print
+ * messages and choose exit codes; the layers below return TA_E_* codes.
+ */
+#ifndef TA_COMMANDS_H
+#define TA_COMMANDS_H
+
+int ta_cmd_record(int argc, char **argv);
+int ta_cmd_report(int argc, char **argv);
+
+#endif

@@ -1,0 +1,1 @@
+/* SPDX-License-Identifier: MIT */ /* dumpfile.c: being written. */

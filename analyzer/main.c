@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - the traceagent command: dispatches to one subcommand per file.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "ta_config.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"record", ta_cmd_record, "run a program with the agent preloaded"},
+	{"report", ta_cmd_report, "per-function calls and times of a dump"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: traceagent COMMAND [OPTIONS] ...\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'traceagent COMMAND --help' tells more.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("traceagent %s\n", TA_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "traceagent: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
