@@ -1,1 +1,182 @@
-/* SPDX-License-Identifier: MIT */ /* agent.c: being written. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent.c - the agent's life: started by the first hook, finished by the
+ * process's exit paths.
+ *
+ * Starting lazily, at the first instrumented call rather than in a
+ * constructor, means a process that runs no instrumented code (a shell
+ * under `traceagent record`, a program it executes) creates no dump and
+ * prints nothing: loading the agent changes nothing for it.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+uint32_t ta_state;
+uint32_t ta_pid;
+
+void ta_warn(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	/* vsnprintf, not vfprintf(stderr): no stdio lock or buffer shared
+	 * with the program; one write keeps the line whole. */
+	memcpy(line, "traceagent: ", 12);
+	va_start(ap, fmt);
+	n = vsnprintf(line + 12, sizeof(line) - 13, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	n += 12;
+	if ((size_t)n > sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* Nowhere left to say it. */
+	}
+}
+
+int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+			   void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+	if (!real) {
+		/* The next definition after ours: libc's (ours is an
+		 * interposer when the agent is preloaded). */
+		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+				void *))dlsym(RTLD_NEXT, "pthread_create");
+		if (!real)
+			real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+					void *))dlsym(RTLD_DEFAULT, "pthread_create");
+		if (!real)
+			return EAGAIN;
+	}
+	return real(t, attr, fn, arg);
+}
+
+static void on_fork_child(void)
+{
+	/* The child has one thread, no flusher, and a copy of rings whose
+	 * contents the parent writes.  Recording children is not done yet:
+	 * stop here, without touching the parent's dump. */
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_UNINIT)
+		return;
+	__atomic_store_n(&ta_state, TA_S_STOPPED, __ATOMIC_RELEASE);
+	ta_flusher_forget();
+	ta_dump_forget();
+	ta_ring_reset_after_fork();
+}
+
+static int start(void)
+{
+	int err;
+
+	/* A setuid or setgid program is never traced: the settings come
+	 * from a less privileged environment. */
+	if (getauxval(AT_SECURE))
+		return -EPERM;
+	ta_pid = (uint32_t)getpid();
+	ta_settings_load(&ta_cfg);
+	err = ta_ring_init(ta_cfg.block_bytes, ta_cfg.memory_cap);
+	if (err < 0) {
+		ta_warn("cannot reserve %llu bytes of ring memory: %s; not tracing",
+			(unsigned long long)ta_cfg.memory_cap, strerror(-err));
+		return err;
+	}
+	err = ta_dump_open(ta_cfg.output);
+	if (err < 0) {
+		ta_warn("cannot create the dump %s: %s; not tracing", ta_cfg.output,
+			err == -EEXIST ? "a file is already there (not overwritten)"
+				       : strerror(-err));
+		return err;
+	}
+	ta_dump_process();
+	ta_dump_clock();
+	ta_dump_modules();
+	pthread_atfork(NULL, NULL, on_fork_child);
+	err = ta_flusher_start();
+	if (err < 0) {
+		ta_warn("cannot start the flusher thread: %s; not tracing", strerror(-err));
+		ta_dump_close();
+		return err;
+	}
+	return 0;
+}
+
+int ta_agent_ensure_started(void)
+{
+	uint32_t s = TA_S_UNINIT;
+
+	if (__atomic_compare_exchange_n(&ta_state, &s, TA_S_STARTING, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		int saved = errno;
+		int ok = start() == 0;
+		errno = saved;
+		/* Release: threads waiting below then see the pool and dump. */
+		__atomic_store_n(&ta_state, ok ? TA_S_RUNNING : TA_S_STOPPED, __ATOMIC_RELEASE);
+		return ok;
+	}
+	/* Another thread is starting the agent: it takes milliseconds. */
+	while (s == TA_S_STARTING) {
+		sched_yield();
+		s = __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE);
+	}
+	return s == TA_S_RUNNING;
+}
+
+void ta_agent_shutdown(void)
+{
+	uint32_t s = TA_S_RUNNING;
+	struct ta_buf b = {0};
+	uint64_t events, lost, threads, ticks, ns;
+	int saved = errno;
+
+	/* A vfork child shares our memory: it must not finish the parent's
+	 * dump when it calls _exit. */
+	if ((uint32_t)getpid() != __atomic_load_n(&ta_pid, __ATOMIC_RELAXED))
+		return;
+	/* Only the first caller, and only if the agent ran.  From here on
+	 * hooks stop recording (they see the state in their slow path). */
+	if (!__atomic_compare_exchange_n(&ta_state, &s, TA_S_STOPPED, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	ta_flusher_stop();
+	/* The exiting thread's own frames are done: end its ring so that it
+	 * is drained as exited. */
+	ta_thread_exit();
+	ta_flusher_drain(1);
+	ta_flusher_totals(&events, &lost, &threads);
+	ta_dump_clock();
+	ta_clock_pair(&ticks, &ns);
+	ta_buf_u(&b, ticks);
+	ta_buf_u(&b, ns);
+	ta_buf_u(&b, events);
+	ta_buf_u(&b, lost);
+	ta_buf_u(&b, threads);
+	ta_buf_u(&b, ta_dump_failed() ? 1 : 0);
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_END, b.p, b.len);
+	ta_buf_free(&b);
+	ta_dump_close();
+	errno = saved;
+}
+
+/* Runs from exit(), after the program's atexit handlers and destructors
+ * (the preloaded agent was initialised before the program, so it is
+ * finalised after it). */
+__attribute__((destructor)) static void agent_fini(void)
+{
+	ta_agent_shutdown();
+}

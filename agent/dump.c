@@ -1,1 +1,313 @@
-/* SPDX-License-Identifier: MIT */ /* dump.c: being written. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * dump.c - the dump file: creation, chunk writing, and the small chunks
+ * (process, clock) built from the agent's state.
+ *
+ * Every chunk is one write() to an O_APPEND descriptor, so a chunk is
+ * either wholly in the file or (killed mid-write, disk full) a truncated
+ * tail the analyzer recognises.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <lz4.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+static int dump_fd = -1;
+static int dump_failed;
+static uint32_t dump_seq;
+static uint64_t dump_bytes;
+static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
+static char dump_path[4096];
+
+/* Compression scratch, used under dump_lock. */
+static uint8_t *zbuf;
+static size_t zcap;
+
+/* ---- payload buffers ---------------------------------------------------- */
+
+static int buf_reserve(struct ta_buf *b, size_t more)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (b->len + more <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < b->len + more)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = 1;
+		return -1;
+	}
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+void ta_buf_u(struct ta_buf *b, uint64_t v)
+{
+	if (buf_reserve(b, TA_VARINT_MAX) < 0)
+		return;
+	b->len = (size_t)(ta_varint_put(b->p + b->len, v) - b->p);
+}
+
+void ta_buf_str(struct ta_buf *b, const char *s, size_t len)
+{
+	ta_buf_u(b, len);
+	if (buf_reserve(b, len) < 0)
+		return;
+	memcpy(b->p + b->len, s, len);
+	b->len += len;
+}
+
+void ta_buf_free(struct ta_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Header and payload in one writev: with O_APPEND a chunk is never split
+ * by another process's chunk.  A short write (disk full) is finished with
+ * plain writes, or fails. */
+static int write_chunk(const uint8_t *hdr, const void *payload, size_t len)
+{
+	/* writev's iovec is not const-qualified; it only reads. */
+	struct iovec iov[2] = {{(void *)(uintptr_t)hdr, TA_CHUNK_HEADER_SIZE},
+			       {(void *)(uintptr_t)payload, len}};
+	size_t total = TA_CHUNK_HEADER_SIZE + len;
+	ssize_t w;
+
+	do
+		w = writev(dump_fd, iov, 2);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	if ((size_t)w == total)
+		return 0;
+	if ((size_t)w < TA_CHUNK_HEADER_SIZE) {
+		int err = write_all(dump_fd, hdr + w, TA_CHUNK_HEADER_SIZE - (size_t)w);
+		if (err < 0)
+			return err;
+		w = TA_CHUNK_HEADER_SIZE;
+	}
+	return write_all(dump_fd, (const uint8_t *)payload + ((size_t)w - TA_CHUNK_HEADER_SIZE),
+			 total - (size_t)w);
+}
+
+int ta_dump_open(const char *path)
+{
+	uint8_t hdr[TA_FILE_HEADER_SIZE];
+	int fd, err;
+
+	/* O_EXCL|O_NOFOLLOW: never follow a planted symlink, never overwrite
+	 * a file that is there (possibly someone else's). */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	ta_file_header_encode(hdr, (uint32_t)getpid());
+	err = write_all(fd, hdr, sizeof(hdr));
+	if (err < 0) {
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	snprintf(dump_path, sizeof(dump_path), "%s", path);
+	dump_fd = fd;
+	dump_failed = 0;
+	dump_seq = 0;
+	dump_bytes = sizeof(hdr);
+	return 0;
+}
+
+int ta_dump_chunk(unsigned type, const void *payload, size_t len)
+{
+	struct ta_chunk_header h = {0};
+	uint8_t hdr[TA_CHUNK_HEADER_SIZE];
+	const void *stored = payload;
+	size_t stored_len = len;
+	int err = 0;
+
+	if (len > TA_CHUNK_MAX_PAYLOAD)
+		return -EINVAL;
+	pthread_mutex_lock(&dump_lock);
+	if (dump_fd < 0 || dump_failed) {
+		err = -EBADF;
+		goto out;
+	}
+	/* Small chunks are not worth the LZ4 call; events chunks are. */
+	if (len >= 128) {
+		size_t bound = (size_t)LZ4_compressBound((int)len);
+		if (bound > zcap) {
+			uint8_t *z = realloc(zbuf, bound);
+			if (z) {
+				zbuf = z;
+				zcap = bound;
+			}
+		}
+		if (bound <= zcap) {
+			int n = LZ4_compress_default(payload, (char *)zbuf, (int)len, (int)zcap);
+			if (n > 0 && (size_t)n < len) {
+				stored = zbuf;
+				stored_len = (size_t)n;
+				h.flags = TA_CHUNK_F_LZ4;
+			}
+		}
+	}
+	h.type = (uint16_t)type;
+	h.stored_size = (uint32_t)stored_len;
+	h.raw_size = (uint32_t)len;
+	h.pid = (uint32_t)getpid();
+	h.seq = dump_seq;
+	ta_chunk_header_encode(hdr, &h, stored);
+	err = write_chunk(hdr, stored, stored_len);
+	if (err < 0)
+		goto fail;
+	dump_seq++;
+	dump_bytes += sizeof(hdr) + stored_len;
+	goto out;
+fail:
+	dump_failed = 1;
+	ta_warn("cannot write to the dump %s: %s; the rest of this run is not recorded", dump_path,
+		strerror(-err));
+out:
+	pthread_mutex_unlock(&dump_lock);
+	return err;
+}
+
+void ta_dump_close(void)
+{
+	pthread_mutex_lock(&dump_lock);
+	if (dump_fd >= 0)
+		close(dump_fd);
+	dump_fd = -1;
+	pthread_mutex_unlock(&dump_lock);
+}
+
+void ta_dump_forget(void)
+{
+	/* The child must not close or write the parent's descriptor state
+	 * through our bookkeeping; the lock may have been held at fork. */
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	if (dump_fd >= 0)
+		close(dump_fd);
+	dump_fd = -1;
+	memcpy(&dump_lock, &fresh, sizeof(fresh));
+}
+
+uint64_t ta_dump_bytes(void)
+{
+	return dump_bytes;
+}
+
+int ta_dump_failed(void)
+{
+	return dump_failed;
+}
+
+/* ---- process and clock chunks ---------------------------------------------- */
+
+void ta_dump_clock(void)
+{
+	struct ta_buf b = {0};
+	uint64_t ticks, ns;
+
+	ta_clock_pair(&ticks, &ns);
+	ta_buf_u(&b, 1);
+	ta_buf_u(&b, ticks);
+	ta_buf_u(&b, ns);
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_CLOCK, b.p, b.len);
+	ta_buf_free(&b);
+}
+
+/* Reads a small /proc file whole (our own, no stdio). */
+static size_t read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+
+	if (fd < 0)
+		return 0;
+	while (n < size) {
+		ssize_t r = read(fd, buf + n, size - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	return n;
+}
+
+void ta_dump_process(void)
+{
+	struct ta_buf b = {0};
+	char exe[4096];
+	static char cmd[65536];
+	ssize_t n;
+	size_t clen, argc = 0;
+	uint64_t ticks, ns;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		n = 0;
+	exe[n] = 0;
+	clen = read_file("/proc/self/cmdline", cmd, sizeof(cmd));
+	for (size_t i = 0; i < clen; i++)
+		argc += cmd[i] == 0;
+	if (clen && cmd[clen - 1] != 0)
+		argc++; /* cut short: the last argument has no NUL */
+	ta_clock_pair(&ticks, &ns);
+	ta_buf_u(&b, (uint64_t)getpid());
+	ta_buf_u(&b, (uint64_t)getppid());
+	ta_buf_u(&b, ta_clock_realtime_ns());
+	ta_buf_u(&b, ticks);
+	ta_buf_u(&b, TA_CLOCK_SOURCE);
+	ta_buf_u(&b, ta_clock_nominal_hz());
+	ta_buf_str(&b, TA_ARCH, strlen(TA_ARCH));
+	ta_buf_str(&b, exe, (size_t)n);
+	ta_buf_u(&b, argc);
+	for (size_t i = 0; i < clen;) {
+		size_t len = strnlen(cmd + i, clen - i);
+		ta_buf_str(&b, cmd + i, len);
+		i += len + 1;
+	}
+	ta_buf_u(&b, ta_cfg.block_bytes);
+	ta_buf_u(&b, ta_cfg.memory_cap);
+	ta_buf_u(&b, ta_cfg.flush_ms);
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_PROCESS, b.p, b.len);
+	ta_buf_free(&b);
+}

@@ -1,1 +1,305 @@
-/* SPDX-License-Identifier: MIT */ /* flusher.c: being written. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * flusher.c - the consumer side of the rings: a background thread that
+ * drains every thread's blocks, encodes them (format.c), and appends the
+ * chunks to the dump.
+ *
+ * It sleeps for the flush interval, or less when producers kick it because
+ * full blocks are piling up, so its backlog is bounded by the memory cap in
+ * the worst case and by ~8 blocks per kick in the common case.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* Events chunks are cut at about this many raw bytes. */
+#define CHUNK_TARGET (1u << 20)
+
+struct ta_flush_state {
+	struct ta_encoder enc;
+	uint64_t events;   /* recorded for this thread so far */
+	uint32_t name_seq; /* the name version last written */
+	int started;       /* THREAD_START written */
+};
+
+static pthread_t flusher_thread;
+static int flusher_running;
+static uint32_t flusher_stop; /* atomic */
+static uint32_t kick_word;    /* futex: 1 once kicked, reset by the flusher */
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Totals, under drain_lock. */
+static uint64_t total_events, total_lost, total_threads;
+
+void ta_flusher_kick(void)
+{
+	/* Acq_rel exchange: only the first kick after the flusher reset the
+	 * word pays for the system call. */
+	if (__atomic_exchange_n(&kick_word, 1, __ATOMIC_ACQ_REL) == 0)
+		syscall(SYS_futex, &kick_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Seqlock reader of a thread's name (writer: ta_thread_set_name). */
+static int read_name(struct ta_thread *t, char out[16], uint32_t *seq)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		uint32_t s1 = __atomic_load_n(&t->name_seq, __ATOMIC_ACQUIRE);
+		uint32_t s2;
+		if (s1 & 1)
+			continue;
+		for (int i = 0; i < 16; i++)
+			out[i] = __atomic_load_n(&t->name[i], __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&t->name_seq, __ATOMIC_RELAXED);
+		if (s1 == s2) {
+			*seq = s1;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void write_thread_start(struct ta_thread *t, const char *name)
+{
+	struct ta_buf b = {0};
+
+	ta_buf_u(&b, t->tid);
+	ta_buf_u(&b, t->ptid);
+	ta_buf_u(&b, t->start_ticks);
+	ta_buf_str(&b, name, strnlen(name, 16));
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_THREAD_START, b.p, b.len);
+	ta_buf_free(&b);
+}
+
+static void write_thread_name(struct ta_thread *t, const char *name)
+{
+	struct ta_buf b = {0};
+
+	ta_buf_u(&b, t->tid);
+	ta_buf_u(&b, ta_ticks());
+	ta_buf_str(&b, name, strnlen(name, 16));
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_THREAD_NAME, b.p, b.len);
+	ta_buf_free(&b);
+}
+
+static void write_thread_end(struct ta_thread *t, uint64_t end_ticks, uint64_t events)
+{
+	struct ta_buf b = {0};
+	uint64_t lost = __atomic_load_n(&t->lost, __ATOMIC_RELAXED);
+
+	ta_buf_u(&b, t->tid);
+	ta_buf_u(&b, end_ticks);
+	ta_buf_u(&b, events);
+	ta_buf_u(&b, lost);
+	ta_buf_u(&b, __atomic_load_n(&t->wait_ticks, __ATOMIC_RELAXED));
+	total_lost += lost;
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_THREAD_END, b.p, b.len);
+	ta_buf_free(&b);
+}
+
+static void flush_chunk(struct ta_flush_state *fs)
+{
+	const uint8_t *p;
+	size_t len;
+
+	if (!fs->enc.open)
+		return;
+	ta_encoder_end(&fs->enc, &p, &len);
+	ta_dump_chunk(TA_CHUNK_EVENTS, p, len);
+}
+
+/* Encodes the records [from, to) of a block. */
+static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t from, uint32_t to)
+{
+	struct ta_encoder *e = &fs->enc;
+
+	for (uint32_t i = from; i < to; i++) {
+		uint64_t a = rec[i].addr;
+		if (!e->open && ta_encoder_begin(e, rec[i].ticks) < 0)
+			return;
+		ta_encoder_event(e, rec[i].ticks, a & ~TA_REC_EXIT, (a & TA_REC_EXIT) != 0);
+		if (e->len >= CHUNK_TARGET)
+			flush_chunk(fs);
+	}
+	fs->events += to - from;
+	total_events += to - from;
+}
+
+static void drain_thread(struct ta_thread *t, int at_end)
+{
+	/* Acquire: pairs with the release stores of the state in ring.c, so
+	 * the fields set at registration (and the final heads, if EXITED)
+	 * are visible. */
+	uint32_t st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+	struct ta_flush_state *fs = t->fs;
+	struct ta_block *b;
+	char name[16];
+	uint32_t seq;
+
+	if (st != TA_T_LIVE && st != TA_T_EXITED)
+		return;
+	if (!fs) {
+		fs = calloc(1, sizeof(*fs));
+		if (!fs)
+			return;
+		t->fs = fs;
+	}
+	if (!t->drain) {
+		/* A new thread in this record: start its stream afresh. */
+		ta_encoder_free(&fs->enc);
+		ta_encoder_init(&fs->enc, t->tid);
+		fs->events = 0;
+		fs->started = 0;
+		t->drain = t->first;
+	}
+	if (!fs->started) {
+		if (read_name(t, name, &seq) < 0)
+			memset(name, 0, sizeof(name));
+		write_thread_start(t, name);
+		fs->name_seq = seq;
+		fs->started = 1;
+		total_threads++;
+	} else if (__atomic_load_n(&t->name_seq, __ATOMIC_RELAXED) != fs->name_seq &&
+		   read_name(t, name, &seq) == 0 && seq != fs->name_seq) {
+		write_thread_name(t, name);
+		fs->name_seq = seq;
+	}
+
+	b = t->drain;
+	for (;;) {
+		/* Acquire: pairs with the release stores of head in
+		 * ta_record; slots below it are whole.  TA_BUSY means the
+		 * slot at h is being written: not yet ours. */
+		uint32_t h = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE) & ~TA_BUSY;
+		struct ta_block *n;
+
+		if (h > b->consumed) {
+			encode(fs, b->ev, b->consumed, h);
+			b->consumed = h;
+		}
+		if (h < b->limit)
+			break;
+		/* Acquire: pairs with the release of next in ta_record_slow. */
+		n = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+		if (!n)
+			break;
+		ta_block_put(b);
+		b = n;
+		t->drain = b;
+	}
+	flush_chunk(fs);
+
+	if (st == TA_T_EXITED) {
+		write_thread_end(t, __atomic_load_n(&t->end_ticks, __ATOMIC_RELAXED), fs->events);
+		ta_block_put(b);
+		t->drain = NULL;
+		/* Release: a new thread claiming the record sees it clean. */
+		__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
+	} else if (at_end) {
+		/* Still running at the end of the process: its end is now. */
+		write_thread_end(t, ta_ticks(), fs->events);
+	}
+}
+
+void ta_flusher_drain(int at_end)
+{
+	pthread_mutex_lock(&drain_lock);
+	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
+	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->all_next)
+		drain_thread(t, at_end);
+	pthread_mutex_unlock(&drain_lock);
+}
+
+void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads)
+{
+	pthread_mutex_lock(&drain_lock);
+	*events = total_events;
+	*lost = total_lost + __atomic_load_n(&ta_lost_unowned, __ATOMIC_RELAXED);
+	*threads = total_threads;
+	pthread_mutex_unlock(&drain_lock);
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void *flusher_main(void *arg)
+{
+	uint64_t last_clock = mono_ms();
+
+	(void)arg;
+	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "traceagent", 0, 0, 0);
+	while (!__atomic_load_n(&flusher_stop, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = {(time_t)(ta_cfg.flush_ms / 1000),
+				      (long)(ta_cfg.flush_ms % 1000) * 1000000L};
+		uint64_t now;
+
+		/* Reset before draining, so a kick during the drain makes
+		 * the wait below return at once rather than be missed. */
+		__atomic_store_n(&kick_word, 0, __ATOMIC_RELEASE);
+		ta_flusher_drain(0);
+		now = mono_ms();
+		if (now - last_clock >= 1000) {
+			ta_dump_clock();
+			last_clock = now;
+		}
+		if (__atomic_load_n(&ta_pending_blocks, __ATOMIC_RELAXED) >= 8)
+			continue;
+		syscall(SYS_futex, &kick_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	}
+	return NULL;
+}
+
+int ta_flusher_start(void)
+{
+	sigset_t all, old;
+	int err;
+
+	/* The flusher must never run the program's signal handlers: it is
+	 * created with every signal blocked. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	__atomic_store_n(&flusher_stop, 0, __ATOMIC_RELAXED);
+	err = ta_real_pthread_create(&flusher_thread, NULL, flusher_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	flusher_running = 1;
+	return 0;
+}
+
+void ta_flusher_stop(void)
+{
+	if (!flusher_running)
+		return;
+	__atomic_store_n(&flusher_stop, 1, __ATOMIC_RELEASE);
+	ta_flusher_kick();
+	if (!pthread_equal(pthread_self(), flusher_thread))
+		pthread_join(flusher_thread, NULL);
+	flusher_running = 0;
+}
+
+void ta_flusher_forget(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+	flusher_running = 0;
+	memcpy(&drain_lock, &fresh, sizeof(fresh));
+}

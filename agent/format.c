@@ -268,8 +268,8 @@ int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks)
 	uint64_t prev = 0;
 
 	e->len = 0;
-	if (enc_reserve(e, 4 * TA_VARINT_MAX + N_EVENTS_BYTES +
-				   (size_t)(e->stack.depth + 1) * TA_VARINT_MAX) < 0)
+	if (enc_reserve(e, 5 * TA_VARINT_MAX + N_EVENTS_BYTES +
+				   (size_t)e->stack.depth * TA_VARINT_MAX) < 0)
 		return -TA_E_NOMEM;
 	enc_u(e, e->tid);
 	enc_u(e, e->chunk_seq);
@@ -281,12 +281,18 @@ int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks)
 		enc_u(e, ta_zigzag((int64_t)(e->stack.addr[i] - prev)));
 		prev = e->stack.addr[i];
 	}
+	/* Frames beyond TA_STACK_MAX have no address, but their exits pop
+	 * them: the decoder must know how many there are. */
+	enc_u(e, e->stack.overflow);
 	e->first_ticks = e->prev_ticks = first_ticks;
 	e->prev_addr = 0;
 	e->n_events = 0;
 	e->open = 1;
 	return 0;
 }
+
+/* The largest dt that fits in an event's first varint beside the kind. */
+#define MAX_DT (UINT64_MAX >> 2)
 
 static uint64_t enc_dt(struct ta_encoder *e, uint64_t ticks)
 {
@@ -297,7 +303,11 @@ static uint64_t enc_dt(struct ta_encoder *e, uint64_t ticks)
 		return 0;
 	}
 	dt = ticks - e->prev_ticks;
-	e->prev_ticks = ticks;
+	/* A clamped delta moves prev_ticks only as far as the decoder will
+	 * see it move, so the following deltas stay right. */
+	if (dt > MAX_DT)
+		dt = MAX_DT;
+	e->prev_ticks += dt;
 	return dt;
 }
 
@@ -309,8 +319,6 @@ int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is
 	if (enc_reserve(e, 2 * TA_VARINT_MAX) < 0)
 		return -TA_E_NOMEM;
 	dt = enc_dt(e, ticks);
-	if (dt > (UINT64_MAX >> 2))
-		dt = UINT64_MAX >> 2;
 	if (!is_exit) {
 		enc_u(e, dt << 2 | TA_EV_ENTER);
 		enc_u(e, ta_zigzag((int64_t)(addr - e->prev_addr)));
@@ -375,7 +383,7 @@ void ta_decoder_free(struct ta_decoder *d)
 int ta_decoder_begin(struct ta_decoder *d, const void *payload, size_t len)
 {
 	struct ta_reader *r = &d->r;
-	uint64_t depth, prev = 0;
+	uint64_t depth, overflow, prev = 0;
 
 	ta_reader_init(r, payload, len);
 	ta_get_varint(r, &d->tid);
@@ -412,6 +420,9 @@ int ta_decoder_begin(struct ta_decoder *d, const void *payload, size_t len)
 			return -TA_E_NOMEM;
 	}
 	d->snapshot_depth = (uint32_t)depth;
+	if (ta_get_varint(r, &overflow) < 0)
+		return -TA_E_PAYLOAD;
+	d->stack.overflow = overflow;
 	d->done = 0;
 	d->prev_ticks = d->first_ticks;
 	d->prev_addr = 0;

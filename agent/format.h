@@ -309,6 +309,7 @@ uint32_t ta_stack_exit(struct ta_stack *s, uint64_t addr, int *top_match);
  *   u tid, u thread_chunk_seq (0, 1, ... per thread), u first_ticks,
  *   u n_events, u depth, then depth x s (addr - previous addr, from 0):
  *   the shadow stack at the start of the chunk, bottom first;
+ *   u overflow: frames open beyond the TA_STACK_MAX of the stack;
  *   then n_events events (see enum ta_event_kind).  Ticks are absolute
  *   counter values; a tick going backwards is clamped to dt = 0.
  */
@@ -350,7 +351,8 @@ struct ta_decoder {
 	struct ta_reader r;
 	uint64_t tid, chunk_seq, first_ticks, n_events, done;
 	uint64_t prev_ticks, prev_addr;
-	/* The stack snapshot the chunk carries (owned, for resynchronisation). */
+	/* The stack snapshot the chunk carries (owned, for resynchronisation);
+	 * stack.overflow holds its overflow count after ta_decoder_begin. */
 	uint64_t *snapshot;
 	uint32_t snapshot_depth;
 };

@@ -1,1 +1,360 @@
-/* SPDX-License-Identifier: MIT */ /* ring.c: being written. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring.c - the block pool, the thread registry and the hot path's slow side.
+ *
+ * Memory: the pool reserves the whole memory cap as address space once
+ * (MAP_NORESERVE) and hands out fixed-size blocks from it, so the resident
+ * size grows only with the blocks actually in flight.  Recycled blocks go on
+ * a LIFO free list so the warm ones are reused first.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* A block with no room: a thread that has no ring yet, or whose agent is
+ * not running, comes to the slow path with every event. */
+static struct ta_block idle_block;
+/* What the thread points at while its slow path works: a nested hook (a
+ * signal handler) sees TA_BUSY and counts its event as lost. */
+static struct ta_block busy_block = {.head = TA_BUSY};
+
+__thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) = &idle_block;
+static __thread struct ta_thread *self __attribute__((tls_model("initial-exec")));
+static __thread uint64_t parent_tid __attribute__((tls_model("initial-exec")));
+
+struct ta_thread *ta_threads;
+uint64_t ta_lost_unowned;
+uint32_t ta_pending_blocks;
+
+static uint8_t *pool_base;
+static uint32_t pool_block_bytes, pool_events, pool_nblocks;
+static uint32_t pool_next;      /* blocks never used start here (atomic) */
+static uint64_t pool_free;      /* free list head: tag << 32 | (index + 1) */
+static uint32_t pool_in_use;    /* atomic, for the peak statistic */
+static uint32_t pool_peak;
+
+static pthread_key_t exit_key;
+
+static inline struct ta_block *block_at(uint32_t idx)
+{
+	return (struct ta_block *)(pool_base + (size_t)idx * pool_block_bytes);
+}
+
+static inline uint32_t block_index(const struct ta_block *b)
+{
+	return (uint32_t)(((const uint8_t *)b - pool_base) / pool_block_bytes);
+}
+
+uint32_t ta_block_events(void)
+{
+	return pool_events;
+}
+
+uint64_t ta_pool_peak_bytes(void)
+{
+	return (uint64_t)__atomic_load_n(&pool_peak, __ATOMIC_RELAXED) * pool_block_bytes;
+}
+
+static void thread_key_destructor(void *arg)
+{
+	(void)arg;
+	ta_thread_exit();
+}
+
+int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap)
+{
+	void *p;
+
+	pool_block_bytes = block_bytes;
+	pool_events = (block_bytes - TA_BLOCK_HEADER) / sizeof(struct ta_rec);
+	pool_nblocks = (uint32_t)(memory_cap / block_bytes);
+	p = mmap(NULL, (size_t)pool_nblocks * block_bytes, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	pool_base = p;
+	if (pthread_key_create(&exit_key, thread_key_destructor) != 0) {
+		munmap(p, (size_t)pool_nblocks * block_bytes);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* Pops a recycled block, else takes a never-used one; NULL at the cap. */
+static struct ta_block *pool_try_get(void)
+{
+	/* Acquire: pairs with the release in ta_block_put, so free_next of
+	 * the block on top is the value written before it was pushed. */
+	uint64_t old = __atomic_load_n(&pool_free, __ATOMIC_ACQUIRE);
+	struct ta_block *b = NULL;
+	uint32_t idx, in_use, peak;
+
+	while ((uint32_t)old) {
+		struct ta_block *top = block_at((uint32_t)old - 1);
+		/* A stale read here is harmless: the tag makes the CAS fail if
+		 * the top changed (blocks are never unmapped). */
+		uint32_t nxt = __atomic_load_n(&top->free_next, __ATOMIC_RELAXED);
+		uint64_t new = (((old >> 32) + 1) << 32) | nxt;
+		if (__atomic_compare_exchange_n(&pool_free, &old, new, 1, __ATOMIC_ACQUIRE,
+						__ATOMIC_ACQUIRE)) {
+			b = top;
+			break;
+		}
+	}
+	if (!b) {
+		idx = __atomic_load_n(&pool_next, __ATOMIC_RELAXED);
+		do {
+			if (idx >= pool_nblocks)
+				return NULL;
+		} while (!__atomic_compare_exchange_n(&pool_next, &idx, idx + 1, 1,
+						      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+		b = block_at(idx);
+	}
+	b->head = 0;
+	b->limit = pool_events;
+	b->next = NULL;
+	b->consumed = 0;
+	in_use = __atomic_add_fetch(&pool_in_use, 1, __ATOMIC_RELAXED);
+	peak = __atomic_load_n(&pool_peak, __ATOMIC_RELAXED);
+	while (in_use > peak &&
+	       !__atomic_compare_exchange_n(&pool_peak, &peak, in_use, 1, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+	return b;
+}
+
+void ta_block_put(struct ta_block *b)
+{
+	uint32_t idx = block_index(b);
+	uint64_t old = __atomic_load_n(&pool_free, __ATOMIC_RELAXED);
+	uint64_t new;
+
+	__atomic_sub_fetch(&pool_in_use, 1, __ATOMIC_RELAXED);
+	do {
+		__atomic_store_n(&b->free_next, (uint32_t)old, __ATOMIC_RELAXED);
+		new = (((old >> 32) + 1) << 32) | (idx + 1);
+		/* Release: pairs with the acquire in pool_try_get. */
+	} while (!__atomic_compare_exchange_n(&pool_free, &old, new, 1, __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
+}
+
+/* Lossless mode at the memory cap: wait for the flusher to free blocks, and
+ * account the time waited.  NULL only if the agent stops meanwhile. */
+static struct ta_block *block_get_wait(struct ta_thread *t)
+{
+	struct ta_block *b = pool_try_get();
+	uint64_t t0;
+
+	if (TA_LIKELY(b != NULL))
+		return b;
+	t0 = ta_ticks();
+	while (!(b = pool_try_get())) {
+		struct timespec ts = {0, 50000};
+		if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
+			break;
+		ta_flusher_kick();
+		nanosleep(&ts, NULL);
+	}
+	__atomic_store_n(&t->wait_ticks,
+			 __atomic_load_n(&t->wait_ticks, __ATOMIC_RELAXED) + (ta_ticks() - t0),
+			 __ATOMIC_RELAXED);
+	return b;
+}
+
+static struct ta_thread *thread_alloc(void)
+{
+	struct ta_thread *t;
+
+	/* Reuse the record of a thread that exited and was drained. */
+	for (t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t; t = t->all_next) {
+		uint32_t s = TA_T_FREE;
+		if (__atomic_compare_exchange_n(&t->state, &s, TA_T_CLAIMED, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return t;
+	}
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return NULL;
+	t->state = TA_T_CLAIMED;
+	t->all_next = __atomic_load_n(&ta_threads, __ATOMIC_RELAXED);
+	/* Release: the flusher walking the list sees an initialised record. */
+	while (!__atomic_compare_exchange_n(&ta_threads, &t->all_next, t, 1, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+	return t;
+}
+
+static struct ta_thread *thread_register(uint64_t ticks)
+{
+	struct ta_thread *t = thread_alloc();
+	char name[17] = {0};
+
+	if (!t)
+		return NULL;
+	t->first = pool_try_get();
+	if (!t->first) {
+		/* At the cap already: wait like any full block would. */
+		t->first = block_get_wait(t);
+		if (!t->first) {
+			__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
+			return NULL;
+		}
+	}
+	t->tid = (uint64_t)syscall(SYS_gettid);
+	t->ptid = parent_tid;
+	t->start_ticks = ticks;
+	t->pthread = (unsigned long)pthread_self();
+	/* The name it has now (inherited, or set before its first event).
+	 * A raw syscall: prctl itself is interposed. */
+	syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);
+	memcpy(t->name, name, sizeof(t->name));
+	t->name_seq = 0;
+	t->name_lock = 0;
+	t->lost = 0;
+	t->wait_ticks = 0;
+	t->end_ticks = 0;
+	t->drain = NULL;
+	/* fs is the flusher's and survives reuse of the record. */
+	pthread_setspecific(exit_key, t);
+	/* Release: pairs with the flusher's acquire load of state, which then
+	 * reads every field above. */
+	__atomic_store_n(&t->state, TA_T_LIVE, __ATOMIC_RELEASE);
+	return t;
+}
+
+static void count_lost(struct ta_thread *t)
+{
+	if (t)
+		__atomic_store_n(&t->lost, __atomic_load_n(&t->lost, __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&ta_lost_unowned, 1, __ATOMIC_RELAXED);
+}
+
+void ta_record_slow(uint64_t addr, uint64_t ticks)
+{
+	struct ta_block *b = ta_cur;
+	struct ta_thread *t = self;
+	int saved_errno = errno;
+	uint32_t h;
+
+	if (b == &busy_block || (__atomic_load_n(&b->head, __ATOMIC_RELAXED) & TA_BUSY)) {
+		/* A hook of this thread was interrupted (a signal handler runs
+		 * instrumented code): its slot or slow path is half done. */
+		count_lost(t);
+		goto out;
+	}
+	ta_cur = &busy_block;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+
+	if (TA_UNLIKELY(__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING) &&
+	    !ta_agent_ensure_started()) {
+		b = &idle_block; /* not tracing: nothing to record or lose */
+		goto done;
+	}
+	if (!t) {
+		t = self = thread_register(ticks);
+		if (!t) {
+			count_lost(NULL);
+			b = &idle_block;
+			goto done;
+		}
+		b = t->first;
+	} else if (b == &idle_block) {
+		b = &idle_block; /* registered, but the agent stopped meanwhile */
+		goto done;
+	} else {
+		/* The block is full: link a fresh one for the flusher. */
+		struct ta_block *nb = block_get_wait(t);
+		if (!nb) {
+			b = &idle_block; /* the agent stopped while we waited */
+			goto done;
+		}
+		/* Release: pairs with the flusher's acquire load of next; it
+		 * reads the full block's last head before following. */
+		__atomic_store_n(&b->next, nb, __ATOMIC_RELEASE);
+		b = nb;
+		if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 8)
+			ta_flusher_kick();
+	}
+	h = b->head; /* 0: a fresh block */
+	b->ev[h].ticks = ticks;
+	b->ev[h].addr = addr;
+	__atomic_store_n(&b->head, h + 1, __ATOMIC_RELEASE); /* pairs with the flusher */
+done:
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ta_cur = b;
+out:
+	errno = saved_errno;
+}
+
+struct ta_thread *ta_thread_self(void)
+{
+	return self;
+}
+
+void ta_thread_set_parent(uint64_t ptid)
+{
+	parent_tid = ptid;
+}
+
+void ta_thread_exit(void)
+{
+	struct ta_thread *t = self;
+
+	if (!t)
+		return;
+	ta_cur = &busy_block; /* no hook of ours may write from here on */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->end_ticks, ta_ticks(), __ATOMIC_RELAXED);
+	self = NULL;
+	/* Release: pairs with the flusher's acquire load of state; it drains
+	 * the chain up to the final head, then frees the record. */
+	__atomic_store_n(&t->state, TA_T_EXITED, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ta_cur = &idle_block;
+}
+
+void ta_thread_set_name(unsigned long handle, const char *name)
+{
+	struct ta_thread *t = self;
+	uint32_t unlocked = 0;
+	size_t n = strnlen(name, 15);
+
+	if (!t || t->pthread != handle) {
+		for (t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t; t = t->all_next)
+			if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == TA_T_LIVE &&
+			    t->pthread == handle)
+				break;
+		if (!t)
+			return; /* not registered yet: it reads its name when it is */
+	}
+	while (!__atomic_compare_exchange_n(&t->name_lock, &unlocked, 1, 0, __ATOMIC_ACQUIRE,
+					    __ATOMIC_RELAXED))
+		unlocked = 0;
+	/* Seqlock writer: odd while writing.  The fences order the count
+	 * against the bytes for the flusher's reader in flusher.c. */
+	__atomic_store_n(&t->name_seq, t->name_seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (size_t i = 0; i < sizeof(t->name); i++)
+		__atomic_store_n(&t->name[i], i < n ? name[i] : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->name_seq, t->name_seq + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->name_lock, 0, __ATOMIC_RELEASE);
+}
+
+void ta_ring_reset_after_fork(void)
+{
+	/* Only the forking thread exists in the child; the parent writes
+	 * everything the rings hold.  The child does not record (yet). */
+	self = NULL;
+	ta_cur = &idle_block;
+}

@@ -1,1 +1,128 @@
-/* SPDX-License-Identifier: MIT */ /* settings.c: being written. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * settings.c - TRACEAGENT_* environment variables.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+struct ta_settings ta_cfg;
+
+int ta_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i' && shift) /* KiB, MiB */
+		end++;
+	if ((*end == 'b' || *end == 'B') && shift)
+		end++;
+	if (*end)
+		return -1;
+	if (v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int ta_expand_output(const char *pattern, long pid, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (const char *p = pattern; *p; p++) {
+		char tmp[24];
+		const char *add = tmp;
+		size_t len;
+
+		if (p[0] == '%' && p[1] == 'p') {
+			snprintf(tmp, sizeof(tmp), "%ld", pid);
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			tmp[0] = '%';
+			tmp[1] = 0;
+			p++;
+		} else {
+			tmp[0] = *p;
+			tmp[1] = 0;
+		}
+		len = strlen(add);
+		if (n + len + 1 > size)
+			return -1;
+		memcpy(out + n, add, len);
+		n += len;
+	}
+	if (n == 0 || n + 1 > size)
+		return -1;
+	out[n] = 0;
+	return 0;
+}
+
+static void size_setting(const char *name, uint64_t min, uint64_t max, uint64_t *val)
+{
+	const char *s = secure_getenv(name);
+	uint64_t v;
+
+	if (!s)
+		return;
+	if (ta_parse_size(s, &v) < 0 || v < min || v > max) {
+		ta_warn("%s='%s' is not a size from %llu to %llu bytes (like 64K or 256M); using %llu",
+			name, s, (unsigned long long)min, (unsigned long long)max,
+			(unsigned long long)*val);
+		return;
+	}
+	*val = v;
+}
+
+void ta_settings_load(struct ta_settings *s)
+{
+	const char *out = secure_getenv("TRACEAGENT_OUTPUT");
+	const char *fl = secure_getenv("TRACEAGENT_FLUSH_MS");
+	uint64_t block = TA_DEFAULT_BLOCK, mem = TA_DEFAULT_MEMORY;
+
+	s->flush_ms = TA_DEFAULT_FLUSH_MS;
+	if (fl) {
+		char *end;
+		unsigned long v;
+		errno = 0;
+		v = strtoul(fl, &end, 10);
+		if (errno || end == fl || *end || *fl == '-' || v < 1 || v > 60000)
+			ta_warn("TRACEAGENT_FLUSH_MS='%s' is not a number of milliseconds from 1 to 60000; using %u",
+				fl, s->flush_ms);
+		else
+			s->flush_ms = (uint32_t)v;
+	}
+	size_setting("TRACEAGENT_BUFFER", 4096, 64u << 20, &block);
+	size_setting("TRACEAGENT_MEMORY", 1u << 20, 1ull << 40, &mem);
+	if (mem < 4 * block) {
+		ta_warn("TRACEAGENT_MEMORY (%llu) must hold at least 4 buffers of %llu bytes; using %llu",
+			(unsigned long long)mem, (unsigned long long)block,
+			(unsigned long long)(4 * block));
+		mem = 4 * block;
+	}
+	s->block_bytes = (uint32_t)block;
+	s->memory_cap = mem;
+	if (!out || !*out)
+		out = TA_DEFAULT_OUTPUT;
+	if (ta_expand_output(out, (long)getpid(), s->output, sizeof(s->output)) < 0) {
+		ta_warn("TRACEAGENT_OUTPUT='%s' is too long; using %s", out, TA_DEFAULT_OUTPUT);
+		ta_expand_output(TA_DEFAULT_OUTPUT, (long)getpid(), s->output, sizeof(s->output));
+	}
+}

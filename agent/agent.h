@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent.h - what the agent's files share: settings, lifecycle, the dump
+ * writer and the flusher.  Nothing here is exported from the library.
+ */
+#ifndef TA_AGENT_H
+#define TA_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "ring.h"
+
+/* ---- settings (settings.c) ------------------------------------------------ */
+
+struct ta_settings {
+	char output[4096];     /* TRACEAGENT_OUTPUT, %p expanded */
+	uint32_t block_bytes;  /* TRACEAGENT_BUFFER */
+	uint64_t memory_cap;   /* TRACEAGENT_MEMORY */
+	uint32_t flush_ms;     /* TRACEAGENT_FLUSH_MS */
+};
+
+#define TA_DEFAULT_OUTPUT "traceagent.%p.trace"
+#define TA_DEFAULT_BLOCK (64u << 10)
+#define TA_DEFAULT_MEMORY (256ull << 20)
+#define TA_DEFAULT_FLUSH_MS 50u
+
+/* Reads the environment (secure_getenv); prints one line per bad value and
+ * keeps the default for it. */
+void ta_settings_load(struct ta_settings *s) TA_HIDDEN;
+/* Parses "64K", "1M", "2G", "4096"; 0 on success. */
+int ta_parse_size(const char *s, uint64_t *out) TA_HIDDEN;
+/* Expands %p and %% of a pattern; 0, or -1 if it does not fit. */
+int ta_expand_output(const char *pattern, long pid, char *out, size_t size) TA_HIDDEN;
+
+extern struct ta_settings ta_cfg TA_HIDDEN;
+
+/* ---- lifecycle (agent.c) ----------------------------------------------------- */
+
+enum ta_state {
+	TA_S_UNINIT = 0, /* nothing done yet: the first hook starts the agent */
+	TA_S_STARTING,   /* one thread is setting up */
+	TA_S_RUNNING,
+	TA_S_STOPPED,    /* finished, or could not start: hooks only return */
+};
+
+extern uint32_t ta_state TA_HIDDEN; /* enum ta_state, atomic */
+
+/* Starts the agent if nobody has; returns 1 when it is running. */
+int ta_agent_ensure_started(void) TA_HIDDEN;
+/* Final flush: stops the flusher, drains every ring, writes the end of
+ * the dump.  Idempotent; safe from exit paths. */
+void ta_agent_shutdown(void) TA_HIDDEN;
+/* One line on stderr, prefixed "traceagent: ", without stdio buffering
+ * that could mix with the program's. */
+void ta_warn(const char *fmt, ...) TA_HIDDEN __attribute__((format(printf, 1, 2)));
+/* libc's pthread_create, past our interposer. */
+#include <pthread.h>
+int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+			   void *arg) TA_HIDDEN;
+/* The pid the agent records for; 0 before it started. */
+extern uint32_t ta_pid TA_HIDDEN;
+
+/* ---- the dump writer (dump.c) -------------------------------------------------- */
+
+/* A growable byte buffer for chunk payloads. */
+struct ta_buf {
+	uint8_t *p;
+	size_t len, cap;
+	int oom;
+};
+
+void ta_buf_u(struct ta_buf *b, uint64_t v) TA_HIDDEN;
+void ta_buf_str(struct ta_buf *b, const char *s, size_t len) TA_HIDDEN;
+void ta_buf_free(struct ta_buf *b) TA_HIDDEN;
+
+/* Creates the dump (O_EXCL|O_NOFOLLOW, 0600) and writes its header;
+ * 0 or -errno. */
+int ta_dump_open(const char *path) TA_HIDDEN;
+/* Compresses (when it pays) and appends one chunk; thread-safe. 0, or
+ * -errno after which the dump is closed for writing (said once). */
+int ta_dump_chunk(unsigned type, const void *payload, size_t len) TA_HIDDEN;
+void ta_dump_close(void) TA_HIDDEN;
+/* Bytes of payload written, and chunks, for the statistics. */
+uint64_t ta_dump_bytes(void) TA_HIDDEN;
+int ta_dump_failed(void) TA_HIDDEN;
+/* In a forked child: forget the parent's dump without touching it. */
+void ta_dump_forget(void) TA_HIDDEN;
+
+/* Chunks built from the agent's state. */
+void ta_dump_clock(void) TA_HIDDEN;
+void ta_dump_process(void) TA_HIDDEN;
+/* Module map from dl_iterate_phdr (modules.c). */
+void ta_dump_modules(void) TA_HIDDEN;
+
+/* ---- the flusher (flusher.c) ------------------------------------------------------ */
+
+int ta_flusher_start(void) TA_HIDDEN;
+/* Stops and joins the flusher thread; returns when it is gone. */
+void ta_flusher_stop(void) TA_HIDDEN;
+/* Wakes the flusher early (blocks are piling up). */
+void ta_flusher_kick(void) TA_HIDDEN;
+/* Drains every ring once (the flusher, or the final flush when the
+ * flusher is stopped); at_end also closes live threads. */
+void ta_flusher_drain(int at_end) TA_HIDDEN;
+/* Totals for the END chunk. */
+void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads) TA_HIDDEN;
+/* In a forked child: the flusher thread does not exist there. */
+void ta_flusher_forget(void) TA_HIDDEN;
+
+#endif

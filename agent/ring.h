@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring.h - per-thread event rings and the hot path that appends to them.
+ *
+ * Each thread writes its events into a chain of fixed-size blocks: it is
+ * the only producer, the flusher the only consumer.  A block's `head` counts
+ * the events written; when a block is full the thread takes a fresh one from
+ * a shared pool and links it as `next`, and the flusher follows the chain,
+ * returning drained blocks to the pool.  The pool grows up to a memory cap;
+ * at the cap the thread waits for the flusher (lossless mode).
+ *
+ * Signal safety: a signal handler may run instrumented code between any two
+ * instructions of a hook.  The hook marks the block busy (TA_BUSY in head)
+ * while it writes a slot, so a nested hook sees head >= limit, falls into the
+ * slow path, finds TA_BUSY and counts its event as lost instead of
+ * overwriting the slot being written.
+ */
+#ifndef TA_RING_H
+#define TA_RING_H
+
+#include <stdint.h>
+
+#include "clock.h"
+
+#define TA_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TA_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TA_HIDDEN __attribute__((visibility("hidden")))
+
+/* Bit 63 of a recorded address marks an exit. */
+#define TA_REC_EXIT (1ull << 63)
+/* Set in a block's head while the owner writes a slot. */
+#define TA_BUSY 0x80000000u
+
+struct ta_rec {
+	uint64_t ticks;
+	uint64_t addr; /* function address | TA_REC_EXIT */
+};
+
+#define TA_BLOCK_HEADER 64
+
+struct ta_block {
+	/* Written by the producer; read by the flusher with acquire. */
+	uint32_t head;  /* events written; | TA_BUSY while a slot is written */
+	uint32_t limit; /* capacity in events; 0 in the placeholder blocks */
+	struct ta_block *next; /* set by the producer when it moves on */
+	/* Owned by the flusher. */
+	uint32_t consumed;
+	/* Owned by the pool. */
+	uint32_t free_next; /* index + 1 of the next free block, 0 = none */
+	char pad[TA_BLOCK_HEADER - 24];
+	struct ta_rec ev[];
+};
+
+_Static_assert(sizeof(struct ta_block) == TA_BLOCK_HEADER, "block header is one cache line");
+
+/* The calling thread's current block.  Initial-exec TLS: the agent is
+ * preloaded, so its TLS lives in the static block and a hook reaches it with
+ * one %fs-relative load, no __tls_get_addr.  It starts at a placeholder
+ * whose limit is 0, so a thread's first event takes the slow path, which
+ * registers the thread. */
+extern __thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
+
+/* The out-of-line path: first event of a thread, full block, nested hook,
+ * agent not (or no longer) running. */
+void ta_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN __attribute__((noinline, cold));
+
+static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
+{
+	struct ta_block *b = ta_cur;
+	uint64_t t = ta_ticks();
+	uint32_t h = __atomic_load_n(&b->head, __ATOMIC_RELAXED); /* only we write it */
+
+	if (TA_UNLIKELY(h >= b->limit)) { /* also true while TA_BUSY is set */
+		ta_record_slow(addr, t);
+		return;
+	}
+	/* (A) Claim slot h against a signal handler on this thread.  Release,
+	 * not relaxed: the flusher may read this value instead of the h
+	 * published by (C) of the previous event, and must still see that
+	 * event's slot (pairs with the flusher's acquire load of head). */
+	__atomic_store_n(&b->head, h | TA_BUSY, __ATOMIC_RELEASE);
+	/* The compiler must not move the slot writes above (A): a handler
+	 * arriving between them would otherwise not see the claim. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* (B) Fill the slot. */
+	b->ev[h].ticks = t;
+	b->ev[h].addr = addr;
+	/* (C) Publish it: pairs with the flusher's acquire load of head.  An
+	 * interruption between (A) and (C) leaves head = h | TA_BUSY, which
+	 * the flusher reads as h: slot h is not consumed before it is whole. */
+	__atomic_store_n(&b->head, h + 1, __ATOMIC_RELEASE);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+enum ta_thread_state {
+	TA_T_FREE = 0, /* unused, may be claimed by a new thread */
+	TA_T_CLAIMED,  /* being set up by its thread */
+	TA_T_LIVE,     /* recording */
+	TA_T_EXITED,   /* the thread is gone; the flusher drains what is left */
+};
+
+struct ta_flush_state; /* the flusher's per-thread encoder, flusher.c */
+
+struct ta_thread {
+	struct ta_thread *all_next; /* registry list, never unlinked */
+	uint32_t state;             /* enum ta_thread_state, atomic */
+
+	/* Set by the thread before it publishes TA_T_LIVE (release). */
+	uint64_t tid, ptid;
+	uint64_t start_ticks;
+	unsigned long pthread; /* pthread_self(), to find it by handle */
+	struct ta_block *first;
+
+	/* Written by the thread (or a thread naming it), read by the
+	 * flusher: a sequence count, odd while the name is being written. */
+	uint32_t name_seq;
+	uint32_t name_lock;
+	char name[16];
+
+	/* Written by the thread, read by the flusher (relaxed atomics). */
+	uint64_t lost;       /* events it could not record */
+	uint64_t wait_ticks; /* time spent waiting at the memory cap */
+	uint64_t end_ticks;  /* when it exited (before TA_T_EXITED) */
+
+	/* Owned by the flusher. */
+	struct ta_block *drain;
+	struct ta_flush_state *fs;
+};
+
+/* The registry: every ta_thread ever allocated (pushed, never removed). */
+extern struct ta_thread *ta_threads TA_HIDDEN;
+
+/* Pool and registry set-up; 0 or -errno. */
+int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap) TA_HIDDEN;
+/* Returns a block to the pool (flusher only). */
+void ta_block_put(struct ta_block *b) TA_HIDDEN;
+uint32_t ta_block_events(void) TA_HIDDEN;
+/* Blocks handed over since the flusher last looked; the flusher resets it. */
+extern uint32_t ta_pending_blocks TA_HIDDEN;
+/* Peak number of pool blocks in use (for the END statistics). */
+uint64_t ta_pool_peak_bytes(void) TA_HIDDEN;
+
+/* The calling thread's registration ends (thread exit). */
+void ta_thread_exit(void) TA_HIDDEN;
+/* The thread's own record, or NULL before its first event. */
+struct ta_thread *ta_thread_self(void) TA_HIDDEN;
+/* Sets the name of the thread whose pthread_self() is `handle`. */
+void ta_thread_set_name(unsigned long handle, const char *name) TA_HIDDEN;
+/* Parent tid to record for the calling thread (pthread_create wrapper). */
+void ta_thread_set_parent(uint64_t ptid) TA_HIDDEN;
+/* Events lost before a thread had a ring (nested in the slow path). */
+extern uint64_t ta_lost_unowned TA_HIDDEN;
+
+/* After fork in the child: forget the parent's threads and blocks. */
+void ta_ring_reset_after_fork(void) TA_HIDDEN;
+
+#endif
