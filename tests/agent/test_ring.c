@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ring.c - the agent's rings, pool and flusher, driven through the
+ * hot path in-process, checked exactly by decoding the dump they write.
+ * Each test runs in its own process (Check's fork mode), so each starts
+ * the agent afresh.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <lz4.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* ---- reading back what the agent wrote ------------------------------------ */
+
+#define MAX_TIDS 512
+
+struct thread_log {
+	uint64_t tid;
+	uint64_t *ev; /* addr | TA_REC_EXIT for exits */
+	uint64_t *ticks;
+	size_t n, cap;
+	uint64_t end_events, end_lost, end_wait;
+	int ended;
+	char name[17];
+};
+
+struct dump {
+	struct thread_log t[MAX_TIDS];
+	int nthreads;
+	uint64_t end_events, end_lost;
+	int ended;
+	int chunks;
+};
+
+static struct thread_log *thread_of(struct dump *d, uint64_t tid)
+{
+	for (int i = 0; i < d->nthreads; i++)
+		if (d->t[i].tid == tid && !d->t[i].ended)
+			return &d->t[i];
+	ck_assert_int_lt(d->nthreads, MAX_TIDS);
+	d->t[d->nthreads].tid = tid;
+	return &d->t[d->nthreads++];
+}
+
+static void read_name(struct ta_reader *r, char out[17])
+{
+	const uint8_t *s;
+	uint64_t len;
+
+	ck_assert_int_eq(ta_get_bytes(r, &s, &len), 0);
+	ck_assert_uint_le(len, 16);
+	memcpy(out, s, len);
+	out[len] = 0;
+}
+
+static void load_dump(const char *path, struct dump *d)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t fh[TA_FILE_HEADER_SIZE], ch[TA_CHUNK_HEADER_SIZE];
+	struct ta_file_header h;
+	static uint8_t stored[TA_CHUNK_MAX_PAYLOAD], raw[TA_CHUNK_MAX_PAYLOAD];
+
+	memset(d, 0, sizeof(*d));
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fread(fh, 1, sizeof(fh), f), sizeof(fh));
+	ck_assert_int_eq(ta_file_header_decode(fh, &h), 0);
+	while (fread(ch, 1, sizeof(ch), f) == sizeof(ch)) {
+		struct ta_chunk_header c;
+		struct ta_reader r;
+		const uint8_t *p = stored;
+		uint64_t tid, v;
+
+		ck_assert_int_eq(ta_chunk_header_decode(ch, &c), 0);
+		ck_assert_uint_eq(fread(stored, 1, c.stored_size, f), c.stored_size);
+		ck_assert_int_eq(ta_chunk_verify(ch, &c, stored), 0);
+		ck_assert_uint_eq(c.seq, (uint32_t)d->chunks);
+		d->chunks++;
+		if (c.flags & TA_CHUNK_F_LZ4) {
+			int n = LZ4_decompress_safe((const char *)stored, (char *)raw,
+						    (int)c.stored_size, (int)c.raw_size);
+			ck_assert_int_eq(n, (int)c.raw_size);
+			p = raw;
+		}
+		ta_reader_init(&r, p, c.raw_size);
+		if (c.type == TA_CHUNK_THREAD_START) {
+			struct thread_log *t;
+			ta_get_varint(&r, &tid);
+			t = thread_of(d, tid);
+			ta_get_varint(&r, &v);
+			ta_get_varint(&r, &v);
+			read_name(&r, t->name);
+		} else if (c.type == TA_CHUNK_THREAD_NAME) {
+			ta_get_varint(&r, &tid);
+			ta_get_varint(&r, &v);
+			read_name(&r, thread_of(d, tid)->name);
+		} else if (c.type == TA_CHUNK_THREAD_END) {
+			struct thread_log *t;
+			ta_get_varint(&r, &tid);
+			t = thread_of(d, tid);
+			ta_get_varint(&r, &v);
+			ta_get_varint(&r, &t->end_events);
+			ta_get_varint(&r, &t->end_lost);
+			ta_get_varint(&r, &t->end_wait);
+			t->ended = 1;
+		} else if (c.type == TA_CHUNK_END) {
+			ta_get_varint(&r, &v);
+			ta_get_varint(&r, &v);
+			ta_get_varint(&r, &d->end_events);
+			ta_get_varint(&r, &d->end_lost);
+			d->ended = 1;
+		} else if (c.type == TA_CHUNK_EVENTS) {
+			struct ta_decoder dec;
+			struct ta_event ev;
+			struct thread_log *t;
+			int rc;
+
+			ta_decoder_init(&dec);
+			ck_assert_int_eq(ta_decoder_begin(&dec, p, c.raw_size), 0);
+			t = thread_of(d, dec.tid);
+			while ((rc = ta_decoder_next(&dec, &ev)) == 1) {
+				if (t->n == t->cap) {
+					t->cap = t->cap ? 2 * t->cap : 1024;
+					t->ev = realloc(t->ev, t->cap * sizeof(*t->ev));
+					t->ticks = realloc(t->ticks, t->cap * sizeof(*t->ticks));
+				}
+				t->ticks[t->n] = ev.ticks;
+				t->ev[t->n++] = ev.addr | (ev.kind == TA_EV_EXIT ? TA_REC_EXIT : 0);
+			}
+			ck_assert_int_eq(rc, 0);
+			ta_decoder_free(&dec);
+		}
+		ck_assert_int_eq(r.err, 0);
+	}
+	fclose(f);
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+static char dump_path[256];
+
+static void agent_env(const char *buffer, const char *memory)
+{
+	snprintf(dump_path, sizeof(dump_path), "/tmp/ta-test-ring-%ld.trace", (long)getpid());
+	unlink(dump_path);
+	setenv("TRACEAGENT_OUTPUT", dump_path, 1);
+	setenv("TRACEAGENT_BUFFER", buffer, 1);
+	setenv("TRACEAGENT_MEMORY", memory, 1);
+	setenv("TRACEAGENT_FLUSH_MS", "1", 1);
+}
+
+/* A thread's known sequence: `calls` calls of a two-level tree whose
+ * addresses are unique to the thread. */
+static uint64_t addr_of(long id, long k)
+{
+	return 0x100000ull * (uint64_t)(id + 1) + (uint64_t)k * 16;
+}
+
+static void record_tree(long id, long calls)
+{
+	for (long i = 0; i < calls; i++) {
+		ta_record(addr_of(id, 0));
+		ta_record(addr_of(id, 1 + i % 3));
+		ta_record(addr_of(id, 1 + i % 3) | TA_REC_EXIT);
+		ta_record(addr_of(id, 0) | TA_REC_EXIT);
+	}
+}
+
+static void check_tree(const struct thread_log *t, long id, long calls)
+{
+	ck_assert_uint_eq(t->n, (uint64_t)calls * 4);
+	for (long i = 0; i < calls; i++) {
+		const uint64_t *e = t->ev + 4 * i;
+		ck_assert_uint_eq(e[0], addr_of(id, 0));
+		ck_assert_uint_eq(e[1], addr_of(id, 1 + i % 3));
+		ck_assert_uint_eq(e[2], addr_of(id, 1 + i % 3) | TA_REC_EXIT);
+		ck_assert_uint_eq(e[3], addr_of(id, 0) | TA_REC_EXIT);
+	}
+	for (size_t i = 1; i < t->n; i++)
+		ck_assert_uint_ge(t->ticks[i], t->ticks[i - 1]);
+}
+
+struct worker {
+	long id, calls;
+	uint64_t tid;
+};
+
+static void *worker_main(void *p)
+{
+	struct worker *w = p;
+
+	record_tree(w->id, w->calls);
+	w->tid = ta_thread_self()->tid;
+	return NULL;
+}
+
+static const struct thread_log *find_tid(const struct dump *d, uint64_t tid)
+{
+	for (int i = 0; i < d->nthreads; i++)
+		if (d->t[i].tid == tid)
+			return &d->t[i];
+	ck_abort_msg("thread %llu not in the dump", (unsigned long long)tid);
+	return NULL;
+}
+
+/* ---- tests --------------------------------------------------------------------- */
+
+/* One thread, many times the whole pool: blocks wrap around through the
+ * free list and the thread waits at the cap; nothing is lost. */
+START_TEST(single_thread_wraps_the_pool)
+{
+	struct dump d;
+	const long calls = 50000; /* 200000 events = ~800 blocks of 4K */
+
+	agent_env("4K", "1M");
+	record_tree(0, calls);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	check_tree(&d.t[0], 0, calls);
+	ck_assert_uint_eq(d.t[0].end_events, (uint64_t)calls * 4);
+	ck_assert_uint_eq(d.t[0].end_lost, 0);
+	ck_assert(d.ended);
+	ck_assert_uint_eq(d.end_events, (uint64_t)calls * 4);
+	ck_assert_uint_eq(d.end_lost, 0);
+	ck_assert_uint_le(ta_pool_peak_bytes(), 1u << 20);
+	unlink(dump_path);
+}
+END_TEST
+
+/* Many writers on a pool far smaller than what they write: produced =
+ * recorded, per thread, in order; the pool's peak stays within the cap. */
+START_TEST(many_writers_lossless_at_the_cap)
+{
+	enum { N = 8 };
+	struct worker w[N];
+	pthread_t th[N];
+	struct dump d;
+	uint64_t total = 0;
+
+	agent_env("4K", "1M"); /* 256 blocks for 46 MB of events */
+	for (long i = 0; i < N; i++) {
+		w[i].id = i;
+		w[i].calls = 20000 * (i + 1);
+		total += (uint64_t)w[i].calls * 4;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	for (int i = 0; i < N; i++) {
+		const struct thread_log *t = find_tid(&d, w[i].tid);
+		check_tree(t, i, w[i].calls);
+		ck_assert(t->ended);
+		ck_assert_uint_eq(t->end_events, (uint64_t)w[i].calls * 4);
+		ck_assert_uint_eq(t->end_lost, 0);
+	}
+	ck_assert_uint_eq(d.end_events, total);
+	ck_assert_uint_eq(d.end_lost, 0);
+	ck_assert_uint_le(ta_pool_peak_bytes(), 1u << 20);
+	unlink(dump_path);
+}
+END_TEST
+
+/* A hook that runs while another hook of the same thread is half done (a
+ * signal handler) must not overwrite the slot being written: it is counted
+ * as lost, and the stream around it is intact. */
+START_TEST(nested_hook_is_counted_not_written)
+{
+	struct dump d;
+
+	agent_env("4K", "1M");
+	ta_record(0x1000); /* registers the thread */
+	/* Freeze the thread as if interrupted between (A) and (C). */
+	ta_cur->head |= TA_BUSY;
+	ta_record(0x2000);
+	ta_record(0x2000 | TA_REC_EXIT);
+	ta_record(0x3000);
+	ta_cur->head &= ~TA_BUSY;
+	ta_record(0x1000 | TA_REC_EXIT);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	ck_assert_uint_eq(d.t[0].n, 2);
+	ck_assert_uint_eq(d.t[0].ev[0], 0x1000);
+	ck_assert_uint_eq(d.t[0].ev[1], 0x1000 | TA_REC_EXIT);
+	ck_assert_uint_eq(d.t[0].end_lost, 3);
+	ck_assert_uint_eq(d.end_lost, 3);
+	unlink(dump_path);
+}
+END_TEST
+
+static void *short_thread(void *p)
+{
+	record_tree((long)(intptr_t)p, 10);
+	return NULL;
+}
+
+/* Threads that come and go reuse the records (and blocks) of the ones
+ * that exited, and every one of them is in the dump whole. */
+START_TEST(exited_threads_are_drained_and_reused)
+{
+	struct dump d;
+	int records = 0;
+
+	agent_env("4K", "1M");
+	for (long i = 0; i < 200; i++) {
+		pthread_t t;
+		ck_assert_int_eq(pthread_create(&t, NULL, short_thread, (void *)(intptr_t)(i % 7)), 0);
+		pthread_join(t, NULL);
+		if (i % 20 == 0)
+			usleep(3000); /* let the flusher free some */
+	}
+	for (struct ta_thread *t = ta_threads; t; t = t->all_next)
+		records++;
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	/* Well below one record per thread: exited ones were reused. */
+	ck_assert_int_lt(records, 100);
+	ck_assert_uint_eq(d.end_events, 200 * 10 * 4);
+	ck_assert_uint_eq(d.end_lost, 0);
+	unlink(dump_path);
+}
+END_TEST
+
+START_TEST(thread_name_is_recorded)
+{
+	struct dump d;
+
+	agent_env("4K", "1M");
+	ta_record(0x1000);
+	ta_thread_set_name((unsigned long)pthread_self(), "renamed-thread-longer-than-15");
+	usleep(20000); /* the flusher may write it as a THREAD_NAME */
+	ta_record(0x1000 | TA_REC_EXIT);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_str_eq(d.t[0].name, "renamed-thread-");
+	unlink(dump_path);
+}
+END_TEST
+
+START_TEST(existing_output_is_not_overwritten)
+{
+	struct stat st;
+	FILE *f;
+
+	agent_env("4K", "1M");
+	f = fopen(dump_path, "w");
+	fputs("precious", f);
+	fclose(f);
+	ta_record(0x1000);
+	ck_assert_uint_eq(ta_state, TA_S_STOPPED);
+	ck_assert_int_eq(stat(dump_path, &st), 0);
+	ck_assert_int_eq(st.st_size, 8);
+	unlink(dump_path);
+}
+END_TEST
+
+START_TEST(sizes_and_output_patterns)
+{
+	uint64_t v;
+	char out[64];
+
+	ck_assert_int_eq(ta_parse_size("4096", &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(ta_parse_size("64K", &v), 0);
+	ck_assert_uint_eq(v, 65536);
+	ck_assert_int_eq(ta_parse_size("256MiB", &v), 0);
+	ck_assert_uint_eq(v, 256u << 20);
+	ck_assert_int_eq(ta_parse_size("2g", &v), 0);
+	ck_assert_uint_eq(v, 2ull << 30);
+	ck_assert_int_eq(ta_parse_size("", &v), -1);
+	ck_assert_int_eq(ta_parse_size("-1", &v), -1);
+	ck_assert_int_eq(ta_parse_size("12Q", &v), -1);
+	ck_assert_int_eq(ta_parse_size("99999999999999999999", &v), -1);
+	ck_assert_int_eq(ta_parse_size("17179869184G", &v), -1); /* overflows 64 bits */
+	ck_assert_int_eq(ta_expand_output("run.%p.trace", 42, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "run.42.trace");
+	ck_assert_int_eq(ta_expand_output("100%%-%p", 7, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "100%-7");
+	ck_assert_int_eq(ta_expand_output("%p%p%p%p%p%p%p%p", 1234567, out, 16), -1);
+}
+END_TEST
+
+static Suite *ring_suite(void)
+{
+	Suite *s = suite_create("ring");
+	TCase *tc = tcase_create("ring");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, single_thread_wraps_the_pool);
+	tcase_add_test(tc, many_writers_lossless_at_the_cap);
+	tcase_add_test(tc, nested_hook_is_counted_not_written);
+	tcase_add_test(tc, exited_threads_are_drained_and_reused);
+	tcase_add_test(tc, thread_name_is_recorded);
+	tcase_add_test(tc, existing_output_is_not_overwritten);
+	tcase_add_test(tc, sizes_and_output_patterns);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(ring_suite());
+	int failed;
+
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
