@@ -120,21 +120,21 @@ static void flush_chunk(struct ta_flush_state *fs)
 	ta_dump_chunk(TA_CHUNK_EVENTS, p, len);
 }
 
-/* Encodes the records [from, to) of a block. */
+/* Encodes the records [from, to) of a block, in chunks of CHUNK_TARGET. */
 static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t from, uint32_t to)
 {
-	struct ta_encoder *e = &fs->enc;
+	uint32_t i = from;
 
-	for (uint32_t i = from; i < to; i++) {
-		uint64_t a = rec[i].addr;
-		if (!e->open && ta_encoder_begin(e, rec[i].ticks) < 0)
-			return;
-		ta_encoder_event(e, rec[i].ticks, a & ~TA_REC_EXIT, (a & TA_REC_EXIT) != 0);
-		if (e->len >= CHUNK_TARGET)
+	while (i < to) {
+		size_t n = ta_encoder_raw(&fs->enc, rec + i, to - i, CHUNK_TARGET);
+		if (!n)
+			break; /* out of memory: these events are not written */
+		i += (uint32_t)n;
+		if (fs->enc.len >= CHUNK_TARGET)
 			flush_chunk(fs);
 	}
-	fs->events += to - from;
-	total_events += to - from;
+	fs->events += i - from;
+	total_events += i - from;
 }
 
 static void drain_thread(struct ta_thread *t, int at_end)

@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 
+#define TA_LIKELY_(x) __builtin_expect(!!(x), 1)
+
 /* ---- CRC-32C (Castagnoli), slicing by 8 ----------------------------------- */
 
 static uint32_t crc_table[8][256];
@@ -336,6 +338,68 @@ int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is
 	}
 	e->n_events++;
 	return 0;
+}
+
+/* The flusher's loop: the same encoding as ta_encoder_event, with the
+ * buffer reserved once per batch and the common stack cases inline. */
+size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len)
+{
+	enum { BATCH = 4096, WORST = 2 * TA_VARINT_MAX };
+	size_t done = 0;
+
+	if (n && !e->open && ta_encoder_begin(e, ev[0].ticks) < 0)
+		return 0;
+	while (done < n && e->len < max_len) {
+		size_t k = n - done < BATCH ? n - done : BATCH;
+		uint64_t prev_ticks = e->prev_ticks, prev_addr = e->prev_addr;
+		struct ta_stack *st = &e->stack;
+		uint8_t *p;
+
+		if (enc_reserve(e, k * WORST) < 0)
+			break;
+		p = e->buf + e->len;
+		for (size_t i = done; i < done + k; i++) {
+			uint64_t t = ev[i].ticks, a = ev[i].addr & ~TA_RAW_EXIT, dt = 0;
+			int top;
+
+			if (TA_LIKELY_(t >= prev_ticks)) {
+				dt = t - prev_ticks;
+				prev_ticks = t;
+			} else {
+				e->backsteps++;
+			}
+			if (dt > (UINT64_MAX >> 2))
+				dt = UINT64_MAX >> 2;
+			if (!(ev[i].addr & TA_RAW_EXIT)) {
+				p = ta_varint_put(p, dt << 2 | TA_EV_ENTER);
+				p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
+				prev_addr = a;
+				if (TA_LIKELY_(st->depth < st->cap && !st->overflow))
+					st->addr[st->depth++] = a;
+				else
+					(void)ta_stack_push(st, a);
+			} else if (TA_LIKELY_(st->depth && !st->overflow &&
+					      st->addr[st->depth - 1] == a)) {
+				st->depth--;
+				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
+			} else {
+				(void)ta_stack_exit(st, a, &top);
+				if (top) {
+					p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
+				} else {
+					p = ta_varint_put(p, dt << 2 | TA_EV_EXIT_ADDR);
+					p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
+					prev_addr = a;
+				}
+			}
+		}
+		e->len = (size_t)(p - e->buf);
+		e->prev_ticks = prev_ticks;
+		e->prev_addr = prev_addr;
+		e->n_events += k;
+		done += k;
+	}
+	return done;
 }
 
 int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count)

@@ -336,12 +336,23 @@ struct ta_encoder {
 	int open;
 };
 
+/* Events as the agent's rings hold them: bit 63 of addr marks an exit. */
+struct ta_raw {
+	uint64_t ticks;
+	uint64_t addr;
+};
+#define TA_RAW_EXIT (1ull << 63)
+
 void ta_encoder_init(struct ta_encoder *e, uint64_t tid);
 void ta_encoder_free(struct ta_encoder *e);
 /* Starts a chunk (writes the header fields and the stack snapshot). */
 int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks);
 /* Appends one function event; kind is TA_EV_ENTER or TA_EV_EXIT. */
 int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is_exit);
+/* Appends raw events, beginning a chunk if none is open, until all n are
+ * in or the payload reaches max_len bytes; returns how many went in (0 and
+ * an unchanged encoder on allocation failure). */
+size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len);
 int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count);
 /* Finishes the chunk: *payload and *len stay valid until the next begin. */
 int ta_encoder_end(struct ta_encoder *e, const uint8_t **payload, size_t *len);

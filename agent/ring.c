@@ -41,6 +41,7 @@ static uint32_t pool_next;      /* blocks never used start here (atomic) */
 static uint64_t pool_free;      /* free list head: tag << 32 | (index + 1) */
 static uint32_t pool_in_use;    /* atomic, for the peak statistic */
 static uint32_t pool_peak;
+static uint32_t pool_high_water; /* blocks in use above which producers yield */
 
 static pthread_key_t exit_key;
 
@@ -77,6 +78,10 @@ int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap)
 	pool_block_bytes = block_bytes;
 	pool_events = (block_bytes - TA_BLOCK_HEADER) / sizeof(struct ta_rec);
 	pool_nblocks = (uint32_t)(memory_cap / block_bytes);
+	/* An eighth of the cap: with more producers than cores the flusher
+	 * gets a small share of the CPU, and without this the backlog (and
+	 * the resident size) would grow to the cap before anyone waits. */
+	pool_high_water = pool_nblocks / 8 > 16 ? pool_nblocks / 8 : 16;
 	p = mmap(NULL, (size_t)pool_nblocks * block_bytes, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
@@ -147,6 +152,35 @@ void ta_block_put(struct ta_block *b)
 					      __ATOMIC_RELAXED));
 }
 
+static void add_wait(struct ta_thread *t, uint64_t t0)
+{
+	__atomic_store_n(&t->wait_ticks,
+			 __atomic_load_n(&t->wait_ticks, __ATOMIC_RELAXED) + (ta_ticks() - t0),
+			 __ATOMIC_RELAXED);
+}
+
+/* Above the high-water mark a thread that hands over a block gives the
+ * flusher its CPU until the backlog is back under the mark, for at most
+ * ~2 ms a block: throughput is the same (the work has to be done anyway),
+ * the memory in flight is not. */
+static void throttle(struct ta_thread *t)
+{
+	uint64_t t0;
+
+	if (TA_LIKELY(__atomic_load_n(&pool_in_use, __ATOMIC_RELAXED) <= pool_high_water))
+		return;
+	t0 = ta_ticks();
+	ta_flusher_kick();
+	for (int i = 0; i < 40; i++) {
+		struct timespec ts = {0, 50000};
+		nanosleep(&ts, NULL);
+		if (__atomic_load_n(&pool_in_use, __ATOMIC_RELAXED) <= pool_high_water ||
+		    __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
+			break;
+	}
+	add_wait(t, t0);
+}
+
 /* Lossless mode at the memory cap: wait for the flusher to free blocks, and
  * account the time waited.  NULL only if the agent stops meanwhile. */
 static struct ta_block *block_get_wait(struct ta_thread *t)
@@ -164,9 +198,7 @@ static struct ta_block *block_get_wait(struct ta_thread *t)
 		ta_flusher_kick();
 		nanosleep(&ts, NULL);
 	}
-	__atomic_store_n(&t->wait_ticks,
-			 __atomic_load_n(&t->wait_ticks, __ATOMIC_RELAXED) + (ta_ticks() - t0),
-			 __ATOMIC_RELAXED);
+	add_wait(t, t0);
 	return b;
 }
 
@@ -285,6 +317,7 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 		b = nb;
 		if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 8)
 			ta_flusher_kick();
+		throttle(t);
 	}
 	h = b->head; /* 0: a fresh block */
 	b->ev[h].ticks = ticks;

@@ -26,15 +26,14 @@
 #define TA_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TA_HIDDEN __attribute__((visibility("hidden")))
 
-/* Bit 63 of a recorded address marks an exit. */
-#define TA_REC_EXIT (1ull << 63)
+/* Bit 63 of a recorded address marks an exit (the format's raw events). */
+#define TA_REC_EXIT TA_RAW_EXIT
 /* Set in a block's head while the owner writes a slot. */
 #define TA_BUSY 0x80000000u
 
-struct ta_rec {
-	uint64_t ticks;
-	uint64_t addr; /* function address | TA_REC_EXIT */
-};
+/* A slot: struct ta_raw of format.h, so the flusher encodes straight from
+ * the block. */
+#define ta_rec ta_raw
 
 #define TA_BLOCK_HEADER 64
 
