@@ -104,7 +104,7 @@ static int start(void)
 	}
 	ta_dump_process();
 	ta_dump_clock();
-	ta_dump_modules();
+	ta_dump_modules(ta_ticks());
 	pthread_atfork(NULL, NULL, on_fork_child);
 	err = ta_flusher_start();
 	if (err < 0) {

@@ -91,8 +91,9 @@ void ta_dump_forget(void) TA_HIDDEN;
 /* Chunks built from the agent's state. */
 void ta_dump_clock(void) TA_HIDDEN;
 void ta_dump_process(void) TA_HIDDEN;
-/* Module map from dl_iterate_phdr (modules.c). */
-void ta_dump_modules(void) TA_HIDDEN;
+/* Module map from dl_iterate_phdr (modules.c): writes the objects not
+ * written before, stamped with load_ticks (start, or when a dlopen began). */
+void ta_dump_modules(uint64_t load_ticks) TA_HIDDEN;
 
 /* ---- the flusher (flusher.c) ------------------------------------------------------ */
 

@@ -243,6 +243,9 @@ static uint64_t mono_ms(void)
 static void *flusher_main(void *arg)
 {
 	uint64_t last_clock = mono_ms();
+	/* Calibration pairs 10 ms and 100 ms after the start, then every
+	 * second: a run killed early still has two pairs to convert with. */
+	uint64_t clock_gap = 10;
 
 	(void)arg;
 	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "traceagent", 0, 0, 0);
@@ -256,9 +259,10 @@ static void *flusher_main(void *arg)
 		__atomic_store_n(&kick_word, 0, __ATOMIC_RELEASE);
 		ta_flusher_drain(0);
 		now = mono_ms();
-		if (now - last_clock >= 1000) {
+		if (now - last_clock >= clock_gap) {
 			ta_dump_clock();
 			last_clock = now;
+			clock_gap = clock_gap < 1000 ? clock_gap * 10 : 1000;
 		}
 		if (__atomic_load_n(&ta_pending_blocks, __ATOMIC_RELAXED) >= 8)
 			continue;

@@ -92,6 +92,26 @@ TA_PUBLIC int prctl(int option, ...)
 	return (int)ret;
 }
 
+/* A library loaded later joins the module map, so its addresses resolve. */
+TA_PUBLIC void *dlopen(const char *file, int mode)
+{
+	static void *(*real_dlopen)(const char *, int);
+	uint64_t t0 = ta_ticks();
+	void *h;
+
+	if (!real_dlopen)
+		real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	if (!real_dlopen)
+		return NULL;
+	h = real_dlopen(file, mode);
+	if (h && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
+		int saved = errno;
+		ta_dump_modules(t0);
+		errno = saved;
+	}
+	return h;
+}
+
 static __attribute__((noreturn)) void exit_now(const char *name, int status)
 {
 	void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, name);

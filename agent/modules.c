@@ -7,12 +7,52 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "agent.h"
 
 #define NOTE_ALIGN(x) (((x) + 3u) & ~3u)
+
+/* The objects already in the dump, by load bias and name, so a later scan
+ * (after dlopen) writes only the new ones.  Under modules_lock. */
+struct known {
+	uint64_t bias;
+	char *name;
+};
+static struct known *known;
+static size_t nknown, known_cap;
+static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct scan {
+	int first;
+	uint64_t load_ticks;
+};
+
+/* 1 if the object is new (and now known), 0 if it was written before. */
+static int learn(uint64_t bias, const char *name)
+{
+	struct known *k;
+
+	for (size_t i = 0; i < nknown; i++)
+		if (known[i].bias == bias && strcmp(known[i].name, name) == 0)
+			return 0;
+	if (nknown == known_cap) {
+		size_t cap = known_cap ? 2 * known_cap : 32;
+		k = realloc(known, cap * sizeof(*k));
+		if (!k)
+			return 1; /* write it again later rather than never */
+		known = k;
+		known_cap = cap;
+	}
+	known[nknown].name = strdup(name);
+	if (!known[nknown].name)
+		return 1;
+	known[nknown++].bias = bias;
+	return 1;
+}
 
 /* The GNU build-id note of a loaded object, or 0 bytes. */
 static size_t build_id(const struct dl_phdr_info *info, const uint8_t **id)
@@ -49,24 +89,26 @@ static int one_module(struct dl_phdr_info *info, size_t size, void *arg)
 	size_t idlen = build_id(info, &id);
 	const char *path = info->dlpi_name;
 	char exe[4096];
-	int *first = arg;
+	struct scan *sc = arg;
 	uint64_t nranges = 0;
 	uint64_t flags = 0;
 
 	(void)size;
-	if (*first) {
+	if (sc->first) {
 		/* The first object is the executable, named "" here. */
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = 0;
 		path = exe;
 		flags |= 1;
-		*first = 0;
+		sc->first = 0;
 	}
 	if (!path)
 		path = "";
+	if (!learn(info->dlpi_addr, path))
+		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		nranges += info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
-	ta_buf_u(&b, ta_ticks());
+	ta_buf_u(&b, sc->load_ticks);
 	ta_buf_u(&b, (uint64_t)info->dlpi_addr);
 	ta_buf_str(&b, path, strlen(path));
 	ta_buf_str(&b, (const char *)id, idlen);
@@ -85,9 +127,11 @@ static int one_module(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-void ta_dump_modules(void)
+void ta_dump_modules(uint64_t load_ticks)
 {
-	int first = 1;
+	struct scan sc = {1, load_ticks};
 
-	dl_iterate_phdr(one_module, &first);
+	pthread_mutex_lock(&modules_lock);
+	dl_iterate_phdr(one_module, &sc);
+	pthread_mutex_unlock(&modules_lock);
 }

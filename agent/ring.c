@@ -319,6 +319,13 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 			ta_flusher_kick();
 		throttle(t);
 	}
+	/* The work above (starting the agent, registering the thread, taking
+	 * or waiting for a block) is the agent's, not the program's: an
+	 * entry is stamped after it, so it falls in the caller's time rather
+	 * than the entered function's; an exit keeps the time it had, so the
+	 * function that returned is not charged either. */
+	if (!(addr & TA_REC_EXIT))
+		ticks = ta_ticks();
 	h = b->head; /* 0: a fresh block */
 	b->ev[h].ticks = ticks;
 	b->ev[h].addr = addr;
