@@ -1,9 +1,637 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * record.c - `traceagent record`: run a program with the agent preloaded.
+ *
+ * The loader finds libtraceagent.so, puts it in LD_PRELOAD, turns its
+ * options into the agent's TRACEAGENT_* settings, and runs the program as a
+ * child.  It stays out of the way: the child inherits the standard streams,
+ * signals meant for the program are passed on, and the loader exits the way
+ * the program did, so `traceagent record prog` can stand in for `prog` in a
+ * script.  Like a shell, it answers 127 for a program it cannot find and 126
+ * for one it cannot run; its own failures are 125 and usage errors 2.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "ta_config.h"
+
+#define EXIT_USAGE	2
+#define EXIT_LOADER	125
+#define EXIT_CANNOT_RUN 126
+#define EXIT_NOT_FOUND	127
+
+#define DEFAULT_OUTPUT "traceagent.%p.trace"
+
+/* The machine the agent (built with this compiler) runs on. */
+#if defined(__x86_64__) || defined(__i386__)
+#define TA_ELF_MACHINE (sizeof(void *) == 8 ? EM_X86_64 : EM_386)
+#elif defined(__aarch64__)
+#define TA_ELF_MACHINE EM_AARCH64
+#elif defined(__arm__)
+#define TA_ELF_MACHINE EM_ARM
+#elif defined(__riscv)
+#define TA_ELF_MACHINE EM_RISCV
+#elif defined(__powerpc64__)
+#define TA_ELF_MACHINE EM_PPC64
+#elif defined(__s390x__)
+#define TA_ELF_MACHINE EM_S390
+#endif
+
+struct record_opts {
+	const char *output;   /* -o, or NULL */
+	const char *buffer;   /* --buffer, or NULL */
+	const char *memory;   /* --memory, or NULL */
+	const char *flush_ms; /* --flush-ms, or NULL */
+	char **argv;	      /* the program and its arguments */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
+		   "                         [--flush-ms N] [--] PROG [ARGS...]\n"
+		   "\n"
+		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
+		   "-finstrument-functions and dynamically linked.\n"
+		   "\n"
+		   "  -o, --output FILE   the dump (an existing file is replaced; %%p = pid,\n"
+		   "                      %%%% = %%)\n"
+		   "                      default $TRACEAGENT_OUTPUT, else traceagent.<pid>.trace\n"
+		   "  --buffer SIZE       per-thread block size (K/M), TRACEAGENT_BUFFER\n"
+		   "  --memory SIZE       cap on all ring blocks (K/M/G), TRACEAGENT_MEMORY\n"
+		   "  --flush-ms N        flush interval in ms, TRACEAGENT_FLUSH_MS\n"
+		   "\n"
+		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
+		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
+}
+
+/*
+ * Matches argv[*i] against a long option taking a value, as "--name VALUE"
+ * or "--name=VALUE" (and the short form "-c VALUE" when short is not 0).
+ * Returns 1 with *value set, 0 when it is another option, -1 when the value
+ * is missing.
+ */
+static int match_value(char **argv, int argc, int *i, const char *name, char short_name,
+		       const char **value)
+{
+	const char *arg = argv[*i];
+	size_t n = strlen(name);
+
+	if (short_name && arg[0] == '-' && arg[1] == short_name && arg[2] == '\0') {
+		/* fall through to the separate-value case below */
+	} else if (!strncmp(arg, name, n) && arg[n] == '=') {
+		*value = arg + n + 1;
+		return 1;
+	} else if (strcmp(arg, name)) {
+		return 0;
+	}
+	if (*i + 1 >= argc)
+		return -1;
+	*value = argv[++*i];
+	return 1;
+}
+
+/* 0 with *o filled, or an exit status (0 for --help). */
+static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
+{
+	static const struct {
+		const char *name;
+		char short_name;
+		size_t field;
+	} valued[] = {
+	    {"--output", 'o', offsetof(struct record_opts, output)},
+	    {"--buffer", 0, offsetof(struct record_opts, buffer)},
+	    {"--memory", 0, offsetof(struct record_opts, memory)},
+	    {"--flush-ms", 0, offsetof(struct record_opts, flush_ms)},
+	};
+	int i;
+
+	*done = 0;
+	memset(o, 0, sizeof(*o));
+	/* Options stop at the first word that is not one, so the program's own
+	 * options are never taken for ours. */
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		const char *arg = argv[i];
+		size_t k;
+		int r = 0;
+
+		if (!strcmp(arg, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+			usage(stdout);
+			*done = 1;
+			return 0;
+		}
+		for (k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) {
+			const char **slot = (const char **)((char *)o + valued[k].field);
+
+			r = match_value(argv, argc, &i, valued[k].name, valued[k].short_name, slot);
+			if (r)
+				break;
+		}
+		if (r < 0) {
+			fprintf(stderr, "traceagent record: option '%s' needs a value\n", arg);
+			return EXIT_USAGE;
+		}
+		if (r == 0) {
+			fprintf(stderr, "traceagent record: unknown option '%s'\n", arg);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "traceagent record: no program to run\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	o->argv = argv + i;
+	return 0;
+}
+
+/* ---- finding the agent ---------------------------------------------------- */
+
+static int is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The directory part of path, in buf.  Returns buf. */
+static char *dir_of(const char *path, char *buf, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (n == 0 && slash)
+		n = 1; /* "/x" -> "/" */
+	if (n >= size)
+		n = size - 1;
+	memcpy(buf, slash ? path : ".", slash ? n : 1);
+	buf[slash ? n : 1] = '\0';
+	return buf;
+}
+
+/*
+ * An installed traceagent uses the installed agent; one run from the build
+ * tree (build/analyzer/traceagent) uses the agent built next to it, so a
+ * build never picks up an older installed copy.  Returns 0 with the
+ * absolute path in out, or -1 after printing why.
+ */
+static int find_agent(char out[PATH_MAX])
+{
+	const char *env = getenv("TRACEAGENT_LIB");
+	char exe[PATH_MAX], exe_dir[PATH_MAX], bindir[PATH_MAX], cand[PATH_MAX * 2];
+	const char *found = NULL;
+
+	if (env && *env) {
+		if (!is_file(env) || !realpath(env, out)) {
+			fprintf(stderr, "traceagent: TRACEAGENT_LIB=%s: no such library\n", env);
+			return -1;
+		}
+		return 0;
+	}
+	if (realpath("/proc/self/exe", exe)) {
+		dir_of(exe, exe_dir, sizeof(exe_dir));
+		if (!realpath(TA_INSTALL_BINDIR, bindir))
+			snprintf(bindir, sizeof(bindir), "%s", TA_INSTALL_BINDIR);
+		if (!strcmp(exe_dir, bindir)) {
+			snprintf(cand, sizeof(cand), "%s/%s", TA_INSTALL_LIBDIR, TA_AGENT_NAME);
+			found = cand;
+			if (!is_file(cand)) {
+				fprintf(stderr, "traceagent: the agent %s is missing\n", cand);
+				return -1;
+			}
+		} else {
+			snprintf(cand, sizeof(cand), "%s/../agent/%s", exe_dir, TA_AGENT_NAME);
+			if (is_file(cand))
+				found = cand;
+		}
+	}
+	if (!found) {
+		found = TA_BUILD_AGENT;
+		if (!is_file(found)) {
+			fprintf(stderr,
+				"traceagent: cannot find %s (looked next to the traceagent command "
+				"and at %s); set TRACEAGENT_LIB\n",
+				TA_AGENT_NAME, TA_BUILD_AGENT);
+			return -1;
+		}
+	}
+	if (!realpath(found, out)) {
+		fprintf(stderr, "traceagent: %s: %s\n", found, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- finding and checking the program ------------------------------------- */
+
+/*
+ * Resolves prog the way execvp would: a name with a slash is a path, any
+ * other is looked up in PATH (empty entries meaning the current directory).
+ * Returns 0 with the path in out, or an exit status after printing why.
+ */
+static int resolve_program(const char *prog, char *out, size_t size)
+{
+	const char *path, *p;
+	int denied = 0;
+	struct stat st;
+
+	if (strchr(prog, '/')) {
+		if (stat(prog, &st) < 0) {
+			fprintf(stderr, "traceagent: %s: %s\n", prog, strerror(errno));
+			return errno == ENOENT || errno == ENOTDIR ? EXIT_NOT_FOUND
+								   : EXIT_CANNOT_RUN;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "traceagent: %s: %s\n", prog, strerror(EISDIR));
+			return EXIT_CANNOT_RUN;
+		}
+		if (access(prog, X_OK) < 0) {
+			fprintf(stderr, "traceagent: %s: %s\n", prog, strerror(errno));
+			return EXIT_CANNOT_RUN;
+		}
+		snprintf(out, size, "%s", prog);
+		return 0;
+	}
+	path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		int n = (int)(end - p);
+
+		if (n == 0)
+			snprintf(out, size, "%s", prog);
+		else
+			snprintf(out, size, "%.*s/%s", n, p, prog);
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			denied = 1;
+		}
+		p = end;
+		if (!*p)
+			break;
+	}
+	if (denied) {
+		fprintf(stderr, "traceagent: %s: %s\n", prog, strerror(EACCES));
+		return EXIT_CANNOT_RUN;
+	}
+	fprintf(stderr, "traceagent: %s: command not found\n", prog);
+	return EXIT_NOT_FOUND;
+}
+
+/* Little-endian or big-endian field of an ELF header, as the file says. */
+static uint64_t elf_get(const unsigned char *p, int size, int big)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < size; i++)
+		v |= (uint64_t)p[big ? size - 1 - i : i] << (8 * i);
+	return v;
+}
+
+static int machine_matches(uint64_t machine)
+{
+#ifdef TA_ELF_MACHINE
+	return machine == TA_ELF_MACHINE;
+#else
+	(void)machine;
+	return 1; /* unknown here: let the dynamic loader judge */
+#endif
+}
+
+/*
+ * The agent can only be preloaded into a dynamically linked program of the
+ * loader's own class and machine: the dynamic loader is what reads
+ * LD_PRELOAD, and it skips a library of the wrong class with no more than a
+ * warning.  A script (#!) is left to its interpreter.  Returns 0, or an exit
+ * status after printing why.
+ */
+static int check_program(const char *prog, const char *path)
+{
+	unsigned char eh[64], ph[64];
+	int fd, big, is64, has_interp = 0;
+	uint64_t phoff, phnum, phentsize, machine;
+	struct stat st;
+	ssize_t n;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* Execute-only programs cannot be inspected; let exec decide. */
+		return 0;
+	}
+	if (fstat(fd, &st) == 0 && ((st.st_mode & S_ISUID && st.st_uid != geteuid()) ||
+				    (st.st_mode & S_ISGID && st.st_gid != getegid()))) {
+		close(fd);
+		fprintf(stderr,
+			"traceagent: %s: set-user-ID or set-group-ID program: the dynamic loader "
+			"ignores LD_PRELOAD for it\n",
+			prog);
+		return EXIT_CANNOT_RUN;
+	}
+	n = pread(fd, eh, sizeof(eh), 0);
+	if (n < 4 || memcmp(eh, ELFMAG, SELFMAG)) {
+		close(fd);
+		return 0; /* a script, or something exec will judge */
+	}
+	if (n < 52 || (eh[EI_CLASS] != ELFCLASS32 && eh[EI_CLASS] != ELFCLASS64))
+		goto malformed;
+	is64 = eh[EI_CLASS] == ELFCLASS64;
+	big = eh[EI_DATA] == ELFDATA2MSB;
+	machine = elf_get(eh + 18, 2, big);
+	if (is64 != (sizeof(void *) == 8) || !machine_matches(machine)) {
+		close(fd);
+		fprintf(stderr,
+			"traceagent: %s: built for another architecture or word size than the "
+			"agent\n",
+			prog);
+		return EXIT_CANNOT_RUN;
+	}
+	if (is64 && n < 64)
+		goto malformed;
+	phoff = elf_get(eh + (is64 ? 32 : 28), is64 ? 8 : 4, big);
+	phentsize = elf_get(eh + (is64 ? 54 : 42), 2, big);
+	phnum = elf_get(eh + (is64 ? 56 : 44), 2, big);
+	if (phentsize < (is64 ? 56u : 32u) || phentsize > sizeof(ph))
+		goto malformed;
+	for (uint64_t i = 0; i < phnum; i++) {
+		if (pread(fd, ph, phentsize, (off_t)(phoff + i * phentsize)) != (ssize_t)phentsize)
+			goto malformed;
+		if (elf_get(ph, 4, big) == PT_INTERP) {
+			has_interp = 1;
+			break;
+		}
+	}
+	close(fd);
+	if (!has_interp) {
+		fprintf(stderr,
+			"traceagent: %s: statically linked: the agent cannot be preloaded into it "
+			"(link it dynamically)\n",
+			prog);
+		return EXIT_CANNOT_RUN;
+	}
+	return 0;
+
+malformed:
+	close(fd);
+	fprintf(stderr, "traceagent: %s: malformed ELF file\n", prog);
+	return EXIT_CANNOT_RUN;
+}
+
+/* ---- the environment ------------------------------------------------------ */
+
+static int set_env(const char *name, const char *value)
+{
+	if (setenv(name, value, 1) < 0) {
+		fprintf(stderr, "traceagent: cannot set %s: %s\n", name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int set_preload(const char *agent)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *value;
+	int r;
+
+	/* ld.so splits LD_PRELOAD at spaces and colons and has no escape. */
+	if (strpbrk(agent, " :")) {
+		fprintf(stderr,
+			"traceagent: %s: a path with a space or colon cannot go in "
+			"LD_PRELOAD\n",
+			agent);
+		return -1;
+	}
+	if (old && *old) {
+		if (asprintf(&value, "%s:%s", agent, old) < 0)
+			return -1;
+	} else {
+		value = strdup(agent);
+		if (!value)
+			return -1;
+	}
+	r = set_env("LD_PRELOAD", value);
+	free(value);
+	return r;
+}
+
+/* The dump path the agent of process pid will use: %p is the pid and %%
+ * a '%', as the agent expands them (agent/settings.c). */
+static void expand_output(const char *pattern, pid_t pid, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (const char *p = pattern; *p && o + 1 < size; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			int n = snprintf(out + o, size - o, "%ld", (long)pid);
+
+			o = n < 0 || (size_t)n >= size - o ? size - 1 : o + (size_t)n;
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			out[o++] = '%';
+			p++;
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* ---- running the child ---------------------------------------------------- */
+
+static const int forwarded[] = {
+    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT,
+};
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+
+	(void)uc;
+	/*
+	 * A signal the kernel sent from the terminal (^C, ^\, a resize, a
+	 * hangup) went to the whole foreground process group, which the child
+	 * is part of: passing it on would deliver it twice.
+	 */
+	if (child_pid > 0 && info->si_code != SI_KERNEL)
+		kill((pid_t)child_pid, sig);
+	errno = saved;
+}
+
+/* Dies of sig as the child did, so our parent sees the same status. */
+static void die_of_signal(int sig)
+{
+	struct rlimit no_core = {0, 0};
+	sigset_t set;
+
+	/* The child already dumped core if it was going to; one is enough. */
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	exit(128 + sig);
+}
+
+/*
+ * In the child, between fork and exec: replace an existing dump at -o,
+ * then report through the pipe whether a file is at the dump path (the
+ * agent will then refuse to write, and the loader must not claim the file
+ * as this run's dump).
+ */
+static void child_prepare(const char *pattern, int explicit_output, int report_fd)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	char stale;
+
+	expand_output(pattern, getpid(), path, sizeof(path));
+	if (explicit_output && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) < 0)
+		fprintf(stderr, "traceagent: cannot replace %s: %s\n", path, strerror(errno));
+	stale = lstat(path, &st) == 0 ? 1 : 0;
+	while (write(report_fd, &stale, 1) < 0 && errno == EINTR)
+		;
+}
+
+static int run(const struct record_opts *o, const char *prog_path, const char *output,
+	       int explicit_output)
+{
+	struct sigaction old_act[NFORWARDED], act;
+	sigset_t block, old_mask;
+	int report[2], status, installed[NFORWARDED];
+	char stale = 0, path[PATH_MAX];
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(report, O_CLOEXEC) < 0) {
+		fprintf(stderr, "traceagent: pipe: %s\n", strerror(errno));
+		return EXIT_LOADER;
+	}
+
+	/* Signals wait until child_pid is known (A), so none is lost. */
+	sigemptyset(&block);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaddset(&block, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &block, &old_mask);
+
+	memset(&act, 0, sizeof(act));
+	act.sa_sigaction = forward_signal;
+	act.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		sigaction(forwarded[i], NULL, &old_act[i]);
+		/* A signal ignored by whoever started us (nohup, a background
+		 * job) stays ignored, for us and the child alike. */
+		installed[i] = old_act[i].sa_handler != SIG_IGN;
+		if (installed[i])
+			sigaction(forwarded[i], &act, NULL);
+	}
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "traceagent: fork: %s\n", strerror(errno));
+		return EXIT_LOADER;
+	}
+	if (pid == 0) {
+		int err;
+
+		for (size_t i = 0; i < NFORWARDED; i++)
+			if (installed[i])
+				sigaction(forwarded[i], &old_act[i], NULL);
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
+		close(report[0]);
+		child_prepare(output, explicit_output, report[1]);
+		execv(prog_path, o->argv);
+		err = errno;
+		fprintf(stderr, "traceagent: %s: %s\n", o->argv[0], strerror(err));
+		_exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+	}
+	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL); /* (A) */
+
+	/* The pipe closes at exec (or at the child's exit when exec fails). */
+	close(report[1]);
+	do
+		n = read(report[0], &stale, 1);
+	while (n < 0 && errno == EINTR);
+	close(report[0]);
+
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "traceagent: waitpid: %s\n", strerror(errno));
+			return EXIT_LOADER;
+		}
+	}
+	child_pid = 0;
+
+	expand_output(output, pid, path, sizeof(path));
+	if (n == 1 && !stale && access(path, F_OK) == 0)
+		fprintf(stderr, "traceagent: dump written to %s\n", path);
+
+	if (WIFSIGNALED(status))
+		die_of_signal(WTERMSIG(status));
+	return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_LOADER;
+}
+
 int ta_cmd_record(int argc, char **argv)
 {
-	(void)argc; (void)argv;
-	fprintf(stderr, "traceagent record: being written\n");
-	return 1;
+	char agent[PATH_MAX], prog_path[PATH_MAX];
+	struct record_opts o;
+	const char *output;
+	int r, done;
+
+	r = parse_args(argc, argv, &o, &done);
+	if (r || done)
+		return r;
+	r = resolve_program(o.argv[0], prog_path, sizeof(prog_path));
+	if (r)
+		return r;
+	r = check_program(o.argv[0], prog_path);
+	if (r)
+		return r;
+	if (find_agent(agent) < 0 || set_preload(agent) < 0)
+		return EXIT_LOADER;
+
+	/* Without -o, a TRACEAGENT_OUTPUT already in the environment stands. */
+	output = o.output;
+	if (!output) {
+		output = getenv("TRACEAGENT_OUTPUT");
+		if (!output || !*output)
+			output = DEFAULT_OUTPUT;
+	}
+	if (!*output) {
+		fprintf(stderr, "traceagent record: empty output path\n");
+		return EXIT_USAGE;
+	}
+	if (set_env("TRACEAGENT_OUTPUT", output) < 0 ||
+	    (o.buffer && set_env("TRACEAGENT_BUFFER", o.buffer) < 0) ||
+	    (o.memory && set_env("TRACEAGENT_MEMORY", o.memory) < 0) ||
+	    (o.flush_ms && set_env("TRACEAGENT_FLUSH_MS", o.flush_ms) < 0))
+		return EXIT_LOADER;
+	return run(&o, prog_path, output, o.output != NULL);
 }

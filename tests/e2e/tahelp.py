@@ -1,0 +1,296 @@
+# SPDX-License-Identifier: MIT
+"""Helpers shared by the end-to-end tests: running the sample programs under
+the agent (preloaded directly or through `traceagent record`), reading the
+report as JSON, and small readers for ELF symbols and dump chunks.
+
+The paths come from the environment meson sets (tests/e2e/meson.build):
+TA_TRACEAGENT, TA_AGENT, TA_PROGRAMS, TA_LIBSAMPLE, TA_WORKDIR."""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TRACEAGENT = os.environ.get("TA_TRACEAGENT", "")
+AGENT = os.environ.get("TA_AGENT", "")
+PROGRAMS = os.environ.get("TA_PROGRAMS", "")
+LIBSAMPLE = os.environ.get("TA_LIBSAMPLE", "")
+WORKDIR = os.environ.get("TA_WORKDIR") or tempfile.gettempdir()
+
+LEVELS = ("O0", "O2")
+MODES = ("preload", "record")
+TIMEOUT = 120
+
+
+def fib_calls(n):
+    """How many times the naive fib(n) calls itself: 2*F(n+1) - 1."""
+    a, b = 0, 1
+    for _ in range(n + 1):
+        a, b = b, a + b
+    return 2 * a - 1
+
+
+def clean_env(extra=None):
+    """The environment without any TRACEAGENT_* setting or preload of the
+    caller, so a test sees only what it sets."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TRACEAGENT_") and k != "LD_PRELOAD"}
+    env["LC_ALL"] = "C"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def no_core():
+    """preexec_fn: programs the tests kill leave no core files."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class Run:
+    """The outcome of one program run: returncode, stdout, stderr (text),
+    and the dump path the run was asked to write."""
+
+    def __init__(self, proc, dump):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.dump = dump
+
+    def stderr_lines(self):
+        return [l for l in self.stderr.splitlines() if l.strip()]
+
+
+class Case(unittest.TestCase):
+    """A test case with its own scratch directory."""
+
+    maxDiff = None
+
+    def setUp(self):
+        for what, path in (("TA_TRACEAGENT", TRACEAGENT), ("TA_AGENT", AGENT),
+                           ("TA_PROGRAMS", PROGRAMS)):
+            if not path:
+                self.fail("%s is not set: run the tests with meson test" % what)
+        self.dir = tempfile.mkdtemp(prefix="e2e-", dir=WORKDIR)
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+
+    # -- programs ----------------------------------------------------------
+
+    def prog(self, name):
+        """Path of a sample program; skips the test when it was not built
+        (the C++ sample without a C++ compiler, the static one without
+        libc.a)."""
+        path = os.path.join(PROGRAMS, name)
+        if not os.path.exists(path):
+            self.skipTest("%s was not built" % name)
+        return path
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def fresh(self, stem):
+        """A dump path not used before in this test."""
+        self._n = getattr(self, "_n", 0) + 1
+        return self.path("%s-%d.trace" % (stem, self._n))
+
+    def run_plain(self, argv, env=None, stdin=None, cwd=None):
+        proc = subprocess.run(argv, env=clean_env(env), input=stdin, cwd=cwd or self.dir,
+                              capture_output=True, text=True, timeout=TIMEOUT,
+                              preexec_fn=no_core)
+        return Run(proc, None)
+
+    def run_preload(self, argv, dump=None, env=None, stdin=None, cwd=None):
+        """Runs argv with the agent in LD_PRELOAD, writing to dump (a new
+        path in the scratch directory by default; "" leaves
+        TRACEAGENT_OUTPUT unset)."""
+        if dump is None:
+            dump = self.fresh("preload")
+        e = {"LD_PRELOAD": AGENT}
+        if dump:
+            e["TRACEAGENT_OUTPUT"] = dump
+        e.update(env or {})
+        proc = subprocess.run(argv, env=clean_env(e), input=stdin, cwd=cwd or self.dir,
+                              capture_output=True, text=True, timeout=TIMEOUT,
+                              preexec_fn=no_core)
+        return Run(proc, dump or None)
+
+    def run_record(self, argv, options=(), dump=None, env=None, stdin=None, cwd=None):
+        """Runs argv through `traceagent record -o dump OPTIONS` (a new
+        path by default); dump=False leaves -o out."""
+        cmd = [TRACEAGENT, "record"]
+        if dump is None:
+            dump = self.fresh("record")
+        if dump:
+            cmd += ["-o", dump]
+        cmd += list(options) + ["--"] + list(argv)
+        proc = subprocess.run(cmd, env=clean_env(env), input=stdin, cwd=cwd or self.dir,
+                              capture_output=True, text=True, timeout=TIMEOUT,
+                              preexec_fn=no_core)
+        return Run(proc, dump or None)
+
+    def run_mode(self, mode, argv, **kw):
+        if mode == "preload":
+            return self.run_preload(argv, **kw)
+        return self.run_record(argv, **kw)
+
+    def traced(self, mode, argv, expect_status=0, **kw):
+        """Runs argv traced in the given mode, checks it ended as expected
+        and said nothing but the loader's own line, and returns the run."""
+        r = self.run_mode(mode, argv, **kw)
+        self.assertEqual(r.returncode, expect_status,
+                         "%s %s: status %d, stderr:\n%s" % (mode, argv, r.returncode, r.stderr))
+        lines = r.stderr_lines()
+        if mode == "record":
+            self.assertEqual(lines[-1:], ["traceagent: dump written to %s" % r.dump],
+                             "stderr:\n" + r.stderr)
+            lines = lines[:-1]
+        self.assertEqual(lines, [], "stderr of %s %s" % (mode, argv))
+        self.assertTrue(os.path.isfile(r.dump), "no dump at %s" % r.dump)
+        return r
+
+    # -- the report ----------------------------------------------------------
+
+    def report_raw(self, dump, *options):
+        return subprocess.run([TRACEAGENT, "report"] + list(options) + [dump],
+                              env=clean_env(), capture_output=True, text=True,
+                              timeout=TIMEOUT)
+
+    def report(self, dump, *options):
+        """The JSON report of a dump that must be whole."""
+        p = self.report_raw(dump, "--json", *options)
+        self.assertEqual(p.returncode, 0, "report %s: stderr:\n%s" % (dump, p.stderr))
+        try:
+            rep = json.loads(p.stdout)
+        except ValueError as e:
+            self.fail("report --json %s: not JSON (%s):\n%s" % (dump, e, p.stdout[:2000]))
+        return rep
+
+    def assert_whole(self, rep, processes=1):
+        """The dump is complete, lost nothing and had no errors."""
+        self.assertTrue(rep["complete"], rep)
+        self.assertEqual(rep["lost"], 0)
+        self.assertEqual(rep["errors"], [])
+        self.assertEqual(rep["processes"], processes)
+        for f in rep["functions"]:
+            self.assertEqual(f["open"], 0, f)
+
+    def functions(self, rep_or_list, module=None):
+        """name -> function entry; fails on a name seen twice."""
+        lst = rep_or_list["functions"] if isinstance(rep_or_list, dict) else rep_or_list
+        out = {}
+        for f in lst:
+            if module and os.path.basename(f["module"]) != module:
+                continue
+            self.assertNotIn(f["name"], out, "function %s listed twice" % f["name"])
+            out[f["name"]] = f
+        return out
+
+    def assert_calls(self, funcs, expected):
+        """Exactly the expected calls for each named function."""
+        got = {name: funcs[name]["calls"] if name in funcs else None for name in expected}
+        self.assertEqual(got, expected)
+
+    def assert_times_sane(self, f):
+        """min <= avg <= max, all within the total."""
+        self.assertGreaterEqual(f["min_ns"], 0, f)
+        self.assertLessEqual(f["min_ns"], f["max_ns"], f)
+        self.assertLessEqual(f["max_ns"], f["total_ns"], f)
+        self.assertLessEqual(f["self_ns"], f["total_ns"], f)
+
+
+    def check_libsample(self, rep, n, exe):
+        """The report of a run that called sample_square() n times from
+        the program exe."""
+        self.assert_whole(rep)
+        syms = elf_symbols(LIBSAMPLE)
+        lib = self.functions(rep, module="libsample.so")
+        self.assert_calls(lib, {"sample_square": n, "sample_twice": n})
+        self.assertEqual(sorted(lib), ["sample_square", "sample_twice"])
+        for name, f in lib.items():
+            self.assertEqual(f["offset"], syms[name], name)
+            self.assertEqual(os.path.realpath(f["module"]), os.path.realpath(LIBSAMPLE))
+        main = self.functions(rep, module=exe)
+        self.assert_calls(main, {"main": 1})
+
+
+# -- ELF symbols -------------------------------------------------------------
+
+def elf_symbols(path):
+    """name -> st_value of the function symbols in .symtab (else .dynsym)
+    of a 64-bit little-endian ELF file."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise ValueError("%s: not a 64-bit little-endian ELF file" % path)
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    syms = {}
+    for wanted in (2, 11):  # SHT_SYMTAB, then SHT_DYNSYM
+        for sh in sections:
+            if sh[1] != wanted:
+                continue
+            strtab = sections[sh[6]]
+            for off in range(sh[4], sh[4] + sh[5], 24):
+                name, info, _other, shndx, value, _size = struct.unpack_from(
+                    "<IBBHQQ", data, off)
+                if info & 0xF != 2 or shndx == 0:  # STT_FUNC, defined
+                    continue
+                end = data.index(b"\0", strtab[4] + name)
+                syms.setdefault(data[strtab[4] + name:end].decode(), value)
+        if syms:
+            break
+    return syms
+
+
+# -- dump chunks -------------------------------------------------------------
+
+FILE_HEADER = 32
+CHUNK_HEADER = 32
+
+
+def chunks(path):
+    """(offset, type, flags, stored_size) of each chunk of a whole dump."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    out = []
+    off = FILE_HEADER
+    while off + CHUNK_HEADER <= len(data):
+        magic, ctype, flags, stored = struct.unpack_from("<IHHI", data, off)
+        if magic != 0x68634154:
+            raise ValueError("%s: no chunk at offset %d" % (path, off))
+        out.append((off, ctype, flags, stored))
+        off += CHUNK_HEADER + stored
+    if off != len(data):
+        raise ValueError("%s: %d bytes after the last chunk" % (path, len(data) - off))
+    return out
+
+
+_CRC_TABLE = []
+
+
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli), as the format uses."""
+    if not _CRC_TABLE:
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+            _CRC_TABLE.append(c)
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc = (crc >> 8) ^ _CRC_TABLE[(crc ^ b) & 0xFF]
+    return crc ^ 0xFFFFFFFF
+
+
+def main():
+    unittest.main(verbosity=2, buffer=False)
+
+
+if __name__ == "__main__":
+    sys.exit("tahelp.py is a module for the tests")

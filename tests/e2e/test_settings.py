@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: MIT
+"""The agent's settings, preloaded directly: where the dump goes, what
+happens when it cannot go there, bad values, and small buffers."""
+
+import os
+import subprocess
+
+import tahelp
+from tahelp import LEVELS, fib_calls
+
+
+class SettingsTest(tahelp.Case):
+
+    def test_default_output(self):
+        prog = self.prog("fib-O0")
+        r = self.run_preload([prog, "10"], dump="")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        names = os.listdir(self.dir)
+        self.assertEqual(len(names), 1, names)
+        self.assertRegex(names[0], r"^traceagent\.[0-9]+\.trace$")
+        self.assert_calls(self.functions(self.report(self.path(names[0]))),
+                          {"fib": fib_calls(10)})
+
+    def test_pid_in_output(self):
+        prog = self.prog("fib-O0")
+        env = tahelp.clean_env({"LD_PRELOAD": tahelp.AGENT,
+                                "TRACEAGENT_OUTPUT": self.path("x-%p.trace")})
+        proc = subprocess.Popen([prog, "10"], env=env, cwd=self.dir,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = proc.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertEqual(os.listdir(self.dir), ["x-%d.trace" % proc.pid])
+
+    def test_existing_file_kept(self):
+        """The agent never overwrites: one line, the program runs untraced,
+        the file is as it was."""
+        prog = self.prog("status-O0")
+        dump = self.path("taken.trace")
+        with open(dump, "w") as fh:
+            fh.write("precious\n")
+        plain = self.run_plain([prog, "exit", "3"])
+        r = self.run_preload([prog, "exit", "3"], dump=dump)
+        self.assertEqual((r.returncode, r.stdout), (plain.returncode, plain.stdout))
+        self.assertEqual(len(r.stderr_lines()), 1, r.stderr)
+        self.assertIn(dump, r.stderr)
+        with open(dump) as fh:
+            self.assertEqual(fh.read(), "precious\n")
+
+    def test_unwritable_output(self):
+        prog = self.prog("status-O0")
+        dump = self.path("no-such-dir/x.trace")
+        plain = self.run_plain([prog, "exit", "3"])
+        r = self.run_preload([prog, "exit", "3"], dump=dump)
+        self.assertEqual((r.returncode, r.stdout), (plain.returncode, plain.stdout))
+        self.assertEqual(len(r.stderr_lines()), 1, r.stderr)
+        self.assertIn(dump, r.stderr)
+        self.assertFalse(os.path.exists(dump))
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_bad_values(self):
+        """Each bad value: one line naming the variable and the value; the
+        default is used and the program is traced."""
+        prog = self.prog("fib-O2")
+        for var, value in (("TRACEAGENT_BUFFER", "banana"), ("TRACEAGENT_BUFFER", "12Q"),
+                           ("TRACEAGENT_MEMORY", "-5"), ("TRACEAGENT_MEMORY", "lots"),
+                           ("TRACEAGENT_FLUSH_MS", "abc"), ("TRACEAGENT_FLUSH_MS", "0")):
+            with self.subTest(var=var, value=value):
+                dump = self.path("bad-%s-%s.trace" % (var, value))
+                r = self.run_preload([prog, "15"], dump=dump, env={var: value})
+                self.assertEqual((r.returncode, r.stdout), (0, "fib(15) = 610\n"), r.stderr)
+                lines = r.stderr_lines()
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn(var, lines[0])
+                self.assertIn(value, lines[0])
+                rep = self.report(dump)
+                self.assert_whole(rep)
+                self.assert_calls(self.functions(rep), {"fib": fib_calls(15)})
+
+    def test_small_buffers(self):
+        """Small blocks and a small cap: threads wait for memory rather than
+        lose events, so the counts stay exact."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                r = self.traced("preload", [self.prog("fib-" + level), "24"],
+                                env={"TRACEAGENT_BUFFER": "4K", "TRACEAGENT_MEMORY": "1M",
+                                     "TRACEAGENT_FLUSH_MS": "1"})
+                rep = self.report(r.dump)
+                self.assert_whole(rep)
+                self.assert_calls(self.functions(rep), {"fib": fib_calls(24), "main": 1})
+                r = self.traced("preload", [self.prog("threads-" + level)],
+                                env={"TRACEAGENT_BUFFER": "4K", "TRACEAGENT_MEMORY": "1M"})
+                rep = self.report(r.dump)
+                self.assert_whole(rep)
+                self.assert_calls(self.functions(rep), {"step": 360, "work": 36})
+
+
+if __name__ == "__main__":
+    tahelp.main()

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+"""sleep: nap() sleeps 20 ms with nanosleep 5 times.  The report's times
+must match the clock: the shortest nap within 2% of 20 ms, and the longest
+and mean within 2% of what the program measured itself with
+CLOCK_MONOTONIC around each call (so scheduling delays do not matter)."""
+
+import tahelp
+from tahelp import LEVELS, MODES
+
+NAP_NS = 20_000_000
+
+
+class SleepTest(tahelp.Case):
+
+    def test_nap(self):
+        for level in LEVELS:
+            for mode in MODES:
+                with self.subTest(level=level, mode=mode):
+                    r = self.traced(mode, [self.prog("sleep-" + level)])
+                    words = r.stdout.split()
+                    own = dict(zip(words[0::2], (int(w) for w in words[1::2])))
+                    self.assertEqual(own["naps"], 5)
+                    rep = self.report(r.dump)
+                    self.assert_whole(rep)
+                    nap = self.functions(rep)["nap"]
+                    self.assertEqual(nap["calls"], 5)
+                    self.assert_times_sane(nap)
+                    self.assertAlmostEqual(nap["min_ns"], NAP_NS, delta=NAP_NS * 0.02)
+                    self.assertAlmostEqual(nap["max_ns"], own["max_ns"],
+                                           delta=own["max_ns"] * 0.02)
+                    self.assertAlmostEqual(nap["avg_ns"], own["avg_ns"],
+                                           delta=own["avg_ns"] * 0.02)
+                    self.assertAlmostEqual(nap["total_ns"], 5 * own["avg_ns"],
+                                           delta=5 * own["avg_ns"] * 0.02)
+                    # Sleeping is the nap's own time.
+                    self.assertEqual(nap["self_ns"], nap["total_ns"])
+
+
+if __name__ == "__main__":
+    tahelp.main()
