@@ -364,12 +364,13 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 
 			if (TA_LIKELY_(t >= prev_ticks)) {
 				dt = t - prev_ticks;
-				prev_ticks = t;
+				/* Clamped as in enc_dt, so the decoder keeps up. */
+				if (dt > MAX_DT)
+					dt = MAX_DT;
+				prev_ticks += dt;
 			} else {
 				e->backsteps++;
 			}
-			if (dt > (UINT64_MAX >> 2))
-				dt = UINT64_MAX >> 2;
 			if (!(ev[i].addr & TA_RAW_EXIT)) {
 				p = ta_varint_put(p, dt << 2 | TA_EV_ENTER);
 				p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));

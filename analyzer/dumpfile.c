@@ -1,1 +1,305 @@
-/* SPDX-License-Identifier: MIT */ /* dumpfile.c: being written. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * dumpfile.c - reading a dump as a stream of verified chunks.
+ *
+ * The file is read sequentially into a buffer that holds the current chunk
+ * and whatever came with the last read; a chunk larger than the buffer
+ * grows it, but never beyond one header and TA_CHUNK_MAX_PAYLOAD, since the
+ * sizes are checked before anything is allocated for them.
+ */
+#define _GNU_SOURCE
+#include "dumpfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lz4.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READ_BUF_MIN	(1u << 20)
+#define CHUNK_MAX_TOTAL ((size_t)TA_CHUNK_HEADER_SIZE + TA_CHUNK_MAX_PAYLOAD)
+
+struct ta_dump {
+	int fd;
+	int eof;  /* read() said end of file */
+	int dead; /* an I/O or memory error ended the stream */
+	uint8_t *buf;
+	size_t cap;
+	size_t pos, end; /* unread bytes are buf[pos..end) */
+	uint64_t base;	 /* file offset of buf[0] */
+	uint8_t *raw;	 /* decompressed payload */
+	size_t raw_cap;
+	uint64_t index; /* of the next chunk */
+	struct ta_file_header fh;
+};
+
+/*
+ * Makes n bytes from pos available (n <= CHUNK_MAX_TOTAL).  Returns how many
+ * are (fewer than n only at the end of the file), or a negative code.
+ */
+static ssize_t ensure(struct ta_dump *d, size_t n)
+{
+	if (d->end - d->pos >= n)
+		return (ssize_t)n;
+	if (d->pos + n > d->cap) {
+		/* Slide the unread bytes to the front; grow if that is not
+		 * enough room. */
+		memmove(d->buf, d->buf + d->pos, d->end - d->pos);
+		d->base += d->pos;
+		d->end -= d->pos;
+		d->pos = 0;
+		if (n > d->cap) {
+			size_t cap = d->cap * 2;
+			uint8_t *b;
+
+			if (cap < n)
+				cap = n;
+			if (cap > CHUNK_MAX_TOTAL + READ_BUF_MIN)
+				cap = CHUNK_MAX_TOTAL + READ_BUF_MIN;
+			b = realloc(d->buf, cap);
+			if (!b) {
+				d->dead = 1;
+				return -TA_E_NOMEM;
+			}
+			d->buf = b;
+			d->cap = cap;
+		}
+	}
+	while (d->end - d->pos < n && !d->eof) {
+		ssize_t r = read(d->fd, d->buf + d->end, d->cap - d->end);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			d->dead = 1;
+			return -TA_E_IO;
+		}
+		if (r == 0)
+			d->eof = 1;
+		d->end += (size_t)r;
+	}
+	return (ssize_t)(d->end - d->pos < n ? d->end - d->pos : n);
+}
+
+static uint64_t here(const struct ta_dump *d)
+{
+	return d->base + d->pos;
+}
+
+/*
+ * Is there a whole chunk with a valid CRC at pos?  1 yes, 0 no, or a
+ * negative code.
+ */
+static int chunk_at(struct ta_dump *d)
+{
+	struct ta_chunk_header h;
+	ssize_t n = ensure(d, TA_CHUNK_HEADER_SIZE);
+
+	if (n < 0)
+		return (int)n;
+	if (n < TA_CHUNK_HEADER_SIZE || ta_chunk_header_decode(d->buf + d->pos, &h) < 0)
+		return 0;
+	n = ensure(d, TA_CHUNK_HEADER_SIZE + (size_t)h.stored_size);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < TA_CHUNK_HEADER_SIZE + (size_t)h.stored_size)
+		return 0;
+	return ta_chunk_verify(d->buf + d->pos, &h, d->buf + d->pos + TA_CHUNK_HEADER_SIZE) == 0;
+}
+
+/*
+ * Scans forward from just after the damaged chunk at pos for the next
+ * offset where a whole chunk with a valid CRC begins; leaves pos there or
+ * at the end of the file.  Returns 1 if found, 0 if not, or a negative code.
+ * Every step either moves pos forward or reads more of the file, so this
+ * ends; a candidate costs at most one CRC over one chunk's maximum size.
+ */
+static int resync(struct ta_dump *d)
+{
+	static const uint8_t magic[4] = {0x54, 0x41, 0x63, 0x68}; /* TA_CHUNK_MAGIC */
+
+	d->pos++;
+	for (;;) {
+		ssize_t n = ensure(d, 4);
+		const uint8_t *m;
+		int rc;
+
+		if (n < 0)
+			return (int)n;
+		if (n < 4) {
+			d->pos = d->end;
+			return 0;
+		}
+		m = memmem(d->buf + d->pos, d->end - d->pos, magic, 4);
+		if (!m) {
+			/* Keep the last 3 bytes: the magic may straddle reads. */
+			d->pos = d->end - 3;
+			if (d->eof) {
+				d->pos = d->end;
+				return 0;
+			}
+			continue;
+		}
+		d->pos = (size_t)(m - d->buf);
+		rc = chunk_at(d);
+		if (rc != 0)
+			return rc;
+		d->pos++;
+	}
+}
+
+/*
+ * Reports the damaged chunk at pos and moves on to the next good one;
+ * code_last is the reason when no good chunk follows.
+ */
+static int damaged(struct ta_dump *d, struct ta_chunk *c, int code, int code_last)
+{
+	uint64_t start = here(d);
+	int rc = resync(d);
+
+	c->offset = start;
+	c->skipped = here(d) - start;
+	if (rc < 0)
+		return rc;
+	return rc ? code : code_last;
+}
+
+int ta_dump_fdopen(int fd, struct ta_dump **out)
+{
+	struct ta_dump *d = calloc(1, sizeof(*d));
+	ssize_t n;
+	int rc;
+
+	*out = NULL;
+	if (!d) {
+		close(fd);
+		return -TA_E_NOMEM;
+	}
+	d->fd = fd;
+	d->cap = READ_BUF_MIN;
+	d->buf = malloc(d->cap);
+	if (!d->buf) {
+		ta_dump_close(d);
+		return -TA_E_NOMEM;
+	}
+	n = ensure(d, TA_FILE_HEADER_SIZE);
+	if (n < 0) {
+		int e = errno;
+
+		ta_dump_close(d);
+		errno = e;
+		return (int)n;
+	}
+	if (n < TA_FILE_HEADER_SIZE) {
+		size_t k = (size_t)n < TA_FILE_MAGIC_LEN ? (size_t)n : TA_FILE_MAGIC_LEN;
+
+		rc = memcmp(d->buf, TA_FILE_MAGIC, k) ? -TA_E_BADMAGIC : -TA_E_TRUNCATED;
+		ta_dump_close(d);
+		return rc;
+	}
+	rc = ta_file_header_decode(d->buf, &d->fh);
+	if (rc < 0) {
+		ta_dump_close(d);
+		return rc;
+	}
+	d->pos = TA_FILE_HEADER_SIZE;
+	*out = d;
+	return 0;
+}
+
+int ta_dump_open(const char *path, struct ta_dump **out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*out = NULL;
+	if (fd < 0)
+		return -TA_E_IO;
+	return ta_dump_fdopen(fd, out);
+}
+
+const struct ta_file_header *ta_dump_header(const struct ta_dump *d)
+{
+	return &d->fh;
+}
+
+uint64_t ta_dump_offset(const struct ta_dump *d)
+{
+	return here(d);
+}
+
+int ta_dump_next(struct ta_dump *d, struct ta_chunk *c)
+{
+	const uint8_t *hdr, *stored;
+	size_t total;
+	ssize_t n;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if (d->dead)
+		return 0;
+	n = ensure(d, TA_CHUNK_HEADER_SIZE);
+	if (n <= 0)
+		return (int)n;
+	c->index = d->index++;
+	c->offset = here(d);
+	if (n < TA_CHUNK_HEADER_SIZE) {
+		d->pos = d->end;
+		c->skipped = (uint64_t)n;
+		return -TA_E_TRUNCATED;
+	}
+	rc = ta_chunk_header_decode(d->buf + d->pos, &c->h);
+	if (rc < 0)
+		return damaged(d, c, rc, rc);
+	total = TA_CHUNK_HEADER_SIZE + (size_t)c->h.stored_size;
+	n = ensure(d, total);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < total) {
+		/* Cut short, unless a good chunk follows: then it was the
+		 * size that was wrong. */
+		return damaged(d, c, -TA_E_TOOBIG, -TA_E_TRUNCATED);
+	}
+	hdr = d->buf + d->pos;
+	stored = hdr + TA_CHUNK_HEADER_SIZE;
+	if (ta_chunk_verify(hdr, &c->h, stored) < 0)
+		return damaged(d, c, -TA_E_CHECKSUM, -TA_E_CHECKSUM);
+	/* From here the chunk's extent is trusted: a bad payload skips just
+	 * this chunk. */
+	d->pos += total;
+	if (!(c->h.flags & TA_CHUNK_F_LZ4)) {
+		c->payload = stored;
+		c->len = c->h.stored_size;
+		return 1;
+	}
+	if (c->h.raw_size > d->raw_cap) {
+		uint8_t *b = realloc(d->raw, c->h.raw_size);
+
+		if (!b) {
+			d->dead = 1;
+			return -TA_E_NOMEM;
+		}
+		d->raw = b;
+		d->raw_cap = c->h.raw_size;
+	}
+	/* The bound is the raw size and the result must be exactly it. */
+	if (LZ4_decompress_safe((const char *)stored, (char *)d->raw, (int)c->h.stored_size,
+				(int)c->h.raw_size) != (int)c->h.raw_size) {
+		c->skipped = total;
+		return -TA_E_DECOMPRESS;
+	}
+	c->payload = d->raw;
+	c->len = c->h.raw_size;
+	return 1;
+}
+
+void ta_dump_close(struct ta_dump *d)
+{
+	if (!d)
+		return;
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d->buf);
+	free(d->raw);
+	free(d);
+}

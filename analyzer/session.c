@@ -1,1 +1,1042 @@
-/* SPDX-License-Identifier: MIT */ /* session.c: being written. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * session.c - the decoded model of a dump and the call-stack walk.
+ *
+ * One pass: metadata chunks fill the process, module and thread tables;
+ * EVENTS chunks are decoded with the format's own decoder and replayed on a
+ * per-thread stack of frames, each frame visited once at enter and once at
+ * exit.  The decoder tells how many frames an exit removed (frames left by
+ * longjmp or an exception go with it, an exit never entered removes none),
+ * so our stack always follows the writer's shadow-stack rule, and each
+ * chunk's stack snapshot lets us notice and repair a lost chunk.
+ */
+#include "session.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Frames kept with their data per thread; deeper ones are only counted.
+ * Far beyond TA_STACK_MAX, yet bounded whatever a dump claims. */
+#define FRAMES_MAX (16u * TA_STACK_MAX)
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+static char *str_from_bytes(const uint8_t *s, uint64_t len)
+{
+	char *p = malloc((size_t)len + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, s, (size_t)len);
+	p[len] = 0;
+	/* A NUL inside would cut the name short silently; make it visible. */
+	for (uint64_t i = 0; i < len; i++)
+		if (!p[i])
+			p[i] = '?';
+	return p;
+}
+
+static int get_str(struct ta_reader *r, char **out)
+{
+	const uint8_t *s;
+	uint64_t len;
+
+	if (ta_get_bytes(r, &s, &len) < 0)
+		return -TA_E_PAYLOAD;
+	*out = str_from_bytes(s, len);
+	return *out ? 0 : -TA_E_NOMEM;
+}
+
+static void note_ticks(struct ta_process *p, uint64_t ticks)
+{
+	if (!p->have_ticks) {
+		p->min_ticks = p->max_ticks = ticks;
+		p->have_ticks = 1;
+		return;
+	}
+	if (ticks < p->min_ticks)
+		p->min_ticks = ticks;
+	if (ticks > p->max_ticks)
+		p->max_ticks = ticks;
+}
+
+/* ---- errors -------------------------------------------------------------------- */
+
+void ta_session_error(struct ta_session *s, int code, const struct ta_chunk *c, uint64_t tid)
+{
+	struct ta_session_error *e;
+
+	s->errors_all++;
+	if (s->nerrors == TA_SESSION_MAX_ERRORS)
+		return;
+	e = &s->errors[s->nerrors++];
+	e->code = code;
+	e->chunk = c->index;
+	e->offset = c->offset;
+	e->skipped = c->skipped;
+	e->type = c->h.type;
+	e->tid = tid;
+}
+
+/* ---- processes ------------------------------------------------------------------ */
+
+struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid)
+{
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i]->pid == pid)
+			return s->procs[i];
+	return NULL;
+}
+
+static struct ta_process *process_get(struct ta_session *s, uint32_t pid)
+{
+	struct ta_process *p = ta_session_process(s, pid), **v;
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
+	if (!p || !v) {
+		free(p);
+		if (v)
+			s->procs = v;
+		return NULL;
+	}
+	s->procs = v;
+	p->pid = pid;
+	s->procs[s->nprocs++] = p;
+	return p;
+}
+
+static void process_free(struct ta_process *p)
+{
+	free(p->arch);
+	free(p->exe);
+	for (size_t i = 0; i < p->argc; i++)
+		free(p->argv[i]);
+	free(p->argv);
+	free(p->clock);
+	for (size_t i = 0; i < p->nmodules; i++) {
+		free(p->modules[i].path);
+		free(p->modules[i].build_id);
+		free(p->modules[i].ranges);
+	}
+	free(p->modules);
+	free(p->map);
+	free(p);
+}
+
+/* ---- threads --------------------------------------------------------------------- */
+
+static size_t thash(uint32_t pid, uint64_t tid, size_t size)
+{
+	uint64_t h = (tid ^ ((uint64_t)pid << 32)) * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 32) & (size_t)(size - 1);
+}
+
+static int thash_grow(struct ta_session *s)
+{
+	size_t size = s->thash_size ? s->thash_size * 2 : 64;
+	struct ta_thread **h = calloc(size, sizeof(*h));
+
+	if (!h)
+		return -TA_E_NOMEM;
+	for (size_t i = 0; i < s->thash_size; i++) {
+		struct ta_thread *t = s->thash[i], *next;
+
+		for (; t; t = next) {
+			size_t b = thash(t->pid, t->tid, size);
+
+			next = t->hnext;
+			t->hnext = h[b];
+			h[b] = t;
+		}
+	}
+	free(s->thash);
+	s->thash = h;
+	s->thash_size = size;
+	return 0;
+}
+
+static struct ta_thread *thread_find(const struct ta_session *s, uint32_t pid, uint64_t tid)
+{
+	struct ta_thread *t;
+
+	if (!s->thash_size)
+		return NULL;
+	for (t = s->thash[thash(pid, tid, s->thash_size)]; t; t = t->hnext)
+		if (t->pid == pid && t->tid == tid)
+			return t;
+	return NULL;
+}
+
+/* Adds a new thread instance, replacing any previous one with the same ids
+ * in the hash (a tid the kernel reused after the first thread ended); the
+ * old one stays in s->threads. */
+static struct ta_thread *thread_new(struct ta_session *s, uint32_t pid, uint64_t tid)
+{
+	struct ta_thread *t, **b, **pp;
+
+	if (s->nthreads >= s->thash_size && thash_grow(s) < 0)
+		return NULL;
+	if (s->nthreads == s->threads_cap) {
+		size_t cap = s->threads_cap ? s->threads_cap * 2 : 16;
+		struct ta_thread **v = realloc(s->threads, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->threads = v;
+		s->threads_cap = cap;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->index = (uint32_t)s->nthreads;
+	t->pid = pid;
+	t->tid = tid;
+	b = &s->thash[thash(pid, tid, s->thash_size)];
+	for (pp = b; *pp; pp = &(*pp)->hnext) {
+		if ((*pp)->pid == pid && (*pp)->tid == tid) {
+			*pp = (*pp)->hnext;
+			break;
+		}
+	}
+	t->hnext = *b;
+	*b = t;
+	s->threads[s->nthreads++] = t;
+	return t;
+}
+
+static struct ta_thread *thread_get(struct ta_session *s, uint32_t pid, uint64_t tid)
+{
+	struct ta_thread *t = thread_find(s, pid, tid);
+
+	return t ? t : thread_new(s, pid, tid);
+}
+
+static void thread_free(struct ta_thread *t)
+{
+	free(t->name);
+	free(t->stack);
+	free(t);
+}
+
+/* ---- the call-stack walk ----------------------------------------------------------- */
+
+static int frame_push(struct ta_session *s, struct ta_thread *t, uint64_t ticks, uint64_t addr,
+		      unsigned flags)
+{
+	struct ta_frame *f;
+
+	if (t->overflow || t->depth == FRAMES_MAX) {
+		t->overflow++;
+		return 0;
+	}
+	if (t->depth == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 64;
+		struct ta_frame *st = realloc(t->stack, cap * sizeof(*st));
+
+		if (!st) {
+			t->overflow++;
+			return -TA_E_NOMEM;
+		}
+		t->stack = st;
+		t->cap = cap;
+	}
+	f = &t->stack[t->depth];
+	f->addr = addr;
+	f->enter = ticks;
+	f->child = 0;
+	f->user = s->v.enter ? s->v.enter(s->v.ctx, t, ticks, t->depth, addr, flags) : 0;
+	t->depth++;
+	return 0;
+}
+
+/* Removes n frames from the top at time ticks, visiting each exit. */
+static void frames_pop(struct ta_session *s, struct ta_thread *t, uint64_t n, uint64_t ticks,
+		       unsigned flags)
+{
+	uint64_t k = n < t->overflow ? n : t->overflow;
+
+	t->overflow -= k;
+	n -= k;
+	while (n-- && t->depth) {
+		struct ta_frame *f = &t->stack[--t->depth];
+		struct ta_exit_info x;
+
+		x.addr = f->addr;
+		x.enter = f->enter;
+		x.exit = ticks;
+		x.duration = ticks > f->enter ? ticks - f->enter : 0;
+		x.self = x.duration > f->child ? x.duration - f->child : 0;
+		x.depth = t->depth;
+		x.flags = flags;
+		x.user = f->user;
+		if (t->depth)
+			t->stack[t->depth - 1].child += x.duration;
+		if (s->v.exit)
+			s->v.exit(s->v.ctx, t, &x);
+	}
+}
+
+/*
+ * Brings the thread's stack in line with the snapshot that starts the
+ * chunk.  They agree unless chunks of this thread were lost: then frames
+ * we have that the snapshot lacks ended somewhere in the gap (closed at the
+ * last time we know), and frames it has that we lack began there (opened at
+ * the chunk's first time).
+ */
+static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct ta_decoder *d)
+{
+	uint32_t n = d->snapshot_depth, k = 0, lim = t->depth < n ? t->depth : n;
+	uint64_t over = d->stack.overflow;
+	uint64_t close_at = t->have_ticks ? t->last_ticks : d->first_ticks;
+
+	while (k < lim && t->stack[k].addr == d->snapshot[k])
+		k++;
+	if (k == n && (uint64_t)t->depth + t->overflow == (uint64_t)n + over)
+		return;
+	/* The first chunk of a new thread may start inside functions (a
+	 * forked child's inherited frames): that is not a loss. */
+	if (t->have_chunks || t->depth || t->overflow || d->chunk_seq != 0)
+		t->resyncs++;
+	frames_pop(s, t, (uint64_t)(t->depth - k) + t->overflow, close_at, TA_VISIT_RESYNC);
+	for (uint32_t i = k; i < n; i++)
+		(void)frame_push(s, t, d->first_ticks, d->snapshot[i], TA_VISIT_RESYNC);
+	/* Frames the writer could not hold have no address: count them. */
+	t->overflow += over;
+}
+
+static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p)
+{
+	struct ta_decoder *d = &s->dec;
+	struct ta_thread *t;
+	struct ta_event ev;
+	int rc = ta_decoder_begin(d, c->payload, c->len);
+
+	s->events_chunks++;
+	if (rc < 0) {
+		if (rc == -TA_E_NOMEM)
+			return rc;
+		ta_session_error(s, rc, c, d->r.err ? 0 : d->tid);
+		return 0;
+	}
+	t = thread_get(s, c->h.pid, d->tid);
+	if (!t)
+		return -TA_E_NOMEM;
+	if (t->have_chunks && d->chunk_seq != t->next_seq)
+		t->chunks_missing += d->chunk_seq > t->next_seq ? d->chunk_seq - t->next_seq : 1;
+	t->next_seq = d->chunk_seq + 1;
+	stack_sync(s, t, d);
+	t->have_chunks = 1;
+	note_ticks(p, d->first_ticks);
+
+	while ((rc = ta_decoder_next(d, &ev)) > 0) {
+		t->last_ticks = ev.ticks;
+		t->have_ticks = 1;
+		switch (ev.kind) {
+		case TA_EV_ENTER:
+			t->events++;
+			if (frame_push(s, t, ev.ticks, ev.addr, 0) < 0)
+				return -TA_E_NOMEM;
+			break;
+		case TA_EV_EXIT:
+			t->events++;
+			if (ev.popped)
+				frames_pop(s, t, ev.popped, ev.ticks, 0);
+			else
+				t->unmatched++;
+			break;
+		default:
+			if (ev.ext == TA_EXT_LOST) {
+				t->lost += ev.value;
+				if (s->v.lost)
+					s->v.lost(s->v.ctx, t, ev.ticks, ev.value);
+			}
+			break;
+		}
+	}
+	if (t->have_ticks)
+		note_ticks(p, t->last_ticks);
+	if (rc == -TA_E_NOMEM)
+		return rc;
+	if (rc < 0)
+		ta_session_error(s, rc, c, t->tid); /* the next snapshot repairs the stack */
+	return 0;
+}
+
+/* Closes what is still open on t at its last known time. */
+static void thread_close(struct ta_session *s, struct ta_thread *t)
+{
+	uint64_t end = t->last_ticks;
+
+	if (t->has_end && (!t->have_ticks || t->end_ticks > end))
+		end = t->end_ticks;
+	frames_pop(s, t, (uint64_t)t->depth + t->overflow, end, TA_VISIT_OPEN);
+}
+
+/* ---- metadata chunks ------------------------------------------------------------------ */
+
+static int process_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t pid, argc;
+	char *arch = NULL, *exe = NULL, **argv = NULL;
+	int rc = -TA_E_PAYLOAD;
+
+	ta_get_varint(r, &pid);
+	ta_get_varint(r, &p->ppid);
+	ta_get_varint(r, &p->start_realtime_ns);
+	ta_get_varint(r, &p->start_ticks);
+	ta_get_varint(r, &p->clock_source);
+	ta_get_varint(r, &p->nominal_hz);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	if ((rc = get_str(r, &arch)) < 0 || (rc = get_str(r, &exe)) < 0)
+		goto fail;
+	rc = -TA_E_PAYLOAD;
+	/* Each argument takes at least one byte. */
+	if (ta_get_varint(r, &argc) < 0 || argc > (uint64_t)(r->end - r->p))
+		goto fail;
+	argv = calloc((size_t)argc + 1, sizeof(*argv));
+	if (!argv) {
+		rc = -TA_E_NOMEM;
+		goto fail;
+	}
+	for (uint64_t i = 0; i < argc; i++)
+		if ((rc = get_str(r, &argv[i])) < 0)
+			goto fail;
+	ta_get_varint(r, &p->block_size);
+	ta_get_varint(r, &p->memory_cap);
+	ta_get_varint(r, &p->flush_ms);
+	if (r->err) {
+		rc = -TA_E_PAYLOAD;
+		goto fail;
+	}
+	/* A second PROCESS chunk (exec in place) replaces the first. */
+	free(p->arch);
+	free(p->exe);
+	for (size_t i = 0; i < p->argc; i++)
+		free(p->argv[i]);
+	free(p->argv);
+	p->arch = arch;
+	p->exe = exe;
+	p->argv = argv;
+	p->argc = (size_t)argc;
+	p->has_info = 1;
+	note_ticks(p, p->start_ticks);
+	return 0;
+fail:
+	if (argv)
+		for (uint64_t i = 0; i < argc; i++)
+			free(argv[i]);
+	free(argv);
+	free(arch);
+	free(exe);
+	return rc;
+}
+
+static int clock_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t count;
+
+	/* Each pair takes at least two bytes. */
+	if (ta_get_varint(r, &count) < 0 || count > (uint64_t)(r->end - r->p) / 2)
+		return -TA_E_PAYLOAD;
+	if (p->nclock + count > p->clock_cap) {
+		size_t cap = p->clock_cap ? p->clock_cap : 16;
+		struct ta_clock_pair *v;
+
+		while (cap < p->nclock + count)
+			cap *= 2;
+		v = realloc(p->clock, cap * sizeof(*v));
+		if (!v)
+			return -TA_E_NOMEM;
+		p->clock = v;
+		p->clock_cap = cap;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		struct ta_clock_pair *cp = &p->clock[p->nclock];
+
+		ta_get_varint(r, &cp->ticks);
+		ta_get_varint(r, &cp->ns);
+		if (r->err)
+			return -TA_E_PAYLOAD;
+		p->nclock++;
+	}
+	return 0;
+}
+
+static int module_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	struct ta_module m;
+	const uint8_t *bid;
+	uint64_t bid_len, n;
+	int rc;
+
+	memset(&m, 0, sizeof(m));
+	ta_get_varint(r, &m.load_ticks);
+	ta_get_varint(r, &m.bias);
+	if ((rc = get_str(r, &m.path)) < 0)
+		goto fail;
+	rc = -TA_E_PAYLOAD;
+	if (ta_get_bytes(r, &bid, &bid_len) < 0)
+		goto fail;
+	ta_get_varint(r, &m.flags);
+	/* Each range takes at least two bytes. */
+	if (ta_get_varint(r, &n) < 0 || n > (uint64_t)(r->end - r->p) / 2)
+		goto fail;
+	m.build_id = malloc(bid_len ? (size_t)bid_len : 1);
+	m.ranges = malloc(n ? (size_t)n * sizeof(*m.ranges) : 1);
+	if (!m.build_id || !m.ranges) {
+		rc = -TA_E_NOMEM;
+		goto fail;
+	}
+	memcpy(m.build_id, bid, (size_t)bid_len);
+	m.build_id_len = (size_t)bid_len;
+	for (uint64_t i = 0; i < n; i++) {
+		ta_get_varint(r, &m.ranges[i].start);
+		ta_get_varint(r, &m.ranges[i].end);
+	}
+	m.nranges = (size_t)n;
+	if (r->err)
+		goto fail;
+	if (p->nmodules == p->modules_cap) {
+		size_t cap = p->modules_cap ? p->modules_cap * 2 : 16;
+		struct ta_module *v = realloc(p->modules, cap * sizeof(*v));
+
+		if (!v) {
+			rc = -TA_E_NOMEM;
+			goto fail;
+		}
+		p->modules = v;
+		p->modules_cap = cap;
+	}
+	p->modules[p->nmodules++] = m;
+	return 0;
+fail:
+	free(m.path);
+	free(m.build_id);
+	free(m.ranges);
+	return rc;
+}
+
+static int thread_start_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t tid, parent, ticks;
+	char *name;
+	struct ta_thread *t;
+	int rc;
+
+	ta_get_varint(r, &tid);
+	ta_get_varint(r, &parent);
+	ta_get_varint(r, &ticks);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	if ((rc = get_str(r, &name)) < 0)
+		return rc;
+	t = thread_find(s, p->pid, tid);
+	if (t && t->has_end) {
+		/* The tid was reused: the old thread is over. */
+		thread_close(s, t);
+		t = NULL;
+	}
+	if (!t)
+		t = thread_new(s, p->pid, tid);
+	if (!t) {
+		free(name);
+		return -TA_E_NOMEM;
+	}
+	free(t->name);
+	t->name = name;
+	t->parent_tid = parent;
+	t->start_ticks = ticks;
+	t->has_start = 1;
+	note_ticks(p, ticks);
+	return 0;
+}
+
+static int thread_name_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t tid, ticks;
+	char *name;
+	struct ta_thread *t;
+	int rc;
+
+	ta_get_varint(r, &tid);
+	ta_get_varint(r, &ticks);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	if ((rc = get_str(r, &name)) < 0)
+		return rc;
+	t = thread_get(s, p->pid, tid);
+	if (!t) {
+		free(name);
+		return -TA_E_NOMEM;
+	}
+	free(t->name);
+	t->name = name;
+	return 0;
+}
+
+static int thread_end_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t tid, end, events, lost, wait;
+	struct ta_thread *t;
+
+	ta_get_varint(r, &tid);
+	ta_get_varint(r, &end);
+	ta_get_varint(r, &events);
+	ta_get_varint(r, &lost);
+	ta_get_varint(r, &wait);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	t = thread_get(s, p->pid, tid);
+	if (!t)
+		return -TA_E_NOMEM;
+	t->has_end = 1;
+	t->end_ticks = end;
+	t->end_events = events;
+	t->end_lost = lost;
+	t->wait_ticks = wait;
+	note_ticks(p, end);
+	return 0;
+}
+
+static int end_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t v[6];
+
+	for (int i = 0; i < 6; i++)
+		ta_get_varint(r, &v[i]);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	p->end_ticks = v[0];
+	p->end_ns = v[1];
+	p->end_events = v[2];
+	p->end_lost = v[3];
+	p->end_threads = v[4];
+	p->end_flags = v[5];
+	p->has_end = 1;
+	note_ticks(p, p->end_ticks);
+	return 0;
+}
+
+int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
+{
+	struct ta_process *p = process_get(s, c->h.pid);
+	struct ta_reader r;
+	int rc;
+
+	if (!p)
+		return -TA_E_NOMEM;
+	s->chunks++;
+	/* The writer numbers its chunks: a gap is chunks we never saw. */
+	if (c->h.seq > p->next_chunk_seq)
+		p->chunks_missing += c->h.seq - p->next_chunk_seq;
+	if (c->h.seq >= p->next_chunk_seq)
+		p->next_chunk_seq = (uint64_t)c->h.seq + 1;
+	ta_reader_init(&r, c->payload, c->len);
+	switch (c->h.type) {
+	case TA_CHUNK_EVENTS:
+		return events_chunk(s, c, p);
+	case TA_CHUNK_PROCESS:
+		rc = process_chunk(p, &r);
+		break;
+	case TA_CHUNK_CLOCK:
+		rc = clock_chunk(p, &r);
+		break;
+	case TA_CHUNK_MODULE:
+		rc = module_chunk(p, &r);
+		break;
+	case TA_CHUNK_THREAD_START:
+		rc = thread_start_chunk(s, p, &r);
+		break;
+	case TA_CHUNK_THREAD_NAME:
+		rc = thread_name_chunk(s, p, &r);
+		break;
+	case TA_CHUNK_THREAD_END:
+		rc = thread_end_chunk(s, p, &r);
+		break;
+	case TA_CHUNK_END:
+		rc = end_chunk(p, &r);
+		break;
+	default:
+		s->unknown_chunks++; /* a later minor version's addition */
+		return 0;
+	}
+	/* Fields after the known ones are a later minor version's
+	 * additions, and ignored. */
+	if (rc == -TA_E_NOMEM)
+		return rc;
+	if (rc < 0)
+		ta_session_error(s, rc, c, 0);
+	return 0;
+}
+
+int ta_session_read(struct ta_session *s, const char *path, uint64_t *err_offset)
+{
+	struct ta_dump *d;
+	struct ta_chunk c;
+	int rc = ta_dump_open(path, &d);
+
+	if (err_offset)
+		*err_offset = 0;
+	if (rc < 0)
+		return rc;
+	s->fh = *ta_dump_header(d);
+	for (;;) {
+		rc = ta_dump_next(d, &c);
+		if (rc == 0)
+			break;
+		if (rc == -TA_E_IO || rc == -TA_E_NOMEM) {
+			if (err_offset)
+				*err_offset = ta_dump_offset(d);
+			break;
+		}
+		if (rc < 0) {
+			ta_session_error(s, rc, &c, 0);
+			continue;
+		}
+		rc = ta_session_chunk(s, &c);
+		if (rc < 0) {
+			if (err_offset)
+				*err_offset = c.offset;
+			break;
+		}
+	}
+	{
+		int e = errno;
+
+		ta_dump_close(d);
+		errno = e; /* for the caller's message about -TA_E_IO */
+	}
+	return rc;
+}
+
+/* ---- time ------------------------------------------------------------------------- */
+
+/* The line through the process's clock pairs, or what else is known. */
+static void calibrate(struct ta_process *p)
+{
+	long double mt = 0, mn = 0, sxx = 0, sxy = 0;
+	size_t n = p->nclock;
+
+	p->calibrated = 0;
+	p->ns_per_tick = 1;
+	p->ns_at_0 = 0;
+	for (size_t i = 0; i < n; i++) {
+		mt += p->clock[i].ticks;
+		mn += p->clock[i].ns;
+	}
+	if (n) {
+		mt /= n;
+		mn /= n;
+	}
+	if (p->clock_source == TA_CLOCK_MONOTONIC) {
+		/* Ticks are nanoseconds already. */
+		p->ns_at_0 = mn - mt;
+		p->calibrated = 1;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		long double dt = p->clock[i].ticks - mt;
+
+		sxx += dt * dt;
+		sxy += dt * (p->clock[i].ns - mn);
+	}
+	/* Least squares: the counter is invariant, so one line fits all. */
+	if (n >= 2 && sxx > 0 && sxy > 0 && isfinite((double)(sxy / sxx))) {
+		p->ns_per_tick = sxy / sxx;
+		p->ns_at_0 = mn - p->ns_per_tick * mt;
+		p->calibrated = 1;
+	} else if (p->nominal_hz) {
+		p->ns_per_tick = 1e9L / p->nominal_hz;
+		p->ns_at_0 = n ? mn - p->ns_per_tick * mt : 0;
+		p->calibrated = 1;
+	}
+}
+
+uint64_t ta_process_dur_ns(const struct ta_process *p, uint64_t ticks)
+{
+	long double ns = ticks * p->ns_per_tick;
+
+	return ns >= 18446744073709551615.0L ? UINT64_MAX : (uint64_t)llroundl(ns);
+}
+
+int64_t ta_process_ticks_ns(const struct ta_process *p, uint64_t ticks)
+{
+	long double ns = p->ns_at_0 + ticks * p->ns_per_tick;
+
+	if (ns >= 9223372036854775807.0L)
+		return INT64_MAX;
+	if (ns <= -9223372036854775807.0L)
+		return -INT64_MAX;
+	return (int64_t)llroundl(ns);
+}
+
+/* ---- finishing --------------------------------------------------------------------- */
+
+static int modrange_cmp(const void *a, const void *b)
+{
+	const struct ta_modrange *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void build_map(struct ta_process *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nmodules; i++)
+		n += p->modules[i].nranges;
+	free(p->map);
+	p->nmap = 0;
+	p->map = n ? malloc(n * sizeof(*p->map)) : NULL;
+	if (!p->map)
+		return;
+	/* Events are not matched to modules by time: if a module replaced
+	 * another at the same place (dlclose, dlopen), either may answer. */
+	for (size_t i = 0; i < p->nmodules; i++)
+		for (size_t k = 0; k < p->modules[i].nranges; k++) {
+			const struct ta_range *rg = &p->modules[i].ranges[k];
+
+			if (rg->end <= rg->start)
+				continue;
+			p->map[p->nmap].start = rg->start;
+			p->map[p->nmap].end = rg->end;
+			p->map[p->nmap].m = &p->modules[i];
+			p->nmap++;
+		}
+	qsort(p->map, p->nmap, sizeof(*p->map), modrange_cmp);
+}
+
+const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nmap;
+
+	/* The last range starting at or below addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->map[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Ranges of different modules do not overlap in one address space,
+	 * but a dump may say otherwise: look back a little. */
+	for (size_t i = lo; i-- > 0 && lo - i <= 8;)
+		if (addr < p->map[i].end)
+			return p->map[i].m;
+	return NULL;
+}
+
+void ta_session_finish(struct ta_session *s)
+{
+	const struct ta_process *ref = NULL;
+
+	if (s->finished)
+		return;
+	s->finished = 1;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct ta_thread *t = s->threads[i];
+		struct ta_process *p = ta_session_process(s, t->pid);
+
+		thread_close(s, t);
+		if (p && t->has_end)
+			note_ticks(p, t->end_ticks);
+	}
+	for (size_t i = 0; i < s->nprocs; i++) {
+		calibrate(s->procs[i]);
+		build_map(s->procs[i]);
+		if (s->procs[i]->calibrated && !ref)
+			ref = s->procs[i];
+	}
+	/* A process without its own calibration (its CLOCK chunk lost) ran
+	 * on the same machine as one with: borrow that line. */
+	for (size_t i = 0; i < s->nprocs; i++) {
+		struct ta_process *p = s->procs[i];
+
+		if (p->calibrated)
+			continue;
+		if (ref) {
+			p->ns_per_tick = ref->ns_per_tick;
+			p->ns_at_0 = ref->ns_at_0;
+		} else {
+			p->uncalibrated = 1;
+		}
+	}
+}
+
+const char *ta_session_incomplete(const struct ta_session *s)
+{
+	if (s->errors_all)
+		return "the dump is damaged";
+	if (!s->nprocs)
+		return "the dump holds no process (the program ended before writing any)";
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct ta_process *p = s->procs[i];
+
+		if (!p->has_end)
+			return "no end chunk: the program was killed or is still running";
+		if (p->end_flags & 1)
+			return "the agent could not write all of its data";
+		if (p->chunks_missing)
+			return "chunks are missing";
+	}
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i]->chunks_missing)
+			return "chunks are missing";
+	return NULL;
+}
+
+/* ---- session lifetime --------------------------------------------------------------- */
+
+struct ta_session *ta_session_new(const struct ta_visitor *v)
+{
+	struct ta_session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	ta_decoder_init(&s->dec);
+	if (v)
+		s->v = *v;
+	return s;
+}
+
+void ta_session_free(struct ta_session *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nthreads; i++)
+		thread_free(s->threads[i]);
+	free(s->threads);
+	free(s->thash);
+	for (size_t i = 0; i < s->nprocs; i++)
+		process_free(s->procs[i]);
+	free(s->procs);
+	ta_decoder_free(&s->dec);
+	free(s);
+}
+
+/* ---- the profile visitor ------------------------------------------------------------- */
+
+#define NO_STAT UINTPTR_MAX
+
+static size_t fslot(uint32_t thread, uint64_t addr, size_t nslots)
+{
+	uint64_t h = (addr ^ ((uint64_t)thread << 47)) * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 20) & (nslots - 1);
+}
+
+static int profile_grow(struct ta_profile *p)
+{
+	size_t n = p->nslots ? p->nslots * 2 : 1024;
+	uint32_t *slot = calloc(n, sizeof(*slot));
+
+	if (!slot)
+		return -1;
+	for (size_t i = 0; i < p->n; i++) {
+		size_t k = fslot(p->f[i].thread, p->f[i].addr, n);
+
+		while (slot[k])
+			k = (k + 1) & (n - 1);
+		slot[k] = (uint32_t)i + 1;
+	}
+	free(p->slot);
+	p->slot = slot;
+	p->nslots = n;
+	return 0;
+}
+
+static uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+			       uint64_t addr, unsigned flags)
+{
+	struct ta_profile *p = ctx;
+	size_t k;
+	struct ta_fstat *f;
+
+	if (p->nslots) {
+		for (k = fslot(t->index, addr, p->nslots); p->slot[k];
+		     k = (k + 1) & (p->nslots - 1)) {
+			f = &p->f[p->slot[k] - 1];
+			if (f->addr == addr && f->thread == t->index) {
+				f->active++;
+				return p->slot[k] - 1;
+			}
+		}
+	}
+	/* New: keep the table at most half full. */
+	if ((p->n + 1) * 2 > p->nslots && profile_grow(p) < 0)
+		return NO_STAT;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct ta_fstat *v;
+
+		if (cap > UINT32_MAX - 1)
+			return NO_STAT;
+		v = realloc(p->f, cap * sizeof(*v));
+		if (!v)
+			return NO_STAT;
+		p->f = v;
+		p->cap = cap;
+	}
+	f = &p->f[p->n];
+	memset(f, 0, sizeof(*f));
+	f->thread = t->index;
+	f->pid = t->pid;
+	f->addr = addr;
+	f->min = UINT64_MAX;
+	f->active = 1;
+	for (k = fslot(t->index, addr, p->nslots); p->slot[k]; k = (k + 1) & (p->nslots - 1))
+		;
+	p->slot[k] = (uint32_t)++p->n;
+	return p->n - 1;
+}
+
+static void profile_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+{
+	struct ta_profile *p = ctx;
+	struct ta_fstat *f;
+
+	if (x->user == NO_STAT)
+		return;
+	f = &p->f[x->user];
+	f->calls++;
+	f->sum += x->duration;
+	f->self += x->self;
+	if (x->duration < f->min)
+		f->min = x->duration;
+	if (x->duration > f->max)
+		f->max = x->duration;
+	/* Only the outermost activation adds to the total, so recursion
+	 * is not counted twice. */
+	if (--f->active == 0)
+		f->total += x->duration;
+	if (x->flags & TA_VISIT_OPEN)
+		f->open++;
+}
+
+void ta_profile_init(struct ta_profile *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void ta_profile_free(struct ta_profile *p)
+{
+	free(p->f);
+	free(p->slot);
+	ta_profile_init(p);
+}
+
+void ta_profile_visitor(struct ta_profile *p, struct ta_visitor *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->ctx = p;
+	v->enter = profile_enter;
+	v->exit = profile_exit;
+}

@@ -1,1 +1,456 @@
-/* SPDX-License-Identifier: MIT */ /* symbols.c: being written. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * symbols.c - ELF function symbols (libelf), demangling, and the resolver.
+ */
+#define _GNU_SOURCE
+#include "symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format.h"
+
+/* From the C++ runtime (the traceagent executable links libstdc++). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+struct ta_symtab {
+	struct ta_sym *syms;
+	size_t n;
+	char *names; /* one pool for all names */
+};
+
+/* ---- reading ELF ---------------------------------------------------------------- */
+
+static Elf_Scn *find_section(Elf *e, unsigned type, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		if (sh->sh_type == type && sh->sh_entsize && sh->sh_size)
+			return scn;
+	}
+	return NULL;
+}
+
+/* Binding rank: when symbols share an address, the global name is the one
+ * a user wrote, a local alias (often with underscores) the least likely. */
+static int bind_rank(unsigned char info)
+{
+	switch (GELF_ST_BIND(info)) {
+	case STB_GLOBAL:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+struct raw_sym {
+	uint64_t value, size;
+	size_t name_off; /* into the pool */
+	size_t order;	 /* position in the file, for a stable sort */
+	int rank;
+};
+
+static int raw_cmp(const void *a, const void *b)
+{
+	const struct raw_sym *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	/* Sized before size 0, then by binding, then file order. */
+	if (!x->size != !y->size)
+		return x->size ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Reads the function symbols of one section into s. */
+static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct ta_symtab *s)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t count, n = 0, pool = 0;
+	struct raw_sym *raw;
+
+	if (!data || !sh->sh_entsize)
+		return -TA_E_PAYLOAD;
+	count = sh->sh_size / sh->sh_entsize;
+	raw = malloc((count ? count : 1) * sizeof(*raw));
+	if (!raw)
+		return -TA_E_NOMEM;
+	/* First pass: which symbols, and how much room their names need. */
+	for (size_t i = 0; i < count; i++) {
+		GElf_Sym sym;
+		const char *name;
+		unsigned type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		name = elf_strptr(e, sh->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		raw[n].value = sym.st_value;
+		raw[n].size = sym.st_size;
+		raw[n].name_off = pool;
+		raw[n].order = i;
+		raw[n].rank = bind_rank(sym.st_info);
+		pool += strlen(name) + 1;
+		n++;
+	}
+	s->names = malloc(pool ? pool : 1);
+	s->syms = malloc((n ? n : 1) * sizeof(*s->syms));
+	if (!s->names || !s->syms) {
+		free(raw);
+		return -TA_E_NOMEM;
+	}
+	/* Second pass: copy the names, so the file can be closed. */
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		gelf_getsym(data, (int)raw[i].order, &sym);
+		name = elf_strptr(e, sh->sh_link, sym.st_name);
+		memcpy(s->names + raw[i].name_off, name, strlen(name) + 1);
+	}
+	qsort(raw, n, sizeof(*raw), raw_cmp);
+	s->n = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* Aliases: the first after sorting is the best name. */
+		if (s->n && s->syms[s->n - 1].value == raw[i].value)
+			continue;
+		s->syms[s->n].value = raw[i].value;
+		s->syms[s->n].size = raw[i].size;
+		s->syms[s->n].name = s->names + raw[i].name_off;
+		s->n++;
+	}
+	free(raw);
+	return 0;
+}
+
+static Elf *elf_open(const char *path, int *fd)
+{
+	Elf *e;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	e = elf_begin(*fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		if (e)
+			elf_end(e);
+		close(*fd);
+		*fd = -1;
+		errno = 0;
+		return NULL;
+	}
+	return e;
+}
+
+/* Tries the .symtab of the debug file the build-id names (the distribution
+ * layout, /usr/lib/debug/.build-id/xx/rest.debug). */
+static int load_debug_file(const uint8_t *id, size_t len, struct ta_symtab *s)
+{
+	char path[64 + 2 * 64];
+	size_t k;
+	int fd, rc = -TA_E_IO;
+	Elf *e;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	if (!id || len < 2 || len > 64)
+		return -TA_E_IO;
+	k = (size_t)snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
+	for (size_t i = 1; i < len; i++)
+		k += (size_t)snprintf(path + k, sizeof(path) - k, "%02x", id[i]);
+	snprintf(path + k, sizeof(path) - k, ".debug");
+	e = elf_open(path, &fd);
+	if (!e)
+		return -TA_E_IO;
+	scn = find_section(e, SHT_SYMTAB, &sh);
+	if (scn)
+		rc = read_syms(e, scn, &sh, s);
+	elf_end(e);
+	close(fd);
+	return rc;
+}
+
+int ta_symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
+		   struct ta_symtab **out)
+{
+	struct ta_symtab *s;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	Elf *e;
+	int fd, rc;
+
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -TA_E_PAYLOAD;
+	e = elf_open(path, &fd);
+	if (!e)
+		return errno ? -TA_E_IO : -TA_E_PAYLOAD;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		rc = -TA_E_NOMEM;
+		goto out;
+	}
+	scn = find_section(e, SHT_SYMTAB, &sh);
+	if (scn) {
+		rc = read_syms(e, scn, &sh, s);
+	} else if (load_debug_file(build_id, build_id_len, s) == 0) {
+		rc = 0;
+	} else {
+		/* A stripped file still names its exported functions. */
+		free(s->syms);
+		free(s->names);
+		s->syms = NULL;
+		s->names = NULL;
+		scn = find_section(e, SHT_DYNSYM, &sh);
+		rc = scn ? read_syms(e, scn, &sh, s) : 0;
+	}
+out:
+	elf_end(e);
+	close(fd);
+	if (rc < 0) {
+		ta_symtab_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void ta_symtab_free(struct ta_symtab *s)
+{
+	if (!s)
+		return;
+	free(s->syms);
+	free(s->names);
+	free(s);
+}
+
+size_t ta_symtab_count(const struct ta_symtab *s)
+{
+	return s->n;
+}
+
+const struct ta_sym *ta_symtab_lookup(const struct ta_symtab *s, uint64_t offset)
+{
+	size_t lo = 0, hi = s->n;
+	const struct ta_sym *sym;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->syms[mid].value <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	sym = &s->syms[lo - 1];
+	if (!sym->size || offset - sym->value < sym->size)
+		return sym;
+	return NULL;
+}
+
+char *ta_demangle(const char *name)
+{
+	int status = -1;
+	char *d;
+
+	if (strncmp(name, "_Z", 2) != 0)
+		return NULL;
+	d = __cxa_demangle(name, NULL, NULL, &status);
+	if (status != 0) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* ---- the resolver --------------------------------------------------------------------- */
+
+struct module_syms {
+	char *path;
+	struct ta_symtab *tab; /* NULL when it could not be read */
+	int code, errnum;
+};
+
+struct cache_entry {
+	uint32_t module;	 /* index + 1; 0 = empty slot */
+	uint64_t key;		 /* the offset asked for */
+	struct ta_resolved *res; /* apart, so it does not move when the table grows */
+};
+
+struct ta_resolver {
+	struct module_syms *mods;
+	size_t nmods;
+	struct cache_entry *cache;
+	size_t ncache, cache_size;
+};
+
+struct ta_resolver *ta_resolver_new(void)
+{
+	return calloc(1, sizeof(struct ta_resolver));
+}
+
+void ta_resolver_free(struct ta_resolver *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nmods; i++) {
+		free(r->mods[i].path);
+		ta_symtab_free(r->mods[i].tab);
+	}
+	free(r->mods);
+	for (size_t i = 0; i < r->cache_size; i++) {
+		if (r->cache[i].module) {
+			free((char *)(uintptr_t)r->cache[i].res->name);
+			free(r->cache[i].res);
+		}
+	}
+	free(r->cache);
+	free(r);
+}
+
+/* The module's index, loading its symbols the first time; -1 without memory. */
+static long module_index(struct ta_resolver *r, const char *path, const uint8_t *id, size_t id_len)
+{
+	struct module_syms *v, *m;
+	int rc;
+
+	for (size_t i = 0; i < r->nmods; i++)
+		if (!strcmp(r->mods[i].path, path))
+			return (long)i;
+	v = realloc(r->mods, (r->nmods + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	r->mods = v;
+	m = &r->mods[r->nmods];
+	m->path = strdup(path);
+	if (!m->path)
+		return -1;
+	m->tab = NULL;
+	m->errnum = 0;
+	/* Modules without a file (the vDSO) have no path to read. */
+	rc = path[0] == '/' ? ta_symtab_load(path, id, id_len, &m->tab) : -TA_E_IO;
+	m->code = rc;
+	m->errnum = rc == -TA_E_IO ? (path[0] == '/' ? errno : ENOENT) : 0;
+	return (long)r->nmods++;
+}
+
+static size_t cache_slot(uint32_t module, uint64_t key, size_t size)
+{
+	uint64_t h = (key ^ ((uint64_t)module << 48)) * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 24) & (size - 1);
+}
+
+static int cache_grow(struct ta_resolver *r)
+{
+	size_t size = r->cache_size ? r->cache_size * 2 : 256;
+	struct cache_entry *c = calloc(size, sizeof(*c));
+
+	if (!c)
+		return -1;
+	for (size_t i = 0; i < r->cache_size; i++) {
+		struct cache_entry *e = &r->cache[i];
+		size_t k;
+
+		if (!e->module)
+			continue;
+		for (k = cache_slot(e->module, e->key, size); c[k].module; k = (k + 1) & (size - 1))
+			;
+		c[k] = *e;
+	}
+	free(r->cache);
+	r->cache = c;
+	r->cache_size = size;
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* The answer when there is no memory left even for the answer. */
+static struct ta_resolved unknown = {"?", 0, 0};
+
+const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
+				     const uint8_t *build_id, size_t build_id_len, uint64_t offset)
+{
+	long mi = module_index(r, path, build_id, build_id_len);
+	uint32_t mod;
+	const struct ta_sym *sym = NULL;
+	struct ta_resolved *res;
+	struct cache_entry *e;
+	size_t k;
+	char *name;
+
+	if (mi < 0)
+		return &unknown;
+	mod = (uint32_t)mi + 1;
+	if (r->cache_size) {
+		for (k = cache_slot(mod, offset, r->cache_size); r->cache[k].module;
+		     k = (k + 1) & (r->cache_size - 1))
+			if (r->cache[k].module == mod && r->cache[k].key == offset)
+				return r->cache[k].res;
+	}
+	if ((r->ncache + 1) * 2 > r->cache_size && cache_grow(r) < 0)
+		return &unknown;
+	if (r->mods[mi].tab)
+		sym = ta_symtab_lookup(r->mods[mi].tab, offset);
+	if (sym) {
+		name = ta_demangle(sym->name);
+		if (!name)
+			name = strdup(sym->name);
+	} else if (asprintf(&name, "%s+0x%" PRIx64, base_name(path), offset) < 0) {
+		name = NULL;
+	}
+	res = malloc(sizeof(*res));
+	if (!name || !res) {
+		free(name);
+		free(res);
+		return &unknown;
+	}
+	for (k = cache_slot(mod, offset, r->cache_size); r->cache[k].module;
+	     k = (k + 1) & (r->cache_size - 1))
+		;
+	e = &r->cache[k];
+	e->module = mod;
+	e->key = offset;
+	res->name = name;
+	res->offset = sym ? sym->value : offset;
+	res->found = sym != NULL;
+	e->res = res;
+	r->ncache++;
+	return res;
+}
+
+void ta_resolver_failures(const struct ta_resolver *r,
+			  void (*fn)(void *ctx, const char *path, int code, int errnum), void *ctx)
+{
+	for (size_t i = 0; i < r->nmods; i++)
+		if (r->mods[i].code < 0)
+			fn(ctx, r->mods[i].path, r->mods[i].code, r->mods[i].errnum);
+}

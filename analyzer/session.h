@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session.h - the decoded model of a dump, built in one streaming pass.
+ *
+ * A session holds what the metadata chunks say (processes, modules, clock
+ * pairs, threads) and, while EVENTS chunks go by, one call stack per thread
+ * rebuilt from the events.  Each call is handed to a visitor as it enters
+ * and exits, with its duration and self time in ticks, so every subcommand
+ * (report, and later graph, replay, flame) shares this one walk.  Nothing
+ * is kept per event: memory grows with threads, stack depth and modules,
+ * not with the length of the trace.
+ *
+ * Times are ticks (the process's raw counter) until ta_session_finish has
+ * seen all CLOCK pairs; then ta_process_dur_ns / ta_process_ticks_ns convert.
+ */
+#ifndef TA_SESSION_H
+#define TA_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dumpfile.h"
+#include "format.h"
+
+struct ta_clock_pair {
+	uint64_t ticks, ns;
+};
+
+struct ta_range {
+	uint64_t start, end; /* runtime addresses [start, end) */
+};
+
+struct ta_module {
+	char *path;
+	uint8_t *build_id;
+	size_t build_id_len;
+	uint64_t bias; /* runtime address = st_value + bias */
+	uint64_t load_ticks;
+	uint64_t flags; /* bit 0: the main executable */
+	struct ta_range *ranges;
+	size_t nranges;
+};
+
+struct ta_modrange {
+	uint64_t start, end;
+	const struct ta_module *m;
+};
+
+struct ta_process {
+	uint32_t pid;
+	int has_info; /* a PROCESS chunk was read */
+	int has_end;  /* an END chunk was read */
+	uint64_t ppid, start_realtime_ns, start_ticks, clock_source, nominal_hz;
+	char *arch, *exe;
+	char **argv;
+	size_t argc;
+	uint64_t block_size, memory_cap, flush_ms;
+	uint64_t end_ticks, end_ns, end_events, end_lost, end_threads, end_flags;
+
+	struct ta_clock_pair *clock;
+	size_t nclock, clock_cap;
+	struct ta_module *modules;
+	size_t nmodules, modules_cap;
+
+	uint64_t next_chunk_seq;       /* expected seq of this writer's next chunk */
+	uint64_t chunks_missing;       /* gaps in the writer's chunk sequence */
+	uint64_t min_ticks, max_ticks; /* times seen in its chunks */
+	int have_ticks;
+
+	/* ns = ns_at_0 + ticks * ns_per_tick; set by ta_session_finish. */
+	long double ns_per_tick, ns_at_0;
+	int calibrated;	  /* from this process's own CLOCK pairs or frequency */
+	int uncalibrated; /* no conversion known: ticks are taken as ns */
+
+	/* Address -> module, sorted by start, built by ta_session_finish. */
+	struct ta_modrange *map;
+	size_t nmap;
+};
+
+/* One frame of a rebuilt call stack. */
+struct ta_frame {
+	uint64_t addr;
+	uint64_t enter; /* ticks */
+	uint64_t child; /* ticks spent in direct callees */
+	uintptr_t user; /* what the visitor's enter returned */
+};
+
+struct ta_thread {
+	uint32_t index; /* dense, in order of first appearance */
+	uint32_t pid;
+	uint64_t tid, parent_tid;
+	char *name;
+	int has_start, has_end;
+	uint64_t start_ticks, end_ticks;
+	uint64_t end_events, end_lost, wait_ticks; /* as THREAD_END says */
+
+	uint64_t events;	 /* function events decoded */
+	uint64_t lost;		 /* counts of LOST events */
+	uint64_t unmatched;	 /* exits that were never entered */
+	uint64_t resyncs;	 /* chunks whose stack disagreed with the rebuilt one */
+	uint64_t chunks_missing; /* gaps in thread_chunk_seq */
+	uint64_t last_ticks;
+	int have_ticks;
+	int have_chunks;
+	uint64_t next_seq;
+
+	struct ta_frame *stack;
+	uint32_t depth, cap;
+	uint64_t overflow; /* frames beyond what the stack holds, without data */
+
+	struct ta_thread *hnext; /* (pid, tid) hash chain */
+};
+
+/* Flags of enter and exit visits. */
+#define TA_VISIT_OPEN	1u /* exit: still open at the end, closed at the thread's last time */
+#define TA_VISIT_RESYNC 2u /* entered or left where a chunk was lost; time is a guess */
+
+struct ta_exit_info {
+	uint64_t addr;
+	uint64_t enter, exit; /* ticks */
+	uint64_t duration;    /* exit - enter */
+	uint64_t self;	      /* duration minus direct callees' durations */
+	uint32_t depth;	      /* frames below this one */
+	unsigned flags;
+	uintptr_t user;
+};
+
+struct ta_visitor {
+	void *ctx;
+	/* A frame was pushed at depth (frames below it); the return value is
+	 * given back at its exit. */
+	uintptr_t (*enter)(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+			   uint64_t addr, unsigned flags);
+	void (*exit)(void *ctx, struct ta_thread *t, const struct ta_exit_info *x);
+	void (*lost)(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t count);
+};
+
+/* A problem found while reading, with where it was. */
+struct ta_session_error {
+	int code; /* negative TA_E_* */
+	uint64_t chunk, offset, skipped;
+	unsigned type; /* chunk type when the header was readable, else 0 */
+	uint64_t tid;  /* EVENTS: the thread, when known */
+};
+
+#define TA_SESSION_MAX_ERRORS 256
+
+struct ta_session {
+	struct ta_file_header fh;
+	struct ta_process **procs;
+	size_t nprocs;
+	struct ta_thread **threads;
+	size_t nthreads, threads_cap;
+	struct ta_thread **thash;
+	size_t thash_size;
+
+	struct ta_session_error errors[TA_SESSION_MAX_ERRORS];
+	size_t nerrors;	     /* stored */
+	uint64_t errors_all; /* including those not stored */
+
+	uint64_t chunks, unknown_chunks, events_chunks;
+	int finished;
+
+	struct ta_decoder dec;
+	struct ta_visitor v;
+};
+
+/* Returns a new empty session, or NULL without memory.  v may be NULL (no
+ * visits); it is copied. */
+struct ta_session *ta_session_new(const struct ta_visitor *v);
+void ta_session_free(struct ta_session *s);
+
+/*
+ * Reads the dump at path to its end, feeding every chunk to
+ * ta_session_chunk.  Returns 0 when the file could be read (damage found on
+ * the way is in s->errors), or a negative TA_E_* code when it could not be
+ * used at all: -TA_E_IO (errno says why), -TA_E_NOMEM, or a bad file header.
+ * *err_offset (may be NULL) gets where the fatal problem was.
+ */
+int ta_session_read(struct ta_session *s, const char *path, uint64_t *err_offset);
+
+/* Takes one verified chunk.  Malformed payloads are recorded in s->errors;
+ * returns 0, or -TA_E_NOMEM. */
+int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c);
+
+/* Records an error of the dump reader (or any other) at a chunk. */
+void ta_session_error(struct ta_session *s, int code, const struct ta_chunk *c, uint64_t tid);
+
+/*
+ * Ends the walk: closes the frames still open at each thread's last time
+ * (its THREAD_END, else its last event) with TA_VISIT_OPEN, and computes
+ * the tick conversions and the address maps.  Call once, after reading.
+ */
+void ta_session_finish(struct ta_session *s);
+
+struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid);
+
+/* Durations and absolute times in ns (after ta_session_finish). */
+uint64_t ta_process_dur_ns(const struct ta_process *p, uint64_t ticks);
+int64_t ta_process_ticks_ns(const struct ta_process *p, uint64_t ticks);
+
+/* The module whose executable ranges hold addr, or NULL. */
+const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_t addr);
+
+/*
+ * Is the dump whole and finished?  0 if so; otherwise a short reason (a
+ * static string): damage, a process without END, or one that says some data
+ * could not be written.
+ */
+const char *ta_session_incomplete(const struct ta_session *s);
+
+/* ---- the profile: per-thread, per-function totals in ticks ---------------- */
+
+struct ta_fstat {
+	uint32_t thread; /* ta_thread.index */
+	uint32_t pid;
+	uint64_t addr;
+	uint64_t calls; /* activations, open ones included */
+	uint64_t open;	/* activations still open at the end */
+	uint64_t total; /* outermost activations only (recursion counted once) */
+	uint64_t self;
+	uint64_t min, max;
+	uint64_t sum;	 /* all activations' durations (for the mean) */
+	uint32_t active; /* activations on the stack right now */
+};
+
+struct ta_profile {
+	struct ta_fstat *f; /* dense; indices are stable */
+	size_t n, cap;
+	uint32_t *slot; /* open addressing: index + 1, 0 = empty */
+	size_t nslots;
+};
+
+void ta_profile_init(struct ta_profile *p);
+void ta_profile_free(struct ta_profile *p);
+/* A visitor that fills p. */
+void ta_profile_visitor(struct ta_profile *p, struct ta_visitor *v);
+
+#endif /* TA_SESSION_H */

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * symbols.h - function names from the ELF files of the recorded modules.
+ *
+ * A symbol table holds one file's function symbols (STT_FUNC and
+ * STT_GNU_IFUNC) from .symtab, else from a separate debug file found by
+ * build-id, else from .dynsym, sorted by address.  The resolver loads each
+ * module path once and caches every answer by address, so only the first
+ * lookup of an address searches.
+ */
+#ifndef TA_SYMBOLS_H
+#define TA_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ta_sym {
+	uint64_t value; /* st_value: the offset from the load bias */
+	uint64_t size;
+	const char *name; /* as in the file (mangled), owned by the table */
+};
+
+struct ta_symtab;
+
+/*
+ * Reads the function symbols of the ELF file at path.  build_id (may be
+ * NULL) is the module's GNU build-id, used to find a separate debug file
+ * when the file itself has no .symtab.  Returns 0 and sets *out, or
+ * -TA_E_IO (errno says why) or -TA_E_PAYLOAD (not a readable ELF file).
+ */
+int ta_symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
+		   struct ta_symtab **out);
+void ta_symtab_free(struct ta_symtab *s);
+size_t ta_symtab_count(const struct ta_symtab *s);
+
+/*
+ * The symbol holding offset (value <= offset < value + size), or else the
+ * nearest symbol before it if that one has size 0 (assembly labels), or
+ * NULL.  Owned by the table.
+ */
+const struct ta_sym *ta_symtab_lookup(const struct ta_symtab *s, uint64_t offset);
+
+/* The demangled form of a C++ name (malloc'd), or NULL if name is not a
+ * mangled C++ name. */
+char *ta_demangle(const char *name);
+
+/* ---- the resolver ---------------------------------------------------------- */
+
+struct ta_resolved {
+	const char *name; /* demangled, or "module+0xOFFSET" when unknown */
+	uint64_t offset;  /* the symbol's value when found, else the offset given */
+	int found;
+};
+
+struct ta_resolver;
+
+struct ta_resolver *ta_resolver_new(void);
+void ta_resolver_free(struct ta_resolver *r);
+
+/*
+ * Names the function at offset (runtime address minus load bias) in the
+ * module at path.  Never fails: without symbols or memory the name is
+ * "basename+0xOFFSET".  The result is owned by the resolver and stays
+ * valid until it is freed.
+ */
+const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
+				     const uint8_t *build_id, size_t build_id_len, uint64_t offset);
+
+/* Calls fn for each module path whose symbols could not be read, with the
+ * TA_E_* code and errno of the failure. */
+void ta_resolver_failures(const struct ta_resolver *r,
+			  void (*fn)(void *ctx, const char *path, int code, int errnum), void *ctx);
+
+#endif /* TA_SYMBOLS_H */
