@@ -11,5 +11,11 @@
 
 int ta_cmd_record(int argc, char **argv);
 int ta_cmd_report(int argc, char **argv);
+int ta_cmd_graph(int argc, char **argv);
+int ta_cmd_replay(int argc, char **argv);
+int ta_cmd_export(int argc, char **argv);
+int ta_cmd_flame(int argc, char **argv);
+int ta_cmd_diff(int argc, char **argv);
+int ta_cmd_info(int argc, char **argv);
 
 #endif

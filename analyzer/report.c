@@ -18,8 +18,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "session.h"
-#include "symbols.h"
+#include "common.h"
 
 enum sort_key { SORT_TOTAL, SORT_SELF, SORT_CALLS, SORT_NAME };
 
@@ -31,12 +30,7 @@ struct options {
 };
 
 /* Where a profiled address lands: one per ta_fstat. */
-struct fn_id {
-	const char *name;   /* resolver's, or own */
-	const char *module; /* module path, "" when no module holds it */
-	uint64_t offset;
-	char *own; /* a name we made, freed at the end */
-};
+#define fn_id ta_fn_name
 
 struct row {
 	const struct fn_id *id;
@@ -52,11 +46,10 @@ struct rows {
 
 struct report {
 	struct options opt;
-	struct ta_session *s;
+	struct ta_view v;
+	struct ta_session *s; /* v.s */
 	struct ta_profile prof;
-	struct ta_resolver *res;
 	struct fn_id *ids; /* parallel to prof.f */
-	uint64_t events, lost;
 };
 
 /* ---- messages ------------------------------------------------------------------ */
@@ -80,51 +73,6 @@ static void usage(FILE *f)
 		   "usage errors or a file that cannot be opened.\n");
 }
 
-/* The text of one error, without the "traceagent: FILE: " prefix. */
-static void error_text(char *buf, size_t n, const struct ta_session_error *e)
-{
-	size_t k = (size_t)snprintf(buf, n, "chunk %" PRIu64 " at offset %" PRIu64 ": %s", e->chunk,
-				    e->offset, ta_strerror(e->code));
-
-	if (k >= n)
-		return;
-	if (e->code == -TA_E_PAYLOAD || e->code == -TA_E_DECOMPRESS) {
-		if (e->type == TA_CHUNK_EVENTS && e->tid)
-			snprintf(buf + k, n - k, " (events of thread %" PRIu64 ")", e->tid);
-		else
-			snprintf(buf + k, n - k, " (%s chunk)", ta_chunk_type_name(e->type));
-	} else if (e->code != -TA_E_TRUNCATED && e->skipped) {
-		snprintf(buf + k, n - k, "; skipped %" PRIu64 " bytes", e->skipped);
-	}
-}
-
-static void warn(const struct report *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void warn(const struct report *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "traceagent: %s: warning: ", r->opt.path);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static void symbol_failure(void *ctx, const char *path, int code, int errnum)
-{
-	const struct report *r = ctx;
-
-	if (path[0] != '/')
-		return; /* the vDSO and the like: nothing to read */
-	if (code == -TA_E_IO)
-		warn(r, "%s: cannot read symbols: %s", path, strerror(errnum));
-	else
-		warn(r, "%s: cannot read symbols: %s", path,
-		     code == -TA_E_PAYLOAD ? "not an ELF file" : ta_strerror(code));
-}
-
 /* ---- naming and converting ---------------------------------------------------------- */
 
 static int name_functions(struct report *r)
@@ -132,27 +80,8 @@ static int name_functions(struct report *r)
 	r->ids = calloc(r->prof.n ? r->prof.n : 1, sizeof(*r->ids));
 	if (!r->ids)
 		return -1;
-	for (size_t i = 0; i < r->prof.n; i++) {
-		const struct ta_fstat *f = &r->prof.f[i];
-		const struct ta_process *p = ta_session_process(r->s, f->pid);
-		const struct ta_module *m = p ? ta_process_module_at(p, f->addr) : NULL;
-		struct fn_id *id = &r->ids[i];
-
-		if (m) {
-			const struct ta_resolved *rv = ta_resolve(
-			    r->res, m->path, m->build_id, m->build_id_len, f->addr - m->bias);
-
-			id->name = rv->name;
-			id->module = m->path;
-			id->offset = rv->offset;
-		} else {
-			if (asprintf(&id->own, "0x%" PRIx64, f->addr) < 0)
-				return -1;
-			id->name = id->own;
-			id->module = "";
-			id->offset = f->addr;
-		}
-	}
+	for (size_t i = 0; i < r->prof.n; i++)
+		ta_view_name(&r->v, r->prof.f[i].pid, r->prof.f[i].addr, &r->ids[i]);
 	return 0;
 }
 
@@ -305,28 +234,6 @@ static void rows_sort(struct rows *rs, enum sort_key *key)
 
 /* ---- text --------------------------------------------------------------------------- */
 
-static const char *fmt_time(char *buf, size_t n, uint64_t ns)
-{
-	if (ns < 1000)
-		snprintf(buf, n, "%" PRIu64 " ns", ns);
-	else if (ns < 1000000)
-		snprintf(buf, n, "%.3f us", (double)ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, n, "%.3f ms", (double)ns / 1e6);
-	else
-		snprintf(buf, n, "%.3f s", (double)ns / 1e9);
-	return buf;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	if (!path[0])
-		return "?";
-	return s ? s + 1 : path;
-}
-
 static void text_rows(const struct rows *rs)
 {
 	char t[6][32];
@@ -337,68 +244,15 @@ static void text_rows(const struct rows *rs)
 		const struct row *w = &rs->v[i];
 
 		printf("%10" PRIu64 " %12s %12s %12s %12s %12s  %s  %s\n", w->calls,
-		       fmt_time(t[0], sizeof(t[0]), w->total),
-		       fmt_time(t[1], sizeof(t[1]), w->self), fmt_time(t[2], sizeof(t[2]), w->min),
-		       fmt_time(t[3], sizeof(t[3]), w->max),
-		       fmt_time(t[4], sizeof(t[4]), w->sum / w->calls), w->id->name,
-		       base_name(w->id->module));
+		       ta_fmt_time(t[0], sizeof(t[0]), w->total),
+		       ta_fmt_time(t[1], sizeof(t[1]), w->self), ta_fmt_time(t[2], sizeof(t[2]), w->min),
+		       ta_fmt_time(t[3], sizeof(t[3]), w->max),
+		       ta_fmt_time(t[4], sizeof(t[4]), w->sum / w->calls), w->id->name,
+		       ta_base_name(w->id->module));
 	}
 }
 
 /* ---- JSON --------------------------------------------------------------------------- */
-
-/* Length of a valid UTF-8 sequence at s, or 0. */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n;
-	uint32_t c;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		n = 2, c = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 3, c = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		n = 4, c = s[0] & 0x07;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and beyond U+10FFFF are not UTF-8. */
-	if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && c < 0x10000) ||
-	    (c >= 0xd800 && c < 0xe000) || c > 0x10ffff)
-		return 0;
-	return n;
-}
-
-/* Paths and names are bytes; bytes that are not UTF-8 become U+FFFD so the
- * output stays valid JSON. */
-static void json_str(const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-
-	putchar('"');
-	while (*s) {
-		size_t n = utf8_len(s);
-
-		if (!n) {
-			fputs("\\ufffd", stdout);
-			s++;
-		} else if (*s == '"' || *s == '\\') {
-			printf("\\%c", *s++);
-		} else if (*s < 0x20) {
-			printf("\\u%04x", *s++);
-		} else {
-			fwrite(s, 1, n, stdout);
-			s += n;
-		}
-	}
-	putchar('"');
-}
 
 static void json_rows(const struct rows *rs, const char *indent)
 {
@@ -407,9 +261,9 @@ static void json_rows(const struct rows *rs, const char *indent)
 		const struct row *w = &rs->v[i];
 
 		printf("%s\n%s{\"name\": ", i ? "," : "", indent);
-		json_str(w->id->name);
+		ta_json_str(stdout, w->id->name);
 		printf(", \"module\": ");
-		json_str(w->id->module);
+		ta_json_str(stdout, w->id->module);
 		printf(", \"offset\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64
 		       ", \"self_ns\": %" PRIu64 ", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
 		       ", \"avg_ns\": %" PRIu64 ", \"open\": %" PRIu64 "}",
@@ -422,70 +276,30 @@ static void json_rows(const struct rows *rs, const char *indent)
 
 /* ---- the whole dump ------------------------------------------------------------------- */
 
-static uint64_t duration_ns(const struct ta_session *s)
-{
-	int64_t lo = 0, hi = 0;
-	int any = 0;
-
-	for (size_t i = 0; i < s->nprocs; i++) {
-		const struct ta_process *p = s->procs[i];
-		int64_t a, b;
-
-		if (!p->have_ticks)
-			continue;
-		a = ta_process_ticks_ns(p, p->min_ticks);
-		b = ta_process_ticks_ns(p, p->max_ticks);
-		if (!any || a < lo)
-			lo = a;
-		if (!any || b > hi)
-			hi = b;
-		any = 1;
-	}
-	return any && hi > lo ? (uint64_t)(hi - lo) : 0;
-}
-
-static uint64_t thread_lost(const struct ta_thread *t)
-{
-	return t->lost > t->end_lost ? t->lost : t->end_lost;
-}
-
-static void count(struct report *r)
-{
-	uint64_t lost = 0, end_lost = 0;
-
-	for (size_t i = 0; i < r->s->nthreads; i++) {
-		r->events += r->s->threads[i]->events;
-		lost += thread_lost(r->s->threads[i]);
-	}
-	for (size_t i = 0; i < r->s->nprocs; i++)
-		end_lost += r->s->procs[i]->end_lost;
-	r->lost = lost > end_lost ? lost : end_lost;
-}
-
 static void print_json(struct report *r, const struct rows *all, const char *fatal)
 {
 	const struct ta_session *s = r->s;
 	char buf[256];
 
 	printf("{\"dump\": ");
-	json_str(r->opt.path);
+	ta_json_str(stdout, r->opt.path);
 	printf(",\n  \"complete\": %s, \"events\": %" PRIu64
 	       ", \"threads\": %zu, \"lost\": %" PRIu64
 	       ", \"processes\": %zu, \"duration_ns\": %" PRIu64 ",\n  \"errors\": [",
-	       !fatal && !ta_session_incomplete(s) ? "true" : "false", r->events, s->nthreads,
-	       r->lost, s->nprocs, duration_ns(s));
+	       !fatal && !ta_session_incomplete(s) ? "true" : "false", r->v.events, s->nthreads,
+	       r->v.lost, s->nprocs, ta_session_duration_ns(s));
 	if (fatal)
-		json_str(fatal);
+		ta_json_str(stdout, fatal);
 	for (size_t i = 0; i < s->nerrors; i++) {
 		if (i || fatal)
 			printf(", ");
-		error_text(buf, sizeof(buf), &s->errors[i]);
-		json_str(buf);
+		ta_error_text(buf, sizeof(buf), &s->errors[i]);
+		ta_json_str(stdout, buf);
 	}
 	if (s->errors_all > s->nerrors) {
 		snprintf(buf, sizeof(buf), "%" PRIu64 " more errors", s->errors_all - s->nerrors);
 		printf(", ");
-		json_str(buf);
+		ta_json_str(stdout, buf);
 	}
 	printf("],\n  \"functions\": ");
 	json_rows(all, "   ");
@@ -502,9 +316,9 @@ static void print_json(struct report *r, const struct rows *all, const char *fat
 			rows_sort(&rs, &r->opt.sort);
 			printf("%s\n   {\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"name\": ",
 			       i ? "," : "", t->tid, t->pid);
-			json_str(t->name ? t->name : "");
+			ta_json_str(stdout, t->name ? t->name : "");
 			printf(", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"functions\": ",
-			       t->events, thread_lost(t));
+			       t->events, ta_thread_lost(t));
 			json_rows(&rs, "    ");
 			printf("}");
 			rows_free(&rs);
@@ -532,42 +346,10 @@ static void print_text(struct report *r, const struct rows *all)
 		rows_sort(&rs, &r->opt.sort);
 		printf("\nthread %" PRIu64 " (%s) of process %" PRIu32 ": %" PRIu64
 		       " events, %" PRIu64 " lost\n",
-		       t->tid, t->name ? t->name : "", t->pid, t->events, thread_lost(t));
+		       t->tid, t->name ? t->name : "", t->pid, t->events, ta_thread_lost(t));
 		text_rows(&rs);
 		rows_free(&rs);
 	}
-}
-
-/* Says on stderr what the numbers do not: loss, repairs, guesses. */
-static void warnings(struct report *r, int fatal)
-{
-	const struct ta_session *s = r->s;
-	const char *why = ta_session_incomplete(s);
-	uint64_t resyncs = 0, unmatched = 0, missing = 0;
-
-	/* Damage was reported already, and explains the rest. */
-	if (why && !s->errors_all && !fatal)
-		warn(r, "incomplete dump: %s", why);
-	if (r->lost)
-		warn(r, "%" PRIu64 " events were lost (the agent could not record them)", r->lost);
-	for (size_t i = 0; i < s->nthreads; i++) {
-		resyncs += s->threads[i]->resyncs;
-		unmatched += s->threads[i]->unmatched;
-		missing += s->threads[i]->chunks_missing;
-	}
-	if (missing || resyncs)
-		warn(r,
-		     "%" PRIu64 " event chunks missing; call stacks repaired %" PRIu64
-		     " times from chunk snapshots (times around the gaps are estimates)",
-		     missing, resyncs);
-	if (unmatched)
-		warn(r, "%" PRIu64 " function exits without a recorded entry were ignored",
-		     unmatched);
-	for (size_t i = 0; i < s->nprocs; i++)
-		if (s->procs[i]->uncalibrated && s->procs[i]->have_ticks)
-			warn(r, "process %" PRIu32 ": no clock calibration; times are in ticks",
-			     s->procs[i]->pid);
-	ta_resolver_failures(r->res, symbol_failure, r);
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -632,9 +414,7 @@ int ta_cmd_report(int argc, char **argv)
 	struct report r;
 	struct ta_visitor v;
 	struct rows all = {0};
-	char fatal[256] = "";
-	uint64_t at;
-	int rc, status = 0;
+	int rc, status;
 
 	memset(&r, 0, sizeof(r));
 	rc = parse_args(argc, argv, &r.opt);
@@ -642,53 +422,21 @@ int ta_cmd_report(int argc, char **argv)
 		return rc;
 	ta_profile_init(&r.prof);
 	ta_profile_visitor(&r.prof, &v);
-	r.s = ta_session_new(&v);
-	r.res = ta_resolver_new();
-	if (!r.s || !r.res) {
-		fprintf(stderr, "traceagent: out of memory\n");
-		ta_session_free(r.s);
-		ta_resolver_free(r.res);
-		return 1;
-	}
-	rc = ta_session_read(r.s, r.opt.path, &at);
-	if (rc == -TA_E_IO && !r.s->chunks && !r.s->errors_all) {
-		fprintf(stderr, "traceagent: %s: %s\n", r.opt.path, strerror(errno));
-		status = 2;
+	if (ta_view_open(&r.v, r.opt.path, &v) < 0) {
+		status = r.v.status;
 		goto out;
 	}
-	if (rc == -TA_E_IO)
-		snprintf(fatal, sizeof(fatal), "read error at offset %" PRIu64 ": %s", at,
-			 strerror(errno));
-	else if (rc < 0 && !r.s->chunks && !r.s->errors_all && rc != -TA_E_NOMEM)
-		snprintf(fatal, sizeof(fatal), "file header at offset 0: %s", ta_strerror(rc));
-	else if (rc < 0)
-		snprintf(fatal, sizeof(fatal), "at offset %" PRIu64 ": %s", at, ta_strerror(rc));
-	ta_session_finish(r.s);
-	count(&r);
-
-	if (fatal[0])
-		fprintf(stderr, "traceagent: %s: %s\n", r.opt.path, fatal);
-	for (size_t i = 0; i < r.s->nerrors; i++) {
-		char buf[256];
-
-		error_text(buf, sizeof(buf), &r.s->errors[i]);
-		fprintf(stderr, "traceagent: %s: %s\n", r.opt.path, buf);
-	}
-	if (r.s->errors_all > r.s->nerrors)
-		fprintf(stderr, "traceagent: %s: %" PRIu64 " more errors\n", r.opt.path,
-			r.s->errors_all - r.s->nerrors);
-	if (fatal[0] || r.s->errors_all)
-		status = 1;
-
+	r.s = r.v.s;
+	status = r.v.status;
 	if (name_functions(&r) < 0 || rows_build(&r, &all, UINT32_MAX) < 0) {
 		fprintf(stderr, "traceagent: %s: out of memory\n", r.opt.path);
 		status = 1;
 		goto out;
 	}
 	rows_sort(&all, &r.opt.sort);
-	warnings(&r, fatal[0] != 0);
+	ta_view_warnings(&r.v);
 	if (r.opt.json)
-		print_json(&r, &all, fatal[0] ? fatal : NULL);
+		print_json(&r, &all, r.v.fatal[0] ? r.v.fatal : NULL);
 	else
 		print_text(&r, &all);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -697,12 +445,8 @@ int ta_cmd_report(int argc, char **argv)
 	}
 out:
 	rows_free(&all);
-	if (r.ids)
-		for (size_t i = 0; i < r.prof.n; i++)
-			free(r.ids[i].own);
 	free(r.ids);
-	ta_resolver_free(r.res);
-	ta_session_free(r.s);
+	ta_view_close(&r.v);
 	ta_profile_free(&r.prof);
 	return status;
 }

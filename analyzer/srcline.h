@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * srcline.h - source file and line of functions, from DWARF (libdw).
+ */
+#ifndef TA_SRCLINE_H
+#define TA_SRCLINE_H
+
+#include <stdint.h>
+
+struct ta_srclines;
+
+struct ta_srclines *ta_srclines_new(void);
+void ta_srclines_free(struct ta_srclines *s);
+
+/*
+ * "file:line" where the function at offset (runtime address minus load
+ * bias) of the module at path is defined, or NULL when the module has no
+ * line information for it.  Owned by s, valid until it is freed.
+ */
+const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset);
+
+#endif
