@@ -81,6 +81,13 @@ int ta_dump_open(const char *path) TA_HIDDEN;
 /* Compresses (when it pays) and appends one chunk; thread-safe. 0, or
  * -errno after which the dump is closed for writing (said once). */
 int ta_dump_chunk(unsigned type, const void *payload, size_t len) TA_HIDDEN;
+/* The same, compressing into the caller's scratch outside the file lock. */
+struct ta_zbuf {
+	uint8_t *p;
+	size_t cap;
+};
+int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zbuf *z) TA_HIDDEN;
+void ta_zbuf_free(struct ta_zbuf *z) TA_HIDDEN;
 void ta_dump_close(void) TA_HIDDEN;
 /* Bytes of payload written, and chunks, for the statistics. */
 uint64_t ta_dump_bytes(void) TA_HIDDEN;
@@ -105,6 +112,9 @@ void ta_flusher_kick(void) TA_HIDDEN;
 /* Drains every ring once (the flusher, or the final flush when the
  * flusher is stopped); at_end also closes live threads. */
 void ta_flusher_drain(int at_end) TA_HIDDEN;
+/* A producer drains its own ring when the backlog is high, if the flusher
+ * is not draining it right now; returns 1 if it did. */
+int ta_flusher_help(struct ta_thread *t) TA_HIDDEN;
 /* Totals for the END chunk. */
 void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads) TA_HIDDEN;
 /* In a forked child: the flusher thread does not exist there. */

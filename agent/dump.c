@@ -28,9 +28,9 @@ static uint64_t dump_bytes;
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static char dump_path[4096];
 
-/* Compression scratch, used under dump_lock. */
-static uint8_t *zbuf;
-static size_t zcap;
+/* Compression scratch for chunks written without one of their own,
+ * used under dump_lock. */
+static struct ta_zbuf shared_z;
 
 /* ---- payload buffers ---------------------------------------------------- */
 
@@ -150,7 +150,34 @@ int ta_dump_open(const char *path)
 	return 0;
 }
 
-int ta_dump_chunk(unsigned type, const void *payload, size_t len)
+/* LZ4 into z when it pays (not for small chunks); returns what to store. */
+static const void *compress(struct ta_zbuf *z, const void *payload, size_t len, size_t *stored_len,
+			    uint16_t *flags)
+{
+	size_t bound;
+	int n;
+
+	*stored_len = len;
+	*flags = 0;
+	if (len < 128)
+		return payload;
+	bound = (size_t)LZ4_compressBound((int)len);
+	if (bound > z->cap) {
+		uint8_t *p = realloc(z->p, bound);
+		if (!p)
+			return payload; /* stored raw: still a valid chunk */
+		z->p = p;
+		z->cap = bound;
+	}
+	n = LZ4_compress_default(payload, (char *)z->p, (int)len, (int)z->cap);
+	if (n <= 0 || (size_t)n >= len)
+		return payload;
+	*stored_len = (size_t)n;
+	*flags = TA_CHUNK_F_LZ4;
+	return z->p;
+}
+
+int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zbuf *z)
 {
 	struct ta_chunk_header h = {0};
 	uint8_t hdr[TA_CHUNK_HEADER_SIZE];
@@ -160,30 +187,17 @@ int ta_dump_chunk(unsigned type, const void *payload, size_t len)
 
 	if (len > TA_CHUNK_MAX_PAYLOAD)
 		return -EINVAL;
+	/* With the caller's buffer, compression runs outside the lock, so
+	 * threads that drain their own rings compress in parallel. */
+	if (z)
+		stored = compress(z, payload, len, &stored_len, &h.flags);
 	pthread_mutex_lock(&dump_lock);
 	if (dump_fd < 0 || dump_failed) {
 		err = -EBADF;
 		goto out;
 	}
-	/* Small chunks are not worth the LZ4 call; events chunks are. */
-	if (len >= 128) {
-		size_t bound = (size_t)LZ4_compressBound((int)len);
-		if (bound > zcap) {
-			uint8_t *z = realloc(zbuf, bound);
-			if (z) {
-				zbuf = z;
-				zcap = bound;
-			}
-		}
-		if (bound <= zcap) {
-			int n = LZ4_compress_default(payload, (char *)zbuf, (int)len, (int)zcap);
-			if (n > 0 && (size_t)n < len) {
-				stored = zbuf;
-				stored_len = (size_t)n;
-				h.flags = TA_CHUNK_F_LZ4;
-			}
-		}
-	}
+	if (!z)
+		stored = compress(&shared_z, payload, len, &stored_len, &h.flags);
 	h.type = (uint16_t)type;
 	h.stored_size = (uint32_t)stored_len;
 	h.raw_size = (uint32_t)len;
@@ -203,6 +217,18 @@ fail:
 out:
 	pthread_mutex_unlock(&dump_lock);
 	return err;
+}
+
+int ta_dump_chunk(unsigned type, const void *payload, size_t len)
+{
+	return ta_dump_chunk_z(type, payload, len, NULL);
+}
+
+void ta_zbuf_free(struct ta_zbuf *z)
+{
+	free(z->p);
+	z->p = NULL;
+	z->cap = 0;
 }
 
 void ta_dump_close(void)

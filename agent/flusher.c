@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 
 struct ta_flush_state {
 	struct ta_encoder enc;
+	struct ta_zbuf z; /* compression scratch */
 	uint64_t events;   /* recorded for this thread so far */
 	uint32_t name_seq; /* the name version last written */
 	int started;       /* THREAD_START written */
@@ -37,7 +39,7 @@ static uint32_t flusher_stop; /* atomic */
 static uint32_t kick_word;    /* futex: 1 once kicked, reset by the flusher */
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Totals, under drain_lock. */
+/* Totals (atomic: rings are drained by the flusher and by their threads). */
 static uint64_t total_events, total_lost, total_threads;
 
 void ta_flusher_kick(void)
@@ -103,7 +105,7 @@ static void write_thread_end(struct ta_thread *t, uint64_t end_ticks, uint64_t e
 	ta_buf_u(&b, events);
 	ta_buf_u(&b, lost);
 	ta_buf_u(&b, __atomic_load_n(&t->wait_ticks, __ATOMIC_RELAXED));
-	total_lost += lost;
+	__atomic_add_fetch(&total_lost, lost, __ATOMIC_RELAXED);
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_THREAD_END, b.p, b.len);
 	ta_buf_free(&b);
@@ -117,7 +119,7 @@ static void flush_chunk(struct ta_flush_state *fs)
 	if (!fs->enc.open)
 		return;
 	ta_encoder_end(&fs->enc, &p, &len);
-	ta_dump_chunk(TA_CHUNK_EVENTS, p, len);
+	ta_dump_chunk_z(TA_CHUNK_EVENTS, p, len, &fs->z);
 }
 
 /* Encodes the records [from, to) of a block, in chunks of CHUNK_TARGET. */
@@ -134,10 +136,14 @@ static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t
 			flush_chunk(fs);
 	}
 	fs->events += i - from;
-	total_events += i - from;
+	__atomic_add_fetch(&total_events, i - from, __ATOMIC_RELAXED);
 }
 
-static void drain_thread(struct ta_thread *t, int at_end)
+/* Drains one ring; the caller holds t->consume_lock.  partial: a thread
+ * helping with its own ring leaves a small chunk open for the next drain
+ * (the flusher's periodic pass writes it), so helping does not turn into a
+ * write per block. */
+static void drain_thread(struct ta_thread *t, int at_end, int partial)
 {
 	/* Acquire: pairs with the release stores of the state in ring.c, so
 	 * the fields set at registration (and the final heads, if EXITED)
@@ -170,7 +176,7 @@ static void drain_thread(struct ta_thread *t, int at_end)
 		write_thread_start(t, name);
 		fs->name_seq = seq;
 		fs->started = 1;
-		total_threads++;
+		__atomic_add_fetch(&total_threads, 1, __ATOMIC_RELAXED);
 	} else if (__atomic_load_n(&t->name_seq, __ATOMIC_RELAXED) != fs->name_seq &&
 		   read_name(t, name, &seq) == 0 && seq != fs->name_seq) {
 		write_thread_name(t, name);
@@ -199,7 +205,8 @@ static void drain_thread(struct ta_thread *t, int at_end)
 		b = n;
 		t->drain = b;
 	}
-	flush_chunk(fs);
+	if (!partial || fs->enc.len >= CHUNK_TARGET / 4)
+		flush_chunk(fs);
 
 	if (st == TA_T_EXITED) {
 		write_thread_end(t, __atomic_load_n(&t->end_ticks, __ATOMIC_RELAXED), fs->events);
@@ -213,23 +220,56 @@ static void drain_thread(struct ta_thread *t, int at_end)
 	}
 }
 
+static int consume_trylock(struct ta_thread *t)
+{
+	uint32_t free_ = 0;
+
+	/* Acquire: pairs with the release in consume_unlock, so the new
+	 * holder sees the drain position and encoder the last one left. */
+	return __atomic_compare_exchange_n(&t->consume_lock, &free_, 1, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static void consume_unlock(struct ta_thread *t)
+{
+	__atomic_store_n(&t->consume_lock, 0, __ATOMIC_RELEASE);
+}
+
 void ta_flusher_drain(int at_end)
 {
 	pthread_mutex_lock(&drain_lock);
 	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
 	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
-	     t = t->all_next)
-		drain_thread(t, at_end);
+	     t = t->all_next) {
+		if (!consume_trylock(t)) {
+			/* Its thread is draining it; the next round will do,
+			 * except at the end, when nothing may be left. */
+			if (!at_end)
+				continue;
+			while (!consume_trylock(t))
+				sched_yield();
+		}
+		drain_thread(t, at_end, 0);
+		consume_unlock(t);
+	}
 	pthread_mutex_unlock(&drain_lock);
+}
+
+int ta_flusher_help(struct ta_thread *t)
+{
+	if (!consume_trylock(t))
+		return 0;
+	drain_thread(t, 0, 1);
+	consume_unlock(t);
+	return 1;
 }
 
 void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads)
 {
-	pthread_mutex_lock(&drain_lock);
-	*events = total_events;
-	*lost = total_lost + __atomic_load_n(&ta_lost_unowned, __ATOMIC_RELAXED);
-	*threads = total_threads;
-	pthread_mutex_unlock(&drain_lock);
+	*events = __atomic_load_n(&total_events, __ATOMIC_RELAXED);
+	*lost = __atomic_load_n(&total_lost, __ATOMIC_RELAXED) +
+		__atomic_load_n(&ta_lost_unowned, __ATOMIC_RELAXED);
+	*threads = __atomic_load_n(&total_threads, __ATOMIC_RELAXED);
 }
 
 static uint64_t mono_ms(void)

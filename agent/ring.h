@@ -122,7 +122,10 @@ struct ta_thread {
 	uint64_t wait_ticks; /* time spent waiting at the memory cap */
 	uint64_t end_ticks;  /* when it exited (before TA_T_EXITED) */
 
-	/* Owned by the flusher. */
+	/* Whoever drains the ring (the flusher, or the thread itself when
+	 * the backlog is high) holds this: 0 free, 1 held (trylock). */
+	uint32_t consume_lock;
+	/* Owned by the holder of consume_lock. */
 	struct ta_block *drain;
 	struct ta_flush_state *fs;
 };
