@@ -66,17 +66,50 @@ int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)
 	return real(t, attr, fn, arg);
 }
 
+static void on_fork_prepare(void)
+{
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
+		ta_flusher_fork_prepare();
+}
+
+static void on_fork_parent(void)
+{
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
+		ta_flusher_fork_parent();
+}
+
 static void on_fork_child(void)
 {
-	/* The child has one thread, no flusher, and a copy of rings whose
-	 * contents the parent writes.  Recording children is not done yet:
-	 * stop here, without touching the parent's dump. */
-	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_UNINIT)
+	/* The child has one thread, no flusher, and copies of the rings,
+	 * whose contents the parent writes.  It goes on recording into the
+	 * same dump as a process of its own: the first hook restarts the
+	 * agent (a thread cannot be created safely from here). */
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
 		return;
-	__atomic_store_n(&ta_state, TA_S_STOPPED, __ATOMIC_RELEASE);
+	ta_pid = (uint32_t)getpid();
 	ta_flusher_forget();
-	ta_dump_forget();
-	ta_ring_reset_after_fork();
+	ta_dump_fork_child();
+	ta_modules_forget();
+	ta_ring_fork_child();
+	__atomic_store_n(&ta_state, TA_S_FORKED, __ATOMIC_RELEASE);
+}
+
+/* The forked child's start: its own process record, clock and module map,
+ * and a flusher; the dump is the parent's. */
+static int restart_in_child(void)
+{
+	int err;
+
+	ta_dump_process();
+	ta_dump_clock();
+	ta_dump_modules(ta_ticks());
+	err = ta_flusher_start();
+	if (err < 0) {
+		ta_warn("cannot start the flusher thread in process %d: %s; not tracing it",
+			(int)getpid(), strerror(-err));
+		return err;
+	}
+	return 0;
 }
 
 static int start(void)
@@ -105,7 +138,7 @@ static int start(void)
 	ta_dump_process();
 	ta_dump_clock();
 	ta_dump_modules(ta_ticks());
-	pthread_atfork(NULL, NULL, on_fork_child);
+	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	err = ta_flusher_start();
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread: %s; not tracing", strerror(-err));
@@ -117,12 +150,13 @@ static int start(void)
 
 int ta_agent_ensure_started(void)
 {
-	uint32_t s = TA_S_UNINIT;
+	uint32_t s = __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE);
 
-	if (__atomic_compare_exchange_n(&ta_state, &s, TA_S_STARTING, 0, __ATOMIC_ACQ_REL,
+	if ((s == TA_S_UNINIT || s == TA_S_FORKED) &&
+	    __atomic_compare_exchange_n(&ta_state, &s, TA_S_STARTING, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
 		int saved = errno;
-		int ok = start() == 0;
+		int ok = (s == TA_S_FORKED ? restart_in_child() : start()) == 0;
 		errno = saved;
 		/* Release: threads waiting below then see the pool and dump. */
 		__atomic_store_n(&ta_state, ok ? TA_S_RUNNING : TA_S_STOPPED, __ATOMIC_RELEASE);
@@ -136,11 +170,45 @@ int ta_agent_ensure_started(void)
 	return s == TA_S_RUNNING;
 }
 
+/* The END chunk: totals so far. */
+static void write_end(uint64_t flags)
+{
+	struct ta_buf b = {0};
+	uint64_t events, lost, threads, ticks, ns;
+
+	ta_flusher_totals(&events, &lost, &threads);
+	ta_clock_pair(&ticks, &ns);
+	ta_buf_u(&b, ticks);
+	ta_buf_u(&b, ns);
+	ta_buf_u(&b, events);
+	ta_buf_u(&b, lost);
+	ta_buf_u(&b, threads);
+	ta_buf_u(&b, flags | (ta_dump_failed() ? TA_END_F_INCOMPLETE : 0));
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_END, b.p, b.len);
+	ta_buf_free(&b);
+}
+
+void ta_agent_flush_before_exec(void)
+{
+	int saved = errno;
+
+	/* Not from a vfork child: the memory, rings included, is the
+	 * parent's, and so is the recording. */
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING ||
+	    (uint32_t)getpid() != ta_pid)
+		return;
+	/* Everything recorded reaches the dump before the image goes; if
+	 * the exec fails, recording just goes on (and a later END follows). */
+	ta_flusher_drain(0);
+	ta_dump_clock();
+	write_end(TA_END_F_EXEC);
+	errno = saved;
+}
+
 void ta_agent_shutdown(void)
 {
 	uint32_t s = TA_S_RUNNING;
-	struct ta_buf b = {0};
-	uint64_t events, lost, threads, ticks, ns;
 	int saved = errno;
 
 	/* A vfork child shares our memory: it must not finish the parent's
@@ -157,18 +225,8 @@ void ta_agent_shutdown(void)
 	 * is drained as exited. */
 	ta_thread_exit();
 	ta_flusher_drain(1);
-	ta_flusher_totals(&events, &lost, &threads);
 	ta_dump_clock();
-	ta_clock_pair(&ticks, &ns);
-	ta_buf_u(&b, ticks);
-	ta_buf_u(&b, ns);
-	ta_buf_u(&b, events);
-	ta_buf_u(&b, lost);
-	ta_buf_u(&b, threads);
-	ta_buf_u(&b, ta_dump_failed() ? 1 : 0);
-	if (!b.oom)
-		ta_dump_chunk(TA_CHUNK_END, b.p, b.len);
-	ta_buf_free(&b);
+	write_end(0);
 	ta_dump_close();
 	errno = saved;
 }

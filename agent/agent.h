@@ -43,6 +43,7 @@ enum ta_state {
 	TA_S_STARTING,   /* one thread is setting up */
 	TA_S_RUNNING,
 	TA_S_STOPPED,    /* finished, or could not start: hooks only return */
+	TA_S_FORKED,     /* a forked child: the first hook restarts the agent */
 };
 
 extern uint32_t ta_state TA_HIDDEN; /* enum ta_state, atomic */
@@ -92,8 +93,9 @@ void ta_dump_close(void) TA_HIDDEN;
 /* Bytes of payload written, and chunks, for the statistics. */
 uint64_t ta_dump_bytes(void) TA_HIDDEN;
 int ta_dump_failed(void) TA_HIDDEN;
-/* In a forked child: forget the parent's dump without touching it. */
-void ta_dump_forget(void) TA_HIDDEN;
+/* In a forked child: keep writing the shared dump (O_APPEND), as a new
+ * writer with its own pid and chunk sequence. */
+void ta_dump_fork_child(void) TA_HIDDEN;
 
 /* Chunks built from the agent's state. */
 void ta_dump_clock(void) TA_HIDDEN;
@@ -119,5 +121,15 @@ int ta_flusher_help(struct ta_thread *t) TA_HIDDEN;
 void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads) TA_HIDDEN;
 /* In a forked child: the flusher thread does not exist there. */
 void ta_flusher_forget(void) TA_HIDDEN;
+/* Around fork: hold the drain lock so the child's copy of the encoders is
+ * consistent. */
+void ta_flusher_fork_prepare(void) TA_HIDDEN;
+void ta_flusher_fork_parent(void) TA_HIDDEN;
+/* The shadow stack the flusher's encoder has for t, or NULL. */
+const struct ta_stack *ta_flusher_stack(struct ta_thread *t) TA_HIDDEN;
+/* In a forked child: the module map is written again, under its pid. */
+void ta_modules_forget(void) TA_HIDDEN;
+/* Everything recorded so far into the dump, now (before an exec). */
+void ta_agent_flush_before_exec(void) TA_HIDDEN;
 
 #endif

@@ -240,15 +240,16 @@ void ta_dump_close(void)
 	pthread_mutex_unlock(&dump_lock);
 }
 
-void ta_dump_forget(void)
+void ta_dump_fork_child(void)
 {
-	/* The child must not close or write the parent's descriptor state
-	 * through our bookkeeping; the lock may have been held at fork. */
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-	if (dump_fd >= 0)
-		close(dump_fd);
-	dump_fd = -1;
+
+	/* The lock may have been held by another thread at fork; that thread
+	 * does not exist here.  The descriptor is shared with the parent:
+	 * O_APPEND keeps each one's chunks whole. */
 	memcpy(&dump_lock, &fresh, sizeof(fresh));
+	dump_seq = 0;
+	dump_bytes = 0;
 }
 
 uint64_t ta_dump_bytes(void)

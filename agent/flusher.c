@@ -70,7 +70,7 @@ static int read_name(struct ta_thread *t, char out[16], uint32_t *seq)
 	return -1;
 }
 
-static void write_thread_start(struct ta_thread *t, const char *name)
+static void write_thread_start(struct ta_thread *t, const char *name, uint64_t flags)
 {
 	struct ta_buf b = {0};
 
@@ -78,6 +78,7 @@ static void write_thread_start(struct ta_thread *t, const char *name)
 	ta_buf_u(&b, t->ptid);
 	ta_buf_u(&b, t->start_ticks);
 	ta_buf_str(&b, name, strnlen(name, 16));
+	ta_buf_u(&b, flags);
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_THREAD_START, b.p, b.len);
 	ta_buf_free(&b);
@@ -171,9 +172,21 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 		t->drain = t->first;
 	}
 	if (!fs->started) {
+		uint64_t flags = 0;
+
+		if (t->inherit) {
+			/* A forked child's thread starts inside the frames
+			 * its parent entered: they open its stack, and the
+			 * first snapshot carries them. */
+			for (uint32_t i = 0; i < t->inherit_depth; i++)
+				(void)ta_stack_push(&fs->enc.stack, t->inherit[i]);
+			free(t->inherit);
+			t->inherit = NULL;
+			flags |= TA_THREAD_F_INHERITED;
+		}
 		if (read_name(t, name, &seq) < 0)
 			memset(name, 0, sizeof(name));
-		write_thread_start(t, name);
+		write_thread_start(t, name, flags);
 		fs->name_seq = seq;
 		fs->started = 1;
 		__atomic_add_fetch(&total_threads, 1, __ATOMIC_RELAXED);
@@ -340,10 +353,29 @@ void ta_flusher_stop(void)
 	flusher_running = 0;
 }
 
+void ta_flusher_fork_prepare(void)
+{
+	pthread_mutex_lock(&drain_lock);
+}
+
+void ta_flusher_fork_parent(void)
+{
+	pthread_mutex_unlock(&drain_lock);
+}
+
+const struct ta_stack *ta_flusher_stack(struct ta_thread *t)
+{
+	return t->fs && t->drain ? &t->fs->enc.stack : NULL;
+}
+
 void ta_flusher_forget(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
 	flusher_running = 0;
+	kick_word = 0;
+	__atomic_store_n(&flusher_stop, 0, __ATOMIC_RELAXED);
+	/* Held by the forking thread (prepare), in this copy too. */
 	memcpy(&drain_lock, &fresh, sizeof(fresh));
+	total_events = total_lost = total_threads = 0;
 }

@@ -23,7 +23,7 @@
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
 #define TA_VERSION_MAJOR 1 /* incompatible changes */
-#define TA_VERSION_MINOR 0 /* compatible additions (new chunk types) */
+#define TA_VERSION_MINOR 1 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -95,6 +95,14 @@ enum ta_chunk_type {
 	TA_CHUNK_TYPES(TA_X)
 #undef TA_X
 };
+
+/* THREAD_START flags (trailing field, since 1.1). */
+#define TA_THREAD_F_INHERITED 1u /* a forked child's: the frames in its first
+				    snapshot were entered by the parent */
+
+/* END flags. */
+#define TA_END_F_INCOMPLETE 1u /* some data could not be written */
+#define TA_END_F_EXEC 2u       /* written before an exec: the image ended */
 
 /* Clock sources recorded in the PROCESS chunk. */
 enum ta_clock_source {

@@ -112,6 +112,102 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 	return h;
 }
 
+/* ---- exec: what was recorded reaches the dump before the image goes ---- */
+
+#define REAL_FN(var, name, type)                                                  \
+	static type var;                                                          \
+	if (!var)                                                                 \
+		var = (type)dlsym(RTLD_NEXT, name)
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+TA_PUBLIC int execve(const char *path, char *const argv[], char *const envp[])
+{
+	REAL_FN(real, "execve", execve_fn);
+	ta_agent_flush_before_exec();
+	return real ? real(path, argv, envp) : (errno = ENOSYS, -1);
+}
+
+TA_PUBLIC int execv(const char *path, char *const argv[])
+{
+	REAL_FN(real, "execv", execv_fn);
+	ta_agent_flush_before_exec();
+	return real ? real(path, argv) : (errno = ENOSYS, -1);
+}
+
+TA_PUBLIC int execvp(const char *file, char *const argv[])
+{
+	REAL_FN(real, "execvp", execv_fn);
+	ta_agent_flush_before_exec();
+	return real ? real(file, argv) : (errno = ENOSYS, -1);
+}
+
+TA_PUBLIC int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	REAL_FN(real, "execvpe", execve_fn);
+	ta_agent_flush_before_exec();
+	return real ? real(file, argv, envp) : (errno = ENOSYS, -1);
+}
+
+TA_PUBLIC int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	REAL_FN(real, "fexecve", fexecve_fn);
+	ta_agent_flush_before_exec();
+	return real ? real(fd, argv, envp) : (errno = ENOSYS, -1);
+}
+
+/* The execl family passes its arguments as a list: gather them (the
+ * count is bounded by the caller's own call) and go through execve/execvp. */
+#define GATHER_ARGS(first, ap, argv)                                                \
+	do {                                                                       \
+		size_t n_ = 1;                                                     \
+		va_list c_;                                                        \
+		va_copy(c_, ap);                                                   \
+		while (va_arg(c_, char *))                                         \
+			n_++;                                                      \
+		va_end(c_);                                                        \
+		argv = __builtin_alloca((n_ + 1) * sizeof(char *));                \
+		argv[0] = (char *)(uintptr_t)(first);                              \
+		for (size_t i_ = 1; i_ <= n_; i_++) /* the NULL included */        \
+			argv[i_] = va_arg(ap, char *);                             \
+	} while (0)
+
+TA_PUBLIC int execl(const char *path, const char *arg, ...)
+{
+	char **argv;
+	va_list ap;
+
+	va_start(ap, arg);
+	GATHER_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execv(path, argv);
+}
+
+TA_PUBLIC int execlp(const char *file, const char *arg, ...)
+{
+	char **argv;
+	va_list ap;
+
+	va_start(ap, arg);
+	GATHER_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execvp(file, argv);
+}
+
+TA_PUBLIC int execle(const char *path, const char *arg, ...)
+{
+	char **argv, **envp;
+	va_list ap;
+
+	va_start(ap, arg);
+	GATHER_ARGS(arg, ap, argv);
+	envp = va_arg(ap, char **); /* follows the list's NULL */
+	va_end(ap);
+	return execve(path, argv, envp);
+}
+
 static __attribute__((noreturn)) void exit_now(const char *name, int status)
 {
 	void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, name);

@@ -127,6 +127,16 @@ static int one_module(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+void ta_modules_forget(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+	for (size_t i = 0; i < nknown; i++)
+		free(known[i].name);
+	nknown = 0;
+	memcpy(&modules_lock, &fresh, sizeof(fresh));
+}
+
 void ta_dump_modules(uint64_t load_ticks)
 {
 	struct scan sc = {1, load_ticks};

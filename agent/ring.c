@@ -46,6 +46,12 @@ static uint32_t live_threads;    /* registered and not exited (atomic) */
 
 static pthread_key_t exit_key;
 
+/* Frames open in the parent when it forked, for the child's first thread
+ * (set in the child before it registers). */
+static uint64_t *inherit_addr;
+static uint32_t inherit_depth;
+static uint64_t inherit_tid;
+
 static inline struct ta_block *block_at(uint32_t idx)
 {
 	return (struct ta_block *)(pool_base + (size_t)idx * pool_block_bytes);
@@ -266,6 +272,13 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	t->wait_ticks = 0;
 	t->end_ticks = 0;
 	t->drain = NULL;
+	t->inherit = NULL;
+	t->inherit_depth = 0;
+	if (inherit_addr && t->tid == inherit_tid) {
+		t->inherit = inherit_addr;
+		t->inherit_depth = inherit_depth;
+		inherit_addr = NULL;
+	}
 	/* fs is the flusher's and survives reuse of the record. */
 	pthread_setspecific(exit_key, t);
 	__atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
@@ -404,10 +417,67 @@ void ta_thread_set_name(unsigned long handle, const char *name)
 	__atomic_store_n(&t->name_lock, 0, __ATOMIC_RELEASE);
 }
 
-void ta_ring_reset_after_fork(void)
+/* Applies a block's events from `from` on to a shadow stack (the rule of
+ * format.c), following the chain: where the thread stands now. */
+static void replay_chain(struct ta_stack *st, struct ta_block *b, uint32_t from)
 {
-	/* Only the forking thread exists in the child; the parent writes
-	 * everything the rings hold.  The child does not record (yet). */
+	while (b) {
+		uint32_t h = __atomic_load_n(&b->head, __ATOMIC_RELAXED) & ~TA_BUSY;
+		int top;
+
+		for (uint32_t i = from; i < h; i++) {
+			uint64_t a = b->ev[i].addr;
+			if (a & TA_REC_EXIT)
+				(void)ta_stack_exit(st, a & ~TA_REC_EXIT, &top);
+			else
+				(void)ta_stack_push(st, a);
+		}
+		if (h < b->limit)
+			break;
+		b = b->next;
+		from = 0;
+	}
+}
+
+void ta_ring_fork_child(void)
+{
+	struct ta_thread *me = self;
+
+	/* The parent records and writes everything its rings hold, this
+	 * thread's frames included; the child only needs to know which of
+	 * them are open, so that it neither records them twice nor sees
+	 * their exits as exits of functions never entered.  The flusher's
+	 * state is consistent here: the fork happened under its drain lock. */
+	inherit_addr = NULL;
+	inherit_depth = 0;
+	if (me) {
+		struct ta_stack st;
+		const struct ta_stack *enc = ta_flusher_stack(me);
+
+		ta_stack_init(&st);
+		for (uint32_t i = 0; enc && i < enc->depth; i++)
+			(void)ta_stack_push(&st, enc->addr[i]);
+		if (me->drain)
+			replay_chain(&st, me->drain, me->drain->consumed);
+		else
+			replay_chain(&st, me->first, 0);
+		inherit_addr = st.addr;
+		inherit_depth = st.depth;
+		inherit_tid = (uint64_t)syscall(SYS_gettid);
+		parent_tid = me->tid;
+	}
+	/* A fresh pool: the blocks are this process's copies. */
+	pool_next = 0;
+	pool_free = 0;
+	pool_in_use = 0;
+	pool_peak = 0;
+	ta_pending_blocks = 0;
+	live_threads = 0;
+	for (struct ta_thread *t = ta_threads; t; t = t->all_next) {
+		t->drain = NULL;
+		t->consume_lock = 0;
+		t->state = TA_T_FREE;
+	}
 	self = NULL;
 	ta_cur = &idle_block;
 }

@@ -128,6 +128,11 @@ struct ta_thread {
 	/* Owned by the holder of consume_lock. */
 	struct ta_block *drain;
 	struct ta_flush_state *fs;
+
+	/* A forked child's first thread: the frames that were open in the
+	 * parent when it forked (malloc'd; the flusher takes them over). */
+	uint64_t *inherit;
+	uint32_t inherit_depth;
 };
 
 /* The registry: every ta_thread ever allocated (pushed, never removed). */
@@ -154,7 +159,9 @@ void ta_thread_set_parent(uint64_t ptid) TA_HIDDEN;
 /* Events lost before a thread had a ring (nested in the slow path). */
 extern uint64_t ta_lost_unowned TA_HIDDEN;
 
-/* After fork in the child: forget the parent's threads and blocks. */
-void ta_ring_reset_after_fork(void) TA_HIDDEN;
+/* After fork in the child: works out the forking thread's open frames
+ * (for its record in the child), then forgets the parent's threads and
+ * blocks; the child records into a fresh pool. */
+void ta_ring_fork_child(void) TA_HIDDEN;
 
 #endif

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""fork: the agent does not record forked children yet (README, Limits).
-What must hold now: both processes run and print as they would untraced,
-and the parent's dump is whole, with exactly the parent's calls; the child
-neither writes into it nor damages it.  When children are recorded, this
-becomes: processes 2, child_work 5."""
+"""fork: the child is recorded too, into the same dump, as a process of its
+own.  Both processes run and print as they would untraced; the dump is
+whole and holds exactly each one's calls.  The frames open at the fork
+(main) were entered by the parent: the child does not record them again,
+and its return from main is not an exit of a function never entered."""
 
 import tahelp
 from tahelp import LEVELS, MODES
@@ -20,11 +20,19 @@ class ForkTest(tahelp.Case):
                     r = self.traced(mode, [prog])
                     self.assertEqual(r.stdout, plain.stdout)
                     self.assertEqual(r.stdout, "fork: child done\nfork: parent done\n")
-                    rep = self.report(r.dump)
-                    self.assert_whole(rep, processes=1)
+                    rep = self.report(r.dump, "--threads")
+                    self.assert_whole(rep, processes=2)
                     funcs = self.functions(rep)
-                    self.assertEqual(sorted(funcs), ["main", "parent_work"])
-                    self.assert_calls(funcs, {"main": 1, "parent_work": 3})
+                    self.assertEqual(sorted(funcs), ["child_work", "main", "parent_work"])
+                    self.assert_calls(funcs, {"main": 1, "parent_work": 3, "child_work": 5})
+                    # Each process has exactly its own calls.
+                    by_pid = {}
+                    for t in rep["per_thread"]:
+                        names = {f["name"]: f["calls"] for f in t["functions"]}
+                        by_pid.setdefault(t["pid"], {}).update(names)
+                    self.assertEqual(len(by_pid), 2)
+                    self.assertIn({"main": 1, "parent_work": 3}, list(by_pid.values()))
+                    self.assertIn({"child_work": 5}, list(by_pid.values()))
 
 
 if __name__ == "__main__":
