@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -45,6 +46,17 @@ void ta_warn(const char *fmt, ...)
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* Nowhere left to say it. */
 	}
+}
+
+int ta_lock_bounded(pthread_mutex_t *m)
+{
+	for (int i = 0; i < 2000; i++) {
+		struct timespec ts = {0, 100000};
+		if (pthread_mutex_trylock(m) == 0)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return -1;
 }
 
 int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
@@ -139,6 +151,7 @@ static int start(void)
 	ta_dump_clock();
 	ta_dump_modules(ta_ticks());
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+	ta_crash_install();
 	err = ta_flusher_start();
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread: %s; not tracing", strerror(-err));
@@ -170,8 +183,7 @@ int ta_agent_ensure_started(void)
 	return s == TA_S_RUNNING;
 }
 
-/* The END chunk: totals so far. */
-static void write_end(uint64_t flags)
+void ta_agent_write_end(uint64_t flags)
 {
 	struct ta_buf b = {0};
 	uint64_t events, lost, threads, ticks, ns;
@@ -202,7 +214,7 @@ void ta_agent_flush_before_exec(void)
 	 * the exec fails, recording just goes on (and a later END follows). */
 	ta_flusher_drain(0);
 	ta_dump_clock();
-	write_end(TA_END_F_EXEC);
+	ta_agent_write_end(TA_END_F_EXEC);
 	errno = saved;
 }
 
@@ -226,7 +238,7 @@ void ta_agent_shutdown(void)
 	ta_thread_exit();
 	ta_flusher_drain(1);
 	ta_dump_clock();
-	write_end(0);
+	ta_agent_write_end(0);
 	ta_dump_close();
 	errno = saved;
 }

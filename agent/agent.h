@@ -131,5 +131,20 @@ const struct ta_stack *ta_flusher_stack(struct ta_thread *t) TA_HIDDEN;
 void ta_modules_forget(void) TA_HIDDEN;
 /* Everything recorded so far into the dump, now (before an exec). */
 void ta_agent_flush_before_exec(void) TA_HIDDEN;
+/* The END chunk with the totals so far. */
+void ta_agent_write_end(uint64_t flags) TA_HIDDEN;
+/* Tries a lock for up to ~200 ms (signal handlers: never wait forever on
+ * a lock whose holder may be the interrupted code); 0 if taken. */
+int ta_lock_bounded(pthread_mutex_t *m) TA_HIDDEN;
+
+/* ---- crashes (crash.c) ------------------------------------------------------------- */
+
+/* Takes SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT where their action is
+ * the default. */
+void ta_crash_install(void) TA_HIDDEN;
+/* From a crash handler: no lock is waited on without bound any more. */
+void ta_dump_crash_mode(void) TA_HIDDEN;
+/* From a crash handler: stops the flusher and drains what can be had. */
+void ta_flusher_crash_drain(void) TA_HIDDEN;
 
 #endif

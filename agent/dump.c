@@ -27,6 +27,7 @@ static uint32_t dump_seq;
 static uint64_t dump_bytes;
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static char dump_path[4096];
+static int crash_mode; /* locks are tried, not waited on */
 
 /* Compression scratch for chunks written without one of their own,
  * used under dump_lock. */
@@ -191,7 +192,12 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	 * threads that drain their own rings compress in parallel. */
 	if (z)
 		stored = compress(z, payload, len, &stored_len, &h.flags);
-	pthread_mutex_lock(&dump_lock);
+	if (__atomic_load_n(&crash_mode, __ATOMIC_RELAXED)) {
+		if (ta_lock_bounded(&dump_lock) < 0)
+			return -EBUSY; /* held by the crashed code itself */
+	} else {
+		pthread_mutex_lock(&dump_lock);
+	}
 	if (dump_fd < 0 || dump_failed) {
 		err = -EBADF;
 		goto out;
@@ -217,6 +223,11 @@ fail:
 out:
 	pthread_mutex_unlock(&dump_lock);
 	return err;
+}
+
+void ta_dump_crash_mode(void)
+{
+	__atomic_store_n(&crash_mode, 1, __ATOMIC_RELAXED);
 }
 
 int ta_dump_chunk(unsigned type, const void *payload, size_t len)

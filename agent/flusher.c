@@ -268,6 +268,30 @@ void ta_flusher_drain(int at_end)
 	pthread_mutex_unlock(&drain_lock);
 }
 
+void ta_flusher_crash_drain(void)
+{
+	int have;
+
+	__atomic_store_n(&flusher_stop, 1, __ATOMIC_RELEASE);
+	ta_flusher_kick();
+	/* The flusher may be in the middle of a pass: it finishes it. */
+	have = ta_lock_bounded(&drain_lock) == 0;
+	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->all_next) {
+		int got = 0;
+		for (int i = 0; i < 500 && !(got = consume_trylock(t)); i++) {
+			struct timespec ts = {0, 100000};
+			nanosleep(&ts, NULL);
+		}
+		if (!got)
+			continue; /* its holder is the crashed code, or stuck */
+		drain_thread(t, 1, 0);
+		consume_unlock(t);
+	}
+	if (have)
+		pthread_mutex_unlock(&drain_lock);
+}
+
 int ta_flusher_help(struct ta_thread *t)
 {
 	if (!consume_trylock(t))

@@ -88,7 +88,8 @@ struct ta_chunk_header {
 	X(THREAD_NAME, 5, "thread-name")                                      \
 	X(THREAD_END, 6, "thread-end")                                        \
 	X(EVENTS, 7, "events")      /* one thread's function events */       \
-	X(END, 8, "end")            /* the process finished writing */
+	X(END, 8, "end")            /* the process finished writing */          \
+	X(CRASH, 9, "crash")        /* a fatal signal: where and how */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,
@@ -103,6 +104,7 @@ enum ta_chunk_type {
 /* END flags. */
 #define TA_END_F_INCOMPLETE 1u /* some data could not be written */
 #define TA_END_F_EXEC 2u       /* written before an exec: the image ended */
+#define TA_END_F_CRASH 4u      /* written by the crash handler */
 
 /* Clock sources recorded in the PROCESS chunk. */
 enum ta_clock_source {

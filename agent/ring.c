@@ -362,6 +362,12 @@ out:
 	errno = saved_errno;
 }
 
+void ta_cur_stop(void)
+{
+	ta_cur = &busy_block;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
 struct ta_thread *ta_thread_self(void)
 {
 	return self;

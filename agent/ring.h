@@ -148,6 +148,8 @@ extern uint32_t ta_pending_blocks TA_HIDDEN;
 /* Peak number of pool blocks in use (for the END statistics). */
 uint64_t ta_pool_peak_bytes(void) TA_HIDDEN;
 
+/* The calling thread records nothing from now on (a crash handler). */
+void ta_cur_stop(void) TA_HIDDEN;
 /* The calling thread's registration ends (thread exit). */
 void ta_thread_exit(void) TA_HIDDEN;
 /* The thread's own record, or NULL before its first event. */

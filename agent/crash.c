@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * crash.c - a program that crashes keeps its trace: on SIGSEGV, SIGBUS,
+ * SIGILL, SIGFPE or SIGABRT the agent writes every ring and a CRASH chunk
+ * (signal, faulting address, thread, backtrace), then lets the signal take
+ * its default action as if the agent were not there: same exit status, same
+ * core dump.
+ *
+ * Only signals whose disposition is the default when the agent starts are
+ * taken: a program's own handler (a garbage collector's write barrier, a
+ * crash reporter) is never second-guessed.  If the program installs one
+ * later, it replaces ours, and its handler decides.
+ *
+ * A handler may not take locks another thread holds forever, nor wait on
+ * itself: every lock here is tried for a bounded time, and what cannot be
+ * had is skipped.
+ */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include <errno.h>
+#include <libunwind.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define MAX_FRAMES 64
+
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+static uint32_t crashing; /* atomic: only the first crash is recorded */
+
+/* The backtrace of the crashing thread, from the signal's own context so
+ * the first frame is the faulting instruction. */
+static unsigned backtrace_from(void *uc, uint64_t pcs[MAX_FRAMES])
+{
+	unw_cursor_t cursor;
+	unsigned n = 0;
+
+	if (unw_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
+		return 0;
+	do {
+		unw_word_t ip;
+		if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || !ip)
+			break;
+		pcs[n++] = ip;
+	} while (n < MAX_FRAMES && unw_step(&cursor) > 0);
+	return n;
+}
+
+static void record_crash(int sig, const siginfo_t *si, void *uc)
+{
+	uint64_t pcs[MAX_FRAMES];
+	uint64_t ticks = ta_ticks();
+	unsigned n = backtrace_from(uc, pcs);
+	struct ta_buf b = {0};
+	uint32_t running = TA_S_RUNNING;
+
+	/* From here no thread waits for ring memory or starts anything;
+	 * what the threads have recorded is drained below. */
+	if (!__atomic_compare_exchange_n(&ta_state, &running, TA_S_STOPPED, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	ta_dump_crash_mode();
+	ta_flusher_crash_drain();
+	ta_buf_u(&b, (uint64_t)syscall(SYS_gettid));
+	ta_buf_u(&b, ticks);
+	ta_buf_u(&b, (uint64_t)sig);
+	ta_buf_u(&b, (uint64_t)(int64_t)si->si_code);
+	ta_buf_u(&b, (uint64_t)(uintptr_t)si->si_addr);
+	ta_buf_u(&b, n);
+	for (unsigned i = 0; i < n; i++)
+		ta_buf_u(&b, pcs[i]);
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_CRASH, b.p, b.len);
+	ta_buf_free(&b);
+	ta_dump_clock();
+	ta_agent_write_end(TA_END_F_CRASH);
+}
+
+static void crash_handler(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction dfl;
+	int saved = errno;
+
+	/* This thread records nothing more (it may have been in a hook). */
+	ta_cur_stop();
+	if (__atomic_exchange_n(&crashing, 1, __ATOMIC_ACQ_REL) == 0 &&
+	    (uint32_t)getpid() == __atomic_load_n(&ta_pid, __ATOMIC_RELAXED))
+		record_crash(sig, si, uc);
+
+	/* Hand the signal on as if we had never been here.  A fault returns
+	 * to the faulting instruction and faults again, now with the default
+	 * action (same core dump, same status); a signal that was sent (or
+	 * raised by abort) is raised again: blocked until we return. */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	if (si->si_code <= 0 || sig == SIGABRT)
+		syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+	errno = saved;
+}
+
+void ta_crash_install(void)
+{
+	/* libunwind's first use may allocate; do it now rather than in a
+	 * handler. */
+	unw_context_t ctx;
+	unw_cursor_t cursor;
+
+	unw_getcontext(&ctx);
+	unw_init_local(&cursor, &ctx);
+	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++) {
+		struct sigaction old, sa;
+
+		if (sigaction(crash_signals[i], NULL, &old) < 0 ||
+		    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = crash_handler;
+		/* Everything blocked while we write: no other handler runs on
+		 * top of the flush. */
+		sigfillset(&sa.sa_mask);
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigaction(crash_signals[i], &sa, NULL);
+	}
+}
