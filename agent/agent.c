@@ -134,7 +134,7 @@ static int start(void)
 		return -EPERM;
 	ta_pid = (uint32_t)getpid();
 	ta_settings_load(&ta_cfg);
-	err = ta_ring_init(ta_cfg.block_bytes, ta_cfg.memory_cap);
+	err = ta_ring_init(ta_cfg.block_bytes, ta_cfg.memory_cap, (int)ta_cfg.mode);
 	if (err < 0) {
 		ta_warn("cannot reserve %llu bytes of ring memory: %s; not tracing",
 			(unsigned long long)ta_cfg.memory_cap, strerror(-err));

@@ -14,8 +14,14 @@
 
 /* ---- settings (settings.c) ------------------------------------------------ */
 
+enum ta_mode {
+	TA_MODE_LOSSLESS = 0, /* bounded memory; threads wait at the cap */
+	TA_MODE_DROP,         /* never waits: drops at the cap, counted */
+};
+
 struct ta_settings {
 	char output[4096];     /* TRACEAGENT_OUTPUT, %p expanded */
+	enum ta_mode mode;     /* TRACEAGENT_MODE */
 	uint32_t block_bytes;  /* TRACEAGENT_BUFFER */
 	uint64_t memory_cap;   /* TRACEAGENT_MEMORY */
 	uint32_t flush_ms;     /* TRACEAGENT_FLUSH_MS */

@@ -345,6 +345,7 @@ void ta_dump_process(void)
 	ta_buf_u(&b, ta_cfg.block_bytes);
 	ta_buf_u(&b, ta_cfg.memory_cap);
 	ta_buf_u(&b, ta_cfg.flush_ms);
+	ta_buf_u(&b, ta_cfg.mode);
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_PROCESS, b.p, b.len);
 	ta_buf_free(&b);

@@ -127,6 +127,7 @@ static void flush_chunk(struct ta_flush_state *fs)
 static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t from, uint32_t to)
 {
 	uint32_t i = from;
+	uint64_t markers = fs->enc.lost_records;
 
 	while (i < to) {
 		size_t n = ta_encoder_raw(&fs->enc, rec + i, to - i, CHUNK_TARGET);
@@ -136,8 +137,10 @@ static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t
 		if (fs->enc.len >= CHUNK_TARGET)
 			flush_chunk(fs);
 	}
-	fs->events += i - from;
-	__atomic_add_fetch(&total_events, i - from, __ATOMIC_RELAXED);
+	/* Events are function events: the gaps' records are not. */
+	markers = fs->enc.lost_records - markers;
+	fs->events += i - from - markers;
+	__atomic_add_fetch(&total_events, i - from - markers, __ATOMIC_RELAXED);
 }
 
 /* Drains one ring; the caller holds t->consume_lock.  partial: a thread

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #define TA_LIKELY_(x) __builtin_expect(!!(x), 1)
+#define TA_UNLIKELY_(x) __builtin_expect(!!(x), 0)
 
 /* ---- CRC-32C (Castagnoli), slicing by 8 ----------------------------------- */
 
@@ -361,6 +362,18 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 		for (size_t i = done; i < done + k; i++) {
 			uint64_t t = ev[i].ticks, a = ev[i].addr & ~TA_RAW_EXIT, dt = 0;
 			int top;
+
+			if (TA_UNLIKELY_((ev[i].addr >> 62) == 1)) {
+				/* A gap: where and how many were lost. */
+				e->prev_ticks = prev_ticks;
+				e->len = (size_t)(p - e->buf);
+				(void)ta_encoder_lost(e, t, ev[i].addr & ~TA_RAW_LOST);
+				e->lost_records++;
+				prev_ticks = e->prev_ticks;
+				p = e->buf + e->len;
+				e->n_events--; /* counted with the batch below */
+				continue;
+			}
 
 			if (TA_LIKELY_(t >= prev_ticks)) {
 				dt = t - prev_ticks;

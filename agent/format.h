@@ -343,6 +343,7 @@ struct ta_encoder {
 	uint64_t n_events;
 	size_t n_events_off; /* where n_events is patched in */
 	uint64_t backsteps; /* ticks that went backwards (clamped) */
+	uint64_t lost_records; /* TA_RAW_LOST records taken by ta_encoder_raw */
 	int open;
 };
 
@@ -352,6 +353,9 @@ struct ta_raw {
 	uint64_t addr;
 };
 #define TA_RAW_EXIT (1ull << 63)
+/* With bit 63 clear: not a function but events lost here; the count is
+ * in the low bits (no user-space address has bit 62 set). */
+#define TA_RAW_LOST (1ull << 62)
 
 void ta_encoder_init(struct ta_encoder *e, uint64_t tid);
 void ta_encoder_free(struct ta_encoder *e);

@@ -78,10 +78,13 @@ static void thread_key_destructor(void *arg)
 	ta_thread_exit();
 }
 
-int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap)
+static int pool_mode; /* enum ta_mode */
+
+int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode)
 {
 	void *p;
 
+	pool_mode = mode;
 	pool_block_bytes = block_bytes;
 	pool_events = (block_bytes - TA_BLOCK_HEADER) / sizeof(struct ta_rec);
 	pool_nblocks = (uint32_t)(memory_cap / block_bytes);
@@ -251,8 +254,9 @@ static struct ta_thread *thread_register(uint64_t ticks)
 		return NULL;
 	t->first = pool_try_get();
 	if (!t->first) {
-		/* At the cap already: wait like any full block would. */
-		t->first = block_get_wait(t);
+		/* At the cap already: wait like any full block would (or,
+		 * dropping, do without: this event is lost). */
+		t->first = pool_mode == TA_MODE_DROP ? NULL : block_get_wait(t);
 		if (!t->first) {
 			__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
 			return NULL;
@@ -269,6 +273,7 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	t->name_seq = 0;
 	t->name_lock = 0;
 	t->lost = 0;
+	t->drop_count = 0;
 	t->wait_ticks = 0;
 	t->end_ticks = 0;
 	t->drain = NULL;
@@ -331,10 +336,25 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 		goto done;
 	} else {
 		/* The block is full: link a fresh one for the flusher. */
-		struct ta_block *nb = block_get_wait(t);
-		if (!nb) {
-			b = &idle_block; /* the agent stopped while we waited */
-			goto done;
+		struct ta_block *nb;
+
+		if (pool_mode == TA_MODE_DROP) {
+			nb = pool_try_get();
+			if (!nb) {
+				/* At the cap: this event is dropped, counted,
+				 * and the next one tries again. */
+				if (!t->drop_count++)
+					t->drop_ticks = ticks;
+				count_lost(t);
+				ta_flusher_kick();
+				goto done; /* b: the full block still */
+			}
+		} else {
+			nb = block_get_wait(t);
+			if (!nb) {
+				b = &idle_block; /* the agent stopped while we waited */
+				goto done;
+			}
 		}
 		/* Release: pairs with the flusher's acquire load of next; it
 		 * reads the full block's last head before following. */
@@ -342,7 +362,17 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 		b = nb;
 		if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 8)
 			ta_flusher_kick();
-		throttle(t);
+		if (pool_mode == TA_MODE_DROP) {
+			if (t->drop_count) {
+				/* The gap goes into the stream where it was. */
+				b->ev[0].ticks = t->drop_ticks;
+				b->ev[0].addr = TA_RAW_LOST | t->drop_count;
+				__atomic_store_n(&b->head, 1, __ATOMIC_RELEASE);
+				t->drop_count = 0;
+			}
+		} else {
+			throttle(t);
+		}
 	}
 	/* The work above (starting the agent, registering the thread, taking
 	 * or waiting for a block) is the agent's, not the program's: an

@@ -122,6 +122,11 @@ struct ta_thread {
 	uint64_t wait_ticks; /* time spent waiting at the memory cap */
 	uint64_t end_ticks;  /* when it exited (before TA_T_EXITED) */
 
+	/* Drop mode, owner only: events dropped since the last recorded one,
+	 * and when the first of them happened (a LOST record goes in when
+	 * a block is had again). */
+	uint64_t drop_count, drop_ticks;
+
 	/* Whoever drains the ring (the flusher, or the thread itself when
 	 * the backlog is high) holds this: 0 free, 1 held (trylock). */
 	uint32_t consume_lock;
@@ -139,7 +144,8 @@ struct ta_thread {
 extern struct ta_thread *ta_threads TA_HIDDEN;
 
 /* Pool and registry set-up; 0 or -errno. */
-int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap) TA_HIDDEN;
+/* mode: enum ta_mode of agent.h. */
+int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode) TA_HIDDEN;
 /* Returns a block to the pool (flusher only). */
 void ta_block_put(struct ta_block *b) TA_HIDDEN;
 uint32_t ta_block_events(void) TA_HIDDEN;

@@ -95,6 +95,7 @@ void ta_settings_load(struct ta_settings *s)
 {
 	const char *out = secure_getenv("TRACEAGENT_OUTPUT");
 	const char *fl = secure_getenv("TRACEAGENT_FLUSH_MS");
+	const char *mode = secure_getenv("TRACEAGENT_MODE");
 	uint64_t block = TA_DEFAULT_BLOCK, mem = TA_DEFAULT_MEMORY;
 
 	s->flush_ms = TA_DEFAULT_FLUSH_MS;
@@ -116,6 +117,15 @@ void ta_settings_load(struct ta_settings *s)
 			(unsigned long long)mem, (unsigned long long)block,
 			(unsigned long long)(4 * block));
 		mem = 4 * block;
+	}
+	s->mode = TA_MODE_LOSSLESS;
+	if (mode && *mode) {
+		if (!strcmp(mode, "lossless"))
+			s->mode = TA_MODE_LOSSLESS;
+		else if (!strcmp(mode, "drop"))
+			s->mode = TA_MODE_DROP;
+		else
+			ta_warn("TRACEAGENT_MODE='%s' is not lossless or drop; using lossless", mode);
 	}
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;

@@ -57,13 +57,14 @@ struct record_opts {
 	const char *buffer;   /* --buffer, or NULL */
 	const char *memory;   /* --memory, or NULL */
 	const char *flush_ms; /* --flush-ms, or NULL */
+	const char *mode;     /* --mode, or NULL */
 	char **argv;	      /* the program and its arguments */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
-		   "                         [--flush-ms N] [--] PROG [ARGS...]\n"
+		   "                         [--flush-ms N] [--mode lossless|drop] [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
 		   "-finstrument-functions and dynamically linked.\n"
@@ -74,6 +75,8 @@ static void usage(FILE *f)
 		   "  --buffer SIZE       per-thread block size (K/M), TRACEAGENT_BUFFER\n"
 		   "  --memory SIZE       cap on all ring blocks (K/M/G), TRACEAGENT_MEMORY\n"
 		   "  --flush-ms N        flush interval in ms, TRACEAGENT_FLUSH_MS\n"
+		   "  --mode MODE         lossless (default: threads wait at the memory cap) or\n"
+		   "                      drop (never wait; drops are counted), TRACEAGENT_MODE\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
@@ -117,6 +120,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 	    {"--buffer", 0, offsetof(struct record_opts, buffer)},
 	    {"--memory", 0, offsetof(struct record_opts, memory)},
 	    {"--flush-ms", 0, offsetof(struct record_opts, flush_ms)},
+	    {"--mode", 0, offsetof(struct record_opts, mode)},
 	};
 	int i;
 
@@ -631,7 +635,8 @@ int ta_cmd_record(int argc, char **argv)
 	if (set_env("TRACEAGENT_OUTPUT", output) < 0 ||
 	    (o.buffer && set_env("TRACEAGENT_BUFFER", o.buffer) < 0) ||
 	    (o.memory && set_env("TRACEAGENT_MEMORY", o.memory) < 0) ||
-	    (o.flush_ms && set_env("TRACEAGENT_FLUSH_MS", o.flush_ms) < 0))
+	    (o.flush_ms && set_env("TRACEAGENT_FLUSH_MS", o.flush_ms) < 0) ||
+	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
 }

@@ -27,6 +27,9 @@ struct thread_log {
 	uint64_t *ticks;
 	size_t n, cap;
 	uint64_t end_events, end_lost, end_wait;
+	uint64_t marker_lost;   /* sum of LOST records in the stream */
+	size_t marker_at;       /* events recorded before the first one */
+	int markers;
 	int ended;
 	char name[17];
 };
@@ -125,6 +128,13 @@ static void load_dump(const char *path, struct dump *d)
 			ck_assert_int_eq(ta_decoder_begin(&dec, p, c.raw_size), 0);
 			t = thread_of(d, dec.tid);
 			while ((rc = ta_decoder_next(&dec, &ev)) == 1) {
+				if (ev.kind == TA_EV_EXT) {
+					ck_assert_uint_eq(ev.ext, TA_EXT_LOST);
+					if (!t->markers++)
+						t->marker_at = t->n;
+					t->marker_lost += ev.value;
+					continue;
+				}
 				if (t->n == t->cap) {
 					t->cap = t->cap ? 2 * t->cap : 1024;
 					t->ev = realloc(t->ev, t->cap * sizeof(*t->ev));
@@ -147,6 +157,7 @@ static char dump_path[256];
 
 static void agent_env(const char *buffer, const char *memory)
 {
+	unsetenv("TRACEAGENT_MODE");
 	snprintf(dump_path, sizeof(dump_path), "/tmp/ta-test-ring-%ld.trace", (long)getpid());
 	unlink(dump_path);
 	setenv("TRACEAGENT_OUTPUT", dump_path, 1);
@@ -330,6 +341,53 @@ START_TEST(exited_threads_are_drained_and_reused)
 }
 END_TEST
 
+/* Drop mode never waits: with the flusher held up, what does not fit is
+ * dropped and counted, and the gap is marked in the stream where it was;
+ * produced = recorded + lost, exactly. */
+START_TEST(drop_mode_counts_and_marks_the_gap)
+{
+	struct dump d;
+	const long before = 40000, after = 10; /* 160000 events: 2.5 pools */
+	uint64_t produced = (uint64_t)(before + after) * 4;
+
+	agent_env("4K", "1M");
+	setenv("TRACEAGENT_MODE", "drop", 1);
+	ta_record(addr_of(0, 0)); /* starts the agent */
+	ta_record(addr_of(0, 0) | TA_REC_EXIT);
+	ta_flusher_fork_prepare(); /* the flusher cannot drain */
+	record_tree(0, before);
+	ta_flusher_fork_parent();
+	usleep(50000); /* it drains and frees the pool */
+	record_tree(0, after);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	produced += 2;
+	ck_assert_int_eq(d.nthreads, 1);
+	ck_assert_uint_gt(d.t[0].end_lost, 0);
+	ck_assert_uint_eq(d.t[0].n + d.t[0].end_lost, produced);
+	ck_assert_uint_eq(d.end_events + d.end_lost, produced);
+	/* One gap, marked with its whole count, after what fitted. */
+	ck_assert_int_eq(d.t[0].markers, 1);
+	ck_assert_uint_eq(d.t[0].marker_lost, d.t[0].end_lost);
+	ck_assert_uint_gt(d.t[0].marker_at, 60000);
+	/* What was kept is the stream's start and end, in order. */
+	for (size_t i = 0; i < d.t[0].marker_at; i++) {
+		uint64_t want = i < 2 ? (addr_of(0, 0) | (i ? TA_REC_EXIT : 0)) : 0;
+		if (i >= 2) {
+			long k = (long)(i - 2);
+			long c = k / 4;
+			const uint64_t pat[4] = {addr_of(0, 0), addr_of(0, 1 + c % 3),
+						 addr_of(0, 1 + c % 3) | TA_REC_EXIT,
+						 addr_of(0, 0) | TA_REC_EXIT};
+			want = pat[k % 4];
+		}
+		ck_assert_uint_eq(d.t[0].ev[i], want);
+	}
+	ck_assert_uint_eq(d.t[0].ev[d.t[0].n - 1], addr_of(0, 0) | TA_REC_EXIT);
+	unlink(dump_path);
+}
+END_TEST
+
 START_TEST(thread_name_is_recorded)
 {
 	struct dump d;
@@ -399,6 +457,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, many_writers_lossless_at_the_cap);
 	tcase_add_test(tc, nested_hook_is_counted_not_written);
 	tcase_add_test(tc, exited_threads_are_drained_and_reused);
+	tcase_add_test(tc, drop_mode_counts_and_marks_the_gap);
 	tcase_add_test(tc, thread_name_is_recorded);
 	tcase_add_test(tc, existing_output_is_not_overwritten);
 	tcase_add_test(tc, sizes_and_output_patterns);
