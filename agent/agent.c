@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -124,6 +125,32 @@ static int restart_in_child(void)
 	return 0;
 }
 
+static void flight_signal_handler(int sig)
+{
+	(void)sig;
+	ta_flusher_request_dump();
+}
+
+/* The flight recorder's trigger, where the program leaves the signal at
+ * its default (which would kill it: the program cannot be using it). */
+static void flight_signal_install(void)
+{
+	struct sigaction old, sa;
+
+	if (sigaction(ta_cfg.flight_signal, NULL, &old) < 0 || (old.sa_flags & SA_SIGINFO) ||
+	    old.sa_handler != SIG_DFL) {
+		ta_warn("signal %d has a handler already; the flight recorder writes only at exit "
+			"and on a crash",
+			ta_cfg.flight_signal);
+		return;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = flight_signal_handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(ta_cfg.flight_signal, &sa, NULL);
+}
+
 static int start(void)
 {
 	int err;
@@ -134,7 +161,8 @@ static int start(void)
 		return -EPERM;
 	ta_pid = (uint32_t)getpid();
 	ta_settings_load(&ta_cfg);
-	err = ta_ring_init(ta_cfg.block_bytes, ta_cfg.memory_cap, (int)ta_cfg.mode);
+	err = ta_ring_init(ta_cfg.block_bytes, ta_cfg.memory_cap, (int)ta_cfg.mode,
+			  ta_cfg.flight_bytes);
 	if (err < 0) {
 		ta_warn("cannot reserve %llu bytes of ring memory: %s; not tracing",
 			(unsigned long long)ta_cfg.memory_cap, strerror(-err));
@@ -152,6 +180,8 @@ static int start(void)
 	ta_dump_modules(ta_ticks());
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	ta_crash_install();
+	if (ta_cfg.mode == TA_MODE_FLIGHT)
+		flight_signal_install();
 	err = ta_flusher_start();
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread: %s; not tracing", strerror(-err));

@@ -17,11 +17,14 @@
 enum ta_mode {
 	TA_MODE_LOSSLESS = 0, /* bounded memory; threads wait at the cap */
 	TA_MODE_DROP,         /* never waits: drops at the cap, counted */
+	TA_MODE_FLIGHT,       /* keeps each thread's last events; writes on demand */
 };
 
 struct ta_settings {
 	char output[4096];     /* TRACEAGENT_OUTPUT, %p expanded */
 	enum ta_mode mode;     /* TRACEAGENT_MODE */
+	uint64_t flight_bytes; /* TRACEAGENT_FLIGHT_SIZE: kept per thread */
+	int flight_signal;     /* TRACEAGENT_FLIGHT_SIGNAL */
 	uint32_t block_bytes;  /* TRACEAGENT_BUFFER */
 	uint64_t memory_cap;   /* TRACEAGENT_MEMORY */
 	uint32_t flush_ms;     /* TRACEAGENT_FLUSH_MS */
@@ -31,6 +34,7 @@ struct ta_settings {
 #define TA_DEFAULT_BLOCK (64u << 10)
 #define TA_DEFAULT_MEMORY (256ull << 20)
 #define TA_DEFAULT_FLUSH_MS 50u
+#define TA_DEFAULT_FLIGHT (4ull << 20)
 
 /* Reads the environment (secure_getenv); prints one line per bad value and
  * keeps the default for it. */
@@ -117,6 +121,9 @@ int ta_flusher_start(void) TA_HIDDEN;
 void ta_flusher_stop(void) TA_HIDDEN;
 /* Wakes the flusher early (blocks are piling up). */
 void ta_flusher_kick(void) TA_HIDDEN;
+/* Flight mode: asks the flusher to write what the rings hold (async-signal
+ * safe). */
+void ta_flusher_request_dump(void) TA_HIDDEN;
 /* Drains every ring once (the flusher, or the final flush when the
  * flusher is stopped); at_end also closes live threads. */
 void ta_flusher_drain(int at_end) TA_HIDDEN;

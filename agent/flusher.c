@@ -37,6 +37,7 @@ static pthread_t flusher_thread;
 static int flusher_running;
 static uint32_t flusher_stop; /* atomic */
 static uint32_t kick_word;    /* futex: 1 once kicked, reset by the flusher */
+static uint32_t dump_requested; /* flight mode: write the rings now (atomic) */
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Totals (atomic: rings are drained by the flusher and by their threads). */
@@ -48,6 +49,13 @@ void ta_flusher_kick(void)
 	 * word pays for the system call. */
 	if (__atomic_exchange_n(&kick_word, 1, __ATOMIC_ACQ_REL) == 0)
 		syscall(SYS_futex, &kick_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void ta_flusher_request_dump(void)
+{
+	/* Only an atomic store and a system call: safe in a handler. */
+	__atomic_store_n(&dump_requested, 1, __ATOMIC_RELEASE);
+	ta_flusher_kick();
 }
 
 /* Seqlock reader of a thread's name (writer: ta_thread_set_name). */
@@ -199,6 +207,13 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 		fs->name_seq = seq;
 	}
 
+	if (t->cut) {
+		/* Flight mode threw the oldest events away: the stream now
+		 * starts inside frames nobody saw entered. */
+		fs->enc.stack.depth = 0;
+		fs->enc.stack.overflow = 0;
+		t->cut = 0;
+	}
 	b = t->drain;
 	for (;;) {
 		/* Acquire: pairs with the release stores of head in
@@ -218,6 +233,7 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 		if (!n)
 			break;
 		ta_block_put(b);
+		__atomic_sub_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
 		b = n;
 		t->drain = b;
 	}
@@ -236,7 +252,7 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 	}
 }
 
-static int consume_trylock(struct ta_thread *t)
+int ta_consume_trylock(struct ta_thread *t)
 {
 	uint32_t free_ = 0;
 
@@ -246,7 +262,7 @@ static int consume_trylock(struct ta_thread *t)
 					   __ATOMIC_RELAXED);
 }
 
-static void consume_unlock(struct ta_thread *t)
+void ta_consume_unlock(struct ta_thread *t)
 {
 	__atomic_store_n(&t->consume_lock, 0, __ATOMIC_RELEASE);
 }
@@ -257,16 +273,16 @@ void ta_flusher_drain(int at_end)
 	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
 	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
 	     t = t->all_next) {
-		if (!consume_trylock(t)) {
+		if (!ta_consume_trylock(t)) {
 			/* Its thread is draining it; the next round will do,
 			 * except at the end, when nothing may be left. */
 			if (!at_end)
 				continue;
-			while (!consume_trylock(t))
+			while (!ta_consume_trylock(t))
 				sched_yield();
 		}
 		drain_thread(t, at_end, 0);
-		consume_unlock(t);
+		ta_consume_unlock(t);
 	}
 	pthread_mutex_unlock(&drain_lock);
 }
@@ -282,14 +298,14 @@ void ta_flusher_crash_drain(void)
 	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
 	     t = t->all_next) {
 		int got = 0;
-		for (int i = 0; i < 500 && !(got = consume_trylock(t)); i++) {
+		for (int i = 0; i < 500 && !(got = ta_consume_trylock(t)); i++) {
 			struct timespec ts = {0, 100000};
 			nanosleep(&ts, NULL);
 		}
 		if (!got)
 			continue; /* its holder is the crashed code, or stuck */
 		drain_thread(t, 1, 0);
-		consume_unlock(t);
+		ta_consume_unlock(t);
 	}
 	if (have)
 		pthread_mutex_unlock(&drain_lock);
@@ -297,10 +313,10 @@ void ta_flusher_crash_drain(void)
 
 int ta_flusher_help(struct ta_thread *t)
 {
-	if (!consume_trylock(t))
+	if (!ta_consume_trylock(t))
 		return 0;
 	drain_thread(t, 0, 1);
-	consume_unlock(t);
+	ta_consume_unlock(t);
 	return 1;
 }
 
@@ -337,9 +353,17 @@ static void *flusher_main(void *arg)
 		/* Reset before draining, so a kick during the drain makes
 		 * the wait below return at once rather than be missed. */
 		__atomic_store_n(&kick_word, 0, __ATOMIC_RELEASE);
-		ta_flusher_drain(0);
+		if (ta_cfg.mode == TA_MODE_FLIGHT) {
+			/* A flight recorder writes on demand only. */
+			if (__atomic_exchange_n(&dump_requested, 0, __ATOMIC_ACQ_REL)) {
+				ta_flusher_drain(0);
+				ta_dump_clock();
+			}
+		} else {
+			ta_flusher_drain(0);
+		}
 		now = mono_ms();
-		if (now - last_clock >= clock_gap) {
+		if (ta_cfg.mode != TA_MODE_FLIGHT && now - last_clock >= clock_gap) {
 			ta_dump_clock();
 			last_clock = now;
 			clock_gap = clock_gap < 1000 ? clock_gap * 10 : 1000;

@@ -79,12 +79,16 @@ static void thread_key_destructor(void *arg)
 }
 
 static int pool_mode; /* enum ta_mode */
+static uint32_t flight_blocks; /* flight mode: blocks a thread keeps */
 
-int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode)
+int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode, uint64_t flight_bytes)
 {
 	void *p;
 
 	pool_mode = mode;
+	flight_blocks = (uint32_t)(flight_bytes / block_bytes);
+	if (flight_blocks < 2)
+		flight_blocks = 2;
 	pool_block_bytes = block_bytes;
 	pool_events = (block_bytes - TA_BLOCK_HEADER) / sizeof(struct ta_rec);
 	pool_nblocks = (uint32_t)(memory_cap / block_bytes);
@@ -274,6 +278,8 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	t->name_lock = 0;
 	t->lost = 0;
 	t->drop_count = 0;
+	t->chain_blocks = 1;
+	t->cut = 0;
 	t->wait_ticks = 0;
 	t->end_ticks = 0;
 	t->drain = NULL;
@@ -300,6 +306,33 @@ static void count_lost(struct ta_thread *t)
 				 __ATOMIC_RELAXED);
 	else
 		__atomic_add_fetch(&ta_lost_unowned, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Flight mode: when the thread holds its quota (or the pool is dry), its
+ * oldest block becomes its newest and the events in it are gone; the
+ * flusher's encoder is told its stack no longer describes the stream.
+ * Under the ring's consume lock, so never while that ring is being
+ * written out; NULL when it cannot be had now (then the thread takes a
+ * block from the pool, or waits for one).
+ */
+static struct ta_block *flight_recycle(struct ta_thread *t, int want)
+{
+	struct ta_block *old, **head;
+
+	if (!want || __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED) < 2 ||
+	    !ta_consume_trylock(t))
+		return NULL;
+	head = t->drain ? &t->drain : &t->first;
+	old = *head;
+	*head = old->next;
+	t->cut = 1;
+	__atomic_sub_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
+	ta_consume_unlock(t);
+	old->head = 0;
+	old->next = NULL;
+	old->consumed = 0;
+	return old;
 }
 
 void ta_record_slow(uint64_t addr, uint64_t ticks)
@@ -338,7 +371,11 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 		/* The block is full: link a fresh one for the flusher. */
 		struct ta_block *nb;
 
-		if (pool_mode == TA_MODE_DROP) {
+		if (pool_mode == TA_MODE_FLIGHT &&
+		    (nb = flight_recycle(t, __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED) >=
+						    flight_blocks)) != NULL) {
+			/* Its own oldest block, now its newest. */
+		} else if (pool_mode == TA_MODE_DROP) {
 			nb = pool_try_get();
 			if (!nb) {
 				/* At the cap: this event is dropped, counted,
@@ -351,6 +388,8 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 			}
 		} else {
 			nb = block_get_wait(t);
+			if (!nb && pool_mode == TA_MODE_FLIGHT)
+				nb = flight_recycle(t, 1);
 			if (!nb) {
 				b = &idle_block; /* the agent stopped while we waited */
 				goto done;
@@ -360,9 +399,14 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 		 * reads the full block's last head before following. */
 		__atomic_store_n(&b->next, nb, __ATOMIC_RELEASE);
 		b = nb;
-		if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 8)
+		__atomic_add_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
+		if (pool_mode == TA_MODE_FLIGHT) {
+			/* Nothing to kick: the flusher writes on demand. */
+		} else if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 8) {
 			ta_flusher_kick();
-		if (pool_mode == TA_MODE_DROP) {
+		}
+		if (pool_mode == TA_MODE_FLIGHT) {
+		} else if (pool_mode == TA_MODE_DROP) {
 			if (t->drop_count) {
 				/* The gap goes into the stream where it was. */
 				b->ev[0].ticks = t->drop_ticks;

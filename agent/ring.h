@@ -126,6 +126,12 @@ struct ta_thread {
 	 * and when the first of them happened (a LOST record goes in when
 	 * a block is had again). */
 	uint64_t drop_count, drop_ticks;
+	/* Blocks in its chain: added by the owner, taken off by whoever
+	 * drains (relaxed atomics; flight mode's quota). */
+	uint32_t chain_blocks;
+	/* Flight mode, under consume_lock: the oldest events were discarded,
+	 * so the encoder's stack no longer describes the stream. */
+	uint32_t cut;
 
 	/* Whoever drains the ring (the flusher, or the thread itself when
 	 * the backlog is high) holds this: 0 free, 1 held (trylock). */
@@ -145,7 +151,8 @@ extern struct ta_thread *ta_threads TA_HIDDEN;
 
 /* Pool and registry set-up; 0 or -errno. */
 /* mode: enum ta_mode of agent.h. */
-int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode) TA_HIDDEN;
+int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode,
+		 uint64_t flight_bytes) TA_HIDDEN;
 /* Returns a block to the pool (flusher only). */
 void ta_block_put(struct ta_block *b) TA_HIDDEN;
 uint32_t ta_block_events(void) TA_HIDDEN;
@@ -153,6 +160,10 @@ uint32_t ta_block_events(void) TA_HIDDEN;
 extern uint32_t ta_pending_blocks TA_HIDDEN;
 /* Peak number of pool blocks in use (for the END statistics). */
 uint64_t ta_pool_peak_bytes(void) TA_HIDDEN;
+
+/* Flight mode: the consume lock of a thread's ring (flusher.c). */
+int ta_consume_trylock(struct ta_thread *t) TA_HIDDEN;
+void ta_consume_unlock(struct ta_thread *t) TA_HIDDEN;
 
 /* The calling thread records nothing from now on (a crash handler). */
 void ta_cur_stop(void) TA_HIDDEN;

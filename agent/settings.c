@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,7 @@ void ta_settings_load(struct ta_settings *s)
 	const char *out = secure_getenv("TRACEAGENT_OUTPUT");
 	const char *fl = secure_getenv("TRACEAGENT_FLUSH_MS");
 	const char *mode = secure_getenv("TRACEAGENT_MODE");
+	const char *fsig = secure_getenv("TRACEAGENT_FLIGHT_SIGNAL");
 	uint64_t block = TA_DEFAULT_BLOCK, mem = TA_DEFAULT_MEMORY;
 
 	s->flush_ms = TA_DEFAULT_FLUSH_MS;
@@ -124,8 +126,39 @@ void ta_settings_load(struct ta_settings *s)
 			s->mode = TA_MODE_LOSSLESS;
 		else if (!strcmp(mode, "drop"))
 			s->mode = TA_MODE_DROP;
+		else if (!strcmp(mode, "flight"))
+			s->mode = TA_MODE_FLIGHT;
 		else
-			ta_warn("TRACEAGENT_MODE='%s' is not lossless or drop; using lossless", mode);
+			ta_warn("TRACEAGENT_MODE='%s' is not lossless, drop or flight; using lossless",
+				mode);
+	}
+	s->flight_bytes = TA_DEFAULT_FLIGHT;
+	size_setting("TRACEAGENT_FLIGHT_SIZE", 2 * block, 1ull << 40, &s->flight_bytes);
+	s->flight_signal = SIGUSR2;
+	if (fsig && *fsig) {
+		int n = -1;
+		if (!strncmp(fsig, "SIG", 3))
+			fsig += 3;
+		if (!strcmp(fsig, "USR1"))
+			n = SIGUSR1;
+		else if (!strcmp(fsig, "USR2"))
+			n = SIGUSR2;
+		else if (!strcmp(fsig, "HUP"))
+			n = SIGHUP;
+		else if (!strcmp(fsig, "PROF"))
+			n = SIGPROF;
+		else {
+			char *end;
+			long v = strtol(fsig, &end, 10);
+			if (!*end && end != fsig && v >= SIGRTMIN && v <= SIGRTMAX)
+				n = (int)v;
+		}
+		if (n < 0)
+			ta_warn("TRACEAGENT_FLIGHT_SIGNAL='%s' is not USR1, USR2, HUP, PROF or a "
+				"real-time signal number; using SIGUSR2",
+				secure_getenv("TRACEAGENT_FLIGHT_SIGNAL"));
+		else
+			s->flight_signal = n;
 	}
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;

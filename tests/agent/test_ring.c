@@ -158,6 +158,7 @@ static char dump_path[256];
 static void agent_env(const char *buffer, const char *memory)
 {
 	unsetenv("TRACEAGENT_MODE");
+	unsetenv("TRACEAGENT_FLIGHT_SIZE");
 	snprintf(dump_path, sizeof(dump_path), "/tmp/ta-test-ring-%ld.trace", (long)getpid());
 	unlink(dump_path);
 	setenv("TRACEAGENT_OUTPUT", dump_path, 1);
@@ -388,6 +389,45 @@ START_TEST(drop_mode_counts_and_marks_the_gap)
 }
 END_TEST
 
+/* Flight mode keeps each thread's newest events, up to its quota, and
+ * writes nothing until asked (here: at the end). */
+START_TEST(flight_mode_keeps_the_newest_events)
+{
+	struct dump d;
+	const long calls = 50000; /* 200000 events; the quota holds ~4000 */
+	size_t kept, first;
+	uint64_t written;
+
+	agent_env("4K", "1M");
+	setenv("TRACEAGENT_MODE", "flight", 1);
+	setenv("TRACEAGENT_FLIGHT_SIZE", "64K", 1);
+	record_tree(0, 1); /* starts the agent: its metadata is written */
+	written = ta_dump_bytes();
+	record_tree(0, calls - 1);
+	usleep(30000); /* a flusher that wrote on its own would do it now */
+	ck_assert_uint_eq(ta_dump_bytes(), written);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	kept = d.t[0].n;
+	/* 16 blocks of 252 events at most, and more than one block. */
+	ck_assert_uint_le(kept, 16 * 252);
+	ck_assert_uint_gt(kept, 252);
+	ck_assert_uint_eq(d.t[0].end_lost, 0);
+	/* Exactly the last `kept` events produced, in order. */
+	first = (size_t)calls * 4 - kept;
+	for (size_t i = 0; i < kept; i++) {
+		size_t k = first + i;
+		long c = (long)(k / 4);
+		const uint64_t pat[4] = {addr_of(0, 0), addr_of(0, 1 + c % 3),
+					 addr_of(0, 1 + c % 3) | TA_REC_EXIT,
+					 addr_of(0, 0) | TA_REC_EXIT};
+		ck_assert_uint_eq(d.t[0].ev[i], pat[k % 4]);
+	}
+	unlink(dump_path);
+}
+END_TEST
+
 START_TEST(thread_name_is_recorded)
 {
 	struct dump d;
@@ -458,6 +498,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, nested_hook_is_counted_not_written);
 	tcase_add_test(tc, exited_threads_are_drained_and_reused);
 	tcase_add_test(tc, drop_mode_counts_and_marks_the_gap);
+	tcase_add_test(tc, flight_mode_keeps_the_newest_events);
 	tcase_add_test(tc, thread_name_is_recorded);
 	tcase_add_test(tc, existing_output_is_not_overwritten);
 	tcase_add_test(tc, sizes_and_output_patterns);
