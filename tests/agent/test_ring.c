@@ -418,7 +418,8 @@ START_TEST(flight_mode_keeps_the_newest_events)
 	first = (size_t)calls * 4 - kept;
 	for (size_t i = 0; i < kept; i++) {
 		size_t k = first + i;
-		long c = (long)(k / 4);
+		/* Two record_tree calls: the second one counts from 0. */
+		long c = k < 4 ? 0 : (long)((k - 4) / 4);
 		const uint64_t pat[4] = {addr_of(0, 0), addr_of(0, 1 + c % 3),
 					 addr_of(0, 1 + c % 3) | TA_REC_EXIT,
 					 addr_of(0, 0) | TA_REC_EXIT};
