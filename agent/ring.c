@@ -335,25 +335,178 @@ static struct ta_block *flight_recycle(struct ta_thread *t, int want)
 	return old;
 }
 
+static __thread int need_throttle __attribute__((tls_model("initial-exec")));
+
+/*
+ * A fresh block after the full block b: from the thread's own oldest
+ * (flight), from the pool, or waiting for one (lossless); in drop mode,
+ * NULL when there is none, the event then being dropped and counted.  NULL
+ * also when the agent stopped while the thread waited.
+ */
+static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint64_t ticks)
+{
+	struct ta_block *nb;
+
+	if (pool_mode == TA_MODE_FLIGHT &&
+	    (nb = flight_recycle(t, __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED) >=
+					    flight_blocks)) != NULL) {
+		/* Its own oldest block, now its newest. */
+	} else if (pool_mode == TA_MODE_DROP) {
+		nb = pool_try_get();
+		if (!nb) {
+			/* At the cap: dropped, counted; the next event tries
+			 * again. */
+			if (!t->drop_count++)
+				t->drop_ticks = ticks;
+			count_lost(t);
+			ta_flusher_kick();
+			return NULL;
+		}
+	} else {
+		nb = block_get_wait(t);
+		if (!nb && pool_mode == TA_MODE_FLIGHT)
+			nb = flight_recycle(t, 1);
+		if (!nb)
+			return NULL;
+	}
+	/* Release: pairs with the flusher's acquire load of next; it reads
+	 * the full block's last head before following. */
+	__atomic_store_n(&b->next, nb, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
+	if (pool_mode == TA_MODE_FLIGHT)
+		return nb; /* nothing to kick: the flusher writes on demand */
+	if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 8)
+		ta_flusher_kick();
+	if (pool_mode == TA_MODE_DROP) {
+		if (t->drop_count) {
+			/* The gap goes into the stream where it was. */
+			nb->ev[0].ticks = t->drop_ticks;
+			nb->ev[0].addr = TA_RAW_LOST | t->drop_count;
+			__atomic_store_n(&nb->head, 1, __ATOMIC_RELEASE);
+			t->drop_count = 0;
+		}
+	} else {
+		/* After the slow path, with the block in place: handlers that
+		 * run while the thread helps the flusher then record directly
+		 * rather than into the small nest buffer. */
+		need_throttle = 1;
+	}
+	return nb;
+}
+
+/* Appends one record from the slow path, moving to a fresh block when b
+ * is full; returns the thread's current block (b itself when the record
+ * had to be dropped), or NULL if the agent stopped. */
+static struct ta_block *append(struct ta_thread *t, struct ta_block *b, uint64_t ticks,
+			       uint64_t addr, int restamp)
+{
+	uint32_t h = b->head;
+
+	if (h >= __atomic_load_n(&b->limit, __ATOMIC_RELAXED)) {
+		struct ta_block *nb = next_block(t, b, ticks);
+		if (!nb)
+			return pool_mode == TA_MODE_DROP ? b : NULL;
+		b = nb;
+		h = b->head; /* 0, or 1 after a drop record */
+	}
+	/* Work in the slow path (starting the agent, registering the thread,
+	 * taking or waiting for a block) is the agent's, not the program's:
+	 * an entry is stamped after it, so it falls in the caller's time, not
+	 * the entered function's; an exit keeps the time it had, so the
+	 * function that returned is not charged either. */
+	if (restamp && !(addr & TA_REC_EXIT))
+		ticks = ta_ticks();
+	b->ev[h].ticks = ticks;
+	b->ev[h].addr = addr;
+	__atomic_store_n(&b->head, h + 1, __ATOMIC_RELEASE); /* pairs with the flusher */
+	return b;
+}
+
+/*
+ * A hook that runs while another hook of this thread is half done (a
+ * signal handler running instrumented code interrupted it between (A) and
+ * (C), or in its slow path) must not touch the slot or block being
+ * written.  It puts its event aside, in order, and makes the interrupted
+ * thread's next event take the slow path, which appends the events put
+ * aside after the interrupted one: the stream stays in time order.
+ */
+#define NEST_MAX 256
+static __thread struct ta_rec nest_buf[NEST_MAX] __attribute__((tls_model("initial-exec")));
+static __thread uint32_t nest_n __attribute__((tls_model("initial-exec")));
+static __thread struct ta_block *nest_block __attribute__((tls_model("initial-exec")));
+static __thread uint32_t nest_limit __attribute__((tls_model("initial-exec")));
+
+static void nest_push(struct ta_thread *t, struct ta_block *b, uint64_t ticks, uint64_t addr)
+{
+	/* An atomic add: a handler nested in this one takes the next slot. */
+	uint32_t i = __atomic_fetch_add(&nest_n, 1, __ATOMIC_RELAXED);
+
+	if (i >= NEST_MAX) {
+		__atomic_fetch_sub(&nest_n, 1, __ATOMIC_RELAXED);
+		count_lost(t);
+		return;
+	}
+	nest_buf[i].ticks = ticks;
+	nest_buf[i].addr = addr;
+	if (b != &busy_block && !nest_block) {
+		/* The interrupted hook is in its fast path on b: send its
+		 * thread's next event to the slow path.  (In the slow path,
+		 * the interrupted code appends these itself before it ends.) */
+		nest_limit = __atomic_load_n(&b->limit, __ATOMIC_RELAXED);
+		nest_block = b;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(&b->limit, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/* Appends the events put aside by nested hooks; returns the current block. */
+static struct ta_block *nest_drain(struct ta_thread *t, struct ta_block *b)
+{
+	uint32_t done = 0, n;
+
+	for (;;) {
+		while (done < (n = __atomic_load_n(&nest_n, __ATOMIC_RELAXED))) {
+			if (b && b != &idle_block)
+				b = append(t, b, nest_buf[done].ticks, nest_buf[done].addr, 0);
+			else
+				count_lost(t);
+			done++;
+		}
+		/* Reset, unless a handler added one meanwhile. */
+		if (__atomic_compare_exchange_n(&nest_n, &n, 0, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return b;
+	}
+}
+
 void ta_record_slow(uint64_t addr, uint64_t ticks)
 {
-	struct ta_block *b = ta_cur;
 	struct ta_thread *t = self;
 	int saved_errno = errno;
-	uint32_t h;
+	/* One exchange, not a load then a store: a handler between the two
+	 * could move this thread to a new block, and we would then link a
+	 * second one after the same full block and lose the handler's. */
+	struct ta_block *b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
 
 	if (b == &busy_block || (__atomic_load_n(&b->head, __ATOMIC_RELAXED) & TA_BUSY)) {
-		/* A hook of this thread was interrupted (a signal handler runs
-		 * instrumented code): its slot or slow path is half done. */
-		count_lost(t);
+		/* Nested in a slow path (b is the placeholder) or in a fast
+		 * path between its (A) and (C) (b is claimed). */
+		nest_push(t, b, ticks, addr);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		ta_cur = b;
 		goto out;
 	}
-	ta_cur = &busy_block;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (nest_block) {
+		/* Events put aside by handlers: the block's room comes back. */
+		__atomic_store_n(&nest_block->limit, nest_limit, __ATOMIC_RELAXED);
+		nest_block = NULL;
+	}
 
 	if (TA_UNLIKELY(__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING) &&
 	    !ta_agent_ensure_started()) {
 		b = &idle_block; /* not tracing: nothing to record or lose */
+		nest_n = 0;
 		goto done;
 	}
 	if (!t) {
@@ -365,73 +518,34 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 		}
 		b = t->first;
 	} else if (b == &idle_block) {
-		b = &idle_block; /* registered, but the agent stopped meanwhile */
-		goto done;
-	} else {
-		/* The block is full: link a fresh one for the flusher. */
-		struct ta_block *nb;
-
-		if (pool_mode == TA_MODE_FLIGHT &&
-		    (nb = flight_recycle(t, __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED) >=
-						    flight_blocks)) != NULL) {
-			/* Its own oldest block, now its newest. */
-		} else if (pool_mode == TA_MODE_DROP) {
-			nb = pool_try_get();
-			if (!nb) {
-				/* At the cap: this event is dropped, counted,
-				 * and the next one tries again. */
-				if (!t->drop_count++)
-					t->drop_ticks = ticks;
-				count_lost(t);
-				ta_flusher_kick();
-				goto done; /* b: the full block still */
-			}
-		} else {
-			nb = block_get_wait(t);
-			if (!nb && pool_mode == TA_MODE_FLIGHT)
-				nb = flight_recycle(t, 1);
-			if (!nb) {
-				b = &idle_block; /* the agent stopped while we waited */
-				goto done;
-			}
-		}
-		/* Release: pairs with the flusher's acquire load of next; it
-		 * reads the full block's last head before following. */
-		__atomic_store_n(&b->next, nb, __ATOMIC_RELEASE);
-		b = nb;
-		__atomic_add_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
-		if (pool_mode == TA_MODE_FLIGHT) {
-			/* Nothing to kick: the flusher writes on demand. */
-		} else if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 8) {
-			ta_flusher_kick();
-		}
-		if (pool_mode == TA_MODE_FLIGHT) {
-		} else if (pool_mode == TA_MODE_DROP) {
-			if (t->drop_count) {
-				/* The gap goes into the stream where it was. */
-				b->ev[0].ticks = t->drop_ticks;
-				b->ev[0].addr = TA_RAW_LOST | t->drop_count;
-				__atomic_store_n(&b->head, 1, __ATOMIC_RELEASE);
-				t->drop_count = 0;
-			}
-		} else {
-			throttle(t);
-		}
+		goto done; /* registered, but the agent stopped meanwhile */
 	}
-	/* The work above (starting the agent, registering the thread, taking
-	 * or waiting for a block) is the agent's, not the program's: an
-	 * entry is stamped after it, so it falls in the caller's time rather
-	 * than the entered function's; an exit keeps the time it had, so the
-	 * function that returned is not charged either. */
-	if (!(addr & TA_REC_EXIT))
-		ticks = ta_ticks();
-	h = b->head; /* 0: a fresh block */
-	b->ev[h].ticks = ticks;
-	b->ev[h].addr = addr;
-	__atomic_store_n(&b->head, h + 1, __ATOMIC_RELEASE); /* pairs with the flusher */
+	if (TA_UNLIKELY(nest_n))
+		b = nest_drain(t, b);
+	if (b)
+		b = append(t, b, ticks, addr, 1);
+	if (b && TA_UNLIKELY(nest_n)) /* handlers that ran during the append */
+		b = nest_drain(t, b);
+	if (!b)
+		b = &idle_block; /* the agent stopped while we waited */
 done:
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ta_cur = b;
+	/* A handler that ran while the placeholder was in place put its
+	 * events aside; once ours is back, new handlers write directly, so
+	 * one look after it is enough. */
+	while (TA_UNLIKELY(__atomic_load_n(&nest_n, __ATOMIC_RELAXED)) && t && b != &idle_block) {
+		b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
+		b = nest_drain(t, b);
+		if (!b)
+			b = &idle_block;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		ta_cur = b;
+	}
+	if (TA_UNLIKELY(need_throttle) && t) {
+		need_throttle = 0;
+		throttle(t);
+	}
 out:
 	errno = saved_errno;
 }
@@ -455,11 +569,20 @@ void ta_thread_set_parent(uint64_t ptid)
 void ta_thread_exit(void)
 {
 	struct ta_thread *t = self;
+	struct ta_block *b;
 
 	if (!t)
 		return;
-	ta_cur = &busy_block; /* no hook of ours may write from here on */
+	/* No hook of ours may write from here on (nested ones put their
+	 * events aside, and these are the last). */
+	b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (nest_block) {
+		__atomic_store_n(&nest_block->limit, nest_limit, __ATOMIC_RELAXED);
+		nest_block = NULL;
+	}
+	if (__atomic_load_n(&nest_n, __ATOMIC_RELAXED) && b != &busy_block && b != &idle_block)
+		(void)nest_drain(t, b);
 	__atomic_store_n(&t->end_ticks, ta_ticks(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
 	self = NULL;

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,37 @@ void ta_error_text(char *buf, size_t n, const struct ta_session_error *e)
 	} else if (e->code != -TA_E_TRUNCATED && e->skipped) {
 		snprintf(buf + k, n - k, "; skipped %" PRIu64 " bytes", e->skipped);
 	}
+}
+
+const char *ta_view_incomplete(const struct ta_view *v)
+{
+	if (v->fatal[0])
+		return "the file could not be read to its end";
+	return ta_session_incomplete(v->s);
+}
+
+void ta_json_errors(FILE *f, const struct ta_view *v)
+{
+	const struct ta_session *s = v->s;
+	char buf[256];
+	int n = 0;
+
+	fputc('[', f);
+	if (v->fatal[0]) {
+		ta_json_str(f, v->fatal);
+		n++;
+	}
+	for (size_t i = 0; i < s->nerrors; i++) {
+		ta_error_text(buf, sizeof(buf), &s->errors[i]);
+		fputs(n++ ? ", " : "", f);
+		ta_json_str(f, buf);
+	}
+	if (s->errors_all > s->nerrors) {
+		snprintf(buf, sizeof(buf), "%" PRIu64 " more errors", s->errors_all - s->nerrors);
+		fputs(n ? ", " : "", f);
+		ta_json_str(f, buf);
+	}
+	fputc(']', f);
 }
 
 void ta_view_warn(const struct ta_view *v, const char *fmt, ...)
@@ -203,6 +235,235 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 	}
 }
 
+struct ta_fn_name *ta_view_name_profile(struct ta_view *v, const struct ta_profile *prof)
+{
+	struct ta_fn_name *ids = calloc(prof->n ? prof->n : 1, sizeof(*ids));
+
+	if (!ids)
+		return NULL;
+	for (size_t i = 0; i < prof->n; i++)
+		ta_view_name(v, prof->f[i].pid, prof->f[i].addr, &ids[i]);
+	return ids;
+}
+
+/* ---- per-function tables ------------------------------------------------------------ */
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static size_t row_slot(const struct ta_fn_name *id, size_t nslots)
+{
+	uint64_t h = (str_hash(id->module) ^ id->offset) * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 24) & (nslots - 1);
+}
+
+static int same_fn(const struct ta_fn_name *a, const struct ta_fn_name *b)
+{
+	return a->offset == b->offset && !strcmp(a->module, b->module) &&
+	       (a->module[0] || !strcmp(a->name, b->name));
+}
+
+static int rows_grow(struct ta_fn_table *t)
+{
+	size_t n = t->nslots ? t->nslots * 2 : 256;
+	uint32_t *slot = calloc(n, sizeof(*slot));
+
+	if (!slot)
+		return -1;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t k = row_slot(&t->rows[i].id, n);
+
+		while (slot[k])
+			k = (k + 1) & (n - 1);
+		slot[k] = (uint32_t)i + 1;
+	}
+	free(t->slot);
+	t->slot = slot;
+	t->nslots = n;
+	return 0;
+}
+
+/* Adds fstat i (converted to ns) to the row of its function. */
+static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const struct ta_fstat *f,
+		    uint32_t i, const struct ta_process *p)
+{
+	struct ta_fn_row *w = NULL;
+	size_t k;
+	uint64_t min = ta_process_dur_ns(p, f->min), max = ta_process_dur_ns(p, f->max);
+
+	if (!f->calls)
+		return 0; /* entered, never closed: cannot happen after finish */
+	if ((t->n + 1) * 2 > t->nslots && rows_grow(t) < 0)
+		return -1;
+	for (k = row_slot(id, t->nslots); t->slot[k]; k = (k + 1) & (t->nslots - 1)) {
+		if (same_fn(&t->rows[t->slot[k] - 1].id, id)) {
+			w = &t->rows[t->slot[k] - 1];
+			break;
+		}
+	}
+	if (!w) {
+		if (t->n == t->cap) {
+			size_t cap = t->cap ? t->cap * 2 : 64;
+			struct ta_fn_row *v = realloc(t->rows, cap * sizeof(*v));
+
+			if (!v)
+				return -1;
+			t->rows = v;
+			t->cap = cap;
+		}
+		w = &t->rows[t->n];
+		memset(w, 0, sizeof(*w));
+		w->id = *id;
+		w->min = UINT64_MAX;
+		t->slot[k] = (uint32_t)++t->n;
+	}
+	w->calls += f->calls;
+	w->open += f->open;
+	w->total += ta_process_dur_ns(p, f->total);
+	w->self += ta_process_dur_ns(p, f->self);
+	w->sum += ta_process_dur_ns(p, f->sum);
+	if (min < w->min)
+		w->min = min;
+	if (max > w->max)
+		w->max = max;
+	t->next[i] = w->first;
+	w->first = i + 1;
+	return 0;
+}
+
+/* A histogram bucket as a duration in ns, with how many fell in it. */
+struct hpoint {
+	uint64_t ns, count;
+};
+
+static int hpoint_cmp(const void *a, const void *b)
+{
+	const struct hpoint *x = a, *y = b;
+
+	return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
+/*
+ * A bucket stands for the middle of the values it can hold, which the
+ * exact min and max may narrow (so the percentiles of a narrow distribution
+ * come out exact), converted with the process's clock.
+ */
+static uint64_t bucket_ns(const struct ta_process *p, const struct ta_fstat *f, uint32_t b)
+{
+	uint64_t lo = ta_hist_low(b), hi = lo + (ta_hist_width(b) - 1);
+	long double ns;
+
+	if (lo < f->min)
+		lo = f->min;
+	if (hi > f->max)
+		hi = f->max;
+	if (lo >= hi)
+		return ta_process_dur_ns(p, lo);
+	ns = (lo + (hi - lo) / 2.0L) * p->ns_per_tick;
+	return ns >= 18446744073709551615.0L ? UINT64_MAX : (uint64_t)llroundl(ns);
+}
+
+static int row_percentiles(struct ta_fn_table *t, struct ta_view *v, const struct ta_profile *prof,
+			   struct ta_fn_row *w, struct hpoint **buf, size_t *cap)
+{
+	static const unsigned pct[3] = {50, 90, 99};
+	uint64_t *out[3] = {&w->p50, &w->p90, &w->p99};
+	uint64_t total = 0, seen = 0;
+	size_t n = 0, from = 0;
+	int sources = 0;
+
+	for (uint32_t i = w->first; i; i = t->next[i - 1]) {
+		const struct ta_fstat *f = &prof->f[i - 1];
+		const struct ta_process *p = ta_session_process(v->s, f->pid);
+		const struct ta_hist *h = &f->hist;
+
+		if (!h->count || !p)
+			continue;
+		sources++;
+		for (uint32_t b = h->lo; b < h->hi; b++) {
+			if (!h->count[b - h->lo])
+				continue;
+			if (n == *cap) {
+				size_t c = *cap ? *cap * 2 : 256;
+				struct hpoint *nb = realloc(*buf, c * sizeof(*nb));
+
+				if (!nb)
+					return -1;
+				*buf = nb;
+				*cap = c;
+			}
+			(*buf)[n].ns = bucket_ns(p, f, b);
+			(*buf)[n].count = h->count[b - h->lo];
+			total += (*buf)[n].count;
+			n++;
+		}
+	}
+	/* One source's buckets are in order already. */
+	if (sources > 1)
+		qsort(*buf, n, sizeof(**buf), hpoint_cmp);
+	for (int k = 0; k < 3; k++) {
+		/* The smallest value with at least pct% of them at or below. */
+		uint64_t rank = (total * pct[k] + 99) / 100;
+
+		if (!total) {
+			*out[k] = 0;
+			continue;
+		}
+		/* The first and the last value are known exactly. */
+		if (rank <= 1 || rank >= total) {
+			*out[k] = rank <= 1 ? w->min : w->max;
+			continue;
+		}
+		while (from < n && seen + (*buf)[from].count < rank)
+			seen += (*buf)[from++].count;
+		*out[k] = (*buf)[from < n ? from : n - 1].ns;
+	}
+	return 0;
+}
+
+int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_profile *prof,
+		      const struct ta_fn_name *ids,
+		      int (*keep)(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id),
+		      void *ctx)
+{
+	struct hpoint *buf = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->next = calloc(prof->n ? prof->n : 1, sizeof(*t->next));
+	if (!t->next)
+		return -1;
+	for (size_t i = 0; i < prof->n; i++) {
+		const struct ta_fstat *f = &prof->f[i];
+		const struct ta_process *p = ta_session_process(v->s, f->pid);
+
+		if (keep && !keep(ctx, f, &ids[i]))
+			continue;
+		if (p && rows_add(t, &ids[i], f, (uint32_t)i, p) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < t->n && !rc; i++)
+		rc = row_percentiles(t, v, prof, &t->rows[i], &buf, &cap);
+	free(buf);
+	return rc;
+}
+
+void ta_fn_table_free(struct ta_fn_table *t)
+{
+	free(t->rows);
+	free(t->slot);
+	free(t->next);
+	memset(t, 0, sizeof(*t));
+}
+
 uint64_t ta_session_duration_ns(const struct ta_session *s)
 {
 	int64_t lo = 0, hi = 0;
@@ -222,7 +483,8 @@ uint64_t ta_session_duration_ns(const struct ta_session *s)
 			hi = b;
 		any = 1;
 	}
-	return any && hi > lo ? (uint64_t)(hi - lo) : 0;
+	/* In unsigned arithmetic: the span of two int64 values may not fit one. */
+	return any && hi > lo ? (uint64_t)hi - (uint64_t)lo : 0;
 }
 
 /* ---- formatting -------------------------------------------------------------------- */
@@ -298,4 +560,161 @@ void ta_json_str(FILE *f, const char *str)
 		}
 	}
 	fputc('"', f);
+}
+
+/* ---- options ------------------------------------------------------------------------ */
+
+int ta_parse_time(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *name;
+		uint64_t ns;
+	} units[] = {{"", 1},	      {"ns", 1},	 {"us", 1000},
+		     {"ms", 1000000}, {"s", 1000000000}, {"min", 60000000000}};
+	uint64_t whole = 0, frac = 0, fscale = 1, unit = 0, r;
+	int digits = 0;
+
+	while (*s >= '0' && *s <= '9') {
+		uint64_t d = (uint64_t)(*s++ - '0');
+
+		if (whole > (UINT64_MAX - d) / 10)
+			return -1;
+		whole = whole * 10 + d;
+		digits++;
+	}
+	if (*s == '.') {
+		s++;
+		/* More than eighteen decimals would overflow the scale
+		 * (and mean less than a nanosecond anyway). */
+		while (*s >= '0' && *s <= '9') {
+			if (fscale >= 1000000000000000000ull)
+				return -1;
+			frac = frac * 10 + (uint64_t)(*s++ - '0');
+			fscale *= 10;
+			digits++;
+		}
+	}
+	if (!digits)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(s, units[i].name))
+			unit = units[i].ns;
+	if (!unit)
+		return -1;
+	if (whole && unit > UINT64_MAX / whole)
+		return -1;
+	r = whole * unit;
+	/* frac / fscale of a unit must come out as whole nanoseconds:
+	 * "1.5ns" is refused rather than rounded.  The product needs more
+	 * than 64 bits for long fractions of minutes. */
+	if (frac) {
+		unsigned __int128 part = (unsigned __int128)frac * unit;
+
+		if (part % fscale)
+			return -1;
+		part /= fscale;
+		if (part > UINT64_MAX - r)
+			return -1;
+		r += (uint64_t)part;
+	}
+	*ns = r;
+	return 0;
+}
+
+int ta_parse_time_range(const char *s, uint64_t *lo, uint64_t *hi)
+{
+	const char *dash = strchr(s, '-');
+	char left[64];
+	size_t n;
+
+	if (!dash)
+		return -1;
+	n = (size_t)(dash - s);
+	if (n >= sizeof(left))
+		return -1;
+	memcpy(left, s, n);
+	left[n] = 0;
+	*lo = 0;
+	*hi = UINT64_MAX;
+	if (n && ta_parse_time(left, lo) < 0)
+		return -1;
+	if (dash[1] && ta_parse_time(dash + 1, hi) < 0)
+		return -1;
+	return *lo <= *hi ? 0 : -1;
+}
+
+/* Matches c against the set at g (just after the '['); returns the
+ * position after the closing ']' with *ok set, or NULL when the set is not
+ * closed (the '[' is then an ordinary character). */
+static const char *glob_set(const char *g, unsigned char c, int *ok)
+{
+	int neg = 0, in = 0;
+	const char *p = g;
+
+	if (*p == '!' || *p == '^')
+		neg = 1, p++;
+	/* A ']' first in the set is a member, as in the shell. */
+	if (*p == ']') {
+		in |= c == ']';
+		p++;
+	}
+	while (*p && *p != ']') {
+		unsigned char a = (unsigned char)*p, b = a;
+
+		if (p[1] == '-' && p[2] && p[2] != ']') {
+			b = (unsigned char)p[2];
+			p += 3;
+		} else {
+			p++;
+		}
+		in |= c >= a && c <= b;
+	}
+	if (!*p)
+		return NULL;
+	*ok = in != neg;
+	return p + 1;
+}
+
+int ta_glob_match(const char *glob, const char *name)
+{
+	/* Backtracking to the last '*' only is enough: a later star can
+	 * match anything the earlier one would have taken. */
+	const char *g = glob, *n = name, *star_g = NULL, *star_n = NULL;
+
+	while (*n) {
+		const char *next = NULL;
+		int ok = 0;
+
+		if (*g == '*') {
+			while (*g == '*')
+				g++;
+			star_g = g;
+			star_n = n;
+			continue;
+		}
+		if (*g == '?') {
+			ok = 1;
+			next = g + 1;
+		} else if (*g == '[' && (next = glob_set(g + 1, (unsigned char)*n, &ok))) {
+			/* a set; ok says whether it holds *n */
+		} else if (*g == '\\' && g[1]) {
+			ok = g[1] == *n;
+			next = g + 2;
+		} else if (*g) {
+			ok = *g == *n;
+			next = g + 1;
+		}
+		if (ok) {
+			g = next;
+			n++;
+		} else if (star_g) {
+			g = star_g;
+			n = ++star_n;
+		} else {
+			return 0;
+		}
+	}
+	while (*g == '*')
+		g++;
+	return !*g;
 }

@@ -48,6 +48,13 @@ void ta_view_warn(const struct ta_view *v, const char *fmt, ...)
 /* The text of one error, without the "traceagent: FILE: " prefix. */
 void ta_error_text(char *buf, size_t n, const struct ta_session_error *e);
 
+/* Why the dump is not whole and finished (a static string), or NULL when
+ * it is: the file could not be read to its end, or ta_session_incomplete. */
+const char *ta_view_incomplete(const struct ta_view *v);
+/* The JSON array of the dump's errors: the fatal one, each one found, and
+ * "N more errors" for those not kept. */
+void ta_json_errors(FILE *f, const struct ta_view *v);
+
 /* A function's identity and name. */
 struct ta_fn_name {
 	const char *name;   /* demangled, or "module+0xOFFSET", or "0xADDR" */
@@ -58,6 +65,43 @@ struct ta_fn_name {
 /* Names the function at addr in process pid.  Never fails: the strings
  * live as long as the view. */
 void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_name *out);
+
+/* ---- per-function tables (report, diff) ---- */
+
+/* One function's numbers over the activations a table took, in ns. */
+struct ta_fn_row {
+	struct ta_fn_name id;
+	uint64_t calls, open, total, self, min, max, sum;
+	/* Nearest-rank percentiles of the activations' durations, from the
+	 * profile's histograms (0 when it kept none). */
+	uint64_t p50, p90, p99;
+	uint32_t first; /* internal: first ta_fstat taken (index + 1) */
+};
+
+struct ta_fn_table {
+	struct ta_fn_row *rows;
+	size_t n, cap;
+	uint32_t *slot; /* open addressing over rows: index + 1 */
+	size_t nslots;
+	uint32_t *next; /* per ta_fstat: the next one of its row (index + 1) */
+};
+
+/* Names every function of prof: an array parallel to prof->f (free it), or
+ * NULL without memory. */
+struct ta_fn_name *ta_view_name_profile(struct ta_view *v, const struct ta_profile *prof);
+
+/*
+ * Merges the per-thread numbers of prof (named by ids) into one row per
+ * function (module and offset, so a function of a forked program is one
+ * row), converting ticks to ns with each process's clock.  keep (may be
+ * NULL) chooses the ta_fstat entries taken.  Returns 0, or -1 without
+ * memory; free t with ta_fn_table_free either way.
+ */
+int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_profile *prof,
+		      const struct ta_fn_name *ids,
+		      int (*keep)(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id),
+		      void *ctx);
+void ta_fn_table_free(struct ta_fn_table *t);
 
 /* Lost events of a thread: what it counted, or what its end said. */
 uint64_t ta_thread_lost(const struct ta_thread *t);
@@ -70,5 +114,28 @@ const char *ta_fmt_time(char *buf, size_t n, uint64_t ns);
 const char *ta_base_name(const char *path);
 /* A JSON string: bytes that are not UTF-8 become U+FFFD. */
 void ta_json_str(FILE *f, const char *s);
+
+/* ---- options shared by the commands ---- */
+
+/*
+ * Parses a duration: a decimal number with an optional unit, "300ns",
+ * "200us", "10ms", "1.5s", "2min"; a plain number is nanoseconds.  Returns 0
+ * with *ns set, or -1 for anything else (empty, bad unit, overflow, more
+ * decimals than nanoseconds can hold).
+ */
+int ta_parse_time(const char *s, uint64_t *ns);
+/*
+ * Parses "START-END" with ta_parse_time on each side; either side may be
+ * empty ("10ms-", "-2s"): *lo is then 0, *hi UINT64_MAX.  Returns 0, or -1
+ * when a side is malformed, the '-' is missing or START > END.
+ */
+int ta_parse_time_range(const char *s, uint64_t *lo, uint64_t *hi);
+/*
+ * 1 when name matches the shell-style glob: '*' any run of characters
+ * (including none), '?' one character, "[a-z]" one of a set ("[!..]" or
+ * "[^..]" negated; a '[' without a closing ']' is literal), '\' quotes the
+ * next character.  0 otherwise.
+ */
+int ta_glob_match(const char *glob, const char *name);
 
 #endif

@@ -1,11 +1,394 @@
 /* SPDX-License-Identifier: MIT */
-/* diff.c: being written. */
+/*
+ * diff.c - `traceagent diff BASE NEW`: per function, calls, total and self
+ * time in two dumps and how they changed.
+ *
+ * Each dump is profiled as the report does it (common.c's per-function
+ * table); the two tables are then matched by function name and module base
+ * name, because addresses, load places and even module directories differ
+ * between builds and runs.  Rows of one dump with the same name and module
+ * base name (static functions of the same name, one library at two paths)
+ * are summed before matching.  A function seen in one dump only has zeros
+ * on the other side.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
+#include "common.h"
+
+enum sort_key { SORT_TOTAL, SORT_SELF, SORT_CALLS, SORT_NAME };
+
+struct options {
+	const char *path[2]; /* base, new */
+	int json;
+	enum sort_key sort;
+	uint64_t top;
+	const char *function;
+};
+
+/* One side of one function. */
+struct side {
+	uint64_t calls, total, self; /* ns */
+};
+
+struct entry {
+	const char *name, *module; /* module: base name */
+	struct side s[2];
+};
+
+struct one {
+	struct ta_view v;
+	struct ta_profile prof;
+	struct ta_fn_name *ids;
+	struct ta_fn_table t;
+};
+
+struct diff {
+	struct options opt;
+	struct one d[2];
+	struct entry *e;
+	size_t n;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: traceagent diff [--json] [--sort=total|self|calls|name] [--top=N]\n"
+		   "                      [--function=GLOB] BASE NEW\n"
+		   "\n"
+		   "Per function: calls, total and self time in the dumps BASE and NEW, and\n"
+		   "the change from BASE to NEW.  Functions are matched by name and module\n"
+		   "file name, so two builds of a program compare.\n"
+		   "\n"
+		   "  --json           one JSON object instead of a table\n"
+		   "  --sort=KEY       by the largest change of total (default), self or\n"
+		   "                   calls, or by name\n"
+		   "  --top=N          the first N rows\n"
+		   "  --function=GLOB  only functions whose (demangled) name matches GLOB\n"
+		   "  -h, --help       this help\n"
+		   "\n"
+		   "Exit status: 0 when both dumps are whole, 1 when one is damaged or\n"
+		   "truncated (what could be read is still compared), 2 for usage errors or\n"
+		   "a file that cannot be opened.\n");
+}
+
+/* ---- building ------------------------------------------------------------------- */
+
+static int keep_name(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id)
+{
+	const char *glob = ctx;
+
+	(void)f;
+	return !glob || ta_glob_match(glob, id->name);
+}
+
+static int load(struct diff *df, int k)
+{
+	struct one *o = &df->d[k];
+	struct ta_visitor v;
+
+	ta_profile_init(&o->prof);
+	ta_profile_visitor(&o->prof, &v);
+	if (ta_view_open(&o->v, df->opt.path[k], &v) < 0)
+		return -1;
+	if (!(o->ids = ta_view_name_profile(&o->v, &o->prof)) ||
+	    ta_fn_table_build(&o->t, &o->v, &o->prof, o->ids, keep_name,
+			      (void *)(uintptr_t)df->opt.function) < 0) {
+		fprintf(stderr, "traceagent: %s: out of memory\n", df->opt.path[k]);
+		o->v.status = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static int entry_key_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : strcmp(x->module, y->module);
+}
+
+/* Both tables as entries, sorted by (name, module), then the entries with
+ * the same key merged. */
+static int match(struct diff *df)
+{
+	size_t n = df->d[0].t.n + df->d[1].t.n, w = 0;
+
+	df->e = calloc(n ? n : 1, sizeof(*df->e));
+	if (!df->e)
+		return -1;
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < df->d[k].t.n; i++) {
+			const struct ta_fn_row *r = &df->d[k].t.rows[i];
+			struct entry *e = &df->e[df->n++];
+
+			e->name = r->id.name;
+			e->module = r->id.module[0] ? ta_base_name(r->id.module) : "";
+			e->s[k].calls = r->calls;
+			e->s[k].total = r->total;
+			e->s[k].self = r->self;
+		}
+	if (df->n)
+		qsort(df->e, df->n, sizeof(*df->e), entry_key_cmp);
+	for (size_t i = 0; i < df->n; i++) {
+		if (w && !entry_key_cmp(&df->e[w - 1], &df->e[i])) {
+			for (int k = 0; k < 2; k++) {
+				df->e[w - 1].s[k].calls += df->e[i].s[k].calls;
+				df->e[w - 1].s[k].total += df->e[i].s[k].total;
+				df->e[w - 1].s[k].self += df->e[i].s[k].self;
+			}
+		} else {
+			df->e[w++] = df->e[i];
+		}
+	}
+	df->n = w;
+	return 0;
+}
+
+/* |new - base| */
+static uint64_t change(uint64_t base, uint64_t now)
+{
+	return now > base ? now - base : base - now;
+}
+
+static int entry_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct entry *x = a, *y = b;
+	const enum sort_key *key = ctx;
+	uint64_t cx = 0, cy = 0;
+
+	switch (*key) {
+	case SORT_SELF:
+		cx = change(x->s[0].self, x->s[1].self);
+		cy = change(y->s[0].self, y->s[1].self);
+		break;
+	case SORT_CALLS:
+		cx = change(x->s[0].calls, x->s[1].calls);
+		cy = change(y->s[0].calls, y->s[1].calls);
+		break;
+	case SORT_NAME:
+		break;
+	default:
+		cx = change(x->s[0].total, x->s[1].total);
+		cy = change(y->s[0].total, y->s[1].total);
+		break;
+	}
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return entry_key_cmp(a, b);
+}
+
+/* ---- printing ----------------------------------------------------------------------- */
+
+/* "+1.500 ms", "-20 ns", "0 ns" */
+static const char *fmt_change(char *buf, size_t n, uint64_t base, uint64_t now)
+{
+	char t[32];
+
+	ta_fmt_time(t, sizeof(t), change(base, now));
+	snprintf(buf, n, "%s%s", now > base ? "+" : now < base ? "-" : "", t);
+	return buf;
+}
+
+/* "+12.5%", "-100.0%", "new" (nothing before), "0.0%" */
+static const char *fmt_pct(char *buf, size_t n, uint64_t base, uint64_t now)
+{
+	if (!base)
+		snprintf(buf, n, "%s", now ? "new" : "0.0%");
+	else
+		snprintf(buf, n, "%+.1f%%", ((double)now - (double)base) * 100.0 / (double)base);
+	return buf;
+}
+
+static void print_text(const struct diff *df)
+{
+	char b[10][40];
+
+	printf("base: %s\nnew:  %s\n\n", df->opt.path[0], df->opt.path[1]);
+	printf("%10s %10s %12s %12s %13s %8s %12s %12s %13s %8s  %s  %s\n", "base calls",
+	       "new calls", "base total", "new total", "total diff", "total%", "base self",
+	       "new self", "self diff", "self%", "function", "module");
+	for (size_t i = 0; i < df->n; i++) {
+		const struct entry *e = &df->e[i];
+		const struct side *x = &e->s[0], *y = &e->s[1];
+
+		printf("%10" PRIu64 " %10" PRIu64
+		       " %12s %12s %13s %8s %12s %12s %13s %8s  %s  %s\n",
+		       x->calls, y->calls, ta_fmt_time(b[0], sizeof(b[0]), x->total),
+		       ta_fmt_time(b[1], sizeof(b[1]), y->total),
+		       fmt_change(b[2], sizeof(b[2]), x->total, y->total),
+		       fmt_pct(b[3], sizeof(b[3]), x->total, y->total),
+		       ta_fmt_time(b[4], sizeof(b[4]), x->self),
+		       ta_fmt_time(b[5], sizeof(b[5]), y->self),
+		       fmt_change(b[6], sizeof(b[6]), x->self, y->self),
+		       fmt_pct(b[7], sizeof(b[7]), x->self, y->self), e->name,
+		       e->module[0] ? e->module : "?");
+	}
+}
+
+static void json_pct(uint64_t base, uint64_t now)
+{
+	if (base)
+		printf("%.2f", ((double)now - (double)base) * 100.0 / (double)base);
+	else
+		printf("null");
+}
+
+static void json_dump(const struct one *o, const char *key)
+{
+	printf("\"%s\": {\"dump\": ", key);
+	ta_json_str(stdout, o->v.path);
+	printf(", \"complete\": %s, \"events\": %" PRIu64 ", \"duration_ns\": %" PRIu64 "}",
+	       ta_view_incomplete(&o->v) ? "false" : "true", o->v.events,
+	       ta_session_duration_ns(o->v.s));
+}
+
+static void print_json(const struct diff *df)
+{
+	putchar('{');
+	json_dump(&df->d[0], "base");
+	printf(",\n ");
+	json_dump(&df->d[1], "new");
+	printf(",\n \"functions\": [");
+	for (size_t i = 0; i < df->n; i++) {
+		const struct entry *e = &df->e[i];
+		const struct side *x = &e->s[0], *y = &e->s[1];
+
+		printf("%s\n  {\"name\": ", i ? "," : "");
+		ta_json_str(stdout, e->name);
+		printf(", \"module\": ");
+		ta_json_str(stdout, e->module);
+		printf(", \"base_calls\": %" PRIu64 ", \"new_calls\": %" PRIu64
+		       ", \"base_total_ns\": %" PRIu64 ", \"new_total_ns\": %" PRIu64
+		       ", \"base_self_ns\": %" PRIu64 ", \"new_self_ns\": %" PRIu64
+		       ", \"total_change_ns\": %" PRId64 ", \"total_change_pct\": ",
+		       x->calls, y->calls, x->total, y->total, x->self, y->self,
+		       (int64_t)(y->total - x->total));
+		json_pct(x->total, y->total);
+		printf(", \"self_change_ns\": %" PRId64 ", \"self_change_pct\": ",
+		       (int64_t)(y->self - x->self));
+		json_pct(x->self, y->self);
+		printf("}");
+	}
+	printf("%s]}\n", df->n ? "\n " : "");
+}
+
+/* ---- arguments ---------------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	int only_files = 0, npaths = 0;
+
+	memset(o, 0, sizeof(*o));
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (only_files || a[0] != '-' || !a[1]) {
+			if (npaths == 2) {
+				fprintf(stderr,
+					"traceagent diff: two dumps, BASE and NEW ('%s' is a "
+					"third)\n",
+					a);
+				return 2;
+			}
+			o->path[npaths++] = a;
+		} else if (!strcmp(a, "--")) {
+			only_files = 1;
+		} else if (!strcmp(a, "--json")) {
+			o->json = 1;
+		} else if (!strncmp(a, "--function=", 11)) {
+			o->function = a + 11;
+		} else if (!strncmp(a, "--top=", 6)) {
+			char *end;
+
+			errno = 0;
+			o->top = strtoull(a + 6, &end, 10);
+			if (a[6] < '0' || a[6] > '9' || *end || errno || !o->top) {
+				fprintf(stderr,
+					"traceagent diff: --top: '%s' is not a positive number\n",
+					a + 6);
+				return 2;
+			}
+		} else if (!strncmp(a, "--sort=", 7)) {
+			static const char *keys[] = {"total", "self", "calls", "name"};
+			size_t k = 0;
+
+			while (k < 4 && strcmp(a + 7, keys[k]))
+				k++;
+			if (k == 4) {
+				fprintf(stderr,
+					"traceagent diff: --sort: '%s' is not total, self, calls "
+					"or name\n",
+					a + 7);
+				return 2;
+			}
+			o->sort = (enum sort_key)k;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "traceagent diff: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (npaths != 2) {
+		fprintf(stderr, "traceagent diff: two dumps are needed, BASE and NEW\n");
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
 int ta_cmd_diff(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "traceagent diff: not written yet\n");
-	return 2;
+	struct diff df;
+	int rc, status = 0;
+
+	memset(&df, 0, sizeof(df));
+	rc = parse_args(argc, argv, &df.opt);
+	if (rc >= 0)
+		return rc;
+	for (int k = 0; k < 2; k++) {
+		rc = load(&df, k);
+		if (df.d[k].v.status > status)
+			status = df.d[k].v.status;
+		if (rc < 0)
+			goto out;
+	}
+	if (match(&df) < 0) {
+		fprintf(stderr, "traceagent diff: out of memory\n");
+		status = 1;
+		goto out;
+	}
+	if (df.n)
+		qsort_r(df.e, df.n, sizeof(*df.e), entry_cmp, &df.opt.sort);
+	if (df.opt.top && df.n > df.opt.top)
+		df.n = (size_t)df.opt.top;
+	ta_view_warnings(&df.d[0].v);
+	ta_view_warnings(&df.d[1].v);
+	if (df.opt.json)
+		print_json(&df);
+	else
+		print_text(&df);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "traceagent: writing the diff: %s\n", strerror(errno));
+		status = 1;
+	}
+out:
+	free(df.e);
+	for (int k = 0; k < 2; k++) {
+		struct one *o = &df.d[k];
+
+		ta_fn_table_free(&o->t);
+		free(o->ids);
+		ta_view_close(&o->v); /* also after a failed or no open */
+		ta_profile_free(&o->prof);
+	}
+	return status;
 }

@@ -21,7 +21,9 @@
 #define CHUNK_MAX_TOTAL ((size_t)TA_CHUNK_HEADER_SIZE + TA_CHUNK_MAX_PAYLOAD)
 
 struct ta_dump {
-	int fd;
+	int fd;			/* -1 when reading from memory */
+	const uint8_t *mem;	/* ta_dump_memopen: the dump, not owned */
+	size_t mem_len, mem_off; /* its size, and how much was taken */
 	int eof;  /* read() said end of file */
 	int dead; /* an I/O or memory error ended the stream */
 	uint8_t *buf;
@@ -33,6 +35,19 @@ struct ta_dump {
 	uint64_t index; /* of the next chunk */
 	struct ta_file_header fh;
 };
+
+/* read() for a dump in memory: the same short reads, the same buffer
+ * handling, so the fuzzer exercises the code files go through. */
+static ssize_t source_read(struct ta_dump *d, void *buf, size_t n)
+{
+	if (!d->mem)
+		return read(d->fd, buf, n);
+	if (n > d->mem_len - d->mem_off)
+		n = d->mem_len - d->mem_off;
+	memcpy(buf, d->mem + d->mem_off, n);
+	d->mem_off += n;
+	return (ssize_t)n;
+}
 
 /*
  * Makes n bytes from pos available (n <= CHUNK_MAX_TOTAL).  Returns how many
@@ -67,7 +82,7 @@ static ssize_t ensure(struct ta_dump *d, size_t n)
 		}
 	}
 	while (d->end - d->pos < n && !d->eof) {
-		ssize_t r = read(d->fd, d->buf + d->end, d->cap - d->end);
+		ssize_t r = source_read(d, d->buf + d->end, d->cap - d->end);
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -165,19 +180,14 @@ static int damaged(struct ta_dump *d, struct ta_chunk *c, int code, int code_las
 	return rc ? code : code_last;
 }
 
-int ta_dump_fdopen(int fd, struct ta_dump **out)
+/* Allocates a read buffer of cap bytes and checks the file header; frees
+ * d on failure. */
+static int dump_start(struct ta_dump *d, size_t cap, struct ta_dump **out)
 {
-	struct ta_dump *d = calloc(1, sizeof(*d));
 	ssize_t n;
 	int rc;
 
-	*out = NULL;
-	if (!d) {
-		close(fd);
-		return -TA_E_NOMEM;
-	}
-	d->fd = fd;
-	d->cap = READ_BUF_MIN;
+	d->cap = cap;
 	d->buf = malloc(d->cap);
 	if (!d->buf) {
 		ta_dump_close(d);
@@ -206,6 +216,35 @@ int ta_dump_fdopen(int fd, struct ta_dump **out)
 	d->pos = TA_FILE_HEADER_SIZE;
 	*out = d;
 	return 0;
+}
+
+int ta_dump_fdopen(int fd, struct ta_dump **out)
+{
+	struct ta_dump *d = calloc(1, sizeof(*d));
+
+	*out = NULL;
+	if (!d) {
+		close(fd);
+		return -TA_E_NOMEM;
+	}
+	d->fd = fd;
+	return dump_start(d, READ_BUF_MIN, out);
+}
+
+int ta_dump_memopen(const void *data, size_t len, struct ta_dump **out)
+{
+	struct ta_dump *d = calloc(1, sizeof(*d));
+
+	*out = NULL;
+	if (!d)
+		return -TA_E_NOMEM;
+	d->fd = -1;
+	/* A non-NULL pointer marks the memory source, even for 0 bytes. */
+	d->mem = len ? data : (const uint8_t *)"";
+	d->mem_len = len;
+	/* No more buffer than the dump needs (the fuzzer reads many small
+	 * ones); it grows as for a file if a chunk needs more. */
+	return dump_start(d, len < 64 ? 64 : len < READ_BUF_MIN ? len : READ_BUF_MIN, out);
 }
 
 int ta_dump_open(const char *path, struct ta_dump **out)

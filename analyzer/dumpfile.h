@@ -47,6 +47,13 @@ int ta_dump_open(const char *path, struct ta_dump **out);
 /* The same on an open descriptor, which the reader then owns. */
 int ta_dump_fdopen(int fd, struct ta_dump **out);
 
+/*
+ * The same on a dump held in memory (data, len), which must stay valid and
+ * unchanged until ta_dump_close: for tests and the fuzzer, which must not
+ * touch files.  Read through the same buffer as a file.
+ */
+int ta_dump_memopen(const void *data, size_t len, struct ta_dump **out);
+
 /* The file header (valid after a successful open). */
 const struct ta_file_header *ta_dump_header(const struct ta_dump *d);
 

@@ -1,11 +1,430 @@
 /* SPDX-License-Identifier: MIT */
-/* info.c: being written. */
+/*
+ * info.c - `traceagent info DUMP`: what a dump holds and how it was made.
+ *
+ * One pass of the session (events are decoded, so the counts are what the
+ * dump really holds, not only what the writer claimed), then everything the
+ * metadata chunks said, per process: command line, start, clock and its
+ * calibration, the agent's settings, threads and modules; and for the file:
+ * format version, chunks, stored and raw bytes, completeness and errors.
+ *
+ * The JSON is one object per process under "processes", each section an
+ * object of its own, so later additions (crash reports, patch refusals)
+ * become new keys without changing the existing ones.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
 #include "commands.h"
+#include "common.h"
+
+struct options {
+	const char *path;
+	int json;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: traceagent info [--json] DUMP\n"
+		   "\n"
+		   "What a dump holds: per process the command line, pid, start time, duration,\n"
+		   "clock and calibration, the agent's settings, threads and modules; for the\n"
+		   "file its format version, chunks, sizes, completeness and errors.\n"
+		   "\n"
+		   "  --json       one JSON object instead of text\n"
+		   "  -h, --help   this help\n"
+		   "\n"
+		   "Exit status: 0 for a whole dump, 1 when it is damaged or truncated (what\n"
+		   "could be read is still shown), 2 for usage errors or a file that cannot\n"
+		   "be opened.\n");
+}
+
+/* ---- facts derived from the session ------------------------------------------------ */
+
+static const char *clock_name(uint64_t source)
+{
+	switch (source) {
+	case TA_CLOCK_RDTSC:
+		return "rdtsc";
+	case TA_CLOCK_CNTVCT:
+		return "cntvct";
+	case TA_CLOCK_MONOTONIC:
+		return "monotonic";
+	default:
+		return "unknown";
+	}
+}
+
+/* "2024-05-01T12:34:56.123456789Z" */
+static const char *iso_time(char *buf, size_t n, uint64_t realtime_ns)
+{
+	time_t sec = (time_t)(realtime_ns / 1000000000u);
+	struct tm tm;
+	size_t k;
+
+	if (!gmtime_r(&sec, &tm) || !(k = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm))) {
+		snprintf(buf, n, "?");
+		return buf;
+	}
+	snprintf(buf + k, n - k, ".%09" PRIu64 "Z", realtime_ns % 1000000000u);
+	return buf;
+}
+
+/* The counter's rate as calibrated, 0 when nothing says. */
+static double ticks_per_second(const struct ta_process *p)
+{
+	if (p->uncalibrated || p->ns_per_tick <= 0)
+		return 0;
+	return (double)(1e9L / p->ns_per_tick);
+}
+
+static uint64_t process_duration_ns(const struct ta_process *p)
+{
+	int64_t a, b;
+
+	if (!p->have_ticks)
+		return 0;
+	a = ta_process_ticks_ns(p, p->min_ticks);
+	b = ta_process_ticks_ns(p, p->max_ticks);
+	return b > a ? (uint64_t)(b - a) : 0;
+}
+
+struct counts {
+	uint64_t events, lost, threads;
+};
+
+static struct counts process_counts(const struct ta_session *s, const struct ta_process *p)
+{
+	struct counts c = {0, 0, 0};
+
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct ta_thread *t = s->threads[i];
+
+		if (t->pid != p->pid)
+			continue;
+		c.events += t->events;
+		c.lost += ta_thread_lost(t);
+		c.threads++;
+	}
+	if (p->end_lost > c.lost)
+		c.lost = p->end_lost;
+	return c;
+}
+
+static void hex(char *buf, size_t n, const uint8_t *b, size_t len)
+{
+	buf[0] = 0;
+	for (size_t i = 0; i < len && 2 * i + 2 < n; i++)
+		snprintf(buf + 2 * i, 3, "%02x", b[i]);
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* "1.5 KiB" and so on. */
+static const char *fmt_bytes(char *buf, size_t n, uint64_t b)
+{
+	static const char *unit[] = {"KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	int u = -1;
+
+	if (b < 1024) {
+		snprintf(buf, n, "%" PRIu64 " bytes", b);
+		return buf;
+	}
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, n, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+/* ---- text ------------------------------------------------------------------------------- */
+
+static void text_process(const struct ta_session *s, const struct ta_process *p)
+{
+	struct counts c = process_counts(s, p);
+	char b[4][64];
+
+	printf("\nprocess %" PRIu32, p->pid);
+	if (p->has_info)
+		printf(" (parent %" PRIu64 ")", p->ppid);
+	putchar('\n');
+	if (p->has_info) {
+		printf("  command:     ");
+		for (size_t i = 0; i < p->argc; i++)
+			printf("%s%s", i ? " " : "", p->argv[i]);
+		printf("\n  executable:  %s\n  arch:        %s\n", p->exe, p->arch);
+		printf("  started:     %s\n", iso_time(b[0], sizeof(b[0]), p->start_realtime_ns));
+	} else {
+		printf("  (no process chunk: command line and settings unknown)\n");
+	}
+	printf("  duration:    %s\n", ta_fmt_time(b[0], sizeof(b[0]), process_duration_ns(p)));
+	printf("  clock:       %s, ", p->has_info ? clock_name(p->clock_source) : "unknown");
+	if (p->uncalibrated)
+		printf("not calibrated (times are in ticks)");
+	else
+		printf("%.0f ticks/s", ticks_per_second(p));
+	printf(" from %zu clock pairs", p->nclock);
+	if (p->nominal_hz)
+		printf(" (nominal %" PRIu64 " Hz)", p->nominal_hz);
+	putchar('\n');
+	if (p->has_info)
+		printf("  settings:    block %s, memory cap %s, flush every %" PRIu64 " ms\n",
+		       fmt_bytes(b[1], sizeof(b[1]), p->block_size),
+		       fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms);
+	printf("  events:      %" PRIu64 ", lost %" PRIu64 "\n", c.events, c.lost);
+	if (p->has_end)
+		printf("  end:         present (%" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
+		       " threads, by the writer)%s\n",
+		       p->end_events, p->end_lost, p->end_threads,
+		       p->end_flags & 1 ? "; some data could not be written" : "");
+	else
+		printf("  end:         missing (the program was killed or is still running)\n");
+	if (p->chunks_missing)
+		printf("  missing:     %" PRIu64 " chunks\n", p->chunks_missing);
+	printf("  threads:     %" PRIu64 "\n", c.threads);
+	printf("  %10s %10s %12s %8s %12s  %s\n", "tid", "parent", "events", "lost", "wait",
+	       "name");
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct ta_thread *t = s->threads[i];
+
+		if (t->pid != p->pid)
+			continue;
+		printf("  %10" PRIu64 " %10" PRIu64 " %12" PRIu64 " %8" PRIu64 " %12s  %s\n",
+		       t->tid, t->parent_tid, t->events, ta_thread_lost(t),
+		       ta_fmt_time(b[0], sizeof(b[0]), ta_process_dur_ns(p, t->wait_ticks)),
+		       t->name ? t->name : "");
+	}
+	printf("  modules:     %zu\n", p->nmodules);
+	for (size_t i = 0; i < p->nmodules; i++) {
+		const struct ta_module *m = &p->modules[i];
+		char id[2 * 64 + 1];
+
+		hex(id, sizeof(id), m->build_id, m->build_id_len);
+		printf("    %#18" PRIx64 "  %-40s  %s%s\n", m->bias, id[0] ? id : "-", m->path,
+		       m->flags & 1 ? "  (main)" : "");
+	}
+}
+
+static void print_text(const struct ta_view *v)
+{
+	const struct ta_session *s = v->s;
+	const char *why = ta_view_incomplete(v);
+	char b[3][64];
+
+	printf("dump:          %s\n", v->path);
+	printf("format:        %u.%u\n", s->fh.major, s->fh.minor);
+	printf("size:          %s\n", fmt_bytes(b[0], sizeof(b[0]), file_size(v->path)));
+	printf("complete:      %s%s\n", why ? "no: " : "yes", why ? why : "");
+	printf("chunks:        %" PRIu64 " (%" PRIu64 " of events", s->chunks, s->events_chunks);
+	if (s->unknown_chunks)
+		printf(", %" PRIu64 " of unknown types", s->unknown_chunks);
+	printf("), %s stored, %s raw", fmt_bytes(b[1], sizeof(b[1]), s->stored_bytes),
+	       fmt_bytes(b[2], sizeof(b[2]), s->raw_bytes));
+	if (s->stored_bytes)
+		printf(" (compression %.2fx)", (double)s->raw_bytes / (double)s->stored_bytes);
+	putchar('\n');
+	printf("events:        %" PRIu64 ", lost %" PRIu64 "\n", v->events, v->lost);
+	printf("duration:      %s\n", ta_fmt_time(b[0], sizeof(b[0]), ta_session_duration_ns(s)));
+	printf("processes:     %zu\n", s->nprocs);
+	printf("errors:        %" PRIu64 "\n", s->errors_all + (v->fatal[0] ? 1 : 0));
+	if (v->fatal[0])
+		printf("  %s\n", v->fatal);
+	for (size_t i = 0; i < s->nerrors; i++) {
+		char buf[256];
+
+		ta_error_text(buf, sizeof(buf), &s->errors[i]);
+		printf("  %s\n", buf);
+	}
+	for (size_t i = 0; i < s->nprocs; i++)
+		text_process(s, s->procs[i]);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static void json_process(const struct ta_session *s, const struct ta_process *p)
+{
+	struct counts c = process_counts(s, p);
+	char b[64];
+	int first = 1;
+
+	printf("{\"pid\": %" PRIu32 ", ", p->pid);
+	if (p->has_info) {
+		printf("\"ppid\": %" PRIu64 ", \"exe\": ", p->ppid);
+		ta_json_str(stdout, p->exe);
+		printf(", \"argv\": [");
+		for (size_t i = 0; i < p->argc; i++) {
+			printf("%s", i ? ", " : "");
+			ta_json_str(stdout, p->argv[i]);
+		}
+		printf("], \"arch\": ");
+		ta_json_str(stdout, p->arch);
+		printf(",\n    \"start_realtime_ns\": %" PRIu64 ", \"start_time\": \"%s\", ",
+		       p->start_realtime_ns, iso_time(b, sizeof(b), p->start_realtime_ns));
+	} else {
+		printf("\"ppid\": null, \"exe\": null, \"argv\": null, \"arch\": null,\n    "
+		       "\"start_realtime_ns\": null, \"start_time\": null, ");
+	}
+	printf("\"duration_ns\": %" PRIu64 ",\n", process_duration_ns(p));
+	printf("    \"clock\": {\"source\": \"%s\", \"nominal_hz\": %" PRIu64
+	       ", \"pairs\": %zu, \"calibrated\": %s, \"ticks_per_second\": %.3f},\n",
+	       p->has_info ? clock_name(p->clock_source) : "unknown", p->nominal_hz, p->nclock,
+	       p->uncalibrated ? "false" : "true", ticks_per_second(p));
+	if (p->has_info)
+		printf("    \"settings\": {\"block_size\": %" PRIu64 ", \"memory_cap\": %" PRIu64
+		       ", \"flush_ms\": %" PRIu64 "},\n",
+		       p->block_size, p->memory_cap, p->flush_ms);
+	else
+		printf("    \"settings\": null,\n");
+	printf("    \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"chunks_missing\": %" PRIu64
+	       ",\n",
+	       c.events, c.lost, p->chunks_missing);
+	if (p->has_end)
+		printf("    \"end\": {\"events\": %" PRIu64 ", \"lost\": %" PRIu64
+		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s},\n",
+		       p->end_events, p->end_lost, p->end_threads,
+		       p->end_flags & 1 ? "true" : "false");
+	else
+		printf("    \"end\": null,\n");
+	printf("    \"threads\": [");
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct ta_thread *t = s->threads[i];
+
+		if (t->pid != p->pid)
+			continue;
+		printf("%s\n      {\"tid\": %" PRIu64 ", \"name\": ", first ? "" : ",", t->tid);
+		ta_json_str(stdout, t->name ? t->name : "");
+		printf(", \"parent_tid\": %" PRIu64 ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64
+		       ", \"wait_ns\": %" PRIu64 ", \"ended\": %s}",
+		       t->parent_tid, t->events, ta_thread_lost(t),
+		       ta_process_dur_ns(p, t->wait_ticks), t->has_end ? "true" : "false");
+		first = 0;
+	}
+	printf("%s],\n    \"modules\": [", first ? "" : "\n    ");
+	for (size_t i = 0; i < p->nmodules; i++) {
+		const struct ta_module *m = &p->modules[i];
+		char id[2 * 64 + 1];
+
+		hex(id, sizeof(id), m->build_id, m->build_id_len);
+		printf("%s\n      {\"path\": ", i ? "," : "");
+		ta_json_str(stdout, m->path);
+		printf(", \"bias\": %" PRIu64 ", \"build_id\": \"%s\", \"main\": %s, \"ranges\": [",
+		       m->bias, id, m->flags & 1 ? "true" : "false");
+		for (size_t k = 0; k < m->nranges; k++)
+			printf("%s[%" PRIu64 ", %" PRIu64 "]", k ? ", " : "", m->ranges[k].start,
+			       m->ranges[k].end);
+		printf("]}");
+	}
+	printf("%s]}", p->nmodules ? "\n    " : "");
+}
+
+static void print_json(const struct ta_view *v)
+{
+	const struct ta_session *s = v->s;
+	const char *why = ta_view_incomplete(v);
+
+	printf("{\"dump\": ");
+	ta_json_str(stdout, v->path);
+	printf(", \"format\": {\"major\": %u, \"minor\": %u}, \"file_bytes\": %" PRIu64 ",\n",
+	       s->fh.major, s->fh.minor, file_size(v->path));
+	printf(" \"complete\": %s, \"incomplete\": ", why ? "false" : "true");
+	if (why)
+		ta_json_str(stdout, why);
+	else
+		printf("null");
+	printf(", \"errors\": ");
+	ta_json_errors(stdout, v);
+	printf(",\n \"chunks\": %" PRIu64 ", \"events_chunks\": %" PRIu64
+	       ", \"unknown_chunks\": %" PRIu64 ", \"stored_bytes\": %" PRIu64
+	       ", \"raw_bytes\": %" PRIu64 ", \"compression_ratio\": ",
+	       s->chunks, s->events_chunks, s->unknown_chunks, s->stored_bytes, s->raw_bytes);
+	if (s->stored_bytes)
+		printf("%.3f", (double)s->raw_bytes / (double)s->stored_bytes);
+	else
+		printf("null");
+	printf(",\n \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"threads\": %zu"
+	       ", \"duration_ns\": %" PRIu64 ",\n \"processes\": [",
+	       v->events, v->lost, s->nthreads, ta_session_duration_ns(s));
+	for (size_t i = 0; i < s->nprocs; i++) {
+		printf("%s\n  ", i ? "," : "");
+		json_process(s, s->procs[i]);
+	}
+	printf("%s]}\n", s->nprocs ? "\n " : "");
+}
+
+/* ---- the command ------------------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	int only_files = 0;
+
+	memset(o, 0, sizeof(*o));
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (only_files || a[0] != '-' || !a[1]) {
+			if (o->path) {
+				fprintf(stderr,
+					"traceagent info: one dump at a time ('%s' and '%s')\n",
+					o->path, a);
+				return 2;
+			}
+			o->path = a;
+		} else if (!strcmp(a, "--")) {
+			only_files = 1;
+		} else if (!strcmp(a, "--json")) {
+			o->json = 1;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "traceagent info: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!o->path) {
+		fprintf(stderr, "traceagent info: no dump given\n");
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
 int ta_cmd_info(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "traceagent info: not written yet\n");
-	return 2;
+	struct options opt;
+	struct ta_view v;
+	int rc = parse_args(argc, argv, &opt), status;
+
+	if (rc >= 0)
+		return rc;
+	if (ta_view_open(&v, opt.path, NULL) < 0) {
+		status = v.status;
+		ta_view_close(&v);
+		return status;
+	}
+	status = v.status;
+	if (opt.json)
+		print_json(&v);
+	else
+		print_text(&v);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "traceagent: writing the info: %s\n", strerror(errno));
+		status = 1;
+	}
+	ta_view_close(&v);
+	return status;
 }

@@ -1,47 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * report.c - `traceagent report`: calls, total, self, min, max and mean time
- * per function, from one streaming pass over a dump.
+ * report.c - `traceagent report`: calls, total, self, min, max, mean and
+ * percentile times per function, from one streaming pass over a dump.
  *
  * The session walks the events and the profile visitor sums them per
- * thread and function in ticks; here the sums are converted to ns with each
- * process's clock, named from the modules' symbols, merged per function
+ * thread and function in ticks, with a bounded histogram of durations for
+ * the percentiles; common.c converts the sums to ns with each process's
+ * clock, names them from the modules' symbols and merges them per function
  * (module and offset, so a function forked into several processes is one
- * row) and printed as a table or as JSON.
+ * row).  Here the rows are filtered, sorted and printed as a table, CSV or
+ * JSON.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "common.h"
+#include "srcline.h"
 
 enum sort_key { SORT_TOTAL, SORT_SELF, SORT_CALLS, SORT_NAME };
+enum out_form { OUT_TEXT, OUT_JSON, OUT_CSV };
 
 struct options {
 	const char *path;
-	int json;
+	enum out_form form;
 	int threads;
 	enum sort_key sort;
-};
-
-/* Where a profiled address lands: one per ta_fstat. */
-#define fn_id ta_fn_name
-
-struct row {
-	const struct fn_id *id;
-	uint64_t calls, open, total, self, min, max, sum; /* ns */
-};
-
-struct rows {
-	struct row *v;
-	size_t n, cap;
-	uint32_t *slot; /* open addressing: index + 1 */
-	size_t nslots;
+	int have_tid;
+	uint64_t tid;
+	const char *function; /* glob over demangled names */
+	uint64_t top;	      /* rows per table, 0 = all */
+	int srcline;
 };
 
 struct report {
@@ -49,155 +42,65 @@ struct report {
 	struct ta_view v;
 	struct ta_session *s; /* v.s */
 	struct ta_profile prof;
-	struct fn_id *ids; /* parallel to prof.f */
+	struct ta_fn_name *ids; /* parallel to prof.f */
+	struct ta_srclines *src;
+	uint32_t thread; /* the table being built: a thread index, or UINT32_MAX */
 };
 
 /* ---- messages ------------------------------------------------------------------ */
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: traceagent report [--json] [--sort=total|self|calls|name] "
-		   "[--threads] DUMP\n"
+	fprintf(f, "usage: traceagent report [--json | --csv] [--sort=total|self|calls|name]\n"
+		   "                         [--threads] [--tid=TID] [--function=GLOB] [--top=N]\n"
+		   "                         [--srcline] DUMP\n"
 		   "\n"
 		   "Calls and times per function in a dump written by the agent.\n"
 		   "\n"
-		   "  --json          one JSON object instead of a table\n"
-		   "  --sort=KEY      order rows by total (default), self, calls or name\n"
-		   "  --threads       also break the numbers down per thread\n"
-		   "  -h, --help      this help\n"
+		   "  --json           one JSON object instead of a table\n"
+		   "  --csv            a header line and one line per function (RFC 4180\n"
+		   "                   quoting); with --threads, one line per thread and\n"
+		   "                   function, led by tid, pid and thread name\n"
+		   "  --sort=KEY       order rows by total (default), self, calls or name\n"
+		   "  --threads        also break the numbers down per thread\n"
+		   "  --tid=TID        only the calls made by thread TID\n"
+		   "  --function=GLOB  only functions whose (demangled) name matches GLOB:\n"
+		   "                   * any characters, ? one, [a-z] one of a set\n"
+		   "  --top=N          the first N rows of each table\n"
+		   "  --srcline        the source file and line of each function (DWARF)\n"
+		   "  -h, --help       this help\n"
 		   "\n"
 		   "Total counts only the outermost activation of a recursive function;\n"
-		   "self is a call's own time without its direct callees; min, max and avg\n"
-		   "are over every activation.  Exit status: 0 for a whole dump, 1 when it\n"
-		   "is damaged or truncated (what could be read is still reported), 2 for\n"
-		   "usage errors or a file that cannot be opened.\n");
+		   "self is a call's own time without its direct callees; min, max, avg and\n"
+		   "the percentiles p50, p90 and p99 are over every activation (percentiles\n"
+		   "from a histogram, within 0.4%%; min and max are exact).  Exit status: 0\n"
+		   "for a whole dump, 1 when it is damaged or truncated (what could be read\n"
+		   "is still reported), 2 for usage errors or a file that cannot be opened.\n");
 }
 
-/* ---- naming and converting ---------------------------------------------------------- */
+/* ---- choosing and sorting rows ------------------------------------------------------- */
 
-static int name_functions(struct report *r)
+static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id)
 {
-	r->ids = calloc(r->prof.n ? r->prof.n : 1, sizeof(*r->ids));
-	if (!r->ids)
-		return -1;
-	for (size_t i = 0; i < r->prof.n; i++)
-		ta_view_name(&r->v, r->prof.f[i].pid, r->prof.f[i].addr, &r->ids[i]);
-	return 0;
+	const struct report *r = ctx;
+
+	if (r->thread != UINT32_MAX && f->thread != r->thread)
+		return 0;
+	if (r->opt.have_tid && r->s->threads[f->thread]->tid != r->opt.tid)
+		return 0;
+	return !r->opt.function || ta_glob_match(r->opt.function, id->name);
 }
 
-static uint64_t str_hash(const char *s)
+/* The rows of one thread (by index), or of all when thread is UINT32_MAX. */
+static int table_build(struct report *r, struct ta_fn_table *t, uint32_t thread)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
-static size_t row_slot(const struct fn_id *id, size_t nslots)
-{
-	uint64_t h = (str_hash(id->module) ^ id->offset) * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 24) & (nslots - 1);
-}
-
-static int same_fn(const struct fn_id *a, const struct fn_id *b)
-{
-	return a->offset == b->offset && !strcmp(a->module, b->module) &&
-	       (a->module[0] || !strcmp(a->name, b->name));
-}
-
-static int rows_grow(struct rows *rs)
-{
-	size_t n = rs->nslots ? rs->nslots * 2 : 256;
-	uint32_t *slot = calloc(n, sizeof(*slot));
-
-	if (!slot)
-		return -1;
-	for (size_t i = 0; i < rs->n; i++) {
-		size_t k = row_slot(rs->v[i].id, n);
-
-		while (slot[k])
-			k = (k + 1) & (n - 1);
-		slot[k] = (uint32_t)i + 1;
-	}
-	free(rs->slot);
-	rs->slot = slot;
-	rs->nslots = n;
-	return 0;
-}
-
-/* Adds f (converted to ns) to the row of its function. */
-static int rows_add(struct rows *rs, const struct fn_id *id, const struct ta_fstat *f,
-		    const struct ta_process *p)
-{
-	struct row *w = NULL;
-	size_t k;
-	uint64_t min = ta_process_dur_ns(p, f->min), max = ta_process_dur_ns(p, f->max);
-
-	if (!f->calls)
-		return 0; /* entered, never closed: cannot happen after finish */
-	if ((rs->n + 1) * 2 > rs->nslots && rows_grow(rs) < 0)
-		return -1;
-	for (k = row_slot(id, rs->nslots); rs->slot[k]; k = (k + 1) & (rs->nslots - 1)) {
-		if (same_fn(rs->v[rs->slot[k] - 1].id, id)) {
-			w = &rs->v[rs->slot[k] - 1];
-			break;
-		}
-	}
-	if (!w) {
-		if (rs->n == rs->cap) {
-			size_t cap = rs->cap ? rs->cap * 2 : 64;
-			struct row *v = realloc(rs->v, cap * sizeof(*v));
-
-			if (!v)
-				return -1;
-			rs->v = v;
-			rs->cap = cap;
-		}
-		w = &rs->v[rs->n];
-		memset(w, 0, sizeof(*w));
-		w->id = id;
-		w->min = UINT64_MAX;
-		rs->slot[k] = (uint32_t)++rs->n;
-	}
-	w->calls += f->calls;
-	w->open += f->open;
-	w->total += ta_process_dur_ns(p, f->total);
-	w->self += ta_process_dur_ns(p, f->self);
-	w->sum += ta_process_dur_ns(p, f->sum);
-	if (min < w->min)
-		w->min = min;
-	if (max > w->max)
-		w->max = max;
-	return 0;
-}
-
-/* The rows of one thread, or of all when thread is UINT32_MAX. */
-static int rows_build(struct report *r, struct rows *rs, uint32_t thread)
-{
-	memset(rs, 0, sizeof(*rs));
-	for (size_t i = 0; i < r->prof.n; i++) {
-		const struct ta_fstat *f = &r->prof.f[i];
-		const struct ta_process *p = ta_session_process(r->s, f->pid);
-
-		if (thread != UINT32_MAX && f->thread != thread)
-			continue;
-		if (p && rows_add(rs, &r->ids[i], f, p) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static void rows_free(struct rows *rs)
-{
-	free(rs->v);
-	free(rs->slot);
+	r->thread = thread;
+	return ta_fn_table_build(t, &r->v, &r->prof, r->ids, keep_fstat, r);
 }
 
 static int row_cmp(const void *a, const void *b, void *ctx)
 {
-	const struct row *x = a, *y = b;
+	const struct ta_fn_row *x = a, *y = b;
 	const enum sort_key *key = ctx;
 	int c;
 
@@ -217,144 +120,271 @@ static int row_cmp(const void *a, const void *b, void *ctx)
 			return x->total > y->total ? -1 : 1;
 		break;
 	}
-	c = strcmp(x->id->name, y->id->name);
+	c = strcmp(x->id.name, y->id.name);
 	if (c)
 		return c;
-	c = strcmp(x->id->module, y->id->module);
+	c = strcmp(x->id.module, y->id.module);
 	if (c)
 		return c;
-	return x->id->offset < y->id->offset ? -1 : x->id->offset > y->id->offset;
+	return x->id.offset < y->id.offset ? -1 : x->id.offset > y->id.offset;
 }
 
-static void rows_sort(struct rows *rs, enum sort_key *key)
+/* Sorts and cuts to --top. */
+static void table_sort(struct report *r, struct ta_fn_table *t)
 {
-	if (rs->n) /* qsort_r wants an array, even for nothing */
-		qsort_r(rs->v, rs->n, sizeof(*rs->v), row_cmp, key);
+	if (t->n) /* qsort_r wants an array, even for nothing */
+		qsort_r(t->rows, t->n, sizeof(*t->rows), row_cmp, &r->opt.sort);
+	if (r->opt.top && t->n > r->opt.top)
+		t->n = (size_t)r->opt.top;
+}
+
+static const char *srcline_of(struct report *r, const struct ta_fn_row *w)
+{
+	if (!r->src || !w->id.module[0])
+		return NULL;
+	return ta_srcline(r->src, w->id.module, w->id.offset);
 }
 
 /* ---- text --------------------------------------------------------------------------- */
 
-static void text_rows(const struct rows *rs)
+static void text_rows(struct report *r, const struct ta_fn_table *t)
 {
-	char t[6][32];
+	char b[8][32];
 
-	printf("%10s %12s %12s %12s %12s %12s  %-s  %s\n", "calls", "total", "self", "min", "max",
-	       "avg", "function", "module");
-	for (size_t i = 0; i < rs->n; i++) {
-		const struct row *w = &rs->v[i];
+	printf("%10s %12s %12s %12s %12s %12s %12s %12s %12s  %-s  %s%s\n", "calls", "total",
+	       "self", "min", "max", "avg", "p50", "p90", "p99", "function", "module",
+	       r->src ? "  source" : "");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ta_fn_row *w = &t->rows[i];
+		const char *line = srcline_of(r, w);
 
-		printf("%10" PRIu64 " %12s %12s %12s %12s %12s  %s  %s\n", w->calls,
-		       ta_fmt_time(t[0], sizeof(t[0]), w->total),
-		       ta_fmt_time(t[1], sizeof(t[1]), w->self), ta_fmt_time(t[2], sizeof(t[2]), w->min),
-		       ta_fmt_time(t[3], sizeof(t[3]), w->max),
-		       ta_fmt_time(t[4], sizeof(t[4]), w->sum / w->calls), w->id->name,
-		       ta_base_name(w->id->module));
+		printf("%10" PRIu64 " %12s %12s %12s %12s %12s %12s %12s %12s  %s  %s", w->calls,
+		       ta_fmt_time(b[0], sizeof(b[0]), w->total),
+		       ta_fmt_time(b[1], sizeof(b[1]), w->self),
+		       ta_fmt_time(b[2], sizeof(b[2]), w->min),
+		       ta_fmt_time(b[3], sizeof(b[3]), w->max),
+		       ta_fmt_time(b[4], sizeof(b[4]), w->sum / w->calls),
+		       ta_fmt_time(b[5], sizeof(b[5]), w->p50),
+		       ta_fmt_time(b[6], sizeof(b[6]), w->p90),
+		       ta_fmt_time(b[7], sizeof(b[7]), w->p99), w->id.name,
+		       ta_base_name(w->id.module));
+		if (r->src)
+			printf("  %s", line ? line : "?");
+		putchar('\n');
+	}
+}
+
+/* ---- CSV ------------------------------------------------------------------------------ */
+
+/* A field as RFC 4180 wants it: quoted when it holds a comma, a quote or a
+ * line break, quotes doubled. */
+static void csv_field(const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, stdout);
+		return;
+	}
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"')
+			putchar('"');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
+static void csv_header(const struct report *r)
+{
+	if (r->opt.threads)
+		fputs("tid,pid,thread,", stdout);
+	fputs("name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,avg_ns,p50_ns,p90_ns,"
+	      "p99_ns,open",
+	      stdout);
+	puts(r->src ? ",srcline" : "");
+}
+
+static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct ta_thread *th)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ta_fn_row *w = &t->rows[i];
+
+		if (th) {
+			printf("%" PRIu64 ",%" PRIu32 ",", th->tid, th->pid);
+			csv_field(th->name ? th->name : "");
+			putchar(',');
+		}
+		csv_field(w->id.name);
+		putchar(',');
+		csv_field(w->id.module);
+		printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		       ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+		       w->id.offset, w->calls, w->total, w->self, w->min, w->max, w->sum / w->calls,
+		       w->p50, w->p90, w->p99, w->open);
+		if (r->src) {
+			const char *line = srcline_of(r, w);
+
+			putchar(',');
+			csv_field(line ? line : "");
+		}
+		putchar('\n');
 	}
 }
 
 /* ---- JSON --------------------------------------------------------------------------- */
 
-static void json_rows(const struct rows *rs, const char *indent)
+static void json_rows(struct report *r, const struct ta_fn_table *t, const char *indent)
 {
 	putchar('[');
-	for (size_t i = 0; i < rs->n; i++) {
-		const struct row *w = &rs->v[i];
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ta_fn_row *w = &t->rows[i];
 
 		printf("%s\n%s{\"name\": ", i ? "," : "", indent);
-		ta_json_str(stdout, w->id->name);
+		ta_json_str(stdout, w->id.name);
 		printf(", \"module\": ");
-		ta_json_str(stdout, w->id->module);
+		ta_json_str(stdout, w->id.module);
 		printf(", \"offset\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64
 		       ", \"self_ns\": %" PRIu64 ", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
-		       ", \"avg_ns\": %" PRIu64 ", \"open\": %" PRIu64 "}",
-		       w->id->offset, w->calls, w->total, w->self, w->min, w->max,
-		       w->sum / w->calls, w->open);
+		       ", \"avg_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64
+		       ", \"p99_ns\": %" PRIu64 ", \"open\": %" PRIu64,
+		       w->id.offset, w->calls, w->total, w->self, w->min, w->max, w->sum / w->calls,
+		       w->p50, w->p90, w->p99, w->open);
+		if (r->src) {
+			const char *line = srcline_of(r, w);
+
+			printf(", \"srcline\": ");
+			if (line)
+				ta_json_str(stdout, line);
+			else
+				printf("null");
+		}
+		putchar('}');
 	}
 	/* The bracket goes one step left of the rows. */
-	printf("%s%.*s]", rs->n ? "\n" : "", rs->n ? (int)strlen(indent) - 1 : 0, indent);
+	printf("%s%.*s]", t->n ? "\n" : "", t->n ? (int)strlen(indent) - 1 : 0, indent);
 }
 
 /* ---- the whole dump ------------------------------------------------------------------- */
 
-static void print_json(struct report *r, const struct rows *all, const char *fatal)
+/* The threads a per-thread breakdown shows: all, or those of --tid. */
+static int thread_shown(const struct report *r, const struct ta_thread *t)
+{
+	return !r->opt.have_tid || t->tid == r->opt.tid;
+}
+
+static int print_json(struct report *r, const struct ta_fn_table *all)
 {
 	const struct ta_session *s = r->s;
-	char buf[256];
+	int first = 1;
 
 	printf("{\"dump\": ");
 	ta_json_str(stdout, r->opt.path);
 	printf(",\n  \"complete\": %s, \"events\": %" PRIu64
 	       ", \"threads\": %zu, \"lost\": %" PRIu64
-	       ", \"processes\": %zu, \"duration_ns\": %" PRIu64 ",\n  \"errors\": [",
-	       !fatal && !ta_session_incomplete(s) ? "true" : "false", r->v.events, s->nthreads,
-	       r->v.lost, s->nprocs, ta_session_duration_ns(s));
-	if (fatal)
-		ta_json_str(stdout, fatal);
-	for (size_t i = 0; i < s->nerrors; i++) {
-		if (i || fatal)
-			printf(", ");
-		ta_error_text(buf, sizeof(buf), &s->errors[i]);
-		ta_json_str(stdout, buf);
-	}
-	if (s->errors_all > s->nerrors) {
-		snprintf(buf, sizeof(buf), "%" PRIu64 " more errors", s->errors_all - s->nerrors);
-		printf(", ");
-		ta_json_str(stdout, buf);
-	}
-	printf("],\n  \"functions\": ");
-	json_rows(all, "   ");
+	       ", \"processes\": %zu, \"duration_ns\": %" PRIu64 ",\n  \"errors\": ",
+	       ta_view_incomplete(&r->v) ? "false" : "true", r->v.events, s->nthreads, r->v.lost,
+	       s->nprocs, ta_session_duration_ns(s));
+	ta_json_errors(stdout, &r->v);
+	printf(",\n  \"functions\": ");
+	json_rows(r, all, "   ");
 	if (r->opt.threads) {
 		printf(",\n  \"per_thread\": [");
 		for (size_t i = 0; i < s->nthreads; i++) {
 			const struct ta_thread *t = s->threads[i];
-			struct rows rs;
+			struct ta_fn_table rs;
 
-			if (rows_build(r, &rs, t->index) < 0) {
-				rows_free(&rs);
-				break;
+			if (!thread_shown(r, t))
+				continue;
+			if (table_build(r, &rs, t->index) < 0) {
+				ta_fn_table_free(&rs);
+				return -1;
 			}
-			rows_sort(&rs, &r->opt.sort);
+			table_sort(r, &rs);
 			printf("%s\n   {\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"name\": ",
-			       i ? "," : "", t->tid, t->pid);
+			       first ? "" : ",", t->tid, t->pid);
 			ta_json_str(stdout, t->name ? t->name : "");
 			printf(", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"functions\": ",
 			       t->events, ta_thread_lost(t));
-			json_rows(&rs, "    ");
+			json_rows(r, &rs, "    ");
 			printf("}");
-			rows_free(&rs);
+			ta_fn_table_free(&rs);
+			first = 0;
 		}
-		printf("%s]", s->nthreads ? "\n  " : "");
+		printf("%s]", first ? "" : "\n  ");
 	}
 	printf("}\n");
+	return 0;
 }
 
-static void print_text(struct report *r, const struct rows *all)
+static int print_text(struct report *r, const struct ta_fn_table *all)
 {
 	const struct ta_session *s = r->s;
 
-	text_rows(all);
+	text_rows(r, all);
 	if (!r->opt.threads)
-		return;
+		return 0;
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct ta_thread *t = s->threads[i];
-		struct rows rs;
+		struct ta_fn_table rs;
 
-		if (rows_build(r, &rs, t->index) < 0) {
-			rows_free(&rs);
-			break;
+		if (!thread_shown(r, t))
+			continue;
+		if (table_build(r, &rs, t->index) < 0) {
+			ta_fn_table_free(&rs);
+			return -1;
 		}
-		rows_sort(&rs, &r->opt.sort);
+		table_sort(r, &rs);
 		printf("\nthread %" PRIu64 " (%s) of process %" PRIu32 ": %" PRIu64
 		       " events, %" PRIu64 " lost\n",
 		       t->tid, t->name ? t->name : "", t->pid, t->events, ta_thread_lost(t));
-		text_rows(&rs);
-		rows_free(&rs);
+		text_rows(r, &rs);
+		ta_fn_table_free(&rs);
 	}
+	return 0;
+}
+
+static int print_csv(struct report *r, const struct ta_fn_table *all)
+{
+	const struct ta_session *s = r->s;
+
+	csv_header(r);
+	if (!r->opt.threads) {
+		csv_rows(r, all, NULL);
+		return 0;
+	}
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct ta_thread *t = s->threads[i];
+		struct ta_fn_table rs;
+
+		if (!thread_shown(r, t))
+			continue;
+		if (table_build(r, &rs, t->index) < 0) {
+			ta_fn_table_free(&rs);
+			return -1;
+		}
+		table_sort(r, &rs);
+		csv_rows(r, &rs, t);
+		ta_fn_table_free(&rs);
+	}
+	return 0;
+}
+
+/* ---- arguments -------------------------------------------------------------------------- */
+
+/* A whole decimal number, all of s. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno || *end ? -1 : 0;
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	int only_files = 0;
+	int only_files = 0, json = 0, csv = 0;
 
 	memset(o, 0, sizeof(*o));
 	for (int i = 1; i < argc; i++) {
@@ -371,9 +401,30 @@ static int parse_args(int argc, char **argv, struct options *o)
 		} else if (!strcmp(a, "--")) {
 			only_files = 1;
 		} else if (!strcmp(a, "--json")) {
-			o->json = 1;
+			json = 1;
+		} else if (!strcmp(a, "--csv")) {
+			csv = 1;
 		} else if (!strcmp(a, "--threads")) {
 			o->threads = 1;
+		} else if (!strcmp(a, "--srcline")) {
+			o->srcline = 1;
+		} else if (!strncmp(a, "--tid=", 6)) {
+			if (parse_u64(a + 6, &o->tid) < 0) {
+				fprintf(stderr,
+					"traceagent report: --tid: '%s' is not a thread id\n",
+					a + 6);
+				return 2;
+			}
+			o->have_tid = 1;
+		} else if (!strncmp(a, "--function=", 11)) {
+			o->function = a + 11;
+		} else if (!strncmp(a, "--top=", 6)) {
+			if (parse_u64(a + 6, &o->top) < 0 || !o->top) {
+				fprintf(stderr,
+					"traceagent report: --top: '%s' is not a positive number\n",
+					a + 6);
+				return 2;
+			}
 		} else if (!strncmp(a, "--sort=", 7)) {
 			const char *k = a + 7;
 
@@ -401,6 +452,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 			return 2;
 		}
 	}
+	if (json && csv) {
+		fprintf(stderr, "traceagent report: --json or --csv, not both\n");
+		return 2;
+	}
+	o->form = json ? OUT_JSON : csv ? OUT_CSV : OUT_TEXT;
 	if (!o->path) {
 		fprintf(stderr, "traceagent report: no dump given\n");
 		usage(stderr);
@@ -409,11 +465,20 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return -1;
 }
 
+/* Is there a thread --tid names? */
+static int tid_known(const struct report *r)
+{
+	for (size_t i = 0; i < r->s->nthreads; i++)
+		if (r->s->threads[i]->tid == r->opt.tid)
+			return 1;
+	return 0;
+}
+
 int ta_cmd_report(int argc, char **argv)
 {
 	struct report r;
 	struct ta_visitor v;
-	struct rows all = {0};
+	struct ta_fn_table all = {0};
 	int rc, status;
 
 	memset(&r, 0, sizeof(r));
@@ -421,6 +486,7 @@ int ta_cmd_report(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	ta_profile_init(&r.prof);
+	r.prof.hist = 1;
 	ta_profile_visitor(&r.prof, &v);
 	if (ta_view_open(&r.v, r.opt.path, &v) < 0) {
 		status = r.v.status;
@@ -428,24 +494,39 @@ int ta_cmd_report(int argc, char **argv)
 	}
 	r.s = r.v.s;
 	status = r.v.status;
-	if (name_functions(&r) < 0 || rows_build(&r, &all, UINT32_MAX) < 0) {
-		fprintf(stderr, "traceagent: %s: out of memory\n", r.opt.path);
-		status = 1;
+	if (r.opt.have_tid && !tid_known(&r)) {
+		fprintf(stderr, "traceagent: %s: no thread %" PRIu64 " in the dump\n", r.opt.path,
+			r.opt.tid);
+		status = 2;
 		goto out;
 	}
-	rows_sort(&all, &r.opt.sort);
+	if (r.opt.srcline && !(r.src = ta_srclines_new()))
+		goto nomem;
+	if (!(r.ids = ta_view_name_profile(&r.v, &r.prof)) || table_build(&r, &all, UINT32_MAX) < 0)
+		goto nomem;
+	table_sort(&r, &all);
 	ta_view_warnings(&r.v);
-	if (r.opt.json)
-		print_json(&r, &all, r.v.fatal[0] ? r.v.fatal : NULL);
+	if (r.opt.form == OUT_JSON)
+		rc = print_json(&r, &all);
+	else if (r.opt.form == OUT_CSV)
+		rc = print_csv(&r, &all);
 	else
-		print_text(&r, &all);
+		rc = print_text(&r, &all);
+	if (rc < 0)
+		goto nomem;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "traceagent: writing the report: %s\n", strerror(errno));
 		status = 1;
 	}
+	goto out;
+nomem:
+	fflush(stdout);
+	fprintf(stderr, "traceagent: %s: out of memory\n", r.opt.path);
+	status = 1;
 out:
-	rows_free(&all);
+	ta_fn_table_free(&all);
 	free(r.ids);
+	ta_srclines_free(r.src);
 	ta_view_close(&r.v);
 	ta_profile_free(&r.prof);
 	return status;

@@ -226,38 +226,62 @@ static void thread_free(struct ta_thread *t)
 
 /* ---- the call-stack walk ----------------------------------------------------------- */
 
-static int frame_push(struct ta_session *s, struct ta_thread *t, uint64_t ticks, uint64_t addr,
-		      unsigned flags)
+/* The profile's callbacks, which the walk calls directly (below). */
+#define TA_INLINE inline __attribute__((always_inline))
+static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks,
+					 uint32_t depth, uint64_t addr, unsigned flags);
+static TA_INLINE void profile_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x);
+static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,
+					const struct ta_exit_info *x);
+
+/* The stack is full: grow it, or count the frame as overflow (-1). */
+static __attribute__((noinline)) int stack_grow(struct ta_thread *t)
+{
+	uint32_t cap = t->cap ? t->cap * 2 : 64;
+	struct ta_frame *st;
+
+	if (t->overflow || t->depth == FRAMES_MAX)
+		return -1;
+	st = realloc(t->stack, cap * sizeof(*st));
+	if (!st)
+		return -TA_E_NOMEM;
+	t->stack = st;
+	t->cap = cap;
+	return 0;
+}
+
+/* Inlined into the event loop, as is frames_pop: two calls per event saved. */
+static TA_INLINE int frame_push(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
+				uint64_t addr, unsigned flags)
 {
 	struct ta_frame *f;
 
-	if (t->overflow || t->depth == FRAMES_MAX) {
-		t->overflow++;
-		return 0;
-	}
-	if (t->depth == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 64;
-		struct ta_frame *st = realloc(t->stack, cap * sizeof(*st));
+	/* depth < cap implies depth < FRAMES_MAX (the cap stops there). */
+	if (__builtin_expect(t->overflow || t->depth == t->cap, 0)) {
+		int rc = stack_grow(t);
 
-		if (!st) {
+		if (rc < 0) {
 			t->overflow++;
-			return -TA_E_NOMEM;
+			return rc == -TA_E_NOMEM ? rc : 0;
 		}
-		t->stack = st;
-		t->cap = cap;
 	}
 	f = &t->stack[t->depth];
 	f->addr = addr;
 	f->enter = ticks;
 	f->child = 0;
-	f->user = s->v.enter ? s->v.enter(s->v.ctx, t, ticks, t->depth, addr, flags) : 0;
+	/* The profile is the usual visitor: called by name it is inlined
+	 * here, which saves an indirect call per event. */
+	if (s->v.enter == profile_enter)
+		f->user = profile_enter(s->v.ctx, t, ticks, t->depth, addr, flags);
+	else
+		f->user = s->v.enter ? s->v.enter(s->v.ctx, t, ticks, t->depth, addr, flags) : 0;
 	t->depth++;
 	return 0;
 }
 
 /* Removes n frames from the top at time ticks, visiting each exit. */
-static void frames_pop(struct ta_session *s, struct ta_thread *t, uint64_t n, uint64_t ticks,
-		       unsigned flags)
+static TA_INLINE void frames_pop(struct ta_session *s, struct ta_thread *t, uint64_t n,
+				 uint64_t ticks, unsigned flags)
 {
 	uint64_t k = n < t->overflow ? n : t->overflow;
 
@@ -277,7 +301,11 @@ static void frames_pop(struct ta_session *s, struct ta_thread *t, uint64_t n, ui
 		x.user = f->user;
 		if (t->depth)
 			t->stack[t->depth - 1].child += x.duration;
-		if (s->v.exit)
+		if (s->v.exit == profile_exit_hist)
+			profile_exit_hist(s->v.ctx, t, &x);
+		else if (s->v.exit == profile_exit)
+			profile_exit(s->v.ctx, t, &x);
+		else if (s->v.exit)
 			s->v.exit(s->v.ctx, t, &x);
 	}
 }
@@ -297,13 +325,18 @@ static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct t
 
 	while (k < lim && t->stack[k].addr == d->snapshot[k])
 		k++;
-	if (k == n && (uint64_t)t->depth + t->overflow == (uint64_t)n + over)
+	/* depth + overflow == n + over, without the sums (a dump can make
+	 * them wrap): k == n means depth >= n. */
+	if (k == n && over >= t->overflow && over - t->overflow == t->depth - n)
 		return;
 	/* The first chunk of a new thread may start inside functions (a
 	 * forked child's inherited frames): that is not a loss. */
 	if (t->have_chunks || t->depth || t->overflow || d->chunk_seq != 0)
 		t->resyncs++;
-	frames_pop(s, t, (uint64_t)(t->depth - k) + t->overflow, close_at, TA_VISIT_RESYNC);
+	/* The frames without data first (they are on top), then ours down
+	 * to k; two calls, as their sum could wrap. */
+	frames_pop(s, t, t->overflow, close_at, TA_VISIT_RESYNC);
+	frames_pop(s, t, t->depth - k, close_at, TA_VISIT_RESYNC);
 	for (uint32_t i = k; i < n; i++)
 		(void)frame_push(s, t, d->first_ticks, d->snapshot[i], TA_VISIT_RESYNC);
 	/* Frames the writer could not hold have no address: count them. */
@@ -375,7 +408,10 @@ static void thread_close(struct ta_session *s, struct ta_thread *t)
 
 	if (t->has_end && (!t->have_ticks || t->end_ticks > end))
 		end = t->end_ticks;
-	frames_pop(s, t, (uint64_t)t->depth + t->overflow, end, TA_VISIT_OPEN);
+	/* In two calls: depth + overflow could wrap (a dump may claim any
+	 * overflow). */
+	frames_pop(s, t, t->overflow, end, TA_VISIT_OPEN);
+	frames_pop(s, t, t->depth, end, TA_VISIT_OPEN);
 }
 
 /* ---- metadata chunks ------------------------------------------------------------------ */
@@ -633,6 +669,8 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 	if (!p)
 		return -TA_E_NOMEM;
 	s->chunks++;
+	s->stored_bytes += c->h.stored_size;
+	s->raw_bytes += c->h.raw_size;
 	/* The writer numbers its chunks: a gap is chunks we never saw. */
 	if (c->h.seq > p->next_chunk_seq)
 		p->chunks_missing += c->h.seq - p->next_chunk_seq;
@@ -922,6 +960,37 @@ void ta_session_free(struct ta_session *s)
 	free(s);
 }
 
+/* ---- duration histograms ------------------------------------------------------------ */
+
+int ta_hist_reserve(struct ta_hist *h, uint32_t b)
+{
+	uint32_t lo = b / TA_HIST_BLOCK * TA_HIST_BLOCK, hi = lo + TA_HIST_BLOCK;
+	uint64_t *c;
+
+	if (h->count) {
+		if (h->lo < lo)
+			lo = h->lo;
+		if (h->hi > hi)
+			hi = h->hi;
+	}
+	c = calloc(hi - lo, sizeof(*c));
+	if (!c)
+		return -TA_E_NOMEM;
+	if (h->count)
+		memcpy(c + (h->lo - lo), h->count, (h->hi - h->lo) * sizeof(*c));
+	free(h->count);
+	h->count = c;
+	h->lo = lo;
+	h->hi = hi;
+	return 0;
+}
+
+void ta_hist_free(struct ta_hist *h)
+{
+	free(h->count);
+	memset(h, 0, sizeof(*h));
+}
+
 /* ---- the profile visitor ------------------------------------------------------------- */
 
 #define NO_STAT UINTPTR_MAX
@@ -953,24 +1022,14 @@ static int profile_grow(struct ta_profile *p)
 	return 0;
 }
 
-static uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
-			       uint64_t addr, unsigned flags)
+/* A function not seen before on this thread: a new entry. */
+static __attribute__((noinline)) uintptr_t profile_new(struct ta_profile *p, struct ta_thread *t,
+						       uint64_t addr)
 {
-	struct ta_profile *p = ctx;
-	size_t k;
 	struct ta_fstat *f;
+	size_t k;
 
-	if (p->nslots) {
-		for (k = fslot(t->index, addr, p->nslots); p->slot[k];
-		     k = (k + 1) & (p->nslots - 1)) {
-			f = &p->f[p->slot[k] - 1];
-			if (f->addr == addr && f->thread == t->index) {
-				f->active++;
-				return p->slot[k] - 1;
-			}
-		}
-	}
-	/* New: keep the table at most half full. */
+	/* Keep the table at most half full. */
 	if ((p->n + 1) * 2 > p->nslots && profile_grow(p) < 0)
 		return NO_STAT;
 	if (p->n == p->cap) {
@@ -998,7 +1057,26 @@ static uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks, u
 	return p->n - 1;
 }
 
-static void profile_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks,
+					 uint32_t depth, uint64_t addr, unsigned flags)
+{
+	struct ta_profile *p = ctx;
+
+	if (__builtin_expect(p->nslots != 0, 1)) {
+		for (size_t k = fslot(t->index, addr, p->nslots); p->slot[k];
+		     k = (k + 1) & (p->nslots - 1)) {
+			struct ta_fstat *f = &p->f[p->slot[k] - 1];
+
+			if (f->addr == addr && f->thread == t->index) {
+				f->active++;
+				return p->slot[k] - 1;
+			}
+		}
+	}
+	return profile_new(p, t, addr);
+}
+
+static TA_INLINE void profile_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
 {
 	struct ta_profile *p = ctx;
 	struct ta_fstat *f;
@@ -1021,6 +1099,16 @@ static void profile_exit(void *ctx, struct ta_thread *t, const struct ta_exit_in
 		f->open++;
 }
 
+static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,
+					const struct ta_exit_info *x)
+{
+	struct ta_profile *p = ctx;
+
+	profile_exit(ctx, t, x);
+	if (x->user != NO_STAT)
+		ta_hist_add(&p->f[x->user].hist, x->duration);
+}
+
 void ta_profile_init(struct ta_profile *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -1028,6 +1116,8 @@ void ta_profile_init(struct ta_profile *p)
 
 void ta_profile_free(struct ta_profile *p)
 {
+	for (size_t i = 0; i < p->n; i++)
+		ta_hist_free(&p->f[i].hist);
 	free(p->f);
 	free(p->slot);
 	ta_profile_init(p);
@@ -1038,5 +1128,5 @@ void ta_profile_visitor(struct ta_profile *p, struct ta_visitor *v)
 	memset(v, 0, sizeof(*v));
 	v->ctx = p;
 	v->enter = profile_enter;
-	v->exit = profile_exit;
+	v->exit = p->hist ? profile_exit_hist : profile_exit;
 }

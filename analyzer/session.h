@@ -159,6 +159,7 @@ struct ta_session {
 	uint64_t errors_all; /* including those not stored */
 
 	uint64_t chunks, unknown_chunks, events_chunks;
+	uint64_t stored_bytes, raw_bytes; /* payloads of the chunks taken, as stored and raw */
 	int finished;
 
 	struct ta_decoder dec;
@@ -209,6 +210,62 @@ const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_
  */
 const char *ta_session_incomplete(const struct ta_session *s);
 
+/* ---- duration histograms ---------------------------------------------------- */
+
+/*
+ * Log-linear buckets: every value below 2 * TA_HIST_SUB has its own bucket,
+ * then each power of two [2^k, 2^(k+1)) is cut into TA_HIST_SUB equal
+ * buckets, so the middle of a bucket is within 1 / (2 * TA_HIST_SUB) = 0.4%
+ * of any value in it.  Counts exist only for the contiguous run of blocks
+ * (TA_HIST_BLOCK buckets each) between the smallest and largest value seen:
+ * at most TA_HIST_BUCKETS counters, usually a few blocks, whatever the
+ * number of values.
+ */
+#define TA_HIST_SUB_BITS 7
+#define TA_HIST_SUB	 (1u << TA_HIST_SUB_BITS)
+#define TA_HIST_BUCKETS	 ((64u - TA_HIST_SUB_BITS + 1) << TA_HIST_SUB_BITS)
+#define TA_HIST_BLOCK	 32u
+
+struct ta_hist {
+	uint64_t *count; /* buckets [lo, hi), or NULL while empty */
+	uint32_t lo, hi; /* multiples of TA_HIST_BLOCK */
+};
+
+static inline uint32_t ta_hist_bucket(uint64_t v)
+{
+	unsigned k = 63u - (unsigned)__builtin_clzll(v | 1);
+	unsigned shift = k > TA_HIST_SUB_BITS ? k - TA_HIST_SUB_BITS : 0;
+
+	return (uint32_t)((shift << TA_HIST_SUB_BITS) + (v >> shift));
+}
+
+/* The smallest value of bucket b, and how many values it holds. */
+static inline uint64_t ta_hist_low(uint32_t b)
+{
+	unsigned shift = b < 2 * TA_HIST_SUB ? 0 : (b >> TA_HIST_SUB_BITS) - 1;
+
+	return (uint64_t)(b - (shift << TA_HIST_SUB_BITS)) << shift;
+}
+
+static inline uint64_t ta_hist_width(uint32_t b)
+{
+	return b < 2 * TA_HIST_SUB ? 1 : 1ull << ((b >> TA_HIST_SUB_BITS) - 1);
+}
+
+/* Makes room for bucket b; 0, or -TA_E_NOMEM (the value is then not counted). */
+int ta_hist_reserve(struct ta_hist *h, uint32_t b);
+
+static inline void ta_hist_add(struct ta_hist *h, uint64_t v)
+{
+	uint32_t b = ta_hist_bucket(v);
+
+	if (__builtin_expect(b < h->lo || b >= h->hi, 0) && ta_hist_reserve(h, b) < 0)
+		return;
+	h->count[b - h->lo]++;
+}
+
+void ta_hist_free(struct ta_hist *h);
+
 /* ---- the profile: per-thread, per-function totals in ticks ---------------- */
 
 struct ta_fstat {
@@ -220,8 +277,9 @@ struct ta_fstat {
 	uint64_t total; /* outermost activations only (recursion counted once) */
 	uint64_t self;
 	uint64_t min, max;
-	uint64_t sum;	 /* all activations' durations (for the mean) */
-	uint32_t active; /* activations on the stack right now */
+	uint64_t sum;	     /* all activations' durations (for the mean) */
+	uint32_t active;     /* activations on the stack right now */
+	struct ta_hist hist; /* every activation's duration, when the profile keeps them */
 };
 
 struct ta_profile {
@@ -229,6 +287,7 @@ struct ta_profile {
 	size_t n, cap;
 	uint32_t *slot; /* open addressing: index + 1, 0 = empty */
 	size_t nslots;
+	int hist; /* set before ta_profile_visitor: fill each ta_fstat's hist */
 };
 
 void ta_profile_init(struct ta_profile *p);

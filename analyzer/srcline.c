@@ -1,19 +1,405 @@
 /* SPDX-License-Identifier: MIT */
-/* srcline.c: being written. */
-#include <stddef.h>
+/*
+ * srcline.c - source file and line of functions, from DWARF (elfutils libdw).
+ *
+ * The first question about a module reads its DWARF once: every subprogram
+ * with code becomes one entry per address range, sorted by address, with
+ * the file and line of its declaration (what a user looks for; an
+ * out-of-line copy of an inline function or a member function defined
+ * outside its class gets it through DW_AT_abstract_origin or
+ * DW_AT_specification).  Later questions are a binary search.  A module
+ * without DWARF of its own is looked up in the usual separate-debug places
+ * (by build-id, then by .gnu_debuglink); failing that it has no lines.
+ */
+#define _GNU_SOURCE
 #include "srcline.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ta_config.h"
+
+/* One address range of a function with a known declaration. */
+struct fn_range {
+	uint64_t lo, hi;  /* [lo, hi), link-time addresses */
+	const char *file; /* normalised, owned by the module's file table */
+	int line;
+	char *text; /* "file:line", made on first use */
+};
+
+struct module {
+	char *path;
+	int fd;
+	Elf *elf; /* NULL when the module could not be read */
+	Dwarf *dw;
+	struct fn_range *fn;
+	size_t nfn, fn_cap;
+	/* Normalised file names, one copy per (libdw name, compilation
+	 * directory) seen. */
+	const char **raw, **dir;
+	char **files;
+	size_t nfiles, files_cap;
+};
+
+struct ta_srclines {
+	struct module *mods;
+	size_t nmods, cap;
+};
+
 struct ta_srclines *ta_srclines_new(void)
 {
-	return NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return NULL;
+	return calloc(1, sizeof(struct ta_srclines));
 }
+
+static void module_free(struct module *m)
+{
+	for (size_t i = 0; i < m->nfn; i++)
+		free(m->fn[i].text);
+	free(m->fn);
+	for (size_t i = 0; i < m->nfiles; i++)
+		free(m->files[i]);
+	free(m->files);
+	free(m->raw);
+	free(m->dir);
+	if (m->dw)
+		dwarf_end(m->dw);
+	if (m->elf)
+		elf_end(m->elf);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m->path);
+}
+
 void ta_srclines_free(struct ta_srclines *s)
 {
-	(void)s;
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nmods; i++)
+		module_free(&s->mods[i]);
+	free(s->mods);
+	free(s);
 }
+
+/* ---- file names -------------------------------------------------------------- */
+
+/*
+ * Removes "." and "dir/.." components: the line table joins the
+ * compilation directory to names like "../src/x.c", and a user wants to see
+ * where the file is.  (Lexical, as a debugger shows it; a symlinked
+ * directory followed by ".." could differ, which is rare in source trees.)
+ */
+static void path_normalise(char *p)
+{
+	int abs = *p == '/';
+	char *base = p + abs, *out = base, *in = base;
+	unsigned real = 0; /* components written that a ".." can take back */
+
+	/* The output never runs ahead of the input, so one buffer does. */
+	while (*in) {
+		size_t len = strcspn(in, "/");
+
+		if (len == 0 || (len == 1 && in[0] == '.')) {
+			/* nothing to keep */
+		} else if (len == 2 && in[0] == '.' && in[1] == '.') {
+			if (real) {
+				out--; /* the '/' after the last component */
+				while (out > base && out[-1] != '/')
+					out--;
+				real--;
+			} else if (!abs) {
+				memcpy(out, "../", 3);
+				out += 3;
+			} /* "/.." is "/" */
+		} else {
+			memmove(out, in, len);
+			out += len;
+			*out++ = '/';
+			real++;
+		}
+		in += len;
+		if (*in == '/')
+			in++;
+	}
+	if (out > base)
+		out--; /* the last '/' written */
+	else if (!abs)
+		*out++ = '.';
+	*out = 0;
+}
+
+/*
+ * The normalised full path of a name libdw gave, relative names taken from
+ * the compilation directory dir (may be NULL).  Pointers stay valid while
+ * the Dwarf is open, so the same pair of pointers means the same file.
+ */
+static const char *file_name(struct module *m, const char *raw, const char *dir)
+{
+	char *c;
+
+	for (size_t i = m->nfiles; i-- > 0;)
+		if (m->raw[i] == raw && m->dir[i] == dir)
+			return m->files[i];
+	if (m->nfiles == m->files_cap) {
+		size_t cap = m->files_cap ? 2 * m->files_cap : 64;
+		const char **r = realloc(m->raw, cap * sizeof(*r));
+		char **f;
+
+		if (!r)
+			return NULL;
+		m->raw = r;
+		r = realloc(m->dir, cap * sizeof(*r));
+		if (!r)
+			return NULL;
+		m->dir = r;
+		f = realloc(m->files, cap * sizeof(*f));
+		if (!f)
+			return NULL;
+		m->files = f;
+		m->files_cap = cap;
+	}
+	if (raw[0] != '/' && dir && dir[0] == '/') {
+		if (asprintf(&c, "%s/%s", dir, raw) < 0)
+			return NULL;
+	} else if (!(c = strdup(raw))) {
+		return NULL;
+	}
+	path_normalise(c);
+	m->raw[m->nfiles] = raw;
+	m->dir[m->nfiles] = dir;
+	m->files[m->nfiles++] = c;
+	return c;
+}
+
+/* ---- reading a module's functions --------------------------------------------- */
+
+static void add_range(struct module *m, uint64_t lo, uint64_t hi, const char *file, int line)
+{
+	struct fn_range *f;
+
+	if (hi <= lo)
+		return;
+	if (m->nfn == m->fn_cap) {
+		size_t cap = m->fn_cap ? 2 * m->fn_cap : 256;
+		struct fn_range *v = realloc(m->fn, cap * sizeof(*v));
+
+		if (!v)
+			return; /* fewer lines, not a failure */
+		m->fn = v;
+		m->fn_cap = cap;
+	}
+	f = &m->fn[m->nfn++];
+	f->lo = lo;
+	f->hi = hi;
+	f->file = file;
+	f->line = line;
+	f->text = NULL;
+}
+
+static void add_function(struct module *m, Dwarf_Die *die, const char *dir)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	const char *raw, *file;
+	int line;
+
+	/* Declarations and inlined-only functions have no code of their own. */
+	if (!dwarf_hasattr(die, DW_AT_low_pc) && !dwarf_hasattr(die, DW_AT_ranges))
+		return;
+	raw = dwarf_decl_file(die);
+	if (!raw || dwarf_decl_line(die, &line) != 0 || line <= 0)
+		return;
+	file = file_name(m, raw, dir);
+	if (!file)
+		return;
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0)
+		add_range(m, lo, hi, file, line);
+}
+
+/* Walks the DIEs that can hold functions with code: namespaces, classes
+ * (member functions), and functions themselves (GNU C nested functions). */
+static void walk(struct module *m, Dwarf_Die *parent, const char *dir, int depth)
+{
+	Dwarf_Die die;
+
+	if (depth > 64 || dwarf_child(parent, &die) != 0)
+		return;
+	do {
+		switch (dwarf_tag(&die)) {
+		case DW_TAG_subprogram:
+			add_function(m, &die, dir);
+			walk(m, &die, dir, depth + 1);
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_lexical_block:
+		case DW_TAG_module:
+			walk(m, &die, dir, depth + 1);
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&die, &die) == 0);
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct fn_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	/* The tighter range first: a nested function inside its parent. */
+	return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* The file with the module's DWARF when it is not in the module itself:
+ * /usr/lib/debug/.build-id/xx/rest.debug, then the .gnu_debuglink name
+ * next to the module, in its .debug directory and under /usr/lib/debug. */
+static int open_separate(const struct module *m)
+{
+	const void *id;
+	GElf_Word crc;
+	ssize_t n = dwelf_elf_gnu_build_id(m->elf, &id);
+	const char *link, *slash;
+	char path[4096];
+	int fd;
+
+	if (n > 1) {
+		const unsigned char *b = id;
+		int k = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", b[0]);
+
+		for (ssize_t i = 1; i < n && k < (int)sizeof(path) - 8; i++)
+			k += snprintf(path + k, sizeof(path) - (size_t)k, "%02x", b[i]);
+		snprintf(path + k, sizeof(path) - (size_t)k, ".debug");
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0)
+			return fd;
+	}
+	link = dwelf_elf_gnu_debuglink(m->elf, &crc);
+	if (!link || strchr(link, '/'))
+		return -1;
+	slash = strrchr(m->path, '/');
+	for (int i = 0; i < 3; i++) {
+		int dir = slash ? (int)(slash - m->path) : 0;
+
+		if (i == 0)
+			snprintf(path, sizeof(path), "%.*s/%s", dir, m->path, link);
+		else if (i == 1)
+			snprintf(path, sizeof(path), "%.*s/.debug/%s", dir, m->path, link);
+		else
+			snprintf(path, sizeof(path), "/usr/lib/debug%.*s/%s", dir, m->path, link);
+		if (strcmp(path, m->path) && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0)
+			return fd;
+	}
+	return -1;
+}
+
+static void module_load(struct module *m)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+
+	m->fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (m->fd < 0)
+		return;
+	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
+	if (!m->elf)
+		return;
+	m->dw = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
+	if (!m->dw) {
+		int fd = open_separate(m);
+
+		if (fd < 0)
+			return;
+		/* The debug file's DWARF uses the module's addresses. */
+		m->dw = dwarf_begin(fd, DWARF_C_READ);
+		if (!m->dw) {
+			close(fd);
+			return;
+		}
+		elf_end(m->elf);
+		m->elf = NULL;
+		close(m->fd);
+		m->fd = fd;
+	}
+	while (dwarf_nextcu(m->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+
+		Dwarf_Attribute at;
+
+		if (dwarf_offdie(m->dw, off + hsize, &cu))
+			walk(m, &cu, dwarf_formstring(dwarf_attr(&cu, DW_AT_comp_dir, &at)), 0);
+		off = next;
+	}
+	if (m->nfn)
+		qsort(m->fn, m->nfn, sizeof(*m->fn), range_cmp);
+}
+
+static struct module *module_get(struct ta_srclines *s, const char *path)
+{
+	struct module *m;
+
+	for (size_t i = 0; i < s->nmods; i++)
+		if (!strcmp(s->mods[i].path, path))
+			return &s->mods[i];
+	if (s->nmods == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		struct module *v = realloc(s->mods, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->mods = v;
+		s->cap = cap;
+	}
+	m = &s->mods[s->nmods];
+	memset(m, 0, sizeof(*m));
+	m->fd = -1;
+	m->path = strdup(path);
+	if (!m->path)
+		return NULL;
+	s->nmods++;
+	module_load(m);
+	return m;
+}
+
 const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset)
 {
-	(void)s;
-	(void)path;
-	(void)offset;
-	return NULL;
+	struct module *m;
+	struct fn_range *best = NULL;
+	size_t lo = 0, hi;
+
+	if (!s || !path || path[0] != '/' || !(m = module_get(s, path)) || !m->nfn)
+		return NULL;
+	/* The last range starting at or below offset ... */
+	hi = m->nfn;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->fn[mid].lo <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ... or an earlier one that still holds it (an enclosing
+	 * function's range starts before a nested one's). */
+	for (size_t i = lo; i-- > 0 && lo - i <= 16;) {
+		if (offset < m->fn[i].hi) {
+			best = &m->fn[i];
+			break;
+		}
+	}
+	if (!best)
+		return NULL;
+	if (!best->text && asprintf(&best->text, "%s:%d", best->file, best->line) < 0)
+		best->text = NULL;
+	return best->text;
 }

@@ -1,129 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_report.c - `traceagent report` (analyzer/report.c), run as the real
- * command on synthetic dumps: the table, the JSON, sorting, per-thread
- * numbers, messages and exit statuses.  The dumps name functions of this
- * test executable, so the report resolves real symbols.
+ * command on synthetic dumps: the table, the JSON, the CSV, sorting,
+ * per-thread numbers, percentiles, --tid, --function, --top, --srcline,
+ * messages and exit statuses.  The dumps name functions of this test
+ * executable (cmdtest.h), so the report resolves real symbols.
  */
-#define _GNU_SOURCE
-#include <check.h>
-#include <fcntl.h>
-#include <link.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "cmdtest.h"
 
-#include "dumpgen.h"
-#include "testutil.h"
-
-__attribute__((noinline, noclone, used)) static int report_fn_a(int x)
-{
-	__asm__ volatile("" ::: "memory");
-	return x + 1;
-}
-
-__attribute__((noinline, noclone, used)) static int report_fn_b(int x)
-{
-	__asm__ volatile("" ::: "memory");
-	return x + 2;
-}
-
-__attribute__((noinline, noclone, used)) static int report_fn_c(int x)
-{
-	__asm__ volatile("" ::: "memory");
-	return x + 3;
-}
-
-static char self_path[4096];
-static uint64_t bias, fa, fb, fc; /* runtime addresses */
-
-static int bias_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void)size;
-	(void)data;
-	bias = info->dlpi_addr;
-	return 1;
-}
-
-static void setup(void)
-{
-	int (*volatile f)(int);
-	ssize_t n = readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
-
-	ck_assert_int_gt(n, 0);
-	self_path[n] = 0;
-	dl_iterate_phdr(bias_cb, NULL);
-	f = report_fn_a;
-	fa = (uint64_t)(uintptr_t)f;
-	f = report_fn_b;
-	fb = (uint64_t)(uintptr_t)f;
-	f = report_fn_c;
-	fc = (uint64_t)(uintptr_t)f;
-}
-
-struct out {
-	int status;
-	char out[65536];
-	char err[65536];
-};
-
-static void slurp(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-	size_t len = 0;
-
-	ck_assert_int_ge(fd, 0);
-	while ((n = read(fd, buf + len, size - 1 - len)) > 0)
-		len += (size_t)n;
-	buf[len] = 0;
-	close(fd);
-	unlink(path);
-}
-
-/* Runs traceagent with the arguments (NULL-terminated). */
-static void run(struct out *o, const char *arg, ...)
-{
-	const char *exe = getenv("TRACEAGENT");
-	const char *argv[16];
-	char out_path[64], err_path[64];
-	int n = 0, fo, fe, status;
-	va_list ap;
-	pid_t pid;
-
-	ck_assert_msg(exe != NULL, "TRACEAGENT is not set");
-	argv[n++] = exe;
-	va_start(ap, arg);
-	for (const char *a = arg; a && n < 15; a = va_arg(ap, const char *))
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	dg_write_bytes_tmp("", 0, out_path);
-	dg_write_bytes_tmp("", 0, err_path);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		fo = open(out_path, O_WRONLY);
-		fe = open(err_path, O_WRONLY);
-		dup2(fo, 1);
-		dup2(fe, 2);
-		execv(exe, (char *const *)(uintptr_t)argv);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status));
-	o->status = WEXITSTATUS(status);
-	slurp(out_path, o->out, sizeof(o->out));
-	slurp(err_path, o->err, sizeof(o->err));
-}
-
-static void ev(struct ta_encoder *e, uint64_t t, uint64_t addr, int is_exit)
-{
-	REQUIRE(ta_encoder_event(e, t, addr, is_exit) == 0, "event");
-}
+#include <gelf.h>
+#include <libelf.h>
 
 /*
  * Process 100, clock in ns (0.5 per tick), this executable as its module;
@@ -169,16 +55,20 @@ static void sample(struct dumpgen *g, int with_end, size_t *ev_off)
 		dg_end(g, 320, 0, 12, 0, 2, 0);
 }
 
+/* One function's JSON; p[] = p50, p90, p99. */
 static void fn_json(char *buf, size_t n, const char *name, uint64_t addr, uint64_t calls,
-		    uint64_t total, uint64_t self, uint64_t min, uint64_t max, uint64_t avg)
+		    uint64_t total, uint64_t self, uint64_t min, uint64_t max, uint64_t avg,
+		    const uint64_t p[3])
 {
 	snprintf(buf, n,
 		 "{\"name\": \"%s\", \"module\": \"%s\", \"offset\": %llu, \"calls\": %llu, "
 		 "\"total_ns\": %llu, \"self_ns\": %llu, \"min_ns\": %llu, \"max_ns\": %llu, "
-		 "\"avg_ns\": %llu, \"open\": 0}",
+		 "\"avg_ns\": %llu, \"p50_ns\": %llu, \"p90_ns\": %llu, \"p99_ns\": %llu, "
+		 "\"open\": 0}",
 		 name, self_path, (unsigned long long)(addr - bias), (unsigned long long)calls,
 		 (unsigned long long)total, (unsigned long long)self, (unsigned long long)min,
-		 (unsigned long long)max, (unsigned long long)avg);
+		 (unsigned long long)max, (unsigned long long)avg, (unsigned long long)p[0],
+		 (unsigned long long)p[1], (unsigned long long)p[2]);
 }
 
 START_TEST(json_whole)
@@ -201,13 +91,16 @@ START_TEST(json_whole)
 	ck_assert_ptr_nonnull(strstr(o->out, "\"errors\": []"));
 	/* a: 200 ticks, self 90; b: 50 + 60, self 80; c: 30 (thread 10), 20
 	 * and 40 (thread 11); all halved by the clock. */
-	fn_json(want, sizeof(want), "report_fn_a", fa, 1, 100, 45, 100, 100, 100);
+	fn_json(want, sizeof(want), "report_fn_a", fa, 1, 100, 45, 100, 100, 100,
+		(const uint64_t[3]){100, 100, 100});
 	at_a = strstr(o->out, want);
 	ck_assert_msg(at_a != NULL, "want %s in %s", want, o->out);
-	fn_json(want, sizeof(want), "report_fn_b", fb, 2, 55, 40, 25, 30, 27);
+	fn_json(want, sizeof(want), "report_fn_b", fb, 2, 55, 40, 25, 30, 27,
+		(const uint64_t[3]){25, 30, 30});
 	at_b = strstr(o->out, want);
 	ck_assert_msg(at_b != NULL, "want %s in %s", want, o->out);
-	fn_json(want, sizeof(want), "report_fn_c", fc, 3, 45, 45, 10, 20, 15);
+	fn_json(want, sizeof(want), "report_fn_c", fc, 3, 45, 45, 10, 20, 15,
+		(const uint64_t[3]){15, 20, 20});
 	at_c = strstr(o->out, want);
 	ck_assert_msg(at_c != NULL, "want %s in %s", want, o->out);
 	/* Sorted by total: a (100), b (55), c (45). */
@@ -237,7 +130,8 @@ START_TEST(json_threads_and_sort)
 			     "\"lost\": 0, \"functions\": [");
 	ck_assert_msg(t10 && t11 && t10 < t11, "%s", o->out);
 	/* Thread 11 has only c: 2 calls, 30 ns. */
-	fn_json(want, sizeof(want), "report_fn_c", fc, 2, 30, 30, 10, 20, 15);
+	fn_json(want, sizeof(want), "report_fn_c", fc, 2, 30, 30, 10, 20, 15,
+		(const uint64_t[3]){10, 20, 20});
 	ck_assert_ptr_nonnull(strstr(t11, want));
 	/* Sorted by calls overall: c (3) before b (2) before a (1). */
 	{
@@ -289,21 +183,22 @@ START_TEST(text_table)
 	ck_assert_str_eq(o->err, "");
 	/* A header line, then one row per function. */
 	line = strtok(o->out, "\n");
-	ck_assert_str_eq(line, "     calls        total         self          min          max"
-			       "          avg  function  module");
+	ck_assert_str_eq(line,
+			 "     calls        total         self          min          max"
+			 "          avg          p50          p90          p99  function  module");
 	line = strtok(NULL, "\n");
 	{
 		char want[512];
 
 		snprintf(want, sizeof(want),
 			 "         1       100 ns        45 ns       100 ns       100 ns"
-			 "       100 ns  report_fn_a  %s",
+			 "       100 ns       100 ns       100 ns       100 ns  report_fn_a  %s",
 			 base);
 		ck_assert_str_eq(line, want);
 		line = strtok(NULL, "\n");
 		snprintf(want, sizeof(want),
 			 "         2        55 ns        40 ns        25 ns        30 ns"
-			 "        27 ns  report_fn_b  %s",
+			 "        27 ns        25 ns        30 ns        30 ns  report_fn_b  %s",
 			 base);
 		ck_assert_str_eq(line, want);
 	}
@@ -465,6 +360,392 @@ START_TEST(bad_files_and_usage)
 }
 END_TEST
 
+/* ---- percentiles, filters, CSV, source lines ------------------------------------- */
+
+/* The durations of percentile_dump's report_fn_b: 1000 + 997 i ns. */
+#define SPREAD_N 1000
+static uint64_t spread_ns(unsigned i)
+{
+	return 1000 + 997ull * i;
+}
+
+/*
+ * One thread, ticks in ns: report_fn_a 100 times, 60 of 100 ns, 35 of
+ * 250 ns, 5 of 1000 ns in a fixed shuffle; report_fn_b SPREAD_N times
+ * over a wide range, in another shuffle; report_fn_c once for 3000 s.
+ */
+static void percentile_dump(struct dumpgen *g)
+{
+	struct ta_encoder e;
+	uint64_t t = 1000;
+
+	dg_init(g, 100);
+	g->lz4 = 1;
+	dg_process(g, 0, TA_CLOCK_MONOTONIC, 0, self_path);
+	dg_module(g, self_path, bias, 1, bias, bias + (1ull << 40));
+	dg_thread_start(g, 10, t, "main");
+	ta_encoder_init(&e, 10);
+	ta_encoder_begin(&e, t);
+	for (unsigned i = 0; i < 100; i++) {
+		unsigned k = i * 37 % 100;
+
+		ev(&e, t, fa, 0);
+		t += k < 60 ? 100 : k < 95 ? 250 : 1000;
+		ev(&e, t, fa, 1);
+		t += 7;
+	}
+	for (unsigned i = 0; i < SPREAD_N; i++) {
+		ev(&e, t, fb, 0);
+		t += spread_ns(i * 7 % SPREAD_N);
+		ev(&e, t, fb, 1);
+	}
+	ev(&e, t, fc, 0);
+	t += 3000000000000ull;
+	ev(&e, t, fc, 1);
+	dg_events(g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(g, 10, t, 2 * (100 + SPREAD_N + 1), 0);
+	dg_end(g, t, t, 2 * (100 + SPREAD_N + 1), 0, 1, 0);
+}
+
+/* The value of "key": N in the JSON object of function name. */
+static uint64_t fn_field(const char *json, const char *name, const char *key)
+{
+	char want[128];
+	const char *at, *end, *k;
+
+	snprintf(want, sizeof(want), "{\"name\": \"%s\"", name);
+	at = strstr(json, want);
+	ck_assert_msg(at != NULL, "no %s in %s", name, json);
+	end = strchr(at, '}');
+	snprintf(want, sizeof(want), "\"%s\": ", key);
+	k = strstr(at, want);
+	ck_assert_msg(k && k < end, "no %s in %s's entry", key, name);
+	return strtoull(k + strlen(want), NULL, 10);
+}
+
+START_TEST(percentiles)
+{
+	struct dumpgen g;
+	struct out *o = malloc(sizeof(*o));
+	char path[64], line[512];
+	static const unsigned pct[3] = {50, 90, 99};
+	static const char *keys[3] = {"p50_ns", "p90_ns", "p99_ns"};
+
+	setup();
+	percentile_dump(&g);
+	dg_write_tmp(&g, path);
+	run(o, "report", "--json", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_str_eq(o->err, "");
+	/* Values below 256 ticks have buckets of their own, and the largest
+	 * is the exact max: exact. */
+	ck_assert_uint_eq(fn_field(o->out, "report_fn_a", "calls"), 100);
+	ck_assert_uint_eq(fn_field(o->out, "report_fn_a", "p50_ns"), 100);
+	ck_assert_uint_eq(fn_field(o->out, "report_fn_a", "p90_ns"), 250);
+	ck_assert_uint_eq(fn_field(o->out, "report_fn_a", "p99_ns"), 1000);
+	ck_assert_uint_eq(fn_field(o->out, "report_fn_a", "total_ns"), 19750);
+	/* A wide spread: the nearest-rank value within 1/256 (0.4%). */
+	for (int k = 0; k < 3; k++) {
+		uint64_t truth = spread_ns((SPREAD_N * pct[k] + 99) / 100 - 1);
+		uint64_t got = fn_field(o->out, "report_fn_b", keys[k]);
+		uint64_t err = got > truth ? got - truth : truth - got;
+
+		ck_assert_msg(err <= truth / 256 + 1, "%s: %llu, want %llu within 0.4%%", keys[k],
+			      (unsigned long long)got, (unsigned long long)truth);
+	}
+	/* One value far up the range. */
+	for (int k = 0; k < 3; k++)
+		ck_assert_uint_eq(fn_field(o->out, "report_fn_c", keys[k]), 3000000000000ull);
+	/* The text table has the columns. */
+	run(o, "report", "--sort=name", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	snprintf(line, sizeof(line),
+		 "       100    19.750 us    19.750 us       100 ns     1.000 us       197 ns"
+		 "       100 ns       250 ns     1.000 us  report_fn_a  %s\n",
+		 strrchr(self_path, '/') + 1);
+	ck_assert_msg(strstr(o->out, line), "want\n%s\nin\n%s", line, o->out);
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
+START_TEST(tid_and_function)
+{
+	struct dumpgen g;
+	struct out *o = malloc(sizeof(*o));
+	char path[64], want[8192];
+	size_t off[2];
+
+	setup();
+	sample(&g, 1, off);
+	dg_write_tmp(&g, path);
+	/* Thread 11 ran only c: 20 and 40 ticks. */
+	run(o, "report", "--json", "--tid=11", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	fn_json(want, sizeof(want), "report_fn_c", fc, 2, 30, 30, 10, 20, 15,
+		(const uint64_t[3]){10, 20, 20});
+	ck_assert_msg(strstr(o->out, want), "want %s in %s", want, o->out);
+	ck_assert_ptr_null(strstr(o->out, "report_fn_a"));
+	ck_assert_ptr_null(strstr(o->out, "report_fn_b"));
+	/* The dump's own numbers stay whole. */
+	ck_assert_ptr_nonnull(strstr(o->out, "\"events\": 12, \"threads\": 2,"));
+	/* --threads shows only that thread. */
+	run(o, "report", "--json", "--threads", "--tid=11", path, NULL);
+	ck_assert_ptr_nonnull(strstr(o->out, "{\"tid\": 11,"));
+	ck_assert_ptr_null(strstr(o->out, "{\"tid\": 10,"));
+	/* A thread the dump does not have. */
+	run(o, "report", "--tid=12", path, NULL);
+	ck_assert_int_eq(o->status, 2);
+	snprintf(want, sizeof(want), "traceagent: %s: no thread 12 in the dump\n", path);
+	ck_assert_str_eq(o->err, want);
+	ck_assert_str_eq(o->out, "");
+	run(o, "report", "--tid=x", path, NULL);
+	ck_assert_int_eq(o->status, 2);
+	ck_assert_str_eq(o->err, "traceagent report: --tid: 'x' is not a thread id\n");
+
+	/* Globs over the names; the numbers of what is kept do not change. */
+	run(o, "report", "--json", "--function=report_fn_[ab]", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	fn_json(want, sizeof(want), "report_fn_b", fb, 2, 55, 40, 25, 30, 27,
+		(const uint64_t[3]){25, 30, 30});
+	ck_assert_msg(strstr(o->out, want), "want %s in %s", want, o->out);
+	ck_assert_ptr_nonnull(strstr(o->out, "\"name\": \"report_fn_a\""));
+	ck_assert_ptr_null(strstr(o->out, "report_fn_c"));
+	run(o, "report", "--json", "--function=*_c", "--tid=10", path, NULL);
+	fn_json(want, sizeof(want), "report_fn_c", fc, 1, 15, 15, 15, 15, 15,
+		(const uint64_t[3]){15, 15, 15});
+	ck_assert_msg(strstr(o->out, want), "want %s in %s", want, o->out);
+	ck_assert_ptr_null(strstr(o->out, "report_fn_a"));
+	/* Nothing matches: an empty list, not an error. */
+	run(o, "report", "--json", "--function=nothing*", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_ptr_nonnull(strstr(o->out, "\"functions\": []}"));
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
+START_TEST(top)
+{
+	struct dumpgen g;
+	struct out *o = malloc(sizeof(*o));
+	char path[64];
+	size_t off[2];
+	const char *t10, *t11;
+
+	setup();
+	sample(&g, 1, off);
+	dg_write_tmp(&g, path);
+	run(o, "report", "--json", "--top=2", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_ptr_nonnull(strstr(o->out, "\"report_fn_a\""));
+	ck_assert_ptr_nonnull(strstr(o->out, "\"report_fn_b\""));
+	ck_assert_ptr_null(strstr(o->out, "\"report_fn_c\""));
+	/* After sorting: the two with the most calls. */
+	run(o, "report", "--top=2", "--sort=calls", path, NULL);
+	ck_assert_ptr_nonnull(strstr(o->out, "report_fn_c"));
+	ck_assert_ptr_nonnull(strstr(o->out, "report_fn_b"));
+	ck_assert_ptr_null(strstr(o->out, "report_fn_a"));
+	/* Each table is cut: per thread too. */
+	run(o, "report", "--json", "--threads", "--top=1", path, NULL);
+	t10 = strstr(o->out, "{\"tid\": 10,");
+	t11 = strstr(o->out, "{\"tid\": 11,");
+	ck_assert(t10 && t11);
+	ck_assert_ptr_nonnull(strstr(t10, "report_fn_a"));
+	ck_assert_ptr_null(strstr(t10, "report_fn_b"));
+	ck_assert_ptr_nonnull(strstr(t11, "report_fn_c"));
+	run(o, "report", "--top=0", path, NULL);
+	ck_assert_int_eq(o->status, 2);
+	ck_assert_str_eq(o->err, "traceagent report: --top: '0' is not a positive number\n");
+	run(o, "report", "--top=-1", path, NULL);
+	ck_assert_int_eq(o->status, 2);
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
+START_TEST(csv)
+{
+	struct dumpgen g;
+	struct out *o = malloc(sizeof(*o));
+	static char want[20000];
+	char path[64];
+	size_t off[2];
+	uint64_t a = fa - bias, b = fb - bias, c = fc - bias;
+
+	setup();
+	a = fa - bias, b = fb - bias, c = fc - bias;
+	ck_assert_msg(!strpbrk(self_path, ",\"\n"), "the build path needs quoting: %s", self_path);
+	sample(&g, 1, off);
+	dg_write_tmp(&g, path);
+	run(o, "report", "--csv", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_str_eq(o->err, "");
+	snprintf(want, sizeof(want),
+		 "name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,avg_ns,p50_ns,p90_ns,"
+		 "p99_ns,open\n"
+		 "report_fn_a,%s,%llu,1,100,45,100,100,100,100,100,100,0\n"
+		 "report_fn_b,%s,%llu,2,55,40,25,30,27,25,30,30,0\n"
+		 "report_fn_c,%s,%llu,3,45,45,10,20,15,15,20,20,0\n",
+		 self_path, (unsigned long long)a, self_path, (unsigned long long)b, self_path,
+		 (unsigned long long)c);
+	ck_assert_str_eq(o->out, want);
+	run(o, "report", "--csv", "--threads", "--sort=name", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	snprintf(want, sizeof(want),
+		 "tid,pid,thread,name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,avg_ns,"
+		 "p50_ns,p90_ns,p99_ns,open\n"
+		 "10,100,main,report_fn_a,%s,%llu,1,100,45,100,100,100,100,100,100,0\n"
+		 "10,100,main,report_fn_b,%s,%llu,2,55,40,25,30,27,25,30,30,0\n"
+		 "10,100,main,report_fn_c,%s,%llu,1,15,15,15,15,15,15,15,15,0\n"
+		 "11,100,worker,report_fn_c,%s,%llu,2,30,30,10,20,15,10,20,20,0\n",
+		 self_path, (unsigned long long)a, self_path, (unsigned long long)b, self_path,
+		 (unsigned long long)c, self_path, (unsigned long long)c);
+	ck_assert_str_eq(o->out, want);
+	run(o, "report", "--csv", "--json", path, NULL);
+	ck_assert_int_eq(o->status, 2);
+	ck_assert_str_eq(o->err, "traceagent report: --json or --csv, not both\n");
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
+START_TEST(csv_quoting)
+{
+	/* A module that cannot be read, with a comma and a quote in its name,
+	 * and a thread named with both: RFC 4180 quotes those fields and
+	 * doubles the quotes. */
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct out *o = malloc(sizeof(*o));
+	char path[64];
+
+	dg_init(&g, 7);
+	dg_process(&g, 0, TA_CLOCK_MONOTONIC, 0, "/nonexistent/prog");
+	dg_module(&g, "/nonexistent/we,ird\"lib.so", 0x10000, 0, 0x10000, 0x20000);
+	dg_thread_start(&g, 7, 100, "a \"b\", c");
+	ta_encoder_init(&e, 7);
+	ta_encoder_begin(&e, 100);
+	ev(&e, 100, 0x10010, 0);
+	ev(&e, 150, 0x10010, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 7, 200, 2, 0);
+	dg_end(&g, 200, 200, 2, 0, 1, 0);
+	dg_write_tmp(&g, path);
+	run(o, "report", "--csv", "--threads", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_str_eq(o->out,
+			 "tid,pid,thread,name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,"
+			 "avg_ns,p50_ns,p90_ns,p99_ns,open\n"
+			 "7,7,\"a \"\"b\"\", c\",\"we,ird\"\"lib.so+0x10\","
+			 "\"/nonexistent/we,ird\"\"lib.so\",16,1,50,50,50,50,50,50,50,50,0\n");
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
+/* Does this executable carry DWARF?  (Release builds have none.) */
+static int have_dwarf(void)
+{
+	int fd = open(self_path, O_RDONLY), found = 0;
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	ck_assert_int_ge(fd, 0);
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(elf_getshdrstrndx(e, &shstrndx), 0);
+	while (!found && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(e, shstrndx, sh.sh_name)))
+			found = !strcmp(name, ".debug_info");
+	}
+	elf_end(e);
+	close(fd);
+	return found;
+}
+
+START_TEST(srcline)
+{
+	struct dumpgen g;
+	struct out *o = malloc(sizeof(*o));
+	char path[64], want[256];
+	size_t off[2];
+
+	setup();
+	sample(&g, 1, off);
+	dg_write_tmp(&g, path);
+	run(o, "report", "--json", "--srcline", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	if (have_dwarf()) {
+		/* The header holding the functions, by its full path. */
+		snprintf(want, sizeof(want), "/tests/unit/cmdtest.h:%d\"}", REPORT_FN_A_LINE);
+		ck_assert_msg(strstr(o->out, want), "want %s in %s", want, o->out);
+		ck_assert_ptr_nonnull(strstr(o->out, "\"srcline\": \"/"));
+		snprintf(want, sizeof(want), "/tests/unit/cmdtest.h:%d\"}", REPORT_FN_C_LINE);
+		ck_assert_msg(strstr(o->out, want), "want %s in %s", want, o->out);
+		run(o, "report", "--srcline", "--function=report_fn_b", path, NULL);
+		snprintf(want, sizeof(want), "  report_fn_b  %s  /", strrchr(self_path, '/') + 1);
+		ck_assert_msg(strstr(o->out, want), "want %s in %s", want, o->out);
+		snprintf(want, sizeof(want), "/tests/unit/cmdtest.h:%d\n", REPORT_FN_B_LINE);
+		ck_assert_msg(strstr(o->out, want), "want %s in %s", want, o->out);
+		ck_assert_ptr_nonnull(strstr(o->out, "  function  module  source\n"));
+	} else {
+		ck_assert_ptr_nonnull(strstr(o->out, "\"srcline\": null}"));
+	}
+	/* Without the option, no field. */
+	run(o, "report", "--json", path, NULL);
+	ck_assert_ptr_null(strstr(o->out, "srcline"));
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
+START_TEST(srcline_without_dwarf)
+{
+	/* A module that cannot be read has no lines; the report goes on. */
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct out *o = malloc(sizeof(*o));
+	char path[64];
+
+	dg_init(&g, 7);
+	dg_process(&g, 0, TA_CLOCK_MONOTONIC, 0, "/nonexistent/prog");
+	dg_module(&g, "/nonexistent/lib.so", 0x10000, 0, 0x10000, 0x20000);
+	ta_encoder_init(&e, 7);
+	ta_encoder_begin(&e, 100);
+	ev(&e, 100, 0x10010, 0);
+	ev(&e, 150, 0x10010, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_end(&g, 200, 200, 2, 0, 1, 0);
+	dg_write_tmp(&g, path);
+	run(o, "report", "--csv", "--srcline", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_str_eq(o->out,
+			 "name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,avg_ns,p50_ns,"
+			 "p90_ns,p99_ns,open,srcline\n"
+			 "lib.so+0x10,/nonexistent/lib.so,16,1,50,50,50,50,50,50,50,50,0,\n");
+	run(o, "report", "--srcline", path, NULL);
+	ck_assert_ptr_nonnull(strstr(o->out, "  lib.so+0x10  lib.so  ?\n"));
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
 	Suite *s = suite_create("report");
@@ -478,6 +759,13 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, damaged_dump);
 	tcase_add_test(tc, incomplete_dump);
 	tcase_add_test(tc, bad_files_and_usage);
+	tcase_add_test(tc, percentiles);
+	tcase_add_test(tc, tid_and_function);
+	tcase_add_test(tc, top);
+	tcase_add_test(tc, csv);
+	tcase_add_test(tc, csv_quoting);
+	tcase_add_test(tc, srcline);
+	tcase_add_test(tc, srcline_without_dwarf);
 	suite_add_tcase(s, tc);
 	return s;
 }
