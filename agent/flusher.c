@@ -226,7 +226,9 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 			encode(fs, b->ev, b->consumed, h);
 			b->consumed = h;
 		}
-		if (h < b->limit)
+		/* limit may read 0 for a moment (ring.c's nest_push): then
+		 * next is NULL and this stops here all the same. */
+		if (h < __atomic_load_n(&b->limit, __ATOMIC_RELAXED))
 			break;
 		/* Acquire: pairs with the release of next in ta_record_slow. */
 		n = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);

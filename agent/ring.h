@@ -10,10 +10,10 @@
  * at the cap the thread waits for the flusher (lossless mode).
  *
  * Signal safety: a signal handler may run instrumented code between any two
- * instructions of a hook.  The hook marks the block busy (TA_BUSY in head)
- * while it writes a slot, so a nested hook sees head >= limit, falls into the
- * slow path, finds TA_BUSY and counts its event as lost instead of
- * overwriting the slot being written.
+ * instructions of a hook.  The hook claims the block (TA_BUSY in head, set
+ * by one signal-atomic instruction) while it writes a slot, so a nested hook
+ * finds the claim, takes the slow path and puts its event aside; the
+ * interrupted thread's next event appends those after its own (ring.c).
  */
 #ifndef TA_RING_H
 #define TA_RING_H
@@ -63,30 +63,58 @@ extern __thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec")
  * agent not (or no longer) running. */
 void ta_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN __attribute__((noinline, cold));
 
+/*
+ * Sets TA_BUSY in *head and returns whether it was set already, in one
+ * instruction: a signal can come before it or after it, never in the middle
+ * (a load then a store would let a handler's whole hook run between them,
+ * and the store would then erase what the handler published).  On x86 a
+ * plain, not locked, bts: atomic against this thread's signal handlers,
+ * which is all it must be, at the cost of an ordinary store.
+ */
+static inline __attribute__((always_inline)) int ta_claim(uint32_t *head)
+{
+#if defined(__x86_64__)
+	unsigned char was;
+
+	__asm__ volatile("btsl $31, %0\n\tsetc %1" : "+m"(*head), "=q"(was)::"cc");
+	return was;
+#else
+	/* ldxr/stxr or an LSE atomic: both signal-safe.  Release: the
+	 * flusher may read this value instead of the previous event's (C). */
+	return (__atomic_fetch_or(head, TA_BUSY, __ATOMIC_RELEASE) & TA_BUSY) != 0;
+#endif
+}
+
 static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 {
 	struct ta_block *b = ta_cur;
 	uint64_t t = ta_ticks();
-	uint32_t h = __atomic_load_n(&b->head, __ATOMIC_RELAXED); /* only we write it */
+	uint32_t h;
 
-	if (TA_UNLIKELY(h >= b->limit)) { /* also true while TA_BUSY is set */
+	/* (A) Claim the block against this thread's signal handlers.  A
+	 * claim already there is a hook we interrupted (or the slow path's
+	 * placeholder, which is always claimed). */
+	if (TA_UNLIKELY(ta_claim(&b->head))) {
 		ta_record_slow(addr, t);
 		return;
 	}
-	/* (A) Claim slot h against a signal handler on this thread.  Release,
-	 * not relaxed: the flusher may read this value instead of the h
-	 * published by (C) of the previous event, and must still see that
-	 * event's slot (pairs with the flusher's acquire load of head). */
-	__atomic_store_n(&b->head, h | TA_BUSY, __ATOMIC_RELEASE);
-	/* The compiler must not move the slot writes above (A): a handler
-	 * arriving between them would otherwise not see the claim. */
+	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED) & ~TA_BUSY;
+	/* Full, a placeholder (limit 0), or a handler set limit to 0 to have
+	 * its events appended (ring.c's nest_push): give the claim back and
+	 * take the slow path. */
+	if (TA_UNLIKELY(h >= __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
+		__atomic_store_n(&b->head, h, __ATOMIC_RELAXED);
+		ta_record_slow(addr, t);
+		return;
+	}
+	/* The compiler must not move the slot writes above (A). */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* (B) Fill the slot. */
 	b->ev[h].ticks = t;
 	b->ev[h].addr = addr;
-	/* (C) Publish it: pairs with the flusher's acquire load of head.  An
-	 * interruption between (A) and (C) leaves head = h | TA_BUSY, which
-	 * the flusher reads as h: slot h is not consumed before it is whole. */
+	/* (C) Publish it and drop the claim: pairs with the flusher's acquire
+	 * load of head.  Between (A) and (C) head reads h | TA_BUSY, which the
+	 * flusher takes as h: slot h is not consumed before it is whole. */
 	__atomic_store_n(&b->head, h + 1, __ATOMIC_RELEASE);
 }
 

@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: MIT
+"""Signal handlers that run instrumented code on top of a hook, on an
+alternate stack: their events are recorded, in order, none lost; every
+count equals the program's own."""
+
+import tahelp
+from tahelp import LEVELS
+
+
+class SignalTest(tahelp.Case):
+
+    def test_signal_storm(self):
+        for level in LEVELS:
+            with self.subTest(level=level):
+                r = self.traced("preload", [self.prog("sigstorm-" + level), "3000000"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                words = r.stdout.split()
+                counts = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+                self.assertGreater(counts["on_alarm"], 100)  # the storm happened
+                rep = self.report(r.dump)
+                self.assert_whole(rep, processes=1)
+                self.assertEqual(rep["lost"], 0)
+                funcs = self.functions(rep)
+                self.assert_calls(funcs, {"main": 1, **counts})
+
+
+if __name__ == "__main__":
+    tahelp.main()
