@@ -177,8 +177,12 @@ void ta_view_warnings(struct ta_view *v)
 		ta_view_warn(v, "%" PRIu64 " events were lost (the agent could not record them)",
 			     v->lost);
 	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct ta_process *p = ta_session_process(s, s->threads[i]->pid);
+
 		resyncs += s->threads[i]->resyncs;
-		unmatched += s->threads[i]->unmatched;
+		/* A flight recorder's streams start inside calls on purpose. */
+		if (!p || p->mode != 2)
+			unmatched += s->threads[i]->unmatched;
 		missing += s->threads[i]->chunks_missing;
 	}
 	if (missing || resyncs)
@@ -186,6 +190,14 @@ void ta_view_warnings(struct ta_view *v)
 			     "%" PRIu64 " event chunks missing; call stacks repaired %" PRIu64
 			     " times from chunk snapshots (times around the gaps are estimates)",
 			     missing, resyncs);
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct ta_crash *c = s->procs[i]->crash;
+		if (c)
+			ta_view_warn(v,
+				     "process %" PRIu32 " crashed with signal %" PRIu64
+				     " (%s) in thread %" PRIu64 "; 'traceagent info' shows where",
+				     s->procs[i]->pid, c->signal, strsignal((int)c->signal), c->tid);
+	}
 	if (unmatched)
 		ta_view_warn(v, "%" PRIu64 " function exits without a recorded entry were ignored",
 			     unmatched);

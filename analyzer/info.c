@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,8 +153,67 @@ static const char *fmt_bytes(char *buf, size_t n, uint64_t b)
 
 /* ---- text ------------------------------------------------------------------------------- */
 
-static void text_process(const struct ta_session *s, const struct ta_process *p)
+static const char *mode_name(uint64_t mode)
 {
+	return mode == 0 ? "lossless" : mode == 1 ? "drop" : mode == 2 ? "flight" : "unknown";
+}
+
+/* "SIGSEGV", or "signal N". */
+static const char *signal_name(char *buf, size_t n, uint64_t sig)
+{
+	const char *abbrev = sig < 65 ? sigabbrev_np((int)sig) : NULL;
+
+	if (abbrev)
+		snprintf(buf, n, "SIG%s", abbrev);
+	else
+		snprintf(buf, n, "signal %" PRIu64, sig);
+	return buf;
+}
+
+/* A pc as "function (module)", for backtraces and stacks.  Return
+ * addresses (every backtrace frame but the first) are named by the call
+ * before them: after a call that does not return, the return address may
+ * already be past the end of the function. */
+static void text_pc(struct ta_view *v, uint32_t pid, uint64_t pc, int is_return)
+{
+	struct ta_fn_name fn;
+
+	ta_view_name(v, pid, pc - (is_return ? 1 : 0), &fn);
+	printf("%s (%s)", fn.name, ta_base_name(fn.module));
+}
+
+static void text_crash(struct ta_view *v, const struct ta_process *p)
+{
+	const struct ta_crash *c = p->crash;
+	char b[32];
+
+	printf("  crashed:     %s (code %" PRId64 ", address %#" PRIx64 ") in thread %" PRIu64
+	       "\n",
+	       signal_name(b, sizeof(b), c->signal), c->code, c->addr, c->tid);
+	printf("  backtrace:\n");
+	for (size_t i = 0; i < c->npcs; i++) {
+		printf("    #%-2zu %#" PRIx64 "  ", i, c->pcs[i]);
+		text_pc(v, p->pid, c->pcs[i], i > 0);
+		putchar('\n');
+	}
+	printf("  where each thread was (open calls, outermost first):\n");
+	for (size_t i = 0; i < v->s->nthreads; i++) {
+		const struct ta_thread *t = v->s->threads[i];
+
+		if (t->pid != p->pid)
+			continue;
+		printf("    thread %" PRIu64 "%s:", t->tid, t->tid == c->tid ? " (crashed)" : "");
+		for (uint32_t k = 0; k < t->last_depth; k++) {
+			printf(k ? " > " : " ");
+			text_pc(v, p->pid, t->last_stack[k], 0);
+		}
+		putchar('\n');
+	}
+}
+
+static void text_process(struct ta_view *v, const struct ta_process *p)
+{
+	const struct ta_session *s = v->s;
 	struct counts c = process_counts(s, p);
 	char b[4][64];
 
@@ -181,9 +241,10 @@ static void text_process(const struct ta_session *s, const struct ta_process *p)
 		printf(" (nominal %" PRIu64 " Hz)", p->nominal_hz);
 	putchar('\n');
 	if (p->has_info)
-		printf("  settings:    block %s, memory cap %s, flush every %" PRIu64 " ms\n",
+		printf("  settings:    block %s, memory cap %s, flush every %" PRIu64 " ms, mode %s\n",
 		       fmt_bytes(b[1], sizeof(b[1]), p->block_size),
-		       fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms);
+		       fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms,
+		       mode_name(p->mode));
 	printf("  events:      %" PRIu64 ", lost %" PRIu64 "\n", c.events, c.lost);
 	if (p->has_end)
 		printf("  end:         present (%" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
@@ -194,6 +255,8 @@ static void text_process(const struct ta_session *s, const struct ta_process *p)
 		printf("  end:         missing (the program was killed or is still running)\n");
 	if (p->chunks_missing)
 		printf("  missing:     %" PRIu64 " chunks\n", p->chunks_missing);
+	if (p->crash)
+		text_crash(v, p);
 	printf("  threads:     %" PRIu64 "\n", c.threads);
 	printf("  %10s %10s %12s %8s %12s  %s\n", "tid", "parent", "events", "lost", "wait",
 	       "name");
@@ -218,7 +281,7 @@ static void text_process(const struct ta_session *s, const struct ta_process *p)
 	}
 }
 
-static void print_text(const struct ta_view *v)
+static void print_text(struct ta_view *v)
 {
 	const struct ta_session *s = v->s;
 	const char *why = ta_view_incomplete(v);
@@ -249,13 +312,55 @@ static void print_text(const struct ta_view *v)
 		printf("  %s\n", buf);
 	}
 	for (size_t i = 0; i < s->nprocs; i++)
-		text_process(s, s->procs[i]);
+		text_process(v, s->procs[i]);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------ */
 
-static void json_process(const struct ta_session *s, const struct ta_process *p)
+static void json_pc(struct ta_view *v, uint32_t pid, uint64_t pc, int is_return)
 {
+	struct ta_fn_name fn;
+
+	ta_view_name(v, pid, pc - (is_return ? 1 : 0), &fn);
+	printf("{\"pc\": %" PRIu64 ", \"function\": ", pc);
+	ta_json_str(stdout, fn.name);
+	printf(", \"module\": ");
+	ta_json_str(stdout, fn.module);
+	putchar('}');
+}
+
+static void json_crash(struct ta_view *v, const struct ta_process *p)
+{
+	const struct ta_crash *c = p->crash;
+	char b[32];
+
+	printf("    \"crash\": {\"signal\": %" PRIu64 ", \"signal_name\": \"%s\", \"code\": %" PRId64
+	       ", \"address\": %" PRIu64 ", \"tid\": %" PRIu64 ",\n      \"backtrace\": [",
+	       c->signal, signal_name(b, sizeof(b), c->signal), c->code, c->addr, c->tid);
+	for (size_t i = 0; i < c->npcs; i++) {
+		printf("%s", i ? ", " : "");
+		json_pc(v, p->pid, c->pcs[i], i > 0);
+	}
+	printf("],\n      \"stacks\": [");
+	for (size_t i = 0, first = 1; i < v->s->nthreads; i++) {
+		const struct ta_thread *t = v->s->threads[i];
+
+		if (t->pid != p->pid)
+			continue;
+		printf("%s{\"tid\": %" PRIu64 ", \"open\": [", first ? "" : ", ", t->tid);
+		for (uint32_t k = 0; k < t->last_depth; k++) {
+			printf("%s", k ? ", " : "");
+			json_pc(v, p->pid, t->last_stack[k], 0);
+		}
+		printf("]}");
+		first = 0;
+	}
+	printf("]},\n");
+}
+
+static void json_process(struct ta_view *v, const struct ta_process *p)
+{
+	const struct ta_session *s = v->s;
 	struct counts c = process_counts(s, p);
 	char b[64];
 	int first = 1;
@@ -284,13 +389,17 @@ static void json_process(const struct ta_session *s, const struct ta_process *p)
 	       p->uncalibrated ? "false" : "true", ticks_per_second(p));
 	if (p->has_info)
 		printf("    \"settings\": {\"block_size\": %" PRIu64 ", \"memory_cap\": %" PRIu64
-		       ", \"flush_ms\": %" PRIu64 "},\n",
-		       p->block_size, p->memory_cap, p->flush_ms);
+		       ", \"flush_ms\": %" PRIu64 ", \"mode\": \"%s\"},\n",
+		       p->block_size, p->memory_cap, p->flush_ms, mode_name(p->mode));
 	else
 		printf("    \"settings\": null,\n");
 	printf("    \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"chunks_missing\": %" PRIu64
 	       ",\n",
 	       c.events, c.lost, p->chunks_missing);
+	if (p->crash)
+		json_crash(v, p);
+	else
+		printf("    \"crash\": null,\n");
 	if (p->has_end)
 		printf("    \"end\": {\"events\": %" PRIu64 ", \"lost\": %" PRIu64
 		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s},\n",
@@ -330,7 +439,7 @@ static void json_process(const struct ta_session *s, const struct ta_process *p)
 	printf("%s]}", p->nmodules ? "\n    " : "");
 }
 
-static void print_json(const struct ta_view *v)
+static void print_json(struct ta_view *v)
 {
 	const struct ta_session *s = v->s;
 	const char *why = ta_view_incomplete(v);
@@ -359,7 +468,7 @@ static void print_json(const struct ta_view *v)
 	       v->events, v->lost, s->nthreads, ta_session_duration_ns(s));
 	for (size_t i = 0; i < s->nprocs; i++) {
 		printf("%s\n  ", i ? "," : "");
-		json_process(s, s->procs[i]);
+		json_process(v, s->procs[i]);
 	}
 	printf("%s]}\n", s->nprocs ? "\n " : "");
 }

@@ -118,6 +118,9 @@ static void process_free(struct ta_process *p)
 		free(p->argv[i]);
 	free(p->argv);
 	free(p->clock);
+	if (p->crash)
+		free(p->crash->pcs);
+	free(p->crash);
 	for (size_t i = 0; i < p->nmodules; i++) {
 		free(p->modules[i].path);
 		free(p->modules[i].build_id);
@@ -221,6 +224,7 @@ static void thread_free(struct ta_thread *t)
 {
 	free(t->name);
 	free(t->stack);
+	free(t->last_stack);
 	free(t);
 }
 
@@ -291,6 +295,11 @@ static TA_INLINE void frames_pop(struct ta_session *s, struct ta_thread *t, uint
 		struct ta_frame *f = &t->stack[--t->depth];
 		struct ta_exit_info x;
 
+		if (__builtin_expect(t->depth < t->inherited, 0)) {
+			/* The parent's frame: its call is the parent's. */
+			t->inherited = t->depth;
+			continue;
+		}
 		x.addr = f->addr;
 		x.enter = f->enter;
 		x.exit = ticks;
@@ -329,8 +338,24 @@ static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct t
 	 * them wrap): k == n means depth >= n. */
 	if (k == n && over >= t->overflow && over - t->overflow == t->depth - n)
 		return;
+	if (t->forked && !t->have_chunks && !t->depth && !t->overflow && d->chunk_seq == 0 &&
+	    !over) {
+		/* A forked child's first chunk starts inside the frames its
+		 * parent entered: they open the stack, unvisited. */
+		for (uint32_t i = 0; i < n; i++) {
+			if (t->depth == t->cap && stack_grow(t) < 0)
+				break;
+			t->stack[t->depth].addr = d->snapshot[i];
+			t->stack[t->depth].enter = d->first_ticks;
+			t->stack[t->depth].child = 0;
+			t->stack[t->depth].user = 0;
+			t->depth++;
+		}
+		t->inherited = t->depth;
+		return;
+	}
 	/* The first chunk of a new thread may start inside functions (a
-	 * forked child's inherited frames): that is not a loss. */
+	 * flight recorder's cut): that is not a loss. */
 	if (t->have_chunks || t->depth || t->overflow || d->chunk_seq != 0)
 		t->resyncs++;
 	/* The frames without data first (they are on top), then ours down
@@ -405,9 +430,23 @@ static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct t
 static void thread_close(struct ta_session *s, struct ta_thread *t)
 {
 	uint64_t end = t->last_ticks;
+	struct ta_process *p = ta_session_process(s, t->pid);
 
 	if (t->has_end && (!t->have_ticks || t->end_ticks > end))
 		end = t->end_ticks;
+	if (p && p->crash) {
+		/* The crashing thread's frames end at the crash, not when the
+		 * handler was done writing; every thread's open frames are
+		 * kept: where it was. */
+		if (p->crash->tid == t->tid && p->crash->ticks >= t->last_ticks &&
+		    p->crash->ticks < end)
+			end = p->crash->ticks;
+		free(t->last_stack);
+		t->last_stack = t->depth ? malloc(t->depth * sizeof(uint64_t)) : NULL;
+		t->last_depth = t->last_stack ? t->depth : 0;
+		for (uint32_t i = 0; i < t->last_depth; i++)
+			t->last_stack[i] = t->stack[i].addr;
+	}
 	/* In two calls: depth + overflow could wrap (a dump may claim any
 	 * overflow). */
 	frames_pop(s, t, t->overflow, end, TA_VISIT_OPEN);
@@ -448,6 +487,11 @@ static int process_chunk(struct ta_process *p, struct ta_reader *r)
 	ta_get_varint(r, &p->memory_cap);
 	ta_get_varint(r, &p->flush_ms);
 	if (r->err) {
+		rc = -TA_E_PAYLOAD;
+		goto fail;
+	}
+	p->mode = 0;
+	if (r->p < r->end && ta_get_varint(r, &p->mode) < 0) { /* since 1.1 */
 		rc = -TA_E_PAYLOAD;
 		goto fail;
 	}
@@ -559,6 +603,47 @@ fail:
 	return rc;
 }
 
+static int crash_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	struct ta_crash *c = calloc(1, sizeof(*c));
+	uint64_t code, n;
+
+	if (!c)
+		return -TA_E_NOMEM;
+	ta_get_varint(r, &c->tid);
+	ta_get_varint(r, &c->ticks);
+	ta_get_varint(r, &c->signal);
+	ta_get_varint(r, &code);
+	ta_get_varint(r, &c->addr);
+	ta_get_varint(r, &n);
+	/* Each pc takes a byte at least: a larger count is a lie. */
+	if (r->err || n > (uint64_t)(r->end - r->p)) {
+		free(c);
+		return -TA_E_PAYLOAD;
+	}
+	c->code = (int64_t)code;
+	c->pcs = n ? malloc(n * sizeof(uint64_t)) : NULL;
+	if (n && !c->pcs) {
+		free(c);
+		return -TA_E_NOMEM;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		ta_get_varint(r, &c->pcs[i]);
+	if (r->err) {
+		free(c->pcs);
+		free(c);
+		return -TA_E_PAYLOAD;
+	}
+	c->npcs = (size_t)n;
+	if (p->crash) { /* one crash a process; a second chunk replaces it */
+		free(p->crash->pcs);
+		free(p->crash);
+	}
+	p->crash = c;
+	note_ticks(p, c->ticks);
+	return 0;
+}
+
 static int thread_start_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
 {
 	uint64_t tid, parent, ticks;
@@ -590,6 +675,12 @@ static int thread_start_chunk(struct ta_session *s, struct ta_process *p, struct
 	t->parent_tid = parent;
 	t->start_ticks = ticks;
 	t->has_start = 1;
+	if (r->p < r->end) { /* flags, since 1.1 */
+		uint64_t flags;
+		if (ta_get_varint(r, &flags) < 0)
+			return -TA_E_PAYLOAD;
+		t->forked = (flags & TA_THREAD_F_INHERITED) != 0;
+	}
 	note_ticks(p, ticks);
 	return 0;
 }
@@ -700,6 +791,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_END:
 		rc = end_chunk(p, &r);
+		break;
+	case TA_CHUNK_CRASH:
+		rc = crash_chunk(p, &r);
 		break;
 	default:
 		s->unknown_chunks++; /* a later minor version's addition */

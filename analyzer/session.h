@@ -55,6 +55,8 @@ struct ta_process {
 	char **argv;
 	size_t argc;
 	uint64_t block_size, memory_cap, flush_ms;
+	uint64_t mode; /* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
+	struct ta_crash *crash; /* the CRASH chunk, if the process crashed */
 	uint64_t end_ticks, end_ns, end_events, end_lost, end_threads, end_flags;
 
 	struct ta_clock_pair *clock;
@@ -75,6 +77,14 @@ struct ta_process {
 	/* Address -> module, sorted by start, built by ta_session_finish. */
 	struct ta_modrange *map;
 	size_t nmap;
+};
+
+/* A fatal signal, as the crash handler recorded it. */
+struct ta_crash {
+	uint64_t tid, ticks, signal, addr;
+	int64_t code; /* si_code */
+	uint64_t *pcs; /* the backtrace, innermost first */
+	size_t npcs;
 };
 
 /* One frame of a rebuilt call stack. */
@@ -106,6 +116,15 @@ struct ta_thread {
 
 	struct ta_frame *stack;
 	uint32_t depth, cap;
+	/* A forked child's thread: its bottom `inherited` frames were
+	 * entered by the parent, which records them; they are neither
+	 * visited nor counted here. */
+	int forked;
+	uint32_t inherited;
+	/* In a process that crashed: the functions open on this thread when
+	 * it ended, bottom first (where each thread was). */
+	uint64_t *last_stack;
+	uint32_t last_depth;
 	uint64_t overflow; /* frames beyond what the stack holds, without data */
 
 	struct ta_thread *hnext; /* (pid, tid) hash chain */

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: MIT
+"""Crashes: the program dies exactly as it would untraced (same signal, same
+core-dump bit), and the dump is whole: every call up to the crash, the
+signal, the crashing thread, a backtrace naming the function that faulted,
+and where each thread was."""
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import tempfile
+
+import tahelp
+from tahelp import LEVELS, MODES
+
+CASES = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT, "fpe": signal.SIGFPE,
+         "ill": signal.SIGILL, "bus": signal.SIGBUS}
+
+
+def allow_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+
+class CrashTest(tahelp.Case):
+
+    def status(self, argv, env):
+        """The raw wait status, with cores allowed, in a scratch directory."""
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.Popen(argv, env=env, cwd=d, preexec_fn=allow_core,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _, st = os.waitpid(p.pid, 0)
+            p.stderr.close()
+            return st
+
+    def test_crashes(self):
+        for level in LEVELS:
+            prog = self.prog("crash-" + level)
+            for how, sig in CASES.items():
+                with self.subTest(level=level, how=how):
+                    plain = self.status([prog, how], tahelp.clean_env())
+                    self.assertTrue(os.WIFSIGNALED(plain))
+                    self.assertEqual(os.WTERMSIG(plain), sig)
+                    dump = self.fresh("crash-%s-%s.trace" % (level, how))
+                    env = tahelp.clean_env()
+                    env.update(LD_PRELOAD=tahelp.AGENT, TRACEAGENT_OUTPUT=dump)
+                    traced = self.status([prog, how], env)
+                    # Same death, core bit included.
+                    self.assertEqual(traced, plain)
+                    p = self.report_raw(dump, "--json")
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    self.assertIn("crashed with signal %d" % sig, p.stderr)
+                    rep = json.loads(p.stdout)
+                    self.assertTrue(rep["complete"])
+                    self.assertEqual(rep["lost"], 0)
+                    funcs = self.functions(rep)
+                    self.assert_calls(funcs, {"main": 1, "deeper": 1, "fault": 1, "work": 8})
+                    for name in ("main", "deeper", "fault"):
+                        self.assertEqual(funcs[name]["open"], 1)
+                    info = json.loads(subprocess.run(
+                        [tahelp.TRACEAGENT, "info", "--json", dump], capture_output=True,
+                        text=True, env=tahelp.clean_env()).stdout)
+                    (proc,) = info["processes"]
+                    crash = proc["crash"]
+                    self.assertEqual(crash["signal"], sig)
+                    self.assertEqual(crash["tid"], proc["pid"])
+                    # GCC may move the crashing path of fault() into fault.cold.
+                    names = [f["function"].replace(".cold", "") for f in crash["backtrace"]]
+                    self.assertIn("fault", names)
+                    if how != "abort":  # abort faults in libc, below fault()
+                        self.assertEqual(names[0], "fault")
+                    self.assertEqual(names[names.index("fault"):][:3], ["fault", "deeper", "main"])
+                    (stack,) = crash["stacks"]
+                    self.assertEqual([f["function"] for f in stack["open"]],
+                                     ["main", "deeper", "fault"])
+
+
+if __name__ == "__main__":
+    tahelp.main()
