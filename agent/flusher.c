@@ -164,7 +164,7 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 	struct ta_flush_state *fs = t->fs;
 	struct ta_block *b;
 	char name[16];
-	uint32_t seq;
+	uint32_t seq = 0;
 
 	if (st != TA_T_LIVE && st != TA_T_EXITED)
 		return;

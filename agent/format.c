@@ -564,3 +564,114 @@ int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev)
 	d->done++;
 	return 1;
 }
+
+/* A varint from untrusted bytes: one-byte values (most tick deltas and
+ * address deltas) without a loop or a call. */
+static inline int rd_u(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	struct ta_reader r;
+
+	if (TA_LIKELY_(p < end && *p < 0x80)) {
+		*v = *p;
+		*pp = p + 1;
+		return 0;
+	}
+	ta_reader_init(&r, p, (size_t)(end - p));
+	if (ta_get_varint(&r, v) < 0)
+		return -1;
+	*pp = r.p;
+	return 0;
+}
+
+/* ta_decoder_next's rules with the state in registers and the common stack
+ * cases inline: the analyzer's inner loop. */
+size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, int *rc)
+{
+	const uint8_t *p = d->r.p, *end = d->r.end;
+	uint64_t ticks = d->prev_ticks, prev_addr = d->prev_addr;
+	struct ta_stack *st = &d->stack;
+	uint64_t left = d->n_events - d->done;
+	size_t n = 0;
+	int err = 0;
+
+	*rc = 0;
+	if (d->r.err) {
+		*rc = -TA_E_PAYLOAD;
+		return 0;
+	}
+	if (max > left)
+		max = left;
+	while (n < max) {
+		struct ta_event *ev = &out[n];
+		uint64_t v, z;
+		int top;
+
+		if (rd_u(&p, end, &v) < 0) {
+			err = -TA_E_PAYLOAD;
+			break;
+		}
+		ticks += v >> 2;
+		ev->ticks = ticks;
+		ev->popped = 0;
+		ev->ext = ev->value = 0;
+		switch (v & 3) {
+		case TA_EV_ENTER:
+			if (rd_u(&p, end, &z) < 0) {
+				err = -TA_E_PAYLOAD;
+				goto stop;
+			}
+			prev_addr += (uint64_t)ta_unzigzag(z);
+			ev->kind = TA_EV_ENTER;
+			ev->addr = prev_addr;
+			if (TA_LIKELY_(st->depth < st->cap && !st->overflow))
+				st->addr[st->depth++] = prev_addr;
+			else if (ta_stack_push(st, prev_addr) < 0) {
+				err = -TA_E_NOMEM;
+				goto stop;
+			}
+			break;
+		case TA_EV_EXIT:
+			if (TA_UNLIKELY_(!st->depth || st->overflow)) {
+				err = -TA_E_PAYLOAD; /* the encoder never emits this */
+				goto stop;
+			}
+			ev->kind = TA_EV_EXIT;
+			ev->addr = st->addr[--st->depth];
+			ev->popped = 1;
+			break;
+		case TA_EV_EXIT_ADDR:
+			if (rd_u(&p, end, &z) < 0) {
+				err = -TA_E_PAYLOAD;
+				goto stop;
+			}
+			prev_addr += (uint64_t)ta_unzigzag(z);
+			ev->kind = TA_EV_EXIT;
+			ev->addr = prev_addr;
+			ev->popped = ta_stack_exit(st, prev_addr, &top);
+			break;
+		default:
+			ev->kind = TA_EV_EXT;
+			ev->addr = 0;
+			if (rd_u(&p, end, &ev->ext) < 0 || ev->ext != TA_EXT_LOST ||
+			    rd_u(&p, end, &ev->value) < 0) {
+				err = -TA_E_PAYLOAD; /* unknown subtypes have no length */
+				goto stop;
+			}
+			break;
+		}
+		n++;
+	}
+stop:
+	d->r.p = p;
+	d->prev_ticks = ticks;
+	d->prev_addr = prev_addr;
+	d->done += n;
+	if (err) {
+		d->r.err = 1;
+		*rc = err;
+	} else if (d->done == d->n_events) {
+		*rc = p == end ? 1 : -TA_E_PAYLOAD;
+	}
+	return n;
+}

@@ -390,5 +390,9 @@ int ta_decoder_begin(struct ta_decoder *d, const void *payload, size_t len);
 /* 1 with *ev filled, 0 at the end of the chunk, or a negative TA_E_ code
  * (malformed: the rest of the chunk is unusable). */
 int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev);
+/* Up to max events at once (the same as calling ta_decoder_next, faster):
+ * returns how many were filled; *rc is 0 while more may follow, 1 at the
+ * end of the chunk, or a negative TA_E_ code after the events returned. */
+size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *ev, size_t max, int *rc);
 
 #endif /* TA_FORMAT_H */

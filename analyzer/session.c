@@ -372,7 +372,6 @@ static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct t
 {
 	struct ta_decoder *d = &s->dec;
 	struct ta_thread *t;
-	struct ta_event ev;
 	int rc = ta_decoder_begin(d, c->payload, c->len);
 
 	s->events_chunks++;
@@ -392,31 +391,42 @@ static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct t
 	t->have_chunks = 1;
 	note_ticks(p, d->first_ticks);
 
-	while ((rc = ta_decoder_next(d, &ev)) > 0) {
-		t->last_ticks = ev.ticks;
-		t->have_ticks = 1;
-		switch (ev.kind) {
-		case TA_EV_ENTER:
-			t->events++;
-			if (frame_push(s, t, ev.ticks, ev.addr, 0) < 0)
-				return -TA_E_NOMEM;
-			break;
-		case TA_EV_EXIT:
-			t->events++;
-			if (ev.popped)
-				frames_pop(s, t, ev.popped, ev.ticks, 0);
-			else
-				t->unmatched++;
-			break;
-		default:
-			if (ev.ext == TA_EXT_LOST) {
-				t->lost += ev.value;
-				if (s->v.lost)
-					s->v.lost(s->v.ctx, t, ev.ticks, ev.value);
+	do {
+		struct ta_event evs[256];
+		size_t n = ta_decoder_batch(d, evs, 256, &rc);
+
+		for (size_t i = 0; i < n; i++) {
+			const struct ta_event *ev = &evs[i];
+
+			switch (ev->kind) {
+			case TA_EV_ENTER:
+				if (frame_push(s, t, ev->ticks, ev->addr, 0) < 0)
+					return -TA_E_NOMEM;
+				break;
+			case TA_EV_EXIT:
+				if (ev->popped)
+					frames_pop(s, t, ev->popped, ev->ticks, 0);
+				else
+					t->unmatched++;
+				break;
+			default:
+				t->events--; /* not a function event */
+				if (ev->ext == TA_EXT_LOST) {
+					t->lost += ev->value;
+					if (s->v.lost)
+						s->v.lost(s->v.ctx, t, ev->ticks, ev->value);
+				}
+				break;
 			}
-			break;
 		}
-	}
+		if (n) {
+			t->events += n;
+			t->last_ticks = evs[n - 1].ticks;
+			t->have_ticks = 1;
+		}
+	} while (rc == 0);
+	if (rc > 0)
+		rc = 0;
 	if (t->have_ticks)
 		note_ticks(p, t->last_ticks);
 	if (rc == -TA_E_NOMEM)

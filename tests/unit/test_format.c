@@ -801,19 +801,47 @@ END_TEST
 
 /* ---- fuzz ---------------------------------------------------------------------------- */
 
-/* Decodes whatever p holds; the decoder must end within its own count. */
+/* Decodes whatever p holds; the decoder must end within its own count,
+ * and the batch decoder must yield exactly the same events and ending. */
 static void decode_any(struct ta_decoder *d, const uint8_t *p, size_t len)
 {
-	struct ta_event ev;
+	static struct ta_decoder b;
+	static int b_ready;
+	struct ta_event ev, batch[7];
+	size_t have = 0, at = 0;
 	uint64_t steps = 0;
-	int rc;
+	int rc, brc = 0;
 
+	if (!b_ready) {
+		ta_decoder_init(&b);
+		b_ready = 1;
+	}
 	if (ta_decoder_begin(d, p, len) < 0)
 		return;
+	REQUIRE(ta_decoder_begin(&b, p, len) == 0, "batch begin disagrees");
 	REQUIRE(d->snapshot_depth <= TA_STACK_MAX, "snapshot depth");
-	while ((rc = ta_decoder_next(d, &ev)) == 1)
+	while ((rc = ta_decoder_next(d, &ev)) == 1) {
 		REQUIRE(++steps <= d->n_events, "more events than announced");
+		if (at == have && brc == 0) {
+			/* An odd batch size, so batches end anywhere. */
+			have = ta_decoder_batch(&b, batch, 7, &brc);
+			at = 0;
+		}
+		REQUIRE(at < have, "batch stopped early at event %llu", (unsigned long long)steps);
+		REQUIRE(batch[at].ticks == ev.ticks && batch[at].addr == ev.addr &&
+				batch[at].kind == ev.kind && batch[at].popped == ev.popped &&
+				batch[at].ext == ev.ext && batch[at].value == ev.value,
+			"batch event %llu differs", (unsigned long long)steps);
+		at++;
+	}
 	REQUIRE(rc <= 0, "rc %d", rc);
+	while (at == have && brc == 0) {
+		have = ta_decoder_batch(&b, batch, 7, &brc);
+		at = 0;
+	}
+	REQUIRE(at == have, "batch has more events");
+	/* next: 0 at a clean end, or an error; batch: 1, or the same error. */
+	REQUIRE(rc == 0 ? brc == 1 : brc == rc, "endings differ: next %d, batch %d", rc, brc);
 }
 
 START_TEST(decoder_fuzz)
