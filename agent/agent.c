@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <time.h>
@@ -179,6 +180,10 @@ static int start(void)
 	ta_dump_clock();
 	ta_dump_modules(ta_ticks());
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+	/* Registered now, before the program's own (if it registers after its
+	 * first instrumented call), so it runs after them: quick_exit leaves
+	 * through libc's internal _exit, which no wrapper sees. */
+	at_quick_exit(ta_agent_shutdown);
 	ta_crash_install();
 	if (ta_cfg.mode == TA_MODE_FLIGHT)
 		flight_signal_install();

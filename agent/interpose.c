@@ -228,3 +228,5 @@ TA_PUBLIC void _Exit(int status)
 {
 	exit_now("_Exit", status);
 }
+
+

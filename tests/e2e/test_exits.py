@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: MIT
+"""The ways a program ends (exit from another thread deep in calls,
+quick_exit with its handlers, exit deep in main): same status as untraced,
+a complete dump with every call up to the end, the unfinished ones counted
+as open.  And thread churn: 10,000 short threads, every event of every one
+in the dump, with the memory of exited threads reused."""
+
+import resource
+import subprocess
+
+import tahelp
+from tahelp import LEVELS, MODES
+
+
+class ExitsTest(tahelp.Case):
+
+    def check(self, level, how, code, want):
+        for mode in MODES:
+            with self.subTest(level=level, how=how, mode=mode):
+                r = self.traced(mode, [self.prog("exits-" + level), how, str(code)],
+                                expect_status=code)
+                rep = self.report(r.dump)
+                self.assertTrue(rep["complete"], rep["errors"])
+                self.assertEqual((rep["lost"], rep["errors"]), (0, []))
+                funcs = self.functions(rep)
+                got = {n: (f["calls"], f["open"]) for n, f in funcs.items() if n != "spin"}
+                self.assertEqual(got, want)
+
+    def test_exits(self):
+        for level in LEVELS:
+            self.check(level, "thread", 3, {"main": (1, 1), "exiter": (1, 1), "outer": (1, 1),
+                                             "inner": (1, 1), "work": (1, 0)})
+            self.check(level, "quick", 4, {"main": (1, 1), "outer": (1, 1), "inner": (1, 1),
+                                            "work": (1, 0), "on_quick_exit": (1, 0),
+                                            "handler_work": (1, 0)})
+            self.check(level, "deep", 6, {"main": (1, 1), "outer": (1, 1), "inner": (1, 1),
+                                           "work": (1, 0)})
+
+    def test_thread_churn(self):
+        prog = self.prog("exits-O2")
+        r = self.traced("preload", [prog, "churn", "10000"])
+        self.assertEqual(r.stdout, "work 30000\n")
+        rep = self.report(r.dump)
+        self.assert_whole(rep, processes=1)
+        self.assertEqual(rep["threads"], 10001)
+        self.assert_calls(self.functions(rep), {"main": 1, "churner": 10000, "work": 30000})
+        # Exited threads' records and blocks are reused: the peak resident
+        # size stays far below 10,000 threads' worth of 64 KiB blocks.
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        env = tahelp.clean_env()
+        env.update(LD_PRELOAD=tahelp.AGENT, TRACEAGENT_OUTPUT=self.fresh("churn"))
+        subprocess.run([prog, "churn", "10000"], env=env, check=True,
+                       stdout=subprocess.DEVNULL, timeout=tahelp.TIMEOUT)
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        self.assertGreaterEqual(peak_kib, before)
+        self.assertLess(peak_kib, 64 * 1024, "peak RSS %d KiB" % peak_kib)
+
+
+if __name__ == "__main__":
+    tahelp.main()
