@@ -184,6 +184,7 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	uint8_t hdr[TA_CHUNK_HEADER_SIZE];
 	const void *stored = payload;
 	size_t stored_len = len;
+	off_t before;
 	int err = 0;
 
 	if (len > TA_CHUNK_MAX_PAYLOAD)
@@ -210,9 +211,21 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	h.pid = (uint32_t)getpid();
 	h.seq = dump_seq;
 	ta_chunk_header_encode(hdr, &h, stored);
+	before = lseek(dump_fd, 0, SEEK_END);
 	err = write_chunk(hdr, stored, stored_len);
-	if (err < 0)
+	if (err < 0) {
+		/* A full disk may have taken part of the chunk: cut it off, so
+		 * the dump ends on a chunk boundary (whole, but without END:
+		 * incomplete).  Only if nothing else was appended since (a
+		 * forked child shares the file). */
+		struct stat st;
+		if (before >= 0 && fstat(dump_fd, &st) == 0 && st.st_size > before &&
+		    st.st_size < before + (off_t)(sizeof(hdr) + stored_len) &&
+		    ftruncate(dump_fd, before) < 0) {
+			/* The reader will see a truncated last chunk. */
+		}
 		goto fail;
+	}
 	dump_seq++;
 	dump_bytes += sizeof(hdr) + stored_len;
 	goto out;

@@ -8,6 +8,9 @@
  *   exits deep N    - exit(N) inside inner() < outer() on the main thread
  *   exits churn N   - N short threads, 8 at a time; thread i calls work()
  *                     i % 5 + 1 times; prints the total
+ *   exits loop N    - calls work() N times, prints "ready", then spins
+ *                     calling spin() until killed
+ *   exits calls N   - calls work() N times and returns 0
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -72,7 +75,7 @@ int main(int argc, char **argv)
 {
 	if (argc != 3)
 		return 2;
-	code = atoi(argv[2]);
+	code = atoi(argv[2]) & 0xff;
 	if (!strcmp(argv[1], "thread")) {
 		static char how[] = "thread";
 		pthread_t t;
@@ -86,6 +89,19 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "deep"))
 		outer("deep");
+	if (!strcmp(argv[1], "loop") || !strcmp(argv[1], "calls")) {
+		long n = atol(argv[2]);
+		for (long i = 0; i < n; i++)
+			work();
+		if (!strcmp(argv[1], "calls"))
+			return 0;
+		printf("ready\n");
+		fflush(stdout);
+		for (;;) {
+			spin();
+			usleep(1000);
+		}
+	}
 	if (!strcmp(argv[1], "churn")) {
 		long n = atol(argv[2]), total = 0;
 		for (long i = 0; i < n; i += 8) {
