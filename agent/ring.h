@@ -74,10 +74,12 @@ void ta_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN __attribute__((noin
 static inline __attribute__((always_inline)) int ta_claim(uint32_t *head)
 {
 #if defined(__x86_64__)
-	unsigned char was;
-
-	__asm__ volatile("btsl $31, %0\n\tsetc %1" : "+m"(*head), "=q"(was)::"cc");
-	return was;
+	/* The carry flag is the old bit: branch on it directly.  The memory
+	 * clobber makes the compiler reload head after the claim. */
+	__asm__ goto("btsl $31, %0\n\tjc %l[claimed]" : : "m"(*head) : "cc", "memory" : claimed);
+	return 0;
+claimed:
+	return 1;
 #else
 	/* ldxr/stxr or an LSE atomic: both signal-safe.  Release: the
 	 * flusher may read this value instead of the previous event's (C). */
