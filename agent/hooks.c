@@ -4,7 +4,8 @@
  *
  * Each is ta_record() inlined: one TLS load, a counter read, a check,
  * two stores of the slot and two of the head.  See ring.h for the
- * protocol and docs/hotpath.md for the code the compiler makes of it.
+ * protocol and HOTPATH.md beside this file for the code the compiler makes
+ * of it.
  */
 #include <stdint.h>
 
