@@ -143,8 +143,9 @@ START_TEST(json)
 	    "    \"clock\": {\"source\": \"rdtsc\", \"nominal_hz\": 0, \"pairs\": 2, "
 	    "\"calibrated\": true, \"ticks_per_second\": 3000000000.000},\n"
 	    "    \"settings\": {\"block_size\": 131072, \"memory_cap\": 67108864, "
-	    "\"flush_ms\": 20},\n"
+	    "\"flush_ms\": 20, \"mode\": \"lossless\"},\n"
 	    "    \"events\": 6, \"lost\": 5, \"chunks_missing\": 0,\n"
+	    "    \"crash\": null,\n"
 	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false},\n"
 	    "    \"threads\": [\n"
 	    "      {\"tid\": 4242, \"name\": \"prog\", \"parent_tid\": 4000, \"events\": 4, "
@@ -200,7 +201,7 @@ START_TEST(text)
 				     "  duration:    10.000 us\n"
 				     "  clock:       rdtsc, 3000000000 ticks/s from 2 clock pairs\n"
 				     "  settings:    block 128.0 KiB, memory cap 64.0 MiB, "
-				     "flush every 20 ms\n"
+				     "flush every 20 ms, mode lossless\n"
 				     "  events:      6, lost 5\n"));
 	ck_assert_msg(strstr(o->out,
 			     "  end:         present (6 events, 5 lost, 2 threads, by the "
