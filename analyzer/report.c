@@ -32,6 +32,8 @@ struct options {
 	enum sort_key sort;
 	int have_tid;
 	uint64_t tid;
+	int have_pid;
+	uint64_t pid;
 	const char *function; /* glob over demangled names */
 	uint64_t top;	      /* rows per table, 0 = all */
 	int srcline;
@@ -52,7 +54,7 @@ struct report {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent report [--json | --csv] [--sort=total|self|calls|name]\n"
-		   "                         [--threads] [--tid=TID] [--function=GLOB] [--top=N]\n"
+		   "                         [--threads] [--tid=TID] [--pid=PID] [--function=GLOB] [--top=N]\n"
 		   "                         [--srcline] DUMP\n"
 		   "\n"
 		   "Calls and times per function in a dump written by the agent.\n"
@@ -64,6 +66,8 @@ static void usage(FILE *f)
 		   "  --sort=KEY       order rows by total (default), self, calls or name\n"
 		   "  --threads        also break the numbers down per thread\n"
 		   "  --tid=TID        only the calls made by thread TID\n"
+		   "  --pid=PID        only the calls of process PID (a dump holds forked\n"
+		   "                   children too; by default they are summed)\n"
 		   "  --function=GLOB  only functions whose (demangled) name matches GLOB:\n"
 		   "                   * any characters, ? one, [a-z] one of a set\n"
 		   "  --top=N          the first N rows of each table\n"
@@ -87,6 +91,8 @@ static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_na
 	if (r->thread != UINT32_MAX && f->thread != r->thread)
 		return 0;
 	if (r->opt.have_tid && r->s->threads[f->thread]->tid != r->opt.tid)
+		return 0;
+	if (r->opt.have_pid && f->pid != r->opt.pid)
 		return 0;
 	return !r->opt.function || ta_glob_match(r->opt.function, id->name);
 }
@@ -268,7 +274,8 @@ static void json_rows(struct report *r, const struct ta_fn_table *t, const char 
 /* The threads a per-thread breakdown shows: all, or those of --tid. */
 static int thread_shown(const struct report *r, const struct ta_thread *t)
 {
-	return !r->opt.have_tid || t->tid == r->opt.tid;
+	return (!r->opt.have_tid || t->tid == r->opt.tid) &&
+	       (!r->opt.have_pid || t->pid == r->opt.pid);
 }
 
 static int print_json(struct report *r, const struct ta_fn_table *all)
@@ -284,7 +291,25 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 	       ta_view_incomplete(&r->v) ? "false" : "true", r->v.events, s->nthreads, r->v.lost,
 	       s->nprocs, ta_session_duration_ns(s));
 	ta_json_errors(stdout, &r->v);
-	printf(",\n  \"functions\": ");
+	/* Every process recorded (a forked child writes into its parent's
+	 * dump): the functions above are summed over them, or --pid's. */
+	printf(",\n  \"process_list\": [");
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct ta_process *p = s->procs[i];
+		uint64_t events = 0, threads = 0;
+
+		for (size_t k = 0; k < s->nthreads; k++)
+			if (s->threads[k]->pid == p->pid) {
+				events += s->threads[k]->events;
+				threads++;
+			}
+		printf("%s{\"pid\": %" PRIu32 ", \"ppid\": %" PRIu64 ", \"exe\": ", i ? ", " : "",
+		       p->pid, p->ppid);
+		ta_json_str(stdout, p->exe ? p->exe : "");
+		printf(", \"threads\": %" PRIu64 ", \"events\": %" PRIu64 ", \"crashed\": %s}",
+		       threads, events, p->crash ? "true" : "false");
+	}
+	printf("],\n  \"functions\": ");
 	json_rows(r, all, "   ");
 	if (r->opt.threads) {
 		printf(",\n  \"per_thread\": [");
@@ -416,6 +441,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 2;
 			}
 			o->have_tid = 1;
+		} else if (!strncmp(a, "--pid=", 6)) {
+			if (parse_u64(a + 6, &o->pid) < 0) {
+				fprintf(stderr,
+					"traceagent report: --pid: '%s' is not a process id\n",
+					a + 6);
+				return 2;
+			}
+			o->have_pid = 1;
 		} else if (!strncmp(a, "--function=", 11)) {
 			o->function = a + 11;
 		} else if (!strncmp(a, "--top=", 6)) {
@@ -494,6 +527,12 @@ int ta_cmd_report(int argc, char **argv)
 	}
 	r.s = r.v.s;
 	status = r.v.status;
+	if (r.opt.have_pid && !ta_session_process(r.s, (uint32_t)r.opt.pid)) {
+		fprintf(stderr, "traceagent: %s: no process %" PRIu64 " in the dump\n", r.opt.path,
+			r.opt.pid);
+		status = 2;
+		goto out;
+	}
 	if (r.opt.have_tid && !tid_known(&r)) {
 		fprintf(stderr, "traceagent: %s: no thread %" PRIu64 " in the dump\n", r.opt.path,
 			r.opt.tid);

@@ -33,6 +33,18 @@ class ForkTest(tahelp.Case):
                     self.assertEqual(len(by_pid), 2)
                     self.assertIn({"main": 1, "parent_work": 3}, list(by_pid.values()))
                     self.assertIn({"child_work": 5}, list(by_pid.values()))
+                    # The processes, and each one alone with --pid.
+                    procs = rep["process_list"]
+                    self.assertEqual(len(procs), 2)
+                    pids = {p["pid"] for p in procs}
+                    (child,) = [p for p in procs if p["ppid"] in pids]
+                    (parent,) = [p for p in procs if p is not child]
+                    self.assertEqual(child["ppid"], parent["pid"])
+                    for p, want in ((parent, {"main": 1, "parent_work": 3}),
+                                    (child, {"child_work": 5})):
+                        one = self.report(r.dump, "--pid=%d" % p["pid"])
+                        self.assertEqual({f["name"]: f["calls"] for f in one["functions"]},
+                                         want)
 
 
 if __name__ == "__main__":
