@@ -1,11 +1,455 @@
 /* SPDX-License-Identifier: MIT */
-/* export.c: being written. */
-#include <stdio.h>
+/*
+ * export.c - `traceagent export`: the calls of a dump for other viewers.
+ *
+ * --format=chrome writes Chrome Trace Event JSON, one complete ("X") event
+ * per call as the call ends (viewers sort them), then the process and
+ * thread names; it streams through the timeline (timeline.c), so memory
+ * stays flat whatever the size of the dump.  --format=folded writes folded
+ * stacks, one line per distinct call path of the call tree (calltree.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "timeline.h"
+
+/* Where viewers of Chrome traces start to fail (chrome://tracing) or
+ * crawl: say so once when an export goes past either. */
+#define BIG_EVENTS 1000000u
+#define BIG_BYTES  (256ull << 20)
+
+enum format { FMT_NONE, FMT_CHROME, FMT_FOLDED };
+
+struct export
+{
+	const char *path, *out;
+	enum format fmt;
+	int by_calls, threads;
+	int folded_only; /* --by or --threads was given */
+	struct ta_tlopts o;
+	FILE *f;
+
+	/* chrome */
+	struct ta_timeline tl;
+	char **jname, **jmod; /* by function id: JSON strings, once made */
+	uint32_t nj;
+	uint64_t events, bytes;
+	int warned, nomem;
+
+	/* folded */
+	char *buf;
+	size_t len, cap;
+	size_t *at; /* by depth: where the frame's name starts in buf */
+	uint32_t nat;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: traceagent export --format=chrome|folded -o FILE [OPTIONS] DUMP\n"
+		"\n"
+		"  --format=chrome       Chrome Trace Event JSON (Perfetto UI, chrome://tracing,\n"
+		"                        speedscope): one complete event per call, times in us\n"
+		"  --format=folded       folded stacks (flamegraph.pl, speedscope): one line\n"
+		"                        per distinct call path, \"root;...;leaf VALUE\"\n"
+		"  -o FILE, --output=FILE  where to write ('-' for the standard output)\n"
+		"  --tid=TID[,TID...]    only these threads\n"
+		"\n"
+		"chrome:\n"
+		"  --time-range=START-END  only calls that overlap this time, from the\n"
+		"                        dump's start (10ms-1.5s, 200us-, -2s)\n"
+		"  --min-duration=TIME   only calls that lasted at least TIME (10us)\n"
+		"\n"
+		"folded:\n"
+		"  --by=time|calls       VALUE is the path's self time in ns (default) or\n"
+		"                        its number of calls\n"
+		"  --threads             one root per thread instead of merging the threads\n"
+		"\n"
+		"Exit status: 0 for a whole dump, 1 when it is damaged or truncated (what\n"
+		"could be read is exported) or the output cannot be written, 2 for usage\n"
+		"errors or a dump that cannot be opened.\n");
+}
+
+/* ---- chrome --------------------------------------------------------------------- */
+
+static char *json_dup(const char *s)
+{
+	char *p = NULL;
+	size_t n;
+	FILE *m = open_memstream(&p, &n);
+
+	if (!m)
+		return NULL;
+	ta_json_str(m, s);
+	if (fclose(m) != 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The JSON strings of function id; 0, or -1 without memory. */
+static int json_names(struct export *e, uint32_t id)
+{
+	const struct ta_fn *fn = &e->tl.fns.fn[id];
+
+	if (id >= e->nj) {
+		uint32_t n = e->nj ? e->nj : 256;
+		char **a, **b;
+
+		while (n <= id)
+			n *= 2;
+		a = realloc(e->jname, n * sizeof(*a));
+		if (a)
+			e->jname = a;
+		b = realloc(e->jmod, n * sizeof(*b));
+		if (b)
+			e->jmod = b;
+		if (!a || !b)
+			return -1;
+		memset(e->jname + e->nj, 0, (n - e->nj) * sizeof(*a));
+		memset(e->jmod + e->nj, 0, (n - e->nj) * sizeof(*b));
+		e->nj = n;
+	}
+	if (!e->jname[id]) {
+		e->jname[id] = json_dup(fn->name);
+		e->jmod[id] = json_dup(ta_base_name(fn->module));
+		if (!e->jname[id] || !e->jmod[id]) {
+			free(e->jname[id]);
+			free(e->jmod[id]);
+			e->jname[id] = e->jmod[id] = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ns as microseconds with three decimals, exactly. */
+static const char *fmt_us(char *buf, size_t n, int64_t ns)
+{
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+
+	snprintf(buf, n, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", a / 1000, (unsigned)(a % 1000));
+	return buf;
+}
+
+static void chrome_event(struct export *e, const struct ta_tlcall *c)
+{
+	char ts[32], dur[32];
+	int n;
+
+	if (c->kind == TA_TL_ENTER)
+		return;
+	if (json_names(e, c->fn) < 0) {
+		e->nomem = 1;
+		return;
+	}
+	n = fprintf(
+	    e->f,
+	    "%s{\"ph\": \"X\", \"name\": %s, \"cat\": \"function\", \"pid\": %" PRIu32
+	    ", \"tid\": %" PRIu64 ", \"ts\": %s, \"dur\": %s, \"args\": {\"module\": %s%s}}",
+	    e->events ? ",\n" : "\n", e->jname[c->fn], c->t->pid, c->t->tid,
+	    fmt_us(ts, sizeof(ts), c->start_ns), fmt_us(dur, sizeof(dur), (int64_t)c->dur_ns),
+	    e->jmod[c->fn], c->flags & TA_VISIT_OPEN ? ", \"open\": true" : "");
+	e->events++;
+	e->bytes += n > 0 ? (uint64_t)n : 0;
+	if (!e->warned && (e->events > BIG_EVENTS || e->bytes > BIG_BYTES)) {
+		e->warned = 1;
+		fprintf(stderr,
+			"traceagent export: %s: over %s so far; chrome://tracing and Perfetto "
+			"struggle past about 1M events or 256 MB: --time-range, --min-duration "
+			"or --tid make a smaller export\n",
+			e->out, e->events > BIG_EVENTS ? "1M events" : "256 MB");
+	}
+}
+
+static void emit(void *ctx, const struct ta_tlcall *c)
+{
+	chrome_event(ctx, c);
+}
+
+static void chrome_meta(struct export *e, const char *what, uint32_t pid, uint64_t tid,
+			const char *name)
+{
+	fprintf(e->f,
+		"%s{\"ph\": \"M\", \"name\": \"%s\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64
+		", \"args\": {\"name\": ",
+		e->events ? ",\n" : "\n", what, pid, tid);
+	ta_json_str(e->f, name);
+	fputs("}}", e->f);
+	e->events++;
+}
+
+static int chrome(struct export *e)
+{
+	const struct ta_session *s;
+
+	fputs("{\"traceEvents\": [", e->f);
+	if (ta_timeline_run(&e->tl, e->path, &e->o, emit, e) < 0) {
+		/* Not a dump after all: the output is still JSON. */
+		fputs("],\n\"displayTimeUnit\": \"ns\"}\n", e->f);
+		return e->tl.v.status;
+	}
+	s = e->tl.v.s;
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct ta_process *p = s->procs[i];
+		char name[64];
+
+		if (p->exe && p->exe[0])
+			chrome_meta(e, "process_name", p->pid, p->pid, ta_base_name(p->exe));
+		else {
+			snprintf(name, sizeof(name), "process %" PRIu32, p->pid);
+			chrome_meta(e, "process_name", p->pid, p->pid, name);
+		}
+	}
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct ta_thread *t = s->threads[i];
+		char name[64];
+
+		if (!ta_tidset_has(&e->o.tids, t->tid))
+			continue;
+		snprintf(name, sizeof(name), "thread %" PRIu64, t->tid);
+		chrome_meta(e, "thread_name", t->pid, t->tid,
+			    t->name && t->name[0] ? t->name : name);
+	}
+	fputs("\n],\n\"displayTimeUnit\": \"ns\"}\n", e->f);
+	if (e->nomem) {
+		fprintf(stderr, "traceagent: %s: out of memory\n", e->path);
+		return 1;
+	}
+	return e->tl.v.status;
+}
+
+/* ---- folded ------------------------------------------------------------------------ */
+
+static int buf_room(struct export *e, size_t n)
+{
+	if (e->len + n > e->cap) {
+		size_t cap = e->cap ? e->cap : 4096;
+		char *b;
+
+		while (cap < e->len + n)
+			cap *= 2;
+		b = realloc(e->buf, cap);
+		if (!b)
+			return -1;
+		e->buf = b;
+		e->cap = cap;
+	}
+	return 0;
+}
+
+/* Appends a frame name: ';' separates frames and a line ends the stack,
+ * so neither may be in a name. */
+static void buf_frame(struct export *e, const char *name)
+{
+	for (const char *p = name; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		e->buf[e->len++] = c == ';' ? ',' : c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+}
+
+struct folded {
+	struct export *e;
+	struct ta_treeview *tv;
+	int fail;
+};
+
+static int folded_open(void *ctx, uint32_t n, uint32_t depth)
+{
+	struct folded *fo = ctx;
+	struct export *e = fo->e;
+	const struct ta_calltree *ct = &fo->tv->ct;
+	const struct ta_ctnode *node = &ct->tree.n[n];
+	char tbuf[128];
+	const char *name;
+
+	if (!depth)
+		return 1;
+	if (depth >= e->nat) {
+		uint32_t k = e->nat ? e->nat * 2 : 64;
+		size_t *at = realloc(e->at, k * sizeof(*at));
+
+		if (!at) {
+			fo->fail = 1;
+			return 0;
+		}
+		e->at = at;
+		e->nat = k;
+	}
+	name = ta_calltree_label(ct, node->key, tbuf, sizeof(tbuf));
+	e->len = depth > 1 ? e->at[depth - 1] : 0;
+	if (buf_room(e, strlen(name) + 2) < 0) {
+		fo->fail = 1;
+		return 0;
+	}
+	if (depth > 1)
+		e->buf[e->len++] = ';';
+	buf_frame(e, name);
+	e->at[depth] = e->len;
+	if (!ta_calltree_thread(ct, node->key)) {
+		fwrite(e->buf, 1, e->len, e->f);
+		fprintf(e->f, " %" PRIu64 "\n", e->by_calls ? node->calls : node->self);
+	}
+	return 1;
+}
+
+static int folded(struct export *e)
+{
+	struct ta_treeview tv;
+	struct folded fo = {e, &tv, 0};
+	int status;
+
+	if (ta_treeview_open(&tv, e->path, &e->o.tids, e->threads) < 0) {
+		status = tv.v.status;
+		goto out;
+	}
+	status = tv.v.status;
+	ta_ctree_walk(&tv.ct.tree, 0, folded_open, NULL, &fo);
+	if (fo.fail) {
+		fprintf(stderr, "traceagent: %s: out of memory\n", e->path);
+		status = 1;
+	}
+out:
+	ta_treeview_close(&tv);
+	return status;
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, struct export *e)
+{
+	int only_files = 0;
+	const unsigned chrome_only = TA_TLOPT_RANGE | TA_TLOPT_MINDUR;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int rc;
+
+		if (only_files || a[0] != '-' || !a[1]) {
+			if (e->path) {
+				fprintf(stderr,
+					"traceagent export: one dump at a time ('%s' and '%s')\n",
+					e->path, a);
+				return 2;
+			}
+			e->path = a;
+		} else if (!strcmp(a, "--")) {
+			only_files = 1;
+		} else if (!strcmp(a, "--format=chrome")) {
+			e->fmt = FMT_CHROME;
+		} else if (!strcmp(a, "--format=folded")) {
+			e->fmt = FMT_FOLDED;
+		} else if (!strncmp(a, "--format=", 9)) {
+			fprintf(stderr,
+				"traceagent export: --format: '%s' is not chrome or folded\n",
+				a + 9);
+			return 2;
+		} else if (!strcmp(a, "-o") || !strncmp(a, "--output=", 9)) {
+			if (a[1] == 'o' && i + 1 == argc) {
+				fprintf(stderr, "traceagent export: -o needs a file name\n");
+				return 2;
+			}
+			e->out = a[1] == 'o' ? argv[++i] : a + 9;
+		} else if (!strcmp(a, "--by=time") || !strcmp(a, "--by=calls")) {
+			e->by_calls = a[5] == 'c';
+			e->folded_only = 1;
+		} else if (!strncmp(a, "--by=", 5)) {
+			fprintf(stderr, "traceagent export: --by: '%s' is not time or calls\n",
+				a + 5);
+			return 2;
+		} else if (!strcmp(a, "--threads")) {
+			e->threads = 1;
+			e->folded_only = 1;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if ((rc = ta_tlopts_arg(&e->o, "export", a,
+					       TA_TLOPT_TID | TA_TLOPT_RANGE | TA_TLOPT_MINDUR))) {
+			if (rc == 2)
+				return 2;
+		} else {
+			fprintf(stderr, "traceagent export: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (e->fmt == FMT_NONE) {
+		fprintf(stderr, "traceagent export: say --format=chrome or --format=folded\n");
+		usage(stderr);
+		return 2;
+	}
+	if (e->fmt == FMT_FOLDED && (e->o.given & chrome_only)) {
+		fprintf(stderr, "traceagent export: --time-range and --min-duration are for "
+				"--format=chrome (folded stacks sum the whole run)\n");
+		return 2;
+	}
+	if (e->fmt == FMT_CHROME && e->folded_only) {
+		fprintf(stderr, "traceagent export: --by and --threads are for --format=folded\n");
+		return 2;
+	}
+	if (!e->out) {
+		fprintf(stderr, "traceagent export: no output file given (-o FILE, or -o - for "
+				"the standard output)\n");
+		return 2;
+	}
+	if (!e->path) {
+		fprintf(stderr, "traceagent export: no dump given\n");
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
 int ta_cmd_export(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "traceagent export: not written yet\n");
-	return 2;
+	struct export e;
+	int status, fd;
+
+	memset(&e, 0, sizeof(e));
+	e.o.to = UINT64_MAX;
+	status = parse_args(argc, argv, &e);
+	if (status >= 0)
+		goto out;
+	/* A dump that cannot be opened leaves no empty output behind. */
+	fd = open(e.path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "traceagent: %s: %s\n", e.path, strerror(errno));
+		status = 2;
+		goto out;
+	}
+	close(fd);
+	e.f = strcmp(e.out, "-") ? fopen(e.out, "w") : stdout;
+	if (!e.f) {
+		fprintf(stderr, "traceagent: %s: %s\n", e.out, strerror(errno));
+		status = 2;
+		goto out;
+	}
+	status = e.fmt == FMT_CHROME ? chrome(&e) : folded(&e);
+	if (fflush(e.f) != 0 || ferror(e.f) || (e.f != stdout && fclose(e.f) != 0)) {
+		fprintf(stderr, "traceagent: %s: %s\n", e.out, strerror(errno));
+		status = status ? status : 1;
+	}
+	if (e.fmt == FMT_CHROME && e.tl.v.s && e.tl.v.status < 2)
+		ta_timeline_warnings(&e.tl);
+out:
+	if (e.fmt == FMT_CHROME)
+		ta_timeline_close(&e.tl);
+	for (uint32_t i = 0; i < e.nj; i++) {
+		free(e.jname[i]);
+		free(e.jmod[i]);
+	}
+	free(e.jname);
+	free(e.jmod);
+	free(e.buf);
+	free(e.at);
+	ta_tlopts_free(&e.o);
+	return status;
 }

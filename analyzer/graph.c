@@ -1,11 +1,535 @@
 /* SPDX-License-Identifier: MIT */
-/* graph.c: being written. */
-#include <stdio.h>
+/*
+ * graph.c - `traceagent graph`: the call tree aggregated by call path.
+ *
+ * Without a function: every path from the roots, with its calls, total and
+ * self time, children by total.  With one (a glob on the names): for each
+ * function it matches, the paths that lead to it from the roots and the
+ * tree of what it calls, merged over all the places it is called from.
+ * The tree itself comes from calltree.c, built in one streaming pass.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
+#include "timeline.h"
+
+struct graph {
+	const char *path, *function;
+	int json, threads, srcline;
+	struct ta_tlopts o; /* --tid and --depth */
+	struct ta_treeview tv;
+	struct ta_calltree *ct;
+	struct ta_srclines *sl;
+	struct ta_spaces indent;
+};
+
+/* One printing of a tree: the graph, the tree it walks, the indentation
+ * of its JSON. */
+struct print {
+	struct graph *g;
+	const struct ta_ctree *t;
+	uint32_t json_base;
+	uint32_t *map; /* merging: the merged node at each depth */
+	uint32_t nmap;
+	struct ta_ctree *into;
+	int fail;
+	uint64_t key;	 /* finding: the function */
+	uint32_t *found; /* its outermost nodes */
+	uint32_t nfound, found_cap;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: traceagent graph [OPTIONS] DUMP [FUNCTION]\n"
+		   "\n"
+		   "The call tree aggregated by call path: calls, total and self time of\n"
+		   "each path, children by total.  With FUNCTION (a glob on the demangled\n"
+		   "names: '*', '?', [set]), for each function it matches: the paths that\n"
+		   "lead to it from the roots, and the tree of its callees merged over\n"
+		   "all of them.\n"
+		   "\n"
+		   "  --threads           one tree per thread (default: paths merged across\n"
+		   "                      threads)\n"
+		   "  --tid=TID[,TID...]  only these threads\n"
+		   "  --depth=N           show N levels\n"
+		   "  --srcline           the source file:line of each function\n"
+		   "  --json              one JSON object\n"
+		   "  -h, --help          this help\n"
+		   "\n"
+		   "Total counts every call on the path once (a recursive function's deeper\n"
+		   "calls are other paths).  Exit status: 0 for a whole dump, 1 when it is\n"
+		   "damaged or truncated (what could be read is shown), 2 for usage errors\n"
+		   "or a file that cannot be opened.\n");
+}
+
+static const char *indent(struct graph *g, uint32_t depth)
+{
+	return ta_spaces(&g->indent, 2 * (size_t)depth);
+}
+
+static int shown(const struct graph *g, uint32_t depth)
+{
+	return !g->o.max_depth || depth <= g->o.max_depth;
+}
+
+/* ---- text ------------------------------------------------------------------------- */
+
+static void text_header(const char *what)
+{
+	printf("%10s %12s %12s  %s\n", "calls", "total", "self", what);
+}
+
+static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth, const char *name)
+{
+	const struct ta_thread *th = ta_calltree_thread(g->ct, n->key);
+	const char *src = th ? NULL : g->ct->fns.fn[n->key].srcline;
+	char t[2][32], calls[24];
+
+	snprintf(calls, sizeof(calls), "%" PRIu64, n->calls);
+	printf("%10s %12s %12s  %s%s", th ? "" : calls, ta_fmt_time(t[0], sizeof(t[0]), n->total),
+	       th ? "" : ta_fmt_time(t[1], sizeof(t[1]), n->self), indent(g, depth), name);
+	if (src)
+		printf("  [%s]", src);
+	if (n->open)
+		printf("  (%" PRIu64 " open at the end)", n->open);
+	putchar('\n');
+}
+
+static int text_open(void *ctx, uint32_t n, uint32_t depth)
+{
+	struct print *p = ctx;
+	const struct ta_ctnode *node = &p->t->n[n];
+	char buf[128];
+
+	if (!depth)
+		return 1;
+	if (!shown(p->g, depth))
+		return 0;
+	text_row(p->g, node, depth - 1, ta_calltree_label(p->g->ct, node->key, buf, sizeof(buf)));
+	return 1;
+}
+
+/* ---- JSON ------------------------------------------------------------------------- */
+
+static void json_fn(const struct graph *g, uint64_t key)
+{
+	const struct ta_fn *fn = &g->ct->fns.fn[key];
+
+	printf("\"name\": ");
+	ta_json_str(stdout, fn->name);
+	printf(", \"module\": ");
+	ta_json_str(stdout, fn->module);
+	printf(", \"offset\": %" PRIu64, fn->offset);
+	if (g->srcline) {
+		printf(", \"srcline\": ");
+		if (fn->srcline)
+			ta_json_str(stdout, fn->srcline);
+		else
+			printf("null");
+	}
+}
+
+static void json_sums(const struct ta_ctnode *n)
+{
+	printf("\"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
+	       ", \"open\": %" PRIu64,
+	       n->calls, n->total, n->self, n->open);
+}
+
+static int json_open(void *ctx, uint32_t n, uint32_t depth)
+{
+	struct print *p = ctx;
+	const struct ta_ctnode *node = &p->t->n[n];
+	const struct ta_thread *th = ta_calltree_thread(p->g->ct, node->key);
+
+	if (!depth)
+		return 1;
+	if (!shown(p->g, depth))
+		return 0;
+	printf("%s\n%s{", p->t->n[node->parent].child == n ? "" : ",",
+	       indent(p->g, p->json_base + depth));
+	if (th) {
+		printf("\"thread\": {\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"name\": ",
+		       th->tid, th->pid);
+		ta_json_str(stdout, th->name ? th->name : "");
+		printf("}, ");
+	} else {
+		json_fn(p->g, node->key);
+		printf(", ");
+	}
+	json_sums(node);
+	printf(", \"children\": [");
+	return 1;
+}
+
+static void json_close(void *ctx, uint32_t n, uint32_t depth)
+{
+	struct print *p = ctx;
+	const struct ta_ctnode *node = &p->t->n[n];
+
+	if (!depth || !shown(p->g, depth))
+		return;
+	if (node->child && shown(p->g, depth + 1))
+		printf("\n%s]}", indent(p->g, p->json_base + depth));
+	else
+		printf("]}");
+}
+
+static void json_head(struct graph *g)
+{
+	printf("{\"dump\": ");
+	ta_json_str(stdout, g->path);
+	printf(", \"complete\": %s, \"threads\": %" PRIu32 ", \"split\": %s",
+	       g->tv.v.status || ta_session_incomplete(g->tv.v.s) ? "false" : "true",
+	       g->ct->threads, g->threads ? "true" : "false");
+}
+
+/* ---- the whole tree ------------------------------------------------------------------ */
+
+static void whole(struct graph *g)
+{
+	struct print p = {.g = g, .t = &g->ct->tree, .json_base = 1};
+
+	if (g->json) {
+		json_head(g);
+		printf(",\n \"tree\": [");
+		ta_ctree_walk(p.t, 0, json_open, json_close, &p);
+		printf("%s]}\n", g->ct->tree.n[0].child ? "\n " : "");
+		return;
+	}
+	printf("call paths of %s: %" PRIu32 " thread%s, %s\n", g->path, g->ct->threads,
+	       g->ct->threads == 1 ? "" : "s",
+	       g->threads ? "one tree each" : "merged (--threads splits them)");
+	text_header("function");
+	ta_ctree_walk(p.t, 0, text_open, NULL, &p);
+}
+
+/* ---- one function ------------------------------------------------------------------- */
+
+static int find_open(void *ctx, uint32_t n, uint32_t depth)
+{
+	struct print *p = ctx;
+
+	if (!depth || p->t->n[n].key != p->key)
+		return 1;
+	if (p->nfound == p->found_cap) {
+		uint32_t cap = p->found_cap ? p->found_cap * 2 : 16;
+		uint32_t *v = realloc(p->found, cap * sizeof(*v));
+
+		if (!v) {
+			p->fail = 1;
+			return 0;
+		}
+		p->found = v;
+		p->found_cap = cap;
+	}
+	p->found[p->nfound++] = n;
+	return 0; /* deeper calls of it are in its own tree */
+}
+
+static void add_sums(struct ta_ctnode *to, const struct ta_ctnode *from)
+{
+	to->calls += from->calls;
+	to->open += from->open;
+	to->total += from->total;
+	to->self += from->self;
+}
+
+static int merge_open(void *ctx, uint32_t n, uint32_t depth)
+{
+	struct print *p = ctx;
+	uint32_t m;
+
+	if (depth >= p->nmap) {
+		uint32_t cap = p->nmap * 2;
+		uint32_t *v = realloc(p->map, cap * sizeof(*v));
+
+		if (!v) {
+			p->fail = 1;
+			return 0;
+		}
+		p->map = v;
+		p->nmap = cap;
+	}
+	m = depth ? ta_ctree_child(p->into, p->map[depth - 1], p->t->n[n].key) : p->map[0];
+	if (!m) {
+		p->fail = 1;
+		return 0;
+	}
+	add_sums(&p->into->n[m], &p->t->n[n]);
+	p->map[depth] = m;
+	return 1;
+}
+
+static int found_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct ta_ctree *t = ctx;
+	const struct ta_ctnode *x = &t->n[*(const uint32_t *)a], *y = &t->n[*(const uint32_t *)b];
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static void print_path(struct graph *g, uint32_t n)
+{
+	const struct ta_ctree *t = &g->ct->tree;
+	uint32_t depth = 0, *up;
+	char buf[128];
+
+	for (uint32_t k = n; k; k = t->n[k].parent)
+		depth++;
+	up = malloc(depth * sizeof(*up));
+	if (!up)
+		return;
+	for (uint32_t k = n, i = depth; k; k = t->n[k].parent)
+		up[--i] = k;
+	if (g->json)
+		putchar('[');
+	for (uint32_t i = 0; i < depth; i++) {
+		const char *name = ta_calltree_label(g->ct, t->n[up[i]].key, buf, sizeof(buf));
+
+		if (g->json) {
+			if (i)
+				printf(", ");
+			ta_json_str(stdout, name);
+		} else {
+			printf("%s%s", i ? " > " : "", name);
+		}
+	}
+	if (g->json)
+		putchar(']');
+	free(up);
+}
+
+/* What one matching function shows; -1 without memory. */
+static int one_function(struct graph *g, uint64_t key, int first)
+{
+	const struct ta_ctree *t = &g->ct->tree;
+	struct print p = {.g = g, .t = t, .key = key, .json_base = 3};
+	struct ta_ctnode all;
+	struct ta_ctree sub;
+	int rc = -1;
+
+	memset(&all, 0, sizeof(all));
+	if (ta_ctree_init(&sub) < 0)
+		return -1;
+	ta_ctree_walk(t, 0, find_open, NULL, &p);
+	/* Every call of it counts and so does its self time; the total only
+	 * once per outermost call. */
+	for (uint32_t i = 1; i < t->len; i++)
+		if (t->n[i].key == key) {
+			all.calls += t->n[i].calls;
+			all.self += t->n[i].self;
+			all.open += t->n[i].open;
+		}
+	if (p.fail)
+		goto out;
+	qsort_r(p.found, p.nfound, sizeof(*p.found), found_cmp, (void *)(uintptr_t)t);
+
+	p.into = &sub;
+	p.nmap = 64;
+	p.map = malloc(p.nmap * sizeof(*p.map));
+	if (!p.map || !(p.map[0] = ta_ctree_child(&sub, 0, key)))
+		goto out;
+	for (uint32_t i = 0; i < p.nfound && !p.fail; i++) {
+		all.total += t->n[p.found[i]].total;
+		ta_ctree_walk(t, p.found[i], merge_open, NULL, &p);
+	}
+	if (p.fail || ta_ctree_sort(&sub, ta_calltree_cmp, g->ct) < 0)
+		goto out;
+
+	if (g->json) {
+		printf("%s\n  {", first ? "" : ",");
+		json_fn(g, key);
+		printf(", ");
+		json_sums(&all);
+		printf(",\n   \"callers\": [");
+		for (uint32_t i = 0; i < p.nfound; i++) {
+			printf("%s\n    {\"path\": ", i ? "," : "");
+			print_path(g, p.found[i]);
+			printf(", ");
+			json_sums(&t->n[p.found[i]]);
+			putchar('}');
+		}
+		printf("%s],\n   \"tree\": ", p.nfound ? "\n   " : "");
+		p.t = &sub;
+		ta_ctree_walk(&sub, 0, json_open, json_close, &p);
+		putchar('}');
+	} else {
+		char a[3][32];
+
+		printf("%s%s: %" PRIu64 " calls, total %s, self %s\n", first ? "" : "\n",
+		       g->ct->fns.fn[key].name, all.calls,
+		       ta_fmt_time(a[0], sizeof(a[0]), all.total),
+		       ta_fmt_time(a[1], sizeof(a[1]), all.self));
+		printf("\npaths to it:\n");
+		text_header("path");
+		for (uint32_t i = 0; i < p.nfound; i++) {
+			const struct ta_ctnode *n = &t->n[p.found[i]];
+
+			printf("%10" PRIu64 " %12s %12s  ", n->calls,
+			       ta_fmt_time(a[0], sizeof(a[0]), n->total),
+			       ta_fmt_time(a[1], sizeof(a[1]), n->self));
+			print_path(g, p.found[i]);
+			putchar('\n');
+		}
+		printf("\ncalls under it:\n");
+		text_header("function");
+		p.t = &sub;
+		ta_ctree_walk(&sub, 0, text_open, NULL, &p);
+	}
+	rc = 0;
+out:
+	free(p.found);
+	free(p.map);
+	ta_ctree_free(&sub);
+	return rc;
+}
+
+struct match {
+	uint32_t id;
+	uint64_t total;
+};
+
+static int match_cmp(const void *a, const void *b)
+{
+	const struct match *x = a, *y = b;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_function(struct graph *g)
+{
+	const struct ta_ctree *t = &g->ct->tree;
+	const struct ta_fntab *fns = &g->ct->fns;
+	struct match *m = calloc(fns->n ? fns->n : 1, sizeof(*m));
+	uint32_t nm = 0;
+	int rc = 0;
+
+	if (!m)
+		return -1;
+	/* A function's weight: the total of its outermost calls. */
+	for (uint32_t i = 0; i < fns->n; i++) {
+		struct print p = {.g = g, .t = t, .key = i};
+
+		if (!ta_glob_match(g->function, fns->fn[i].name))
+			continue;
+		ta_ctree_walk(t, 0, find_open, NULL, &p);
+		m[nm].id = i;
+		for (uint32_t k = 0; k < p.nfound; k++)
+			m[nm].total += t->n[p.found[k]].total;
+		nm++;
+		free(p.found);
+		if (p.fail)
+			rc = -1;
+	}
+	qsort(m, nm, sizeof(*m), match_cmp);
+	if (g->json) {
+		json_head(g);
+		printf(",\n \"function\": ");
+		ta_json_str(stdout, g->function);
+		printf(",\n \"matches\": [");
+	}
+	for (uint32_t j = 0; j < nm && rc == 0; j++)
+		rc = one_function(g, m[j].id, j == 0);
+	if (g->json)
+		printf("%s]}\n", nm ? "\n " : "");
+	if (!nm)
+		ta_view_warn(&g->tv.v, "no function matches '%s'", g->function);
+	free(m);
+	return rc;
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, struct graph *g)
+{
+	int only_files = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int rc;
+
+		if (only_files || a[0] != '-' || !a[1]) {
+			if (!g->path) {
+				g->path = a;
+			} else if (!g->function) {
+				g->function = a;
+			} else {
+				fprintf(stderr, "traceagent graph: one dump and one function at a "
+						"time\n");
+				return 2;
+			}
+		} else if (!strcmp(a, "--")) {
+			only_files = 1;
+		} else if (!strcmp(a, "--json")) {
+			g->json = 1;
+		} else if (!strcmp(a, "--threads")) {
+			g->threads = 1;
+		} else if (!strcmp(a, "--srcline")) {
+			g->srcline = 1;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if ((rc = ta_tlopts_arg(&g->o, "graph", a, TA_TLOPT_TID | TA_TLOPT_DEPTH))) {
+			if (rc == 2)
+				return 2;
+		} else {
+			fprintf(stderr, "traceagent graph: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!g->path) {
+		fprintf(stderr, "traceagent graph: no dump given\n");
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
 int ta_cmd_graph(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "traceagent graph: not written yet\n");
-	return 2;
+	struct graph g;
+	int status;
+
+	memset(&g, 0, sizeof(g));
+	status = parse_args(argc, argv, &g);
+	if (status >= 0)
+		goto out;
+	if (ta_treeview_open(&g.tv, g.path, &g.o.tids, g.threads) < 0) {
+		status = g.tv.v.status;
+		goto out;
+	}
+	status = g.tv.v.status;
+	g.ct = &g.tv.ct;
+	if (g.srcline) {
+		g.sl = ta_srclines_new();
+		ta_fntab_srclines(&g.ct->fns, g.sl);
+	}
+	if (g.function) {
+		if (by_function(&g) < 0) {
+			fprintf(stderr, "traceagent: %s: out of memory\n", g.path);
+			status = 1;
+		}
+	} else {
+		whole(&g);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "traceagent: writing the graph: %s\n", strerror(errno));
+		status = 1;
+	}
+out:
+	ta_treeview_close(&g.tv);
+	ta_srclines_free(g.sl);
+	ta_tlopts_free(&g.o);
+	ta_spaces_free(&g.indent);
+	return status;
 }

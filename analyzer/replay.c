@@ -1,11 +1,252 @@
 /* SPDX-License-Identifier: MIT */
-/* replay.c: being written. */
-#include <stdio.h>
+/*
+ * replay.c - `traceagent replay`: the calls of each thread in time order,
+ * indented by depth, with their durations.
+ *
+ * A call with shown callees takes two lines, "fn() {" when it starts and
+ * "} /+ fn +/" with its duration when it ends; a call shown alone takes one,
+ * "fn();".  The timeline (timeline.c) streams them; lines of different
+ * threads interleave as the agent flushed them, each with its thread id.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
+#include "timeline.h"
+
+struct replay {
+	const char *path;
+	struct ta_tlopts o;
+	int json, srcline, time;
+	int header; /* the column titles went out */
+	struct ta_timeline tl;
+	struct ta_srclines *sl;
+	const char **src; /* by function id, once looked up */
+	uint8_t *src_done;
+	uint32_t nsrc;
+	struct ta_spaces indent;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: traceagent replay [OPTIONS] DUMP\n"
+		   "\n"
+		   "The calls of each thread in time order, indented by depth, with their\n"
+		   "durations: \"fn() {\" ... \"} /* fn */\" around shown callees, \"fn();\"\n"
+		   "for a call shown alone.  Lines of different threads interleave in the\n"
+		   "order the agent wrote them, each with its thread id.\n"
+		   "\n"
+		   "  --tid=TID[,TID...]     only these threads\n"
+		   "  --time-range=START-END only calls that overlap this time, from the\n"
+		   "                         dump's start (10ms-1.5s, 200us-, -2s)\n"
+		   "  --depth=N              only N levels of calls\n"
+		   "  --min-duration=TIME    only calls that lasted at least TIME (10us)\n"
+		   "  --function=GLOB        only calls made under a function matching GLOB\n"
+		   "                         (demangled names; '*', '?', [set]); its\n"
+		   "                         calls start at depth 0\n"
+		   "  --time                 add a column with the time of each line\n"
+		   "  --srcline              the source file:line of each function\n"
+		   "  --json                 one JSON object per call, in the order the\n"
+		   "                         calls end: tid, pid, depth, name, module,\n"
+		   "                         start_ns, duration_ns, self_ns, open\n"
+		   "  -h, --help             this help\n"
+		   "\n"
+		   "A call is shown with its callers, which the filters never hide.  Exit\n"
+		   "status: 0 for a whole dump, 1 when it is damaged or truncated, 2 for\n"
+		   "usage errors or a file that cannot be opened.\n");
+}
+
+static const char *srcline(struct replay *r, uint32_t id)
+{
+	const struct ta_fn *fn = &r->tl.fns.fn[id];
+
+	if (id >= r->nsrc) {
+		uint32_t n = r->nsrc ? r->nsrc : 256;
+		const char **s;
+		uint8_t *d;
+
+		while (n <= id)
+			n *= 2;
+		s = realloc(r->src, n * sizeof(*s));
+		if (s)
+			r->src = s;
+		d = realloc(r->src_done, n);
+		if (d)
+			r->src_done = d;
+		if (!s || !d)
+			return NULL;
+		memset(r->src_done + r->nsrc, 0, n - r->nsrc);
+		r->nsrc = n;
+	}
+	if (!r->src_done[id]) {
+		r->src_done[id] = 1;
+		r->src[id] = fn->module[0] ? ta_srcline(r->sl, fn->module, fn->offset) : NULL;
+	}
+	return r->src[id];
+}
+
+static const char *indent(struct replay *r, uint32_t depth)
+{
+	return ta_spaces(&r->indent, 2 * (size_t)depth);
+}
+
+static void json_call(struct replay *r, const struct ta_tlcall *c)
+{
+	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
+
+	printf("{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32 ", \"name\": ",
+	       c->t->tid, c->t->pid, c->depth);
+	ta_json_str(stdout, fn->name);
+	printf(", \"module\": ");
+	ta_json_str(stdout, fn->module);
+	printf(", \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
+	       ", \"open\": %s",
+	       c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false");
+	if (r->srcline) {
+		const char *s = srcline(r, c->fn);
+
+		printf(", \"srcline\": ");
+		if (s)
+			ta_json_str(stdout, s);
+		else
+			printf("null");
+	}
+	printf("}\n");
+}
+
+/* Printed with the first line, so that a dump that cannot be read shows
+ * only its error. */
+static void header(struct replay *r)
+{
+	if (r->json || r->header)
+		return;
+	r->header = 1;
+	if (r->time)
+		printf("%12s ", "time");
+	printf("%12s %8s  %s\n", "duration", "tid", "function");
+}
+
+static void emit(void *ctx, const struct ta_tlcall *c)
+{
+	struct replay *r = ctx;
+	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
+	const char *src = r->srcline ? srcline(r, c->fn) : NULL;
+	char dur[32], at[32];
+
+	if (r->json) {
+		if (c->kind != TA_TL_ENTER)
+			json_call(r, c);
+		return;
+	}
+	header(r);
+	if (r->time) {
+		int64_t t = c->start_ns;
+
+		if (c->kind == TA_TL_EXIT)
+			t += (int64_t)c->dur_ns;
+		ta_fmt_time(at, sizeof(at), t > 0 ? (uint64_t)t : 0);
+		printf("%12s ", at);
+	}
+	printf("%12s %8" PRIu64 "  %s",
+	       c->kind == TA_TL_ENTER ? "" : ta_fmt_time(dur, sizeof(dur), c->dur_ns), c->t->tid,
+	       indent(r, c->depth));
+	switch (c->kind) {
+	case TA_TL_ENTER:
+		printf("%s() {", fn->name);
+		break;
+	case TA_TL_EXIT:
+		printf("} /* %s */", fn->name);
+		src = NULL; /* it was on the first line */
+		break;
+	case TA_TL_CALL:
+		printf("%s();", fn->name);
+		break;
+	}
+	if (src)
+		printf(" /* %s */", src);
+	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_OPEN))
+		printf(" (open at the end)");
+	putchar('\n');
+}
+
+static int parse_args(int argc, char **argv, struct replay *r)
+{
+	int only_files = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int rc;
+
+		if (only_files || a[0] != '-' || !a[1]) {
+			if (r->path) {
+				fprintf(stderr,
+					"traceagent replay: one dump at a time ('%s' and '%s')\n",
+					r->path, a);
+				return 2;
+			}
+			r->path = a;
+		} else if (!strcmp(a, "--")) {
+			only_files = 1;
+		} else if (!strcmp(a, "--json")) {
+			r->json = 1;
+		} else if (!strcmp(a, "--srcline")) {
+			r->srcline = 1;
+		} else if (!strcmp(a, "--time")) {
+			r->time = 1;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if ((rc = ta_tlopts_arg(&r->o, "replay", a,
+					       TA_TLOPT_TID | TA_TLOPT_RANGE | TA_TLOPT_MINDUR |
+						   TA_TLOPT_DEPTH | TA_TLOPT_FUNCTION))) {
+			if (rc == 2)
+				return 2;
+		} else {
+			fprintf(stderr, "traceagent replay: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!r->path) {
+		fprintf(stderr, "traceagent replay: no dump given\n");
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
 int ta_cmd_replay(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "traceagent replay: not written yet\n");
-	return 2;
+	struct replay r;
+	int status;
+
+	memset(&r, 0, sizeof(r));
+	r.o.to = UINT64_MAX;
+	status = parse_args(argc, argv, &r);
+	if (status >= 0)
+		goto out;
+	if (r.srcline)
+		r.sl = ta_srclines_new();
+	if (ta_timeline_run(&r.tl, r.path, &r.o, emit, &r) < 0) {
+		status = r.tl.v.status;
+		goto out;
+	}
+	status = r.tl.v.status;
+	header(&r);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "traceagent: writing the replay: %s\n", strerror(errno));
+		status = 1;
+	}
+	ta_timeline_warnings(&r.tl);
+out:
+	ta_timeline_close(&r.tl);
+	ta_srclines_free(r.sl);
+	ta_tlopts_free(&r.o);
+	free(r.src);
+	free(r.src_done);
+	ta_spaces_free(&r.indent);
+	return status;
 }

@@ -1,0 +1,851 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * calltree.c - calls aggregated by call path; see calltree.h.
+ *
+ * The recorder runs for every call of the dump, so its lookup is the hot
+ * path of graph, folded and flame.  Nodes are numbered in the order the
+ * walk first meets them, depth first, so a program that repeats itself
+ * enters node after node: the node after the thread's last one is tried
+ * first.  Otherwise a node's children are a short linked list (most nodes
+ * have a few), scanned; only the children of wide nodes go into a hash
+ * table.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "calltree.h"
+
+/* Children scanned in a list; more than this and they are hashed. */
+#define SCAN_MAX 8
+
+/* ---- thread id sets ----------------------------------------------------------- */
+
+int ta_tidset_parse(struct ta_tidset *ts, const char *s)
+{
+	for (;;) {
+		uint64_t tid = 0;
+		const char *p = s;
+		uint64_t *v;
+
+		while (*p >= '0' && *p <= '9') {
+			uint64_t d = (uint64_t)(*p++ - '0');
+
+			if (tid > (UINT64_MAX - d) / 10)
+				return -1;
+			tid = tid * 10 + d;
+		}
+		if (p == s || (*p && *p != ','))
+			return -1;
+		v = realloc(ts->v, (ts->n + 1) * sizeof(*v));
+		if (!v)
+			return -1;
+		ts->v = v;
+		ts->v[ts->n++] = tid;
+		if (!*p)
+			return 0;
+		s = p + 1;
+	}
+}
+
+int ta_tidset_has(const struct ta_tidset *ts, uint64_t tid)
+{
+	if (!ts || !ts->n)
+		return 1;
+	for (size_t i = 0; i < ts->n; i++)
+		if (ts->v[i] == tid)
+			return 1;
+	return 0;
+}
+
+void ta_tidset_free(struct ta_tidset *ts)
+{
+	free(ts->v);
+	ts->v = NULL;
+	ts->n = 0;
+}
+
+/* ---- indentation ------------------------------------------------------------------ */
+
+const char *ta_spaces(struct ta_spaces *sp, size_t n)
+{
+	if (n >= sp->cap) {
+		size_t cap = sp->cap ? sp->cap : 64;
+		char *s;
+
+		while (cap <= n)
+			cap *= 2;
+		s = realloc(sp->s, cap + 1);
+		if (!s)
+			return "";
+		memset(s, ' ', cap + 1);
+		sp->s = s;
+		sp->cap = cap;
+	}
+	/* One run of spaces, cut where this call needs it. */
+	sp->s[sp->at] = ' ';
+	sp->s[n] = 0;
+	sp->at = n;
+	return sp->s;
+}
+
+void ta_spaces_free(struct ta_spaces *sp)
+{
+	free(sp->s);
+	memset(sp, 0, sizeof(*sp));
+}
+
+/* ---- functions by identity --------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t fn_hash(const char *module, const char *name, uint64_t offset)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const unsigned char *p = (const unsigned char *)module; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	/* Without a module, the address is all there is, and it is the name. */
+	if (!module[0])
+		for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+			h = (h ^ *p) * 0x100000001b3ull;
+	return mix64(h ^ offset);
+}
+
+static int fn_same(const struct ta_fn *a, const struct ta_fn_name *b)
+{
+	return a->offset == b->offset && !strcmp(a->module, b->module) &&
+	       (a->module[0] || !strcmp(a->name, b->name));
+}
+
+void ta_fntab_init(struct ta_fntab *ft, struct ta_view *v)
+{
+	memset(ft, 0, sizeof(*ft));
+	ft->v = v;
+}
+
+void ta_fntab_free(struct ta_fntab *ft)
+{
+	free(ft->fn);
+	free(ft->addrs);
+	free(ft->by_fn);
+	memset(ft, 0, sizeof(*ft));
+}
+
+static int fn_slots_grow(struct ta_fntab *ft)
+{
+	size_t n = ft->fn_slots ? ft->fn_slots * 2 : 256;
+	uint32_t *slot = calloc(n, sizeof(*slot));
+
+	if (!slot)
+		return -1;
+	for (uint32_t i = 0; i < ft->n; i++) {
+		const struct ta_fn *f = &ft->fn[i];
+		size_t k = (size_t)fn_hash(f->module, f->name, f->offset) & (n - 1);
+
+		while (slot[k])
+			k = (k + 1) & (n - 1);
+		slot[k] = i + 1;
+	}
+	free(ft->by_fn);
+	ft->by_fn = slot;
+	ft->fn_slots = n;
+	return 0;
+}
+
+/* The id of the function named nm, added when new; -1 without memory. */
+static int64_t fn_intern(struct ta_fntab *ft, const struct ta_fn_name *nm)
+{
+	uint64_t h = fn_hash(nm->module, nm->name, nm->offset);
+	size_t k;
+
+	if ((ft->n + 1) * 2 > ft->fn_slots && fn_slots_grow(ft) < 0)
+		return -1;
+	for (k = (size_t)h & (ft->fn_slots - 1); ft->by_fn[k]; k = (k + 1) & (ft->fn_slots - 1))
+		if (fn_same(&ft->fn[ft->by_fn[k] - 1], nm))
+			return ft->by_fn[k] - 1;
+	if (ft->n == ft->cap) {
+		uint32_t cap = ft->cap ? ft->cap * 2 : 256;
+		struct ta_fn *v;
+
+		if (cap >= UINT32_MAX / 2)
+			return -1;
+		v = realloc(ft->fn, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		ft->fn = v;
+		ft->cap = cap;
+	}
+	ft->fn[ft->n].name = nm->name;
+	ft->fn[ft->n].module = nm->module;
+	ft->fn[ft->n].offset = nm->offset;
+	ft->fn[ft->n].srcline = NULL;
+	ft->fn[ft->n].addrs = 0;
+	ft->by_fn[k] = ++ft->n;
+	return ft->n - 1;
+}
+
+static size_t addr_slot(uint32_t pid, uint64_t addr, size_t nslots)
+{
+	return (size_t)mix64(addr ^ ((uint64_t)pid << 48) ^ pid) & (nslots - 1);
+}
+
+static int addr_slots_grow(struct ta_fntab *ft)
+{
+	size_t n = ft->addr_slots ? ft->addr_slots * 2 : 1024;
+	struct ta_fnaddr *slot = calloc(n, sizeof(*slot));
+
+	if (!slot)
+		return -1;
+	for (size_t i = 0; i < ft->addr_slots; i++) {
+		const struct ta_fnaddr *a = &ft->addrs[i];
+		size_t k;
+
+		if (!a->id1)
+			continue;
+		for (k = addr_slot(a->pid, a->addr, n); slot[k].id1; k = (k + 1) & (n - 1))
+			;
+		slot[k] = *a;
+	}
+	free(ft->addrs);
+	ft->addrs = slot;
+	ft->addr_slots = n;
+	return 0;
+}
+
+int64_t ta_fntab_id(struct ta_fntab *ft, uint32_t pid, uint64_t addr)
+{
+	struct ta_fn_name nm;
+	int64_t id;
+	size_t k;
+
+	if ((ft->naddr + 1) * 2 > ft->addr_slots && addr_slots_grow(ft) < 0)
+		return -1;
+	for (k = addr_slot(pid, addr, ft->addr_slots); ft->addrs[k].id1;
+	     k = (k + 1) & (ft->addr_slots - 1))
+		if (ft->addrs[k].addr == addr && ft->addrs[k].pid == pid)
+			return ft->addrs[k].id1 - 1;
+	ta_view_name(ft->v, pid, addr, &nm);
+	id = fn_intern(ft, &nm);
+	if (id < 0)
+		return -1;
+	ft->addrs[k].addr = addr;
+	ft->addrs[k].pid = pid;
+	ft->addrs[k].id1 = (uint32_t)id + 1;
+	ft->naddr++;
+	ft->fn[id].addrs++;
+	return id;
+}
+
+void ta_fntab_srclines(struct ta_fntab *ft, struct ta_srclines *sl)
+{
+	for (uint32_t i = 0; i < ft->n; i++)
+		if (ft->fn[i].module[0])
+			ft->fn[i].srcline = ta_srcline(sl, ft->fn[i].module, ft->fn[i].offset);
+}
+
+/* ---- the tree ----------------------------------------------------------------------- */
+
+/*
+ * The node array of a large tree is written all over at first touch:
+ * mapped directly with huge pages where the kernel allows (madvise mode),
+ * it costs one fault per 2 MiB instead of one per 4 KiB, and grows with
+ * mremap without copying.
+ */
+#define NODES_CHUNK (2u << 20)
+
+static size_t nodes_bytes(uint32_t cap)
+{
+	size_t b = (size_t)cap * sizeof(struct ta_ctnode);
+
+	return (b + NODES_CHUNK - 1) / NODES_CHUNK * NODES_CHUNK;
+}
+
+static struct ta_ctnode *nodes_resize(struct ta_ctnode *old, uint32_t old_cap, uint32_t cap)
+{
+	void *p;
+
+	if (old)
+		p = mremap(old, nodes_bytes(old_cap), nodes_bytes(cap), MREMAP_MAYMOVE);
+	else
+		p = mmap(NULL, nodes_bytes(cap), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void)madvise(p, nodes_bytes(cap), MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
+int ta_ctree_init(struct ta_ctree *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->cap = NODES_CHUNK / sizeof(struct ta_ctnode);
+	t->n = nodes_resize(NULL, 0, t->cap);
+	if (!t->n)
+		return -1;
+	t->len = 1; /* the root, zeroed by the mapping */
+	return 0;
+}
+
+void ta_ctree_free(struct ta_ctree *t)
+{
+	if (t->n)
+		munmap(t->n, nodes_bytes(t->cap));
+	free(t->slot);
+	memset(t, 0, sizeof(*t));
+}
+
+static size_t child_slot(uint32_t parent, uint64_t key, size_t nslots)
+{
+	return (size_t)mix64(key * 0x9e3779b97f4a7c15ull + parent) & (nslots - 1);
+}
+
+static void slot_put(struct ta_ctree *t, uint32_t node)
+{
+	size_t k = child_slot(t->n[node].parent, t->n[node].key, t->nslots);
+
+	while (t->slot[k])
+		k = (k + 1) & (t->nslots - 1);
+	t->slot[k] = node;
+}
+
+/* Rebuilds the table at a size that holds t->nhashed children at most half
+ * full, with every child of a wide node in it. */
+static int slots_rebuild(struct ta_ctree *t)
+{
+	size_t n = t->nslots ? t->nslots : 1024;
+	uint32_t *slot;
+
+	while (t->nhashed * 2 > n)
+		n *= 2;
+	slot = calloc(n, sizeof(*slot));
+	if (!slot)
+		return -1;
+	free(t->slot);
+	t->slot = slot;
+	t->nslots = n;
+	for (uint32_t i = 1; i < t->len; i++)
+		if (t->n[t->n[i].parent].nchild > SCAN_MAX)
+			slot_put(t, i);
+	return 0;
+}
+
+static __attribute__((noinline)) uint32_t node_add(struct ta_ctree *t, uint32_t parent,
+						   uint64_t key)
+{
+	struct ta_ctnode *n, *p;
+	uint32_t i, added;
+
+	if (t->len == t->cap) {
+		uint32_t cap = t->cap * 2;
+		struct ta_ctnode *v;
+
+		if (t->cap >= UINT32_MAX / 2) {
+			t->nomem = 1;
+			return 0;
+		}
+		v = nodes_resize(t->n, t->cap, cap);
+		if (!v) {
+			t->nomem = 1;
+			return 0;
+		}
+		t->n = v;
+		t->cap = cap;
+	}
+	i = t->len++;
+	n = &t->n[i];
+	p = &t->n[parent];
+	memset(n, 0, sizeof(*n));
+	n->key = key;
+	n->parent = parent;
+	n->next = p->child;
+	p->child = i;
+	p->nchild++;
+	if (p->nchild <= SCAN_MAX)
+		return i;
+	/* A parent that just became wide brings all its children along. */
+	added = p->nchild == SCAN_MAX + 1 ? p->nchild : 1;
+	t->nhashed += added;
+	if (t->nhashed * 2 > t->nslots) {
+		if (slots_rebuild(t) < 0)
+			t->nomem = 1; /* lookups may now miss: the sums are void */
+	} else if (added == 1) {
+		slot_put(t, i);
+	} else {
+		for (uint32_t c = p->child; c; c = t->n[c].next)
+			slot_put(t, c);
+	}
+	return i;
+}
+
+uint32_t ta_ctree_child(struct ta_ctree *t, uint32_t parent, uint64_t key)
+{
+	const struct ta_ctnode *p = &t->n[parent];
+
+	if (__builtin_expect(p->nchild <= SCAN_MAX, 1)) {
+		for (uint32_t c = p->child; c; c = t->n[c].next)
+			if (t->n[c].key == key)
+				return c;
+	} else {
+		for (size_t k = child_slot(parent, key, t->nslots); t->slot[k];
+		     k = (k + 1) & (t->nslots - 1)) {
+			const struct ta_ctnode *c = &t->n[t->slot[k]];
+
+			if (c->key == key && c->parent == parent)
+				return t->slot[k];
+		}
+	}
+	return node_add(t, parent, key);
+}
+
+struct sort_ctx {
+	const struct ta_ctree *t;
+	int (*cmp)(const void *, const void *, void *);
+	void *ctx;
+};
+
+static int index_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct sort_ctx *sc = ctx;
+
+	return sc->cmp(&sc->t->n[*(const uint32_t *)a], &sc->t->n[*(const uint32_t *)b], sc->ctx);
+}
+
+int ta_ctree_sort(struct ta_ctree *t, int (*cmp)(const void *, const void *, void *), void *ctx)
+{
+	struct sort_ctx sc = {t, cmp, ctx};
+	uint32_t *v = NULL, cap = 0;
+
+	for (uint32_t i = 0; i < t->len; i++) {
+		struct ta_ctnode *p = &t->n[i];
+		uint32_t k = 0;
+
+		if (p->nchild < 2)
+			continue;
+		if (p->nchild > cap) {
+			uint32_t *nv = realloc(v, (size_t)p->nchild * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				return -1;
+			}
+			v = nv;
+			cap = p->nchild;
+		}
+		for (uint32_t c = p->child; c; c = t->n[c].next)
+			v[k++] = c;
+		qsort_r(v, k, sizeof(*v), index_cmp, &sc);
+		p->child = v[0];
+		for (uint32_t j = 0; j + 1 < k; j++)
+			t->n[v[j]].next = v[j + 1];
+		t->n[v[k - 1]].next = 0;
+	}
+	free(v);
+	return 0;
+}
+
+void ta_ctree_walk(const struct ta_ctree *t, uint32_t top,
+		   int (*open)(void *ctx, uint32_t n, uint32_t depth),
+		   void (*close)(void *ctx, uint32_t n, uint32_t depth), void *ctx)
+{
+	uint32_t n = top, depth = 0;
+	int descend = open(ctx, n, 0);
+
+	for (;;) {
+		if (descend && t->n[n].child) {
+			n = t->n[n].child;
+			descend = open(ctx, n, ++depth);
+			continue;
+		}
+		/* Done with n: close it and whatever it ends, up to a node with
+		 * a next sibling. */
+		for (;;) {
+			if (close)
+				close(ctx, n, depth);
+			if (n == top)
+				return;
+			if (t->n[n].next) {
+				n = t->n[n].next;
+				descend = open(ctx, n, depth);
+				break;
+			}
+			n = t->n[n].parent;
+			depth--;
+		}
+	}
+}
+
+/* ---- recording -------------------------------------------------------------------------- */
+
+/* thread_node value of a thread left out by --tid. */
+#define SKIPPED UINT32_MAX
+
+int ta_pathrec_init(struct ta_pathrec *r, const struct ta_tidset *tids)
+{
+	memset(r, 0, sizeof(*r));
+	r->tids = tids;
+	return ta_ctree_init(&r->tree);
+}
+
+void ta_pathrec_free(struct ta_pathrec *r)
+{
+	ta_ctree_free(&r->tree);
+	free(r->th);
+	memset(r, 0, sizeof(*r));
+}
+
+static __attribute__((noinline)) struct ta_pathrec_thread *thread_root(struct ta_pathrec *r,
+								       const struct ta_thread *t)
+{
+	struct ta_pathrec_thread *rt;
+
+	if (t->index >= r->nth) {
+		uint32_t cap = r->nth ? r->nth : 16;
+
+		while (cap <= t->index)
+			cap *= 2;
+		rt = realloc(r->th, cap * sizeof(*rt));
+		if (!rt) {
+			r->nomem = 1;
+			return NULL;
+		}
+		memset(rt + r->nth, 0, (cap - r->nth) * sizeof(*rt));
+		r->th = rt;
+		r->nth = cap;
+	}
+	rt = &r->th[t->index];
+	if (!rt->node) {
+		if (!ta_tidset_has(r->tids, t->tid))
+			rt->node = SKIPPED;
+		else if (!(rt->node = ta_ctree_child(&r->tree, 0, TA_CT_THREAD | t->index)))
+			return NULL;
+	}
+	return rt;
+}
+
+static uintptr_t rec_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+			   uint64_t addr, unsigned flags)
+{
+	struct ta_pathrec *r = ctx;
+	struct ta_pathrec_thread *rt;
+	uint32_t parent, c;
+
+	(void)ticks;
+	(void)flags;
+	if (__builtin_expect(t->index < r->nth && r->th[t->index].node, 1))
+		rt = &r->th[t->index];
+	else if (!(rt = thread_root(r, t)))
+		return 0;
+	if (rt->node == SKIPPED)
+		return 0;
+	/* The caller's frame is still on the stack, with its node. */
+	parent = depth ? (uint32_t)t->stack[depth - 1].user : rt->node;
+	if (!parent)
+		return 0;
+	/* Nodes are numbered in the order the walk first met them, so a run
+	 * that repeats what it did before enters node after node: try the
+	 * one after the last before searching. */
+	c = rt->hint + 1;
+	if (c < r->tree.len && r->tree.n[c].parent == parent && r->tree.n[c].key == addr) {
+		rt->hint = c;
+		return c;
+	}
+	c = ta_ctree_child(&r->tree, parent, addr);
+	rt->hint = c;
+	return c;
+}
+
+static void rec_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+{
+	struct ta_pathrec *r = ctx;
+	struct ta_ctnode *n;
+
+	(void)t;
+	if (!x->user)
+		return;
+	n = &r->tree.n[x->user];
+	n->calls++;
+	n->total += x->duration;
+	n->self += x->self;
+	if (x->flags & TA_VISIT_OPEN)
+		n->open++;
+}
+
+void ta_pathrec_visitor(struct ta_pathrec *r, struct ta_visitor *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->ctx = r;
+	v->enter = rec_enter;
+	v->exit = rec_exit;
+}
+
+/* ---- naming ----------------------------------------------------------------------------- */
+
+static int is_thread(const struct ta_ctnode *n)
+{
+	return (n->key & TA_CT_THREAD) != 0;
+}
+
+const char *ta_calltree_label(const struct ta_calltree *ct, uint64_t key, char *buf, size_t len)
+{
+	const struct ta_thread *t = ta_calltree_thread(ct, key);
+
+	if (!t)
+		return ct->fns.fn[key].name;
+	if (t->name && t->name[0])
+		snprintf(buf, len, "thread %" PRIu64 " (%s)", t->tid, t->name);
+	else
+		snprintf(buf, len, "thread %" PRIu64, t->tid);
+	return buf;
+}
+
+const struct ta_thread *ta_calltree_thread(const struct ta_calltree *ct, uint64_t key)
+{
+	uint64_t idx = key & ~TA_CT_THREAD;
+
+	if (!(key & TA_CT_THREAD) || idx >= ct->fns.v->s->nthreads)
+		return NULL;
+	return ct->fns.v->s->threads[idx];
+}
+
+int ta_calltree_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct ta_ctnode *x = a, *y = b;
+	const struct ta_calltree *ct = ctx;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	if (x->calls != y->calls)
+		return x->calls > y->calls ? -1 : 1;
+	if (is_thread(x) || is_thread(y))
+		return x->key < y->key ? -1 : x->key > y->key;
+	return strcmp(ct->fns.fn[x->key].name, ct->fns.fn[y->key].name);
+}
+
+static uint64_t to_ns(const struct ta_process *p, uint64_t ticks)
+{
+	return p ? ta_process_dur_ns(p, ticks) : ticks;
+}
+
+/* The process of recorded node i: the dump's only one, or its thread's
+ * (thr gives the thread of each node when there are several). */
+static const struct ta_process *node_process(const struct ta_session *s, const uint32_t *thr,
+					     uint32_t i)
+{
+	if (!thr)
+		return s->nprocs ? s->procs[0] : NULL;
+	return ta_session_process(s, s->threads[thr[i]]->pid);
+}
+
+/*
+ * The recorded tree becomes the named one where it can: one thread merged,
+ * or threads split, and no two addresses naming the same function (then no
+ * two siblings merge).  Times change in place, and a merged thread's node
+ * gives its children to the root.  Saves a second tree as large as the
+ * first.
+ */
+static int name_in_place(struct ta_calltree *ct, struct ta_pathrec *r, const uint32_t *thr,
+			 int split)
+{
+	struct ta_ctree *t = &r->tree;
+	const struct ta_session *s = ct->fns.v->s;
+
+	for (uint32_t i = 0; i < ct->fns.n; i++)
+		if (ct->fns.fn[i].addrs > 1)
+			return 0;
+	if (!split && t->n[0].nchild > 1)
+		return 0;
+	for (uint32_t i = 1; i < t->len; i++) {
+		struct ta_ctnode *n = &t->n[i];
+		const struct ta_process *p;
+
+		if (!n->parent)
+			continue;
+		p = node_process(s, thr, i);
+		n->total = to_ns(p, n->total);
+		n->self = to_ns(p, n->self);
+	}
+	if (!split && t->n[0].child) {
+		uint32_t th = t->n[0].child;
+
+		t->n[0].child = t->n[th].child;
+		t->n[0].nchild = t->n[th].nchild;
+		for (uint32_t c = t->n[th].child; c; c = t->n[c].next)
+			t->n[c].parent = 0;
+		/* Left out of the tree, and empty. */
+		memset(&t->n[th], 0, sizeof(t->n[th]));
+		t->n[th].key = TA_CT_THREAD;
+	}
+	/* The hashed children's keys changed. */
+	if (t->nhashed && slots_rebuild(t) < 0)
+		return -1;
+	ct->tree = *t;
+	memset(t, 0, sizeof(*t));
+	return 1;
+}
+
+/* Merges the named recording into a new tree. */
+static int name_by_merging(struct ta_calltree *ct, const struct ta_ctree *raw, const uint32_t *thr,
+			   int split)
+{
+	const struct ta_session *s = ct->fns.v->s;
+	uint32_t *map;
+	int rc = -1;
+
+	if (ta_ctree_init(&ct->tree) < 0)
+		return -1;
+	map = malloc((size_t)raw->len * sizeof(*map));
+	if (!map)
+		return -1;
+	map[0] = 0;
+	for (uint32_t i = 1; i < raw->len; i++) {
+		const struct ta_ctnode *n = &raw->n[i];
+		const struct ta_process *p;
+		struct ta_ctnode *m;
+
+		if (!n->parent) {
+			map[i] = split ? ta_ctree_child(&ct->tree, 0, n->key) : 0;
+			if (split && !map[i])
+				goto out;
+			continue;
+		}
+		p = node_process(s, thr, i);
+		map[i] = ta_ctree_child(&ct->tree, map[n->parent], n->key);
+		if (!map[i])
+			goto out;
+		m = &ct->tree.n[map[i]];
+		m->calls += n->calls;
+		m->open += n->open;
+		m->total += to_ns(p, n->total);
+		m->self += to_ns(p, n->self);
+	}
+	rc = 0;
+out:
+	free(map);
+	return rc;
+}
+
+int ta_calltree_build(struct ta_calltree *ct, struct ta_pathrec *r, struct ta_view *v, int split)
+{
+	struct ta_ctree *raw = &r->tree;
+	const struct ta_session *s = v->s;
+	uint32_t *thr = NULL;
+	int rc = -1, done;
+
+	memset(ct, 0, sizeof(*ct));
+	ta_fntab_init(&ct->fns, v);
+	ct->split = split;
+	/* Threads of several processes: each node's thread gives its pid. */
+	if (s->nprocs > 1) {
+		thr = malloc((size_t)raw->len * sizeof(*thr));
+		if (!thr)
+			goto out;
+		thr[0] = 0;
+	}
+	/* Addresses become function ids.  A parent always comes before its
+	 * children in the array. */
+	for (uint32_t i = 1; i < raw->len; i++) {
+		struct ta_ctnode *n = &raw->n[i];
+		uint32_t pid;
+		int64_t id;
+
+		if (!n->parent) {
+			if (thr)
+				thr[i] = (uint32_t)(n->key & ~TA_CT_THREAD);
+			ct->threads += n->child != 0;
+			continue;
+		}
+		if (thr)
+			thr[i] = thr[n->parent];
+		pid = thr ? s->threads[thr[i]]->pid : s->procs[0]->pid;
+		id = ta_fntab_id(&ct->fns, pid, n->key);
+		if (id < 0)
+			goto out;
+		n->key = (uint64_t)id;
+	}
+	done = name_in_place(ct, r, thr, split);
+	if (done < 0 || (!done && name_by_merging(ct, raw, thr, split) < 0))
+		goto out;
+	/* The root and the threads hold what their children hold; children
+	 * come later in the array, so a backward pass sums the threads
+	 * before they are added to the root. */
+	for (uint32_t i = ct->tree.len; i-- > 1;) {
+		struct ta_ctnode *n = &ct->tree.n[i], *p = &ct->tree.n[n->parent];
+
+		if (n->parent && !is_thread(p))
+			continue;
+		p->total += n->total;
+		p->calls += n->calls;
+	}
+	if (ta_ctree_sort(&ct->tree, ta_calltree_cmp, ct) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(thr);
+	return rc;
+}
+
+void ta_calltree_free(struct ta_calltree *ct)
+{
+	ta_ctree_free(&ct->tree);
+	ta_fntab_free(&ct->fns);
+}
+
+/* ---- the front -------------------------------------------------------------------------- */
+
+void ta_tidset_warn(const struct ta_tidset *ts, const struct ta_view *v)
+{
+	for (size_t i = 0; ts && i < ts->n; i++) {
+		size_t k;
+
+		for (k = 0; k < v->s->nthreads; k++)
+			if (v->s->threads[k]->tid == ts->v[i])
+				break;
+		if (k == v->s->nthreads)
+			ta_view_warn(v, "no thread %" PRIu64 " in the dump", ts->v[i]);
+	}
+}
+
+int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_tidset *tids,
+		     int split)
+{
+	struct ta_visitor vis;
+
+	memset(tv, 0, sizeof(*tv));
+	if (ta_pathrec_init(&tv->rec, tids) < 0) {
+		fprintf(stderr, "traceagent: out of memory\n");
+		tv->v.status = 1;
+		return -1;
+	}
+	ta_pathrec_visitor(&tv->rec, &vis);
+	if (ta_view_open(&tv->v, path, &vis) < 0)
+		return -1;
+	if (tv->rec.nomem || tv->rec.tree.nomem ||
+	    ta_calltree_build(&tv->ct, &tv->rec, &tv->v, split) < 0) {
+		fprintf(stderr, "traceagent: %s: out of memory\n", path);
+		tv->v.status = 1;
+		return -1;
+	}
+	/* The recording is named; its memory can go before the output. */
+	ta_pathrec_free(&tv->rec);
+	ta_view_warnings(&tv->v);
+	ta_tidset_warn(tids, &tv->v);
+	return 0;
+}
+
+void ta_treeview_close(struct ta_treeview *tv)
+{
+	ta_calltree_free(&tv->ct);
+	ta_pathrec_free(&tv->rec);
+	ta_view_close(&tv->v);
+}

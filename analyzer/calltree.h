@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * calltree.h - calls aggregated by call path, shared by `graph`, folded
+ * stacks (`export --format=folded`) and `flame`.
+ *
+ * While the session walks the events, a path recorder adds each call to
+ * the node of its call path: (parent node, function address), under one
+ * node per thread.  Memory grows with the number of distinct paths, never
+ * with the number of events: a call found on a path seen before only adds
+ * to that node's sums.  After the walk the recorded tree is named: addresses
+ * become functions (module and offset, as report merges them), ticks become
+ * nanoseconds, and the threads merge into one tree unless asked to stay
+ * apart.
+ */
+#ifndef TA_CALLTREE_H
+#define TA_CALLTREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "srcline.h"
+
+/* ---- sets of thread ids (--tid) ------------------------------------------------ */
+
+struct ta_tidset {
+	uint64_t *v;
+	size_t n;
+};
+
+/* Adds the comma-separated decimal tids of s.  Returns 0, or -1 when s is
+ * not such a list (or without memory). */
+int ta_tidset_parse(struct ta_tidset *ts, const char *s);
+/* 1 when the set is empty (no filter) or holds tid. */
+int ta_tidset_has(const struct ta_tidset *ts, uint64_t tid);
+void ta_tidset_free(struct ta_tidset *ts);
+
+/* Warns about each tid of the set that no thread of the view has. */
+void ta_tidset_warn(const struct ta_tidset *ts, const struct ta_view *v);
+
+/* ---- indentation ----------------------------------------------------------------- */
+
+struct ta_spaces {
+	char *s;
+	size_t cap, at;
+};
+
+/* A string of n spaces, valid until the next call ("" without memory). */
+const char *ta_spaces(struct ta_spaces *sp, size_t n);
+void ta_spaces_free(struct ta_spaces *sp);
+
+/* ---- functions by identity ------------------------------------------------------- */
+
+struct ta_fn {
+	const char *name;   /* as ta_view_name gives it */
+	const char *module; /* path, "" when outside every module */
+	uint64_t offset;
+	const char *srcline; /* "file:line" once ta_fntab_srclines ran, else NULL */
+	uint32_t addrs;	     /* (pid, address) pairs that name it */
+};
+
+/*
+ * Numbers the functions of a view: every (pid, address) pair gets the id of
+ * its function, and pairs naming the same function (the same module and
+ * offset, as in a forked child) share it.  Names come from ta_view_name and
+ * live as long as the view.
+ */
+struct ta_fnaddr {
+	uint64_t addr;
+	uint32_t pid;
+	uint32_t id1; /* id + 1; 0 = an empty slot */
+};
+
+struct ta_fntab {
+	struct ta_view *v;
+	struct ta_fn *fn;
+	uint32_t n, cap;
+	struct ta_fnaddr *addrs; /* open addressing over (pid, addr) */
+	size_t naddr, addr_slots;
+	uint32_t *by_fn; /* open addressing over (module, offset): id + 1 */
+	size_t fn_slots;
+};
+
+void ta_fntab_init(struct ta_fntab *ft, struct ta_view *v);
+void ta_fntab_free(struct ta_fntab *ft);
+/* The id of the function at addr in process pid, or -1 without memory. */
+int64_t ta_fntab_id(struct ta_fntab *ft, uint32_t pid, uint64_t addr);
+/* Fills each function's srcline (--srcline). */
+void ta_fntab_srclines(struct ta_fntab *ft, struct ta_srclines *sl);
+
+/* ---- the tree ------------------------------------------------------------------------ */
+
+/* Node 0 is the root; 0 as a node index means "none" elsewhere. */
+struct ta_ctnode {
+	uint64_t key;			      /* what tells siblings apart */
+	uint32_t parent, child, next, nchild; /* first child, next sibling */
+	uint64_t calls, open, total, self;    /* ticks while recording, ns once named */
+};
+
+struct ta_ctree {
+	struct ta_ctnode *n;
+	uint32_t len, cap;
+	/* Children of nodes with many of them, found by (parent, key). */
+	uint32_t *slot;
+	size_t nslots, nhashed;
+	int nomem; /* a node could not be added: the sums are short */
+};
+
+/* An empty tree (just the root); -1 without memory. */
+int ta_ctree_init(struct ta_ctree *t);
+void ta_ctree_free(struct ta_ctree *t);
+/* The child of parent with key, added when missing; 0 without memory (and
+ * t->nomem is set). */
+uint32_t ta_ctree_child(struct ta_ctree *t, uint32_t parent, uint64_t key);
+/* Orders every node's children with cmp (a qsort_r comparison of two
+ * struct ta_ctnode *).  -1 without memory. */
+int ta_ctree_sort(struct ta_ctree *t, int (*cmp)(const void *, const void *, void *), void *ctx);
+/*
+ * Visits the subtree at top depth first, children in their order: open
+ * when a node is reached (depth 0 for top), close when its subtree is done.
+ * When open returns 0 the node's children are skipped (close still comes).
+ * Iterative, so any depth is fine.
+ */
+void ta_ctree_walk(const struct ta_ctree *t, uint32_t top,
+		   int (*open)(void *ctx, uint32_t n, uint32_t depth),
+		   void (*close)(void *ctx, uint32_t n, uint32_t depth), void *ctx);
+
+/* ---- recording during the walk ---------------------------------------------------------- */
+
+/* Keys of the nodes under the root: threads.  Below them: addresses while
+ * recording, function ids once named. */
+#define TA_CT_THREAD (1ull << 63)
+
+struct ta_pathrec_thread {
+	uint32_t node; /* the thread's node; 0 = not yet, UINT32_MAX = left out */
+	uint32_t hint; /* the node it entered last */
+};
+
+struct ta_pathrec {
+	struct ta_ctree tree;
+	struct ta_pathrec_thread *th; /* by ta_thread.index */
+	uint32_t nth;
+	const struct ta_tidset *tids; /* threads to record (NULL or empty: all) */
+	int nomem;
+};
+
+int ta_pathrec_init(struct ta_pathrec *r, const struct ta_tidset *tids);
+void ta_pathrec_free(struct ta_pathrec *r);
+/* A visitor that records into r. */
+void ta_pathrec_visitor(struct ta_pathrec *r, struct ta_visitor *v);
+
+/* ---- the named tree ------------------------------------------------------------------------ */
+
+struct ta_calltree {
+	struct ta_ctree tree; /* keys: function ids, and TA_CT_THREAD | thread index */
+	struct ta_fntab fns;
+	int split;	  /* one subtree per thread under the root */
+	uint32_t threads; /* threads with calls in the tree */
+};
+
+/*
+ * Names what r recorded in view v: merged across threads, or with one node
+ * per thread under the root when split.  Root and thread nodes get the sum
+ * of their children's totals and calls.  The children are left sorted by
+ * total (largest first).  r is used up: its tree is renamed in place and
+ * taken over when it can be (r must still be freed).  Returns 0, or -1
+ * without memory.
+ */
+int ta_calltree_build(struct ta_calltree *ct, struct ta_pathrec *r, struct ta_view *v, int split);
+void ta_calltree_free(struct ta_calltree *ct);
+
+/* Children by total (largest first), then calls, then name: a
+ * ta_ctree_sort comparison whose ctx is the struct ta_calltree. */
+int ta_calltree_cmp(const void *a, const void *b, void *ctx);
+
+/* The name of what a key stands for: a function, or a thread. */
+const char *ta_calltree_label(const struct ta_calltree *ct, uint64_t key, char *buf, size_t len);
+/* The thread a key stands for, or NULL for a function. */
+const struct ta_thread *ta_calltree_thread(const struct ta_calltree *ct, uint64_t key);
+
+/* ---- the commands' common front ---------------------------------------------------------- */
+
+/* What graph, folded and flame share: a dump read into a named call tree. */
+struct ta_treeview {
+	struct ta_view v;
+	struct ta_pathrec rec;
+	struct ta_calltree ct;
+};
+
+/*
+ * Reads the dump at path, recording the threads in tids (empty: all), and
+ * names the tree (split per thread or not).  Prints the errors of the dump
+ * and the warnings.  Returns 0 when there is something to show (tv->v.status
+ * says whether the dump was damaged), else -1 with the exit status in
+ * tv->v.status.
+ */
+int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_tidset *tids,
+		     int split);
+void ta_treeview_close(struct ta_treeview *tv);
+
+#endif /* TA_CALLTREE_H */

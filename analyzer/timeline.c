@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * timeline.c - calls one at a time for replay and the Chrome export; see
+ * timeline.h.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dumpfile.h"
+#include "timeline.h"
+
+struct ta_tlthread {
+	const struct ta_process *p; /* the metadata pass's process, or NULL */
+	int ready;		    /* the fields below are set */
+	int skip;		    /* left out by --tid */
+	int inside;		    /* a --function match is on the stack */
+	uint32_t base;		    /* depth of the first shown level */
+	uint32_t opened;	    /* frames base..opened-1 had their first line */
+	/* The filters in the process's ticks, so that calls are judged
+	 * without converting them: shown when duration >= min_ticks, enter <
+	 * to_ticks and exit >= from_ticks. */
+	uint64_t min_ticks, from_ticks, to_ticks;
+};
+
+/* ---- options ------------------------------------------------------------------ */
+
+static const char *opt_value(const char *a, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(a, name, n) && a[n] == '=' ? a + n + 1 : NULL;
+}
+
+int ta_tlopts_arg(struct ta_tlopts *o, const char *cmd, const char *a, unsigned allowed)
+{
+	const char *val;
+
+	if ((allowed & TA_TLOPT_TID) && (val = opt_value(a, "--tid"))) {
+		if (ta_tidset_parse(&o->tids, val) < 0) {
+			fprintf(stderr, "traceagent %s: --tid: '%s' is not a list of thread ids\n",
+				cmd, val);
+			return 2;
+		}
+		o->given |= TA_TLOPT_TID;
+		return 1;
+	}
+	if ((allowed & TA_TLOPT_RANGE) && (val = opt_value(a, "--time-range"))) {
+		if (ta_parse_time_range(val, &o->from, &o->to) < 0) {
+			fprintf(stderr,
+				"traceagent %s: --time-range: '%s' is not START-END (times such "
+				"as 10ms, 1.5s, 200us; either side may be empty)\n",
+				cmd, val);
+			return 2;
+		}
+		o->given |= TA_TLOPT_RANGE;
+		return 1;
+	}
+	if ((allowed & TA_TLOPT_MINDUR) && (val = opt_value(a, "--min-duration"))) {
+		if (ta_parse_time(val, &o->min_duration) < 0) {
+			fprintf(
+			    stderr,
+			    "traceagent %s: --min-duration: '%s' is not a time (such as 10us)\n",
+			    cmd, val);
+			return 2;
+		}
+		o->given |= TA_TLOPT_MINDUR;
+		return 1;
+	}
+	if ((allowed & TA_TLOPT_DEPTH) && (val = opt_value(a, "--depth"))) {
+		char *end;
+		unsigned long n = strtoul(val, &end, 10);
+
+		if (*val < '1' || *val > '9' || *end || n > UINT32_MAX) {
+			fprintf(stderr, "traceagent %s: --depth: '%s' is not a positive number\n",
+				cmd, val);
+			return 2;
+		}
+		o->max_depth = (uint32_t)n;
+		o->given |= TA_TLOPT_DEPTH;
+		return 1;
+	}
+	if ((allowed & TA_TLOPT_FUNCTION) && (val = opt_value(a, "--function"))) {
+		if (!*val) {
+			fprintf(stderr, "traceagent %s: --function: empty pattern\n", cmd);
+			return 2;
+		}
+		o->function = val;
+		o->given |= TA_TLOPT_FUNCTION;
+		return 1;
+	}
+	return 0;
+}
+
+void ta_tlopts_free(struct ta_tlopts *o)
+{
+	ta_tidset_free(&o->tids);
+}
+
+/* ---- the metadata pass ------------------------------------------------------------ */
+
+/*
+ * Reads every chunk but the events into a session of its own, and finishes
+ * it: clocks, modules and threads as the whole dump states them.  Quiet:
+ * the real pass reports what is wrong with the file.
+ */
+static int meta_read(struct ta_view *m, const char *path)
+{
+	struct ta_dump *d;
+	struct ta_chunk c;
+
+	memset(m, 0, sizeof(*m));
+	m->path = path;
+	m->s = ta_session_new(NULL);
+	m->res = ta_resolver_new();
+	if (!m->s || !m->res)
+		return -1;
+	if (ta_dump_open(path, &d) == 0) {
+		for (;;) {
+			int rc = ta_dump_next(d, &c);
+
+			if (rc == 0 || rc == -TA_E_IO || rc == -TA_E_NOMEM)
+				break;
+			if (rc < 0 || c.h.type == TA_CHUNK_EVENTS)
+				continue;
+			if (ta_session_chunk(m->s, &c) < 0)
+				break;
+		}
+		ta_dump_close(d);
+	}
+	ta_session_finish(m->s);
+	return 0;
+}
+
+static int64_t dump_start(const struct ta_session *s)
+{
+	int64_t lo = 0;
+	int any = 0;
+
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct ta_process *p = s->procs[i];
+		int64_t t;
+
+		if (!p->have_ticks)
+			continue;
+		t = ta_process_ticks_ns(p, p->min_ticks);
+		if (!any || t < lo)
+			lo = t;
+		any = 1;
+	}
+	return lo;
+}
+
+/* ---- the walk ----------------------------------------------------------------------- */
+
+/* Time from the dump's start, wide enough for any ticks. */
+static __int128 rel_ns(const struct ta_timeline *tl, const struct ta_process *p, uint64_t ticks)
+{
+	return p ? (__int128)ta_process_ticks_ns(p, ticks) - tl->start_ns : (__int128)ticks;
+}
+
+int64_t ta_timeline_rel(const struct ta_timeline *tl, const struct ta_process *p, uint64_t ticks)
+{
+	__int128 t = rel_ns(tl, p, ticks);
+
+	/* Only a damaged clock gets near the limits. */
+	return t > INT64_MAX ? INT64_MAX : t < -INT64_MAX ? -INT64_MAX : (int64_t)t;
+}
+
+/*
+ * The smallest ticks value whose time (a duration when dur, else a time
+ * from the dump's start) reaches v, or UINT64_MAX when none does.  Both
+ * conversions never decrease with the ticks, so a binary search finds it,
+ * once per thread.
+ */
+static uint64_t ticks_reaching(const struct ta_timeline *tl, const struct ta_process *p, int dur,
+			       __int128 v)
+{
+	uint64_t lo = 0, hi = UINT64_MAX;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		__int128 t =
+		    dur ? (__int128)(p ? ta_process_dur_ns(p, mid) : mid) : rel_ns(tl, p, mid);
+
+		if (t >= v)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+static void thread_filters(const struct ta_timeline *tl, struct ta_tlthread *th)
+{
+	const struct ta_tlopts *o = tl->o;
+
+	th->min_ticks = o->min_duration ? ticks_reaching(tl, th->p, 1, o->min_duration) : 0;
+	th->from_ticks = o->from ? ticks_reaching(tl, th->p, 0, o->from) : 0;
+	/* The first ticks past the end of the range. */
+	th->to_ticks =
+	    o->to == UINT64_MAX ? UINT64_MAX : ticks_reaching(tl, th->p, 0, (__int128)o->to + 1);
+}
+
+static __attribute__((noinline)) struct ta_tlthread *thread_setup(struct ta_timeline *tl,
+								  const struct ta_thread *t)
+{
+	struct ta_tlthread *th;
+
+	if (t->index >= tl->nth) {
+		uint32_t n = tl->nth ? tl->nth : 16;
+
+		while (n <= t->index)
+			n *= 2;
+		th = realloc(tl->th, n * sizeof(*th));
+		if (!th) {
+			tl->nomem = 1;
+			return NULL;
+		}
+		memset(th + tl->nth, 0, (n - tl->nth) * sizeof(*th));
+		tl->th = th;
+		tl->nth = n;
+	}
+	th = &tl->th[t->index];
+	if (!th->ready) {
+		th->ready = 1;
+		th->p = ta_session_process(tl->meta.s, t->pid);
+		th->skip = !ta_tidset_has(&tl->o->tids, t->tid);
+		thread_filters(tl, th);
+	}
+	return th;
+}
+
+static inline struct ta_tlthread *thread_state(struct ta_timeline *tl, const struct ta_thread *t)
+{
+	if (t->index < tl->nth && tl->th[t->index].ready)
+		return &tl->th[t->index];
+	return thread_setup(tl, t);
+}
+
+/* The function id of addr, or -1 (without memory: the walk goes on, the
+ * command reports it). */
+static int64_t fn_id(struct ta_timeline *tl, const struct ta_thread *t, uint64_t addr)
+{
+	int64_t id = ta_fntab_id(&tl->fns, t->pid, addr);
+
+	if (id < 0)
+		tl->nomem = 1;
+	return id;
+}
+
+static int fn_matches(struct ta_timeline *tl, int64_t id)
+{
+	if (id < 0)
+		return 0;
+	if ((uint64_t)id >= tl->nmatch) {
+		uint32_t n = tl->nmatch ? tl->nmatch : 256;
+		uint8_t *m;
+
+		while (n <= id)
+			n *= 2;
+		m = realloc(tl->match, n);
+		if (!m) {
+			tl->nomem = 1;
+			return 0;
+		}
+		memset(m + tl->nmatch, 0, n - tl->nmatch);
+		tl->match = m;
+		tl->nmatch = n;
+	}
+	if (!tl->match[id])
+		tl->match[id] = ta_glob_match(tl->o->function, tl->fns.fn[id].name) ? 2 : 1;
+	return tl->match[id] == 2;
+}
+
+static uintptr_t tl_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+			  uint64_t addr, unsigned flags)
+{
+	struct ta_timeline *tl = ctx;
+	struct ta_tlthread *th = thread_state(tl, t);
+
+	(void)ticks;
+	(void)flags;
+	if (!th || th->skip || !tl->o->function || th->inside)
+		return 0;
+	if (fn_matches(tl, fn_id(tl, t, addr))) {
+		th->inside = 1;
+		th->base = depth;
+		th->opened = depth;
+	}
+	return 0;
+}
+
+static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th, const struct ta_thread *t,
+		      uint32_t depth)
+{
+	for (uint32_t k = th->opened; k < depth; k++) {
+		const struct ta_frame *f = &t->stack[k];
+		struct ta_tlcall c;
+		int64_t id = fn_id(tl, t, f->addr);
+
+		if (id < 0)
+			continue;
+		memset(&c, 0, sizeof(c));
+		c.kind = TA_TL_ENTER;
+		c.t = t;
+		c.depth = k - th->base;
+		c.fn = (uint32_t)id;
+		c.start_ns = ta_timeline_rel(tl, th->p, f->enter);
+		tl->emit(tl->ctx, &c);
+	}
+	th->opened = depth;
+}
+
+static void tl_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+{
+	struct ta_timeline *tl = ctx;
+	const struct ta_tlopts *o = tl->o;
+	struct ta_tlthread *th = thread_state(tl, t);
+	struct ta_tlcall c;
+	int64_t id;
+
+	if (!th || th->skip || (o->function && !th->inside) || x->depth < th->base)
+		return;
+	if (x->depth < th->opened) {
+		/* Its first line went out: a callee was shown, so it is. */
+		c.kind = TA_TL_EXIT;
+		th->opened = x->depth;
+	} else if ((!o->max_depth || x->depth - th->base < o->max_depth) &&
+		   x->duration >= th->min_ticks && x->enter < th->to_ticks &&
+		   x->exit >= th->from_ticks) {
+		emit_open(tl, th, t, x->depth);
+		c.kind = TA_TL_CALL;
+	} else {
+		goto out;
+	}
+	c.t = t;
+	c.depth = x->depth - th->base;
+	c.start_ns = ta_timeline_rel(tl, th->p, x->enter);
+	c.dur_ns = th->p ? ta_process_dur_ns(th->p, x->duration) : x->duration;
+	c.self_ns = th->p ? ta_process_dur_ns(th->p, x->self) : x->self;
+	c.flags = x->flags;
+	id = fn_id(tl, t, x->addr);
+	if (id >= 0) {
+		c.fn = (uint32_t)id;
+		tl->emit(tl->ctx, &c);
+	}
+out:
+	if (o->function && x->depth == th->base) {
+		th->inside = 0;
+		th->base = th->opened = 0;
+	}
+}
+
+int ta_timeline_run(struct ta_timeline *tl, const char *path, const struct ta_tlopts *o,
+		    void (*emit)(void *ctx, const struct ta_tlcall *c), void *ctx)
+{
+	struct ta_visitor vis;
+
+	memset(tl, 0, sizeof(*tl));
+	tl->o = o;
+	tl->emit = emit;
+	tl->ctx = ctx;
+	if (meta_read(&tl->meta, path) < 0) {
+		fprintf(stderr, "traceagent: out of memory\n");
+		tl->v.status = 1;
+		return -1;
+	}
+	tl->start_ns = dump_start(tl->meta.s);
+	ta_fntab_init(&tl->fns, &tl->meta);
+	memset(&vis, 0, sizeof(vis));
+	vis.ctx = tl;
+	vis.enter = tl_enter;
+	vis.exit = tl_exit;
+	if (ta_view_open(&tl->v, path, &vis) < 0)
+		return -1;
+	if (tl->nomem) {
+		fprintf(stderr, "traceagent: %s: out of memory\n", path);
+		tl->v.status = 1;
+	}
+	return 0;
+}
+
+void ta_timeline_warnings(struct ta_timeline *tl)
+{
+	/* Names came from the metadata pass's resolver: its failures are the
+	 * ones to tell. */
+	struct ta_resolver *res = tl->v.res;
+
+	tl->v.res = tl->meta.res;
+	ta_view_warnings(&tl->v);
+	tl->v.res = res;
+	ta_tidset_warn(&tl->o->tids, &tl->v);
+}
+
+void ta_timeline_close(struct ta_timeline *tl)
+{
+	ta_fntab_free(&tl->fns);
+	free(tl->th);
+	free(tl->match);
+	ta_view_close(&tl->v);
+	ta_view_close(&tl->meta);
+}

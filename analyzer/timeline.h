@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * timeline.h - calls one at a time, in each thread's time order, for
+ * `replay` and the Chrome export.
+ *
+ * A call's duration is known only at its exit, yet a replay shows a call's
+ * first line before its callees.  The timeline decides at each exit whether
+ * the call is shown (thread, depth, time range, minimum duration, under a
+ * --function match) and, when it is, first emits the opening lines of the
+ * callers not shown yet.  Every filter keeps a shown call's callers shown
+ * (they start earlier, end later and are shallower), so the open callers are
+ * always a run of the thread's stack and nothing is buffered but a count per
+ * thread: memory grows with threads, never with events or depth.
+ *
+ * Times and names are needed while the events stream, but the clock pairs
+ * that convert ticks come through the whole dump (the last at its end) and
+ * modules may be loaded late: a first pass reads only the metadata chunks,
+ * which costs a fraction of the real one.
+ */
+#ifndef TA_TIMELINE_H
+#define TA_TIMELINE_H
+
+#include <stdint.h>
+
+#include "calltree.h"
+#include "common.h"
+
+/* The filters (each command takes the ones that make sense to it). */
+struct ta_tlopts {
+	struct ta_tidset tids;
+	uint64_t from, to;     /* --time-range in ns from the dump start; to = UINT64_MAX */
+	uint64_t min_duration; /* ns */
+	uint32_t max_depth;    /* --depth: levels shown; 0 = all */
+	const char *function;  /* --function glob, or NULL */
+	unsigned given;	       /* TA_TLOPT_* of the options given */
+};
+
+#define TA_TLOPT_TID	  1u
+#define TA_TLOPT_RANGE	  2u
+#define TA_TLOPT_MINDUR	  4u
+#define TA_TLOPT_DEPTH	  8u
+#define TA_TLOPT_FUNCTION 16u
+
+/*
+ * Takes argument a if it is one of the options in the allowed mask
+ * (TA_TLOPT_*).  Returns 1 when taken, 0 when a is not such an option, 2
+ * when its value is bad (the message, naming cmd, was printed).
+ */
+int ta_tlopts_arg(struct ta_tlopts *o, const char *cmd, const char *a, unsigned allowed);
+void ta_tlopts_free(struct ta_tlopts *o);
+
+enum ta_tlkind {
+	TA_TL_ENTER, /* the first line of a call whose callees follow */
+	TA_TL_EXIT,  /* the last line of such a call: its duration is known */
+	TA_TL_CALL   /* a call shown whole (none of its callees are) */
+};
+
+struct ta_tlcall {
+	enum ta_tlkind kind;
+	const struct ta_thread *t;
+	uint32_t depth;	  /* below the first shown level of its thread or --function match */
+	uint32_t fn;	  /* id in the timeline's fns */
+	int64_t start_ns; /* from the dump start */
+	uint64_t dur_ns, self_ns; /* 0 for TA_TL_ENTER */
+	unsigned flags; /* TA_VISIT_* of the exit (TA_VISIT_OPEN: still open at the end) */
+};
+
+struct ta_timeline {
+	struct ta_view meta; /* the metadata pass: names and clocks during the walk */
+	struct ta_view v;    /* the real pass */
+	struct ta_fntab fns; /* named through meta */
+	int64_t start_ns;    /* the dump's start on CLOCK_MONOTONIC */
+	const struct ta_tlopts *o;
+	void (*emit)(void *ctx, const struct ta_tlcall *c);
+	void *ctx;
+	int nomem;
+
+	struct ta_tlthread *th; /* by ta_thread.index */
+	uint32_t nth;
+	uint8_t *match; /* by function id: 0 not known yet, 1 no, 2 matches --function */
+	uint32_t nmatch;
+};
+
+/*
+ * Reads the dump at path and emits the calls that pass the filters of o.
+ * Prints the errors of the dump.  Returns 0 when the dump could be read
+ * (tl->v.status says whether it was damaged), else -1 with the exit status
+ * in tl->v.status.  Call ta_timeline_warnings after the output, and
+ * ta_timeline_close in any case.
+ */
+int ta_timeline_run(struct ta_timeline *tl, const char *path, const struct ta_tlopts *o,
+		    void (*emit)(void *ctx, const struct ta_tlcall *c), void *ctx);
+void ta_timeline_warnings(struct ta_timeline *tl);
+void ta_timeline_close(struct ta_timeline *tl);
+
+/* A time of process p (may be NULL: ticks are ns) in ns from the dump's start. */
+int64_t ta_timeline_rel(const struct ta_timeline *tl, const struct ta_process *p, uint64_t ticks);
+
+#endif /* TA_TIMELINE_H */

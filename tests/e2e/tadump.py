@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: MIT
+"""A writer of small synthetic dumps (agent/FORMAT.md), for the tests of the
+views that need exact times: the clock is CLOCK_MONOTONIC (clock_source 3),
+so ticks are nanoseconds and every duration is known to the nanosecond.
+Payloads are stored uncompressed, which the format allows."""
+
+import struct
+
+from tahelp import crc32c
+
+PROCESS, CLOCK, MODULE, THREAD_START, THREAD_NAME, THREAD_END, EVENTS, END = range(1, 9)
+CLOCK_MONOTONIC = 3
+EXIT, ENTER = 0, 1
+
+
+def u(v):
+    """An unsigned LEB128 varint."""
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def s(v):
+    """A zigzag varint."""
+    return u((v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1)
+
+
+def string(text):
+    b = text.encode() if isinstance(text, str) else text
+    return u(len(b)) + b
+
+
+class Dump:
+    """A dump being built in memory by one process."""
+
+    def __init__(self, pid=4242):
+        self.pid = pid
+        self.seq = 0
+        self.thread_seq = {}
+        head = bytearray(b"TRACEAGT" + struct.pack("<HHIIII", 1, 0, 32, pid, 0, 0))
+        head += struct.pack("<I", crc32c(bytes(head)))
+        self.data = bytearray(head)
+
+    def chunk(self, ctype, payload):
+        head = struct.pack("<IHHIIIII", 0x68634154, ctype, 0, len(payload), len(payload),
+                           self.pid, self.seq, 0)
+        self.data += head + struct.pack("<I", crc32c(head + payload)) + payload
+        self.seq += 1
+
+    def process(self, start_ticks, exe, argv=()):
+        p = (u(self.pid) + u(1) + u(1700000000000000000) + u(start_ticks) + u(CLOCK_MONOTONIC)
+             + u(0) + string("x86_64") + string(exe) + u(len(argv))
+             + b"".join(string(a) for a in argv) + u(65536) + u(256 << 20) + u(50))
+        self.chunk(PROCESS, p)
+
+    def module(self, path, bias, start, end, main=True):
+        self.chunk(MODULE, u(0) + u(bias) + string(path) + string(b"") + u(1 if main else 0)
+                   + u(1) + u(start) + u(end))
+
+    def thread_start(self, tid, ticks, name):
+        self.chunk(THREAD_START, u(tid) + u(0) + u(ticks) + string(name))
+
+    def thread_end(self, tid, ticks, events):
+        self.chunk(THREAD_END, u(tid) + u(ticks) + u(events) + u(0) + u(0))
+
+    def events(self, tid, evs, stack=()):
+        """One EVENTS chunk of thread tid: evs are (ticks, ENTER, addr) or
+        (ticks, EXIT); stack is the shadow stack at its start."""
+        seq = self.thread_seq.get(tid, 0)
+        self.thread_seq[tid] = seq + 1
+        first = evs[0][0] if evs else 0
+        n = len(evs)
+        # n_events: five bytes, padded, as the agent patches it in.
+        padded = bytes(((n >> (7 * i)) & 0x7F) | (0x80 if i < 4 else 0) for i in range(5))
+        p = bytearray(u(tid) + u(seq) + u(first) + padded + u(len(stack)))
+        prev = 0
+        for a in stack:
+            p += s(a - prev)
+            prev = a
+        p += u(0)
+        prev_t, prev_a = first, 0
+        for ev in evs:
+            p += u((ev[0] - prev_t) << 2 | ev[1])
+            prev_t = ev[0]
+            if ev[1] == ENTER:
+                p += s(ev[2] - prev_a)
+                prev_a = ev[2]
+        self.chunk(EVENTS, bytes(p))
+
+    def end(self, ticks, events, threads):
+        self.chunk(END, u(ticks) + u(ticks) + u(events) + u(0) + u(threads) + u(0))
+
+    def write(self, path):
+        with open(path, "wb") as fh:
+            fh.write(self.data)
+
+
+def call_events(call, addr):
+    """The events of a call tree: call is (name, enter, exit, [callees]),
+    exit None for a call that never returns; addr maps names to addresses."""
+    name, t0, t1, callees = call
+    out = [(t0, ENTER, addr[name])]
+    for c in callees:
+        out += call_events(c, addr)
+    if t1 is not None:
+        out.append((t1, EXIT))
+    return out
+
+
+# -- the sample run the view tests share -------------------------------------
+
+BIAS = 0x555555554000
+START = 500  # the process starts here: times in the views count from it
+
+# Thread 101 (main) and thread 102 (worker), in ns; the worker's trunk is
+# still running when the dump ends (its thread ends at 9500).
+MAIN = ("main", 1000, 10000, [
+    ("trunk", 1100, 6000, [
+        ("branch", 1200, 3200, [("leaf", 1300, 1800, []), ("leaf", 2000, 3000, [])]),
+        ("twig", 4000, 5900, [("bud", 4100, 4150, [])]),
+    ]),
+    ("trunk", 6100, 9900, [
+        ("branch", 6200, 9000, [("leaf", 6300, 8800, [])]),
+    ]),
+])
+WORKER = [("twig", 2000, 2500, [("bud", 2100, 2400, [])]),
+          ("trunk", 3000, None, [("leaf", 3100, 3300, [])])]
+WORKER_END = 9500
+
+
+def sample(path, exe):
+    """Writes the sample run to path, with exe (the nest program) as its
+    module so the names resolve."""
+    import tahelp
+    syms = tahelp.elf_symbols(exe)
+    addr = {name: BIAS + syms[name] for name in ("main", "trunk", "branch", "leaf", "twig", "bud")}
+    d = Dump()
+    d.process(START, exe, [exe])
+    d.module(exe, BIAS, BIAS, BIAS + (1 << 30))
+    d.thread_start(101, START, "main")
+    d.thread_start(102, 900, "worker")
+    main_evs = call_events(MAIN, addr)
+    worker_evs = []
+    for c in WORKER:
+        worker_evs += call_events(c, addr)
+    # Two chunks for the main thread: the second starts inside main.
+    cut = 9
+    d.events(101, main_evs[:cut])
+    stack = []
+    for ev in main_evs[:cut]:
+        if ev[1] == ENTER:
+            stack.append(ev[2])
+        else:
+            stack.pop()
+    d.events(102, worker_evs)
+    d.events(101, main_evs[cut:], stack)
+    d.thread_end(101, 10000, len(main_evs))
+    d.thread_end(102, WORKER_END, len(worker_evs))
+    d.end(10100, len(main_evs) + len(worker_evs), 2)
+    d.write(path)
+
+
+# -- running the views ----------------------------------------------------------
+
+def view(case, *args, status=0):
+    """Runs `traceagent ARGS`, checks the exit status, returns the
+    CompletedProcess (text)."""
+    import subprocess
+    import tahelp
+    p = subprocess.run([tahelp.TRACEAGENT] + [str(a) for a in args], env=tahelp.clean_env(),
+                       capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+    case.assertEqual(p.returncode, status,
+                     "traceagent %s: status %d\nstderr:\n%s\nstdout:\n%s" %
+                     (" ".join(map(str, args)), p.returncode, p.stderr, p.stdout[:3000]))
+    return p
+
+
+def view_json(case, *args):
+    """The JSON a view prints for a whole dump (status 0, nothing on
+    stderr)."""
+    import json
+    p = view(case, *args)
+    case.assertEqual(p.stderr, "")
+    return json.loads(p.stdout)
+
+
+def sample_dump(case):
+    """The sample run written in the test's scratch directory."""
+    path = case.path("sample.trace")
+    sample(path, case.prog("nest-O2"))
+    return path
+
+
+def traced_dump(case, prog, *argv, mode="preload"):
+    """A dump of a sample program run under the agent."""
+    return case.traced(mode, [case.prog(prog)] + list(argv)).dump
+
+
+def thread_ids(case, dump):
+    """Thread name -> tid, from report --threads."""
+    rep = case.report(dump, "--threads")
+    return {t["name"]: t["tid"] for t in rep["per_thread"]}

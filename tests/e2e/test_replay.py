@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: MIT
+"""replay: every call of each thread in time order.  The exact lines of
+nest, then the exact text of a synthetic dump whose times are known, with
+each filter (--tid, --depth, --function, --min-duration, --time-range),
+and the JSON objects."""
+
+import json
+import re
+
+import tahelp
+import tadump
+from tahelp import LEVELS
+
+LINE = re.compile(r"^(?P<dur>.{12}) (?P<tid>.{8})  (?P<indent> *)(?P<text>\S.*)$")
+DEPTH = {"main": 0, "trunk": 1, "branch": 2, "twig": 2, "leaf": 3, "bud": 3}
+PARENT = {"trunk": "main", "branch": "trunk", "twig": "trunk", "leaf": "branch", "bud": "twig"}
+CALLS = {"main": 1, "trunk": 2, "branch": 6, "twig": 2, "leaf": 24, "bud": 10}
+HEAD = "    duration      tid  function"
+
+
+def nest_lines():
+    """(depth, text) of nest's replay."""
+    out = [(0, "main() {")]
+    for _ in range(2):
+        out.append((1, "trunk() {"))
+        for _ in range(3):
+            out += [(2, "branch() {")] + [(3, "leaf();")] * 4 + [(2, "} /* branch */")]
+        out += [(2, "twig() {")] + [(3, "bud();")] * 5 + [(2, "} /* twig */")]
+        out.append((1, "} /* trunk */"))
+    out.append((0, "} /* main */"))
+    return out
+
+
+def text(*lines):
+    return "".join(l + "\n" for l in lines)
+
+
+class ReplayTest(tahelp.Case):
+
+    def test_nest(self):
+        for level in LEVELS:
+            with self.subTest(level=level):
+                dump = tadump.traced_dump(self, "nest-" + level)
+                p = tadump.view(self, "replay", dump)
+                self.assertEqual(p.stderr, "")
+                lines = p.stdout.splitlines()
+                self.assertEqual(lines[0], HEAD)
+                got = []
+                tids = set()
+                for l in lines[1:]:
+                    m = LINE.match(l)
+                    self.assertTrue(m, l)
+                    got.append((len(m.group("indent")) // 2, m.group("text")))
+                    tids.add(m.group("tid"))
+                    # A duration on every line but the first of a call.
+                    has_dur = not m.group("text").endswith("{")
+                    self.assertEqual(bool(m.group("dur").strip()), has_dur, l)
+                    if has_dur:
+                        self.assertRegex(m.group("dur"), r"^ *\d+(\.\d{3} [um]s| ns)$")
+                self.assertEqual(got, nest_lines())
+                self.assertEqual(len(tids), 1)
+
+    def test_nest_json(self):
+        dump = tadump.traced_dump(self, "nest-O2")
+        p = tadump.view(self, "replay", "--json", dump)
+        calls = [json.loads(l) for l in p.stdout.splitlines()]
+        self.assertEqual({n: sum(c["name"] == n for c in calls) for n in CALLS}, CALLS)
+        self.assertEqual(len(calls), sum(CALLS.values()))
+        funcs = self.functions(self.report(dump))
+        for c in calls:
+            self.assertEqual(c["depth"], DEPTH[c["name"]], c)
+            self.assertFalse(c["open"])
+            self.assertLessEqual(c["self_ns"], c["duration_ns"])
+            if c["name"] in PARENT:
+                # Inside exactly one call of its caller.
+                outer = [o for o in calls if o["name"] == PARENT[c["name"]]
+                         and o["start_ns"] <= c["start_ns"]
+                         and c["start_ns"] + c["duration_ns"] <= o["start_ns"] + o["duration_ns"]]
+                self.assertEqual(len(outer), 1, c)
+        main = [c for c in calls if c["name"] == "main"][0]
+        self.assertEqual(main["duration_ns"], funcs["main"]["total_ns"])
+        self.assertEqual(calls[-1], main)  # the objects come as the calls end
+        for name in CALLS:
+            # Each call's duration is rounded to the ns, the report's sum once.
+            self.assertLessEqual(abs(sum(c["duration_ns"] for c in calls if c["name"] == name)
+                                     - funcs[name]["total_ns"]), CALLS[name], name)
+
+        # --min-duration keeps exactly the calls that lasted that long.
+        durs = sorted(c["duration_ns"] for c in calls)
+        limit = durs[len(durs) // 2] + 1
+        p = tadump.view(self, "replay", "--json", "--min-duration=%dns" % limit, dump)
+        kept = [json.loads(l) for l in p.stdout.splitlines()]
+        self.assertEqual(kept, [c for c in calls if c["duration_ns"] >= limit])
+        self.assertLess(len(kept), len(calls))
+
+    def test_sample(self):
+        dump = tadump.sample_dump(self)
+        p = tadump.view(self, "replay", "--time", dump)
+        self.assertEqual(p.stderr, "")
+        self.assertEqual(p.stdout, text(
+            "        time     duration      tid  function",
+            "      500 ns                   101  main() {",
+            "      600 ns                   101    trunk() {",
+            "      700 ns                   101      branch() {",
+            "      800 ns       500 ns      101        leaf();",
+            "    1.500 us     1.000 us      101        leaf();",
+            "    2.700 us     2.000 us      101      } /* branch */",
+            "    1.500 us                   102  twig() {",
+            "    1.600 us       300 ns      102    bud();",
+            "    2.000 us       500 ns      102  } /* twig */",
+            "    2.500 us                   102  trunk() {",
+            "    2.600 us       200 ns      102    leaf();",
+            "    3.500 us                   101      twig() {",
+            "    3.600 us        50 ns      101        bud();",
+            "    5.400 us     1.900 us      101      } /* twig */",
+            "    5.500 us     4.900 us      101    } /* trunk */",
+            "    5.600 us                   101    trunk() {",
+            "    5.700 us                   101      branch() {",
+            "    5.800 us     2.500 us      101        leaf();",
+            "    8.500 us     2.800 us      101      } /* branch */",
+            "    9.400 us     3.800 us      101    } /* trunk */",
+            "    9.500 us     9.000 us      101  } /* main */",
+            "    9.000 us     6.500 us      102  } /* trunk */ (open at the end)"))
+
+    def check(self, dump, option, *lines):
+        with self.subTest(option=option):
+            p = tadump.view(self, "replay", option, dump)
+            self.assertEqual(p.stderr, "")
+            self.assertEqual(p.stdout, text(HEAD, *lines))
+
+    def test_filters(self):
+        dump = tadump.sample_dump(self)
+        self.check(dump, "--tid=102",
+                   "                  102  twig() {",
+                   "      300 ns      102    bud();",
+                   "      500 ns      102  } /* twig */",
+                   "                  102  trunk() {",
+                   "      200 ns      102    leaf();",
+                   "    6.500 us      102  } /* trunk */ (open at the end)")
+        self.check(dump, "--depth=2",
+                   "                  102  twig() {",
+                   "      300 ns      102    bud();",
+                   "      500 ns      102  } /* twig */",
+                   "                  102  trunk() {",
+                   "      200 ns      102    leaf();",
+                   "                  101  main() {",
+                   "    4.900 us      101    trunk();",
+                   "    3.800 us      101    trunk();",
+                   "    9.000 us      101  } /* main */",
+                   "    6.500 us      102  } /* trunk */ (open at the end)")
+        self.check(dump, "--function=br*",
+                   "                  101  branch() {",
+                   "      500 ns      101    leaf();",
+                   "    1.000 us      101    leaf();",
+                   "    2.000 us      101  } /* branch */",
+                   "                  101  branch() {",
+                   "    2.500 us      101    leaf();",
+                   "    2.800 us      101  } /* branch */")
+        self.check(dump, "--min-duration=2us",
+                   "                  101  main() {",
+                   "                  101    trunk() {",
+                   "    2.000 us      101      branch();",
+                   "    4.900 us      101    } /* trunk */",
+                   "                  101    trunk() {",
+                   "                  101      branch() {",
+                   "    2.500 us      101        leaf();",
+                   "    2.800 us      101      } /* branch */",
+                   "    3.800 us      101    } /* trunk */",
+                   "    9.000 us      101  } /* main */",
+                   "    6.500 us      102  trunk(); (open at the end)")
+        # Calls that overlap 5 to 6 us after the start (5.5 to 6.5 us in
+        # the dump's clock).
+        self.check(dump, "--time-range=5us-6us",
+                   "                  101  main() {",
+                   "                  101    trunk() {",
+                   "    1.900 us      101      twig();",
+                   "    4.900 us      101    } /* trunk */",
+                   "                  101    trunk() {",
+                   "                  101      branch() {",
+                   "    2.500 us      101        leaf();",
+                   "    2.800 us      101      } /* branch */",
+                   "    3.800 us      101    } /* trunk */",
+                   "    9.000 us      101  } /* main */",
+                   "    6.500 us      102  trunk(); (open at the end)")
+        self.check(dump, "--time-range=-1us",
+                   "                  101  main() {",
+                   "                  101    trunk() {",
+                   "                  101      branch() {",
+                   "      500 ns      101        leaf();",
+                   "    2.000 us      101      } /* branch */",
+                   "    4.900 us      101    } /* trunk */",
+                   "    9.000 us      101  } /* main */")
+        self.check(dump, "--time-range=9.2us-",
+                   "                  101  main() {",
+                   "    3.800 us      101    trunk();",
+                   "    9.000 us      101  } /* main */")
+        # Filters combine: under twig, on the main thread.
+        p = tadump.view(self, "replay", "--function=twig", "--tid=101", "--depth=1", dump)
+        self.assertEqual(p.stdout, text(HEAD, "    1.900 us      101  twig();"))
+
+    def test_sample_json(self):
+        dump = tadump.sample_dump(self)
+        p = tadump.view(self, "replay", "--json", "--tid=102", dump)
+        mod = self.prog("nest-O2")
+        self.assertEqual([json.loads(l) for l in p.stdout.splitlines()], [
+            {"tid": 102, "pid": 4242, "depth": 1, "name": "bud", "module": mod,
+             "start_ns": 1600, "duration_ns": 300, "self_ns": 300, "open": False},
+            {"tid": 102, "pid": 4242, "depth": 0, "name": "twig", "module": mod,
+             "start_ns": 1500, "duration_ns": 500, "self_ns": 200, "open": False},
+            {"tid": 102, "pid": 4242, "depth": 1, "name": "leaf", "module": mod,
+             "start_ns": 2600, "duration_ns": 200, "self_ns": 200, "open": False},
+            {"tid": 102, "pid": 4242, "depth": 0, "name": "trunk", "module": mod,
+             "start_ns": 2500, "duration_ns": 6500, "self_ns": 6300, "open": True}])
+
+    def test_srcline(self):
+        dump = tadump.traced_dump(self, "nest-O0")
+        p = tadump.view(self, "replay", "--srcline", "--depth=2", dump)
+        lines = p.stdout.splitlines()
+        self.assertRegex(lines[1], r"  main\(\) \{ /\* \S*nest\.c:\d+ \*/$")
+        self.assertRegex(lines[2], r"    trunk\(\); /\* \S*nest\.c:\d+ \*/$")
+        self.assertTrue(lines[-1].endswith("} /* main */"), lines[-1])
+        p = tadump.view(self, "replay", "--srcline", "--json", "--depth=1", dump)
+        main = json.loads(p.stdout.splitlines()[-1])
+        self.assertRegex(main["srcline"], r"nest\.c:\d+$")
+
+    def test_errors(self):
+        dump = tadump.sample_dump(self)
+        for bad in ("--time-range=5", "--time-range=2s-1s", "--time-range=1x-", "--depth=0",
+                    "--depth=x", "--min-duration=fast", "--tid=", "--function=", "--nosuch"):
+            with self.subTest(option=bad):
+                p = tadump.view(self, "replay", bad, dump, status=2)
+                self.assertTrue(p.stderr.startswith("traceagent replay: "), p.stderr)
+                self.assertEqual(p.stdout, "")
+        missing = self.path("missing.trace")
+        p = tadump.view(self, "replay", missing, status=2)
+        self.assertEqual((p.stdout, p.stderr),
+                         ("", "traceagent: %s: No such file or directory\n" % missing))
+        p = tadump.view(self, "replay", "--tid=5", dump)
+        self.assertEqual((p.stdout, p.stderr),
+                         (HEAD + "\n", "traceagent: %s: warning: no thread 5 in the dump\n" % dump))
+
+
+if __name__ == "__main__":
+    tahelp.main()
