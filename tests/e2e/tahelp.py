@@ -92,6 +92,25 @@ class Case(unittest.TestCase):
     def path(self, name):
         return os.path.join(self.dir, name)
 
+    # -- emulated runs (scripts/test-aarch64) ---------------------------------
+
+    def need_host_program(self, name):
+        """Skips the test when the system program name (a shell, env, true),
+        which the test runs traced, is of another architecture than the
+        programs under test: a cross build run under qemu-user, where the
+        agent cannot be preloaded into it and record refuses it."""
+        path = shutil.which(name) or name
+        theirs, ours = elf_machine(path), elf_machine(TRACEAGENT)
+        if theirs is not None and ours is not None and theirs != ours:
+            self.skipTest("emulated run: %s is not built for the architecture under test"
+                          % path)
+
+    def skip_if_emulated(self, why):
+        """Skips the test when the programs under test run emulated
+        (qemu-user), for a check that emulation itself would fail: why."""
+        if EMULATED:
+            self.skipTest("emulated run: " + why)
+
     def fresh(self, stem):
         """A dump path not used before in this test."""
         self._n = getattr(self, "_n", 0) + 1
@@ -217,7 +236,25 @@ class Case(unittest.TestCase):
         self.assert_calls(main, {"main": 1})
 
 
-# -- ELF symbols -------------------------------------------------------------
+# -- ELF files ---------------------------------------------------------------
+
+def elf_machine(path):
+    """e_machine of an ELF file; None for anything else (a script, no file)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    return struct.unpack_from("<H" if head[5] == 1 else ">H", head, 18)[0]
+
+
+# The programs under test are of another architecture than the Python
+# running the tests: a cross build run under qemu-user (scripts/test-aarch64).
+EMULATED = (TRACEAGENT != "" and elf_machine(TRACEAGENT) is not None and
+            elf_machine(TRACEAGENT) != elf_machine(os.path.realpath(sys.executable)))
+
 
 def elf_symbols(path):
     """name -> st_value of the function symbols in .symtab (else .dynsym)

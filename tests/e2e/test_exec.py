@@ -14,6 +14,7 @@ class ExecTest(tahelp.Case):
             prog = self.prog("exec-" + level)
             for mode in MODES:
                 with self.subTest(level=level, mode=mode):
+                    self.need_host_program("/bin/true")
                     r = self.traced(mode, [prog, "/bin/true"])
                     self.assertEqual(r.returncode, 0)
                     rep = self.report(r.dump)

@@ -44,6 +44,7 @@ class RecordTest(tahelp.Case):
 
     def test_arguments_passthrough(self):
         """The program gets its own options, even ones record also has."""
+        self.need_host_program("/bin/sh")
         r = self.run_record(["/bin/sh", "-c", 'printf "%s|" "$0" "$@"', "zero", "-o", "x",
                              "--", "a b"])
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -211,6 +212,7 @@ class RecordTest(tahelp.Case):
 
     def test_script(self):
         """A #! script runs; a traced program it execs is traced."""
+        self.need_host_program("/bin/sh")
         script = self.path("run-fib")
         with open(script, "w") as fh:
             fh.write("#!/bin/sh\nexec %s 12\n" % self.prog("fib-O0"))
@@ -248,6 +250,7 @@ class RecordTest(tahelp.Case):
         """The loader names a dump only when this run wrote one: not for a
         program that runs no instrumented code, nor when the agent refused
         a file that was already there."""
+        self.need_host_program("true")
         r = self.run_record(["true"])
         self.assertEqual((r.returncode, r.stderr), (0, ""))
         self.assertFalse(os.path.exists(r.dump))
@@ -263,6 +266,7 @@ class RecordTest(tahelp.Case):
             self.assertEqual(fh.read(), "precious\n")
 
     def test_settings_passed(self):
+        self.need_host_program("env")
         r = self.run_record(["env"], ["--buffer", "128K", "--memory=64M", "--flush-ms", "20"],
                             env={"LD_PRELOAD": "libm.so.6", "TRACEAGENT_BUFFER": "1M"})
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -308,6 +312,7 @@ class RecordTest(tahelp.Case):
     def test_agent_override(self):
         r = self.traced("record", [self.prog("fib-O0"), "5"], env={"TRACEAGENT_LIB": AGENT})
         self.assert_calls(self.functions(self.report(r.dump)), {"fib": fib_calls(5)})
+        self.need_host_program("true")
         r = self.run_record(["true"], env={"TRACEAGENT_LIB": self.path("nothing.so")})
         self.assertEqual(r.returncode, 125)
         self.assertEqual(len(r.stderr_lines()), 1, r.stderr)

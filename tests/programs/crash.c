@@ -31,7 +31,12 @@ __attribute__((noipa)) static void fault(const char *how)
 		volatile int zero = 0;
 		sink = 10 / zero;
 	} else if (!strcmp(how, "ill")) {
+#if defined(__aarch64__)
+		/* __builtin_trap is brk there: SIGTRAP.  udf is undefined. */
+		__asm__ volatile("udf #0");
+#else
 		__builtin_trap();
+#endif
 	} else if (!strcmp(how, "bus")) {
 		/* A mapping past the end of its file. */
 		FILE *f = tmpfile();
