@@ -338,8 +338,13 @@ static void tl_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x
 	c.t = t;
 	c.depth = x->depth - th->base;
 	c.start_ns = ta_timeline_rel(tl, th->p, x->enter);
-	c.dur_ns = th->p ? ta_process_dur_ns(th->p, x->duration) : x->duration;
+	/* From both rounded ends, not a duration rounded on its own: a child
+	 * that ends on the same tick as its parent (coarse counters: 16 ns on
+	 * some Arm boards) must not end a nanosecond after it. */
+	c.dur_ns = th->p ? (uint64_t)(ta_timeline_rel(tl, th->p, x->exit) - c.start_ns) : x->duration;
 	c.self_ns = th->p ? ta_process_dur_ns(th->p, x->self) : x->self;
+	if (c.self_ns > c.dur_ns) /* rounded apart: never more than the whole */
+		c.self_ns = c.dur_ns;
 	c.flags = x->flags;
 	id = fn_id(tl, t, x->addr);
 	if (id >= 0) {
