@@ -78,12 +78,13 @@ class ReplayTest(tahelp.Case):
                          and c["start_ns"] + c["duration_ns"] <= o["start_ns"] + o["duration_ns"]]
                 self.assertEqual(len(outer), 1, c)
         main = [c for c in calls if c["name"] == "main"][0]
-        self.assertEqual(main["duration_ns"], funcs["main"]["total_ns"])
+        # Calls are cut at their rounded ends: within 1 ns of the report.
+        self.assertLessEqual(abs(main["duration_ns"] - funcs["main"]["total_ns"]), 1)
         self.assertEqual(calls[-1], main)  # the objects come as the calls end
         for name in CALLS:
             # Each call's duration is rounded to the ns, the report's sum once.
             self.assertLessEqual(abs(sum(c["duration_ns"] for c in calls if c["name"] == name)
-                                     - funcs[name]["total_ns"]), CALLS[name], name)
+                                     - funcs[name]["total_ns"]), 2 * CALLS[name], name)
 
         # --min-duration keeps exactly the calls that lasted that long.
         durs = sorted(c["duration_ns"] for c in calls)
