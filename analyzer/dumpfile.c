@@ -21,11 +21,11 @@
 #define CHUNK_MAX_TOTAL ((size_t)TA_CHUNK_HEADER_SIZE + TA_CHUNK_MAX_PAYLOAD)
 
 struct ta_dump {
-	int fd;			/* -1 when reading from memory */
-	const uint8_t *mem;	/* ta_dump_memopen: the dump, not owned */
+	int fd;			 /* -1 when reading from memory */
+	const uint8_t *mem;	 /* ta_dump_memopen: the dump, not owned */
 	size_t mem_len, mem_off; /* its size, and how much was taken */
-	int eof;  /* read() said end of file */
-	int dead; /* an I/O or memory error ended the stream */
+	int eof;		 /* read() said end of file */
+	int dead;		 /* an I/O or memory error ended the stream */
 	uint8_t *buf;
 	size_t cap;
 	size_t pos, end; /* unread bytes are buf[pos..end) */

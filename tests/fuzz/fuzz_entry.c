@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_entry.c - one fuzz input through the dump reader, the session with
+ * the profile, and the report's tables; see fuzz_entry.h.
+ */
+#define _GNU_SOURCE
+#include "fuzz_entry.h"
+
+#include <inttypes.h>
+#include <lz4.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "dumpfile.h"
+#include "session.h"
+
+/* An invariant broken: crash where the fuzzer and ASan report it. */
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "fuzz_entry.c:%d: check failed: %s\n", __LINE__, #cond);   \
+			abort();                                                                   \
+		}                                                                                  \
+	} while (0)
+
+/* ---- inputs with their checksums repaired -------------------------------------- */
+
+struct out {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static int out_reserve(struct out *o, size_t n)
+{
+	size_t cap = o->cap ? o->cap : 4096;
+	uint8_t *p;
+
+	if (o->len + n <= o->cap)
+		return 0;
+	while (cap < o->len + n)
+		cap *= 2;
+	p = realloc(o->p, cap);
+	if (!p)
+		return -1;
+	o->p = p;
+	o->cap = cap;
+	return 0;
+}
+
+static int out_put(struct out *o, const void *p, size_t n)
+{
+	if (out_reserve(o, n) < 0)
+		return -1;
+	if (n)
+		memcpy(o->p + o->len, p, n);
+	o->len += n;
+	return 0;
+}
+
+/*
+ * Rewrites in as a dump whose checksums hold: each 32-byte chunk header
+ * keeps its fields but gets a stored size no larger than the bytes that
+ * follow (and a raw size equal to it when uncompressed) and the CRC of what
+ * it then covers.  With compress, uncompressed payloads are LZ4-compressed.
+ * Trailing bytes shorter than a header are kept as they are.
+ */
+static int repair(const uint8_t *in, size_t n, int compress, struct out *o)
+{
+	size_t pos = TA_FILE_HEADER_SIZE;
+	char *z = NULL;
+	int rc = -1;
+
+	if (n < TA_FILE_HEADER_SIZE)
+		return out_put(o, in, n);
+	if (out_put(o, in, TA_FILE_HEADER_SIZE) < 0)
+		return -1;
+	ta_put_le32(o->p + 28, ta_crc32c(0, o->p, 28));
+	while (n - pos >= TA_CHUNK_HEADER_SIZE) {
+		const uint8_t *payload = in + pos + TA_CHUNK_HEADER_SIZE;
+		size_t avail = n - pos - TA_CHUNK_HEADER_SIZE;
+		size_t stored = ta_get_le32(in + pos + 8), at = o->len;
+		uint16_t flags = ta_get_le16(in + pos + 6);
+		uint8_t *h;
+
+		if (stored > avail)
+			stored = avail;
+		pos += TA_CHUNK_HEADER_SIZE + stored;
+		if (out_put(o, in + pos - TA_CHUNK_HEADER_SIZE - stored, TA_CHUNK_HEADER_SIZE) < 0)
+			goto out;
+		if (compress && !(flags & TA_CHUNK_F_LZ4) && stored) {
+			int bound = LZ4_compressBound((int)stored), k;
+
+			free(z);
+			z = malloc((size_t)bound);
+			if (!z)
+				goto out;
+			k = LZ4_compress_default((const char *)payload, z, (int)stored, bound);
+			if (k <= 0)
+				goto out;
+			h = o->p + at;
+			ta_put_le16(h + 6, (uint16_t)(flags | TA_CHUNK_F_LZ4));
+			ta_put_le32(h + 12, (uint32_t)stored);
+			payload = (const uint8_t *)z;
+			stored = (size_t)k;
+		} else if (!(flags & TA_CHUNK_F_LZ4)) {
+			ta_put_le32(o->p + at + 12, (uint32_t)stored);
+		}
+		if (out_put(o, payload, stored) < 0)
+			goto out;
+		h = o->p + at;
+		ta_put_le32(h + 8, (uint32_t)stored);
+		ta_put_le32(h + 28,
+			    ta_crc32c(ta_crc32c(0, h, 28), h + TA_CHUNK_HEADER_SIZE, stored));
+	}
+	rc = out_put(o, in + pos, n - pos);
+out:
+	free(z);
+	return rc;
+}
+
+/* ---- a visitor that checks the walk --------------------------------------------- */
+
+struct checker {
+	struct ta_visitor inner; /* the profile's */
+	int64_t *open;		 /* per thread index: frames entered, not yet exited */
+	size_t n;
+};
+
+static uintptr_t check_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+			     uint64_t addr, unsigned flags)
+{
+	struct checker *c = ctx;
+
+	if (t->index >= c->n) {
+		size_t n = (size_t)t->index + 64;
+		int64_t *v = realloc(c->open, n * sizeof(*v));
+
+		CHECK(v);
+		memset(v + c->n, 0, (n - c->n) * sizeof(*v));
+		c->open = v;
+		c->n = n;
+	}
+	/* The depth given is the number of frames kept below this one. */
+	CHECK(depth == t->depth);
+	c->open[t->index]++;
+	return c->inner.enter(c->inner.ctx, t, ticks, depth, addr, flags);
+}
+
+static void check_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+{
+	struct checker *c = ctx;
+
+	CHECK(t->index < c->n && c->open[t->index] > 0);
+	c->open[t->index]--;
+	CHECK(x->depth == t->depth);
+	CHECK(x->duration == (x->exit > x->enter ? x->exit - x->enter : 0));
+	CHECK(x->self <= x->duration);
+	c->inner.exit(c->inner.ctx, t, x);
+}
+
+/* ---- the report's tables, named without ELF files -------------------------------- */
+
+/* "module+0xOFFSET" or "0xADDR", as the report names what it cannot
+ * resolve; the strings go into names[] for the caller to free. */
+static void name_functions(struct ta_session *s, const struct ta_profile *prof,
+			   struct ta_fn_name *ids, char **names)
+{
+	for (size_t i = 0; i < prof->n; i++) {
+		const struct ta_process *p = ta_session_process(s, prof->f[i].pid);
+		const struct ta_module *m = p ? ta_process_module_at(p, prof->f[i].addr) : NULL;
+		uint64_t off = m ? prof->f[i].addr - m->bias : prof->f[i].addr;
+
+		if (asprintf(&names[i], "%s+0x%" PRIx64, m ? ta_base_name(m->path) : "", off) < 0)
+			names[i] = NULL;
+		ids[i].name = names[i] ? names[i] : "?";
+		ids[i].module = m ? m->path : "";
+		ids[i].offset = off;
+	}
+}
+
+static void report(struct ta_session *s, const struct ta_profile *prof, FILE *sink)
+{
+	struct ta_view v;
+	struct ta_fn_table t;
+	struct ta_fn_name *ids = calloc(prof->n + 1, sizeof(*ids));
+	char **names = calloc(prof->n + 1, sizeof(*names));
+	char buf[64];
+
+	memset(&v, 0, sizeof(v));
+	v.path = "fuzz";
+	v.s = s;
+	if (!ids || !names)
+		goto out;
+	name_functions(s, prof, ids, names);
+	if (ta_fn_table_build(&t, &v, prof, ids, NULL, NULL) == 0) {
+		for (size_t i = 0; i < t.n; i++) {
+			const struct ta_fn_row *w = &t.rows[i];
+
+			CHECK(w->open <= w->calls);
+			CHECK(w->min <= w->max);
+			fprintf(sink, "%" PRIu64 " %s %s %s %" PRIu64 " %" PRIu64 " %" PRIu64,
+				w->calls, ta_fmt_time(buf, sizeof(buf), w->total),
+				ta_fmt_time(buf, sizeof(buf), w->self),
+				ta_fmt_time(buf, sizeof(buf), w->calls ? w->sum / w->calls : 0),
+				w->p50, w->p90, w->p99);
+			ta_json_str(sink, w->id.name);
+			ta_json_str(sink, ta_base_name(w->id.module));
+		}
+	}
+	ta_fn_table_free(&t);
+out:
+	for (size_t i = 0; names && i < prof->n; i++)
+		free(names[i]);
+	free(names);
+	free(ids);
+}
+
+/* What the report's header, --threads and the error lines print. */
+static void summary(struct ta_session *s, FILE *sink)
+{
+	const char *why = ta_session_incomplete(s);
+	char buf[256];
+
+	fprintf(sink, "%s %" PRIu64 "\n", why ? why : "whole", ta_session_duration_ns(s));
+	for (size_t i = 0; i < s->nerrors; i++) {
+		ta_error_text(buf, sizeof(buf), &s->errors[i]);
+		fputs(buf, sink);
+	}
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct ta_thread *t = s->threads[i];
+		const struct ta_process *p = ta_session_process(s, t->pid);
+
+		CHECK(t->depth == 0 && t->overflow == 0); /* finish closed everything */
+		CHECK(p);
+		fprintf(sink, "%" PRIu64 " %" PRIu64 " %" PRId64, t->tid, ta_thread_lost(t),
+			ta_process_ticks_ns(p, t->start_ticks));
+		ta_json_str(sink, t->name ? t->name : "");
+	}
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct ta_process *p = s->procs[i];
+
+		ta_json_str(sink, p->exe ? p->exe : "");
+		for (size_t k = 0; k < p->argc; k++)
+			ta_json_str(sink, p->argv[k]);
+		for (size_t k = 0; k < p->nmodules; k++)
+			ta_json_str(sink, ta_base_name(p->modules[k].path));
+		fprintf(sink, "%" PRIu64 "\n", ta_process_dur_ns(p, p->max_ticks - p->min_ticks));
+	}
+}
+
+/* ---- the entry point --------------------------------------------------------------- */
+
+/* The report's text goes nowhere, but through stdio all the same. */
+static FILE *sink_open(void)
+{
+	static FILE *sink;
+
+	if (!sink)
+		sink = fopen("/dev/null", "w");
+	CHECK(sink);
+	return sink;
+}
+
+int ta_fuzz_dump(const uint8_t *data, size_t size)
+{
+	struct out fixed = {0};
+	const uint8_t *dump;
+	size_t len;
+	struct ta_profile prof;
+	struct checker chk;
+	struct ta_visitor v, *vp = &v;
+	struct ta_session *s;
+	struct ta_dump *d;
+	struct ta_chunk c;
+	unsigned mode, visit;
+	int rc;
+
+	if (size < 1)
+		return 0;
+	mode = data[0] & 3;
+	visit = (data[0] >> 2) & 3;
+	dump = data + 1;
+	len = size - 1;
+	if (mode == 1 || mode == 2) {
+		if (repair(dump, len, mode == 2, &fixed) < 0) {
+			free(fixed.p);
+			return 0;
+		}
+		dump = fixed.p;
+		len = fixed.len;
+	}
+
+	ta_profile_init(&prof);
+	prof.hist = visit != 0;
+	ta_profile_visitor(&prof, &v);
+	memset(&chk, 0, sizeof(chk));
+	if (visit == 2) {
+		chk.inner = v;
+		memset(&v, 0, sizeof(v));
+		v.ctx = &chk;
+		v.enter = check_enter;
+		v.exit = check_exit;
+	} else if (visit == 3) {
+		vp = NULL;
+	}
+	s = ta_session_new(vp);
+	CHECK(s);
+
+	/* As ta_session_read does with a file. */
+	rc = ta_dump_memopen(dump ? dump : (const uint8_t *)"", len, &d);
+	if (rc == 0) {
+		s->fh = *ta_dump_header(d);
+		while ((rc = ta_dump_next(d, &c)) != 0) {
+			if (rc == -TA_E_IO || rc == -TA_E_NOMEM)
+				break;
+			if (rc < 0) {
+				ta_session_error(s, rc, &c, 0);
+				continue;
+			}
+			/* A payload is exactly what the header says. */
+			CHECK(c.len == c.h.raw_size);
+			if (ta_session_chunk(s, &c) < 0)
+				break;
+		}
+		CHECK(rc != -TA_E_IO); /* memory cannot fail to read */
+		ta_dump_close(d);
+	}
+	ta_session_finish(s);
+
+	summary(s, sink_open());
+	if (visit != 3)
+		report(s, &prof, sink_open());
+	if (visit == 2)
+		for (size_t i = 0; i < chk.n; i++)
+			CHECK(chk.open[i] == 0); /* every frame entered was exited */
+
+	free(chk.open);
+	ta_profile_free(&prof);
+	ta_session_free(s);
+	free(fixed.p);
+	return 0;
+}

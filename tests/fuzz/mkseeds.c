@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mkseeds.c - the fuzzer's seed inputs (see fuzz_entry.h for their first
+ * byte): synthetic dumps made with the unit tests' dumpgen, covering every
+ * chunk type and the walk's corner cases, and real dumps given on the
+ * command line, each both as it is and with its chunks decompressed (so
+ * that the repairing modes mutate the payloads themselves).
+ *
+ * usage: mkseeds OUTDIR [DUMP...]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dumpfile.h"
+#include "dumpgen.h"
+#include "format.h"
+
+/* First bytes: mode in bits 0-1, visitor in bits 2-3 (fuzz_entry.h). */
+#define AS_IS	   (0u | 2u << 2) /* the checking visitor */
+#define REPAIRED   (1u | 2u << 2)
+#define RECOMPRESS (2u | 1u << 2)
+
+static const char *outdir;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "mkseeds: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void seed(const char *name, unsigned first, const uint8_t *p, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/seed-%s", outdir, name);
+	f = fopen(path, "wb");
+	if (!f || fputc((int)first, f) == EOF || fwrite(p, 1, len, f) != len || fclose(f) != 0)
+		die(path);
+}
+
+/* The dump with every chunk stored uncompressed (CRCs recomputed). */
+static void decompressed(const uint8_t *in, size_t len, struct dumpgen *g)
+{
+	struct ta_dump *d;
+	struct ta_chunk c;
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	dg_raw(g, in, len < TA_FILE_HEADER_SIZE ? len : TA_FILE_HEADER_SIZE);
+	if (ta_dump_memopen(in, len, &d) < 0)
+		return;
+	while ((rc = ta_dump_next(d, &c)) != 0) {
+		uint8_t h[TA_CHUNK_HEADER_SIZE];
+		struct ta_chunk_header ch = c.h;
+
+		if (rc < 0)
+			continue;
+		ch.flags &= (uint16_t)~TA_CHUNK_F_LZ4;
+		ch.stored_size = ch.raw_size = (uint32_t)c.len;
+		ta_chunk_header_encode(h, &ch, c.payload);
+		dg_raw(g, h, sizeof(h));
+		dg_raw(g, c.payload, c.len);
+	}
+	ta_dump_close(d);
+}
+
+static void real_dump(const char *path)
+{
+	struct dumpgen g;
+	struct stat st;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char name[256];
+	uint8_t *p;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		die(path);
+	p = malloc((size_t)st.st_size + 1);
+	if (!p || read(fd, p, (size_t)st.st_size) != st.st_size)
+		die(path);
+	close(fd);
+	snprintf(name, sizeof(name), "%s", base);
+	seed(name, AS_IS, p, (size_t)st.st_size);
+	decompressed(p, (size_t)st.st_size, &g);
+	snprintf(name, sizeof(name), "%s-raw", base);
+	seed(name, REPAIRED, g.buf, g.len);
+	dg_free(&g);
+	free(p);
+}
+
+/* ---- synthetic dumps ------------------------------------------------------------ */
+
+#define BIAS  0x555555550000ull
+#define FN(i) (BIAS + 0x1000 + 0x40 * (i))
+
+static void preamble(struct dumpgen *g, uint64_t ticks)
+{
+	static const uint64_t pairs[2][2] = {{1000, 5000000}, {3001000, 6000000}};
+
+	dg_process(g, ticks, TA_CLOCK_RDTSC, 3000000000u, "/usr/bin/prog");
+	dg_clock(g, 2, pairs);
+	dg_module(g, "/usr/bin/prog", BIAS, 1, BIAS + 0x1000, BIAS + 0x9000);
+	dg_module(g, "/usr/lib/libx.so", 0x7f0000000000ull, 0, 0x7f0000001000ull,
+		  0x7f0000005000ull);
+}
+
+static void emit(const char *name, struct dumpgen *g)
+{
+	struct dumpgen r;
+	char n[128];
+
+	seed(name, REPAIRED, g->buf, g->len);
+	decompressed(g->buf, g->len, &r);
+	/* The same dump LZ4-compressed by the harness. */
+	snprintf(n, sizeof(n), "%s-lz4", name);
+	seed(n, RECOMPRESS, r.buf, r.len);
+	dg_free(&r);
+}
+
+/* One thread: nested calls, an exit skipping frames (longjmp), an exit
+ * never entered, a lost-events mark, a name change, an end. */
+static void one_thread(void)
+{
+	struct dumpgen g;
+	struct ta_encoder e;
+	uint64_t t = 2000;
+
+	dg_init(&g, 100);
+	preamble(&g, 1500);
+	dg_thread_start(&g, 100, 1600, "main");
+	ta_encoder_init(&e, 100);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 10, FN(0), 0);
+	ta_encoder_event(&e, t += 10, FN(1), 0);
+	ta_encoder_event(&e, t += 10, FN(2), 0);
+	ta_encoder_event(&e, t += 10, FN(3), 0);
+	ta_encoder_event(&e, t += 10, FN(1), 1); /* pops 3 and 2 with it */
+	ta_encoder_event(&e, t += 10, FN(7), 1); /* never entered */
+	ta_encoder_lost(&e, t += 10, 42);
+	ta_encoder_event(&e, t += 10, 0x7f0000001234ull, 0);
+	ta_encoder_event(&e, t += 10, 0x7f0000001234ull, 1);
+	ta_encoder_event(&e, t += 10, 0x1234, 0); /* outside every module */
+	ta_encoder_event(&e, t += 10, 0x1234, 1);
+	dg_events(&g, &e);
+	dg_thread_name(&g, 100, t, "renamed");
+	ta_encoder_begin(&e, t += 100);
+	ta_encoder_event(&e, t += 10, FN(0), 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 100, t + 5, 13, 42);
+	dg_end(&g, t + 10, 7000000, 13, 42, 1, 0);
+	emit("one-thread", &g);
+	dg_free(&g);
+}
+
+/* Two processes (a fork) and two threads each, chunks interleaved; the
+ * child starts inside its parent's frames; a tid is reused after its end. */
+static void two_processes(void)
+{
+	struct dumpgen g;
+	struct ta_encoder a, b, c;
+	uint64_t t = 5000;
+
+	dg_init(&g, 200);
+	preamble(&g, 4000);
+	dg_thread_start(&g, 200, 4100, "parent");
+	ta_encoder_init(&a, 200);
+	ta_encoder_begin(&a, t);
+	ta_encoder_event(&a, t += 3, FN(0), 0);
+	ta_encoder_event(&a, t += 3, FN(1), 0);
+	dg_events(&g, &a);
+
+	g.pid = 201;
+	preamble(&g, t);
+	ta_encoder_init(&c, 201);
+	c.stack = a.stack; /* inherited frames */
+	ta_stack_init(&a.stack);
+	ta_stack_push(&a.stack, FN(0));
+	ta_stack_push(&a.stack, FN(1));
+	ta_encoder_begin(&c, t += 1);
+	ta_encoder_event(&c, t += 5, FN(2), 0);
+	ta_encoder_event(&c, t += 5, FN(2), 1);
+	ta_encoder_event(&c, t += 5, FN(1), 1);
+	dg_events(&g, &c);
+	dg_thread_end(&g, 201, t, 3, 0);
+	dg_end(&g, t, 6500000, 3, 0, 1, 0);
+
+	g.pid = 200;
+	dg_thread_start(&g, 300, t, "worker");
+	ta_encoder_init(&b, 300);
+	ta_encoder_begin(&b, t);
+	for (int i = 0; i < 20; i++)
+		ta_encoder_event(&b, t += 2, FN(3 + i % 2), i & 1);
+	dg_events(&g, &b);
+	dg_thread_end(&g, 300, t, 20, 0);
+	dg_thread_start(&g, 300, t + 1, "reused");
+	ta_encoder_free(&b);
+	ta_encoder_init(&b, 300);
+	ta_encoder_begin(&b, t += 2);
+	ta_encoder_event(&b, t += 2, FN(5), 0);
+	dg_events(&g, &b); /* left open */
+	ta_encoder_begin(&a, t);
+	ta_encoder_event(&a, t += 3, FN(1), 1);
+	ta_encoder_event(&a, t += 3, FN(0), 1);
+	dg_events(&g, &a);
+	dg_thread_end(&g, 200, t, 4, 0);
+	dg_end(&g, t + 1, 6600000, 25, 0, 3, 0);
+	ta_encoder_free(&a);
+	ta_encoder_free(&b);
+	ta_encoder_free(&c);
+	emit("two-processes", &g);
+	dg_free(&g);
+}
+
+/* A lost chunk: the next one's stack snapshot repairs the stack; then a
+ * recursion deep enough to matter, and an END saying data was lost. */
+static void gap_and_recursion(void)
+{
+	struct dumpgen g, skip;
+	struct ta_encoder e;
+	uint64_t t = 100;
+
+	dg_init(&g, 300);
+	dg_process(&g, 50, TA_CLOCK_MONOTONIC, 0, "/bin/rec");
+	dg_module(&g, "/bin/rec", 0, 1, 0x400000, 0x500000);
+	ta_encoder_init(&e, 300);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 1, 0x401000, 0);
+	dg_events(&g, &e);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 1, 0x402000, 0);
+	ta_encoder_event(&e, t += 1, 0x403000, 0);
+	dg_init(&skip, 300);
+	dg_events(&skip, &e); /* never reaches the dump */
+	dg_free(&skip);
+	g.seqs[0]++;
+	ta_encoder_begin(&e, t += 50);
+	for (int i = 0; i < 64; i++)
+		ta_encoder_event(&e, t += 1, 0x404000, 0);
+	for (int i = 0; i < 64; i++)
+		ta_encoder_event(&e, t += 1, 0x404000, 1);
+	ta_encoder_event(&e, t += 1, 0x402000, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_end(&g, t, t, 132, 0, 1, 1);
+	emit("gap-recursion", &g);
+	dg_free(&g);
+}
+
+/* Garbage between chunks, an unknown chunk type, a truncated tail. */
+static void damaged(void)
+{
+	struct dumpgen g;
+	static const char junk[] = "TAch....garbage";
+
+	dg_init(&g, 400);
+	g.lz4 = 1;
+	preamble(&g, 10);
+	dg_raw(&g, junk, sizeof(junk));
+	dg_chunk(&g, 99, "future", 6);
+	dg_thread_start(&g, 400, 20, "t");
+	dg_end(&g, 30, 30, 0, 0, 1, 0);
+	g.len -= 5;
+	seed("damaged", AS_IS, g.buf, g.len);
+	dg_free(&g);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: mkseeds OUTDIR [DUMP...]\n");
+		return 2;
+	}
+	outdir = argv[1];
+	if (mkdir(outdir, 0755) < 0 && errno != EEXIST)
+		die(outdir);
+	one_thread();
+	two_processes();
+	gap_and_recursion();
+	damaged();
+	for (int i = 2; i < argc; i++)
+		real_dump(argv[i]);
+	return 0;
+}
