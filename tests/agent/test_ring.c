@@ -7,6 +7,8 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "../check_run.h"
 #include <lz4.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -564,12 +566,5 @@ static Suite *ring_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(ring_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(ring_suite());
 }

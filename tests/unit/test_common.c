@@ -4,6 +4,8 @@
  * (analyzer/common.c): durations, time ranges and globs.
  */
 #include <check.h>
+
+#include "../check_run.h"
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -135,17 +137,11 @@ int main(void)
 {
 	Suite *s = suite_create("common");
 	TCase *tc = tcase_create("options");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, parse_time_units);
 	tcase_add_test(tc, parse_time_refusals);
 	tcase_add_test(tc, parse_time_range);
 	tcase_add_test(tc, glob);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(s);
 }

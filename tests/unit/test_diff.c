@@ -8,6 +8,7 @@
  * JSON, the table, and the exit statuses.
  */
 #include "cmdtest.h"
+#include "../check_run.h"
 
 static char link_dir[64], link_path[256];
 
@@ -284,8 +285,6 @@ int main(void)
 {
 	Suite *s = suite_create("diff");
 	TCase *tc = tcase_create("command");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, json);
@@ -293,10 +292,5 @@ int main(void)
 	tcase_add_test(tc, text);
 	tcase_add_test(tc, usage_and_errors);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(s);
 }

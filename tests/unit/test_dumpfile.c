@@ -5,6 +5,8 @@
  * out of range, short reads from a pipe, and a seeded fuzz.
  */
 #include <check.h>
+
+#include "../check_run.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -662,12 +664,5 @@ static Suite *dumpfile_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(dumpfile_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(dumpfile_suite());
 }

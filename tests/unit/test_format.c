@@ -5,6 +5,8 @@
  * event encoder/decoder, including a seeded fuzz of the decoder.
  */
 #include <check.h>
+
+#include "../check_run.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -946,12 +948,5 @@ static Suite *format_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(format_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(format_suite());
 }

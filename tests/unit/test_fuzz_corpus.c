@@ -9,6 +9,8 @@
  * fuzzed is what `traceagent report` runs.
  */
 #include <check.h>
+
+#include "../check_run.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -173,16 +175,10 @@ int main(void)
 {
 	Suite *s = suite_create("fuzz-corpus");
 	TCase *tc = tcase_create("corpus");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, corpus_replays);
 	tcase_add_test(tc, memory_reader_is_the_file_reader);
 	tcase_add_test(tc, memory_reader_large);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ta_check_run(s);
 }

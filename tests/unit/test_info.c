@@ -6,6 +6,7 @@
  * times, modules with build-ids, chunk and byte counts, completeness.
  */
 #include "cmdtest.h"
+#include "../check_run.h"
 
 static void u(struct pb *b, uint64_t v)
 {
@@ -267,18 +268,11 @@ int main(void)
 {
 	Suite *s = suite_create("info");
 	TCase *tc = tcase_create("command");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, json);
 	tcase_add_test(tc, text);
 	tcase_add_test(tc, incomplete);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(s);
 }

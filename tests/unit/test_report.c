@@ -7,6 +7,7 @@
  * executable (cmdtest.h), so the report resolves real symbols.
  */
 #include "cmdtest.h"
+#include "../check_run.h"
 
 #include <gelf.h>
 #include <libelf.h>
@@ -772,12 +773,5 @@ static Suite *report_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(report_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(report_suite());
 }

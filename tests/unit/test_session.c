@@ -6,6 +6,8 @@
  * skipped frames, lost chunks, threads, processes and clocks.
  */
 #include <check.h>
+
+#include "../check_run.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -747,12 +749,5 @@ static Suite *session_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(session_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(session_suite());
 }

@@ -7,6 +7,7 @@
  */
 #include "cmdtest.h"
 #include "srcline.h"
+#include "../check_run.h"
 
 /* The name on a line of its own, below its return type. */
 // clang-format off
@@ -88,16 +89,9 @@ int main(void)
 {
 	Suite *su = suite_create("srcline");
 	TCase *tc = tcase_create("dwarf");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, own_functions);
 	tcase_add_test(tc, no_answer);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(su);
 }

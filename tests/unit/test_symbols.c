@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "../check_run.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -395,12 +397,5 @@ static Suite *symbols_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(symbols_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(symbols_suite());
 }

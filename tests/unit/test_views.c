@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "../check_run.h"
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,12 +476,5 @@ static Suite *views_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(views_suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ta_check_run(views_suite());
 }
