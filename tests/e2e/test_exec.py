@@ -26,6 +26,19 @@ class ExecTest(tahelp.Case):
                     self.assert_calls(funcs, {"main": 1, "work": 4})
                     self.assertEqual(funcs["main"]["open"], 1)
 
+    def test_spawn_and_vfork(self):
+        """posix_spawn and vfork + exec: the children run (untraced: they
+        run no instrumented code), and the parent's dump is whole, exact."""
+        self.need_host_program("/bin/true")
+        for level in LEVELS:
+            for mode in MODES:
+                with self.subTest(level=level, mode=mode):
+                    r = self.traced(mode, [self.prog("spawn-" + level), "/bin/true"])
+                    self.assertEqual(r.stdout, "spawned 0 0\n")
+                    rep = self.report(r.dump)
+                    self.assert_whole(rep, processes=1)
+                    self.assert_calls(self.functions(rep), {"main": 1, "work": 4})
+
 
 if __name__ == "__main__":
     tahelp.main()
