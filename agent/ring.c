@@ -676,6 +676,8 @@ void ta_ring_fork_child(void)
 	pool_peak = 0;
 	ta_pending_blocks = 0;
 	live_threads = 0;
+	/* The parent's count: the child reports only its own losses. */
+	ta_lost_unowned = 0;
 	for (struct ta_thread *t = ta_threads; t; t = t->all_next) {
 		t->drain = NULL;
 		t->consume_lock = 0;
