@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * interpose.c - libc functions the agent wraps: thread creation and
- * naming (thread identity in the dump) and the exits that skip
- * destructors (so every event reaches the dump).
+ * naming (thread identity in the dump), dlopen (the module map), the exec
+ * family (what was recorded is written before the image goes) and the
+ * exits that skip destructors (so every event reaches the dump).
  *
  * Each wrapper finds the real function with dlsym(RTLD_NEXT) once and
  * preserves errno as the real function left it.
@@ -228,5 +229,3 @@ TA_PUBLIC void _Exit(int status)
 {
 	exit_now("_Exit", status);
 }
-
-
