@@ -278,10 +278,64 @@ static int thread_shown(const struct report *r, const struct ta_thread *t)
 	       (!r->opt.have_pid || t->pid == r->opt.pid);
 }
 
+/* Builds, sorts and hands to emit the table of each thread shown, in
+ * order; -1 without memory.  `first` tells emit whether it is the first. */
+static int each_thread(struct report *r,
+		       void (*emit)(struct report *r, const struct ta_thread *t,
+				    const struct ta_fn_table *rs, int first))
+{
+	int first = 1;
+
+	for (size_t i = 0; i < r->s->nthreads; i++) {
+		const struct ta_thread *t = r->s->threads[i];
+		struct ta_fn_table rs;
+
+		if (!thread_shown(r, t))
+			continue;
+		if (table_build(r, &rs, t->index) < 0) {
+			ta_fn_table_free(&rs);
+			return -1;
+		}
+		table_sort(r, &rs);
+		emit(r, t, &rs, first);
+		ta_fn_table_free(&rs);
+		first = 0;
+	}
+	return first ? 0 : 1;
+}
+
+static void json_thread(struct report *r, const struct ta_thread *t,
+			const struct ta_fn_table *rs, int first)
+{
+	printf("%s\n   {\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"name\": ", first ? "" : ",",
+	       t->tid, t->pid);
+	ta_json_str(stdout, t->name ? t->name : "");
+	printf(", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"functions\": ", t->events,
+	       ta_thread_lost(t));
+	json_rows(r, rs, "    ");
+	printf("}");
+}
+
+static void text_thread(struct report *r, const struct ta_thread *t,
+			const struct ta_fn_table *rs, int first)
+{
+	(void)first;
+	printf("\nthread %" PRIu64 " (%s) of process %" PRIu32 ": %" PRIu64 " events, %" PRIu64
+	       " lost\n",
+	       t->tid, t->name ? t->name : "", t->pid, t->events, ta_thread_lost(t));
+	text_rows(r, rs);
+}
+
+static void csv_thread(struct report *r, const struct ta_thread *t,
+		       const struct ta_fn_table *rs, int first)
+{
+	(void)first;
+	csv_rows(r, rs, t);
+}
+
 static int print_json(struct report *r, const struct ta_fn_table *all)
 {
 	const struct ta_session *s = r->s;
-	int first = 1;
 
 	printf("{\"dump\": ");
 	ta_json_str(stdout, r->opt.path);
@@ -312,29 +366,12 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 	printf("],\n  \"functions\": ");
 	json_rows(r, all, "   ");
 	if (r->opt.threads) {
-		printf(",\n  \"per_thread\": [");
-		for (size_t i = 0; i < s->nthreads; i++) {
-			const struct ta_thread *t = s->threads[i];
-			struct ta_fn_table rs;
+		int any;
 
-			if (!thread_shown(r, t))
-				continue;
-			if (table_build(r, &rs, t->index) < 0) {
-				ta_fn_table_free(&rs);
-				return -1;
-			}
-			table_sort(r, &rs);
-			printf("%s\n   {\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"name\": ",
-			       first ? "" : ",", t->tid, t->pid);
-			ta_json_str(stdout, t->name ? t->name : "");
-			printf(", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"functions\": ",
-			       t->events, ta_thread_lost(t));
-			json_rows(r, &rs, "    ");
-			printf("}");
-			ta_fn_table_free(&rs);
-			first = 0;
-		}
-		printf("%s]", first ? "" : "\n  ");
+		printf(",\n  \"per_thread\": [");
+		if ((any = each_thread(r, json_thread)) < 0)
+			return -1;
+		printf("%s]", any ? "\n  " : "");
 	}
 	printf("}\n");
 	return 0;
@@ -342,54 +379,21 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 
 static int print_text(struct report *r, const struct ta_fn_table *all)
 {
-	const struct ta_session *s = r->s;
-
 	text_rows(r, all);
 	if (!r->opt.threads)
 		return 0;
-	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct ta_thread *t = s->threads[i];
-		struct ta_fn_table rs;
-
-		if (!thread_shown(r, t))
-			continue;
-		if (table_build(r, &rs, t->index) < 0) {
-			ta_fn_table_free(&rs);
-			return -1;
-		}
-		table_sort(r, &rs);
-		printf("\nthread %" PRIu64 " (%s) of process %" PRIu32 ": %" PRIu64
-		       " events, %" PRIu64 " lost\n",
-		       t->tid, t->name ? t->name : "", t->pid, t->events, ta_thread_lost(t));
-		text_rows(r, &rs);
-		ta_fn_table_free(&rs);
-	}
-	return 0;
+	return each_thread(r, text_thread) < 0 ? -1 : 0;
 }
 
 static int print_csv(struct report *r, const struct ta_fn_table *all)
 {
-	const struct ta_session *s = r->s;
-
 	csv_header(r);
 	if (!r->opt.threads) {
 		csv_rows(r, all, NULL);
 		return 0;
 	}
-	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct ta_thread *t = s->threads[i];
-		struct ta_fn_table rs;
-
-		if (!thread_shown(r, t))
-			continue;
-		if (table_build(r, &rs, t->index) < 0) {
-			ta_fn_table_free(&rs);
-			return -1;
-		}
-		table_sort(r, &rs);
-		csv_rows(r, &rs, t);
-		ta_fn_table_free(&rs);
-	}
+	if (each_thread(r, csv_thread) < 0)
+		return -1;
 	return 0;
 }
 
