@@ -135,7 +135,7 @@ static void flush_chunk(struct ta_flush_state *fs)
 static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t from, uint32_t to)
 {
 	uint32_t i = from;
-	uint64_t markers = fs->enc.lost_records;
+	uint64_t markers = fs->enc.marker_slots;
 
 	while (i < to) {
 		size_t n = ta_encoder_raw(&fs->enc, rec + i, to - i, CHUNK_TARGET);
@@ -145,8 +145,8 @@ static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t
 		if (fs->enc.len >= CHUNK_TARGET)
 			flush_chunk(fs);
 	}
-	/* Events are function events: the gaps' records are not. */
-	markers = fs->enc.lost_records - markers;
+	/* Events are function events: gaps, EXT events and their values are not. */
+	markers = fs->enc.marker_slots - markers;
 	fs->events += i - from - markers;
 	__atomic_add_fetch(&total_events, i - from - markers, __ATOMIC_RELAXED);
 }

@@ -343,6 +343,26 @@ int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is
 
 /* The flusher's loop: the same encoding as ta_encoder_event, with the
  * buffer reserved once per batch and the common stack cases inline. */
+/* An EXT group of raw slots at ev[0] (n_slots of them available): encodes
+ * it and returns the slots it took, or 0 if the group is cut short (the
+ * producer never publishes half a group: a bad ring, skipped whole). */
+static size_t enc_raw_ext(struct ta_encoder *e, const struct ta_raw *ev, size_t n_slots)
+{
+	uint64_t v[TA_EXT_MAX_VALUES];
+	uint32_t kind = ta_raw_ext_kind(ev[0].addr), n = ta_raw_ext_n(ev[0].addr);
+	size_t slots = 1 + TA_RAW_EXT_SLOTS(n);
+
+	if (n > TA_EXT_MAX_VALUES || slots > n_slots)
+		return n_slots;
+	for (uint32_t j = 0; j < n; j++)
+		v[j] = j & 1 ? ev[1 + j / 2].addr : ev[1 + j / 2].ticks;
+	if (kind != 0 && kind != TA_EXT_LOST)
+		(void)ta_encoder_ext(e, ev[0].ticks, kind, v, n);
+	return slots;
+}
+
+/* The flusher's loop: the same encoding as ta_encoder_event, with the
+ * buffer reserved once per batch and the common stack cases inline. */
 size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len)
 {
 	enum { BATCH = 4096, WORST = 2 * TA_VARINT_MAX };
@@ -351,15 +371,15 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 	if (n && !e->open && ta_encoder_begin(e, ev[0].ticks) < 0)
 		return 0;
 	while (done < n && e->len < max_len) {
-		size_t k = n - done < BATCH ? n - done : BATCH;
-		uint64_t prev_ticks = e->prev_ticks, prev_addr = e->prev_addr;
+		size_t k = n - done < BATCH ? n - done : BATCH, i = done, end = done + k;
+		uint64_t prev_ticks = e->prev_ticks, prev_addr = e->prev_addr, n_ev = 0;
 		struct ta_stack *st = &e->stack;
 		uint8_t *p;
 
 		if (enc_reserve(e, k * WORST) < 0)
 			break;
 		p = e->buf + e->len;
-		for (size_t i = done; i < done + k; i++) {
+		for (; i < end; i++) {
 			uint64_t t = ev[i].ticks, a = ev[i].addr & ~TA_RAW_EXIT, dt = 0;
 			int top;
 
@@ -368,13 +388,36 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				e->prev_ticks = prev_ticks;
 				e->len = (size_t)(p - e->buf);
 				(void)ta_encoder_lost(e, t, ev[i].addr & ~TA_RAW_LOST);
-				e->lost_records++;
+				e->marker_slots++;
 				prev_ticks = e->prev_ticks;
 				p = e->buf + e->len;
-				e->n_events--; /* counted with the batch below */
+				continue;
+			}
+			if (TA_UNLIKELY_(ta_raw_is_ext(ev[i].addr))) {
+				/* An EXT event and its values: a whole group,
+				 * which may reach past this batch (reserved
+				 * room is per slot, and a group's bytes are
+				 * fewer than its slots'). */
+				size_t took;
+
+				e->prev_ticks = prev_ticks;
+				e->len = (size_t)(p - e->buf);
+				if (enc_reserve(e, (end - i + TA_EXT_MAX_VALUES) * WORST) < 0) {
+					e->n_events += n_ev;
+					e->prev_addr = prev_addr;
+					return i;
+				}
+				took = enc_raw_ext(e, ev + i, n - i);
+				e->marker_slots += took;
+				prev_ticks = e->prev_ticks;
+				p = e->buf + e->len;
+				i += took - 1;
+				if (i + 1 > end)
+					end = i + 1;
 				continue;
 			}
 
+			n_ev++;
 			if (TA_LIKELY_(t >= prev_ticks)) {
 				dt = t - prev_ticks;
 				/* Clamped as in enc_dt, so the decoder keeps up. */
@@ -410,8 +453,8 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 		e->len = (size_t)(p - e->buf);
 		e->prev_ticks = prev_ticks;
 		e->prev_addr = prev_addr;
-		e->n_events += k;
-		done += k;
+		e->n_events += n_ev;
+		done = i;
 	}
 	return done;
 }
@@ -423,6 +466,20 @@ int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count)
 	enc_u(e, enc_dt(e, ticks) << 2 | TA_EV_EXT);
 	enc_u(e, TA_EXT_LOST);
 	enc_u(e, count);
+	e->n_events++;
+	return 0;
+}
+
+int ta_encoder_ext(struct ta_encoder *e, uint64_t ticks, uint32_t subtype, const uint64_t *v,
+		   uint32_t n)
+{
+	if (enc_reserve(e, (3 + (size_t)n) * TA_VARINT_MAX) < 0)
+		return -TA_E_NOMEM;
+	enc_u(e, enc_dt(e, ticks) << 2 | TA_EV_EXT);
+	enc_u(e, subtype);
+	enc_u(e, n);
+	for (uint32_t i = 0; i < n; i++)
+		enc_u(e, v[i]);
 	e->n_events++;
 	return 0;
 }
@@ -507,6 +564,24 @@ int ta_decoder_begin(struct ta_decoder *d, const void *payload, size_t len)
 	return 0;
 }
 
+/* The values of an EXT event other than LOST: u n, then n u values; the
+ * first TA_EXT_MAX_VALUES are kept in d->ext_values, *n_out says how many. */
+static int dec_ext_values(struct ta_decoder *d, struct ta_reader *r, uint64_t *n_out)
+{
+	uint64_t n, v;
+
+	if (ta_get_varint(r, &n) < 0 || n > TA_EXT_READ_MAX)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		if (ta_get_varint(r, &v) < 0)
+			return -1;
+		if (i < TA_EXT_MAX_VALUES)
+			d->ext_values[i] = v;
+	}
+	*n_out = n < TA_EXT_MAX_VALUES ? n : TA_EXT_MAX_VALUES;
+	return 0;
+}
+
 int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev)
 {
 	struct ta_reader *r = &d->r;
@@ -556,8 +631,8 @@ int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev)
 		if (ev->ext == TA_EXT_LOST) {
 			if (ta_get_varint(r, &ev->value) < 0)
 				return -TA_E_PAYLOAD;
-		} else {
-			return -TA_E_PAYLOAD; /* unknown subtypes have no length */
+		} else if (dec_ext_values(d, r, &ev->value) < 0) {
+			return -TA_E_PAYLOAD;
 		}
 		break;
 	}
@@ -653,12 +728,26 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 		default:
 			ev->kind = TA_EV_EXT;
 			ev->addr = 0;
-			if (rd_u(&p, end, &ev->ext) < 0 || ev->ext != TA_EXT_LOST ||
-			    rd_u(&p, end, &ev->value) < 0) {
-				err = -TA_E_PAYLOAD; /* unknown subtypes have no length */
+			if (rd_u(&p, end, &ev->ext) < 0) {
+				err = -TA_E_PAYLOAD;
 				goto stop;
 			}
-			break;
+			if (ev->ext == TA_EXT_LOST) {
+				if (rd_u(&p, end, &ev->value) < 0) {
+					err = -TA_E_PAYLOAD;
+					goto stop;
+				}
+				break;
+			}
+			/* Values go to d->ext_values: the batch ends here. */
+			ta_reader_init(&d->r, p, (size_t)(end - p));
+			if (dec_ext_values(d, &d->r, &ev->value) < 0) {
+				err = -TA_E_PAYLOAD;
+				goto stop;
+			}
+			p = d->r.p;
+			n++;
+			goto stop;
 		}
 		n++;
 	}

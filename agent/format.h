@@ -23,7 +23,7 @@
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
 #define TA_VERSION_MAJOR 1 /* incompatible changes */
-#define TA_VERSION_MINOR 1 /* compatible additions (new chunk types, trailing fields) */
+#define TA_VERSION_MINOR 2 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -126,9 +126,20 @@ enum ta_event_kind {
 	TA_EV_EXT = 3        /* u subtype follows, then its payload */
 };
 
+/*
+ * EXT subtypes.  TA_EXT_LOST is followed by u count alone (1.0).  Every
+ * other subtype (1.2) is followed by u n, then n u values, so a reader skips
+ * the subtypes it does not know.  Numbers: 2-7 library calls, 8-11 control
+ * flow (setjmp/longjmp, exceptions), 12-15 free.
+ */
 enum ta_ext_kind {
 	TA_EXT_LOST = 1 /* u count: events the agent could not record here */
 };
+
+/* Values an EXT event may carry (the agent's limit; a reader accepts up to
+ * TA_EXT_READ_MAX and keeps the first TA_EXT_MAX_VALUES). */
+#define TA_EXT_MAX_VALUES 6
+#define TA_EXT_READ_MAX 64
 
 /* Shadow stack depth shared by encoder and decoder; deeper enters are
  * still recorded, their exits just carry an explicit address. */
@@ -331,7 +342,8 @@ struct ta_event {
 	uint32_t kind;    /* TA_EV_ENTER, TA_EV_EXIT (any exit), TA_EV_EXT */
 	uint32_t popped;  /* exits: frames this exit removed from the stack */
 	uint64_t ext;     /* TA_EV_EXT: subtype */
-	uint64_t value;   /* TA_EXT_LOST: count */
+	uint64_t value;   /* TA_EXT_LOST: count; other subtypes: number of values,
+			     which are in the decoder's ext_values */
 };
 
 struct ta_encoder {
@@ -343,7 +355,8 @@ struct ta_encoder {
 	uint64_t n_events;
 	size_t n_events_off; /* where n_events is patched in */
 	uint64_t backsteps; /* ticks that went backwards (clamped) */
-	uint64_t lost_records; /* TA_RAW_LOST records taken by ta_encoder_raw */
+	uint64_t marker_slots; /* raw slots ta_encoder_raw took that were not
+				  function events (LOST, EXT and its values) */
 	int open;
 };
 
@@ -356,6 +369,27 @@ struct ta_raw {
 /* With bit 63 clear: not a function but events lost here; the count is
  * in the low bits (no user-space address has bit 62 set). */
 #define TA_RAW_LOST (1ull << 62)
+/*
+ * With bits 63 and 62 clear: an EXT event, addr = TA_RAW_EXT | subtype << 8
+ * | n (n <= TA_EXT_MAX_VALUES), followed in the same block by TA_RAW_EXT_SLOTS(n)
+ * slots that hold the values two by two (ticks, then addr of each slot).
+ * Subtype 0 with n = 0 is padding (the rest of a block too short for a
+ * group), skipped.  Whoever reads raw events steps over the value slots.
+ */
+#define TA_RAW_EXT (1ull << 61)
+#define TA_RAW_EXT_SLOTS(n) (((n) + 1u) / 2u)
+static inline int ta_raw_is_ext(uint64_t addr)
+{
+	return (addr >> 61) == 1;
+}
+static inline uint32_t ta_raw_ext_kind(uint64_t addr)
+{
+	return (uint32_t)(addr >> 8) & 0xffffu;
+}
+static inline uint32_t ta_raw_ext_n(uint64_t addr)
+{
+	return (uint32_t)addr & 0xffu;
+}
 
 void ta_encoder_init(struct ta_encoder *e, uint64_t tid);
 void ta_encoder_free(struct ta_encoder *e);
@@ -368,6 +402,9 @@ int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is
  * an unchanged encoder on allocation failure). */
 size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len);
 int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count);
+/* Appends an EXT event of a subtype other than TA_EXT_LOST with n values. */
+int ta_encoder_ext(struct ta_encoder *e, uint64_t ticks, uint32_t subtype, const uint64_t *v,
+		   uint32_t n);
 /* Finishes the chunk: *payload and *len stay valid until the next begin. */
 int ta_encoder_end(struct ta_encoder *e, const uint8_t **payload, size_t *len);
 
@@ -380,6 +417,10 @@ struct ta_decoder {
 	 * stack.overflow holds its overflow count after ta_decoder_begin. */
 	uint64_t *snapshot;
 	uint32_t snapshot_depth;
+	/* The values of the last EXT event returned (ev->value of them):
+	 * valid until the next call.  ta_decoder_batch ends a batch after
+	 * such an event, so it is always the batch's last. */
+	uint64_t ext_values[TA_EXT_MAX_VALUES];
 };
 
 void ta_decoder_init(struct ta_decoder *d);

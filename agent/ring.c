@@ -394,31 +394,51 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 	return nb;
 }
 
-/* Appends one record from the slow path, moving to a fresh block when b
- * is full; returns the thread's current block (b itself when the record
- * had to be dropped), or NULL if the agent stopped. */
-static struct ta_block *append(struct ta_thread *t, struct ta_block *b, uint64_t ticks,
-			       uint64_t addr, int restamp)
+/* Slots a record takes: one, or an EXT group's header and values. */
+static inline uint32_t group_slots(const struct ta_rec *r)
 {
-	uint32_t h = b->head;
+	return ta_raw_is_ext(r->addr) ? 1 + TA_RAW_EXT_SLOTS(ta_raw_ext_n(r->addr)) : 1;
+}
 
-	if (h >= __atomic_load_n(&b->limit, __ATOMIC_RELAXED)) {
-		struct ta_block *nb = next_block(t, b, ticks);
+/* Appends one record (cnt = 1) or an EXT group (its cnt slots, kept in one
+ * block: the flusher reads a block's published slots as whole groups) from
+ * the slow path, moving to a fresh block when b has no room; returns the
+ * thread's current block (b itself when the record had to be dropped), or
+ * NULL if the agent stopped. */
+static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const struct ta_rec *r,
+			       uint32_t cnt, int restamp)
+{
+	uint32_t h = b->head, limit = __atomic_load_n(&b->limit, __ATOMIC_RELAXED);
+	uint64_t ticks = r[0].ticks;
+
+	if (h + cnt > limit) {
+		struct ta_block *nb;
+
+		if (h < limit) {
+			/* A group that does not fit: pad the rest of the
+			 * block (subtype 0, no values: skipped). */
+			for (uint32_t i = h; i < limit; i++) {
+				b->ev[i].ticks = ticks;
+				b->ev[i].addr = TA_RAW_EXT;
+			}
+			__atomic_store_n(&b->head, limit, __ATOMIC_RELEASE); /* pairs with the flusher */
+		}
+		nb = next_block(t, b, ticks);
 		if (!nb)
 			return pool_mode == TA_MODE_DROP ? b : NULL;
 		b = nb;
 		h = b->head; /* 0, or 1 after a drop record */
 	}
+	for (uint32_t i = 0; i < cnt; i++)
+		b->ev[h + i] = r[i];
 	/* Work in the slow path (starting the agent, registering the thread,
 	 * taking or waiting for a block) is the agent's, not the program's:
 	 * an entry is stamped after it, so it falls in the caller's time, not
 	 * the entered function's; an exit keeps the time it had, so the
 	 * function that returned is not charged either. */
-	if (restamp && !(addr & TA_REC_EXIT))
-		ticks = ta_ticks();
-	b->ev[h].ticks = ticks;
-	b->ev[h].addr = addr;
-	__atomic_store_n(&b->head, h + 1, __ATOMIC_RELEASE); /* pairs with the flusher */
+	if (restamp && cnt == 1 && !(r[0].addr & TA_REC_EXIT))
+		b->ev[h].ticks = ta_ticks();
+	__atomic_store_n(&b->head, h + cnt, __ATOMIC_RELEASE); /* pairs with the flusher */
 	return b;
 }
 
@@ -436,18 +456,18 @@ static __thread uint32_t nest_n __attribute__((tls_model("initial-exec")));
 static __thread struct ta_block *nest_block __attribute__((tls_model("initial-exec")));
 static __thread uint32_t nest_limit __attribute__((tls_model("initial-exec")));
 
-static void nest_push(struct ta_thread *t, struct ta_block *b, uint64_t ticks, uint64_t addr)
+static void nest_push(struct ta_thread *t, struct ta_block *b, const struct ta_rec *r, uint32_t cnt)
 {
-	/* An atomic add: a handler nested in this one takes the next slot. */
-	uint32_t i = __atomic_fetch_add(&nest_n, 1, __ATOMIC_RELAXED);
+	/* An atomic add: a handler nested in this one takes the next slots. */
+	uint32_t i = __atomic_fetch_add(&nest_n, cnt, __ATOMIC_RELAXED);
 
-	if (i >= NEST_MAX) {
-		__atomic_fetch_sub(&nest_n, 1, __ATOMIC_RELAXED);
+	if (i + cnt > NEST_MAX) {
+		__atomic_fetch_sub(&nest_n, cnt, __ATOMIC_RELAXED);
 		count_lost(t);
 		return;
 	}
-	nest_buf[i].ticks = ticks;
-	nest_buf[i].addr = addr;
+	for (uint32_t k = 0; k < cnt; k++)
+		nest_buf[i + k] = r[k];
 	if (b != &busy_block && !nest_block) {
 		/* The interrupted hook is in its fast path on b: send its
 		 * thread's next event to the slow path.  (In the slow path,
@@ -459,18 +479,24 @@ static void nest_push(struct ta_thread *t, struct ta_block *b, uint64_t ticks, u
 	}
 }
 
-/* Appends the events put aside by nested hooks; returns the current block. */
+/* Appends the events put aside by nested hooks; returns the current block.
+ * Handlers have finished by the time this runs, so every slot they took
+ * is written. */
 static struct ta_block *nest_drain(struct ta_thread *t, struct ta_block *b)
 {
 	uint32_t done = 0, n;
 
 	for (;;) {
 		while (done < (n = __atomic_load_n(&nest_n, __ATOMIC_RELAXED))) {
+			uint32_t cnt = group_slots(&nest_buf[done]);
+
+			if (cnt > n - done)
+				cnt = n - done; /* cannot happen: groups go in whole */
 			if (b && b != &idle_block)
-				b = append(t, b, nest_buf[done].ticks, nest_buf[done].addr, 0);
+				b = append(t, b, &nest_buf[done], cnt, 0);
 			else
 				count_lost(t);
-			done++;
+			done += cnt;
 		}
 		/* Reset, unless a handler added one meanwhile. */
 		if (__atomic_compare_exchange_n(&nest_n, &n, 0, 0, __ATOMIC_RELAXED,
@@ -479,7 +505,8 @@ static struct ta_block *nest_drain(struct ta_thread *t, struct ta_block *b)
 	}
 }
 
-void ta_record_slow(uint64_t addr, uint64_t ticks)
+/* The slow path for one record or one EXT group r[0..cnt). */
+static void record_slow(const struct ta_rec *r, uint32_t cnt)
 {
 	struct ta_thread *t = self;
 	int saved_errno = errno;
@@ -491,7 +518,7 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 	if (b == &busy_block || (__atomic_load_n(&b->head, __ATOMIC_RELAXED) & TA_BUSY)) {
 		/* Nested in a slow path (b is the placeholder) or in a fast
 		 * path between its (A) and (C) (b is claimed). */
-		nest_push(t, b, ticks, addr);
+		nest_push(t, b, r, cnt);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		ta_cur = b;
 		goto out;
@@ -510,7 +537,7 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 		goto done;
 	}
 	if (!t) {
-		t = self = thread_register(ticks);
+		t = self = thread_register(r[0].ticks);
 		if (!t) {
 			count_lost(NULL);
 			b = &idle_block;
@@ -523,7 +550,7 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 	if (TA_UNLIKELY(nest_n))
 		b = nest_drain(t, b);
 	if (b)
-		b = append(t, b, ticks, addr, 1);
+		b = append(t, b, r, cnt, 1);
 	if (b && TA_UNLIKELY(nest_n)) /* handlers that ran during the append */
 		b = nest_drain(t, b);
 	if (!b)
@@ -548,6 +575,28 @@ done:
 	}
 out:
 	errno = saved_errno;
+}
+
+void ta_record_slow(uint64_t addr, uint64_t ticks)
+{
+	struct ta_rec r = {.ticks = ticks, .addr = addr};
+
+	record_slow(&r, 1);
+}
+
+void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n)
+{
+	struct ta_rec r[1 + TA_RAW_EXT_SLOTS(TA_EXT_MAX_VALUES)];
+
+	if (n > TA_EXT_MAX_VALUES)
+		n = TA_EXT_MAX_VALUES;
+	r[0].ticks = ta_ticks();
+	r[0].addr = TA_RAW_EXT | (uint64_t)(subtype & 0xffffu) << 8 | n;
+	for (uint32_t i = 0; i < TA_RAW_EXT_SLOTS(n); i++) {
+		r[1 + i].ticks = v[2 * i];
+		r[1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
+	}
+	record_slow(r, 1 + TA_RAW_EXT_SLOTS(n));
 }
 
 void ta_cur_stop(void)
@@ -630,7 +679,11 @@ static void replay_chain(struct ta_stack *st, struct ta_block *b, uint32_t from)
 
 		for (uint32_t i = from; i < h; i++) {
 			uint64_t a = b->ev[i].addr;
-			if (a & TA_REC_EXIT)
+			if (ta_raw_is_ext(a))
+				i += TA_RAW_EXT_SLOTS(ta_raw_ext_n(a)); /* and its values */
+			else if ((a >> 62) == 1)
+				continue; /* a gap, not a frame */
+			else if (a & TA_REC_EXIT)
 				(void)ta_stack_exit(st, a & ~TA_REC_EXIT, &top);
 			else
 				(void)ta_stack_push(st, a);

@@ -63,6 +63,13 @@ extern __thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec")
  * agent not (or no longer) running. */
 void ta_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN __attribute__((noinline, cold));
 
+/* Records an EXT event (format.h: a subtype other than TA_EXT_LOST with
+ * n <= TA_EXT_MAX_VALUES values) on the calling thread at the current time:
+ * library-call arguments and control-flow markers, never the hot path.
+ * Signal-safe like the hooks; errno preserved.  The caller makes sure the
+ * agent is not re-entered (it is called from the agent's own wrappers). */
+void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n) TA_HIDDEN;
+
 /*
  * Sets TA_BUSY in *head and returns whether it was set already, in one
  * instruction: a signal can come before it or after it, never in the middle

@@ -415,6 +415,11 @@ static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct t
 					t->lost += ev->value;
 					if (s->v.lost)
 						s->v.lost(s->v.ctx, t, ev->ticks, ev->value);
+				} else if (s->v.ext) {
+					/* Always the batch's last: d->ext_values
+					 * are its values. */
+					s->v.ext(s->v.ctx, t, ev->ticks, ev->ext, d->ext_values,
+						 (uint32_t)ev->value);
 				}
 				break;
 			}

@@ -152,6 +152,10 @@ struct ta_visitor {
 			   uint64_t addr, unsigned flags);
 	void (*exit)(void *ctx, struct ta_thread *t, const struct ta_exit_info *x);
 	void (*lost)(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t count);
+	/* An EXT event other than LOST (enum ta_ext_kind) with its n values,
+	 * on top of the thread's current frames. */
+	void (*ext)(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+		    const uint64_t *values, uint32_t n);
 };
 
 /* A problem found while reading, with where it was. */

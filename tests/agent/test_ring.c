@@ -32,6 +32,8 @@ struct thread_log {
 	uint64_t marker_lost;   /* sum of LOST records in the stream */
 	size_t marker_at;       /* events recorded before the first one */
 	int markers;
+	uint64_t *xv; /* EXT events other than LOST: TA_EXT_MAX_VALUES values each */
+	size_t nx;
 	int ended;
 	char name[17];
 };
@@ -153,8 +155,16 @@ static void load_dump(const char *path, struct dump *d)
 			ck_assert_int_eq(ta_decoder_begin(&dec, p, c.raw_size), 0);
 			t = thread_of(d, dec.tid);
 			while ((rc = ta_decoder_next(&dec, &ev)) == 1) {
-				if (ev.kind == TA_EV_EXT) {
-					ck_assert_uint_eq(ev.ext, TA_EXT_LOST);
+				if (ev.kind == TA_EV_EXT && ev.ext != TA_EXT_LOST) {
+					/* In the event list as the raw header the
+					 * agent took; its values aside. */
+					ev.addr = TA_RAW_EXT | ev.ext << 8 | ev.value;
+					ev.kind = TA_EV_ENTER;
+					t->xv = realloc(t->xv, (t->nx + 1) * TA_EXT_MAX_VALUES *
+								       sizeof(uint64_t));
+					memcpy(t->xv + t->nx++ * TA_EXT_MAX_VALUES, dec.ext_values,
+					       sizeof(dec.ext_values));
+				} else if (ev.kind == TA_EV_EXT) {
 					if (!t->markers++)
 						t->marker_at = t->n;
 					t->marker_lost += ev.value;
@@ -177,6 +187,7 @@ static void load_dump(const char *path, struct dump *d)
 	for (int i = 0; i < d->nthreads; i++) {
 		own(d->t[i].ev);
 		own(d->t[i].ticks);
+		own(d->t[i].xv);
 	}
 }
 
@@ -339,6 +350,87 @@ START_TEST(nested_hooks_are_recorded_in_order)
 	for (int i = 1; i < 6; i++)
 		ck_assert_uint_ge(d.t[0].ticks[i], d.t[0].ticks[i - 1]);
 	ck_assert_uint_eq(d.t[0].end_lost, 0);
+	unlink(dump_path);
+}
+END_TEST
+
+/* EXT events with values, of every size, between function events: each
+ * group stays whole across block ends (padding skipped), in order, with
+ * its values; they are not counted as function events. */
+static uint64_t ext_value(long i, uint32_t j)
+{
+	return (uint64_t)i << 20 | (uint64_t)j << 60 | (uint64_t)(i * 7 + j);
+}
+
+START_TEST(ext_events_stay_whole_across_blocks)
+{
+	struct dump d;
+	const long groups = 3000;
+	size_t k = 0;
+
+	agent_env("4K", "1M"); /* 252 slots a block: groups straddle ends */
+	for (long i = 0; i < groups; i++) {
+		uint64_t v[TA_EXT_MAX_VALUES];
+		uint32_t n = (uint32_t)(i % (TA_EXT_MAX_VALUES + 1));
+
+		for (uint32_t j = 0; j < n; j++)
+			v[j] = ext_value(i, j);
+		ta_record(addr_of(0, 0));
+		ta_record_ext(2 + (uint32_t)(i % 10), v, n);
+		ta_record(addr_of(0, 0) | TA_REC_EXIT);
+	}
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	ck_assert_uint_eq(d.t[0].n, (uint64_t)groups * 3);
+	ck_assert_uint_eq(d.t[0].nx, (uint64_t)groups);
+	ck_assert_uint_eq(d.t[0].end_events, (uint64_t)groups * 2);
+	ck_assert_uint_eq(d.t[0].end_lost, 0);
+	for (long i = 0; i < groups; i++) {
+		uint32_t n = (uint32_t)(i % (TA_EXT_MAX_VALUES + 1));
+		const uint64_t *e = d.t[0].ev + 3 * i;
+
+		ck_assert_uint_eq(e[0], addr_of(0, 0));
+		ck_assert_uint_eq(e[1], TA_RAW_EXT | (uint64_t)(2 + i % 10) << 8 | n);
+		ck_assert_uint_eq(e[2], addr_of(0, 0) | TA_REC_EXIT);
+		for (uint32_t j = 0; j < n; j++)
+			ck_assert_uint_eq(d.t[0].xv[k * TA_EXT_MAX_VALUES + j], ext_value(i, j));
+		k++;
+	}
+	for (size_t i = 1; i < d.t[0].n; i++)
+		ck_assert_uint_ge(d.t[0].ticks[i], d.t[0].ticks[i - 1]);
+	unlink(dump_path);
+}
+END_TEST
+
+/* An EXT event recorded by a handler in the middle of a hook is put aside
+ * whole and lands after the interrupted event, in order. */
+START_TEST(nested_ext_events_are_recorded_in_order)
+{
+	struct dump d;
+	const uint64_t v[3] = {11, 22, 33};
+
+	agent_env("4K", "1M");
+	ta_record(0x1000);
+	ta_cur->head |= TA_BUSY;
+	ta_record(0x2000);
+	ta_record_ext(9, v, 3);
+	ta_record(0x2000 | TA_REC_EXIT);
+	ta_cur->head &= ~TA_BUSY;
+	ta_record(0x1000 | TA_REC_EXIT);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_uint_eq(d.t[0].n, 5);
+	ck_assert_uint_eq(d.t[0].ev[0], 0x1000);
+	ck_assert_uint_eq(d.t[0].ev[1], 0x2000);
+	ck_assert_uint_eq(d.t[0].ev[2], TA_RAW_EXT | 9u << 8 | 3);
+	ck_assert_uint_eq(d.t[0].ev[3], 0x2000 | TA_REC_EXIT);
+	ck_assert_uint_eq(d.t[0].ev[4], 0x1000 | TA_REC_EXIT);
+	ck_assert_uint_eq(d.t[0].nx, 1);
+	ck_assert_uint_eq(d.t[0].xv[0], 11);
+	ck_assert_uint_eq(d.t[0].xv[1], 22);
+	ck_assert_uint_eq(d.t[0].xv[2], 33);
+	ck_assert_uint_eq(d.t[0].end_events, 4);
 	unlink(dump_path);
 }
 END_TEST
@@ -554,6 +646,8 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, many_writers_lossless_at_the_cap);
 	tcase_add_test(tc, nested_hooks_are_recorded_in_order);
 	tcase_add_test(tc, nested_hooks_beyond_the_buffer_are_counted);
+	tcase_add_test(tc, ext_events_stay_whole_across_blocks);
+	tcase_add_test(tc, nested_ext_events_are_recorded_in_order);
 	tcase_add_test(tc, exited_threads_are_drained_and_reused);
 	tcase_add_test(tc, drop_mode_counts_and_marks_the_gap);
 	tcase_add_test(tc, flight_mode_keeps_the_newest_events);

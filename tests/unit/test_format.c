@@ -645,6 +645,90 @@ START_TEST(codec_huge_tick_jump)
 }
 END_TEST
 
+/* EXT events with values: both decoders return them with their values
+ * (the batch ending right after one), raw groups encode the same as
+ * ta_encoder_ext, padding is skipped, and a count past the limit is
+ * rejected. */
+START_TEST(codec_ext_values)
+{
+	const uint64_t v[4] = {7, 1ull << 40, 0, UINT64_MAX};
+	struct ta_raw raw[] = {
+		{100, 0x4000},
+		{110, TA_RAW_EXT | 5u << 8 | 4},
+		{7, 1ull << 40},
+		{0, UINT64_MAX},
+		{115, TA_RAW_EXT}, /* padding */
+		{120, 0x4000 | TA_RAW_EXIT},
+	};
+	struct ta_encoder a, b;
+	struct ta_decoder d;
+	struct ta_event ev[8];
+	const uint8_t *pa, *pb;
+	size_t la, lb, n;
+	int rc;
+
+	ta_encoder_init(&a, 1);
+	ta_encoder_init(&b, 1);
+	ck_assert_int_eq(ta_encoder_begin(&a, 100), 0);
+	ck_assert_int_eq(ta_encoder_event(&a, 100, 0x4000, 0), 0);
+	ck_assert_int_eq(ta_encoder_ext(&a, 110, 5, v, 4), 0);
+	ck_assert_int_eq(ta_encoder_event(&a, 120, 0x4000, 1), 0);
+	ck_assert_int_eq(ta_encoder_end(&a, &pa, &la), 0);
+	ck_assert_uint_eq(ta_encoder_raw(&b, raw, 6, 1 << 20), 6);
+	ck_assert_uint_eq(b.marker_slots, 4);
+	ck_assert_int_eq(ta_encoder_end(&b, &pb, &lb), 0);
+	ck_assert_uint_eq(la, lb);
+	ck_assert_int_eq(memcmp(pa, pb, la), 0);
+
+	ta_decoder_init(&d);
+	ck_assert_int_eq(ta_decoder_begin(&d, pa, la), 0);
+	n = ta_decoder_batch(&d, ev, 8, &rc);
+	ck_assert_uint_eq(n, 2); /* ends after the EXT event */
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(ev[1].kind, TA_EV_EXT);
+	ck_assert_uint_eq(ev[1].ext, 5);
+	ck_assert_uint_eq(ev[1].ticks, 110);
+	ck_assert_uint_eq(ev[1].value, 4);
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(d.ext_values[i], v[i]);
+	n = ta_decoder_batch(&d, ev, 8, &rc);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_uint_eq(ev[0].kind, TA_EV_EXIT);
+	ck_assert_uint_eq(ev[0].addr, 0x4000);
+	ck_assert_uint_eq(ev[0].popped, 1);
+
+	ck_assert_int_eq(ta_decoder_begin(&d, pa, la), 0);
+	ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), 1);
+	memset(d.ext_values, 0, sizeof(d.ext_values));
+	ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), 1);
+	ck_assert_uint_eq(ev[0].ext, 5);
+	ck_assert_uint_eq(d.ext_values[3], UINT64_MAX);
+	ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), 1);
+	ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), 0);
+	ta_encoder_free(&a);
+	ta_encoder_free(&b);
+
+	/* A count past TA_EXT_READ_MAX: malformed, not a long loop. */
+	ta_encoder_init(&a, 1);
+	ck_assert_int_eq(ta_encoder_begin(&a, 0), 0);
+	ck_assert_int_eq(ta_encoder_ext(&a, 1, 3, v, 0), 0);
+	ck_assert_int_eq(ta_encoder_end(&a, &pa, &la), 0);
+	{
+		uint8_t bad[64];
+		memcpy(bad, pa, la);
+		bad[la - 1] = TA_EXT_READ_MAX + 1; /* n, the last byte */
+		ck_assert_int_eq(ta_decoder_begin(&d, bad, la), 0);
+		ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), -TA_E_PAYLOAD);
+		ck_assert_int_eq(ta_decoder_begin(&d, bad, la), 0);
+		ck_assert_uint_eq(ta_decoder_batch(&d, ev, 8, &rc), 0);
+		ck_assert_int_eq(rc, -TA_E_PAYLOAD);
+	}
+	ta_decoder_free(&d);
+	ta_encoder_free(&a);
+}
+END_TEST
+
 /*
  * The flusher's batch path must write exactly what the one-event path
  * writes: same random streams (skipped frames, unmatched exits, backward
@@ -940,6 +1024,7 @@ static Suite *format_suite(void)
 	tcase_add_test(tc, codec_huge_tick_jump);
 	tcase_add_test(tc, codec_raw_matches_event);
 	tcase_add_test(tc, codec_raw_max_len);
+	tcase_add_test(tc, codec_ext_values);
 	tcase_add_test(tc, decoder_rejects);
 	tcase_add_test(tc, decoder_fuzz);
 	suite_add_tcase(s, tc);
