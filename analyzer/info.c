@@ -245,7 +245,11 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		       fmt_bytes(b[1], sizeof(b[1]), p->block_size),
 		       fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms,
 		       mode_name(p->mode));
-	printf("  events:      %" PRIu64 ", lost %" PRIu64 "\n", c.events, c.lost);
+	printf("  events:      %" PRIu64 ", lost %" PRIu64, c.events, c.lost);
+	if (ta_process_lost_no_ring(s, p))
+		printf(" (%" PRIu64 " by threads that could not get a ring)",
+		       ta_process_lost_no_ring(s, p));
+	putchar('\n');
 	if (p->has_end)
 		printf("  end:         present (%" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
 		       " threads, by the writer)%s\n",
@@ -299,7 +303,10 @@ static void print_text(struct ta_view *v)
 	if (s->stored_bytes)
 		printf(" (compression %.2fx)", (double)s->raw_bytes / (double)s->stored_bytes);
 	putchar('\n');
-	printf("events:        %" PRIu64 ", lost %" PRIu64 "\n", v->events, v->lost);
+	printf("events:        %" PRIu64 ", lost %" PRIu64, v->events, v->lost);
+	if (v->lost_no_ring)
+		printf(" (%" PRIu64 " by threads that could not get a ring)", v->lost_no_ring);
+	putchar('\n');
 	printf("duration:      %s\n", ta_fmt_time(b[0], sizeof(b[0]), ta_session_duration_ns(s)));
 	printf("processes:     %zu\n", s->nprocs);
 	printf("errors:        %" PRIu64 "\n", s->errors_all + (v->fatal[0] ? 1 : 0));
@@ -393,9 +400,9 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		       p->block_size, p->memory_cap, p->flush_ms, mode_name(p->mode));
 	else
 		printf("    \"settings\": null,\n");
-	printf("    \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"chunks_missing\": %" PRIu64
-	       ",\n",
-	       c.events, c.lost, p->chunks_missing);
+	printf("    \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_no_ring\": %" PRIu64
+	       ", \"chunks_missing\": %" PRIu64 ",\n",
+	       c.events, c.lost, ta_process_lost_no_ring(s, p), p->chunks_missing);
 	if (p->crash)
 		json_crash(v, p);
 	else
@@ -463,9 +470,9 @@ static void print_json(struct ta_view *v)
 		printf("%.3f", (double)s->raw_bytes / (double)s->stored_bytes);
 	else
 		printf("null");
-	printf(",\n \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"threads\": %zu"
-	       ", \"duration_ns\": %" PRIu64 ",\n \"processes\": [",
-	       v->events, v->lost, s->nthreads, ta_session_duration_ns(s));
+	printf(",\n \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_no_ring\": %" PRIu64
+	       ", \"threads\": %zu, \"duration_ns\": %" PRIu64 ",\n \"processes\": [",
+	       v->events, v->lost, v->lost_no_ring, s->nthreads, ta_session_duration_ns(s));
 	for (size_t i = 0; i < s->nprocs; i++) {
 		printf("%s\n  ", i ? "," : "");
 		json_process(v, s->procs[i]);
