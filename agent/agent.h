@@ -155,6 +155,14 @@ int ta_lock_bounded(pthread_mutex_t *m) TA_HIDDEN;
 /* Takes SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT where their action is
  * the default. */
 void ta_crash_install(void) TA_HIDDEN;
+/* Gives the calling thread an alternate signal stack of the agent's, if
+ * it has none, so the crash handler runs even on an exhausted stack; once
+ * per thread. */
+void ta_crash_thread_start(void) TA_HIDDEN;
+/* At thread exit: removes and frees that stack. */
+void ta_crash_thread_exit(void) TA_HIDDEN;
+/* 1 if sp is the base of the calling thread's agent-given stack. */
+int ta_crash_altstack_is_ours(const void *sp) TA_HIDDEN;
 /* From a crash handler: no lock is waited on without bound any more. */
 void ta_dump_crash_mode(void) TA_HIDDEN;
 /* From a crash handler: stops the flusher and drains what can be had. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * interpose.c - libc functions the agent wraps: thread creation and
- * naming (thread identity in the dump), dlopen (the module map), the exec
+ * naming (thread identity in the dump), dlopen (the module map),
+ * sigaltstack (the agent's own alternate stacks stay unseen), the exec
  * family (what was recorded is written before the image goes) and the
  * exits that skip destructors (so every event reaches the dump).
  *
@@ -12,6 +13,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -111,6 +113,22 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 		errno = saved;
 	}
 	return h;
+}
+
+/* The alternate signal stack the agent gives a thread (crash.c) is not
+ * the program's: asked, we say there is none, as untraced.  While a
+ * handler runs on it, the truth (it is in use) is told. */
+TA_PUBLIC int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	long rc = syscall(SYS_sigaltstack, ss, old);
+
+	if (rc == 0 && old && !(old->ss_flags & (SS_ONSTACK | SS_DISABLE)) &&
+	    ta_crash_altstack_is_ours(old->ss_sp)) {
+		old->ss_sp = NULL;
+		old->ss_size = 0;
+		old->ss_flags = SS_DISABLE;
+	}
+	return (int)rc;
 }
 
 /* ---- exec: what was recorded reaches the dump before the image goes ---- */
