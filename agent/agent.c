@@ -112,11 +112,13 @@ static void on_fork_child(void)
  * and a flusher; the dump is the parent's. */
 static int restart_in_child(void)
 {
+	uint64_t t0;
 	int err;
 
 	ta_dump_process();
 	ta_dump_clock();
-	ta_dump_modules(ta_ticks());
+	t0 = ta_ticks();
+	ta_dump_modules(t0, t0);
 	err = ta_flusher_start();
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread in process %d: %s; not tracing it",
@@ -154,6 +156,7 @@ static void flight_signal_install(void)
 
 static int start(void)
 {
+	uint64_t t0;
 	int err;
 
 	/* A setuid or setgid program is never traced: the settings come
@@ -178,7 +181,8 @@ static int start(void)
 	}
 	ta_dump_process();
 	ta_dump_clock();
-	ta_dump_modules(ta_ticks());
+	t0 = ta_ticks();
+	ta_dump_modules(t0, t0);
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	/* Registered now, before the program's own (if it registers after its
 	 * first instrumented call), so it runs after them: quick_exit leaves

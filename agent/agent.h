@@ -111,8 +111,10 @@ void ta_dump_fork_child(void) TA_HIDDEN;
 void ta_dump_clock(void) TA_HIDDEN;
 void ta_dump_process(void) TA_HIDDEN;
 /* Module map from dl_iterate_phdr (modules.c): writes the objects not
- * written before, stamped with load_ticks (start, or when a dlopen began). */
-void ta_dump_modules(uint64_t load_ticks) TA_HIDDEN;
+ * written before, stamped with load_ticks (start, or when a dlopen began),
+ * and a MODULE_UNLOAD stamped unload_ticks for each written before that is
+ * gone (a dlclose returned by then). */
+void ta_dump_modules(uint64_t load_ticks, uint64_t unload_ticks) TA_HIDDEN;
 
 /* ---- the flusher (flusher.c) ------------------------------------------------------ */
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * interpose.c - libc functions the agent wraps: thread creation and
- * naming (thread identity in the dump), dlopen (the module map),
+ * naming (thread identity in the dump), dlopen and dlclose (the module map),
  * sigaltstack (the agent's own alternate stacks stay unseen), the exec
  * family (what was recorded is written before the image goes) and the
  * exits that skip destructors (so every event reaches the dump).
@@ -109,10 +109,34 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 	h = real_dlopen(file, mode);
 	if (h && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 		int saved = errno;
-		ta_dump_modules(t0);
+		/* Loads from when the dlopen began (constructors ran inside
+		 * it); anything gone went before it. */
+		ta_dump_modules(t0, t0);
 		errno = saved;
 	}
 	return h;
+}
+
+/* A library unloaded leaves the module map at the time dlclose returned:
+ * its code is gone by then, and another may be mapped at its place. */
+TA_PUBLIC int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	int rc;
+
+	if (!real_dlclose)
+		real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+	if (!real_dlclose)
+		return -1;
+	rc = real_dlclose(handle);
+	if (rc == 0 && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
+		int saved = errno;
+		uint64_t now = ta_ticks();
+
+		ta_dump_modules(now, now);
+		errno = saved;
+	}
+	return rc;
 }
 
 /* The alternate signal stack the agent gives a thread (crash.c) is not

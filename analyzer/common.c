@@ -252,6 +252,10 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 	const struct ta_process *p = ta_session_process(v->s, pid);
 	const struct ta_module *m = p ? ta_process_module_at(p, addr) : NULL;
 
+	/* addr is the session's key: the address, tagged when a module was
+	 * unloaded there (the module found is the one mapped then). */
+	if (p)
+		addr = ta_process_addr(p, addr);
 	if (m) {
 		const struct ta_resolved *rv =
 			ta_resolve(v->res, m->path, m->build_id, m->build_id_len, addr - m->bias);

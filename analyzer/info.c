@@ -193,7 +193,8 @@ static void text_crash(struct ta_view *v, const struct ta_process *p)
 	printf("  backtrace:\n");
 	for (size_t i = 0; i < c->npcs; i++) {
 		printf("    #%-2zu %#" PRIx64 "  ", i, c->pcs[i]);
-		text_pc(v, p->pid, c->pcs[i], i > 0);
+		/* Named by the module mapped there when it crashed. */
+		text_pc(v, p->pid, ta_process_addr_at(p, c->pcs[i] - (i > 0), c->ticks), 0);
 		putchar('\n');
 	}
 	printf("  where each thread was (open calls, outermost first):\n");
@@ -280,8 +281,9 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		char id[2 * 64 + 1];
 
 		hex(id, sizeof(id), m->build_id, m->build_id_len);
-		printf("    %#18" PRIx64 "  %-40s  %s%s\n", m->bias, id[0] ? id : "-", m->path,
-		       m->flags & 1 ? "  (main)" : "");
+		printf("    %#18" PRIx64 "  %-40s  %s%s%s\n", m->bias, id[0] ? id : "-", m->path,
+		       m->flags & 1 ? "  (main)" : "",
+		       m->unload_ticks != UINT64_MAX ? "  (unloaded)" : "");
 	}
 }
 
@@ -324,11 +326,13 @@ static void print_text(struct ta_view *v)
 
 /* ---- JSON ------------------------------------------------------------------------------ */
 
-static void json_pc(struct ta_view *v, uint32_t pid, uint64_t pc, int is_return)
+/* pc as recorded, and the session's key of the function it is in (for a
+ * return address, of the call before it). */
+static void json_pc(struct ta_view *v, uint32_t pid, uint64_t pc, uint64_t key)
 {
 	struct ta_fn_name fn;
 
-	ta_view_name(v, pid, pc - (is_return ? 1 : 0), &fn);
+	ta_view_name(v, pid, key, &fn);
 	printf("{\"pc\": %" PRIu64 ", \"function\": ", pc);
 	ta_json_str(stdout, fn.name);
 	printf(", \"module\": ");
@@ -346,7 +350,7 @@ static void json_crash(struct ta_view *v, const struct ta_process *p)
 	       c->signal, signal_name(b, sizeof(b), c->signal), c->code, c->addr, c->tid);
 	for (size_t i = 0; i < c->npcs; i++) {
 		printf("%s", i ? ", " : "");
-		json_pc(v, p->pid, c->pcs[i], i > 0);
+		json_pc(v, p->pid, c->pcs[i], ta_process_addr_at(p, c->pcs[i] - (i > 0), c->ticks));
 	}
 	printf("],\n      \"stacks\": [");
 	for (size_t i = 0, first = 1; i < v->s->nthreads; i++) {
@@ -357,7 +361,7 @@ static void json_crash(struct ta_view *v, const struct ta_process *p)
 		printf("%s{\"tid\": %" PRIu64 ", \"open\": [", first ? "" : ", ", t->tid);
 		for (uint32_t k = 0; k < t->last_depth; k++) {
 			printf("%s", k ? ", " : "");
-			json_pc(v, p->pid, t->last_stack[k], 0);
+			json_pc(v, p->pid, ta_process_addr(p, t->last_stack[k]), t->last_stack[k]);
 		}
 		printf("]}");
 		first = 0;
@@ -436,8 +440,21 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		hex(id, sizeof(id), m->build_id, m->build_id_len);
 		printf("%s\n      {\"path\": ", i ? "," : "");
 		ta_json_str(stdout, m->path);
-		printf(", \"bias\": %" PRIu64 ", \"build_id\": \"%s\", \"main\": %s, \"ranges\": [",
-		       m->bias, id, m->flags & 1 ? "true" : "false");
+		/* When it appeared and went, from the process's start. */
+		printf(", \"bias\": %" PRIu64
+		       ", \"build_id\": \"%s\", \"main\": %s, \"load_ns\": %" PRIu64
+		       ", \"unload_ns\": ",
+		       m->bias, id, m->flags & 1 ? "true" : "false",
+		       ta_process_dur_ns(
+			   p, m->load_ticks > p->start_ticks ? m->load_ticks - p->start_ticks : 0));
+		if (m->unload_ticks != UINT64_MAX)
+			printf("%" PRIu64,
+			       ta_process_dur_ns(p, m->unload_ticks > p->start_ticks
+							? m->unload_ticks - p->start_ticks
+							: 0));
+		else
+			printf("null");
+		printf(", \"ranges\": [");
 		for (size_t k = 0; k < m->nranges; k++)
 			printf("%s[%" PRIu64 ", %" PRIu64 "]", k ? ", " : "", m->ranges[k].start,
 			       m->ranges[k].end);
