@@ -106,6 +106,17 @@ int ta_dump_failed(void) TA_HIDDEN;
 /* In a forked child: keep writing the shared dump (O_APPEND), as a new
  * writer with its own pid and chunk sequence. */
 void ta_dump_fork_child(void) TA_HIDDEN;
+/* The handover of the dump across exec: the variable that names the
+ * descriptor, which is left open (not close-on-exec) for the new image. */
+#define TA_HANDOVER_VAR "TRACEAGENT_DUMP_FD"
+/* envp plus TA_HANDOVER_VAR (malloc'd; any older one left out), with the
+ * descriptor made inheritable; envp itself when nothing is handed over. */
+char **ta_dump_handover(char *const envp[]) TA_HIDDEN;
+/* Undoes ta_dump_handover (the exec failed). */
+void ta_dump_handover_cancel(char **env, char *const envp[]) TA_HIDDEN;
+/* In a new image: 1 if the dump handed over by the previous one is taken
+ * (writing goes on there, as a new image of the same process), else 0. */
+int ta_dump_adopt(void) TA_HIDDEN;
 
 /* Chunks built from the agent's state. */
 void ta_dump_clock(void) TA_HIDDEN;
@@ -144,8 +155,13 @@ void ta_flusher_fork_parent(void) TA_HIDDEN;
 const struct ta_stack *ta_flusher_stack(struct ta_thread *t) TA_HIDDEN;
 /* In a forked child: the module map is written again, under its pid. */
 void ta_modules_forget(void) TA_HIDDEN;
-/* Everything recorded so far into the dump, now (before an exec). */
-void ta_agent_flush_before_exec(void) TA_HIDDEN;
+/* Before an exec: writes everything recorded so far, and returns the
+ * environment for the new image: envp, or (when it preloads the agent) a
+ * malloc'd copy that hands the dump over to the new image's agent. */
+char **ta_agent_before_exec(char *const envp[]) TA_HIDDEN;
+/* The exec failed: takes the handover back (env is what
+ * ta_agent_before_exec returned for envp). */
+void ta_agent_exec_failed(char **env, char *const envp[]) TA_HIDDEN;
 /* The END chunk with the totals so far. */
 void ta_agent_write_end(uint64_t flags) TA_HIDDEN;
 /* Tries a lock for up to ~200 ms (signal handlers: never wait forever on

@@ -163,42 +163,58 @@ TA_PUBLIC int sigaltstack(const stack_t *ss, stack_t *old)
 		var = (type)dlsym(RTLD_NEXT, name)
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
-typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+/* Every variant goes through one with an explicit environment: the new
+ * image's is the program's, plus the agent's handover of the dump
+ * (ta_agent_before_exec); the program's own environment is not touched. */
+static int exec_with(execve_fn real_path, fexecve_fn real_fd, const char *path, int fd,
+		     char *const argv[], char *const envp[])
+{
+	char **env;
+	int rc, err;
+
+	if (!(real_path || real_fd)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	env = ta_agent_before_exec(envp);
+	rc = real_path ? real_path(path, argv, env) : real_fd(fd, argv, env);
+	/* Only a failed exec returns: recording goes on here. */
+	err = errno;
+	ta_agent_exec_failed(env, envp);
+	errno = err;
+	return rc;
+}
 
 TA_PUBLIC int execve(const char *path, char *const argv[], char *const envp[])
 {
 	REAL_FN(real, "execve", execve_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(path, argv, envp) : (errno = ENOSYS, -1);
+	return exec_with(real, NULL, path, -1, argv, envp);
 }
 
 TA_PUBLIC int execv(const char *path, char *const argv[])
 {
-	REAL_FN(real, "execv", execv_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(path, argv) : (errno = ENOSYS, -1);
+	REAL_FN(real, "execve", execve_fn);
+	return exec_with(real, NULL, path, -1, argv, environ);
 }
 
 TA_PUBLIC int execvp(const char *file, char *const argv[])
 {
-	REAL_FN(real, "execvp", execv_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(file, argv) : (errno = ENOSYS, -1);
+	REAL_FN(real, "execvpe", execve_fn);
+	return exec_with(real, NULL, file, -1, argv, environ);
 }
 
 TA_PUBLIC int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	REAL_FN(real, "execvpe", execve_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(file, argv, envp) : (errno = ENOSYS, -1);
+	return exec_with(real, NULL, file, -1, argv, envp);
 }
 
 TA_PUBLIC int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	REAL_FN(real, "fexecve", fexecve_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(fd, argv, envp) : (errno = ENOSYS, -1);
+	return exec_with(NULL, real, NULL, fd, argv, envp);
 }
 
 /* The execl family passes its arguments as a list: gather them (the

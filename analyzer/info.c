@@ -227,6 +227,12 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		for (size_t i = 0; i < p->argc; i++)
 			printf("%s%s", i ? " " : "", p->argv[i]);
 		printf("\n  executable:  %s\n  arch:        %s\n", p->exe, p->arch);
+		if (p->nimages > 1) {
+			printf("  images:      ");
+			for (size_t i = 0; i < p->nimages; i++)
+				printf("%s%s", i ? " > " : "", p->images[i]);
+			printf(" (exec)\n");
+		}
 		printf("  started:     %s\n", iso_time(b[0], sizeof(b[0]), p->start_realtime_ns));
 	} else {
 		printf("  (no process chunk: command line and settings unknown)\n");

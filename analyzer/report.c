@@ -360,7 +360,13 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 		printf("%s{\"pid\": %" PRIu32 ", \"ppid\": %" PRIu64 ", \"exe\": ", i ? ", " : "",
 		       p->pid, p->ppid);
 		ta_json_str(stdout, p->exe ? p->exe : "");
-		printf(", \"threads\": %" PRIu64 ", \"events\": %" PRIu64 ", \"crashed\": %s}",
+		/* Each image, when the program exec'd traced programs. */
+		printf(", \"images\": [");
+		for (size_t k = 0; k < p->nimages; k++) {
+			printf("%s", k ? ", " : "");
+			ta_json_str(stdout, p->images[k]);
+		}
+		printf("], \"threads\": %" PRIu64 ", \"events\": %" PRIu64 ", \"crashed\": %s}",
 		       threads, events, p->crash ? "true" : "false");
 	}
 	printf("],\n  \"functions\": ");

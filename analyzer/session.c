@@ -117,6 +117,9 @@ static void process_free(struct ta_process *p)
 	for (size_t i = 0; i < p->argc; i++)
 		free(p->argv[i]);
 	free(p->argv);
+	for (size_t i = 0; i < p->nimages; i++)
+		free(p->images[i]);
+	free(p->images);
 	free(p->clock);
 	if (p->crash)
 		free(p->crash->pcs);
@@ -525,6 +528,17 @@ static int process_chunk(struct ta_process *p, struct ta_reader *r)
 	p->argv = argv;
 	p->argc = (size_t)argc;
 	p->has_info = 1;
+	{
+		char **v = realloc(p->images, (p->nimages + 1) * sizeof(*v));
+
+		if (!v)
+			return -TA_E_NOMEM;
+		p->images = v;
+		p->images[p->nimages] = strdup(exe);
+		if (!p->images[p->nimages])
+			return -TA_E_NOMEM;
+		p->nimages++;
+	}
 	note_ticks(p, p->start_ticks);
 	return 0;
 fail:
@@ -624,6 +638,8 @@ fail:
 }
 
 /* MODULE_UNLOAD: the latest instance of that module still loaded ends. */
+static int module_gone(struct ta_process *p, struct ta_module *m, uint64_t ticks);
+
 static int module_unload_chunk(struct ta_process *p, struct ta_reader *r)
 {
 	const uint8_t *path;
@@ -645,26 +661,8 @@ static int module_unload_chunk(struct ta_process *p, struct ta_reader *r)
 	}
 	if (!m)
 		return 0; /* its MODULE chunk was lost: nothing to end */
-	m->unload_ticks = ticks;
-	for (size_t k = 0; k < m->nranges; k++) {
-		if (m->ranges[k].end <= m->ranges[k].start)
-			continue;
-		if (p->nunloaded == p->unloaded_cap) {
-			size_t cap = p->unloaded_cap ? 2 * p->unloaded_cap : 8;
-			struct ta_unloaded *v = realloc(p->unloaded, cap * sizeof(*v));
-
-			if (!v)
-				return -TA_E_NOMEM;
-			p->unloaded = v;
-			p->unloaded_cap = cap;
-		}
-		p->unloaded[p->nunloaded].start = m->ranges[k].start;
-		p->unloaded[p->nunloaded].end = m->ranges[k].end;
-		p->unloaded[p->nunloaded].ticks = ticks;
-		p->nunloaded++;
-	}
 	note_ticks(p, ticks);
-	return 0;
+	return module_gone(p, m, ticks);
 }
 
 uint64_t ta_process_addr_at(const struct ta_process *p, uint64_t addr, uint64_t ticks)
@@ -834,12 +832,75 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 		return -TA_E_PAYLOAD;
 	p->end_ticks = v[0];
 	p->end_ns = v[1];
-	p->end_events = v[2];
-	p->end_lost = v[3];
-	p->end_threads = v[4];
+	p->end_events = p->base_events + v[2];
+	p->end_lost = p->base_lost + v[3];
+	p->end_threads = p->base_threads + v[4];
 	p->end_flags = v[5];
 	p->has_end = 1;
 	note_ticks(p, p->end_ticks);
+	return 0;
+}
+
+/* Marks m unloaded at ticks: its ranges join the process's unloaded
+ * ones, which tell instances at one address apart (ta_process_addr_at). */
+static int module_gone(struct ta_process *p, struct ta_module *m, uint64_t ticks)
+{
+	m->unload_ticks = ticks;
+	for (size_t k = 0; k < m->nranges; k++) {
+		if (m->ranges[k].end <= m->ranges[k].start)
+			continue;
+		if (p->nunloaded == p->unloaded_cap) {
+			size_t cap = p->unloaded_cap ? 2 * p->unloaded_cap : 8;
+			struct ta_unloaded *v = realloc(p->unloaded, cap * sizeof(*v));
+
+			if (!v)
+				return -TA_E_NOMEM;
+			p->unloaded = v;
+			p->unloaded_cap = cap;
+		}
+		p->unloaded[p->nunloaded].start = m->ranges[k].start;
+		p->unloaded[p->nunloaded].end = m->ranges[k].end;
+		p->unloaded[p->nunloaded].ticks = ticks;
+		p->nunloaded++;
+	}
+	return 0;
+}
+
+/*
+ * A PROCESS chunk for a pid already described: the program exec'd and the
+ * new image's agent took the dump over (or, in a long run, the pid was
+ * reused).  The old image is over: its threads are closed where they were
+ * (their tids start afresh), its modules unloaded at its end, its totals
+ * kept, and the new writer's chunk sequence starts from 0.
+ */
+static int new_image(struct ta_session *s, struct ta_process *p)
+{
+	uint64_t at = p->has_end ? p->end_ticks : p->max_ticks;
+
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct ta_thread *t = s->threads[i], **pp;
+
+		if (t->pid != p->pid || t->over)
+			continue;
+		thread_close(s, t);
+		t->over = 1;
+		for (pp = &s->thash[thash(t->pid, t->tid, s->thash_size)]; *pp; pp = &(*pp)->hnext)
+			if (*pp == t) {
+				*pp = t->hnext;
+				break;
+			}
+	}
+	for (size_t i = 0; i < p->nmodules; i++)
+		if (p->modules[i].unload_ticks == UINT64_MAX &&
+		    module_gone(p, &p->modules[i], at) < 0)
+			return -TA_E_NOMEM;
+	if (p->has_end) {
+		p->base_events = p->end_events;
+		p->base_lost = p->end_lost;
+		p->base_threads = p->end_threads;
+	}
+	p->has_end = 0;
+	p->next_chunk_seq = 0;
 	return 0;
 }
 
@@ -850,6 +911,8 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 	int rc;
 
 	if (!p)
+		return -TA_E_NOMEM;
+	if (c->h.type == TA_CHUNK_PROCESS && p->has_info && new_image(s, p) < 0)
 		return -TA_E_NOMEM;
 	s->chunks++;
 	s->stored_bytes += c->h.stored_size;
@@ -1098,7 +1161,8 @@ void ta_session_finish(struct ta_session *s)
 		struct ta_thread *t = s->threads[i];
 		struct ta_process *p = ta_session_process(s, t->pid);
 
-		thread_close(s, t);
+		if (!t->over)
+			thread_close(s, t);
 		if (p && t->has_end)
 			note_ticks(p, t->end_ticks);
 	}

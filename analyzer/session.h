@@ -58,7 +58,13 @@ struct ta_process {
 	uint64_t block_size, memory_cap, flush_ms;
 	uint64_t mode; /* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
 	struct ta_crash *crash; /* the CRASH chunk, if the process crashed */
+	/* END's, summed over the images (an exec'd image goes on in the
+	 * dump with a PROCESS chunk of the same pid); flags are the last. */
 	uint64_t end_ticks, end_ns, end_events, end_lost, end_threads, end_flags;
+	uint64_t base_events, base_lost, base_threads; /* of the images before */
+	/* The executable of each image, in order (exe is the last). */
+	char **images;
+	size_t nimages;
 
 	struct ta_clock_pair *clock;
 	size_t nclock, clock_cap;
@@ -132,6 +138,7 @@ struct ta_thread {
 
 	struct ta_frame *stack;
 	uint32_t depth, cap;
+	int over; /* its image was replaced by an exec: closed, out of the hash */
 	/* A forked child's thread: its bottom `inherited` frames were
 	 * entered by the parent, which records them; they are neither
 	 * visited nor counted here. */
