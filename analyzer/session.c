@@ -841,13 +841,17 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 	return 0;
 }
 
+#define UNLOADED_MAX 4096
+
 /* Marks m unloaded at ticks: its ranges join the process's unloaded
  * ones, which tell instances at one address apart (ta_process_addr_at). */
 static int module_gone(struct ta_process *p, struct ta_module *m, uint64_t ticks)
 {
 	m->unload_ticks = ticks;
 	for (size_t k = 0; k < m->nranges; k++) {
-		if (m->ranges[k].end <= m->ranges[k].start)
+		/* Each is looked at for every later event: a dump claiming
+		 * more is not followed (its addresses may then be misnamed). */
+		if (m->ranges[k].end <= m->ranges[k].start || p->nunloaded == UNLOADED_MAX)
 			continue;
 		if (p->nunloaded == p->unloaded_cap) {
 			size_t cap = p->unloaded_cap ? 2 * p->unloaded_cap : 8;
