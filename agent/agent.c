@@ -112,11 +112,13 @@ static void on_fork_child(void)
  * and a flusher; the dump is the parent's. */
 static int restart_in_child(void)
 {
+	uint64_t t0;
 	int err;
 
 	ta_dump_process();
 	ta_dump_clock();
-	ta_dump_modules(ta_ticks());
+	t0 = ta_ticks();
+	ta_dump_modules(t0, t0);
 	err = ta_flusher_start();
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread in process %d: %s; not tracing it",
@@ -154,6 +156,7 @@ static void flight_signal_install(void)
 
 static int start(void)
 {
+	uint64_t t0;
 	int err;
 
 	/* A setuid or setgid program is never traced: the settings come
@@ -169,7 +172,8 @@ static int start(void)
 			(unsigned long long)ta_cfg.memory_cap, strerror(-err));
 		return err;
 	}
-	err = ta_dump_open(ta_cfg.output);
+	/* After an exec, the previous image's dump goes on. */
+	err = ta_dump_adopt() ? 0 : ta_dump_open(ta_cfg.output);
 	if (err < 0) {
 		ta_warn("cannot create the dump %s: %s; not tracing", ta_cfg.output,
 			err == -EEXIST ? "a file is already there (not overwritten)"
@@ -178,7 +182,8 @@ static int start(void)
 	}
 	ta_dump_process();
 	ta_dump_clock();
-	ta_dump_modules(ta_ticks());
+	t0 = ta_ticks();
+	ta_dump_modules(t0, t0);
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	/* Registered now, before the program's own (if it registers after its
 	 * first instrumented call), so it runs after them: quick_exit leaves
@@ -236,21 +241,31 @@ void ta_agent_write_end(uint64_t flags)
 	ta_buf_free(&b);
 }
 
-void ta_agent_flush_before_exec(void)
+char **ta_agent_before_exec(char *const envp[])
 {
 	int saved = errno;
+	char **env;
 
 	/* Not from a vfork child: the memory, rings included, is the
 	 * parent's, and so is the recording. */
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING ||
 	    (uint32_t)getpid() != ta_pid)
-		return;
+		return (char **)(uintptr_t)envp;
 	/* Everything recorded reaches the dump before the image goes; if
 	 * the exec fails, recording just goes on (and a later END follows). */
 	ta_flusher_drain(0);
 	ta_dump_clock();
 	ta_agent_write_end(TA_END_F_EXEC);
+	/* The new image, if it preloads the agent, goes on in this dump. */
+	env = ta_dump_handover(envp);
 	errno = saved;
+	return env;
+}
+
+void ta_agent_exec_failed(char **env, char *const envp[])
+{
+	if (env != (char **)(uintptr_t)envp)
+		ta_dump_handover_cancel(env, envp);
 }
 
 void ta_agent_shutdown(void)

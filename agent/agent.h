@@ -106,13 +106,26 @@ int ta_dump_failed(void) TA_HIDDEN;
 /* In a forked child: keep writing the shared dump (O_APPEND), as a new
  * writer with its own pid and chunk sequence. */
 void ta_dump_fork_child(void) TA_HIDDEN;
+/* The handover of the dump across exec: the variable that names the
+ * descriptor, which is left open (not close-on-exec) for the new image. */
+#define TA_HANDOVER_VAR "TRACEAGENT_DUMP_FD"
+/* envp plus TA_HANDOVER_VAR (malloc'd; any older one left out), with the
+ * descriptor made inheritable; envp itself when nothing is handed over. */
+char **ta_dump_handover(char *const envp[]) TA_HIDDEN;
+/* Undoes ta_dump_handover (the exec failed). */
+void ta_dump_handover_cancel(char **env, char *const envp[]) TA_HIDDEN;
+/* In a new image: 1 if the dump handed over by the previous one is taken
+ * (writing goes on there, as a new image of the same process), else 0. */
+int ta_dump_adopt(void) TA_HIDDEN;
 
 /* Chunks built from the agent's state. */
 void ta_dump_clock(void) TA_HIDDEN;
 void ta_dump_process(void) TA_HIDDEN;
 /* Module map from dl_iterate_phdr (modules.c): writes the objects not
- * written before, stamped with load_ticks (start, or when a dlopen began). */
-void ta_dump_modules(uint64_t load_ticks) TA_HIDDEN;
+ * written before, stamped with load_ticks (start, or when a dlopen began),
+ * and a MODULE_UNLOAD stamped unload_ticks for each written before that is
+ * gone (a dlclose returned by then). */
+void ta_dump_modules(uint64_t load_ticks, uint64_t unload_ticks) TA_HIDDEN;
 
 /* ---- the flusher (flusher.c) ------------------------------------------------------ */
 
@@ -142,8 +155,13 @@ void ta_flusher_fork_parent(void) TA_HIDDEN;
 const struct ta_stack *ta_flusher_stack(struct ta_thread *t) TA_HIDDEN;
 /* In a forked child: the module map is written again, under its pid. */
 void ta_modules_forget(void) TA_HIDDEN;
-/* Everything recorded so far into the dump, now (before an exec). */
-void ta_agent_flush_before_exec(void) TA_HIDDEN;
+/* Before an exec: writes everything recorded so far, and returns the
+ * environment for the new image: envp, or (when it preloads the agent) a
+ * malloc'd copy that hands the dump over to the new image's agent. */
+char **ta_agent_before_exec(char *const envp[]) TA_HIDDEN;
+/* The exec failed: takes the handover back (env is what
+ * ta_agent_before_exec returned for envp). */
+void ta_agent_exec_failed(char **env, char *const envp[]) TA_HIDDEN;
 /* The END chunk with the totals so far. */
 void ta_agent_write_end(uint64_t flags) TA_HIDDEN;
 /* Tries a lock for up to ~200 ms (signal handlers: never wait forever on
@@ -155,6 +173,14 @@ int ta_lock_bounded(pthread_mutex_t *m) TA_HIDDEN;
 /* Takes SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT where their action is
  * the default. */
 void ta_crash_install(void) TA_HIDDEN;
+/* Gives the calling thread an alternate signal stack of the agent's, if
+ * it has none, so the crash handler runs even on an exhausted stack; once
+ * per thread. */
+void ta_crash_thread_start(void) TA_HIDDEN;
+/* At thread exit: removes and frees that stack. */
+void ta_crash_thread_exit(void) TA_HIDDEN;
+/* 1 if sp is the base of the calling thread's agent-given stack. */
+int ta_crash_altstack_is_ours(const void *sp) TA_HIDDEN;
 /* From a crash handler: no lock is waited on without bound any more. */
 void ta_dump_crash_mode(void) TA_HIDDEN;
 /* From a crash handler: stops the flusher and drains what can be had. */

@@ -14,6 +14,12 @@
  * A handler may not take locks another thread holds forever, nor wait on
  * itself: every lock here is tried for a bounded time, and what cannot be
  * had is skipped.
+ *
+ * A thread that overflows its stack has no room left for a handler: each
+ * thread the agent records gets an alternate signal stack of the agent's
+ * own when it has none (never replacing the program's), and the handler
+ * runs on whichever is there (SA_ONSTACK).  sigaltstack (interpose.c) does
+ * not show ours to the program: it sees no alternate stack, as untraced.
  */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
@@ -21,12 +27,23 @@
 #include <libunwind.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
 
 #define MAX_FRAMES 64
+
+/* libunwind, the final drain (the encoder, LZ4's state) and the writes,
+ * with room to spare; pages never touched cost nothing. */
+#define ALTSTACK_BYTES (256u << 10)
+#define GUARD_BYTES    (64u << 10) /* below it: an overflow there faults */
+
+/* This thread's alternate stack (the mapping, guard included), when the
+ * agent gave it one; tried once per thread. */
+static __thread uint8_t *altstack __attribute__((tls_model("initial-exec")));
+static __thread int altstack_tried __attribute__((tls_model("initial-exec")));
 
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 static uint32_t crashing; /* atomic: only the first crash is recorded */
@@ -101,6 +118,60 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 	if (si->si_code <= 0 || sig == SIGABRT)
 		syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
 	errno = saved;
+}
+
+void ta_crash_thread_start(void)
+{
+	stack_t cur, ss;
+	void *p;
+
+	if (altstack_tried)
+		return;
+	altstack_tried = 1;
+	/* Raw syscalls: our sigaltstack wrapper hides ours from the program. */
+	if (syscall(SYS_sigaltstack, NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
+		return; /* the program's own: it stays */
+	p = mmap(NULL, GUARD_BYTES + ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p == MAP_FAILED)
+		return; /* the handler then runs on the thread's stack */
+	if (mprotect(p, GUARD_BYTES, PROT_NONE) < 0) {
+		munmap(p, GUARD_BYTES + ALTSTACK_BYTES);
+		return;
+	}
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_sp = (uint8_t *)p + GUARD_BYTES;
+	ss.ss_size = ALTSTACK_BYTES;
+	if (syscall(SYS_sigaltstack, &ss, NULL) < 0) {
+		munmap(p, GUARD_BYTES + ALTSTACK_BYTES);
+		return;
+	}
+	altstack = p;
+}
+
+int ta_crash_altstack_is_ours(const void *sp)
+{
+	return altstack && sp == altstack + GUARD_BYTES;
+}
+
+void ta_crash_thread_exit(void)
+{
+	stack_t cur, off;
+
+	if (!altstack)
+		return;
+	if (syscall(SYS_sigaltstack, NULL, &cur) == 0 && ta_crash_altstack_is_ours(cur.ss_sp) &&
+	    !(cur.ss_flags & SS_DISABLE)) {
+		if (cur.ss_flags & SS_ONSTACK)
+			return; /* running on it (a handler ends the thread): keep it */
+		memset(&off, 0, sizeof(off));
+		off.ss_flags = SS_DISABLE;
+		if (syscall(SYS_sigaltstack, &off, NULL) < 0)
+			return;
+	}
+	/* Not (or no longer) in use: the program may have put its own. */
+	munmap(altstack, GUARD_BYTES + ALTSTACK_BYTES);
+	altstack = NULL;
 }
 
 void ta_crash_install(void)

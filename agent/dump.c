@@ -8,6 +8,7 @@
  * tail the analyzer recognises.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <lz4.h>
@@ -274,6 +275,98 @@ void ta_dump_fork_child(void)
 	memcpy(&dump_lock, &fresh, sizeof(fresh));
 	dump_seq = 0;
 	dump_bytes = 0;
+}
+
+/* ---- the handover across exec ------------------------------------------------ */
+
+/* 1 if envp preloads this library (by its file name: LD_PRELOAD may name
+ * it by path or as a bare name). */
+static int preloads_agent(char *const envp[])
+{
+	Dl_info info;
+	const char *me;
+
+	if (!dladdr((void *)(uintptr_t)preloads_agent, &info) || !info.dli_fname)
+		return 0;
+	me = strrchr(info.dli_fname, '/');
+	me = me ? me + 1 : info.dli_fname;
+	for (size_t i = 0; envp[i]; i++)
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && strstr(envp[i] + 11, me))
+			return 1;
+	return 0;
+}
+
+#define HANDOVER_LEN 96
+
+char **ta_dump_handover(char *const envp[])
+{
+	const size_t vlen = sizeof(TA_HANDOVER_VAR); /* with its '=' */
+	struct stat st;
+	size_t n = 0, k = 0;
+	char **env, *var;
+
+	/* A new image without the agent would only inherit a descriptor. */
+	if (!envp || dump_fd < 0 || dump_failed || !preloads_agent(envp) || fstat(dump_fd, &st) < 0)
+		return (char **)(uintptr_t)envp;
+	while (envp[n])
+		n++;
+	env = malloc((n + 2) * sizeof(*env) + HANDOVER_LEN);
+	if (!env)
+		return (char **)(uintptr_t)envp;
+	var = (char *)(env + n + 2);
+	/* The file's identity too: a descendant that inherits the variable
+	 * but not the descriptor (closed at exec, the number reused) must
+	 * not write into another file. */
+	snprintf(var, HANDOVER_LEN, TA_HANDOVER_VAR "=%d:%llu:%llu", dump_fd,
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(envp[i], TA_HANDOVER_VAR "=", vlen))
+			env[k++] = envp[i];
+	env[k++] = var;
+	env[k] = NULL;
+	if (fcntl(dump_fd, F_SETFD, 0) < 0) {
+		free(env);
+		return (char **)(uintptr_t)envp;
+	}
+	return env;
+}
+
+void ta_dump_handover_cancel(char **env, char *const envp[])
+{
+	(void)envp;
+	if (dump_fd >= 0)
+		fcntl(dump_fd, F_SETFD, FD_CLOEXEC);
+	free(env);
+}
+
+int ta_dump_adopt(void)
+{
+	const char *v = secure_getenv(TA_HANDOVER_VAR);
+	unsigned long long dev, ino;
+	char proc[64], extra;
+	struct stat st;
+	ssize_t n;
+	int fd, fl;
+
+	if (!v || sscanf(v, "%d:%llu:%llu%c", &fd, &dev, &ino, &extra) != 3 || fd < 0)
+		return 0;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || !(fl & O_APPEND) || (fl & O_ACCMODE) == O_RDONLY || fstat(fd, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || (unsigned long long)st.st_dev != dev ||
+	    (unsigned long long)st.st_ino != ino)
+		return 0;
+	/* Ours again: not inherited by what this image runs. */
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, dump_path, sizeof(dump_path) - 1);
+	dump_path[n > 0 ? n : 0] = 0;
+	dump_fd = fd;
+	dump_failed = 0;
+	/* A new writer in the file: its PROCESS chunk starts a new image of
+	 * this pid (or, in a descendant, a process of its own). */
+	dump_seq = 0;
+	dump_bytes = 0;
+	return 1;
 }
 
 uint64_t ta_dump_bytes(void)

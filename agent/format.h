@@ -89,7 +89,8 @@ struct ta_chunk_header {
 	X(THREAD_END, 6, "thread-end")                                        \
 	X(EVENTS, 7, "events")      /* one thread's function events */       \
 	X(END, 8, "end")            /* the process finished writing */          \
-	X(CRASH, 9, "crash")        /* a fatal signal: where and how */
+	X(CRASH, 9, "crash")        /* a fatal signal: where and how */      \
+	X(MODULE_UNLOAD, 10, "module-unload") /* a MODULE went away */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,

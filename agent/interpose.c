@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * interpose.c - libc functions the agent wraps: thread creation and
- * naming (thread identity in the dump), dlopen (the module map), the exec
+ * naming (thread identity in the dump), dlopen and dlclose (the module map),
+ * sigaltstack (the agent's own alternate stacks stay unseen), the exec
  * family (what was recorded is written before the image goes) and the
  * exits that skip destructors (so every event reaches the dump).
  *
@@ -12,6 +13,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -107,10 +109,50 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 	h = real_dlopen(file, mode);
 	if (h && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 		int saved = errno;
-		ta_dump_modules(t0);
+		/* Loads from when the dlopen began (constructors ran inside
+		 * it); anything gone went before it. */
+		ta_dump_modules(t0, t0);
 		errno = saved;
 	}
 	return h;
+}
+
+/* A library unloaded leaves the module map at the time dlclose returned:
+ * its code is gone by then, and another may be mapped at its place. */
+TA_PUBLIC int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	int rc;
+
+	if (!real_dlclose)
+		real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+	if (!real_dlclose)
+		return -1;
+	rc = real_dlclose(handle);
+	if (rc == 0 && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
+		int saved = errno;
+		uint64_t now = ta_ticks();
+
+		ta_dump_modules(now, now);
+		errno = saved;
+	}
+	return rc;
+}
+
+/* The alternate signal stack the agent gives a thread (crash.c) is not
+ * the program's: asked, we say there is none, as untraced.  While a
+ * handler runs on it, the truth (it is in use) is told. */
+TA_PUBLIC int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	long rc = syscall(SYS_sigaltstack, ss, old);
+
+	if (rc == 0 && old && !(old->ss_flags & (SS_ONSTACK | SS_DISABLE)) &&
+	    ta_crash_altstack_is_ours(old->ss_sp)) {
+		old->ss_sp = NULL;
+		old->ss_size = 0;
+		old->ss_flags = SS_DISABLE;
+	}
+	return (int)rc;
 }
 
 /* ---- exec: what was recorded reaches the dump before the image goes ---- */
@@ -121,42 +163,58 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 		var = (type)dlsym(RTLD_NEXT, name)
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
-typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+/* Every variant goes through one with an explicit environment: the new
+ * image's is the program's, plus the agent's handover of the dump
+ * (ta_agent_before_exec); the program's own environment is not touched. */
+static int exec_with(execve_fn real_path, fexecve_fn real_fd, const char *path, int fd,
+		     char *const argv[], char *const envp[])
+{
+	char **env;
+	int rc, err;
+
+	if (!(real_path || real_fd)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	env = ta_agent_before_exec(envp);
+	rc = real_path ? real_path(path, argv, env) : real_fd(fd, argv, env);
+	/* Only a failed exec returns: recording goes on here. */
+	err = errno;
+	ta_agent_exec_failed(env, envp);
+	errno = err;
+	return rc;
+}
 
 TA_PUBLIC int execve(const char *path, char *const argv[], char *const envp[])
 {
 	REAL_FN(real, "execve", execve_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(path, argv, envp) : (errno = ENOSYS, -1);
+	return exec_with(real, NULL, path, -1, argv, envp);
 }
 
 TA_PUBLIC int execv(const char *path, char *const argv[])
 {
-	REAL_FN(real, "execv", execv_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(path, argv) : (errno = ENOSYS, -1);
+	REAL_FN(real, "execve", execve_fn);
+	return exec_with(real, NULL, path, -1, argv, environ);
 }
 
 TA_PUBLIC int execvp(const char *file, char *const argv[])
 {
-	REAL_FN(real, "execvp", execv_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(file, argv) : (errno = ENOSYS, -1);
+	REAL_FN(real, "execvpe", execve_fn);
+	return exec_with(real, NULL, file, -1, argv, environ);
 }
 
 TA_PUBLIC int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	REAL_FN(real, "execvpe", execve_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(file, argv, envp) : (errno = ENOSYS, -1);
+	return exec_with(real, NULL, file, -1, argv, envp);
 }
 
 TA_PUBLIC int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	REAL_FN(real, "fexecve", fexecve_fn);
-	ta_agent_flush_before_exec();
-	return real ? real(fd, argv, envp) : (errno = ENOSYS, -1);
+	return exec_with(NULL, real, NULL, fd, argv, envp);
 }
 
 /* The execl family passes its arguments as a list: gather them (the

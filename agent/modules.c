@@ -2,7 +2,10 @@
 /*
  * modules.c - the module map: every loaded ELF object with its load bias,
  * build-id and executable ranges, so the analyzer can resolve addresses in
- * PIE executables and shared libraries.
+ * PIE executables and shared libraries.  Each scan (start, dlopen, dlclose)
+ * writes the objects that appeared since the last one, stamped with when,
+ * and a MODULE_UNLOAD for each that went away: an address a closed library
+ * had and a later one reuses resolves to the right one by time.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -21,6 +24,7 @@
 struct known {
 	uint64_t bias;
 	char *name;
+	int seen; /* in the current scan */
 };
 static struct known *known;
 static size_t nknown, known_cap;
@@ -31,14 +35,31 @@ struct scan {
 	uint64_t load_ticks;
 };
 
+/* Forgets known[i], writing that it is gone. */
+static void unload(size_t i, uint64_t ticks)
+{
+	struct ta_buf b = {0};
+
+	ta_buf_u(&b, ticks);
+	ta_buf_u(&b, known[i].bias);
+	ta_buf_str(&b, known[i].name, strlen(known[i].name));
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_MODULE_UNLOAD, b.p, b.len);
+	ta_buf_free(&b);
+	free(known[i].name);
+	known[i] = known[--nknown];
+}
+
 /* 1 if the object is new (and now known), 0 if it was written before. */
 static int learn(uint64_t bias, const char *name)
 {
 	struct known *k;
 
 	for (size_t i = 0; i < nknown; i++)
-		if (known[i].bias == bias && strcmp(known[i].name, name) == 0)
+		if (known[i].bias == bias && strcmp(known[i].name, name) == 0) {
+			known[i].seen = 1;
 			return 0;
+		}
 	if (nknown == known_cap) {
 		size_t cap = known_cap ? 2 * known_cap : 32;
 		k = realloc(known, cap * sizeof(*k));
@@ -50,6 +71,7 @@ static int learn(uint64_t bias, const char *name)
 	known[nknown].name = strdup(name);
 	if (!known[nknown].name)
 		return 1;
+	known[nknown].seen = 1;
 	known[nknown++].bias = bias;
 	return 1;
 }
@@ -137,11 +159,19 @@ void ta_modules_forget(void)
 	memcpy(&modules_lock, &fresh, sizeof(fresh));
 }
 
-void ta_dump_modules(uint64_t load_ticks)
+void ta_dump_modules(uint64_t load_ticks, uint64_t unload_ticks)
 {
 	struct scan sc = {1, load_ticks};
 
 	pthread_mutex_lock(&modules_lock);
+	for (size_t i = 0; i < nknown; i++)
+		known[i].seen = 0;
 	dl_iterate_phdr(one_module, &sc);
+	/* Objects no longer there were unloaded (dlclose) since the last
+	 * scan; on the first scan, or one whose memory ran short, every
+	 * object is seen or new. */
+	for (size_t i = nknown; i-- > 0;)
+		if (!known[i].seen)
+			unload(i, unload_ticks);
 	pthread_mutex_unlock(&modules_lock);
 }

@@ -76,6 +76,7 @@ static void thread_key_destructor(void *arg)
 {
 	(void)arg;
 	ta_thread_exit();
+	ta_crash_thread_exit();
 }
 
 static int pool_mode; /* enum ta_mode */
@@ -251,9 +252,12 @@ static struct ta_thread *thread_alloc(void)
 
 static struct ta_thread *thread_register(uint64_t ticks)
 {
-	struct ta_thread *t = thread_alloc();
+	struct ta_thread *t;
 	char name[17] = {0};
 
+	/* Whether or not it gets a ring, its crash is recorded. */
+	ta_crash_thread_start();
+	t = thread_alloc();
 	if (!t)
 		return NULL;
 	t->first = pool_try_get();

@@ -93,6 +93,18 @@ uint64_t ta_thread_lost(const struct ta_thread *t)
 	return t->lost > t->end_lost ? t->lost : t->end_lost;
 }
 
+uint64_t ta_process_lost_no_ring(const struct ta_session *s, const struct ta_process *p)
+{
+	uint64_t threads = 0;
+
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i]->pid == p->pid)
+			threads += ta_thread_lost(s->threads[i]);
+	/* A dump cut short has no END, and a damaged one may count less
+	 * than its threads: nothing is then said to be without a thread. */
+	return p->has_end && p->end_lost > threads ? p->end_lost - threads : 0;
+}
+
 static void count(struct ta_view *v)
 {
 	uint64_t lost = 0, end_lost = 0;
@@ -101,8 +113,10 @@ static void count(struct ta_view *v)
 		v->events += v->s->threads[i]->events;
 		lost += ta_thread_lost(v->s->threads[i]);
 	}
-	for (size_t i = 0; i < v->s->nprocs; i++)
+	for (size_t i = 0; i < v->s->nprocs; i++) {
 		end_lost += v->s->procs[i]->end_lost;
+		v->lost_no_ring += ta_process_lost_no_ring(v->s, v->s->procs[i]);
+	}
 	v->lost = lost > end_lost ? lost : end_lost;
 }
 
@@ -176,6 +190,11 @@ void ta_view_warnings(struct ta_view *v)
 	if (v->lost)
 		ta_view_warn(v, "%" PRIu64 " events were lost (the agent could not record them)",
 			     v->lost);
+	if (v->lost_no_ring)
+		ta_view_warn(v,
+			     "%" PRIu64 " events lost by threads that could not get a ring (memory "
+			     "cap reached when they started; in no thread's count)",
+			     v->lost_no_ring);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct ta_process *p = ta_session_process(s, s->threads[i]->pid);
 
@@ -233,6 +252,10 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 	const struct ta_process *p = ta_session_process(v->s, pid);
 	const struct ta_module *m = p ? ta_process_module_at(p, addr) : NULL;
 
+	/* addr is the session's key: the address, tagged when a module was
+	 * unloaded there (the module found is the one mapped then). */
+	if (p)
+		addr = ta_process_addr(p, addr);
 	if (m) {
 		const struct ta_resolved *rv =
 			ta_resolve(v->res, m->path, m->build_id, m->build_id_len, addr - m->bias);

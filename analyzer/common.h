@@ -24,6 +24,10 @@ struct ta_view {
 	/* Exit status so far: 0, 1 (damaged or truncated), 2 (unreadable). */
 	int status;
 	uint64_t events, lost; /* totals over threads and processes */
+	/* Of lost: events of threads that never got a ring (drop mode with
+	 * the pool empty when they started), which the END chunk counts but
+	 * no thread does. */
+	uint64_t lost_no_ring;
 	/* Names made up for addresses outside every module. */
 	char **own;
 	size_t nown, own_cap;
@@ -105,6 +109,9 @@ void ta_fn_table_free(struct ta_fn_table *t);
 
 /* Lost events of a thread: what it counted, or what its end said. */
 uint64_t ta_thread_lost(const struct ta_thread *t);
+/* Events process p lost in threads that never got a ring: its END total
+ * less what its threads count. */
+uint64_t ta_process_lost_no_ring(const struct ta_session *s, const struct ta_process *p);
 /* From the first to the last time seen in any process. */
 uint64_t ta_session_duration_ns(const struct ta_session *s);
 

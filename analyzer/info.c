@@ -193,7 +193,8 @@ static void text_crash(struct ta_view *v, const struct ta_process *p)
 	printf("  backtrace:\n");
 	for (size_t i = 0; i < c->npcs; i++) {
 		printf("    #%-2zu %#" PRIx64 "  ", i, c->pcs[i]);
-		text_pc(v, p->pid, c->pcs[i], i > 0);
+		/* Named by the module mapped there when it crashed. */
+		text_pc(v, p->pid, ta_process_addr_at(p, c->pcs[i] - (i > 0), c->ticks), 0);
 		putchar('\n');
 	}
 	printf("  where each thread was (open calls, outermost first):\n");
@@ -226,6 +227,12 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		for (size_t i = 0; i < p->argc; i++)
 			printf("%s%s", i ? " " : "", p->argv[i]);
 		printf("\n  executable:  %s\n  arch:        %s\n", p->exe, p->arch);
+		if (p->nimages > 1) {
+			printf("  images:      ");
+			for (size_t i = 0; i < p->nimages; i++)
+				printf("%s%s", i ? " > " : "", p->images[i]);
+			printf(" (exec)\n");
+		}
 		printf("  started:     %s\n", iso_time(b[0], sizeof(b[0]), p->start_realtime_ns));
 	} else {
 		printf("  (no process chunk: command line and settings unknown)\n");
@@ -245,7 +252,11 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		       fmt_bytes(b[1], sizeof(b[1]), p->block_size),
 		       fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms,
 		       mode_name(p->mode));
-	printf("  events:      %" PRIu64 ", lost %" PRIu64 "\n", c.events, c.lost);
+	printf("  events:      %" PRIu64 ", lost %" PRIu64, c.events, c.lost);
+	if (ta_process_lost_no_ring(s, p))
+		printf(" (%" PRIu64 " by threads that could not get a ring)",
+		       ta_process_lost_no_ring(s, p));
+	putchar('\n');
 	if (p->has_end)
 		printf("  end:         present (%" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
 		       " threads, by the writer)%s\n",
@@ -276,8 +287,9 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		char id[2 * 64 + 1];
 
 		hex(id, sizeof(id), m->build_id, m->build_id_len);
-		printf("    %#18" PRIx64 "  %-40s  %s%s\n", m->bias, id[0] ? id : "-", m->path,
-		       m->flags & 1 ? "  (main)" : "");
+		printf("    %#18" PRIx64 "  %-40s  %s%s%s\n", m->bias, id[0] ? id : "-", m->path,
+		       m->flags & 1 ? "  (main)" : "",
+		       m->unload_ticks != UINT64_MAX ? "  (unloaded)" : "");
 	}
 }
 
@@ -299,7 +311,10 @@ static void print_text(struct ta_view *v)
 	if (s->stored_bytes)
 		printf(" (compression %.2fx)", (double)s->raw_bytes / (double)s->stored_bytes);
 	putchar('\n');
-	printf("events:        %" PRIu64 ", lost %" PRIu64 "\n", v->events, v->lost);
+	printf("events:        %" PRIu64 ", lost %" PRIu64, v->events, v->lost);
+	if (v->lost_no_ring)
+		printf(" (%" PRIu64 " by threads that could not get a ring)", v->lost_no_ring);
+	putchar('\n');
 	printf("duration:      %s\n", ta_fmt_time(b[0], sizeof(b[0]), ta_session_duration_ns(s)));
 	printf("processes:     %zu\n", s->nprocs);
 	printf("errors:        %" PRIu64 "\n", s->errors_all + (v->fatal[0] ? 1 : 0));
@@ -317,11 +332,13 @@ static void print_text(struct ta_view *v)
 
 /* ---- JSON ------------------------------------------------------------------------------ */
 
-static void json_pc(struct ta_view *v, uint32_t pid, uint64_t pc, int is_return)
+/* pc as recorded, and the session's key of the function it is in (for a
+ * return address, of the call before it). */
+static void json_pc(struct ta_view *v, uint32_t pid, uint64_t pc, uint64_t key)
 {
 	struct ta_fn_name fn;
 
-	ta_view_name(v, pid, pc - (is_return ? 1 : 0), &fn);
+	ta_view_name(v, pid, key, &fn);
 	printf("{\"pc\": %" PRIu64 ", \"function\": ", pc);
 	ta_json_str(stdout, fn.name);
 	printf(", \"module\": ");
@@ -339,7 +356,7 @@ static void json_crash(struct ta_view *v, const struct ta_process *p)
 	       c->signal, signal_name(b, sizeof(b), c->signal), c->code, c->addr, c->tid);
 	for (size_t i = 0; i < c->npcs; i++) {
 		printf("%s", i ? ", " : "");
-		json_pc(v, p->pid, c->pcs[i], i > 0);
+		json_pc(v, p->pid, c->pcs[i], ta_process_addr_at(p, c->pcs[i] - (i > 0), c->ticks));
 	}
 	printf("],\n      \"stacks\": [");
 	for (size_t i = 0, first = 1; i < v->s->nthreads; i++) {
@@ -350,7 +367,7 @@ static void json_crash(struct ta_view *v, const struct ta_process *p)
 		printf("%s{\"tid\": %" PRIu64 ", \"open\": [", first ? "" : ", ", t->tid);
 		for (uint32_t k = 0; k < t->last_depth; k++) {
 			printf("%s", k ? ", " : "");
-			json_pc(v, p->pid, t->last_stack[k], 0);
+			json_pc(v, p->pid, ta_process_addr(p, t->last_stack[k]), t->last_stack[k]);
 		}
 		printf("]}");
 		first = 0;
@@ -393,9 +410,9 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		       p->block_size, p->memory_cap, p->flush_ms, mode_name(p->mode));
 	else
 		printf("    \"settings\": null,\n");
-	printf("    \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"chunks_missing\": %" PRIu64
-	       ",\n",
-	       c.events, c.lost, p->chunks_missing);
+	printf("    \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_no_ring\": %" PRIu64
+	       ", \"chunks_missing\": %" PRIu64 ",\n",
+	       c.events, c.lost, ta_process_lost_no_ring(s, p), p->chunks_missing);
 	if (p->crash)
 		json_crash(v, p);
 	else
@@ -429,8 +446,21 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		hex(id, sizeof(id), m->build_id, m->build_id_len);
 		printf("%s\n      {\"path\": ", i ? "," : "");
 		ta_json_str(stdout, m->path);
-		printf(", \"bias\": %" PRIu64 ", \"build_id\": \"%s\", \"main\": %s, \"ranges\": [",
-		       m->bias, id, m->flags & 1 ? "true" : "false");
+		/* When it appeared and went, from the process's start. */
+		printf(", \"bias\": %" PRIu64
+		       ", \"build_id\": \"%s\", \"main\": %s, \"load_ns\": %" PRIu64
+		       ", \"unload_ns\": ",
+		       m->bias, id, m->flags & 1 ? "true" : "false",
+		       ta_process_dur_ns(
+			   p, m->load_ticks > p->start_ticks ? m->load_ticks - p->start_ticks : 0));
+		if (m->unload_ticks != UINT64_MAX)
+			printf("%" PRIu64,
+			       ta_process_dur_ns(p, m->unload_ticks > p->start_ticks
+							? m->unload_ticks - p->start_ticks
+							: 0));
+		else
+			printf("null");
+		printf(", \"ranges\": [");
 		for (size_t k = 0; k < m->nranges; k++)
 			printf("%s[%" PRIu64 ", %" PRIu64 "]", k ? ", " : "", m->ranges[k].start,
 			       m->ranges[k].end);
@@ -463,9 +493,9 @@ static void print_json(struct ta_view *v)
 		printf("%.3f", (double)s->raw_bytes / (double)s->stored_bytes);
 	else
 		printf("null");
-	printf(",\n \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"threads\": %zu"
-	       ", \"duration_ns\": %" PRIu64 ",\n \"processes\": [",
-	       v->events, v->lost, s->nthreads, ta_session_duration_ns(s));
+	printf(",\n \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_no_ring\": %" PRIu64
+	       ", \"threads\": %zu, \"duration_ns\": %" PRIu64 ",\n \"processes\": [",
+	       v->events, v->lost, v->lost_no_ring, s->nthreads, ta_session_duration_ns(s));
 	for (size_t i = 0; i < s->nprocs; i++) {
 		printf("%s\n  ", i ? "," : "");
 		json_process(v, s->procs[i]);

@@ -340,10 +340,10 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 	printf("{\"dump\": ");
 	ta_json_str(stdout, r->opt.path);
 	printf(",\n  \"complete\": %s, \"events\": %" PRIu64
-	       ", \"threads\": %zu, \"lost\": %" PRIu64
+	       ", \"threads\": %zu, \"lost\": %" PRIu64 ", \"lost_no_ring\": %" PRIu64
 	       ", \"processes\": %zu, \"duration_ns\": %" PRIu64 ",\n  \"errors\": ",
 	       ta_view_incomplete(&r->v) ? "false" : "true", r->v.events, s->nthreads, r->v.lost,
-	       s->nprocs, ta_session_duration_ns(s));
+	       r->v.lost_no_ring, s->nprocs, ta_session_duration_ns(s));
 	ta_json_errors(stdout, &r->v);
 	/* Every process recorded (a forked child writes into its parent's
 	 * dump): the functions above are summed over them, or --pid's. */
@@ -360,7 +360,13 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 		printf("%s{\"pid\": %" PRIu32 ", \"ppid\": %" PRIu64 ", \"exe\": ", i ? ", " : "",
 		       p->pid, p->ppid);
 		ta_json_str(stdout, p->exe ? p->exe : "");
-		printf(", \"threads\": %" PRIu64 ", \"events\": %" PRIu64 ", \"crashed\": %s}",
+		/* Each image, when the program exec'd traced programs. */
+		printf(", \"images\": [");
+		for (size_t k = 0; k < p->nimages; k++) {
+			printf("%s", k ? ", " : "");
+			ta_json_str(stdout, p->images[k]);
+		}
+		printf("], \"threads\": %" PRIu64 ", \"events\": %" PRIu64 ", \"crashed\": %s}",
 		       threads, events, p->crash ? "true" : "false");
 	}
 	printf("],\n  \"functions\": ");

@@ -117,6 +117,9 @@ static void process_free(struct ta_process *p)
 	for (size_t i = 0; i < p->argc; i++)
 		free(p->argv[i]);
 	free(p->argv);
+	for (size_t i = 0; i < p->nimages; i++)
+		free(p->images[i]);
+	free(p->images);
 	free(p->clock);
 	if (p->crash)
 		free(p->crash->pcs);
@@ -128,6 +131,7 @@ static void process_free(struct ta_process *p)
 	}
 	free(p->modules);
 	free(p->map);
+	free(p->unloaded);
 	free(p);
 }
 
@@ -326,13 +330,14 @@ static TA_INLINE void frames_pop(struct ta_session *s, struct ta_thread *t, uint
  * last time we know), and frames it has that we lack began there (opened at
  * the chunk's first time).
  */
-static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct ta_decoder *d)
+static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct ta_decoder *d,
+		       const struct ta_process *p)
 {
 	uint32_t n = d->snapshot_depth, k = 0, lim = t->depth < n ? t->depth : n;
 	uint64_t over = d->stack.overflow;
 	uint64_t close_at = t->have_ticks ? t->last_ticks : d->first_ticks;
 
-	while (k < lim && t->stack[k].addr == d->snapshot[k])
+	while (k < lim && ta_process_addr(p, t->stack[k].addr) == d->snapshot[k])
 		k++;
 	/* depth + overflow == n + over, without the sums (a dump can make
 	 * them wrap): k == n means depth >= n. */
@@ -345,7 +350,8 @@ static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct t
 		for (uint32_t i = 0; i < n; i++) {
 			if (t->depth == t->cap && stack_grow(t) < 0)
 				break;
-			t->stack[t->depth].addr = d->snapshot[i];
+			t->stack[t->depth].addr =
+			    ta_process_addr_at(p, d->snapshot[i], d->first_ticks);
 			t->stack[t->depth].enter = d->first_ticks;
 			t->stack[t->depth].child = 0;
 			t->stack[t->depth].user = 0;
@@ -363,10 +369,14 @@ static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct t
 	frames_pop(s, t, t->overflow, close_at, TA_VISIT_RESYNC);
 	frames_pop(s, t, t->depth - k, close_at, TA_VISIT_RESYNC);
 	for (uint32_t i = k; i < n; i++)
-		(void)frame_push(s, t, d->first_ticks, d->snapshot[i], TA_VISIT_RESYNC);
+		(void)frame_push(s, t, d->first_ticks,
+				 ta_process_addr_at(p, d->snapshot[i], d->first_ticks),
+				 TA_VISIT_RESYNC);
 	/* Frames the writer could not hold have no address: count them. */
 	t->overflow += over;
 }
+
+static void tag_batch(const struct ta_process *p, struct ta_event *ev, size_t n);
 
 static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p)
 {
@@ -387,7 +397,7 @@ static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct t
 	if (t->have_chunks && d->chunk_seq != t->next_seq)
 		t->chunks_missing += d->chunk_seq > t->next_seq ? d->chunk_seq - t->next_seq : 1;
 	t->next_seq = d->chunk_seq + 1;
-	stack_sync(s, t, d);
+	stack_sync(s, t, d, p);
 	t->have_chunks = 1;
 	note_ticks(p, d->first_ticks);
 
@@ -395,6 +405,8 @@ static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct t
 		struct ta_event evs[256];
 		size_t n = ta_decoder_batch(d, evs, 256, &rc);
 
+		if (__builtin_expect(p->nunloaded != 0, 0))
+			tag_batch(p, evs, n);
 		for (size_t i = 0; i < n; i++) {
 			const struct ta_event *ev = &evs[i];
 
@@ -521,6 +533,17 @@ static int process_chunk(struct ta_process *p, struct ta_reader *r)
 	p->argv = argv;
 	p->argc = (size_t)argc;
 	p->has_info = 1;
+	{
+		char **v = realloc(p->images, (p->nimages + 1) * sizeof(*v));
+
+		if (!v)
+			return -TA_E_NOMEM;
+		p->images = v;
+		p->images[p->nimages] = strdup(exe);
+		if (!p->images[p->nimages])
+			return -TA_E_NOMEM;
+		p->nimages++;
+	}
 	note_ticks(p, p->start_ticks);
 	return 0;
 fail:
@@ -572,6 +595,7 @@ static int module_chunk(struct ta_process *p, struct ta_reader *r)
 	int rc;
 
 	memset(&m, 0, sizeof(m));
+	m.unload_ticks = UINT64_MAX;
 	ta_get_varint(r, &m.load_ticks);
 	ta_get_varint(r, &m.bias);
 	if ((rc = get_str(r, &m.path)) < 0)
@@ -616,6 +640,62 @@ fail:
 	free(m.build_id);
 	free(m.ranges);
 	return rc;
+}
+
+/* MODULE_UNLOAD: the latest instance of that module still loaded ends. */
+static int module_gone(struct ta_process *p, struct ta_module *m, uint64_t ticks);
+
+static int module_unload_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	const uint8_t *path;
+	uint64_t ticks, bias, len;
+	struct ta_module *m = NULL;
+
+	ta_get_varint(r, &ticks);
+	ta_get_varint(r, &bias);
+	if (ta_get_bytes(r, &path, &len) < 0)
+		return -TA_E_PAYLOAD;
+	for (size_t i = p->nmodules; i-- > 0;) {
+		struct ta_module *c = &p->modules[i];
+
+		if (c->bias == bias && c->unload_ticks == UINT64_MAX && strlen(c->path) == len &&
+		    memcmp(c->path, path, (size_t)len) == 0) {
+			m = c;
+			break;
+		}
+	}
+	if (!m)
+		return 0; /* its MODULE chunk was lost: nothing to end */
+	note_ticks(p, ticks);
+	return module_gone(p, m, ticks);
+}
+
+uint64_t ta_process_addr_at(const struct ta_process *p, uint64_t addr, uint64_t ticks)
+{
+	uint64_t gen = 0;
+
+	if (!p->nunloaded || addr > TA_ADDR_MASK)
+		return addr;
+	for (size_t i = 0; i < p->nunloaded; i++)
+		gen += addr >= p->unloaded[i].start && addr < p->unloaded[i].end &&
+		       p->unloaded[i].ticks <= ticks;
+	if (gen > TA_ADDR_TAG_MAX)
+		gen = TA_ADDR_TAG_MAX;
+	return addr | gen << TA_ADDR_TAG_SHIFT;
+}
+
+uint64_t ta_process_addr(const struct ta_process *p, uint64_t key)
+{
+	return p->nunloaded ? key & TA_ADDR_MASK : key;
+}
+
+/* Out of line: only dumps where a module was unloaded come here. */
+static __attribute__((noinline)) void tag_batch(const struct ta_process *p, struct ta_event *ev,
+						size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ev[i].kind == TA_EV_ENTER)
+			ev[i].addr = ta_process_addr_at(p, ev[i].addr, ev[i].ticks);
 }
 
 static int crash_chunk(struct ta_process *p, struct ta_reader *r)
@@ -757,12 +837,79 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 		return -TA_E_PAYLOAD;
 	p->end_ticks = v[0];
 	p->end_ns = v[1];
-	p->end_events = v[2];
-	p->end_lost = v[3];
-	p->end_threads = v[4];
+	p->end_events = p->base_events + v[2];
+	p->end_lost = p->base_lost + v[3];
+	p->end_threads = p->base_threads + v[4];
 	p->end_flags = v[5];
 	p->has_end = 1;
 	note_ticks(p, p->end_ticks);
+	return 0;
+}
+
+#define UNLOADED_MAX 4096
+
+/* Marks m unloaded at ticks: its ranges join the process's unloaded
+ * ones, which tell instances at one address apart (ta_process_addr_at). */
+static int module_gone(struct ta_process *p, struct ta_module *m, uint64_t ticks)
+{
+	m->unload_ticks = ticks;
+	for (size_t k = 0; k < m->nranges; k++) {
+		/* Each is looked at for every later event: a dump claiming
+		 * more is not followed (its addresses may then be misnamed). */
+		if (m->ranges[k].end <= m->ranges[k].start || p->nunloaded == UNLOADED_MAX)
+			continue;
+		if (p->nunloaded == p->unloaded_cap) {
+			size_t cap = p->unloaded_cap ? 2 * p->unloaded_cap : 8;
+			struct ta_unloaded *v = realloc(p->unloaded, cap * sizeof(*v));
+
+			if (!v)
+				return -TA_E_NOMEM;
+			p->unloaded = v;
+			p->unloaded_cap = cap;
+		}
+		p->unloaded[p->nunloaded].start = m->ranges[k].start;
+		p->unloaded[p->nunloaded].end = m->ranges[k].end;
+		p->unloaded[p->nunloaded].ticks = ticks;
+		p->nunloaded++;
+	}
+	return 0;
+}
+
+/*
+ * A PROCESS chunk for a pid already described: the program exec'd and the
+ * new image's agent took the dump over (or, in a long run, the pid was
+ * reused).  The old image is over: its threads are closed where they were
+ * (their tids start afresh), its modules unloaded at its end, its totals
+ * kept, and the new writer's chunk sequence starts from 0.
+ */
+static int new_image(struct ta_session *s, struct ta_process *p)
+{
+	uint64_t at = p->has_end ? p->end_ticks : p->max_ticks;
+
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct ta_thread *t = s->threads[i], **pp;
+
+		if (t->pid != p->pid || t->over)
+			continue;
+		thread_close(s, t);
+		t->over = 1;
+		for (pp = &s->thash[thash(t->pid, t->tid, s->thash_size)]; *pp; pp = &(*pp)->hnext)
+			if (*pp == t) {
+				*pp = t->hnext;
+				break;
+			}
+	}
+	for (size_t i = 0; i < p->nmodules; i++)
+		if (p->modules[i].unload_ticks == UINT64_MAX &&
+		    module_gone(p, &p->modules[i], at) < 0)
+			return -TA_E_NOMEM;
+	if (p->has_end) {
+		p->base_events = p->end_events;
+		p->base_lost = p->end_lost;
+		p->base_threads = p->end_threads;
+	}
+	p->has_end = 0;
+	p->next_chunk_seq = 0;
 	return 0;
 }
 
@@ -773,6 +920,8 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 	int rc;
 
 	if (!p)
+		return -TA_E_NOMEM;
+	if (c->h.type == TA_CHUNK_PROCESS && p->has_info && new_image(s, p) < 0)
 		return -TA_E_NOMEM;
 	s->chunks++;
 	s->stored_bytes += c->h.stored_size;
@@ -809,6 +958,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_CRASH:
 		rc = crash_chunk(p, &r);
+		break;
+	case TA_CHUNK_MODULE_UNLOAD:
+		rc = module_unload_chunk(p, &r);
 		break;
 	default:
 		s->unknown_chunks++; /* a later minor version's addition */
@@ -944,8 +1096,8 @@ static void build_map(struct ta_process *p)
 	p->map = n ? malloc(n * sizeof(*p->map)) : NULL;
 	if (!p->map)
 		return;
-	/* Events are not matched to modules by time: if a module replaced
-	 * another at the same place (dlclose, dlopen), either may answer. */
+	/* A module that replaced another at the same place (dlclose,
+	 * dlopen) is told apart by the address's tag (ta_process_module_at). */
 	for (size_t i = 0; i < p->nmodules; i++)
 		for (size_t k = 0; k < p->modules[i].nranges; k++) {
 			const struct ta_range *rg = &p->modules[i].ranges[k];
@@ -960,9 +1112,21 @@ static void build_map(struct ta_process *p)
 	qsort(p->map, p->nmap, sizeof(*p->map), modrange_cmp);
 }
 
-const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_t addr)
+/* Modules in the order they were loaded (then as the dump lists them). */
+static int load_order(const struct ta_module *a, const struct ta_module *b)
 {
-	size_t lo = 0, hi = p->nmap;
+	if (a->load_ticks != b->load_ticks)
+		return a->load_ticks < b->load_ticks ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+#define CANDIDATES 32
+
+const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_t key)
+{
+	const struct ta_module *cand[CANDIDATES];
+	uint64_t addr = ta_process_addr(p, key);
+	size_t lo = 0, hi = p->nmap, nc = 0, gen;
 
 	/* The last range starting at or below addr. */
 	while (lo < hi) {
@@ -973,12 +1137,26 @@ const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_
 		else
 			hi = mid;
 	}
-	/* Ranges of different modules do not overlap in one address space,
-	 * but a dump may say otherwise: look back a little. */
-	for (size_t i = lo; i-- > 0 && lo - i <= 8;)
+	/* Ranges of different modules do not overlap in one address space at
+	 * one time, but a dump may say otherwise, and modules unloaded and
+	 * replaced did: look back a little. */
+	for (size_t i = lo;
+	     i-- > 0 && lo - i <= (p->nunloaded ? CANDIDATES : 8) && nc < CANDIDATES;)
 		if (addr < p->map[i].end)
-			return p->map[i].m;
-	return NULL;
+			cand[nc++] = p->map[i].m;
+	if (nc <= 1 || !p->nunloaded)
+		return nc ? cand[0] : NULL;
+	/* Several instances held addr in turn: the tag says how many had
+	 * been unloaded by the event's time, so it is the next one loaded. */
+	for (size_t i = 1; i < nc; i++)
+		for (size_t k = i; k > 0 && load_order(cand[k], cand[k - 1]) < 0; k--) {
+			const struct ta_module *x = cand[k];
+
+			cand[k] = cand[k - 1];
+			cand[k - 1] = x;
+		}
+	gen = (size_t)(key >> TA_ADDR_TAG_SHIFT) & TA_ADDR_TAG_MAX;
+	return cand[gen < nc ? gen : nc - 1];
 }
 
 void ta_session_finish(struct ta_session *s)
@@ -992,7 +1170,8 @@ void ta_session_finish(struct ta_session *s)
 		struct ta_thread *t = s->threads[i];
 		struct ta_process *p = ta_session_process(s, t->pid);
 
-		thread_close(s, t);
+		if (!t->over)
+			thread_close(s, t);
 		if (p && t->has_end)
 			note_ticks(p, t->end_ticks);
 	}

@@ -36,6 +36,7 @@ struct ta_module {
 	size_t build_id_len;
 	uint64_t bias; /* runtime address = st_value + bias */
 	uint64_t load_ticks;
+	uint64_t unload_ticks; /* MODULE_UNLOAD's time; UINT64_MAX while loaded */
 	uint64_t flags; /* bit 0: the main executable */
 	struct ta_range *ranges;
 	size_t nranges;
@@ -57,7 +58,13 @@ struct ta_process {
 	uint64_t block_size, memory_cap, flush_ms;
 	uint64_t mode; /* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
 	struct ta_crash *crash; /* the CRASH chunk, if the process crashed */
+	/* END's, summed over the images (an exec'd image goes on in the
+	 * dump with a PROCESS chunk of the same pid); flags are the last. */
 	uint64_t end_ticks, end_ns, end_events, end_lost, end_threads, end_flags;
+	uint64_t base_events, base_lost, base_threads; /* of the images before */
+	/* The executable of each image, in order (exe is the last). */
+	char **images;
+	size_t nimages;
 
 	struct ta_clock_pair *clock;
 	size_t nclock, clock_cap;
@@ -77,7 +84,22 @@ struct ta_process {
 	/* Address -> module, sorted by start, built by ta_session_finish. */
 	struct ta_modrange *map;
 	size_t nmap;
+
+	/* The ranges of unloaded modules, with when.  While there are any,
+	 * each function address is tagged at decode time with how many of
+	 * them covering it were unloaded by the event's time (bits 56-62,
+	 * see ta_process_addr_at), so a library mapped later at the same
+	 * place is another function; the tag picks the module instance. */
+	struct ta_unloaded {
+		uint64_t start, end, ticks;
+	} * unloaded;
+	size_t nunloaded, unloaded_cap;
 };
+
+/* Address tags (above every user-space address). */
+#define TA_ADDR_TAG_SHIFT 56
+#define TA_ADDR_TAG_MAX	  127u
+#define TA_ADDR_MASK	  ((1ull << TA_ADDR_TAG_SHIFT) - 1)
 
 /* A fatal signal, as the crash handler recorded it. */
 struct ta_crash {
@@ -116,6 +138,7 @@ struct ta_thread {
 
 	struct ta_frame *stack;
 	uint32_t depth, cap;
+	int over; /* its image was replaced by an exec: closed, out of the hash */
 	/* A forked child's thread: its bottom `inherited` frames were
 	 * entered by the parent, which records them; they are neither
 	 * visited nor counted here. */
@@ -223,8 +246,16 @@ struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid);
 uint64_t ta_process_dur_ns(const struct ta_process *p, uint64_t ticks);
 int64_t ta_process_ticks_ns(const struct ta_process *p, uint64_t ticks);
 
-/* The module whose executable ranges hold addr, or NULL. */
+/* The module whose executable ranges hold addr, or NULL.  addr is an
+ * address as the session hands it to visitors (tagged, when modules were
+ * unloaded): the module instance mapped there at the event's time. */
 const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_t addr);
+
+/* The key the session uses for the function address addr at time ticks
+ * (addr itself unless a module covering it was unloaded by then), and
+ * the address again from a key. */
+uint64_t ta_process_addr_at(const struct ta_process *p, uint64_t addr, uint64_t ticks);
+uint64_t ta_process_addr(const struct ta_process *p, uint64_t key);
 
 /*
  * Is the dump whole and finished?  0 if so; otherwise a short reason (a

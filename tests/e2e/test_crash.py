@@ -78,6 +78,59 @@ class CrashTest(tahelp.Case):
                     self.assertEqual([f["function"] for f in stack["open"]],
                                      ["main", "deeper", "fault"])
 
+    def test_stack_overflow(self):
+        # The thread's stack is exhausted: the handler runs on the agent's
+        # alternate stack, so the crash is recorded like any other.
+        for level in LEVELS:
+            prog = self.prog("crash-" + level)
+            with self.subTest(level=level):
+                plain = self.status([prog, "overflow"], tahelp.clean_env())
+                self.assertTrue(os.WIFSIGNALED(plain))
+                self.assertEqual(os.WTERMSIG(plain), signal.SIGSEGV)
+                dump = self.fresh("overflow-%s.trace" % level)
+                env = tahelp.clean_env()
+                env.update(LD_PRELOAD=tahelp.AGENT, TRACEAGENT_OUTPUT=dump)
+                self.assertEqual(self.status([prog, "overflow"], env), plain)
+                p = self.report_raw(dump, "--json")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("crashed with signal %d" % signal.SIGSEGV, p.stderr)
+                rep = json.loads(p.stdout)
+                self.assertTrue(rep["complete"], p.stderr)
+                self.assertEqual(rep["lost"], 0)
+                funcs = self.functions(rep)
+                self.assert_calls(funcs, {"main": 1, "deeper": 1, "fault": 1, "work": 8})
+                depth = funcs["recurse"]["calls"]
+                self.assertGreater(depth, 100)
+                self.assertEqual(funcs["recurse"]["open"], depth)
+                info = json.loads(subprocess.run(
+                    [tahelp.TRACEAGENT, "info", "--json", dump], capture_output=True,
+                    text=True, env=tahelp.clean_env()).stdout)
+                (proc,) = info["processes"]
+                crash = proc["crash"]
+                self.assertEqual((crash["signal"], crash["tid"]), (signal.SIGSEGV, proc["pid"]))
+                bt = crash["backtrace"]
+                # The fault may land in the agent's enter hook, called
+                # from recurse's prologue: the program's frames follow.
+                while bt and os.path.basename(bt[0]["module"]) == "libtraceagent.so":
+                    bt = bt[1:]
+                names = [f["function"] for f in bt]
+                self.assertGreaterEqual(len(names), 32, crash["backtrace"])
+                self.assertEqual(names[:32], ["recurse"] * 32)
+                (stack,) = crash["stacks"]
+                self.assertEqual([f["function"] for f in stack["open"]],
+                                 ["main", "deeper", "fault"] + ["recurse"] * depth)
+
+    def test_program_altstack_unchanged(self):
+        # The agent's alternate stack is not the program's: sigaltstack
+        # says there is none, the program's own replaces it, and its
+        # handler runs on its own stack.
+        prog = self.prog("crash-O0")
+        plain = self.run_plain([prog, "altstack"])
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assertEqual(plain.stdout, "before: disabled\nafter: own\nhandler: on own\n")
+        r = self.run_preload([prog, "altstack"])
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, plain.stdout, ""))
+
 
 if __name__ == "__main__":
     tahelp.main()

@@ -2,7 +2,8 @@
 """Hostile endings: SIGKILL (the dump is readable, the loss bounded by the
 flush interval), a disk that fills up mid-run (the program is unaffected,
 one line on stderr, the dump readable up to there and incomplete), and a
-symlink planted at the output path (never followed or overwritten)."""
+symlink planted at the output path (never followed or overwritten), and
+threads that cannot get a ring in drop mode (their loss is shown apart)."""
 
 import json
 import os
@@ -84,6 +85,59 @@ class HostileTest(tahelp.Case):
         with open(target) as f:
             self.assertEqual(f.read(), "keep me")
         self.assertTrue(os.path.islink(link))
+
+    def test_drop_threads_without_ring(self):
+        # 320 threads alive at once, each holding a ring once it has one,
+        # and 256 blocks in all (1 MiB of 4 KiB): some threads cannot
+        # even register.  What they lose is in END but in no thread's
+        # count, and the analyzer says so apart.
+        n = 320
+        argv = [self.prog("crowd-O2"), str(n)]
+        plain = self.run_plain(argv)
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        r = self.run_preload(argv, env={"TRACEAGENT_MODE": "drop", "TRACEAGENT_BUFFER": "4K",
+                                        "TRACEAGENT_MEMORY": "1M"})
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, plain.stdout, ""))
+        end_lost, threads_lost = None, 0
+        with open(r.dump, "rb") as fh:
+            data = fh.read()
+        for off, ctype, flags, stored in tahelp.chunks(r.dump):
+            if ctype not in (6, 8):  # THREAD_END, END
+                continue
+            self.assertEqual(flags & 1, 0, "small chunks are stored raw")
+            vals, v, shift = [], 0, 0
+            for b in data[off + 32:off + 32 + stored]:
+                v |= (b & 0x7F) << shift
+                shift += 7
+                if not b & 0x80:
+                    vals.append(v)
+                    v, shift = 0, 0
+            if ctype == 6:
+                threads_lost += vals[3]
+            else:
+                end_lost = vals[3]
+        no_ring = end_lost - threads_lost
+        self.assertGreater(no_ring, 0, "every thread got a ring: the test shows nothing")
+        p = self.report_raw(r.dump, "--json", "--threads")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rep = json.loads(p.stdout)
+        # Every event the program made is recorded or counted as lost.
+        self.assertEqual(rep["events"] + rep["lost"], 2 + n * 112)
+        self.assertEqual(rep["lost"], end_lost)
+        self.assertEqual(rep["lost_no_ring"], no_ring)
+        self.assertEqual(sum(t["lost"] for t in rep["per_thread"]) + no_ring, rep["lost"])
+        self.assertIn("warning: %d events lost by threads that could not get a ring" % no_ring,
+                      p.stderr)
+        info = subprocess.run([tahelp.TRACEAGENT, "info", "--json", r.dump],
+                              capture_output=True, text=True)
+        self.assertEqual(info.returncode, 0, info.stderr)
+        info = json.loads(info.stdout)
+        self.assertEqual(info["lost_no_ring"], no_ring)
+        self.assertEqual(info["processes"][0]["lost_no_ring"], no_ring)
+        text = subprocess.run([tahelp.TRACEAGENT, "info", r.dump], capture_output=True,
+                              text=True).stdout
+        self.assertIn("lost %d (%d by threads that could not get a ring)"
+                      % (end_lost, no_ring), text)
 
 
 if __name__ == "__main__":

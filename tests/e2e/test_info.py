@@ -43,7 +43,7 @@ def format_version():
                         "format.h")
     with open(path) as fh:
         text = fh.read()
-    return {k: int(re.search(r"#define TA_VERSION_%s (\d+)" % k.upper(), text).group(1))
+    return {k: int(re.search(r"#define TA_VERSION_%s\s+(\d+)" % k.upper(), text).group(1))
             for k in ("major", "minor")}
 
 

@@ -87,7 +87,8 @@ START_TEST(json_whole)
 	ck_assert_int_eq(o->status, 0);
 	ck_assert_str_eq(o->err, "");
 	ck_assert_msg(strstr(o->out, "\"complete\": true, \"events\": 12, \"threads\": 2, "
-				     "\"lost\": 0, \"processes\": 1, \"duration_ns\": 135,"),
+				     "\"lost\": 0, \"lost_no_ring\": 0, \"processes\": 1, "
+				     "\"duration_ns\": 135,"),
 		      "%s", o->out);
 	ck_assert_ptr_nonnull(strstr(o->out, "\"errors\": []"));
 	/* a: 200 ticks, self 90; b: 50 + 60, self 80; c: 30 (thread 10), 20

@@ -720,6 +720,149 @@ START_TEST(modules_and_metadata)
 }
 END_TEST
 
+/* A module chunk with its load time (dg_module writes 0). */
+static void module_at(struct dumpgen *g, const char *path, uint64_t load, uint64_t bias,
+		      uint64_t start, uint64_t end)
+{
+	struct pb b = {0};
+
+	pb_u(&b, load);
+	pb_u(&b, bias);
+	pb_str(&b, path);
+	pb_str(&b, "");
+	pb_u(&b, 0);
+	pb_u(&b, 1);
+	pb_u(&b, start);
+	pb_u(&b, end);
+	dg_chunk(g, TA_CHUNK_MODULE, b.p, b.len);
+	pb_free(&b);
+}
+
+#define LIB_BIAS 0x7f0000000000ull
+#define LIB_FN	 0x7f0000001100ull
+
+START_TEST(module_unloaded_and_replaced)
+{
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct run r;
+	const struct ta_process *p;
+	const struct ta_fstat *f[2] = {NULL, NULL};
+	struct pb b = {0};
+	size_t nf = 0;
+
+	start_dump(&g, 0);
+	module_at(&g, "/lib/a.so", 1000, LIB_BIAS, LIB_BIAS + 0x1000, LIB_BIAS + 0x2000);
+	pb_u(&b, 1500);
+	pb_u(&b, LIB_BIAS);
+	pb_str(&b, "/lib/a.so");
+	dg_chunk(&g, TA_CHUNK_MODULE_UNLOAD, b.p, b.len);
+	pb_free(&b);
+	/* Another library where a.so was, its function at the same address. */
+	module_at(&g, "/lib/b.so", 1600, LIB_BIAS, LIB_BIAS + 0x1000, LIB_BIAS + 0x2000);
+	ta_encoder_init(&e, 100);
+	REQUIRE(ta_encoder_begin(&e, 1100) == 0, "begin");
+	ev(&e, 1100, LIB_FN, 0);
+	ev(&e, 1200, LIB_FN, 1);
+	ev(&e, 1700, LIB_FN, 0);
+	ev(&e, 1800, LIB_FN, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_end(&g, 2000, 0, 4, 0, 1, 0);
+	ck_assert_int_eq(run_dump(&g, &r), 0);
+	p = ta_session_process(r.s, 100);
+	ck_assert_uint_eq(p->nmodules, 3);
+	ck_assert_uint_eq(p->modules[1].unload_ticks, 1500);
+	ck_assert_uint_eq(p->modules[2].unload_ticks, UINT64_MAX);
+	/* Two functions, one call each, told apart by the library's time. */
+	for (size_t i = 0; i < r.prof.n; i++)
+		if (ta_process_addr(p, r.prof.f[i].addr) == LIB_FN) {
+			ck_assert_uint_lt(nf, 2);
+			f[nf++] = &r.prof.f[i];
+		}
+	ck_assert_uint_eq(nf, 2);
+	ck_assert_uint_ne(f[0]->addr, f[1]->addr);
+	ck_assert_uint_eq(f[0]->calls, 1);
+	ck_assert_uint_eq(f[1]->calls, 1);
+	ck_assert_str_eq(ta_process_module_at(p, f[0]->addr)->path, "/lib/a.so");
+	ck_assert_str_eq(ta_process_module_at(p, f[1]->addr)->path, "/lib/b.so");
+	ck_assert_str_eq(ta_process_module_at(p, ta_process_addr_at(p, LIB_FN, 1499))->path,
+			 "/lib/a.so");
+	ck_assert_str_eq(ta_process_module_at(p, ta_process_addr_at(p, LIB_FN, 1700))->path,
+			 "/lib/b.so");
+	/* The program's own addresses are untouched. */
+	ck_assert_uint_eq(ta_process_addr_at(p, A, 1700), A);
+	ck_assert_ptr_null(ta_session_incomplete(r.s));
+	run_free(&r);
+	dg_free(&g);
+}
+END_TEST
+
+START_TEST(exec_starts_new_image)
+{
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct run r;
+	const struct ta_process *p;
+
+	start_dump(&g, 0);
+	dg_thread_start(&g, 100, 60, "prog");
+	ta_encoder_init(&e, 100);
+	REQUIRE(ta_encoder_begin(&e, 1000) == 0, "begin");
+	ev(&e, 1000, A, 0); /* main, which exec's */
+	ev(&e, 1100, B, 0);
+	ev(&e, 1200, B, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_end(&g, 1300, 0, 3, 0, 1, TA_END_F_EXEC);
+	/* The new image: the same pid, chunks numbered from 0 again, a
+	 * thread with the same tid, another program at the same addresses. */
+	g.seqs[0] = 0;
+	dg_process(&g, 1400, TA_CLOCK_RDTSC, 0, "/bin/next");
+	module_at(&g, "/bin/next", 1400, 0x10000, 0x11000, 0x20000);
+	dg_thread_start(&g, 100, 1450, "next");
+	ta_encoder_init(&e, 100);
+	REQUIRE(ta_encoder_begin(&e, 1500) == 0, "begin");
+	ev(&e, 1500, A, 0);
+	ev(&e, 1600, A, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 100, 1700, 2, 0);
+	dg_end(&g, 1800, 0, 2, 0, 1, 0);
+	ck_assert_int_eq(run_dump(&g, &r), 0);
+	ck_assert_ptr_null(ta_session_incomplete(r.s));
+	ck_assert_uint_eq(r.s->nprocs, 1);
+	p = ta_session_process(r.s, 100);
+	ck_assert_uint_eq(p->nimages, 2);
+	ck_assert_str_eq(p->images[0], "/bin/prog");
+	ck_assert_str_eq(p->images[1], "/bin/next");
+	ck_assert_str_eq(p->exe, "/bin/next");
+	ck_assert_uint_eq(p->end_events, 5);
+	ck_assert_uint_eq(p->end_threads, 2);
+	ck_assert_uint_eq(p->chunks_missing, 0);
+	/* Two threads 100: the first image's, closed at its last event with
+	 * main open, and the new one's, with no chunk missing or repair. */
+	ck_assert_uint_eq(r.s->nthreads, 2);
+	ck_assert_uint_eq(r.s->threads[0]->events, 3);
+	ck_assert_uint_eq(r.s->threads[1]->events, 2);
+	ck_assert_uint_eq(r.s->threads[1]->chunks_missing, 0);
+	ck_assert_uint_eq(r.s->threads[1]->resyncs, 0);
+	/* main of each image: the same address, another module. */
+	for (size_t i = 0; i < r.prof.n; i++) {
+		const struct ta_fstat *f = &r.prof.f[i];
+
+		if (ta_process_addr(p, f->addr) != A)
+			continue;
+		ck_assert_uint_eq(f->calls, 1);
+		ck_assert_uint_eq(f->open, f->thread == 0 ? 1 : 0);
+		ck_assert_str_eq(ta_process_module_at(p, f->addr)->path,
+				 f->thread == 0 ? "/bin/prog" : "/bin/next");
+	}
+	run_free(&r);
+	dg_free(&g);
+}
+END_TEST
+
 static Suite *session_suite(void)
 {
 	Suite *s = suite_create("session");
@@ -743,6 +886,8 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, clock_unknown);
 	tcase_add_test(tc, end_flags_incomplete);
 	tcase_add_test(tc, modules_and_metadata);
+	tcase_add_test(tc, module_unloaded_and_replaced);
+	tcase_add_test(tc, exec_starts_new_image);
 	suite_add_tcase(s, tc);
 	return s;
 }
