@@ -376,7 +376,7 @@ START_TEST(ext_events_stay_whole_across_blocks)
 		for (uint32_t j = 0; j < n; j++)
 			v[j] = ext_value(i, j);
 		ta_record(addr_of(0, 0));
-		ta_record_ext(2 + (uint32_t)(i % 10), v, n);
+		ta_record_ext(12 + (uint32_t)(i % 4), v, n); /* free subtypes: no rule */
 		ta_record(addr_of(0, 0) | TA_REC_EXIT);
 	}
 	ta_agent_shutdown();
@@ -391,7 +391,7 @@ START_TEST(ext_events_stay_whole_across_blocks)
 		const uint64_t *e = d.t[0].ev + 3 * i;
 
 		ck_assert_uint_eq(e[0], addr_of(0, 0));
-		ck_assert_uint_eq(e[1], TA_RAW_EXT | (uint64_t)(2 + i % 10) << 8 | n);
+		ck_assert_uint_eq(e[1], TA_RAW_EXT | (uint64_t)(12 + i % 4) << 8 | n);
 		ck_assert_uint_eq(e[2], addr_of(0, 0) | TA_REC_EXIT);
 		for (uint32_t j = 0; j < n; j++)
 			ck_assert_uint_eq(d.t[0].xv[k * TA_EXT_MAX_VALUES + j], ext_value(i, j));
@@ -414,7 +414,7 @@ START_TEST(nested_ext_events_are_recorded_in_order)
 	ta_record(0x1000);
 	ta_cur->head |= TA_BUSY;
 	ta_record(0x2000);
-	ta_record_ext(9, v, 3);
+	ta_record_ext(12, v, 3);
 	ta_record(0x2000 | TA_REC_EXIT);
 	ta_cur->head &= ~TA_BUSY;
 	ta_record(0x1000 | TA_REC_EXIT);
@@ -423,7 +423,7 @@ START_TEST(nested_ext_events_are_recorded_in_order)
 	ck_assert_uint_eq(d.t[0].n, 5);
 	ck_assert_uint_eq(d.t[0].ev[0], 0x1000);
 	ck_assert_uint_eq(d.t[0].ev[1], 0x2000);
-	ck_assert_uint_eq(d.t[0].ev[2], TA_RAW_EXT | 9u << 8 | 3);
+	ck_assert_uint_eq(d.t[0].ev[2], TA_RAW_EXT | 12u << 8 | 3);
 	ck_assert_uint_eq(d.t[0].ev[3], 0x2000 | TA_REC_EXIT);
 	ck_assert_uint_eq(d.t[0].ev[4], 0x1000 | TA_REC_EXIT);
 	ck_assert_uint_eq(d.t[0].nx, 1);
