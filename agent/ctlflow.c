@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctlflow.c - control flow that leaves frames without their exit hooks:
- * setjmp/longjmp.
+ * setjmp/longjmp (every compiler) and C++ exceptions (Clang emits no exit
+ * hook for a frame a throw leaves; GCC runs them while unwinding).
  *
  * The agent only says what happened, as EXT markers (format.h):
  *  - SETJMP(jmp_buf) from the setjmp family, interposed by the assembly
@@ -11,7 +12,10 @@
  *    trampoline calls ta_ctl_setjmp_hook with the arguments saved, then
  *    jumps to the real function with the caller's stack and registers as
  *    they were;
- *  - LONGJMP(jmp_buf) from the longjmp family, just before the jump.
+ *  - LONGJMP(jmp_buf) from the longjmp family, just before the jump;
+ *  - CATCH(start of the catching function, its activations on the stack)
+ *    from __cxa_begin_catch, which the catch clause calls: its return
+ *    address is in the catcher.
  * The flusher's encoder knows the shadow stack and turns the markers into
  * frames popped (ta_ctl_apply in format.c).
  *
@@ -27,6 +31,10 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 
 #include "agent.h"
 
@@ -61,6 +69,7 @@ enum {
 	REAL_LONGJMP_,
 	REAL_SIGLONGJMP,
 	REAL_LONGJMP_CHK,
+	REAL_BEGIN_CATCH,
 	REAL_N
 };
 
@@ -68,7 +77,7 @@ static const char *const real_name[REAL_N] = {
     [REAL_SETJMP_] = "_setjmp",		  [REAL_SETJMP] = "setjmp",
     [REAL_SIGSETJMP] = "__sigsetjmp",	  [REAL_LONGJMP] = "longjmp",
     [REAL_LONGJMP_] = "_longjmp",	  [REAL_SIGLONGJMP] = "siglongjmp",
-    [REAL_LONGJMP_CHK] = "__longjmp_chk",
+    [REAL_LONGJMP_CHK] = "__longjmp_chk", [REAL_BEGIN_CATCH] = "__cxa_begin_catch",
 };
 
 /* Written once with the same value by whoever resolves first (relaxed:
@@ -91,7 +100,8 @@ static void *real(unsigned which)
 
 __attribute__((constructor)) static void ctlflow_init(void)
 {
-	/* Every library the program needs is loaded by now. */
+	/* Every library the program needs is loaded by now (a C program has
+	 * no __cxa_begin_catch: looked up again if one is loaded later). */
 	for (unsigned i = 0; i < REAL_N; i++)
 		(void)real(i);
 }
@@ -152,4 +162,98 @@ TA_PUBLIC __attribute__((noreturn)) void __longjmp_chk(struct __jmp_buf_tag env[
 void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 {
 	JUMP(REAL_LONGJMP_CHK, env, val);
+}
+
+/* ---- exceptions -------------------------------------------------------------------- */
+
+/* Frames walked at most to count the catcher's activations (their return
+ * addresses are on the stack of the catch, 4 KiB): a deeper stack gives 0,
+ * unknown, and the innermost activation is taken. */
+#define CATCH_WALK_MAX 512
+
+/* libgcc's unwinder: the FDE that covers pc (what the exception itself was
+ * unwound with), and the start of its function in bases.func. */
+struct dwarf_eh_bases {
+	void *tbase, *dbase, *func;
+};
+typedef const uint8_t *(*find_fde_fn)(void *pc, struct dwarf_eh_bases *bases);
+
+struct range {
+	uintptr_t start, end; /* end 0: not known */
+};
+
+/* The function holding pc, from its FDE: the start always, the end when the
+ * FDE has the usual layout (a 32-bit length, then pc-relative 32-bit
+ * pc_begin and a 32-bit pc_range: checked by finding the start there). */
+static int catcher_range(void *pc, struct range *r)
+{
+	/* Set once with the same value by whoever looks first (relaxed, as
+	 * real_fn). */
+	static find_fde_fn find_fde_cached;
+	find_fde_fn find_fde = __atomic_load_n(&find_fde_cached, __ATOMIC_RELAXED);
+	struct dwarf_eh_bases bases;
+	const uint8_t *fde;
+	int32_t rel;
+	uint32_t len, size;
+
+	if (!find_fde) {
+		find_fde = (find_fde_fn)dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
+		__atomic_store_n(&find_fde_cached, find_fde, __ATOMIC_RELAXED);
+	}
+	if (!find_fde || !(fde = find_fde(pc, &bases)) || !bases.func)
+		return 0;
+	r->start = (uintptr_t)bases.func;
+	r->end = 0;
+	memcpy(&len, fde, 4);
+	if (len != 0xffffffffu && len >= 12) {
+		memcpy(&rel, fde + 8, 4);
+		memcpy(&size, fde + 12, 4);
+		if ((uintptr_t)(fde + 8) + (uintptr_t)(intptr_t)rel == r->start)
+			r->end = r->start + size;
+	}
+	return 1;
+}
+
+/*
+ * The catch clause calls __cxa_begin_catch: the return address is in the
+ * function that catches, and the unwind tables give its start, which is
+ * the address -finstrument-functions hands to the hooks.  Which activation
+ * of it catches (a recursive function may catch in an outer instance what
+ * its inner ones threw) is counted from the bottom of the stack, where the
+ * activations the exception left no longer are.  (A catch clause that GCC
+ * moved to a function's .cold part has a start of its own; it is then not
+ * found on the stack and pops nothing, which is right for GCC, whose exit
+ * hooks ran while unwinding.)
+ */
+TA_PUBLIC void *__cxa_begin_catch(void *exc);
+void *__cxa_begin_catch(void *exc)
+{
+	void *(*f)(void *) = (void *(*)(void *))real(REAL_BEGIN_CATCH);
+
+	if (recording()) {
+		/* ret - 1: inside the call, in case it is the last
+		 * instruction of its function. */
+		char *ret = __builtin_extract_return_addr(__builtin_return_address(0));
+		int saved = errno;
+		struct range r;
+		void *ips[CATCH_WALK_MAX];
+
+		if (catcher_range(ret - 1, &r)) {
+			uint64_t v[2] = {r.start, 0};
+			int n = r.end ? unw_backtrace(ips, CATCH_WALK_MAX) : 0;
+
+			/* The catcher's frame and those of its outer
+			 * activations all return into its range. */
+			for (int i = 0; n < CATCH_WALK_MAX && i < n; i++)
+				if ((uintptr_t)ips[i] - 1 - r.start < r.end - r.start)
+					v[1]++;
+			ta_record_ext(TA_EXT_CATCH, v, 2);
+		}
+		errno = saved;
+	}
+	if (!f) {
+		ta_warn("ctlflow.c: __cxa_begin_catch not found in the next libraries; aborting");
+		abort();
+	}
+	return f(exc);
 }

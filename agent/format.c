@@ -235,7 +235,8 @@ uint64_t ta_stack_unwind(struct ta_stack *s, uint64_t n)
 
 /* ---- control flow: setjmp, longjmp, catch (format.h) ----------------------------- */
 
-uint64_t ta_ctl_apply(struct ta_jmptab *j, struct ta_stack *s, uint32_t kind, uint64_t v)
+uint64_t ta_ctl_apply(struct ta_jmptab *j, struct ta_stack *s, uint32_t kind, uint64_t v,
+		      uint64_t nth)
 {
 	/* The encoder's overflow counts real frames: the sum cannot wrap. */
 	uint64_t level = s->depth + s->overflow;
@@ -265,13 +266,26 @@ uint64_t ta_ctl_apply(struct ta_jmptab *j, struct ta_stack *s, uint32_t kind, ui
 				return j->level[i] < level ? ta_stack_unwind(s, level - j->level[i])
 							   : 0;
 		return 0;
-	case TA_EXT_CATCH:
-		/* Frames without an address (overflow) are above every frame
-		 * that has one: they go with the others. */
-		for (uint32_t i = s->depth; i-- > 0;)
-			if (s->addr[i] == v)
-				return ta_stack_unwind(s, s->overflow + (s->depth - 1 - i));
-		return 0;
+	case TA_EXT_CATCH: {
+		/* The catcher is the nth activation of its function from the
+		 * bottom: the innermost ones may be activations the exception
+		 * left (a recursion caught further out).  Frames without an
+		 * address (overflow) are above every frame that has one: they
+		 * go with the others. */
+		uint32_t found = UINT32_MAX;
+		uint64_t seen = 0;
+
+		for (uint32_t i = 0; i < s->depth; i++) {
+			if (s->addr[i] == v) {
+				found = i;
+				if (++seen == nth)
+					break;
+			}
+		}
+		if (found == UINT32_MAX)
+			return 0;
+		return ta_stack_unwind(s, s->overflow + (s->depth - 1 - found));
+	}
 	}
 	return 0;
 }
@@ -527,18 +541,22 @@ int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count)
 int ta_encoder_ext(struct ta_encoder *e, uint64_t ticks, uint32_t subtype, const uint64_t *v,
 		   uint32_t n)
 {
-	uint64_t ctl[2];
+	uint64_t ctl[3];
 
 	if (enc_reserve(e, (4 + (size_t)n) * TA_VARINT_MAX) < 0)
 		return -TA_E_NOMEM;
 	if (ta_ext_is_ctl(subtype) && n >= 1) {
 		/* The agent knows the jmp_buf or the catcher; only the
 		 * encoder knows the stack: it adds the frames popped, so the
-		 * decoder needs no table. */
+		 * decoder needs no table.  SETJMP(env), LONGJMP(env, popped),
+		 * CATCH(start, popped[, nth]). */
+		uint64_t nth = subtype == TA_EXT_CATCH && n >= 2 ? v[1] : 0;
+
 		ctl[0] = v[0];
-		ctl[1] = ta_ctl_apply(&e->jmp, &e->stack, subtype, v[0]);
+		ctl[1] = ta_ctl_apply(&e->jmp, &e->stack, subtype, v[0], nth);
+		ctl[2] = nth;
+		n = subtype == TA_EXT_SETJMP ? 1 : subtype == TA_EXT_CATCH && n >= 2 ? 3 : 2;
 		v = ctl;
-		n = subtype == TA_EXT_SETJMP ? 1 : 2;
 	}
 	enc_u(e, enc_dt(e, ticks) << 2 | TA_EV_EXT);
 	enc_u(e, subtype);

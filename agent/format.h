@@ -136,7 +136,7 @@ enum ta_ext_kind {
 	TA_EXT_LOST = 1,    /* u count: events the agent could not record here */
 	TA_EXT_SETJMP = 8,  /* jmp_buf address (a setjmp family call) */
 	TA_EXT_LONGJMP = 9, /* jmp_buf address, frames popped (see ta_ctl_apply) */
-	TA_EXT_CATCH = 10   /* catcher's start address, frames popped */
+	TA_EXT_CATCH = 10   /* catcher's start address, frames popped[, activations] */
 };
 
 /* Values an EXT event may carry (the agent's limit; a reader accepts up to
@@ -338,8 +338,11 @@ uint32_t ta_stack_exit(struct ta_stack *s, uint64_t addr, int *top_match);
  *    its entry, else the oldest entry goes);
  *  - LONGJMP(env): pop the frames above the depth remembered for env (none
  *    if env is not in the table or the stack is not deeper);
- *  - CATCH(start): pop the frames above the innermost frame whose address
- *    is start (none if there is no such frame).
+ *  - CATCH(start, nth): pop the frames above the nth frame from the bottom
+ *    whose address is start (nth: how many activations of the catching
+ *    function the agent found on the machine stack, the catcher's included;
+ *    0 when it could not tell), or above the innermost such frame when nth
+ *    is 0 or there are fewer; none if there is no such frame.
  * The decoder pops min(count, depth + overflow, UINT32_MAX) frames.
  */
 #define TA_JMP_SLOTS 32
@@ -350,9 +353,11 @@ struct ta_jmptab {
 	uint32_t used, next;	      /* entries filled; the one replaced next */
 };
 
-/* Applies marker kind with the agent's value v to s (and to j for
- * SETJMP): returns the frames popped (0 for SETJMP and other kinds). */
-uint64_t ta_ctl_apply(struct ta_jmptab *j, struct ta_stack *s, uint32_t kind, uint64_t v);
+/* Applies marker kind with the agent's values v (and nth, CATCH's second,
+ * 0 if absent) to s (and to j for SETJMP): returns the frames popped (0 for
+ * SETJMP and other kinds). */
+uint64_t ta_ctl_apply(struct ta_jmptab *j, struct ta_stack *s, uint32_t kind, uint64_t v,
+		      uint64_t nth);
 /* Pops min(n, depth + overflow) frames, overflow first (the decoder's side
  * of the rule, and what ta_ctl_apply does once it knows n); returns them. */
 uint64_t ta_stack_unwind(struct ta_stack *s, uint64_t n);

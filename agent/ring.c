@@ -697,7 +697,8 @@ static void replay_chain(struct ta_stack *st, struct ta_jmptab *jmp, struct ta_b
 				 * value is the next slot's ticks. */
 				if (n >= 1 && i + 1 < h && ta_ext_is_ctl(ta_raw_ext_kind(a)))
 					(void)ta_ctl_apply(jmp, st, ta_raw_ext_kind(a),
-							   b->ev[i + 1].ticks);
+							   b->ev[i + 1].ticks,
+							   n >= 2 ? b->ev[i + 1].addr : 0);
 				i += TA_RAW_EXT_SLOTS(n); /* and its values */
 			} else if ((a >> 62) == 1)
 				continue; /* a gap, not a frame */

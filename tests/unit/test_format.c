@@ -1011,31 +1011,31 @@ START_TEST(ctl_rule)
 	ta_stack_init(&s);
 	ta_stack_push(&s, 0x100);
 	ta_stack_push(&s, 0x200);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0xe0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0xe0, 0), 0);
 	for (uint64_t a = 0x300; a < 0x800; a += 0x100)
 		ta_stack_push(&s, a);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe1), 0); /* unknown */
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe1, 0), 0); /* unknown */
 	ck_assert_uint_eq(s.depth, 7);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0), 5);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0, 0), 5);
 	ck_assert_uint_eq(s.depth, 2);
 	ck_assert_uint_eq(s.addr[1], 0x200);
 	/* Again (a longjmp to the same point from the same depth): none. */
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0, 0), 0);
 	/* The same jmp_buf set again deeper: the newest depth counts. */
 	ta_stack_push(&s, 0x300);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0xe0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0xe0, 0), 0);
 	ta_stack_push(&s, 0x400);
 	ta_stack_push(&s, 0x500);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0), 2);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0, 0), 2);
 	ck_assert_uint_eq(s.depth, 3);
 	ck_assert_uint_eq(j.used, 1);
 
 	/* 32 more jmp_bufs: the oldest entry (0xe0) goes, the others stay. */
 	for (uint64_t e = 1; e <= TA_JMP_SLOTS; e++)
-		ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0x1000 + e), 0);
+		ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0x1000 + e, 0), 0);
 	ta_stack_push(&s, 0x600);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0), 0); /* the oldest */
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0x1001), 1);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0, 0), 0); /* the oldest */
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0x1001, 0), 1);
 	ck_assert_uint_eq(s.depth, 3);
 
 	/* Catch: above the innermost frame of the catcher; none when it is
@@ -1043,24 +1043,37 @@ START_TEST(ctl_rule)
 	ta_stack_push(&s, 0x200);
 	ta_stack_push(&s, 0x700);
 	ta_stack_push(&s, 0x800); /* [100 200 300 200 700 800] */
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x900), 0);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x800), 0);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x200), 2);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x900, 0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x800, 0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x200, 0), 2);
 	ck_assert_uint_eq(s.depth, 4);
 	ck_assert_uint_eq(s.addr[3], 0x200);
+	/* With the catcher's activation: the nth from the bottom (an outer
+	 * instance of a recursion catches), the innermost if there are fewer. */
+	ta_stack_push(&s, 0x700);
+	ta_stack_push(&s, 0x800); /* [100 200 300 200 700 800] */
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x200, 5), 2);
+	ck_assert_uint_eq(s.depth, 4);
+	ta_stack_push(&s, 0x700);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x200, 2), 1);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x200, 1), 2);
+	ck_assert_uint_eq(s.depth, 2);
+	ck_assert_uint_eq(s.addr[1], 0x200);
+	ta_stack_push(&s, 0x300);
+	ta_stack_push(&s, 0x200);
 	/* Other kinds change nothing. */
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LOST, 0x100), 0);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, 11, 0x100), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LOST, 0x100, 0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, 11, 0x100, 0), 0);
 	ck_assert_uint_eq(s.depth, 4);
 
 	/* Overflowed frames are the innermost: they go first. */
 	s.overflow = 3;
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x300), 4);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x300, 0), 4);
 	ck_assert_uint_eq(s.overflow, 0);
 	ck_assert_uint_eq(s.depth, 3);
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0xf0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0xf0, 0), 0);
 	s.overflow = 2;
-	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xf0), 2);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xf0, 0), 2);
 	ck_assert_uint_eq(s.depth, 3);
 	ck_assert_uint_eq(s.overflow, 0);
 	ta_stack_free(&s);
@@ -1089,8 +1102,8 @@ START_TEST(codec_ctl_markers)
 	    {18, 0x6000},
 	    {19, 0x7000},
 	    {20, 0x8000},
-	    {21, TA_RAW_EXT | (uint64_t)TA_EXT_CATCH << 8 | 1},
-	    {0x6000, 0},
+	    {21, TA_RAW_EXT | (uint64_t)TA_EXT_CATCH << 8 | 2},
+	    {0x6000, 1}, /* the first activation of 0x6000 */
 	    {22, 0x6000 | TA_RAW_EXIT},
 	};
 	const size_t nraw = sizeof(raw) / sizeof(raw[0]);
@@ -1107,10 +1120,11 @@ START_TEST(codec_ctl_markers)
 	ck_assert_int_eq(ta_encoder_begin(&a, 10), 0);
 	for (size_t i = 0; i < nraw; i++) {
 		if (ta_raw_is_ext(raw[i].addr)) {
-			uint64_t v = raw[i + 1].ticks;
-			ck_assert_int_eq(
-			    ta_encoder_ext(&a, raw[i].ticks, ta_raw_ext_kind(raw[i].addr), &v, 1),
-			    0);
+			uint64_t v[2] = {raw[i + 1].ticks, raw[i + 1].addr};
+			ck_assert_int_eq(ta_encoder_ext(&a, raw[i].ticks,
+							ta_raw_ext_kind(raw[i].addr), v,
+							ta_raw_ext_n(raw[i].addr)),
+					 0);
 			i++;
 		} else {
 			ck_assert_int_eq(ta_encoder_event(&a, raw[i].ticks,
@@ -1156,7 +1170,8 @@ START_TEST(codec_ctl_markers)
 		if (i == 6)
 			ck_assert(d.ext_values[0] == 0xbeef && d.ext_values[1] == 3);
 		if (i == 11)
-			ck_assert(d.ext_values[0] == 0x6000 && d.ext_values[1] == 2);
+			ck_assert(ev[0].value == 3 && d.ext_values[0] == 0x6000 &&
+				  d.ext_values[1] == 2 && d.ext_values[2] == 1);
 	}
 	ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), 0);
 	ck_assert_uint_eq(d.stack.depth, 1);
