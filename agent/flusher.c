@@ -216,6 +216,8 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 		 * starts inside frames nobody saw entered. */
 		fs->enc.stack.depth = 0;
 		fs->enc.stack.overflow = 0;
+		/* The setjmp depths were of the old stack. */
+		memset(&fs->enc.jmp, 0, sizeof(fs->enc.jmp));
 		t->cut = 0;
 	}
 	b = t->drain;
