@@ -576,6 +576,44 @@ START_TEST(flight_mode_keeps_the_newest_events)
 }
 END_TEST
 
+/* A flight-mode cut empties the encoder's stack: the depth it knew for a
+ * setjmp encoded before the cut means nothing for the frames after it, and
+ * a longjmp to it pops none of them. */
+START_TEST(flight_cut_forgets_setjmp_depths)
+{
+	struct dump d;
+	const uint64_t env = 0xe000;
+	const uint64_t *jmp = NULL;
+
+	agent_env("4K", "1M");
+	setenv("TRACEAGENT_MODE", "flight", 1);
+	setenv("TRACEAGENT_FLIGHT_SIZE", "64K", 1);
+	ta_record(addr_of(0, 5));
+	ta_record(addr_of(0, 6));
+	ta_record_ext(TA_EXT_SETJMP, &env, 1); /* at depth 2 */
+	ta_flusher_drain(0);		       /* the encoder has seen it */
+	record_tree(0, 50000);		       /* 200000 events: the oldest go */
+	ta_record(addr_of(0, 7));
+	ta_record(addr_of(0, 8));
+	ta_record(addr_of(0, 9));
+	ta_record_ext(TA_EXT_LONGJMP, &env, 1);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	for (uint64_t i = 0, k = 0; i < d.t[0].n; i++) {
+		if (!ta_raw_is_ext(d.t[0].ev[i]))
+			continue;
+		if (ta_raw_ext_kind(d.t[0].ev[i]) == TA_EXT_LONGJMP)
+			jmp = d.t[0].xv + k * TA_EXT_MAX_VALUES;
+		k++;
+	}
+	ck_assert_ptr_nonnull(jmp);
+	ck_assert_uint_eq(jmp[0], env);
+	ck_assert_uint_eq(jmp[1], 0); /* popped */
+	unlink(dump_path);
+}
+END_TEST
+
 START_TEST(thread_name_is_recorded)
 {
 	struct dump d;
@@ -651,6 +689,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, exited_threads_are_drained_and_reused);
 	tcase_add_test(tc, drop_mode_counts_and_marks_the_gap);
 	tcase_add_test(tc, flight_mode_keeps_the_newest_events);
+	tcase_add_test(tc, flight_cut_forgets_setjmp_depths);
 	tcase_add_test(tc, thread_name_is_recorded);
 	tcase_add_test(tc, existing_output_is_not_overwritten);
 	tcase_add_test(tc, sizes_and_output_patterns);
