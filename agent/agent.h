@@ -153,6 +153,8 @@ void ta_flusher_fork_prepare(void) TA_HIDDEN;
 void ta_flusher_fork_parent(void) TA_HIDDEN;
 /* The shadow stack the flusher's encoder has for t, or NULL. */
 const struct ta_stack *ta_flusher_stack(struct ta_thread *t) TA_HIDDEN;
+/* The setjmp points the flusher's encoder knows for t, or NULL. */
+const struct ta_jmptab *ta_flusher_jmptab(struct ta_thread *t) TA_HIDDEN;
 /* In a forked child: the module map is written again, under its pid. */
 void ta_modules_forget(void) TA_HIDDEN;
 /* Before an exec: writes everything recorded so far, and returns the

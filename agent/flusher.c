@@ -195,6 +195,10 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 			t->inherit = NULL;
 			flags |= TA_THREAD_F_INHERITED;
 		}
+		if (t->inherit_jmp) {
+			fs->enc.jmp = *t->inherit_jmp;
+			t->inherit_jmp = NULL;
+		}
 		if (read_name(t, name, &seq) < 0)
 			memset(name, 0, sizeof(name));
 		write_thread_start(t, name, flags);
@@ -212,6 +216,8 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 		 * starts inside frames nobody saw entered. */
 		fs->enc.stack.depth = 0;
 		fs->enc.stack.overflow = 0;
+		/* The setjmp depths were of the old stack. */
+		memset(&fs->enc.jmp, 0, sizeof(fs->enc.jmp));
 		t->cut = 0;
 	}
 	b = t->drain;
@@ -419,6 +425,11 @@ void ta_flusher_fork_parent(void)
 const struct ta_stack *ta_flusher_stack(struct ta_thread *t)
 {
 	return t->fs && t->drain ? &t->fs->enc.stack : NULL;
+}
+
+const struct ta_jmptab *ta_flusher_jmptab(struct ta_thread *t)
+{
+	return t->fs && t->drain ? &t->fs->enc.jmp : NULL;
 }
 
 void ta_flusher_forget(void)

@@ -222,6 +222,74 @@ uint32_t ta_stack_exit(struct ta_stack *s, uint64_t addr, int *top_match)
 	return 0;
 }
 
+uint64_t ta_stack_unwind(struct ta_stack *s, uint64_t n)
+{
+	uint64_t from_over = n < s->overflow ? n : s->overflow, rest = n - from_over;
+
+	s->overflow -= from_over;
+	if (rest > s->depth)
+		rest = s->depth;
+	s->depth -= (uint32_t)rest;
+	return from_over + rest;
+}
+
+/* ---- control flow: setjmp, longjmp, catch (format.h) ----------------------------- */
+
+uint64_t ta_ctl_apply(struct ta_jmptab *j, struct ta_stack *s, uint32_t kind, uint64_t v,
+		      uint64_t nth)
+{
+	/* The encoder's overflow counts real frames: the sum cannot wrap. */
+	uint64_t level = s->depth + s->overflow;
+
+	switch (kind) {
+	case TA_EXT_SETJMP:
+		for (uint32_t i = 0; i < j->used; i++) {
+			if (j->env[i] == v) {
+				j->level[i] = level;
+				return 0;
+			}
+		}
+		if (j->used < TA_JMP_SLOTS) {
+			j->env[j->used] = v;
+			j->level[j->used++] = level;
+			return 0;
+		}
+		/* Full: the oldest entry goes (a jmp_buf set up long ago is
+		 * the least likely to be jumped to). */
+		j->env[j->next] = v;
+		j->level[j->next] = level;
+		j->next = (j->next + 1) % TA_JMP_SLOTS;
+		return 0;
+	case TA_EXT_LONGJMP:
+		for (uint32_t i = 0; i < j->used; i++)
+			if (j->env[i] == v)
+				return j->level[i] < level ? ta_stack_unwind(s, level - j->level[i])
+							   : 0;
+		return 0;
+	case TA_EXT_CATCH: {
+		/* The catcher is the nth activation of its function from the
+		 * bottom: the innermost ones may be activations the exception
+		 * left (a recursion caught further out).  Frames without an
+		 * address (overflow) are above every frame that has one: they
+		 * go with the others. */
+		uint32_t found = UINT32_MAX;
+		uint64_t seen = 0;
+
+		for (uint32_t i = 0; i < s->depth; i++) {
+			if (s->addr[i] == v) {
+				found = i;
+				if (++seen == nth)
+					break;
+			}
+		}
+		if (found == UINT32_MAX)
+			return 0;
+		return ta_stack_unwind(s, s->overflow + (s->depth - 1 - found));
+	}
+	}
+	return 0;
+}
+
 /* ---- the event encoder (flusher side) -------------------------------------------- */
 
 static int enc_reserve(struct ta_encoder *e, size_t more)
@@ -473,8 +541,23 @@ int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count)
 int ta_encoder_ext(struct ta_encoder *e, uint64_t ticks, uint32_t subtype, const uint64_t *v,
 		   uint32_t n)
 {
-	if (enc_reserve(e, (3 + (size_t)n) * TA_VARINT_MAX) < 0)
+	uint64_t ctl[3];
+
+	if (enc_reserve(e, (4 + (size_t)n) * TA_VARINT_MAX) < 0)
 		return -TA_E_NOMEM;
+	if (ta_ext_is_ctl(subtype) && n >= 1) {
+		/* The agent knows the jmp_buf or the catcher; only the
+		 * encoder knows the stack: it adds the frames popped, so the
+		 * decoder needs no table.  SETJMP(env), LONGJMP(env, popped),
+		 * CATCH(start, popped[, nth]). */
+		uint64_t nth = subtype == TA_EXT_CATCH && n >= 2 ? v[1] : 0;
+
+		ctl[0] = v[0];
+		ctl[1] = ta_ctl_apply(&e->jmp, &e->stack, subtype, v[0], nth);
+		ctl[2] = nth;
+		n = subtype == TA_EXT_SETJMP ? 1 : subtype == TA_EXT_CATCH && n >= 2 ? 3 : 2;
+		v = ctl;
+	}
 	enc_u(e, enc_dt(e, ticks) << 2 | TA_EV_EXT);
 	enc_u(e, subtype);
 	enc_u(e, n);
@@ -582,6 +665,19 @@ static int dec_ext_values(struct ta_decoder *d, struct ta_reader *r, uint64_t *n
 	return 0;
 }
 
+/* LONGJMP and CATCH carry the frames the encoder popped: the same go here,
+ * however many a dump claims (bounded by what the stack holds, and by what
+ * ev->popped can say). */
+static uint32_t dec_ctl(struct ta_decoder *d, const struct ta_event *ev)
+{
+	uint64_t n;
+
+	if ((ev->ext != TA_EXT_LONGJMP && ev->ext != TA_EXT_CATCH) || ev->value < 2)
+		return 0;
+	n = d->ext_values[1] < UINT32_MAX ? d->ext_values[1] : UINT32_MAX;
+	return (uint32_t)ta_stack_unwind(&d->stack, n);
+}
+
 int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev)
 {
 	struct ta_reader *r = &d->r;
@@ -633,6 +729,8 @@ int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev)
 				return -TA_E_PAYLOAD;
 		} else if (dec_ext_values(d, r, &ev->value) < 0) {
 			return -TA_E_PAYLOAD;
+		} else {
+			ev->popped = dec_ctl(d, ev);
 		}
 		break;
 	}
@@ -745,6 +843,7 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 				err = -TA_E_PAYLOAD;
 				goto stop;
 			}
+			ev->popped = dec_ctl(d, ev);
 			p = d->r.p;
 			n++;
 			goto stop;

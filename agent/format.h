@@ -134,7 +134,10 @@ enum ta_event_kind {
  * flow (setjmp/longjmp, exceptions), 12-15 free.
  */
 enum ta_ext_kind {
-	TA_EXT_LOST = 1 /* u count: events the agent could not record here */
+	TA_EXT_LOST = 1,    /* u count: events the agent could not record here */
+	TA_EXT_SETJMP = 8,  /* jmp_buf address (a setjmp family call) */
+	TA_EXT_LONGJMP = 9, /* jmp_buf address, frames popped (see ta_ctl_apply) */
+	TA_EXT_CATCH = 10   /* catcher's start address, frames popped[, activations] */
 };
 
 /* Values an EXT event may carry (the agent's limit; a reader accepts up to
@@ -324,6 +327,48 @@ int ta_stack_push(struct ta_stack *s, uint64_t addr);
  * the stack) and sets *top_match when a was the top frame. */
 uint32_t ta_stack_exit(struct ta_stack *s, uint64_t addr, int *top_match);
 
+/*
+ * Control flow that leaves frames without their exit hooks: longjmp, and
+ * exceptions compiled by Clang (GCC runs the exit hooks while unwinding).
+ * The agent records markers (TA_EXT_SETJMP, TA_EXT_LONGJMP, TA_EXT_CATCH
+ * with one value each); the encoder applies them to its shadow stack with
+ * ta_ctl_apply and writes how many frames went as the marker's second
+ * value, so the decoder pops the same frames without the encoder's table:
+ *  - SETJMP(env): remember env -> the stack's depth now (depth + overflow),
+ *    in a table of TA_JMP_SLOTS entries per thread (the same env replaces
+ *    its entry, else the oldest entry goes);
+ *  - LONGJMP(env): pop the frames above the depth remembered for env (none
+ *    if env is not in the table or the stack is not deeper);
+ *  - CATCH(start, nth): pop the frames above the nth frame from the bottom
+ *    whose address is start (nth: how many activations of the catching
+ *    function the agent found on the machine stack, the catcher's included;
+ *    0 when it could not tell), or above the innermost such frame when nth
+ *    is 0 or there are fewer; none if there is no such frame.
+ * The decoder pops min(count, depth + overflow, UINT32_MAX) frames.
+ */
+#define TA_JMP_SLOTS 32
+
+struct ta_jmptab {
+	uint64_t env[TA_JMP_SLOTS];
+	uint64_t level[TA_JMP_SLOTS]; /* depth + overflow at the setjmp */
+	uint32_t used, next;	      /* entries filled; the one replaced next */
+};
+
+/* Applies marker kind with the agent's values v (and nth, CATCH's second,
+ * 0 if absent) to s (and to j for SETJMP): returns the frames popped (0 for
+ * SETJMP and other kinds). */
+uint64_t ta_ctl_apply(struct ta_jmptab *j, struct ta_stack *s, uint32_t kind, uint64_t v,
+		      uint64_t nth);
+/* Pops min(n, depth + overflow) frames, overflow first (the decoder's side
+ * of the rule, and what ta_ctl_apply does once it knows n); returns them. */
+uint64_t ta_stack_unwind(struct ta_stack *s, uint64_t n);
+
+/* Whether an EXT subtype is one of the markers ta_ctl_apply knows. */
+static inline int ta_ext_is_ctl(uint64_t kind)
+{
+	return kind == TA_EXT_SETJMP || kind == TA_EXT_LONGJMP || kind == TA_EXT_CATCH;
+}
+
 /* ---- the EVENTS chunk payload -------------------------------------------- */
 
 /*
@@ -341,7 +386,8 @@ struct ta_event {
 	uint64_t ticks;
 	uint64_t addr;    /* function address */
 	uint32_t kind;    /* TA_EV_ENTER, TA_EV_EXIT (any exit), TA_EV_EXT */
-	uint32_t popped;  /* exits: frames this exit removed from the stack */
+	uint32_t popped;  /* exits: frames this exit removed from the stack;
+			     LONGJMP and CATCH: the frames they left */
 	uint64_t ext;     /* TA_EV_EXT: subtype */
 	uint64_t value;   /* TA_EXT_LOST: count; other subtypes: number of values,
 			     which are in the decoder's ext_values */
@@ -349,6 +395,7 @@ struct ta_event {
 
 struct ta_encoder {
 	struct ta_stack stack;
+	struct ta_jmptab jmp; /* setjmp points seen (ta_ctl_apply) */
 	uint8_t *buf; /* payload being built */
 	size_t len, cap;
 	uint64_t tid, chunk_seq;
@@ -403,7 +450,9 @@ int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is
  * an unchanged encoder on allocation failure). */
 size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len);
 int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count);
-/* Appends an EXT event of a subtype other than TA_EXT_LOST with n values. */
+/* Appends an EXT event of a subtype other than TA_EXT_LOST with n values.
+ * A control-flow marker (ta_ext_is_ctl) with n >= 1 is applied to the
+ * stack: LONGJMP and CATCH are written with v[0] and the frames popped. */
 int ta_encoder_ext(struct ta_encoder *e, uint64_t ticks, uint32_t subtype, const uint64_t *v,
 		   uint32_t n);
 /* Finishes the chunk: *payload and *len stay valid until the next begin. */

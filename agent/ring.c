@@ -51,6 +51,7 @@ static pthread_key_t exit_key;
 static uint64_t *inherit_addr;
 static uint32_t inherit_depth;
 static uint64_t inherit_tid;
+static struct ta_jmptab inherit_jmp;
 
 static inline struct ta_block *block_at(uint32_t idx)
 {
@@ -289,10 +290,13 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	t->drain = NULL;
 	t->inherit = NULL;
 	t->inherit_depth = 0;
-	if (inherit_addr && t->tid == inherit_tid) {
+	t->inherit_jmp = NULL;
+	if (inherit_tid && t->tid == inherit_tid) {
 		t->inherit = inherit_addr;
 		t->inherit_depth = inherit_depth;
+		t->inherit_jmp = &inherit_jmp;
 		inherit_addr = NULL;
+		inherit_tid = 0;
 	}
 	/* fs is the flusher's and survives reuse of the record. */
 	pthread_setspecific(exit_key, t);
@@ -614,6 +618,11 @@ struct ta_thread *ta_thread_self(void)
 	return self;
 }
 
+int ta_thread_traced(void)
+{
+	return self || (inherit_tid && inherit_tid == (uint64_t)syscall(SYS_gettid));
+}
+
 void ta_thread_set_parent(uint64_t ptid)
 {
 	parent_tid = ptid;
@@ -673,9 +682,11 @@ void ta_thread_set_name(unsigned long handle, const char *name)
 	__atomic_store_n(&t->name_lock, 0, __ATOMIC_RELEASE);
 }
 
-/* Applies a block's events from `from` on to a shadow stack (the rule of
- * format.c), following the chain: where the thread stands now. */
-static void replay_chain(struct ta_stack *st, struct ta_block *b, uint32_t from)
+/* Applies a block's events from `from` on to a shadow stack and setjmp
+ * table (the rules of format.c, as the encoder will apply them), following
+ * the chain: where the thread stands now. */
+static void replay_chain(struct ta_stack *st, struct ta_jmptab *jmp, struct ta_block *b,
+			 uint32_t from)
 {
 	while (b) {
 		uint32_t h = __atomic_load_n(&b->head, __ATOMIC_RELAXED) & ~TA_BUSY;
@@ -683,9 +694,17 @@ static void replay_chain(struct ta_stack *st, struct ta_block *b, uint32_t from)
 
 		for (uint32_t i = from; i < h; i++) {
 			uint64_t a = b->ev[i].addr;
-			if (ta_raw_is_ext(a))
-				i += TA_RAW_EXT_SLOTS(ta_raw_ext_n(a)); /* and its values */
-			else if ((a >> 62) == 1)
+			if (ta_raw_is_ext(a)) {
+				uint32_t n = ta_raw_ext_n(a);
+
+				/* A group is whole in its block; its first
+				 * value is the next slot's ticks. */
+				if (n >= 1 && i + 1 < h && ta_ext_is_ctl(ta_raw_ext_kind(a)))
+					(void)ta_ctl_apply(jmp, st, ta_raw_ext_kind(a),
+							   b->ev[i + 1].ticks,
+							   n >= 2 ? b->ev[i + 1].addr : 0);
+				i += TA_RAW_EXT_SLOTS(n); /* and its values */
+			} else if ((a >> 62) == 1)
 				continue; /* a gap, not a frame */
 			else if (a & TA_REC_EXIT)
 				(void)ta_stack_exit(st, a & ~TA_REC_EXIT, &top);
@@ -710,17 +729,22 @@ void ta_ring_fork_child(void)
 	 * state is consistent here: the fork happened under its drain lock. */
 	inherit_addr = NULL;
 	inherit_depth = 0;
+	inherit_tid = 0;
 	if (me) {
 		struct ta_stack st;
 		const struct ta_stack *enc = ta_flusher_stack(me);
+		const struct ta_jmptab *jmp = ta_flusher_jmptab(me);
 
 		ta_stack_init(&st);
 		for (uint32_t i = 0; enc && i < enc->depth; i++)
 			(void)ta_stack_push(&st, enc->addr[i]);
+		memset(&inherit_jmp, 0, sizeof(inherit_jmp));
+		if (jmp)
+			inherit_jmp = *jmp;
 		if (me->drain)
-			replay_chain(&st, me->drain, me->drain->consumed);
+			replay_chain(&st, &inherit_jmp, me->drain, me->drain->consumed);
 		else
-			replay_chain(&st, me->first, 0);
+			replay_chain(&st, &inherit_jmp, me->first, 0);
 		inherit_addr = st.addr;
 		inherit_depth = st.depth;
 		inherit_tid = (uint64_t)syscall(SYS_gettid);

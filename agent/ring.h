@@ -181,6 +181,10 @@ struct ta_thread {
 	 * parent when it forked (malloc'd; the flusher takes them over). */
 	uint64_t *inherit;
 	uint32_t inherit_depth;
+	/* And the setjmp points the parent's encoder knew for it, so a
+	 * longjmp in the child to a setjmp of the parent pops the same
+	 * frames (static storage in ring.c; the flusher copies it). */
+	const struct ta_jmptab *inherit_jmp;
 };
 
 /* The registry: every ta_thread ever allocated (pushed, never removed). */
@@ -208,6 +212,10 @@ void ta_cur_stop(void) TA_HIDDEN;
 void ta_thread_exit(void) TA_HIDDEN;
 /* The thread's own record, or NULL before its first event. */
 struct ta_thread *ta_thread_self(void) TA_HIDDEN;
+/* Whether the calling thread records events: it has a record, or it is a
+ * forked child's thread whose parent thread had one (it gets its record
+ * at its next event). */
+int ta_thread_traced(void) TA_HIDDEN;
 /* Sets the name of the thread whose pthread_self() is `handle`. */
 void ta_thread_set_name(unsigned long handle, const char *name) TA_HIDDEN;
 /* Parent tid to record for the calling thread (pthread_create wrapper). */

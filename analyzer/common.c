@@ -361,6 +361,7 @@ static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const st
 	}
 	w->calls += f->calls;
 	w->open += f->open;
+	w->unwound += f->unwound;
 	w->total += ta_process_dur_ns(p, f->total);
 	w->self += ta_process_dur_ns(p, f->self);
 	w->sum += ta_process_dur_ns(p, f->sum);

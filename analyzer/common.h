@@ -76,6 +76,7 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 struct ta_fn_row {
 	struct ta_fn_name id;
 	uint64_t calls, open, total, self, min, max, sum;
+	uint64_t unwound; /* activations left by a longjmp or an exception */
 	/* Nearest-rank percentiles of the activations' durations, from the
 	 * profile's histograms (0 when it kept none). */
 	uint64_t p50, p90, p99;

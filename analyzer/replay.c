@@ -51,7 +51,8 @@ static void usage(FILE *f)
 		   "  --srcline              the source file:line of each function\n"
 		   "  --json                 one JSON object per call, in the order the\n"
 		   "                         calls end: tid, pid, depth, name, module,\n"
-		   "                         start_ns, duration_ns, self_ns, open\n"
+		   "                         start_ns, duration_ns, self_ns, open,\n"
+		   "                         unwound (left by longjmp or an exception)\n"
 		   "  -h, --help             this help\n"
 		   "\n"
 		   "A call is shown with its callers, which the filters never hide.  Exit\n"
@@ -103,8 +104,9 @@ static void json_call(struct replay *r, const struct ta_tlcall *c)
 	printf(", \"module\": ");
 	ta_json_str(stdout, fn->module);
 	printf(", \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
-	       ", \"open\": %s",
-	       c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false");
+	       ", \"open\": %s, \"unwound\": %s",
+	       c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false",
+	       c->flags & TA_VISIT_UNWOUND ? "true" : "false");
 	if (r->srcline) {
 		const char *s = srcline(r, c->fn);
 
@@ -169,6 +171,8 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		printf(" /* %s */", src);
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_OPEN))
 		printf(" (open at the end)");
+	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_UNWOUND))
+		printf(" (left by longjmp or an exception)");
 	putchar('\n');
 }
 

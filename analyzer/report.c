@@ -251,9 +251,9 @@ static void json_rows(struct report *r, const struct ta_fn_table *t, const char 
 		printf(", \"offset\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64
 		       ", \"self_ns\": %" PRIu64 ", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
 		       ", \"avg_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64
-		       ", \"p99_ns\": %" PRIu64 ", \"open\": %" PRIu64,
+		       ", \"p99_ns\": %" PRIu64 ", \"open\": %" PRIu64 ", \"unwound\": %" PRIu64,
 		       w->id.offset, w->calls, w->total, w->self, w->min, w->max, w->sum / w->calls,
-		       w->p50, w->p90, w->p99, w->open);
+		       w->p50, w->p90, w->p99, w->open, w->unwound);
 		if (r->src) {
 			const char *line = srcline_of(r, w);
 

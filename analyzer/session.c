@@ -5,8 +5,9 @@
  * One pass: metadata chunks fill the process, module and thread tables;
  * EVENTS chunks are decoded with the format's own decoder and replayed on a
  * per-thread stack of frames, each frame visited once at enter and once at
- * exit.  The decoder tells how many frames an exit removed (frames left by
- * longjmp or an exception go with it, an exit never entered removes none),
+ * exit.  The decoder tells how many frames an exit or a LONGJMP or CATCH
+ * marker removed (frames left by longjmp or an exception go with these;
+ * an exit never entered removes none),
  * so our stack always follows the writer's shadow-stack rule, and each
  * chunk's stack snapshot lets us notice and repair a lost chunk.
  */
@@ -423,6 +424,10 @@ static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct t
 				break;
 			default:
 				t->events--; /* not a function event */
+				/* A longjmp or an exception: the frames it
+				 * left end here, not at some later exit. */
+				if (ev->popped)
+					frames_pop(s, t, ev->popped, ev->ticks, TA_VISIT_UNWOUND);
 				if (ev->ext == TA_EXT_LOST) {
 					t->lost += ev->value;
 					if (s->v.lost)
@@ -1385,6 +1390,8 @@ static TA_INLINE void profile_exit(void *ctx, struct ta_thread *t, const struct 
 		f->total += x->duration;
 	if (x->flags & TA_VISIT_OPEN)
 		f->open++;
+	if (x->flags & TA_VISIT_UNWOUND)
+		f->unwound++;
 }
 
 static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,

@@ -156,6 +156,9 @@ struct ta_thread {
 /* Flags of enter and exit visits. */
 #define TA_VISIT_OPEN	1u /* exit: still open at the end, closed at the thread's last time */
 #define TA_VISIT_RESYNC 2u /* entered or left where a chunk was lost; time is a guess */
+/* exit: left without its exit hook, by a longjmp or an exception (closed at
+ * the LONGJMP or CATCH marker) */
+#define TA_VISIT_UNWOUND 4u
 
 struct ta_exit_info {
 	uint64_t addr;
@@ -176,7 +179,8 @@ struct ta_visitor {
 	void (*exit)(void *ctx, struct ta_thread *t, const struct ta_exit_info *x);
 	void (*lost)(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t count);
 	/* An EXT event other than LOST (enum ta_ext_kind) with its n values,
-	 * on top of the thread's current frames. */
+	 * on top of the thread's current frames (after the frames a LONGJMP
+	 * or CATCH left were visited as exits with TA_VISIT_UNWOUND). */
 	void (*ext)(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
 		    const uint64_t *values, uint32_t n);
 };
@@ -326,9 +330,10 @@ struct ta_fstat {
 	uint32_t thread; /* ta_thread.index */
 	uint32_t pid;
 	uint64_t addr;
-	uint64_t calls; /* activations, open ones included */
-	uint64_t open;	/* activations still open at the end */
-	uint64_t total; /* outermost activations only (recursion counted once) */
+	uint64_t calls;	  /* activations, open ones included */
+	uint64_t open;	  /* activations still open at the end */
+	uint64_t unwound; /* activations left by a longjmp or an exception */
+	uint64_t total;	  /* outermost activations only (recursion counted once) */
 	uint64_t self;
 	uint64_t min, max;
 	uint64_t sum;	     /* all activations' durations (for the mean) */

@@ -376,7 +376,7 @@ START_TEST(ext_events_stay_whole_across_blocks)
 		for (uint32_t j = 0; j < n; j++)
 			v[j] = ext_value(i, j);
 		ta_record(addr_of(0, 0));
-		ta_record_ext(2 + (uint32_t)(i % 10), v, n);
+		ta_record_ext(12 + (uint32_t)(i % 4), v, n); /* free subtypes: no rule */
 		ta_record(addr_of(0, 0) | TA_REC_EXIT);
 	}
 	ta_agent_shutdown();
@@ -391,7 +391,7 @@ START_TEST(ext_events_stay_whole_across_blocks)
 		const uint64_t *e = d.t[0].ev + 3 * i;
 
 		ck_assert_uint_eq(e[0], addr_of(0, 0));
-		ck_assert_uint_eq(e[1], TA_RAW_EXT | (uint64_t)(2 + i % 10) << 8 | n);
+		ck_assert_uint_eq(e[1], TA_RAW_EXT | (uint64_t)(12 + i % 4) << 8 | n);
 		ck_assert_uint_eq(e[2], addr_of(0, 0) | TA_REC_EXIT);
 		for (uint32_t j = 0; j < n; j++)
 			ck_assert_uint_eq(d.t[0].xv[k * TA_EXT_MAX_VALUES + j], ext_value(i, j));
@@ -414,7 +414,7 @@ START_TEST(nested_ext_events_are_recorded_in_order)
 	ta_record(0x1000);
 	ta_cur->head |= TA_BUSY;
 	ta_record(0x2000);
-	ta_record_ext(9, v, 3);
+	ta_record_ext(12, v, 3);
 	ta_record(0x2000 | TA_REC_EXIT);
 	ta_cur->head &= ~TA_BUSY;
 	ta_record(0x1000 | TA_REC_EXIT);
@@ -423,7 +423,7 @@ START_TEST(nested_ext_events_are_recorded_in_order)
 	ck_assert_uint_eq(d.t[0].n, 5);
 	ck_assert_uint_eq(d.t[0].ev[0], 0x1000);
 	ck_assert_uint_eq(d.t[0].ev[1], 0x2000);
-	ck_assert_uint_eq(d.t[0].ev[2], TA_RAW_EXT | 9u << 8 | 3);
+	ck_assert_uint_eq(d.t[0].ev[2], TA_RAW_EXT | 12u << 8 | 3);
 	ck_assert_uint_eq(d.t[0].ev[3], 0x2000 | TA_REC_EXIT);
 	ck_assert_uint_eq(d.t[0].ev[4], 0x1000 | TA_REC_EXIT);
 	ck_assert_uint_eq(d.t[0].nx, 1);
@@ -576,6 +576,44 @@ START_TEST(flight_mode_keeps_the_newest_events)
 }
 END_TEST
 
+/* A flight-mode cut empties the encoder's stack: the depth it knew for a
+ * setjmp encoded before the cut means nothing for the frames after it, and
+ * a longjmp to it pops none of them. */
+START_TEST(flight_cut_forgets_setjmp_depths)
+{
+	struct dump d;
+	const uint64_t env = 0xe000;
+	const uint64_t *jmp = NULL;
+
+	agent_env("4K", "1M");
+	setenv("TRACEAGENT_MODE", "flight", 1);
+	setenv("TRACEAGENT_FLIGHT_SIZE", "64K", 1);
+	ta_record(addr_of(0, 5));
+	ta_record(addr_of(0, 6));
+	ta_record_ext(TA_EXT_SETJMP, &env, 1); /* at depth 2 */
+	ta_flusher_drain(0);		       /* the encoder has seen it */
+	record_tree(0, 50000);		       /* 200000 events: the oldest go */
+	ta_record(addr_of(0, 7));
+	ta_record(addr_of(0, 8));
+	ta_record(addr_of(0, 9));
+	ta_record_ext(TA_EXT_LONGJMP, &env, 1);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	for (uint64_t i = 0, k = 0; i < d.t[0].n; i++) {
+		if (!ta_raw_is_ext(d.t[0].ev[i]))
+			continue;
+		if (ta_raw_ext_kind(d.t[0].ev[i]) == TA_EXT_LONGJMP)
+			jmp = d.t[0].xv + k * TA_EXT_MAX_VALUES;
+		k++;
+	}
+	ck_assert_ptr_nonnull(jmp);
+	ck_assert_uint_eq(jmp[0], env);
+	ck_assert_uint_eq(jmp[1], 0); /* popped */
+	unlink(dump_path);
+}
+END_TEST
+
 START_TEST(thread_name_is_recorded)
 {
 	struct dump d;
@@ -651,6 +689,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, exited_threads_are_drained_and_reused);
 	tcase_add_test(tc, drop_mode_counts_and_marks_the_gap);
 	tcase_add_test(tc, flight_mode_keeps_the_newest_events);
+	tcase_add_test(tc, flight_cut_forgets_setjmp_depths);
 	tcase_add_test(tc, thread_name_is_recorded);
 	tcase_add_test(tc, existing_output_is_not_overwritten);
 	tcase_add_test(tc, sizes_and_output_patterns);

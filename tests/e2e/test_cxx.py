@@ -1,7 +1,13 @@
 # SPDX-License-Identifier: MIT
 """C++: names demangled as c++filt shows them; a function left by an
-exception is closed (GCC calls its exit hook while unwinding)."""
+exception is closed (GCC calls its exit hook while unwinding); functions
+left by exceptions, built by GCC and by Clang (which calls no exit hook
+for them), are closed at the catch: exact calls, exact nesting, and none
+charged the pause the catching function makes after the catch."""
 
+import json
+
+import tadump
 import tahelp
 from tahelp import LEVELS, MODES
 
@@ -14,6 +20,35 @@ CALLS = {
     "(anonymous namespace)::helper()": 1,
     "ns::fail(int)": 2,
 }
+
+# throwcatch.cc, in the order the calls end: (depth, name).
+PAUSE_MS = 200
+THROWS = [
+    (6, "t5(int)"), (5, "t4(int)"), (4, "t3(int)"), (3, "t2(int)"), (2, "t1(int)"),
+    (2, "pause_here()"), (2, "after_deep()"), (1, "deep()"),
+    (4, "r2(int)"), (3, "r1(int)"), (2, "relay(int)"),
+    (2, "pause_here()"), (2, "after_rethrow()"), (1, "outer_catch()"),
+    (2, "c1(int)"), (1, "capture()"),
+    (3, "p2()"), (2, "p1()"), (2, "pause_here()"), (2, "after_ptr()"), (1, "catch_ptr()"),
+    (6, "rec(int)"), (5, "rec(int)"), (4, "rec(int)"),
+    (4, "pause_here()"), (4, "after_rec()"), (3, "rec(int)"), (2, "rec(int)"), (1, "rec(int)"),
+    (3, "b2(int)"), (2, "b1(int)"), (2, "pause_here()"), (2, "after_bridge()"),
+    (1, "catch_bridge()"),
+    (0, "main"),
+]
+THROW_CALLS = {}
+for _, _name in THROWS:
+    THROW_CALLS[_name] = THROW_CALLS.get(_name, 0) + 1
+# The activations a throw leaves (Clang: closed by the catch).
+THROWN_THROUGH = {
+    (6, "t5(int)"), (5, "t4(int)"), (4, "t3(int)"), (3, "t2(int)"), (2, "t1(int)"),
+    (4, "r2(int)"), (3, "r1(int)"), (2, "relay(int)"), (2, "c1(int)"),
+    (3, "p2()"), (2, "p1()"), (6, "rec(int)"), (5, "rec(int)"), (4, "rec(int)"),
+    (3, "b2(int)"), (2, "b1(int)"),
+}
+THROW_UNWOUND = dict.fromkeys(THROW_CALLS, 0)
+for _, _name in THROWN_THROUGH:
+    THROW_UNWOUND[_name] += 1
 
 
 class CxxTest(tahelp.Case):
@@ -30,6 +65,37 @@ class CxxTest(tahelp.Case):
                     self.assertEqual(sorted(funcs), sorted(CALLS))
                     self.assert_calls(funcs, CALLS)
 
+    def test_exceptions(self):
+        pause_ns = PAUSE_MS * 1000000
+        for compiler, prefix in (("gcc", "throwcatch-"), ("clang", "throwcatch-clang-")):
+            for level in LEVELS:
+                for mode in MODES:
+                    with self.subTest(compiler=compiler, level=level, mode=mode):
+                        r = self.traced(mode, [self.prog(prefix + level), str(PAUSE_MS)])
+                        self.assertEqual(r.stdout, "throwcatch: 6\n")
+                        rep = self.report(r.dump)
+                        self.assert_whole(rep)
+                        funcs = self.functions(rep)
+                        self.assert_calls(funcs, THROW_CALLS)
+                        # GCC closes them itself, while unwinding; for
+                        # Clang the catch does.
+                        unwound = {n: funcs[n]["unwound"] for n in THROW_CALLS}
+                        self.assertEqual(unwound, THROW_UNWOUND if compiler == "clang"
+                                         else dict.fromkeys(THROW_CALLS, 0))
+                        p = tadump.view(self, "replay", "--json", r.dump)
+                        calls = [c for c in map(json.loads, p.stdout.splitlines())
+                                 if c["name"] in THROW_CALLS]
+                        self.assertEqual([(c["depth"], c["name"]) for c in calls], THROWS)
+                        for c in calls:
+                            self.assertFalse(c["open"], c)
+                            left = (c["depth"], c["name"]) in THROWN_THROUGH
+                            self.assertEqual(c["unwound"], compiler == "clang" and left, c)
+                            if left:
+                                # Closed at the catch (or by GCC while
+                                # unwinding), before the pause.
+                                self.assertLess(c["duration_ns"], pause_ns // 2, c)
+                            if c["name"] == "pause_here()":
+                                self.assertGreaterEqual(c["duration_ns"], pause_ns, c)
 
 if __name__ == "__main__":
     tahelp.main()

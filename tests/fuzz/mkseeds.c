@@ -254,6 +254,47 @@ static void gap_and_recursion(void)
 	dg_free(&g);
 }
 
+/* Control flow: a setjmp, frames left by a longjmp and by a catch (the
+ * encoder writes how many), then a LONGJMP whose count claims more frames
+ * than there are, as a damaged dump could. */
+static void control_flow(void)
+{
+	struct dumpgen g;
+	struct ta_encoder e;
+	uint64_t t = 2000, env = 0x7ffc0000ull, v[2];
+	size_t at;
+
+	dg_init(&g, 500);
+	preamble(&g, 1500);
+	dg_thread_start(&g, 500, 1600, "main");
+	ta_encoder_init(&e, 500);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 10, FN(0), 0);
+	ta_encoder_event(&e, t += 10, FN(1), 0);
+	ta_encoder_ext(&e, t += 1, TA_EXT_SETJMP, &env, 1);
+	for (int i = 2; i < 7; i++)
+		ta_encoder_event(&e, t += 10, FN(i), 0);
+	ta_encoder_ext(&e, t += 10, TA_EXT_LONGJMP, &env, 1); /* pops 5 */
+	ta_encoder_event(&e, t += 10, FN(7), 0);
+	ta_encoder_event(&e, t += 10, FN(8), 0);
+	v[0] = FN(1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_CATCH, v, 1); /* pops 2 */
+	ta_encoder_event(&e, t += 10, FN(9), 0);
+	/* Written by hand through a subtype without a rule, then renamed:
+	 * LONGJMP(env, 1000) with two frames open. */
+	v[0] = env;
+	v[1] = 1000;
+	at = e.len + 1; /* after the one-byte dt | kind */
+	ta_encoder_ext(&e, t += 10, 12, v, 2);
+	e.buf[at] = TA_EXT_LONGJMP;
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 500, t + 5, 10, 0);
+	dg_end(&g, t + 10, 6600000, 10, 0, 1, 0);
+	emit("control-flow", &g);
+	dg_free(&g);
+}
+
 /* Garbage between chunks, an unknown chunk type, a truncated tail. */
 static void damaged(void)
 {
@@ -284,6 +325,7 @@ int main(int argc, char **argv)
 	one_thread();
 	two_processes();
 	gap_and_recursion();
+	control_flow();
 	damaged();
 	for (int i = 2; i < argc; i++)
 		real_dump(argv[i]);

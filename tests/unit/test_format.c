@@ -997,6 +997,266 @@ START_TEST(decoder_fuzz)
 }
 END_TEST
 
+/* ---- control flow: setjmp, longjmp, catch -------------------------------------- */
+
+/* The rule of ta_ctl_apply on its own: a longjmp pops back to the depth of
+ * its setjmp, the newest setjmp of a jmp_buf wins, a full table drops its
+ * oldest entry, a catch pops above the innermost frame of the catcher. */
+START_TEST(ctl_rule)
+{
+	struct ta_jmptab j;
+	struct ta_stack s;
+
+	memset(&j, 0, sizeof(j));
+	ta_stack_init(&s);
+	ta_stack_push(&s, 0x100);
+	ta_stack_push(&s, 0x200);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0xe0, 0), 0);
+	for (uint64_t a = 0x300; a < 0x800; a += 0x100)
+		ta_stack_push(&s, a);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe1, 0), 0); /* unknown */
+	ck_assert_uint_eq(s.depth, 7);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0, 0), 5);
+	ck_assert_uint_eq(s.depth, 2);
+	ck_assert_uint_eq(s.addr[1], 0x200);
+	/* Again (a longjmp to the same point from the same depth): none. */
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0, 0), 0);
+	/* The same jmp_buf set again deeper: the newest depth counts. */
+	ta_stack_push(&s, 0x300);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0xe0, 0), 0);
+	ta_stack_push(&s, 0x400);
+	ta_stack_push(&s, 0x500);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0, 0), 2);
+	ck_assert_uint_eq(s.depth, 3);
+	ck_assert_uint_eq(j.used, 1);
+
+	/* 32 more jmp_bufs: the oldest entry (0xe0) goes, the others stay. */
+	for (uint64_t e = 1; e <= TA_JMP_SLOTS; e++)
+		ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0x1000 + e, 0), 0);
+	ta_stack_push(&s, 0x600);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xe0, 0), 0); /* the oldest */
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0x1001, 0), 1);
+	ck_assert_uint_eq(s.depth, 3);
+
+	/* Catch: above the innermost frame of the catcher; none when it is
+	 * not on the stack. */
+	ta_stack_push(&s, 0x200);
+	ta_stack_push(&s, 0x700);
+	ta_stack_push(&s, 0x800); /* [100 200 300 200 700 800] */
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x900, 0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x800, 0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x200, 0), 2);
+	ck_assert_uint_eq(s.depth, 4);
+	ck_assert_uint_eq(s.addr[3], 0x200);
+	/* With the catcher's activation: the nth from the bottom (an outer
+	 * instance of a recursion catches), the innermost if there are fewer. */
+	ta_stack_push(&s, 0x700);
+	ta_stack_push(&s, 0x800); /* [100 200 300 200 700 800] */
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x200, 5), 2);
+	ck_assert_uint_eq(s.depth, 4);
+	ta_stack_push(&s, 0x700);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x200, 2), 1);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x200, 1), 2);
+	ck_assert_uint_eq(s.depth, 2);
+	ck_assert_uint_eq(s.addr[1], 0x200);
+	ta_stack_push(&s, 0x300);
+	ta_stack_push(&s, 0x200);
+	/* Other kinds change nothing. */
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LOST, 0x100, 0), 0);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, 11, 0x100, 0), 0);
+	ck_assert_uint_eq(s.depth, 4);
+
+	/* Overflowed frames are the innermost: they go first. */
+	s.overflow = 3;
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_CATCH, 0x300, 0), 4);
+	ck_assert_uint_eq(s.overflow, 0);
+	ck_assert_uint_eq(s.depth, 3);
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_SETJMP, 0xf0, 0), 0);
+	s.overflow = 2;
+	ck_assert_uint_eq(ta_ctl_apply(&j, &s, TA_EXT_LONGJMP, 0xf0, 0), 2);
+	ck_assert_uint_eq(s.depth, 3);
+	ck_assert_uint_eq(s.overflow, 0);
+	ta_stack_free(&s);
+}
+END_TEST
+
+/* Markers through the codec: the raw path and ta_encoder_ext write the same
+ * bytes, LONGJMP and CATCH carry the frames popped, both decoders pop the
+ * same frames (ev->popped) and end with the encoder's stack, so the exits
+ * that follow match their top. */
+START_TEST(codec_ctl_markers)
+{
+	/* main enters f, setjmp, g h i, longjmp: g h i go; f exits at the
+	 * top.  Then k l m, catch in k: l m go; k exits at the top. */
+	struct ta_raw raw[] = {
+	    {10, 0x1000},
+	    {11, 0x2000},
+	    {12, TA_RAW_EXT | (uint64_t)TA_EXT_SETJMP << 8 | 1},
+	    {0xbeef, 0},
+	    {13, 0x3000},
+	    {14, 0x4000},
+	    {15, 0x5000},
+	    {16, TA_RAW_EXT | (uint64_t)TA_EXT_LONGJMP << 8 | 1},
+	    {0xbeef, 0},
+	    {17, 0x2000 | TA_RAW_EXIT},
+	    {18, 0x6000},
+	    {19, 0x7000},
+	    {20, 0x8000},
+	    {21, TA_RAW_EXT | (uint64_t)TA_EXT_CATCH << 8 | 2},
+	    {0x6000, 1}, /* the first activation of 0x6000 */
+	    {22, 0x6000 | TA_RAW_EXIT},
+	};
+	const size_t nraw = sizeof(raw) / sizeof(raw[0]);
+	const uint64_t want_popped[] = {0, 0, 0, 0, 0, 0, 3, 1, 0, 0, 0, 2, 1};
+	struct ta_encoder a, b;
+	struct ta_decoder d;
+	struct ta_event ev[16];
+	const uint8_t *pa, *pb;
+	size_t la, lb, n = 0, k;
+	int rc;
+
+	ta_encoder_init(&a, 1);
+	ta_encoder_init(&b, 1);
+	ck_assert_int_eq(ta_encoder_begin(&a, 10), 0);
+	for (size_t i = 0; i < nraw; i++) {
+		if (ta_raw_is_ext(raw[i].addr)) {
+			uint64_t v[2] = {raw[i + 1].ticks, raw[i + 1].addr};
+			ck_assert_int_eq(ta_encoder_ext(&a, raw[i].ticks,
+							ta_raw_ext_kind(raw[i].addr), v,
+							ta_raw_ext_n(raw[i].addr)),
+					 0);
+			i++;
+		} else {
+			ck_assert_int_eq(ta_encoder_event(&a, raw[i].ticks,
+							  raw[i].addr & ~TA_RAW_EXIT,
+							  !!(raw[i].addr & TA_RAW_EXIT)),
+					 0);
+		}
+	}
+	ck_assert_uint_eq(a.stack.depth, 1);
+	ck_assert_int_eq(ta_encoder_end(&a, &pa, &la), 0);
+	ck_assert_uint_eq(ta_encoder_raw(&b, raw, nraw, 1 << 20), nraw);
+	ck_assert_uint_eq(b.stack.depth, 1);
+	ck_assert_int_eq(ta_encoder_end(&b, &pb, &lb), 0);
+	ck_assert_uint_eq(la, lb);
+	ck_assert_int_eq(memcmp(pa, pb, la), 0);
+
+	/* The batch decoder, which stops after each EXT event. */
+	ta_decoder_init(&d);
+	ck_assert_int_eq(ta_decoder_begin(&d, pa, la), 0);
+	do {
+		k = ta_decoder_batch(&d, ev + n, 16 - n, &rc);
+		n += k;
+	} while (rc == 0 && k);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_uint_eq(n, 13);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(ev[i].popped, want_popped[i]);
+	ck_assert_uint_eq(ev[6].ext, TA_EXT_LONGJMP);
+	ck_assert_uint_eq(ev[6].value, 2);
+	ck_assert_uint_eq(ev[7].kind, TA_EV_EXIT);
+	ck_assert_uint_eq(ev[7].addr, 0x2000);
+	ck_assert_uint_eq(ev[11].ext, TA_EXT_CATCH);
+	ck_assert_uint_eq(d.stack.depth, 1);
+
+	/* One at a time, with the values. */
+	ck_assert_int_eq(ta_decoder_begin(&d, pa, la), 0);
+	for (size_t i = 0; i < 13; i++) {
+		ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), 1);
+		ck_assert_uint_eq(ev[0].popped, want_popped[i]);
+		if (i == 2)
+			ck_assert(ev[0].ext == TA_EXT_SETJMP && ev[0].value == 1 &&
+				  d.ext_values[0] == 0xbeef);
+		if (i == 6)
+			ck_assert(d.ext_values[0] == 0xbeef && d.ext_values[1] == 3);
+		if (i == 11)
+			ck_assert(ev[0].value == 3 && d.ext_values[0] == 0x6000 &&
+				  d.ext_values[1] == 2 && d.ext_values[2] == 1);
+	}
+	ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), 0);
+	ck_assert_uint_eq(d.stack.depth, 1);
+	ta_decoder_free(&d);
+	ta_encoder_free(&a);
+	ta_encoder_free(&b);
+}
+END_TEST
+
+/* A dump's LONGJMP or CATCH may claim any count: the decoder pops no more
+ * than its stack holds (and than ev->popped can say), a marker without its
+ * count pops nothing, and the other subtypes pop nothing. */
+static void ctl_hostile_one(uint32_t kind, const uint64_t *v, uint32_t nv, uint64_t overflow,
+			    uint64_t want)
+{
+	struct ta_encoder e;
+	struct ta_decoder d;
+	struct ta_event ev[4];
+	const uint8_t *p;
+	uint8_t *buf;
+	size_t len, at;
+	int rc;
+
+	ta_encoder_init(&e, 1);
+	e.stack.overflow = overflow; /* the snapshot claims these */
+	ck_assert_int_eq(ta_encoder_begin(&e, 0), 0);
+	e.stack.overflow = 0;
+	ck_assert_int_eq(ta_encoder_event(&e, 1, 0x1000, 0), 0);
+	ck_assert_int_eq(ta_encoder_event(&e, 2, 0x2000, 0), 0);
+	/* Written as a dump could have it, not as the rule would: subtype
+	 * 12 (no rule) with the values as given, then the subtype byte
+	 * (after the one-byte dt|kind) made the marker. */
+	at = e.len + 1;
+	ck_assert_int_eq(ta_encoder_ext(&e, 3, 12, v, nv), 0);
+	ck_assert_int_eq(ta_encoder_end(&e, &p, &len), 0);
+	buf = malloc(len);
+	ck_assert_ptr_nonnull(buf);
+	memcpy(buf, p, len);
+	ck_assert_uint_eq(buf[at], 12);
+	buf[at] = (uint8_t)kind;
+
+	ta_decoder_init(&d);
+	ck_assert_int_eq(ta_decoder_begin(&d, buf, len), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), 1);
+	ck_assert_uint_eq(ev[0].kind, TA_EV_EXT);
+	ck_assert_uint_eq(ev[0].popped, want);
+	ck_assert_uint_eq(d.stack.depth + d.stack.overflow, 2 + overflow - want);
+	ck_assert_int_eq(ta_decoder_next(&d, &ev[0]), 0);
+	ck_assert_int_eq(ta_decoder_begin(&d, buf, len), 0);
+	ck_assert_uint_eq(ta_decoder_batch(&d, ev, 4, &rc), 3);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_uint_eq(ev[2].popped, want);
+	ck_assert_uint_eq(d.stack.depth + d.stack.overflow, 2 + overflow - want);
+	ta_decoder_free(&d);
+	ta_encoder_free(&e);
+	free(buf);
+}
+
+START_TEST(decoder_ctl_hostile)
+{
+	static const uint64_t counts[] = {0, 1, 2, 3, 1000, UINT32_MAX, UINT64_MAX};
+
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		for (uint32_t kind = TA_EXT_SETJMP; kind <= 11; kind++) {
+			for (uint32_t nv = 0; nv <= 3; nv++) {
+				uint64_t v[3] = {0x1000, counts[c], 5}, want = 0;
+
+				if ((kind == TA_EXT_LONGJMP || kind == TA_EXT_CATCH) && nv >= 2)
+					want = counts[c] < 2 ? counts[c] : 2;
+				ctl_hostile_one(kind, v, nv, 0, want);
+			}
+		}
+	}
+	/* A snapshot that claims 2^40 frames beyond the stack: one marker
+	 * pops at most UINT32_MAX of them (what ev->popped holds). */
+	{
+		uint64_t v[2] = {0x1000, UINT64_MAX};
+		ctl_hostile_one(TA_EXT_LONGJMP, v, 2, 1ull << 40, UINT32_MAX);
+		v[1] = 7;
+		ctl_hostile_one(TA_EXT_CATCH, v, 2, 1ull << 40, 7);
+	}
+}
+END_TEST
+
 static Suite *format_suite(void)
 {
 	Suite *s = suite_create("format");
@@ -1025,6 +1285,9 @@ static Suite *format_suite(void)
 	tcase_add_test(tc, codec_raw_matches_event);
 	tcase_add_test(tc, codec_raw_max_len);
 	tcase_add_test(tc, codec_ext_values);
+	tcase_add_test(tc, ctl_rule);
+	tcase_add_test(tc, codec_ctl_markers);
+	tcase_add_test(tc, decoder_ctl_hostile);
 	tcase_add_test(tc, decoder_rejects);
 	tcase_add_test(tc, decoder_fuzz);
 	suite_add_tcase(s, tc);

@@ -65,7 +65,7 @@ static void fn_json(char *buf, size_t n, const char *name, uint64_t addr, uint64
 		 "{\"name\": \"%s\", \"module\": \"%s\", \"offset\": %llu, \"calls\": %llu, "
 		 "\"total_ns\": %llu, \"self_ns\": %llu, \"min_ns\": %llu, \"max_ns\": %llu, "
 		 "\"avg_ns\": %llu, \"p50_ns\": %llu, \"p90_ns\": %llu, \"p99_ns\": %llu, "
-		 "\"open\": 0}",
+		 "\"open\": 0, \"unwound\": 0}",
 		 name, self_path, (unsigned long long)(addr - bias), (unsigned long long)calls,
 		 (unsigned long long)total, (unsigned long long)self, (unsigned long long)min,
 		 (unsigned long long)max, (unsigned long long)avg, (unsigned long long)p[0],

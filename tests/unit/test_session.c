@@ -281,6 +281,53 @@ START_TEST(skipped_frames_and_unmatched_exits)
 }
 END_TEST
 
+/* A longjmp and a catch close the frames they left at their own time,
+ * flagged unwound: B and C at the LONGJMP (ticks 40), not at A's exit;
+ * then, after a catch in the outer of two activations of B, the inner B and
+ * C at the CATCH (ticks 80).  Markers are not function events (8 here). */
+START_TEST(unwound_frames_close_at_the_marker)
+{
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct run r;
+	uint64_t env = 0x7ff0, v[2];
+
+	start_dump(&g, 0);
+	ta_encoder_init(&e, 10);
+	ta_encoder_begin(&e, 0);
+	ev(&e, 10, A, 0);
+	REQUIRE(ta_encoder_ext(&e, 15, TA_EXT_SETJMP, &env, 1) == 0, "setjmp");
+	ev(&e, 20, B, 0);
+	ev(&e, 30, C, 0);
+	REQUIRE(ta_encoder_ext(&e, 40, TA_EXT_LONGJMP, &env, 1) == 0, "longjmp");
+	ev(&e, 50, B, 0);
+	ev(&e, 60, B, 0);
+	ev(&e, 70, C, 0);
+	v[0] = B;
+	v[1] = 1; /* the outer B catches */
+	REQUIRE(ta_encoder_ext(&e, 80, TA_EXT_CATCH, v, 2) == 0, "catch");
+	ev(&e, 90, B, 1);
+	ev(&e, 100, A, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_end(&g, 100, 0, 8, 0, 1, 0);
+	ck_assert_int_eq(run_dump(&g, &r), 0);
+	/* A: 10-100, children B (20-40, 50-90): self 90 - 20 - 40 = 30. */
+	check_stat(&r, 10, A, 1, 90, 30, 90, 90, 0);
+	/* B: 20-40 (child C 30-40), 50-90 (outer, child B 60-80), 60-80
+	 * (child C 70-80). */
+	check_stat(&r, 10, B, 3, 20 + 40, 10 + 20 + 10, 20, 40, 0);
+	check_stat(&r, 10, C, 2, 20, 20, 10, 10, 0);
+	ck_assert_uint_eq(fstat_of(&r, 100, 10, A)->unwound, 0);
+	ck_assert_uint_eq(fstat_of(&r, 100, 10, B)->unwound, 2);
+	ck_assert_uint_eq(fstat_of(&r, 100, 10, C)->unwound, 2);
+	ck_assert_uint_eq(r.s->threads[0]->unmatched, 0);
+	ck_assert_uint_eq(r.s->threads[0]->events, 8);
+	run_free(&r);
+	dg_free(&g);
+}
+END_TEST
+
 START_TEST(lost_chunk_resync)
 {
 	struct dumpgen g;
@@ -874,6 +921,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, open_frames_at_thread_end);
 	tcase_add_test(tc, open_frames_at_last_event);
 	tcase_add_test(tc, skipped_frames_and_unmatched_exits);
+	tcase_add_test(tc, unwound_frames_close_at_the_marker);
 	tcase_add_test(tc, lost_chunk_resync);
 	tcase_add_test(tc, damaged_chunk_resync);
 	tcase_add_test(tc, deep_recursion_across_chunks);
