@@ -32,7 +32,9 @@ static void *thread_start(void *p)
 {
 	struct start_args a = *(struct start_args *)p;
 
+	TA_GUARD_ENTER(); /* the agent's own allocation */
 	free(p);
+	TA_GUARD_LEAVE();
 	ta_thread_set_parent(a.ptid);
 	return a.fn(a.arg);
 }
@@ -40,18 +42,24 @@ static void *thread_start(void *p)
 TA_PUBLIC int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 			     void *arg)
 {
-	struct start_args *a = malloc(sizeof(*a));
+	struct start_args *a;
 	struct ta_thread *me = ta_thread_self();
 	int err;
 
+	TA_GUARD_ENTER(); /* the agent's own allocation */
+	a = malloc(sizeof(*a));
+	TA_GUARD_LEAVE();
 	if (!a) /* no wrapper: the thread runs, its parent is unknown */
 		return ta_real_pthread_create(t, attr, fn, arg);
 	a->fn = fn;
 	a->arg = arg;
 	a->ptid = me ? me->tid : (uint64_t)syscall(SYS_gettid);
 	err = ta_real_pthread_create(t, attr, thread_start, a);
-	if (err)
+	if (err) {
+		TA_GUARD_ENTER();
 		free(a);
+		TA_GUARD_LEAVE();
+	}
 	return err;
 }
 
@@ -107,7 +115,9 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 	h = real_dlopen(file, mode);
 	if (h && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 		int saved = errno;
+		TA_GUARD_ENTER();
 		ta_dump_modules(t0);
+		TA_GUARD_LEAVE();
 		errno = saved;
 	}
 	return h;
