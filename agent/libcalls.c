@@ -54,8 +54,8 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
-ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
-		       struct sockaddr *addr, socklen_t *alen);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
+		       socklen_t *alen);
 int __open_2(const char *path, int flags);
 int __open64_2(const char *path, int flags);
 int __openat_2(int dirfd, const char *path, int flags);
@@ -65,85 +65,85 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
 /* Every interposed function: id, name, class.  The order is the LIBCALLS
  * chunk's; a version for the few symbols whose unversioned dlsym answer
  * would be an old compatibility version. */
-#define LC_FUNCS(X)                                                                          \
-	X(malloc, TA_LC_ALLOC)                                                               \
-	X(calloc, TA_LC_ALLOC)                                                               \
-	X(realloc, TA_LC_ALLOC)                                                              \
-	X(reallocarray, TA_LC_ALLOC)                                                         \
-	X(free, TA_LC_ALLOC)                                                                 \
-	X(posix_memalign, TA_LC_ALLOC)                                                       \
-	X(aligned_alloc, TA_LC_ALLOC)                                                        \
-	X(memalign, TA_LC_ALLOC)                                                             \
-	X(valloc, TA_LC_ALLOC)                                                               \
-	X(pvalloc, TA_LC_ALLOC)                                                              \
-	X(pthread_mutex_lock, TA_LC_LOCK)                                                    \
-	X(pthread_mutex_trylock, TA_LC_LOCK)                                                 \
-	X(pthread_mutex_timedlock, TA_LC_LOCK)                                               \
-	X(pthread_mutex_unlock, TA_LC_LOCK)                                                  \
-	X(pthread_rwlock_rdlock, TA_LC_LOCK)                                                 \
-	X(pthread_rwlock_wrlock, TA_LC_LOCK)                                                 \
-	X(pthread_rwlock_tryrdlock, TA_LC_LOCK)                                              \
-	X(pthread_rwlock_trywrlock, TA_LC_LOCK)                                              \
-	X(pthread_rwlock_timedrdlock, TA_LC_LOCK)                                            \
-	X(pthread_rwlock_timedwrlock, TA_LC_LOCK)                                            \
-	X(pthread_rwlock_unlock, TA_LC_LOCK)                                                 \
-	X(pthread_cond_wait, TA_LC_LOCK)                                                     \
-	X(pthread_cond_timedwait, TA_LC_LOCK)                                                \
-	X(sem_wait, TA_LC_LOCK)                                                              \
-	X(sem_timedwait, TA_LC_LOCK)                                                         \
-	X(sem_trywait, TA_LC_LOCK)                                                           \
-	X(read, TA_LC_IO)                                                                    \
-	X(write, TA_LC_IO)                                                                   \
-	X(pread, TA_LC_IO)                                                                   \
-	X(pread64, TA_LC_IO)                                                                 \
-	X(pwrite, TA_LC_IO)                                                                  \
-	X(pwrite64, TA_LC_IO)                                                                \
-	X(readv, TA_LC_IO)                                                                   \
-	X(writev, TA_LC_IO)                                                                  \
-	X(open, TA_LC_IO)                                                                    \
-	X(open64, TA_LC_IO)                                                                  \
-	X(openat, TA_LC_IO)                                                                  \
-	X(openat64, TA_LC_IO)                                                                \
-	X(close, TA_LC_IO)                                                                   \
-	X(fsync, TA_LC_IO)                                                                   \
-	X(fdatasync, TA_LC_IO)                                                               \
-	X(recv, TA_LC_IO)                                                                    \
-	X(recvfrom, TA_LC_IO)                                                                \
-	X(send, TA_LC_IO)                                                                    \
-	X(sendto, TA_LC_IO)                                                                  \
-	X(__read_chk, TA_LC_IO)                                                              \
-	X(__pread_chk, TA_LC_IO)                                                             \
-	X(__pread64_chk, TA_LC_IO)                                                           \
-	X(__recv_chk, TA_LC_IO)                                                              \
-	X(__recvfrom_chk, TA_LC_IO)                                                          \
-	X(__open_2, TA_LC_IO)                                                                \
-	X(__open64_2, TA_LC_IO)                                                              \
-	X(__openat_2, TA_LC_IO)                                                              \
-	X(__openat64_2, TA_LC_IO)                                                            \
-	X(nanosleep, TA_LC_SLEEP)                                                            \
-	X(clock_nanosleep, TA_LC_SLEEP)                                                      \
-	X(usleep, TA_LC_SLEEP)                                                               \
-	X(sleep, TA_LC_SLEEP)                                                                \
-	X(poll, TA_LC_SLEEP)                                                                 \
-	X(__poll_chk, TA_LC_SLEEP)                                                           \
-	X(ppoll, TA_LC_SLEEP)                                                                \
-	X(epoll_wait, TA_LC_SLEEP)                                                           \
-	X(epoll_pwait, TA_LC_SLEEP)                                                          \
-	X(select, TA_LC_SLEEP)                                                               \
+#define LC_FUNCS(X)                                                                                \
+	X(malloc, TA_LC_ALLOC)                                                                     \
+	X(calloc, TA_LC_ALLOC)                                                                     \
+	X(realloc, TA_LC_ALLOC)                                                                    \
+	X(reallocarray, TA_LC_ALLOC)                                                               \
+	X(free, TA_LC_ALLOC)                                                                       \
+	X(posix_memalign, TA_LC_ALLOC)                                                             \
+	X(aligned_alloc, TA_LC_ALLOC)                                                              \
+	X(memalign, TA_LC_ALLOC)                                                                   \
+	X(valloc, TA_LC_ALLOC)                                                                     \
+	X(pvalloc, TA_LC_ALLOC)                                                                    \
+	X(pthread_mutex_lock, TA_LC_LOCK)                                                          \
+	X(pthread_mutex_trylock, TA_LC_LOCK)                                                       \
+	X(pthread_mutex_timedlock, TA_LC_LOCK)                                                     \
+	X(pthread_mutex_unlock, TA_LC_LOCK)                                                        \
+	X(pthread_rwlock_rdlock, TA_LC_LOCK)                                                       \
+	X(pthread_rwlock_wrlock, TA_LC_LOCK)                                                       \
+	X(pthread_rwlock_tryrdlock, TA_LC_LOCK)                                                    \
+	X(pthread_rwlock_trywrlock, TA_LC_LOCK)                                                    \
+	X(pthread_rwlock_timedrdlock, TA_LC_LOCK)                                                  \
+	X(pthread_rwlock_timedwrlock, TA_LC_LOCK)                                                  \
+	X(pthread_rwlock_unlock, TA_LC_LOCK)                                                       \
+	X(pthread_cond_wait, TA_LC_LOCK)                                                           \
+	X(pthread_cond_timedwait, TA_LC_LOCK)                                                      \
+	X(sem_wait, TA_LC_LOCK)                                                                    \
+	X(sem_timedwait, TA_LC_LOCK)                                                               \
+	X(sem_trywait, TA_LC_LOCK)                                                                 \
+	X(read, TA_LC_IO)                                                                          \
+	X(write, TA_LC_IO)                                                                         \
+	X(pread, TA_LC_IO)                                                                         \
+	X(pread64, TA_LC_IO)                                                                       \
+	X(pwrite, TA_LC_IO)                                                                        \
+	X(pwrite64, TA_LC_IO)                                                                      \
+	X(readv, TA_LC_IO)                                                                         \
+	X(writev, TA_LC_IO)                                                                        \
+	X(open, TA_LC_IO)                                                                          \
+	X(open64, TA_LC_IO)                                                                        \
+	X(openat, TA_LC_IO)                                                                        \
+	X(openat64, TA_LC_IO)                                                                      \
+	X(close, TA_LC_IO)                                                                         \
+	X(fsync, TA_LC_IO)                                                                         \
+	X(fdatasync, TA_LC_IO)                                                                     \
+	X(recv, TA_LC_IO)                                                                          \
+	X(recvfrom, TA_LC_IO)                                                                      \
+	X(send, TA_LC_IO)                                                                          \
+	X(sendto, TA_LC_IO)                                                                        \
+	X(__read_chk, TA_LC_IO)                                                                    \
+	X(__pread_chk, TA_LC_IO)                                                                   \
+	X(__pread64_chk, TA_LC_IO)                                                                 \
+	X(__recv_chk, TA_LC_IO)                                                                    \
+	X(__recvfrom_chk, TA_LC_IO)                                                                \
+	X(__open_2, TA_LC_IO)                                                                      \
+	X(__open64_2, TA_LC_IO)                                                                    \
+	X(__openat_2, TA_LC_IO)                                                                    \
+	X(__openat64_2, TA_LC_IO)                                                                  \
+	X(nanosleep, TA_LC_SLEEP)                                                                  \
+	X(clock_nanosleep, TA_LC_SLEEP)                                                            \
+	X(usleep, TA_LC_SLEEP)                                                                     \
+	X(sleep, TA_LC_SLEEP)                                                                      \
+	X(poll, TA_LC_SLEEP)                                                                       \
+	X(__poll_chk, TA_LC_SLEEP)                                                                 \
+	X(ppoll, TA_LC_SLEEP)                                                                      \
+	X(epoll_wait, TA_LC_SLEEP)                                                                 \
+	X(epoll_pwait, TA_LC_SLEEP)                                                                \
+	X(select, TA_LC_SLEEP)                                                                     \
 	X(pselect, TA_LC_SLEEP)
 
 enum {
 #define LC_X(name, cls) LC_##name,
 	LC_FUNCS(LC_X)
 #undef LC_X
-	LC_COUNT
+	    LC_COUNT
 };
 
 /* Hidden aliases of the interposers: their own addresses, reached
  * PC-relative, never another object's definition of the name (which
  * taking &malloc could give).  Labels only, never called. */
-#define LC_X(name, cls)                                                                       \
-	extern const char lc_at_##name[] TA_HIDDEN;                                           \
+#define LC_X(name, cls)                                                                            \
+	extern const char lc_at_##name[] TA_HIDDEN;                                                \
 	__asm__(".hidden lc_at_" #name "\n\t.set lc_at_" #name ", " #name);
 LC_FUNCS(LC_X)
 #undef LC_X
@@ -151,12 +151,12 @@ LC_FUNCS(LC_X)
 
 static const char *const lc_names[LC_COUNT] = {
 #define LC_N(name, cls) #name,
-	LC_FUNCS(LC_N)
+    LC_FUNCS(LC_N)
 #undef LC_N
 };
 static const uint8_t lc_class[LC_COUNT] = {
 #define LC_C(name, cls) cls,
-	LC_FUNCS(LC_C)
+    LC_FUNCS(LC_C)
 #undef LC_C
 };
 
@@ -208,7 +208,7 @@ __attribute__((constructor(101))) static void lc_init(void)
 /* ---- the arena for dlsym's allocations --------------------------------------- */
 
 #define ARENA_SIZE (64u << 10)
-#define ARENA_HDR 16u /* the block's size, before it */
+#define ARENA_HDR  16u /* the block's size, before it */
 static uint8_t arena[ARENA_SIZE] __attribute__((aligned(64)));
 static size_t arena_used; /* atomic */
 
@@ -386,20 +386,20 @@ TA_PUBLIC int posix_memalign(void **out, size_t align, size_t n)
 }
 
 /* The aligned allocators that return the block. */
-#define LC_ALIGNED(name, params, args, size, align)                                      \
-	TA_PUBLIC void *name params                                                       \
-	{                                                                                 \
-		void *(*f) params = REAL(name);                                           \
-		void *p;                                                                  \
-                                                                                          \
-		if (TA_UNLIKELY(!f))                                                      \
-			return arena_alloc(size, align);                                  \
-		if (!lc_want(TA_LC_ALLOC))                                                \
-			return f args;                                                    \
-		lc_enter(LC_ADDR(name));                                                  \
-		p = f args;                                                               \
-		lc_done(LC_ADDR(name), TA_EXT_ALLOC, size, P(p), 0, 0, 2);                \
-		return p;                                                                 \
+#define LC_ALIGNED(name, params, args, size, align)                                                \
+	TA_PUBLIC void *name params                                                                \
+	{                                                                                          \
+		void *(*f)params = REAL(name);                                                     \
+		void *p;                                                                           \
+                                                                                                   \
+		if (TA_UNLIKELY(!f))                                                               \
+			return arena_alloc(size, align);                                           \
+		if (!lc_want(TA_LC_ALLOC))                                                         \
+			return f args;                                                             \
+		lc_enter(LC_ADDR(name));                                                           \
+		p = f args;                                                                        \
+		lc_done(LC_ADDR(name), TA_EXT_ALLOC, size, P(p), 0, 0, 2);                         \
+		return p;                                                                          \
 	}
 
 LC_ALIGNED(aligned_alloc, (size_t align, size_t n), (align, n), n, align)
@@ -410,21 +410,21 @@ LC_ALIGNED(pvalloc, (size_t n), (n), n, 4096)
 /* ---- locks ---------------------------------------------------------------------- */
 
 /* A lock function: (object, result).  The zone's duration is the wait. */
-#define LC_LOCK(name, type, params, args, obj)                                            \
-	TA_PUBLIC int name params                                                         \
-	{                                                                                 \
-		int (*f) params = REAL(name);                                             \
-		int r;                                                                    \
-                                                                                          \
-		if (TA_UNLIKELY(!f))                                                      \
-			return ENOSYS;                                                    \
-		if (!lc_want(TA_LC_LOCK))                                                 \
-			return f args;                                                    \
-		lc_enter(LC_ADDR(name));                                                  \
-		r = f args;                                                               \
-		lc_done(LC_ADDR(name), TA_EXT_LOCK, P(obj),                               \
-			type ? (r < 0 ? (uint64_t)errno : 0) : (uint64_t)r, 0, 0, 2);     \
-		return r;                                                                 \
+#define LC_LOCK(name, type, params, args, obj)                                                     \
+	TA_PUBLIC int name params                                                                  \
+	{                                                                                          \
+		int(*f) params = REAL(name);                                                       \
+		int r;                                                                             \
+                                                                                                   \
+		if (TA_UNLIKELY(!f))                                                               \
+			return ENOSYS;                                                             \
+		if (!lc_want(TA_LC_LOCK))                                                          \
+			return f args;                                                             \
+		lc_enter(LC_ADDR(name));                                                           \
+		r = f args;                                                                        \
+		lc_done(LC_ADDR(name), TA_EXT_LOCK, P(obj),                                        \
+			type ? (r < 0 ? (uint64_t)errno : 0) : (uint64_t)r, 0, 0, 2);              \
+		return r;                                                                          \
 	}
 
 LC_LOCK(pthread_mutex_lock, 0, (pthread_mutex_t * m), (m), m)
@@ -435,10 +435,10 @@ LC_LOCK(pthread_rwlock_rdlock, 0, (pthread_rwlock_t * l), (l), l)
 LC_LOCK(pthread_rwlock_wrlock, 0, (pthread_rwlock_t * l), (l), l)
 LC_LOCK(pthread_rwlock_tryrdlock, 0, (pthread_rwlock_t * l), (l), l)
 LC_LOCK(pthread_rwlock_trywrlock, 0, (pthread_rwlock_t * l), (l), l)
-LC_LOCK(pthread_rwlock_timedrdlock, 0, (pthread_rwlock_t * l, const struct timespec *ts),
-	(l, ts), l)
-LC_LOCK(pthread_rwlock_timedwrlock, 0, (pthread_rwlock_t * l, const struct timespec *ts),
-	(l, ts), l)
+LC_LOCK(pthread_rwlock_timedrdlock, 0, (pthread_rwlock_t * l, const struct timespec *ts), (l, ts),
+	l)
+LC_LOCK(pthread_rwlock_timedwrlock, 0, (pthread_rwlock_t * l, const struct timespec *ts), (l, ts),
+	l)
 LC_LOCK(pthread_rwlock_unlock, 0, (pthread_rwlock_t * l), (l), l)
 /* The semaphores return -1 and set errno. */
 LC_LOCK(sem_wait, 1, (sem_t * s), (s), s)
@@ -466,7 +466,7 @@ TA_PUBLIC int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 				     const struct timespec *ts)
 {
 	int (*f)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *) =
-		REAL(pthread_cond_timedwait);
+	    REAL(pthread_cond_timedwait);
 	int r;
 
 	if (TA_UNLIKELY(!f))
@@ -489,20 +489,20 @@ static inline void lc_io_done(uint64_t addr, int fd, uint64_t asked, ssize_t r)
 		r < 0 ? (uint64_t)errno : 0, 4);
 }
 
-#define LC_IO(name, rtype, params, args, fd, asked)                                       \
-	TA_PUBLIC rtype name params                                                       \
-	{                                                                                 \
-		rtype (*f) params = REAL(name);                                           \
-		rtype r;                                                                  \
-                                                                                          \
-		if (TA_UNLIKELY(!f))                                                      \
-			return errno = ENOSYS, (rtype) - 1;                               \
-		if (!lc_want(TA_LC_IO))                                                   \
-			return f args;                                                    \
-		lc_enter(LC_ADDR(name));                                                  \
-		r = f args;                                                               \
-		lc_io_done(LC_ADDR(name), fd, asked, (ssize_t)r);                         \
-		return r;                                                                 \
+#define LC_IO(name, rtype, params, args, fd, asked)                                                \
+	TA_PUBLIC rtype name params                                                                \
+	{                                                                                          \
+		rtype(*f) params = REAL(name);                                                     \
+		rtype r;                                                                           \
+                                                                                                   \
+		if (TA_UNLIKELY(!f))                                                               \
+			return errno = ENOSYS, (rtype)-1;                                          \
+		if (!lc_want(TA_LC_IO))                                                            \
+			return f args;                                                             \
+		lc_enter(LC_ADDR(name));                                                           \
+		r = f args;                                                                        \
+		lc_io_done(LC_ADDR(name), fd, asked, (ssize_t)r);                                  \
+		return r;                                                                          \
 	}
 
 static uint64_t iov_bytes(const struct iovec *iov, int n)
@@ -519,8 +519,7 @@ LC_IO(write, ssize_t, (int fd, const void *buf, size_t n), (fd, buf, n), fd, n)
 LC_IO(pread, ssize_t, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), fd, n)
 LC_IO(pread64, ssize_t, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), fd, n)
 LC_IO(pwrite, ssize_t, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), fd, n)
-LC_IO(pwrite64, ssize_t, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), fd,
-      n)
+LC_IO(pwrite64, ssize_t, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), fd, n)
 LC_IO(readv, ssize_t, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), fd,
       iov_bytes(iov, cnt))
 LC_IO(writev, ssize_t, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), fd,
@@ -529,8 +528,7 @@ LC_IO(close, int, (int fd), (fd), fd, 0)
 LC_IO(fsync, int, (int fd), (fd), fd, 0)
 LC_IO(fdatasync, int, (int fd), (fd), fd, 0)
 LC_IO(recv, ssize_t, (int fd, void *buf, size_t n, int fl), (fd, buf, n, fl), fd, n)
-LC_IO(recvfrom, ssize_t,
-      (int fd, void *buf, size_t n, int fl, struct sockaddr *a, socklen_t *alen),
+LC_IO(recvfrom, ssize_t, (int fd, void *buf, size_t n, int fl, struct sockaddr *a, socklen_t *alen),
       (fd, buf, n, fl, a, alen), fd, n)
 LC_IO(send, ssize_t, (int fd, const void *buf, size_t n, int fl), (fd, buf, n, fl), fd, n)
 LC_IO(sendto, ssize_t,
@@ -541,27 +539,27 @@ LC_IO(__pread_chk, ssize_t, (int fd, void *buf, size_t n, off_t off, size_t bl),
       (fd, buf, n, off, bl), fd, n)
 LC_IO(__pread64_chk, ssize_t, (int fd, void *buf, size_t n, off64_t off, size_t bl),
       (fd, buf, n, off, bl), fd, n)
-LC_IO(__recv_chk, ssize_t, (int fd, void *buf, size_t n, size_t bl, int fl),
-      (fd, buf, n, bl, fl), fd, n)
+LC_IO(__recv_chk, ssize_t, (int fd, void *buf, size_t n, size_t bl, int fl), (fd, buf, n, bl, fl),
+      fd, n)
 LC_IO(__recvfrom_chk, ssize_t,
       (int fd, void *buf, size_t n, size_t bl, int fl, struct sockaddr *a, socklen_t *alen),
       (fd, buf, n, bl, fl, a, alen), fd, n)
 
 /* Opens: the fd is the result (-1 on failure), nothing asked or done. */
-#define LC_OPEN(name, params, args)                                                       \
-	TA_PUBLIC int name params                                                         \
-	{                                                                                 \
-		int (*f) params = REAL(name);                                             \
-		int r;                                                                    \
-                                                                                          \
-		if (TA_UNLIKELY(!f))                                                      \
-			return errno = ENOSYS, -1;                                        \
-		if (!lc_want(TA_LC_IO))                                                   \
-			return f args;                                                    \
-		lc_enter(LC_ADDR(name));                                                  \
-		r = f args;                                                               \
-		lc_io_done(LC_ADDR(name), r, 0, r < 0 ? -1 : 0);                          \
-		return r;                                                                 \
+#define LC_OPEN(name, params, args)                                                                \
+	TA_PUBLIC int name params                                                                  \
+	{                                                                                          \
+		int(*f) params = REAL(name);                                                       \
+		int r;                                                                             \
+                                                                                                   \
+		if (TA_UNLIKELY(!f))                                                               \
+			return errno = ENOSYS, -1;                                                 \
+		if (!lc_want(TA_LC_IO))                                                            \
+			return f args;                                                             \
+		lc_enter(LC_ADDR(name));                                                           \
+		r = f args;                                                                        \
+		lc_io_done(LC_ADDR(name), r, 0, r < 0 ? -1 : 0);                                   \
+		return r;                                                                          \
 	}
 
 LC_OPEN(__open_2, (const char *path, int fl), (path, fl))
@@ -572,8 +570,7 @@ LC_OPEN(__openat64_2, (int dir, const char *path, int fl), (dir, path, fl))
 /* The variadic opens: the mode is there only when the flags create. */
 static mode_t open_mode(int flags, va_list ap)
 {
-	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int)
-								     : 0;
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
 }
 
 static int open_common(unsigned id, uint64_t addr, int dir, const char *path, int flags,
@@ -664,38 +661,35 @@ static uint64_t tv_ns(const struct timeval *tv)
 }
 
 /* (ns asked, result, errno) for functions returning -1 and errno. */
-#define LC_SLEEP(name, rtype, params, args, asked)                                        \
-	TA_PUBLIC rtype name params                                                       \
-	{                                                                                 \
-		rtype (*f) params = REAL(name);                                           \
-		uint64_t ask;                                                             \
-		rtype r;                                                                  \
-                                                                                          \
-		if (TA_UNLIKELY(!f))                                                      \
-			return errno = ENOSYS, (rtype) - 1;                               \
-		if (!lc_want(TA_LC_SLEEP))                                                \
-			return f args;                                                    \
-		ask = asked; /* before the call: some update their argument */            \
-		lc_enter(LC_ADDR(name));                                                  \
-		r = f args;                                                               \
-		lc_done(LC_ADDR(name), TA_EXT_SLEEP, ask, r < 0 ? 0 : (uint64_t)r,        \
-			r < 0 ? (uint64_t)errno : 0, 0, 3);                               \
-		return r;                                                                 \
+#define LC_SLEEP(name, rtype, params, args, asked)                                                 \
+	TA_PUBLIC rtype name params                                                                \
+	{                                                                                          \
+		rtype(*f) params = REAL(name);                                                     \
+		uint64_t ask;                                                                      \
+		rtype r;                                                                           \
+                                                                                                   \
+		if (TA_UNLIKELY(!f))                                                               \
+			return errno = ENOSYS, (rtype)-1;                                          \
+		if (!lc_want(TA_LC_SLEEP))                                                         \
+			return f args;                                                             \
+		ask = asked; /* before the call: some update their argument */                     \
+		lc_enter(LC_ADDR(name));                                                           \
+		r = f args;                                                                        \
+		lc_done(LC_ADDR(name), TA_EXT_SLEEP, ask, r < 0 ? 0 : (uint64_t)r,                 \
+			r < 0 ? (uint64_t)errno : 0, 0, 3);                                        \
+		return r;                                                                          \
 	}
 
-LC_SLEEP(nanosleep, int, (const struct timespec *req, struct timespec *rem), (req, rem),
-	 ts_ns(req))
+LC_SLEEP(nanosleep, int, (const struct timespec *req, struct timespec *rem), (req, rem), ts_ns(req))
 LC_SLEEP(usleep, int, (useconds_t us), (us), (uint64_t)us * 1000u)
 LC_SLEEP(poll, int, (struct pollfd * fds, nfds_t n, int ms), (fds, n, ms), ms_ns(ms))
 LC_SLEEP(__poll_chk, int, (struct pollfd * fds, nfds_t n, int ms, size_t fl), (fds, n, ms, fl),
 	 ms_ns(ms))
-LC_SLEEP(ppoll, int,
-	 (struct pollfd * fds, nfds_t n, const struct timespec *ts, const sigset_t *m),
+LC_SLEEP(ppoll, int, (struct pollfd * fds, nfds_t n, const struct timespec *ts, const sigset_t *m),
 	 (fds, n, ts, m), ts_ns(ts))
 LC_SLEEP(epoll_wait, int, (int ep, struct epoll_event *ev, int max, int ms), (ep, ev, max, ms),
 	 ms_ns(ms))
-LC_SLEEP(epoll_pwait, int,
-	 (int ep, struct epoll_event *ev, int max, int ms, const sigset_t *m),
+LC_SLEEP(epoll_pwait, int, (int ep, struct epoll_event *ev, int max, int ms, const sigset_t *m),
 	 (ep, ev, max, ms, m), ms_ns(ms))
 LC_SLEEP(select, int, (int n, fd_set *r_, fd_set *w, fd_set *e, struct timeval *tv),
 	 (n, r_, w, e, tv), tv_ns(tv))
@@ -708,7 +702,7 @@ TA_PUBLIC int clock_nanosleep(clockid_t clk, int flags, const struct timespec *r
 			      struct timespec *rem)
 {
 	int (*f)(clockid_t, int, const struct timespec *, struct timespec *) =
-		REAL(clock_nanosleep);
+	    REAL(clock_nanosleep);
 	uint64_t ask;
 	int r;
 
