@@ -38,7 +38,7 @@ struct ta_settings {
 #define TA_DEFAULT_FLIGHT (4ull << 20)
 /* Library calls recorded unless TRACEAGENT_LIBCALLS says otherwise (see
  * the README's "Library calls" for the measurements behind the choice). */
-#define TA_DEFAULT_LIBCALLS TA_LC_ALL
+#define TA_DEFAULT_LIBCALLS (TA_LC_IO | TA_LC_SLEEP)
 
 /* Reads the environment (secure_getenv); prints one line per bad value and
  * keeps the default for it. */
