@@ -232,7 +232,8 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 {
 	const struct ta_process *p = ta_session_process(v->s, pid);
 	const struct ta_libcall *lc = p && p->nlibcalls ? ta_process_libcall(p, addr) : NULL;
-	const struct ta_module *m = p && !lc ? ta_process_module_at(p, addr) : NULL;
+	/* Without a resolver (the fuzzer's views), addresses stay numbers. */
+	const struct ta_module *m = p && !lc && v->res ? ta_process_module_at(p, addr) : NULL;
 
 	if (lc) {
 		out->name = lc->name;

@@ -444,6 +444,9 @@ void ta_libstats_free(struct ta_libstats *ls)
 
 /* ---- printing ------------------------------------------------------------------------------- */
 
+/* Where the sections go (ta_libstats_print's out). */
+static FILE *lo;
+
 /* A row ready to print: a name and up to NV numbers (times in ns). */
 struct out_row {
 	const char *name;
@@ -524,8 +527,8 @@ static struct out_row *rows_alloc(size_t n)
 
 static void json_row_name(const char *key, const char *name, int first)
 {
-	printf("%s\n      {\"%s\": ", first ? "" : ",", key);
-	ta_json_str(stdout, name);
+	fprintf(lo, "%s\n      {\"%s\": ", first ? "" : ",", key);
+	ta_json_str(lo, name);
 }
 
 /* Names made for numbers (fds, lock addresses): the caller frees them. */
@@ -617,7 +620,7 @@ static int print_alloc(struct ta_libstats *ls, int json)
 		memcpy(copy, pr, (size_t)np * sizeof(*pr));
 		np = merge_rows(pr, (size_t)np, 0, 0, &merged);
 		if (json) {
-			printf("  \"alloc\": {\"allocations\": %" PRIu64
+			fprintf(lo, "  \"alloc\": {\"allocations\": %" PRIu64
 			       ", \"bytes_allocated\": %" PRIu64 ", \"frees\": %" PRIu64
 			       ", \"bytes_freed\": %" PRIu64 ", \"untracked_frees\": %" PRIu64
 			       ", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
@@ -626,39 +629,39 @@ static int print_alloc(struct ta_libstats *ls, int json)
 			       live_blocks);
 			for (long i = 0; i < n; i++) {
 				json_row_name("function", rows[i].name, i == 0);
-				printf(", \"allocations\": %" PRIu64
+				fprintf(lo, ", \"allocations\": %" PRIu64
 				       ", \"bytes_allocated\": %" PRIu64 ", \"frees\": %" PRIu64
 				       ", \"bytes_freed\": %" PRIu64 "}",
 				       rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3]);
 			}
-			printf("],\n    \"live\": [");
+			fprintf(lo, "],\n    \"live\": [");
 			for (long i = 0; i < np; i++) {
 				json_row_name("path", merged[i].name, i == 0);
-				printf(", \"bytes\": %" PRIu64 ", \"blocks\": %" PRIu64 "}",
+				fprintf(lo, ", \"bytes\": %" PRIu64 ", \"blocks\": %" PRIu64 "}",
 				       merged[i].v[0], merged[i].v[1]);
 			}
-			printf("]}");
+			fprintf(lo, "]}");
 		} else {
-			printf("allocations by calling function:\n%10s %14s %10s %14s  %s\n",
+			fprintf(lo, "allocations by calling function:\n%10s %14s %10s %14s  %s\n",
 			       "allocs", "bytes", "frees", "bytes freed", "function");
 			for (long i = 0; i < n; i++)
-				printf("%10" PRIu64 " %14" PRIu64 " %10" PRIu64 " %14" PRIu64
+				fprintf(lo, "%10" PRIu64 " %14" PRIu64 " %10" PRIu64 " %14" PRIu64
 				       "  %s\n",
 				       rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3],
 				       rows[i].name);
-			printf(
+			fprintf(lo, 
 			    "\nlive at the end (allocated, never freed), by call path:\n%14s %10s  "
 			    "%s\n",
 			    "bytes", "blocks", "path");
 			for (long i = 0; i < np; i++)
-				printf("%14" PRIu64 " %10" PRIu64 "  %s\n", merged[i].v[0],
+				fprintf(lo, "%14" PRIu64 " %10" PRIu64 "  %s\n", merged[i].v[0],
 				       merged[i].v[1], merged[i].name);
-			printf("\ntotal: %" PRIu64 " allocations, %" PRIu64 " bytes; %" PRIu64
+			fprintf(lo, "\ntotal: %" PRIu64 " allocations, %" PRIu64 " bytes; %" PRIu64
 			       " frees, %" PRIu64 " bytes; %" PRIu64 " bytes in %" PRIu64
 			       " blocks live at the end\n",
 			       tot[0], tot[1], tot[2], tot[3], live_bytes, live_blocks);
 			if (ls->untracked_frees)
-				printf("%" PRIu64
+				fprintf(lo, "%" PRIu64
 				       " frees of blocks allocated before recording (size "
 				       "unknown)\n",
 				       ls->untracked_frees);
@@ -708,37 +711,37 @@ static int print_locks(struct ta_libstats *ls, int json)
 	nc = merge_rows(rc, ls->lock_caller.n, 4u, 1, &rc);
 	no = merge_rows(ro, ls->lock_obj.n, 4u, 1, &ro);
 	if (json) {
-		printf("  \"locks\": {\"callers\": [");
+		fprintf(lo, "  \"locks\": {\"callers\": [");
 		for (long i = 0; i < nc; i++) {
 			json_row_name("function", rc[i].name, i == 0);
-			printf(", \"call\": ");
-			ta_json_str(stdout, rc[i].extra);
-			printf(", \"calls\": %" PRIu64 ", \"wait_ns\": %" PRIu64
+			fprintf(lo, ", \"call\": ");
+			ta_json_str(lo, rc[i].extra);
+			fprintf(lo, ", \"calls\": %" PRIu64 ", \"wait_ns\": %" PRIu64
 			       ", \"max_ns\": %" PRIu64 "}",
 			       rc[i].v[0], rc[i].v[1], rc[i].v[2]);
 		}
-		printf("],\n    \"locks\": [");
+		fprintf(lo, "],\n    \"locks\": [");
 		for (long i = 0; i < no; i++) {
 			json_row_name("lock", ro[i].name, i == 0);
-			printf(", \"calls\": %" PRIu64 ", \"wait_ns\": %" PRIu64
+			fprintf(lo, ", \"calls\": %" PRIu64 ", \"wait_ns\": %" PRIu64
 			       ", \"max_ns\": %" PRIu64 "}",
 			       ro[i].v[0], ro[i].v[1], ro[i].v[2]);
 		}
-		printf("]}");
+		fprintf(lo, "]}");
 	} else {
 		char a[32], b[32];
 
-		printf("lock waits by caller (unlocks left out):\n%10s %12s %12s  %s\n", "calls",
+		fprintf(lo, "lock waits by caller (unlocks left out):\n%10s %12s %12s  %s\n", "calls",
 		       "wait", "max", "function: call");
 		for (long i = 0; i < nc; i++)
-			printf("%10" PRIu64 " %12s %12s  %s: %s\n", rc[i].v[0],
+			fprintf(lo, "%10" PRIu64 " %12s %12s  %s: %s\n", rc[i].v[0],
 			       ta_fmt_time(a, sizeof(a), rc[i].v[1]),
 			       ta_fmt_time(b, sizeof(b), rc[i].v[2]), rc[i].name, rc[i].extra);
-		printf("\nlock waits by lock (mutex, rwlock, condition or semaphore address):\n"
+		fprintf(lo, "\nlock waits by lock (mutex, rwlock, condition or semaphore address):\n"
 		       "%10s %12s %12s  %s\n",
 		       "calls", "wait", "max", "lock");
 		for (long i = 0; i < no; i++)
-			printf("%10" PRIu64 " %12s %12s  %s\n", ro[i].v[0],
+			fprintf(lo, "%10" PRIu64 " %12s %12s  %s\n", ro[i].v[0],
 			       ta_fmt_time(a, sizeof(a), ro[i].v[1]),
 			       ta_fmt_time(b, sizeof(b), ro[i].v[2]), ro[i].name);
 	}
@@ -772,23 +775,23 @@ static void io_print(const char *title, const char *what, const char *jkey,
 		     const struct out_row *rows, long n, int json)
 {
 	if (json) {
-		printf("\"%s\": [", jkey);
+		fprintf(lo, "\"%s\": [", jkey);
 		for (long i = 0; i < n; i++) {
 			json_row_name(what, rows[i].name, i == 0);
-			printf(", \"calls\": %" PRIu64 ", \"bytes_asked\": %" PRIu64
+			fprintf(lo, ", \"calls\": %" PRIu64 ", \"bytes_asked\": %" PRIu64
 			       ", \"bytes_done\": %" PRIu64 ", \"errors\": %" PRIu64
 			       ", \"time_ns\": %" PRIu64 "}",
 			       rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3],
 			       rows[i].v[4]);
 		}
-		printf("]");
+		fprintf(lo, "]");
 		return;
 	}
-	printf("%s:\n%10s %14s %14s %8s %12s  %s\n", title, "calls", "asked", "done", "errors",
+	fprintf(lo, "%s:\n%10s %14s %14s %8s %12s  %s\n", title, "calls", "asked", "done", "errors",
 	       "time", what);
 	for (long i = 0; i < n; i++) {
 		char t[32];
-		printf("%10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 " %12s  %s\n",
+		fprintf(lo, "%10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 " %12s  %s\n",
 		       rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3],
 		       ta_fmt_time(t, sizeof(t), rows[i].v[4]), rows[i].name);
 	}
@@ -811,15 +814,15 @@ static int print_io(struct ta_libstats *ls, int json)
 	nf = merge_rows(rf, ls->io_fd.n, 0, 2, &rf);
 	nc = merge_rows(rc, ls->io_caller.n, 0, 2, &rc);
 	if (json)
-		printf("  \"io\": {");
+		fprintf(lo, "  \"io\": {");
 	io_print("I/O by file descriptor", "fd", "fds", rf, nf, json);
 	if (json)
-		printf(",\n    ");
+		fprintf(lo, ",\n    ");
 	else
-		putchar('\n');
+		fputc('\n', lo);
 	io_print("I/O by calling function", "function", "callers", rc, nc, json);
 	if (json)
-		printf("}");
+		fprintf(lo, "}");
 	for (size_t i = 0; i < ls->io_fd.n; i++)
 		free(names[i]);
 	free(names);
@@ -828,39 +831,32 @@ static int print_io(struct ta_libstats *ls, int json)
 	return 0;
 }
 
-int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json)
+int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json, FILE *out)
 {
-	int first = 1, any = 0;
+	int first = 1;
 
+	lo = out;
 	if (ls->nomem)
 		return -1;
-	for (size_t i = 0; i < ls->v->s->nprocs; i++)
-		if (ls->v->s->procs[i]->nlibcalls)
-			any = 1;
-	if (!any)
-		fprintf(stderr,
-			"traceagent: %s: no library calls were recorded (an agent without them, "
-			"or TRACEAGENT_LIBCALLS=none)\n",
-			ls->v->path);
 	if (json)
-		printf("{\n");
+		fprintf(lo, "{\n");
 	if (what & TA_LC_ALLOC) {
 		if (print_alloc(ls, json) < 0)
 			return -1;
 		first = 0;
 	}
 	if (what & TA_LC_LOCK) {
-		printf("%s", first ? "" : json ? ",\n" : "\n");
+		fputs(first ? "" : json ? ",\n" : "\n", lo);
 		if (print_locks(ls, json) < 0)
 			return -1;
 		first = 0;
 	}
 	if (what & TA_LC_IO) {
-		printf("%s", first ? "" : json ? ",\n" : "\n");
+		fputs(first ? "" : json ? ",\n" : "\n", lo);
 		if (print_io(ls, json) < 0)
 			return -1;
 	}
 	if (json)
-		printf("\n}\n");
+		fprintf(lo, "\n}\n");
 	return 0;
 }

@@ -6,6 +6,8 @@
 #ifndef TA_LIBREPORT_H
 #define TA_LIBREPORT_H
 
+#include <stdio.h>
+
 #include "common.h"
 
 struct ta_libstats;
@@ -17,7 +19,7 @@ struct ta_libstats *ta_libstats_new(struct ta_view *v, const struct ta_visitor *
 				    struct ta_visitor *out);
 void ta_libstats_free(struct ta_libstats *ls);
 /* Prints the sections of the TA_LC_* classes in what (alloc, lock, io) as
- * text or as one JSON object; -1 without memory. */
-int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json);
+ * text or as one JSON object to out; -1 without memory. */
+int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json, FILE *out);
 
 #endif

@@ -530,6 +530,14 @@ static int tid_known(const struct report *r)
 	return 0;
 }
 
+static int libcalls_recorded(const struct ta_session *s)
+{
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i]->nlibcalls)
+			return 1;
+	return 0;
+}
+
 int ta_cmd_report(int argc, char **argv)
 {
 	struct report r;
@@ -577,8 +585,13 @@ int ta_cmd_report(int argc, char **argv)
 		goto nomem;
 	table_sort(&r, &all);
 	ta_view_warnings(&r.v);
+	if (ls && !libcalls_recorded(r.s))
+		fprintf(stderr,
+			"traceagent: %s: no library calls were recorded (TRACEAGENT_LIBCALLS=none, "
+			"or an agent without them)\n",
+			r.opt.path);
 	if (ls)
-		rc = ta_libstats_print(ls, r.opt.libcalls, r.opt.form == OUT_JSON);
+		rc = ta_libstats_print(ls, r.opt.libcalls, r.opt.form == OUT_JSON, stdout);
 	else if (r.opt.form == OUT_JSON)
 		rc = print_json(&r, &all);
 	else if (r.opt.form == OUT_CSV)
