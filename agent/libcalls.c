@@ -270,34 +270,54 @@ static inline void lc_done(uint64_t addr, uint32_t subtype, uint64_t a, uint64_t
 
 /* ---- allocation -------------------------------------------------------------- */
 
-TA_PUBLIC void *malloc(size_t n)
+/*
+ * The frequent cheap calls (allocation, locks) keep their recording out of
+ * line (RECORDER): what runs when nothing is recorded is then a few
+ * instructions and a tail call, without the registers and stack frame the
+ * recording needs.
+ */
+#define RECORDER static __attribute__((noinline))
+
+RECORDER void *malloc_rec(void *(*f)(size_t), size_t n)
 {
-	void *(*f)(size_t) = REAL(malloc);
 	void *p;
 
-	if (TA_UNLIKELY(!f))
-		return arena_alloc(n, 16);
-	if (!lc_want(TA_LC_ALLOC))
-		return f(n);
 	lc_enter(LC_ADDR(malloc));
 	p = f(n);
 	lc_done(LC_ADDR(malloc), TA_EXT_ALLOC, n, P(p), 0, 0, 2);
 	return p;
 }
 
+TA_PUBLIC void *malloc(size_t n)
+{
+	void *(*f)(size_t) = REAL(malloc);
+
+	if (TA_UNLIKELY(!f))
+		return arena_alloc(n, 16);
+	if (!lc_want(TA_LC_ALLOC))
+		return f(n);
+	return malloc_rec(f, n);
+}
+
+RECORDER void *calloc_rec(void *(*f)(size_t, size_t), size_t n, size_t size)
+{
+	void *p;
+
+	lc_enter(LC_ADDR(calloc));
+	p = f(n, size);
+	lc_done(LC_ADDR(calloc), TA_EXT_ALLOC, (uint64_t)n * size, P(p), 0, 0, 2);
+	return p;
+}
+
 TA_PUBLIC void *calloc(size_t n, size_t size)
 {
 	void *(*f)(size_t, size_t) = REAL(calloc);
-	void *p;
 
 	if (TA_UNLIKELY(!f))
 		return size && n > SIZE_MAX / size ? NULL : arena_alloc(n * size, 16);
 	if (!lc_want(TA_LC_ALLOC))
 		return f(n, size);
-	lc_enter(LC_ADDR(calloc));
-	p = f(n, size);
-	lc_done(LC_ADDR(calloc), TA_EXT_ALLOC, (uint64_t)n * size, P(p), 0, 0, 2);
-	return p;
+	return calloc_rec(f, n, size);
 }
 
 /* realloc of an arena block: a real block with the same bytes. */
@@ -311,10 +331,19 @@ static void *arena_realloc(void *old, size_t n)
 	return p;
 }
 
+RECORDER void *realloc_rec(void *(*f)(void *, size_t), void *old, size_t n)
+{
+	void *p;
+
+	lc_enter(LC_ADDR(realloc));
+	p = f(old, n);
+	lc_done(LC_ADDR(realloc), TA_EXT_REALLOC, P(old), n, P(p), 0, 3);
+	return p;
+}
+
 TA_PUBLIC void *realloc(void *old, size_t n)
 {
 	void *(*f)(void *, size_t);
-	void *p;
 
 	if (TA_UNLIKELY(old && arena_owns(old)))
 		return arena_realloc(old, n);
@@ -323,10 +352,7 @@ TA_PUBLIC void *realloc(void *old, size_t n)
 		return old ? NULL : arena_alloc(n, 16);
 	if (!lc_want(TA_LC_ALLOC))
 		return f(old, n);
-	lc_enter(LC_ADDR(realloc));
-	p = f(old, n);
-	lc_done(LC_ADDR(realloc), TA_EXT_REALLOC, P(old), n, P(p), 0, 3);
-	return p;
+	return realloc_rec(f, old, n);
 }
 
 TA_PUBLIC void *reallocarray(void *old, size_t n, size_t size)
@@ -352,6 +378,13 @@ TA_PUBLIC void *reallocarray(void *old, size_t n, size_t size)
 	return p;
 }
 
+RECORDER void free_rec(void (*f)(void *), void *p)
+{
+	lc_enter(LC_ADDR(free));
+	f(p);
+	lc_done(LC_ADDR(free), TA_EXT_FREE, P(p), 0, 0, 0, 1);
+}
+
 TA_PUBLIC void free(void *p)
 {
 	void (*f)(void *);
@@ -365,9 +398,7 @@ TA_PUBLIC void free(void *p)
 		f(p);
 		return;
 	}
-	lc_enter(LC_ADDR(free));
-	f(p);
-	lc_done(LC_ADDR(free), TA_EXT_FREE, P(p), 0, 0, 0, 1);
+	free_rec(f, p);
 }
 
 TA_PUBLIC int posix_memalign(void **out, size_t align, size_t n)
@@ -410,21 +441,27 @@ LC_ALIGNED(pvalloc, (size_t n), (n), n, 4096)
 /* ---- locks ---------------------------------------------------------------------- */
 
 /* A lock function: (object, result).  The zone's duration is the wait. */
-#define LC_LOCK(name, type, params, args, obj)                                                     \
-	TA_PUBLIC int name params                                                                  \
-	{                                                                                          \
-		int(*f) params = REAL(name);                                                       \
-		int r;                                                                             \
-                                                                                                   \
-		if (TA_UNLIKELY(!f))                                                               \
-			return ENOSYS;                                                             \
-		if (!lc_want(TA_LC_LOCK))                                                          \
-			return f args;                                                             \
-		lc_enter(LC_ADDR(name));                                                           \
-		r = f args;                                                                        \
-		lc_done(LC_ADDR(name), TA_EXT_LOCK, P(obj),                                        \
-			type ? (r < 0 ? (uint64_t)errno : 0) : (uint64_t)r, 0, 0, 2);              \
-		return r;                                                                          \
+#define LC_UNPAREN(...) __VA_ARGS__
+#define LC_LOCK(name, type, params, args, obj)                                            \
+	RECORDER int name##_rec(int(*f) params, LC_UNPAREN params)                        \
+	{                                                                                 \
+		int r;                                                                    \
+                                                                                          \
+		lc_enter(LC_ADDR(name));                                                  \
+		r = f args;                                                               \
+		lc_done(LC_ADDR(name), TA_EXT_LOCK, P(obj),                               \
+			type ? (r < 0 ? (uint64_t)errno : 0) : (uint64_t)r, 0, 0, 2);     \
+		return r;                                                                 \
+	}                                                                                 \
+	TA_PUBLIC int name params                                                         \
+	{                                                                                 \
+		int (*f) params = REAL(name);                                             \
+                                                                                          \
+		if (TA_UNLIKELY(!f))                                                      \
+			return ENOSYS;                                                    \
+		if (!lc_want(TA_LC_LOCK))                                                 \
+			return f args;                                                    \
+		return name##_rec(f, LC_UNPAREN args);                                    \
 	}
 
 LC_LOCK(pthread_mutex_lock, 0, (pthread_mutex_t * m), (m), m)
