@@ -112,6 +112,27 @@ class LibcallsTest(tahelp.Case):
                 self.assertEqual(funcs["pthread_mutex_unlock"]["calls"], 2)
                 self.assertNotIn(("waiter", "pthread_mutex_unlock"), callers)
 
+    def test_sync_objects(self):
+        """Condition waits, rwlocks and semaphores: each call one zone of its
+        own name, the failed tries with their error numbers."""
+        r = self.run_lc("preload", ["sync"], "lock")
+        m = re.fullmatch(r"cond waits ([0-9]+) busy 16 again 11\n", r.stdout)
+        self.assertTrue(m, r.stdout)
+        waits = int(m.group(1))
+        self.assertGreaterEqual(waits, 0)
+        funcs = self.functions(self.report(r.dump))
+        self.assert_calls(funcs, {"pthread_rwlock_rdlock": 2, "pthread_rwlock_wrlock": 1,
+                                  "pthread_rwlock_tryrdlock": 1, "pthread_rwlock_unlock": 3,
+                                  "sem_wait": 2, "sem_trywait": 1,
+                                  "pthread_mutex_lock": 2, "pthread_mutex_unlock": 2})
+        if waits:
+            self.assertEqual(funcs["pthread_cond_wait"]["calls"], waits)
+        lk = self.lc_json(r.dump, "--locks")["locks"]
+        callers = {(c["function"], c["call"]): c["calls"] for c in lk["callers"]}
+        self.assertEqual(callers[("do_sync", "sem_wait")], 2)
+        self.assertEqual(callers[("do_sync", "pthread_rwlock_rdlock")], 2)
+        self.assertNotIn(("do_sync", "pthread_rwlock_unlock"), callers)
+
     # -- I/O ------------------------------------------------------------------------
 
     def test_io_exact(self):

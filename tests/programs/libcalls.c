@@ -8,6 +8,8 @@
  *   lock   two threads: holder keeps a mutex while waiter is blocked on it,
  *          and prints how long it held it from the moment the waiter was
  *          about to lock (the waiter's recorded wait must be at least that)
+ *   sync   a condition wait (signalled by another thread), rwlocks and a
+ *          semaphore: known numbers of each
  *   io     known sizes written and read on two fds, whose numbers it prints
  *   sleep  nanosleep of 20 ms and usleep of 1 ms in napper
  *   errno  failing calls: prints errno after each (same traced or not)
@@ -18,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +108,55 @@ static int do_lock(void)
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
 	printf("lock %p held %llu\n", (void *)&mtx, (unsigned long long)hold_ns);
+	return 0;
+}
+
+static pthread_mutex_t cmtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int ready;
+
+static void *signaller(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&cmtx);
+	ready = 1;
+	pthread_cond_signal(&cond);
+	pthread_mutex_unlock(&cmtx);
+	return NULL;
+}
+
+/* cond_wait until ready (once or more), 2 rdlocks, 1 wrlock, 3 unlocks,
+ * 1 tryrdlock that fails (EBUSY) under the wrlock, 2 sem_wait, 1 sem_trywait
+ * that fails (EAGAIN). */
+static int do_sync(void)
+{
+	pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+	pthread_t t;
+	sem_t s;
+	int waits = 0, busy, again;
+
+	pthread_mutex_lock(&cmtx);
+	if (pthread_create(&t, NULL, signaller, NULL))
+		return 1;
+	while (!ready) {
+		pthread_cond_wait(&cond, &cmtx);
+		waits++;
+	}
+	pthread_mutex_unlock(&cmtx);
+	pthread_join(t, NULL);
+	pthread_rwlock_rdlock(&rw);
+	pthread_rwlock_rdlock(&rw);
+	pthread_rwlock_unlock(&rw);
+	pthread_rwlock_unlock(&rw);
+	pthread_rwlock_wrlock(&rw);
+	busy = pthread_rwlock_tryrdlock(&rw);
+	pthread_rwlock_unlock(&rw);
+	sem_init(&s, 0, 2);
+	sem_wait(&s);
+	sem_wait(&s);
+	again = sem_trywait(&s) < 0 ? errno : 0;
+	sem_destroy(&s);
+	printf("cond waits %d busy %d again %d\n", waits, busy, again);
 	return 0;
 }
 
@@ -224,6 +276,8 @@ int main(int argc, char **argv)
 		printf("alloc done\n");
 	} else if (!strcmp(mode, "lock")) {
 		return do_lock();
+	} else if (!strcmp(mode, "sync")) {
+		return do_sync();
 	} else if (!strcmp(mode, "io")) {
 		return do_io(argc > 2 ? argv[2] : "libcalls.out");
 	} else if (!strcmp(mode, "sleep")) {
