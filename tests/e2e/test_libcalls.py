@@ -216,6 +216,27 @@ class LibcallsTest(tahelp.Case):
                     self.assertGreaterEqual(funcs[name]["calls"], funcs["churn"]["calls"],
                                             name)
 
+    def test_preload_order(self):
+        """Another preloaded library whose constructor allocates (libstdc++'s
+        exception pool), loaded before and after the agent: the interposers
+        serve it before the agent is initialised, without recursion."""
+        cxx = subprocess.run(["gcc", "-print-file-name=libstdc++.so.6"], capture_output=True,
+                             text=True).stdout.strip()
+        if not os.path.isabs(cxx) or not os.path.exists(cxx):
+            self.skipTest("no libstdc++.so.6 to preload")
+        prog = self.prog("libcalls-O2")
+        expect = "constructor ok\nmain ok\natexit ok\ndestructor ok\n"
+        for order in ((tahelp.AGENT, cxx), (cxx, tahelp.AGENT)):
+            with self.subTest(order=order):
+                dump = self.fresh("order")
+                p = subprocess.run([prog, "ctor"], env=tahelp.clean_env(
+                    {"LD_PRELOAD": ":".join(order), "TRACEAGENT_OUTPUT": dump,
+                     "TRACEAGENT_LIBCALLS": "all", "LIBCALLS_CTOR": "1"}),
+                    capture_output=True, text=True, timeout=tahelp.TIMEOUT, cwd=self.dir)
+                self.assertEqual((p.returncode, p.stdout, p.stderr), (0, expect, ""))
+                funcs = self.functions(self.report(dump))
+                self.assertGreaterEqual(funcs["malloc"]["calls"], 3)
+
     # -- choosing the classes ------------------------------------------------------------------
 
     def test_none_records_none(self):
