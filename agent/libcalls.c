@@ -231,6 +231,8 @@ static void *arena_alloc(size_t n, size_t align)
 		end = start + ((n + ARENA_HDR - 1) & ~(size_t)(ARENA_HDR - 1));
 		if (end > ARENA_SIZE)
 			return NULL;
+		/* Relaxed: the CAS only hands each caller a range of its
+		 * own; the bytes in it are written by that caller alone. */
 	} while (!__atomic_compare_exchange_n(&arena_used, &old, end, 1, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
 	memcpy(arena + start - sizeof(size_t), &n, sizeof(n));
@@ -247,7 +249,9 @@ static size_t arena_size(const void *p)
 
 /* ---- recording ------------------------------------------------------------------ */
 
-/* Whether a call of class cls is recorded here and now. */
+/* Whether a call of class cls is recorded here and now.  Relaxed load:
+ * pairs with nothing (see ta_libcalls_enable); the ring's slow path
+ * decides with its own acquire of the agent's state. */
 static inline int lc_want(uint32_t cls)
 {
 	return (__atomic_load_n(&ta_lc_on, __ATOMIC_RELAXED) & cls) && !ta_guard;
@@ -442,26 +446,26 @@ LC_ALIGNED(pvalloc, (size_t n), (n), n, 4096)
 
 /* A lock function: (object, result).  The zone's duration is the wait. */
 #define LC_UNPAREN(...) __VA_ARGS__
-#define LC_LOCK(name, type, params, args, obj)                                            \
-	RECORDER int name##_rec(int(*f) params, LC_UNPAREN params)                        \
-	{                                                                                 \
-		int r;                                                                    \
-                                                                                          \
-		lc_enter(LC_ADDR(name));                                                  \
-		r = f args;                                                               \
-		lc_done(LC_ADDR(name), TA_EXT_LOCK, P(obj),                               \
-			type ? (r < 0 ? (uint64_t)errno : 0) : (uint64_t)r, 0, 0, 2);     \
-		return r;                                                                 \
-	}                                                                                 \
-	TA_PUBLIC int name params                                                         \
-	{                                                                                 \
-		int (*f) params = REAL(name);                                             \
-                                                                                          \
-		if (TA_UNLIKELY(!f))                                                      \
-			return ENOSYS;                                                    \
-		if (!lc_want(TA_LC_LOCK))                                                 \
-			return f args;                                                    \
-		return name##_rec(f, LC_UNPAREN args);                                    \
+#define LC_LOCK(name, type, params, args, obj)                                                     \
+	RECORDER int name##_rec(int(*f) params, LC_UNPAREN params)                                 \
+	{                                                                                          \
+		int r;                                                                             \
+                                                                                                   \
+		lc_enter(LC_ADDR(name));                                                           \
+		r = f args;                                                                        \
+		lc_done(LC_ADDR(name), TA_EXT_LOCK, P(obj),                                        \
+			type ? (r < 0 ? (uint64_t)errno : 0) : (uint64_t)r, 0, 0, 2);              \
+		return r;                                                                          \
+	}                                                                                          \
+	TA_PUBLIC int name params                                                                  \
+	{                                                                                          \
+		int(*f) params = REAL(name);                                                       \
+                                                                                                   \
+		if (TA_UNLIKELY(!f))                                                               \
+			return ENOSYS;                                                             \
+		if (!lc_want(TA_LC_LOCK))                                                          \
+			return f args;                                                             \
+		return name##_rec(f, LC_UNPAREN args);                                             \
 	}
 
 LC_LOCK(pthread_mutex_lock, 0, (pthread_mutex_t * m), (m), m)
