@@ -293,6 +293,23 @@ class LibcallsTest(tahelp.Case):
         cats = {e["name"]: e.get("cat") for e in evs if e.get("ph") == "X"}
         self.assertEqual(cats["nanosleep"], "libcall")
         self.assertEqual(cats["napper"], "function")
+        svg = self.path("x.svg")
+        fl = subprocess.run([tahelp.TRACEAGENT, "flame", "-o", svg, r.dump],
+                            env=tahelp.clean_env(), capture_output=True, text=True,
+                            timeout=tahelp.TIMEOUT)
+        self.assertEqual(fl.returncode, 0, fl.stderr)
+        with open(svg) as fh:
+            text = fh.read()
+        # Library calls in blues, with [libcall] in the tooltip.
+        m = re.search(r"<title>nanosleep\n\[libcall\]\n[^<]*</title><rect [^>]*"
+                      r"fill=\"rgb\(([0-9]+),([0-9]+),([0-9]+)\)\"", text)
+        self.assertTrue(m, text[:2000])
+        r_, g_, b_ = (int(x) for x in m.groups())
+        self.assertGreater(b_, r_)
+        m = re.search(r"<title>napper\n[^<]*</title><rect [^>]*"
+                      r"fill=\"rgb\(([0-9]+),([0-9]+),([0-9]+)\)\"", text)
+        self.assertTrue(m)
+        self.assertLess(int(m.group(3)), int(m.group(1)))
 
     # -- helpers -------------------------------------------------------------------------------
 
