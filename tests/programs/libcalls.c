@@ -7,7 +7,7 @@
  *          of 777 bytes in leaker
  *   lock   two threads: holder keeps a mutex while waiter is blocked on it,
  *          and prints how long it held it from the moment the waiter was
- *          about to lock (the waiter's recorded wait must be at least that)
+ *          blocked (the waiter's recorded wait must be at least that)
  *   sync   a condition wait (signalled by another thread), rwlocks and a
  *          semaphore: known numbers of each
  *   io     known sizes written and read on two fds, whose numbers it prints
@@ -78,8 +78,11 @@ static void *holder(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&mtx);
 	__atomic_store_n(&held, 1, __ATOMIC_RELEASE);
-	/* Until the waiter says it is about to lock: from then on it waits. */
-	while (!__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
+	/* Until the waiter is blocked in the lock: glibc marks a mutex with
+	 * waiters by 2 in its lock word, set by the waiter inside
+	 * pthread_mutex_lock, so after its zone began. */
+	while (!__atomic_load_n(&waiting, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&mtx.__data.__lock, __ATOMIC_RELAXED) != 2)
 		sched_yield();
 	t0 = now_ns();
 	nanosleep(&ts, NULL);
