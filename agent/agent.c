@@ -26,6 +26,15 @@
 
 uint32_t ta_state;
 uint32_t ta_pid;
+uint32_t ta_lc_on;
+
+void ta_libcalls_enable(int on)
+{
+	/* Relaxed: an interposer that sees the classes late or early only
+	 * records a call more or less; the ring's own state check (acquire,
+	 * in its slow path) decides whether anything is written. */
+	__atomic_store_n(&ta_lc_on, on ? ta_cfg.libcalls : 0, __ATOMIC_RELAXED);
+}
 
 void ta_warn(const char *fmt, ...)
 {
@@ -82,14 +91,18 @@ int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)
 
 static void on_fork_prepare(void)
 {
+	TA_GUARD_ENTER();
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
 		ta_flusher_fork_prepare();
+	TA_GUARD_LEAVE();
 }
 
 static void on_fork_parent(void)
 {
+	TA_GUARD_ENTER();
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
 		ta_flusher_fork_parent();
+	TA_GUARD_LEAVE();
 }
 
 static void on_fork_child(void)
@@ -100,12 +113,16 @@ static void on_fork_child(void)
 	 * agent (a thread cannot be created safely from here). */
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
 		return;
+	/* Library calls wait for the restart too. */
+	ta_libcalls_enable(0);
+	TA_GUARD_ENTER();
 	ta_pid = (uint32_t)getpid();
 	ta_flusher_forget();
 	ta_dump_fork_child();
 	ta_modules_forget();
 	ta_ring_fork_child();
 	__atomic_store_n(&ta_state, TA_S_FORKED, __ATOMIC_RELEASE);
+	TA_GUARD_LEAVE();
 }
 
 /* The forked child's start: its own process record, clock and module map,
@@ -119,6 +136,8 @@ static int restart_in_child(void)
 	ta_dump_clock();
 	t0 = ta_ticks();
 	ta_dump_modules(t0, t0);
+	if (ta_cfg.libcalls && ta_libcalls_dump)
+		ta_libcalls_dump();
 	err = ta_flusher_start();
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread in process %d: %s; not tracing it",
@@ -184,6 +203,8 @@ static int start(void)
 	ta_dump_clock();
 	t0 = ta_ticks();
 	ta_dump_modules(t0, t0);
+	if (ta_cfg.libcalls && ta_libcalls_dump)
+		ta_libcalls_dump();
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	/* Registered now, before the program's own (if it registers after its
 	 * first instrumented call), so it runs after them: quick_exit leaves
@@ -213,6 +234,8 @@ int ta_agent_ensure_started(void)
 		errno = saved;
 		/* Release: threads waiting below then see the pool and dump. */
 		__atomic_store_n(&ta_state, ok ? TA_S_RUNNING : TA_S_STOPPED, __ATOMIC_RELEASE);
+		if (ok)
+			ta_libcalls_enable(1);
 		return ok;
 	}
 	/* Another thread is starting the agent: it takes milliseconds. */
@@ -253,11 +276,13 @@ char **ta_agent_before_exec(char *const envp[])
 		return (char **)(uintptr_t)envp;
 	/* Everything recorded reaches the dump before the image goes; if
 	 * the exec fails, recording just goes on (and a later END follows). */
+	TA_GUARD_ENTER();
 	ta_flusher_drain(0);
 	ta_dump_clock();
 	ta_agent_write_end(TA_END_F_EXEC);
 	/* The new image, if it preloads the agent, goes on in this dump. */
 	env = ta_dump_handover(envp);
+	TA_GUARD_LEAVE();
 	errno = saved;
 	return env;
 }
@@ -282,6 +307,10 @@ void ta_agent_shutdown(void)
 	if (!__atomic_compare_exchange_n(&ta_state, &s, TA_S_STOPPED, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
+	/* Library calls made from here on (later destructors, other
+	 * threads) go straight to libc. */
+	ta_libcalls_enable(0);
+	TA_GUARD_ENTER();
 	ta_flusher_stop();
 	/* The exiting thread's own frames are done: end its ring so that it
 	 * is drained as exited. */
@@ -290,6 +319,7 @@ void ta_agent_shutdown(void)
 	ta_dump_clock();
 	ta_agent_write_end(0);
 	ta_dump_close();
+	TA_GUARD_LEAVE();
 	errno = saved;
 }
 

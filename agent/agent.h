@@ -28,6 +28,7 @@ struct ta_settings {
 	uint32_t block_bytes;  /* TRACEAGENT_BUFFER */
 	uint64_t memory_cap;   /* TRACEAGENT_MEMORY */
 	uint32_t flush_ms;     /* TRACEAGENT_FLUSH_MS */
+	uint32_t libcalls;     /* TRACEAGENT_LIBCALLS: TA_LC_* classes */
 };
 
 #define TA_DEFAULT_OUTPUT "traceagent.%p.trace"
@@ -35,6 +36,9 @@ struct ta_settings {
 #define TA_DEFAULT_MEMORY (256ull << 20)
 #define TA_DEFAULT_FLUSH_MS 50u
 #define TA_DEFAULT_FLIGHT (4ull << 20)
+/* Library calls recorded unless TRACEAGENT_LIBCALLS says otherwise (see
+ * the README's "Library calls" for the measurements behind the choice). */
+#define TA_DEFAULT_LIBCALLS (TA_LC_IO | TA_LC_SLEEP)
 
 /* Reads the environment (secure_getenv); prints one line per bad value and
  * keeps the default for it. */
@@ -72,6 +76,29 @@ int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)
 			   void *arg) TA_HIDDEN;
 /* The pid the agent records for; 0 before it started. */
 extern uint32_t ta_pid TA_HIDDEN;
+
+/* ---- library calls (libcalls.c) --------------------------------------------------- */
+
+/* The TA_LC_* classes the interposers record right now: the settings'
+ * classes while the agent runs, else 0 (relaxed atomic; the interposers
+ * read it once a call). */
+extern uint32_t ta_lc_on TA_HIDDEN;
+
+/* Nonzero while the agent itself runs on this thread (its slow paths, its
+ * wrappers' own work, the flusher thread, a thread after its registration
+ * ended): the interposers then only call the real function, so nothing the
+ * agent does is recorded and nothing recurses.  Initial-exec TLS like
+ * ta_cur; counts, so that nested agent code keeps it set. */
+extern __thread uint32_t ta_guard __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
+#define TA_GUARD_ENTER() (ta_guard++)
+#define TA_GUARD_LEAVE() (ta_guard--)
+
+/* Writes the LIBCALLS chunk (the interposed functions); defined only in
+ * the preloaded library, where the interposers are. */
+void ta_libcalls_dump(void) TA_HIDDEN __attribute__((weak));
+/* Turns recording on for the settings' classes (the agent is running)
+ * or off. */
+void ta_libcalls_enable(int on) TA_HIDDEN;
 
 /* ---- the dump writer (dump.c) -------------------------------------------------- */
 

@@ -352,6 +352,8 @@ static void *flusher_main(void *arg)
 	uint64_t clock_gap = 10;
 
 	(void)arg;
+	/* Everything this thread does is the agent's. */
+	TA_GUARD_ENTER();
 	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "traceagent", 0, 0, 0);
 	while (!__atomic_load_n(&flusher_stop, __ATOMIC_ACQUIRE)) {
 		struct timespec ts = {(time_t)(ta_cfg.flush_ms / 1000),

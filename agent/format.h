@@ -23,7 +23,7 @@
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
 #define TA_VERSION_MAJOR 1 /* incompatible changes */
-#define TA_VERSION_MINOR 2 /* compatible additions (new chunk types, trailing fields) */
+#define TA_VERSION_MINOR 3 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -90,7 +90,8 @@ struct ta_chunk_header {
 	X(EVENTS, 7, "events")      /* one thread's function events */       \
 	X(END, 8, "end")            /* the process finished writing */          \
 	X(CRASH, 9, "crash")        /* a fatal signal: where and how */      \
-	X(MODULE_UNLOAD, 10, "module-unload") /* a MODULE went away */
+	X(MODULE_UNLOAD, 10, "module-unload") /* a MODULE went away */       \
+	X(LIBCALLS, 12, "libcalls") /* the library functions interposed */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,
@@ -135,10 +136,26 @@ enum ta_event_kind {
  */
 enum ta_ext_kind {
 	TA_EXT_LOST = 1,    /* u count: events the agent could not record here */
+	/* Library calls (1.3): the values of the call whose zone (the
+	 * interposed function's frame, see TA_CHUNK_LIBCALLS) is on top. */
+	TA_EXT_ALLOC = 2,   /* size, pointer (0: failed) */
+	TA_EXT_FREE = 3,    /* pointer */
+	TA_EXT_REALLOC = 4, /* old pointer, size, new pointer (0: failed) */
+	TA_EXT_LOCK = 5,    /* object, result (0 or an error number)[, mutex] */
+	TA_EXT_IO = 6,      /* fd, bytes asked, bytes done, errno (0: success) */
+	TA_EXT_SLEEP = 7,   /* ns asked (TA_LC_FOREVER: no limit), result, errno */
 	TA_EXT_SETJMP = 8,  /* jmp_buf address (a setjmp family call) */
 	TA_EXT_LONGJMP = 9, /* jmp_buf address, frames popped (see ta_ctl_apply) */
 	TA_EXT_CATCH = 10   /* catcher's start address, frames popped[, activations] */
 };
+
+/* Classes of interposed library functions (TA_CHUNK_LIBCALLS), as bits. */
+#define TA_LC_ALLOC 1u
+#define TA_LC_LOCK 2u
+#define TA_LC_IO 4u
+#define TA_LC_SLEEP 8u
+#define TA_LC_ALL 15u
+#define TA_LC_FOREVER UINT64_MAX /* a wait without a time limit */
 
 /* Values an EXT event may carry (the agent's limit; a reader accepts up to
  * TA_EXT_READ_MAX and keeps the first TA_EXT_MAX_VALUES). */

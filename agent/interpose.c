@@ -34,7 +34,9 @@ static void *thread_start(void *p)
 {
 	struct start_args a = *(struct start_args *)p;
 
+	TA_GUARD_ENTER(); /* the agent's own allocation */
 	free(p);
+	TA_GUARD_LEAVE();
 	ta_thread_set_parent(a.ptid);
 	return a.fn(a.arg);
 }
@@ -42,18 +44,24 @@ static void *thread_start(void *p)
 TA_PUBLIC int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 			     void *arg)
 {
-	struct start_args *a = malloc(sizeof(*a));
+	struct start_args *a;
 	struct ta_thread *me = ta_thread_self();
 	int err;
 
+	TA_GUARD_ENTER(); /* the agent's own allocation */
+	a = malloc(sizeof(*a));
+	TA_GUARD_LEAVE();
 	if (!a) /* no wrapper: the thread runs, its parent is unknown */
 		return ta_real_pthread_create(t, attr, fn, arg);
 	a->fn = fn;
 	a->arg = arg;
 	a->ptid = me ? me->tid : (uint64_t)syscall(SYS_gettid);
 	err = ta_real_pthread_create(t, attr, thread_start, a);
-	if (err)
+	if (err) {
+		TA_GUARD_ENTER();
 		free(a);
+		TA_GUARD_LEAVE();
+	}
 	return err;
 }
 
@@ -111,7 +119,9 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 		int saved = errno;
 		/* Loads from when the dlopen began (constructors ran inside
 		 * it); anything gone went before it. */
+		TA_GUARD_ENTER();
 		ta_dump_modules(t0, t0);
+		TA_GUARD_LEAVE();
 		errno = saved;
 	}
 	return h;
@@ -133,7 +143,9 @@ TA_PUBLIC int dlclose(void *handle)
 		int saved = errno;
 		uint64_t now = ta_ticks();
 
+		TA_GUARD_ENTER();
 		ta_dump_modules(now, now);
+		TA_GUARD_LEAVE();
 		errno = saved;
 	}
 	return rc;

@@ -30,6 +30,7 @@ static struct ta_block busy_block = {.head = TA_BUSY};
 __thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) = &idle_block;
 static __thread struct ta_thread *self __attribute__((tls_model("initial-exec")));
 static __thread uint64_t parent_tid __attribute__((tls_model("initial-exec")));
+__thread uint32_t ta_guard __attribute__((tls_model("initial-exec")));
 
 struct ta_thread *ta_threads;
 uint64_t ta_lost_unowned;
@@ -523,6 +524,9 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	 * second one after the same full block and lose the handler's. */
 	struct ta_block *b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
 
+	/* What follows is the agent's work (starting, registering, waiting
+	 * for a block, helping the flusher): its library calls are its own. */
+	TA_GUARD_ENTER();
 	if (b == &busy_block || (__atomic_load_n(&b->head, __ATOMIC_RELAXED) & TA_BUSY)) {
 		/* Nested in a slow path (b is the placeholder) or in a fast
 		 * path between its (A) and (C) (b is claimed). */
@@ -582,6 +586,7 @@ done:
 		throttle(t);
 	}
 out:
+	TA_GUARD_LEAVE();
 	errno = saved_errno;
 }
 
@@ -635,6 +640,10 @@ void ta_thread_exit(void)
 
 	if (!t)
 		return;
+	/* For good: the library calls of a thread that is going (the TLS
+	 * destructors after this one, libc's own teardown) are not recorded,
+	 * which would register it again. */
+	TA_GUARD_ENTER();
 	/* No hook of ours may write from here on (nested ones put their
 	 * events aside, and these are the last). */
 	b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);

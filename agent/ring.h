@@ -127,6 +127,45 @@ static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 	__atomic_store_n(&b->head, h + 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * The end of a library call's zone: its EXT event (n <= TA_EXT_MAX_VALUES
+ * values) and the exit of addr, at one time, written together like one
+ * ta_record when the block has room for both (one counter read, one claim);
+ * otherwise the two go through the slow path.  The EXT group stays whole in
+ * one block, as the flusher requires.  errno is left alone.
+ */
+static inline __attribute__((always_inline)) void ta_record_ext_exit(uint64_t addr, uint32_t subtype,
+								      const uint64_t *v, uint32_t n)
+{
+	struct ta_block *b = ta_cur;
+	uint64_t t = ta_ticks();
+	uint32_t slots = TA_RAW_EXT_SLOTS(n);
+	uint32_t h;
+
+	if (TA_UNLIKELY(ta_claim(&b->head)))
+		goto slow;
+	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED) & ~TA_BUSY;
+	if (TA_UNLIKELY(h + slots + 2 > __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
+		__atomic_store_n(&b->head, h, __ATOMIC_RELAXED);
+		goto slow;
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* as in ta_record: after (A) */
+	b->ev[h].ticks = t;
+	b->ev[h].addr = TA_RAW_EXT | (uint64_t)subtype << 8 | n;
+	for (uint32_t i = 0; i < slots; i++) {
+		b->ev[h + 1 + i].ticks = v[2 * i];
+		b->ev[h + 1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
+	}
+	b->ev[h + 1 + slots].ticks = t;
+	b->ev[h + 1 + slots].addr = addr | TA_REC_EXIT;
+	/* Pairs with the flusher's acquire load of head, as in ta_record. */
+	__atomic_store_n(&b->head, h + slots + 2, __ATOMIC_RELEASE);
+	return;
+slow:
+	ta_record_ext(subtype, v, n);
+	ta_record(addr | TA_REC_EXIT);
+}
+
 /* ---- threads ------------------------------------------------------------ */
 
 enum ta_thread_state {

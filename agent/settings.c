@@ -92,6 +92,41 @@ static void size_setting(const char *name, uint64_t min, uint64_t max, uint64_t 
 	*val = v;
 }
 
+/* "all", "none", or a comma-separated list of classes; a bad word is
+ * named and the default kept. */
+static uint32_t libcalls_setting(void)
+{
+	static const struct {
+		const char *name;
+		uint32_t mask;
+	} words[] = {{"all", TA_LC_ALL},     {"none", 0},	  {"alloc", TA_LC_ALLOC},
+		     {"lock", TA_LC_LOCK},   {"io", TA_LC_IO},	  {"sleep", TA_LC_SLEEP}};
+	const char *v = secure_getenv("TRACEAGENT_LIBCALLS");
+	uint32_t mask = 0;
+
+	if (!v || !*v)
+		return TA_DEFAULT_LIBCALLS;
+	for (const char *p = v; *p;) {
+		size_t n = strcspn(p, ",");
+		size_t i;
+
+		for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+			if (strlen(words[i].name) == n && !strncmp(p, words[i].name, n))
+				break;
+		if (i == sizeof(words) / sizeof(words[0])) {
+			ta_warn("TRACEAGENT_LIBCALLS: '%.*s' is not all, none, alloc, lock, io or "
+				"sleep; using the default",
+				(int)(n > 64 ? 64 : n), p);
+			return TA_DEFAULT_LIBCALLS;
+		}
+		mask |= words[i].mask;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return mask;
+}
+
 void ta_settings_load(struct ta_settings *s)
 {
 	const char *out = secure_getenv("TRACEAGENT_OUTPUT");
@@ -160,6 +195,7 @@ void ta_settings_load(struct ta_settings *s)
 		else
 			s->flight_signal = n;
 	}
+	s->libcalls = libcalls_setting();
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;
 	if (!out || !*out)

@@ -250,13 +250,21 @@ static const char *own_name(struct ta_view *v, uint64_t addr)
 void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_name *out)
 {
 	const struct ta_process *p = ta_session_process(v->s, pid);
-	const struct ta_module *m = p ? ta_process_module_at(p, addr) : NULL;
-
 	/* addr is the session's key: the address, tagged when a module was
 	 * unloaded there (the module found is the one mapped then). */
+	const uint64_t key = addr;
+	const struct ta_libcall *lc =
+	    p && p->nlibcalls ? ta_process_libcall(p, ta_process_addr(p, key)) : NULL;
+	/* Without a resolver (the fuzzer's views), addresses stay numbers. */
+	const struct ta_module *m = p && !lc && v->res ? ta_process_module_at(p, key) : NULL;
+
 	if (p)
 		addr = ta_process_addr(p, addr);
-	if (m) {
+	if (lc) {
+		out->name = lc->name;
+		out->module = TA_LIBCALL_MODULE;
+		out->offset = lc->index;
+	} else if (m) {
 		const struct ta_resolved *rv =
 			ta_resolve(v->res, m->path, m->build_id, m->build_id_len, addr - m->bias);
 

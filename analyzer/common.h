@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "session.h"
 #include "symbols.h"
@@ -65,6 +66,15 @@ struct ta_fn_name {
 	const char *module; /* module path, "" when no module holds it */
 	uint64_t offset;    /* symbol value (address - bias), or the address */
 };
+
+/* The module of a library call's zone (an interposed function, named by
+ * the LIBCALLS chunk): the marker every view shows for them.  Its offset
+ * is the function's index in the chunk. */
+#define TA_LIBCALL_MODULE "[libcall]"
+static inline int ta_fn_is_libcall(const struct ta_fn_name *f)
+{
+	return f->module[0] == '[' && !strcmp(f->module, TA_LIBCALL_MODULE);
+}
 
 /* Names the function at addr in process pid.  Never fails: the strings
  * live as long as the view. */

@@ -152,9 +152,11 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 	}
 	n = fprintf(
 	    e->f,
-	    "%s{\"ph\": \"X\", \"name\": %s, \"cat\": \"function\", \"pid\": %" PRIu32
+	    "%s{\"ph\": \"X\", \"name\": %s, \"cat\": \"%s\", \"pid\": %" PRIu32
 	    ", \"tid\": %" PRIu64 ", \"ts\": %s, \"dur\": %s, \"args\": {\"module\": %s%s}}",
-	    e->events ? ",\n" : "\n", e->jname[c->fn], c->t->pid, c->t->tid,
+	    e->events ? ",\n" : "\n", e->jname[c->fn],
+	    strcmp(e->tl.fns.fn[c->fn].module, TA_LIBCALL_MODULE) ? "function" : "libcall",
+	    c->t->pid, c->t->tid,
 	    fmt_us(ts, sizeof(ts), c->start_ns), fmt_us(dur, sizeof(dur), (int64_t)c->dur_ns),
 	    e->jmod[c->fn], c->flags & TA_VISIT_OPEN ? ", \"open\": true" : "");
 	e->events++;

@@ -201,7 +201,15 @@ static int draw_open(void *ctx, uint32_t n, uint32_t depth)
 	px = PAD + (double)x * fl->scale;
 	pw = (double)node->total * fl->scale;
 	py = TOP + (double)(fl->max_depth - depth) * FRAME_H;
-	if (fn) {
+	if (fn && !strcmp(fn->module, TA_LIBCALL_MODULE)) {
+		/* Library calls (malloc, read...) in blues, apart from the
+		 * program's warm colours. */
+		uint32_t h = name_hash(name);
+
+		rgb[0] = 70 + h % 40;
+		rgb[1] = 150 + (h >> 8) % 40;
+		rgb[2] = 210 + (h >> 16) % 40;
+	} else if (fn) {
 		frame_colour(name, rgb);
 	} else {
 		rgb[0] = rgb[1] = th ? 190 : 200;

@@ -92,6 +92,8 @@ static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth,
 	snprintf(calls, sizeof(calls), "%" PRIu64, n->calls);
 	printf("%10s %12s %12s  %s%s", th ? "" : calls, ta_fmt_time(t[0], sizeof(t[0]), n->total),
 	       th ? "" : ta_fmt_time(t[1], sizeof(t[1]), n->self), indent(g, depth), name);
+	if (!th && !strcmp(g->ct->fns.fn[n->key].module, TA_LIBCALL_MODULE))
+		fputs("  " TA_LIBCALL_MODULE, stdout);
 	if (src)
 		printf("  [%s]", src);
 	if (n->open)

@@ -158,6 +158,21 @@ static const char *mode_name(uint64_t mode)
 	return mode == 0 ? "lossless" : mode == 1 ? "drop" : mode == 2 ? "flight" : "unknown";
 }
 
+/* The library-call classes recorded, "alloc,lock,io,sleep" or "none". */
+static const char *libcall_classes(char *buf, size_t n, uint64_t classes)
+{
+	static const char *const names[] = {"alloc", "lock", "io", "sleep"};
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (unsigned i = 0; i < 4; i++)
+		if (classes & (1u << i))
+			len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "," : "", names[i]);
+	if (!len)
+		snprintf(buf, n, "none");
+	return buf;
+}
+
 /* "SIGSEGV", or "signal N". */
 static const char *signal_name(char *buf, size_t n, uint64_t sig)
 {
@@ -252,6 +267,11 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		       fmt_bytes(b[1], sizeof(b[1]), p->block_size),
 		       fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms,
 		       mode_name(p->mode));
+	if (p->has_info) {
+		char lc[64];
+
+		printf("  libcalls:    %s\n", libcall_classes(lc, sizeof(lc), p->libcall_classes));
+	}
 	printf("  events:      %" PRIu64 ", lost %" PRIu64, c.events, c.lost);
 	if (ta_process_lost_no_ring(s, p))
 		printf(" (%" PRIu64 " by threads that could not get a ring)",
@@ -379,7 +399,7 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 {
 	const struct ta_session *s = v->s;
 	struct counts c = process_counts(s, p);
-	char b[64];
+	char b[64], lcb[64];
 	int first = 1;
 
 	printf("{\"pid\": %" PRIu32 ", ", p->pid);
@@ -406,8 +426,9 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	       p->uncalibrated ? "false" : "true", ticks_per_second(p));
 	if (p->has_info)
 		printf("    \"settings\": {\"block_size\": %" PRIu64 ", \"memory_cap\": %" PRIu64
-		       ", \"flush_ms\": %" PRIu64 ", \"mode\": \"%s\"},\n",
-		       p->block_size, p->memory_cap, p->flush_ms, mode_name(p->mode));
+		       ", \"flush_ms\": %" PRIu64 ", \"mode\": \"%s\", \"libcalls\": \"%s\"},\n",
+		       p->block_size, p->memory_cap, p->flush_ms, mode_name(p->mode),
+		       libcall_classes(lcb, sizeof(lcb), p->libcall_classes));
 	else
 		printf("    \"settings\": null,\n");
 	printf("    \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_no_ring\": %" PRIu64

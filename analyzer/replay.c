@@ -169,6 +169,8 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 	}
 	if (src)
 		printf(" /* %s */", src);
+	if (c->kind != TA_TL_EXIT && !strcmp(fn->module, TA_LIBCALL_MODULE))
+		fputs(" " TA_LIBCALL_MODULE, stdout);
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_OPEN))
 		printf(" (open at the end)");
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_UNWOUND))

@@ -20,6 +20,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "libreport.h"
 #include "srcline.h"
 
 enum sort_key { SORT_TOTAL, SORT_SELF, SORT_CALLS, SORT_NAME };
@@ -37,6 +38,7 @@ struct options {
 	const char *function; /* glob over demangled names */
 	uint64_t top;	      /* rows per table, 0 = all */
 	int srcline;
+	unsigned libcalls; /* --alloc, --locks, --io: TA_LC_* sections */
 };
 
 struct report {
@@ -55,7 +57,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent report [--json | --csv] [--sort=total|self|calls|name]\n"
 		   "                         [--threads] [--tid=TID] [--pid=PID] [--function=GLOB] [--top=N]\n"
-		   "                         [--srcline] DUMP\n"
+		   "                         [--srcline] [--alloc] [--locks] [--io] DUMP\n"
 		   "\n"
 		   "Calls and times per function in a dump written by the agent.\n"
 		   "\n"
@@ -72,6 +74,12 @@ static void usage(FILE *f)
 		   "                   * any characters, ? one, [a-z] one of a set\n"
 		   "  --top=N          the first N rows of each table\n"
 		   "  --srcline        the source file and line of each function (DWARF)\n"
+		   "  --alloc          library calls: bytes allocated and freed per calling\n"
+		   "                   function, and the bytes live at the end (never freed)\n"
+		   "                   by the call path that allocated them\n"
+		   "  --locks          library calls: lock wait time per caller and per lock\n"
+		   "  --io             library calls: I/O bytes and time per fd and per caller\n"
+		   "                   (these three replace the table of functions)\n"
 		   "  -h, --help       this help\n"
 		   "\n"
 		   "Total counts only the outermost activation of a recursive function;\n"
@@ -443,6 +451,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->threads = 1;
 		} else if (!strcmp(a, "--srcline")) {
 			o->srcline = 1;
+		} else if (!strcmp(a, "--alloc")) {
+			o->libcalls |= TA_LC_ALLOC;
+		} else if (!strcmp(a, "--locks")) {
+			o->libcalls |= TA_LC_LOCK;
+		} else if (!strcmp(a, "--io")) {
+			o->libcalls |= TA_LC_IO;
 		} else if (!strncmp(a, "--tid=", 6)) {
 			if (parse_u64(a + 6, &o->tid) < 0) {
 				fprintf(stderr,
@@ -495,6 +509,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 			return 2;
 		}
 	}
+	if (o->libcalls && csv) {
+		fprintf(stderr, "traceagent report: --alloc, --locks and --io print text or --json, "
+				"not --csv\n");
+		return 2;
+	}
 	if (json && csv) {
 		fprintf(stderr, "traceagent report: --json or --csv, not both\n");
 		return 2;
@@ -517,11 +536,20 @@ static int tid_known(const struct report *r)
 	return 0;
 }
 
+static int libcalls_recorded(const struct ta_session *s)
+{
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i]->nlibcalls)
+			return 1;
+	return 0;
+}
+
 int ta_cmd_report(int argc, char **argv)
 {
 	struct report r;
 	struct ta_visitor v;
 	struct ta_fn_table all = {0};
+	struct ta_libstats *ls = NULL;
 	int rc, status;
 
 	memset(&r, 0, sizeof(r));
@@ -531,6 +559,14 @@ int ta_cmd_report(int argc, char **argv)
 	ta_profile_init(&r.prof);
 	r.prof.hist = 1;
 	ta_profile_visitor(&r.prof, &v);
+	if (r.opt.libcalls) {
+		struct ta_visitor inner = v;
+
+		if (!(ls = ta_libstats_new(&r.v, &inner, &v))) {
+			fprintf(stderr, "traceagent: out of memory\n");
+			return 1;
+		}
+	}
 	if (ta_view_open(&r.v, r.opt.path, &v) < 0) {
 		status = r.v.status;
 		goto out;
@@ -555,7 +591,14 @@ int ta_cmd_report(int argc, char **argv)
 		goto nomem;
 	table_sort(&r, &all);
 	ta_view_warnings(&r.v);
-	if (r.opt.form == OUT_JSON)
+	if (ls && !libcalls_recorded(r.s))
+		fprintf(stderr,
+			"traceagent: %s: no library calls were recorded (TRACEAGENT_LIBCALLS=none, "
+			"or an agent without them)\n",
+			r.opt.path);
+	if (ls)
+		rc = ta_libstats_print(ls, r.opt.libcalls, r.opt.form == OUT_JSON, stdout);
+	else if (r.opt.form == OUT_JSON)
 		rc = print_json(&r, &all);
 	else if (r.opt.form == OUT_CSV)
 		rc = print_csv(&r, &all);
@@ -574,6 +617,7 @@ nomem:
 	status = 1;
 out:
 	ta_fn_table_free(&all);
+	ta_libstats_free(ls);
 	free(r.ids);
 	ta_srclines_free(r.src);
 	ta_view_close(&r.v);

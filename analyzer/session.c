@@ -131,6 +131,9 @@ static void process_free(struct ta_process *p)
 		free(p->modules[i].ranges);
 	}
 	free(p->modules);
+	for (size_t i = 0; i < p->nlibcalls; i++)
+		free(p->libcalls[i].name);
+	free(p->libcalls);
 	free(p->map);
 	free(p->unloaded);
 	free(p);
@@ -703,6 +706,71 @@ static __attribute__((noinline)) void tag_batch(const struct ta_process *p, stru
 			ev[i].addr = ta_process_addr_at(p, ev[i].addr, ev[i].ticks);
 }
 
+static int libcall_cmp(const void *a, const void *b)
+{
+	const struct ta_libcall *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* u classes, u count, count x (u addr, str name, u class). */
+static int libcalls_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	struct ta_libcall *lc;
+	uint64_t classes, n, i;
+	int rc = -TA_E_PAYLOAD;
+
+	ta_get_varint(r, &classes);
+	/* Each entry takes three bytes at least. */
+	if (ta_get_varint(r, &n) < 0 || n > (uint64_t)(r->end - r->p) / 3)
+		return -TA_E_PAYLOAD;
+	lc = calloc(n ? (size_t)n : 1, sizeof(*lc));
+	if (!lc)
+		return -TA_E_NOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t cls;
+
+		ta_get_varint(r, &lc[i].addr);
+		if ((rc = get_str(r, &lc[i].name)) < 0)
+			goto fail;
+		rc = -TA_E_PAYLOAD;
+		if (ta_get_varint(r, &cls) < 0)
+			goto fail;
+		lc[i].cls = (uint32_t)(cls & TA_LC_ALL);
+		lc[i].index = (uint32_t)i;
+	}
+	qsort(lc, (size_t)n, sizeof(*lc), libcall_cmp);
+	for (i = 0; i < p->nlibcalls; i++)
+		free(p->libcalls[i].name);
+	free(p->libcalls);
+	p->libcalls = lc;
+	p->nlibcalls = (size_t)n;
+	p->libcall_classes = classes;
+	return 0;
+fail:
+	for (uint64_t k = 0; k <= i && k < n; k++)
+		free(lc[k].name);
+	free(lc);
+	return rc;
+}
+
+const struct ta_libcall *ta_process_libcall(const struct ta_process *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nlibcalls;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->libcalls[mid].addr == addr)
+			return &p->libcalls[mid];
+		if (p->libcalls[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 static int crash_chunk(struct ta_process *p, struct ta_reader *r)
 {
 	struct ta_crash *c = calloc(1, sizeof(*c));
@@ -966,6 +1034,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_MODULE_UNLOAD:
 		rc = module_unload_chunk(p, &r);
+		break;
+	case TA_CHUNK_LIBCALLS:
+		rc = libcalls_chunk(p, &r);
 		break;
 	default:
 		s->unknown_chunks++; /* a later minor version's addition */

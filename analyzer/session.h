@@ -42,6 +42,16 @@ struct ta_module {
 	size_t nranges;
 };
 
+/* An interposed library function (LIBCALLS chunk): its zones are frames
+ * at addr. */
+struct ta_libcall {
+	uint64_t addr;
+	char *name;
+	uint32_t cls;   /* TA_LC_* */
+	uint32_t index; /* its position in the chunk: the same in every process
+			   of one agent build */
+};
+
 struct ta_modrange {
 	uint64_t start, end;
 	const struct ta_module *m;
@@ -80,6 +90,11 @@ struct ta_process {
 	long double ns_per_tick, ns_at_0;
 	int calibrated;	  /* from this process's own CLOCK pairs or frequency */
 	int uncalibrated; /* no conversion known: ticks are taken as ns */
+
+	/* The LIBCALLS chunk, sorted by address (a later chunk replaces it). */
+	struct ta_libcall *libcalls;
+	size_t nlibcalls;
+	uint64_t libcall_classes; /* the classes recorded (TA_LC_*) */
 
 	/* Address -> module, sorted by start, built by ta_session_finish. */
 	struct ta_modrange *map;
@@ -245,6 +260,9 @@ void ta_session_error(struct ta_session *s, int code, const struct ta_chunk *c, 
 void ta_session_finish(struct ta_session *s);
 
 struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid);
+
+/* The interposed function whose zones are at addr, or NULL. */
+const struct ta_libcall *ta_process_libcall(const struct ta_process *p, uint64_t addr);
 
 /* Durations and absolute times in ns (after ta_session_finish). */
 uint64_t ta_process_dur_ns(const struct ta_process *p, uint64_t ticks);

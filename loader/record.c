@@ -58,13 +58,15 @@ struct record_opts {
 	const char *memory;   /* --memory, or NULL */
 	const char *flush_ms; /* --flush-ms, or NULL */
 	const char *mode;     /* --mode, or NULL */
+	const char *libcalls; /* --libcalls, or NULL */
 	char **argv;	      /* the program and its arguments */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
-		   "                         [--flush-ms N] [--mode lossless|drop] [--] PROG [ARGS...]\n"
+		   "                         [--flush-ms N] [--mode lossless|drop]\n"
+		   "                         [--libcalls all|none|CLASS,...] [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
 		   "-finstrument-functions and dynamically linked.\n"
@@ -77,6 +79,9 @@ static void usage(FILE *f)
 		   "  --flush-ms N        flush interval in ms, TRACEAGENT_FLUSH_MS\n"
 		   "  --mode MODE         lossless (default: threads wait at the memory cap) or\n"
 		   "                      drop (never wait; drops are counted), TRACEAGENT_MODE\n"
+		   "  --libcalls LIST     library calls recorded as zones: all, none, or classes\n"
+		   "                      among alloc, lock, io, sleep (comma-separated),\n"
+		   "                      TRACEAGENT_LIBCALLS\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
@@ -121,6 +126,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 	    {"--memory", 0, offsetof(struct record_opts, memory)},
 	    {"--flush-ms", 0, offsetof(struct record_opts, flush_ms)},
 	    {"--mode", 0, offsetof(struct record_opts, mode)},
+	    {"--libcalls", 0, offsetof(struct record_opts, libcalls)},
 	};
 	int i;
 
@@ -636,7 +642,8 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.buffer && set_env("TRACEAGENT_BUFFER", o.buffer) < 0) ||
 	    (o.memory && set_env("TRACEAGENT_MEMORY", o.memory) < 0) ||
 	    (o.flush_ms && set_env("TRACEAGENT_FLUSH_MS", o.flush_ms) < 0) ||
-	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0))
+	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0) ||
+	    (o.libcalls && set_env("TRACEAGENT_LIBCALLS", o.libcalls) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
 }

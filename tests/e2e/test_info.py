@@ -92,7 +92,8 @@ class InfoTest(tahelp.Case):
         self.assertGreater(p["duration_ns"], 0)
         self.assertLess(p["duration_ns"], (after - before) * 1e9)
         self.assertEqual(p["settings"], {"block_size": 128 << 10, "memory_cap": 64 << 20,
-                                         "flush_ms": 20, "mode": "lossless"})
+                                         "flush_ms": 20, "mode": "lossless",
+                                         "libcalls": "io,sleep"})  # the default
         self.assertIsNone(p["crash"])
         clock = p["clock"]
         self.assertTrue(clock["calibrated"])

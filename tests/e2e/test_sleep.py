@@ -32,8 +32,28 @@ class SleepTest(tahelp.Case):
                                            delta=own["avg_ns"] * 0.02)
                     self.assertAlmostEqual(nap["total_ns"], 5 * own["avg_ns"],
                                            delta=5 * own["avg_ns"] * 0.02)
-                    # Sleeping is the nap's own time.
-                    self.assertEqual(nap["self_ns"], nap["total_ns"])
+                    # The sleeps are recorded by default (TRACEAGENT_LIBCALLS
+                    # has sleep): nanosleep's zones hold nap's time.
+                    ns = self.functions(rep)["nanosleep"]
+                    self.assertEqual(ns["module"], "[libcall]")
+                    self.assertEqual(ns["calls"], 5)
+                    # (each converted to ns on its own: within 1 ns a call)
+                    self.assertLessEqual(abs(nap["self_ns"] + ns["total_ns"] - nap["total_ns"]),
+                                         5)
+                    self.assertLess(nap["self_ns"], nap["total_ns"] * 0.02)
+
+    def test_nap_without_libcalls(self):
+        """Without library calls, sleeping is the nap's own time."""
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                if mode == "record":
+                    r = self.traced(mode, [self.prog("sleep-O2")], options=["--libcalls=none"])
+                else:
+                    r = self.traced(mode, [self.prog("sleep-O2")],
+                                    env={"TRACEAGENT_LIBCALLS": "none"})
+                funcs = self.functions(self.report(r.dump))
+                self.assertNotIn("nanosleep", funcs)
+                self.assertEqual(funcs["nap"]["self_ns"], funcs["nap"]["total_ns"])
 
 
 if __name__ == "__main__":

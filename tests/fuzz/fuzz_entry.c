@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_entry.c - one fuzz input through the dump reader, the session with
- * the profile, and the report's tables; see fuzz_entry.h.
+ * the profile, the report's tables and its library-call sections; see
+ * fuzz_entry.h.
  */
 #define _GNU_SOURCE
 #include "fuzz_entry.h"
@@ -14,6 +15,7 @@
 
 #include "common.h"
 #include "dumpfile.h"
+#include "libreport.h"
 #include "session.h"
 
 /* An invariant broken: crash where the fuzzer and ASan report it. */
@@ -269,6 +271,8 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	const uint8_t *dump;
 	size_t len;
 	struct ta_profile prof;
+	struct ta_libstats *ls = NULL;
+	struct ta_view lv;
 	struct checker chk;
 	struct ta_visitor v, *vp = &v;
 	struct ta_session *s;
@@ -292,6 +296,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 		len = fixed.len;
 	}
 
+	memset(&lv, 0, sizeof(lv));
 	ta_profile_init(&prof);
 	prof.hist = visit != 0;
 	ta_profile_visitor(&prof, &v);
@@ -304,9 +309,18 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 		v.exit = check_exit;
 	} else if (visit == 3) {
 		vp = NULL;
+	} else if (visit == 1) {
+		/* report --alloc --locks --io: the library calls' visitor
+		 * around the profile. */
+		struct ta_visitor inner = v;
+
+		lv.path = "fuzz";
+		ls = ta_libstats_new(&lv, &inner, &v);
+		CHECK(ls);
 	}
 	s = ta_session_new(vp);
 	CHECK(s);
+	lv.s = s;
 
 	/* As ta_session_read does with a file. */
 	rc = ta_dump_memopen(dump ? dump : (const uint8_t *)"", len, &d);
@@ -332,6 +346,15 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	summary(s, sink_open());
 	if (visit != 3)
 		report(s, &prof, sink_open());
+	if (ls) {
+		/* Named without a resolver: addresses stay numbers. */
+		(void)ta_libstats_print(ls, TA_LC_ALL, 0, sink_open());
+		(void)ta_libstats_print(ls, TA_LC_ALL, 1, sink_open());
+		ta_libstats_free(ls);
+		for (size_t i = 0; i < lv.nown; i++)
+			free(lv.own[i]);
+		free(lv.own);
+	}
 	if (visit == 2)
 		for (size_t i = 0; i < chk.n; i++)
 			CHECK(chk.open[i] == 0); /* every frame entered was exited */

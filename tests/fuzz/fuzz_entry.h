@@ -13,7 +13,8 @@
  *           failing the checksum;
  *   mode 2: as 1, and every uncompressed chunk is LZ4-compressed first,
  *           which drives the decompression path with meaningful payloads;
- *   visitor 0: the profile; 1: the profile with histograms; 2: a checking
+ *   visitor 0: the profile; 1: the profile with histograms, inside the
+ *   library calls' visitor (report --alloc --locks --io); 2: a checking
  *   visitor around the profile with histograms (every frame entered is
  *   exited exactly once, times are consistent); 3: no visitor.
  * Then the report's numbers are built as `traceagent report` builds them,

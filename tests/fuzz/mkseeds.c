@@ -295,6 +295,64 @@ static void control_flow(void)
 	dg_free(&g);
 }
 
+/* Library calls (format 1.3): a LIBCALLS chunk and zones with the values
+ * of each EXT subtype, a block freed twice, one never allocated, values
+ * outside any zone, and a subtype from the future. */
+static void libcalls(void)
+{
+	static const struct dg_libcall lc[] = {
+	    {FN(10), "malloc", TA_LC_ALLOC},
+	    {FN(11), "free", TA_LC_ALLOC},
+	    {FN(12), "realloc", TA_LC_ALLOC},
+	    {FN(13), "pthread_mutex_lock", TA_LC_LOCK},
+	    {FN(14), "read", TA_LC_IO},
+	    {FN(15), "nanosleep", TA_LC_SLEEP},
+	};
+	static const struct {
+		unsigned fn, sub, n;
+		uint64_t v[4];
+	} calls[] = {
+	    {10, TA_EXT_ALLOC, 2, {100, 0xa000}},
+	    {10, TA_EXT_ALLOC, 2, {50, 0xb000}},
+	    {12, TA_EXT_REALLOC, 3, {0xa000, 300, 0xc000}},
+	    {12, TA_EXT_REALLOC, 3, {0, 30, 0xd000}},
+	    {12, TA_EXT_REALLOC, 3, {0xd000, 60, 0}},
+	    {11, TA_EXT_FREE, 1, {0xc000}},
+	    {11, TA_EXT_FREE, 1, {0xc000}},
+	    {11, TA_EXT_FREE, 1, {0xeeee}},
+	    {11, TA_EXT_FREE, 1, {0}},
+	    {13, TA_EXT_LOCK, 2, {0x5000, 0}},
+	    {14, TA_EXT_IO, 4, {3, 100, 60, 0}},
+	    {14, TA_EXT_IO, 4, {UINT64_MAX, 1, 0, 9}},
+	    {15, TA_EXT_SLEEP, 3, {TA_LC_FOREVER, 0, 4}},
+	};
+	struct dumpgen g;
+	struct ta_encoder e;
+	uint64_t t = 2000;
+
+	dg_init(&g, 500);
+	preamble(&g, 1500);
+	dg_libcalls(&g, TA_LC_ALL, sizeof(lc) / sizeof(lc[0]), lc);
+	dg_thread_start(&g, 500, 1600, "main");
+	ta_encoder_init(&e, 500);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 10, FN(0), 0);
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		ta_encoder_event(&e, t += 10, FN(calls[i].fn), 0);
+		ta_encoder_ext(&e, t += 10, calls[i].sub, calls[i].v, calls[i].n);
+		ta_encoder_event(&e, t, FN(calls[i].fn), 1);
+	}
+	ta_encoder_ext(&e, t += 10, TA_EXT_ALLOC, (const uint64_t[]){1, 2}, 2);
+	ta_encoder_ext(&e, t += 10, 15, (const uint64_t[]){1, 2, 3}, 3);
+	ta_encoder_event(&e, t += 10, FN(0), 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 500, t + 5, 28, 0);
+	dg_end(&g, t + 10, 7000000, 28, 0, 1, 0);
+	emit("libcalls", &g);
+	dg_free(&g);
+}
+
 /* Garbage between chunks, an unknown chunk type, a truncated tail. */
 static void damaged(void)
 {
@@ -326,6 +384,7 @@ int main(int argc, char **argv)
 	two_processes();
 	gap_and_recursion();
 	control_flow();
+	libcalls();
 	damaged();
 	for (int i = 2; i < argc; i++)
 		real_dump(argv[i]);

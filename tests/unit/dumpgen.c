@@ -189,6 +189,20 @@ size_t dg_module(struct dumpgen *g, const char *path, uint64_t bias, uint64_t fl
 	return put(g, TA_CHUNK_MODULE, &b);
 }
 
+size_t dg_libcalls(struct dumpgen *g, uint64_t classes, size_t n, const struct dg_libcall *lc)
+{
+	struct pb b = {0};
+
+	pb_u(&b, classes);
+	pb_u(&b, n);
+	for (size_t i = 0; i < n; i++) {
+		pb_u(&b, lc[i].addr);
+		pb_str(&b, lc[i].name);
+		pb_u(&b, lc[i].cls);
+	}
+	return put(g, TA_CHUNK_LIBCALLS, &b);
+}
+
 size_t dg_thread_start(struct dumpgen *g, uint64_t tid, uint64_t ticks, const char *name)
 {
 	struct pb b = {0};

@@ -51,6 +51,13 @@ size_t dg_process(struct dumpgen *g, uint64_t start_ticks, uint64_t clock_source
 size_t dg_clock(struct dumpgen *g, size_t n, const uint64_t pairs[][2]);
 size_t dg_module(struct dumpgen *g, const char *path, uint64_t bias, uint64_t flags, uint64_t start,
 		 uint64_t end);
+/* A LIBCALLS chunk: the interposed functions (format 1.3). */
+struct dg_libcall {
+	uint64_t addr;
+	const char *name;
+	uint32_t cls;
+};
+size_t dg_libcalls(struct dumpgen *g, uint64_t classes, size_t n, const struct dg_libcall *lc);
 size_t dg_thread_start(struct dumpgen *g, uint64_t tid, uint64_t ticks, const char *name);
 size_t dg_thread_name(struct dumpgen *g, uint64_t tid, uint64_t ticks, const char *name);
 size_t dg_thread_end(struct dumpgen *g, uint64_t tid, uint64_t end_ticks, uint64_t events,

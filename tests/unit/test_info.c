@@ -144,7 +144,7 @@ START_TEST(json)
 	    "    \"clock\": {\"source\": \"rdtsc\", \"nominal_hz\": 0, \"pairs\": 2, "
 	    "\"calibrated\": true, \"ticks_per_second\": 3000000000.000},\n"
 	    "    \"settings\": {\"block_size\": 131072, \"memory_cap\": 67108864, "
-	    "\"flush_ms\": 20, \"mode\": \"lossless\"},\n"
+	    "\"flush_ms\": 20, \"mode\": \"lossless\", \"libcalls\": \"none\"},\n"
 	    "    \"events\": 6, \"lost\": 5, \"lost_no_ring\": 0, \"chunks_missing\": 0,\n"
 	    "    \"crash\": null,\n"
 	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false},\n"
@@ -204,6 +204,7 @@ START_TEST(text)
 				     "  clock:       rdtsc, 3000000000 ticks/s from 2 clock pairs\n"
 				     "  settings:    block 128.0 KiB, memory cap 64.0 MiB, "
 				     "flush every 20 ms, mode lossless\n"
+				     "  libcalls:    none\n"
 				     "  events:      6, lost 5\n"));
 	ck_assert_msg(strstr(o->out,
 			     "  end:         present (6 events, 5 lost, 2 threads, by the "

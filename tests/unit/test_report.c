@@ -748,6 +748,146 @@ START_TEST(srcline_without_dwarf)
 }
 END_TEST
 
+/* ---- library calls (report --alloc, --locks, --io) ------------------------------ */
+
+#define LC_MALLOC 0x7000u
+#define LC_FREE	  0x7100u
+#define LC_LOCK	  0x7200u
+#define LC_UNLOCK 0x7300u
+#define LC_READ	  0x7400u
+
+static const struct dg_libcall lc_table[] = {
+    {LC_MALLOC, "malloc", TA_LC_ALLOC},
+    {LC_FREE, "free", TA_LC_ALLOC},
+    {LC_LOCK, "pthread_mutex_lock", TA_LC_LOCK},
+    {LC_UNLOCK, "pthread_mutex_unlock", TA_LC_LOCK},
+    {LC_READ, "read", TA_LC_IO},
+};
+
+static void zone(struct ta_encoder *e, uint64_t t0, uint64_t t1, uint64_t addr, uint32_t sub,
+		 const uint64_t *v, uint32_t n)
+{
+	ev(e, t0, addr, 0);
+	REQUIRE(ta_encoder_ext(e, t1, sub, v, n) == 0, "ext");
+	ev(e, t1, addr, 1);
+}
+
+/* Zones under report_fn_a (and one under report_fn_b); ticks are halved
+ * into ns by the clock. */
+static void libcall_dump(struct dumpgen *g)
+{
+	static const uint64_t pairs[2][2] = {{1000, 0}, {3000, 1000}};
+	struct ta_encoder e;
+
+	dg_init(g, 100);
+	dg_process(g, 50, TA_CLOCK_RDTSC, 0, self_path);
+	dg_clock(g, 2, pairs);
+	dg_module(g, self_path, bias, 1, bias, bias + (1ull << 40));
+	dg_libcalls(g, TA_LC_ALL, 5, lc_table);
+	dg_thread_start(g, 10, 90, "main");
+	ta_encoder_init(&e, 10);
+	ta_encoder_begin(&e, 100);
+	ev(&e, 100, fa, 0);
+	zone(&e, 110, 120, LC_MALLOC, TA_EXT_ALLOC, (const uint64_t[]){100, 0xa000}, 2);
+	zone(&e, 130, 140, LC_MALLOC, TA_EXT_ALLOC, (const uint64_t[]){50, 0xb000}, 2);
+	zone(&e, 150, 152, LC_FREE, TA_EXT_FREE, (const uint64_t[]){0xa000}, 1);
+	zone(&e, 160, 200, LC_LOCK, TA_EXT_LOCK, (const uint64_t[]){0xc000, 0}, 2);
+	zone(&e, 210, 212, LC_UNLOCK, TA_EXT_LOCK, (const uint64_t[]){0xc000, 0}, 2);
+	zone(&e, 220, 260, LC_READ, TA_EXT_IO, (const uint64_t[]){3, 1000, 600, 0}, 4);
+	ev(&e, 270, fb, 0);
+	zone(&e, 272, 282, LC_READ, TA_EXT_IO, (const uint64_t[]){3, 10, 0, 9}, 4);
+	/* A later subtype, and values outside a library call: ignored. */
+	REQUIRE(ta_encoder_ext(&e, 284, 14, (const uint64_t[]){1, 2}, 2) == 0, "ext");
+	REQUIRE(ta_encoder_ext(&e, 285, TA_EXT_ALLOC, (const uint64_t[]){999, 0xd000}, 2) == 0,
+		"ext");
+	ev(&e, 290, fb, 1);
+	ev(&e, 300, fa, 1);
+	dg_events(g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(g, 10, 310, 18, 0);
+	dg_end(g, 320, 0, 18, 0, 1, 0);
+}
+
+START_TEST(libcall_sections)
+{
+	struct dumpgen g;
+	struct out *o = malloc(sizeof(*o));
+	char path[64];
+
+	setup();
+	libcall_dump(&g);
+	dg_write_tmp(&g, path);
+	run(o, "report", "--json", "--alloc", "--locks", "--io", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_str_eq(o->err, "");
+	ck_assert_msg(strstr(o->out, "\"alloc\": {\"allocations\": 2, \"bytes_allocated\": 150, "
+				     "\"frees\": 1, \"bytes_freed\": 100, \"untracked_frees\": 0, "
+				     "\"live_bytes\": 50, \"live_blocks\": 1,"),
+		      "%s", o->out);
+	ck_assert_msg(strstr(o->out,
+			     "{\"function\": \"report_fn_a\", \"allocations\": 2, "
+			     "\"bytes_allocated\": 150, \"frees\": 1, \"bytes_freed\": 100}"),
+		      "%s", o->out);
+	ck_assert_msg(strstr(o->out, "{\"path\": \"report_fn_a > malloc\", \"bytes\": 50, "
+				     "\"blocks\": 1}"),
+		      "%s", o->out);
+	/* 40 ticks of wait = 20 ns; the unlock is not a wait. */
+	ck_assert_msg(strstr(o->out,
+			     "\"callers\": [\n      {\"function\": \"report_fn_a\", "
+			     "\"call\": \"pthread_mutex_lock\", \"calls\": 1, \"wait_ns\": 20, "
+			     "\"max_ns\": 20}]"),
+		      "%s", o->out);
+	ck_assert_msg(strstr(o->out, "{\"lock\": \"0xc000\", \"calls\": 1, \"wait_ns\": 20, "
+				     "\"max_ns\": 20}"),
+		      "%s", o->out);
+	ck_assert_msg(strstr(o->out, "{\"fd\": \"3\", \"calls\": 2, \"bytes_asked\": 1010, "
+				     "\"bytes_done\": 600, \"errors\": 1, \"time_ns\": 25}"),
+		      "%s", o->out);
+	ck_assert_msg(strstr(o->out, "{\"function\": \"report_fn_b\", \"calls\": 1, "
+				     "\"bytes_asked\": 10, \"bytes_done\": 0, \"errors\": 1, "
+				     "\"time_ns\": 5}"),
+		      "%s", o->out);
+
+	/* The zones are functions named by the chunk, marked [libcall]. */
+	run(o, "report", "--json", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_msg(strstr(o->out, "{\"name\": \"malloc\", \"module\": \"[libcall]\", "
+				     "\"offset\": 0, \"calls\": 2, \"total_ns\": 10,"),
+		      "%s", o->out);
+	ck_assert_msg(strstr(o->out, "{\"name\": \"read\", \"module\": \"[libcall]\", "
+				     "\"offset\": 4, \"calls\": 2, \"total_ns\": 25,"),
+		      "%s", o->out);
+	run(o, "report", "--csv", "--alloc", path, NULL);
+	ck_assert_int_eq(o->status, 2);
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
+START_TEST(libcall_chunk_malformed)
+{
+	struct dumpgen g;
+	struct out *o = malloc(sizeof(*o));
+	char path[64];
+	/* Says 1000 entries, holds one. */
+	static const uint8_t bad[] = {15, 0xe8, 0x07, 0x10, 1, 'm', 1};
+
+	setup();
+	dg_init(&g, 100);
+	dg_process(&g, 50, TA_CLOCK_RDTSC, 0, self_path);
+	dg_chunk(&g, TA_CHUNK_LIBCALLS, bad, sizeof(bad));
+	dg_end(&g, 320, 0, 0, 0, 0, 0);
+	dg_write_tmp(&g, path);
+	run(o, "report", "--alloc", path, NULL);
+	unlink(path);
+	ck_assert_int_eq(o->status, 1);
+	ck_assert_msg(strstr(o->err, "libcalls"), "%s", o->err);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
 	Suite *s = suite_create("report");
@@ -768,6 +908,8 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, csv_quoting);
 	tcase_add_test(tc, srcline);
 	tcase_add_test(tc, srcline_without_dwarf);
+	tcase_add_test(tc, libcall_sections);
+	tcase_add_test(tc, libcall_chunk_malformed);
 	suite_add_tcase(s, tc);
 	return s;
 }
