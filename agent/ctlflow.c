@@ -91,7 +91,9 @@ static void *real(unsigned which)
 	if (!f) {
 		int saved = errno;
 
+		TA_GUARD_ENTER();
 		f = dlsym(RTLD_NEXT, real_name[which]);
+		TA_GUARD_LEAVE();
 		__atomic_store_n(&real_fn[which], f, __ATOMIC_RELAXED);
 		errno = saved;
 	}
@@ -238,6 +240,9 @@ void *__cxa_begin_catch(void *exc)
 		struct range r;
 		void *ips[CATCH_WALK_MAX];
 
+		/* The unwinder's own reads and allocations are the agent's,
+		 * not the program's library calls. */
+		TA_GUARD_ENTER();
 		if (catcher_range(ret - 1, &r)) {
 			uint64_t v[2] = {r.start, 0};
 			int n = r.end ? unw_backtrace(ips, CATCH_WALK_MAX) : 0;
@@ -249,6 +254,7 @@ void *__cxa_begin_catch(void *exc)
 					v[1]++;
 			ta_record_ext(TA_EXT_CATCH, v, 2);
 		}
+		TA_GUARD_LEAVE();
 		errno = saved;
 	}
 	if (!f) {
