@@ -273,8 +273,10 @@ void ta_agent_shutdown(void)
 	ta_thread_exit();
 	ta_flusher_drain(1);
 	ta_dump_clock();
+	ta_patch_dump();
 	ta_agent_write_end(0);
 	ta_dump_close();
+	ta_patch_report_end();
 	errno = saved;
 }
 

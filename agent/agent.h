@@ -160,4 +160,17 @@ void ta_dump_crash_mode(void) TA_HIDDEN;
 /* From a crash handler: stops the flusher and drains what can be had. */
 void ta_flusher_crash_drain(void) TA_HIDDEN;
 
+/* ---- dynamic patching (patch.c) ----------------------------------------------------- */
+
+/* The calling thread's patched frames get their real return addresses
+ * back (before anything walks the stack: a throw, pthread_exit, a crash);
+ * their exits are then not recorded. */
+void ta_patch_restore(void) TA_HIDDEN;
+/* Writes the PATCH chunk (cumulative) when patching is on. */
+void ta_patch_dump(void) TA_HIDDEN;
+/* At the end: says on stderr what could not be recorded. */
+void ta_patch_report_end(void) TA_HIDDEN;
+/* After a dlopen: patches what the patterns name in the new modules. */
+void ta_patch_after_dlopen(void) TA_HIDDEN;
+
 #endif

@@ -23,7 +23,7 @@
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
 #define TA_VERSION_MAJOR 1 /* incompatible changes */
-#define TA_VERSION_MINOR 1 /* compatible additions (new chunk types, trailing fields) */
+#define TA_VERSION_MINOR 2 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -89,7 +89,8 @@ struct ta_chunk_header {
 	X(THREAD_END, 6, "thread-end")                                        \
 	X(EVENTS, 7, "events")      /* one thread's function events */       \
 	X(END, 8, "end")            /* the process finished writing */          \
-	X(CRASH, 9, "crash")        /* a fatal signal: where and how */
+	X(CRASH, 9, "crash")        /* a fatal signal: where and how */ \
+	X(PATCH, 11, "patch")       /* functions patched at load, refusals */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,

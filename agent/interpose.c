@@ -110,6 +110,10 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 		ta_dump_modules(t0);
 		errno = saved;
 	}
+	/* Before dlopen returns, the program cannot know the new functions'
+	 * addresses from it (see patch.c for what remains). */
+	if (h)
+		ta_patch_after_dlopen();
 	return h;
 }
 

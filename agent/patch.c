@@ -1,0 +1,1042 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * patch.c - tracing code that was never compiled with -finstrument-functions
+ * (x86-64): TRACEAGENT_PATCH names functions by glob, and their entries are
+ * patched when the agent's library is initialised (before main, while only
+ * one thread runs) and when a library is dlopen'ed.
+ *
+ * For each function: capstone decodes the whole body (to find jumps into
+ * its first bytes) and the first instructions that cover a 5-byte jmp;
+ * those are copied into a trampoline, their RIP-relative operands and
+ * relative branches rewritten for the new place, followed by a jmp back.
+ * The entry (after an endbr64, which stays in place) becomes a jmp to a
+ * per-function stub: `movabs $desc, %r11; jmp *ta_patch_enter_common`.
+ * Stubs and trampolines live in memory mapped within 2 GiB of the module,
+ * so rel32 jumps reach them both ways.
+ *
+ * Exits: ta_patch_on_enter replaces the caller's return address with
+ * ta_patch_ret_stub and keeps the real one on a per-thread return stack,
+ * with the address of the slot it came from.  The slot address identifies
+ * the frame: when the ret stub runs, the entry whose slot was just popped
+ * is found from the top, and entries above it are frames left without
+ * returning (longjmp).  A call also drops entries at or below its own slot
+ * whose slot no longer holds the ret stub (they can only be dead).  Before
+ * anything walks the stack by return addresses (a C++ throw, pthread_exit,
+ * a crash) the real return addresses are put back (ta_patch_restore).
+ *
+ * Refusals rather than corruption: too short, a jump into the bytes the jmp
+ * replaces, an instruction that cannot be moved, a body capstone cannot
+ * decode, no memory near the module.  Each is listed in the dump's PATCH
+ * chunk (traceagent info) and counted on stderr.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "ta_config.h"
+
+#if TA_HAVE_PATCH
+#include <capstone/capstone.h>
+
+/* ---- the per-thread return stack (hot path) ------------------------------ */
+
+#define RSTACK_DEPTH 1024
+
+struct rframe {
+	uint64_t slot; /* address of the return-address slot */
+	uint64_t orig; /* the real return address */
+	uint64_t fn;   /* the function's entry address (the event's) */
+};
+
+struct rstack {
+	uint32_t depth;
+	struct rframe f[RSTACK_DEPTH];
+};
+
+static __thread struct rstack rs __attribute__((tls_model("initial-exec")));
+
+/* What every patched function's stub jumps to (patch_stub.S). */
+struct patch_desc {
+	uint64_t fn;	/* entry address, recorded as the event's */
+	uint64_t tramp; /* relocated first instructions */
+};
+
+void ta_patch_enter_common(void) TA_HIDDEN;
+void ta_patch_ret_stub(void) TA_HIDDEN;
+void ta_patch_on_enter(const struct patch_desc *d, uint64_t *slot) TA_HIDDEN;
+uint64_t ta_patch_on_return(uint64_t slot) TA_HIDDEN;
+
+/* Frames deeper than RSTACK_DEPTH: entered (recorded) but their exit is
+ * not, since their return address is left alone.  Relaxed: a statistic. */
+static uint64_t frames_without_exit;
+
+void ta_patch_on_enter(const struct patch_desc *d, uint64_t *slot)
+{
+	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
+	uint64_t ret = *slot;
+	uint32_t n = rs.depth;
+
+	/* Entries at or below this call's slot whose slot no longer holds the
+	 * ret stub are frames left by longjmp: a live frame's slot is above
+	 * the current one, or holds the stub (a tail call from a patched
+	 * function reuses its caller's slot, which keeps the stub). */
+	while (n > 0 && rs.f[n - 1].slot <= (uint64_t)(uintptr_t)slot &&
+	       *(const uint64_t *)(uintptr_t)rs.f[n - 1].slot != stub)
+		n--;
+	if (TA_UNLIKELY(n >= RSTACK_DEPTH)) {
+		rs.depth = n;
+		__atomic_add_fetch(&frames_without_exit, 1, __ATOMIC_RELAXED);
+		ta_record(d->fn);
+		return;
+	}
+	/* Reserve the entry before filling it: a signal handler's patched
+	 * calls then push above it, never over it. */
+	rs.depth = n + 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	rs.f[n].slot = (uint64_t)(uintptr_t)slot;
+	rs.f[n].orig = ret;
+	rs.f[n].fn = d->fn;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (ret != stub)
+		*slot = stub;
+	ta_record(d->fn);
+}
+
+uint64_t ta_patch_on_return(uint64_t slot)
+{
+	uint32_t n = rs.depth;
+	struct rframe e;
+
+	/* Entries above the one whose slot was popped are frames that were
+	 * left without returning. */
+	while (n > 0 && rs.f[n - 1].slot != slot)
+		n--;
+	if (TA_UNLIKELY(n == 0)) {
+		/* Cannot happen while the stack discipline holds; there is no
+		 * address to return to. */
+		ta_warn("patched function returned through slot %#llx with no saved return "
+			"address; aborting",
+			(unsigned long long)slot);
+		abort();
+	}
+	e = rs.f[n - 1];
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	rs.depth = n - 1;
+	ta_record(e.fn | TA_REC_EXIT);
+	return e.orig;
+}
+
+void ta_patch_restore(void)
+{
+	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
+
+	/* Top down: of a tail-call chain sharing a slot, only the bottom entry
+	 * holds the real address.  A slot that no longer holds the stub
+	 * belongs to a dead frame and may be someone's variable now. */
+	for (uint32_t n = rs.depth; n > 0; n--) {
+		struct rframe *e = &rs.f[n - 1];
+		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
+		if (e->orig != stub && *s == stub)
+			*s = e->orig;
+	}
+	rs.depth = 0;
+}
+
+/* ---- patterns --------------------------------------------------------------- */
+
+struct pattern {
+	char *module; /* basename glob, or NULL: the executable */
+	char *glob;
+};
+
+static struct pattern *patterns;
+static size_t npatterns;
+
+/* Parses "GLOB[,MODULE:GLOB...]"; 0, or -1 if nothing usable. */
+static int parse_patterns(const char *spec)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strrchr(tok, ':');
+		struct pattern *p = realloc(patterns, (npatterns + 1) * sizeof(*p));
+		if (!p)
+			break;
+		patterns = p;
+		p = &patterns[npatterns];
+		if (colon) {
+			*colon = 0;
+			p->module = strdup(tok);
+			p->glob = strdup(colon + 1);
+		} else {
+			p->module = NULL;
+			p->glob = strdup(tok);
+		}
+		if (!p->glob || !*p->glob || (colon && (!p->module || !*p->module))) {
+			ta_warn("TRACEAGENT_PATCH: empty pattern in \"%s\" ignored", spec);
+			free(p->module);
+			free(p->glob);
+			continue;
+		}
+		npatterns++;
+	}
+	free(copy);
+	return npatterns ? 0 : -1;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* Whether function `name` of the module is asked for. */
+static int wanted(const char *modbase, int is_exe, const char *name)
+{
+	for (size_t i = 0; i < npatterns; i++) {
+		const struct pattern *p = &patterns[i];
+		if (p->module ? fnmatch(p->module, modbase, 0) != 0 : !is_exe)
+			continue;
+		if (fnmatch(p->glob, name, 0) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether any pattern names this module at all. */
+static int module_named(const char *modbase, int is_exe)
+{
+	for (size_t i = 0; i < npatterns; i++)
+		if (patterns[i].module ? fnmatch(patterns[i].module, modbase, 0) == 0 : is_exe)
+			return 1;
+	return 0;
+}
+
+/* The agent's own dependencies: patching them would have the agent trace
+ * (and re-enter) itself, and the loader runs before anything is safe. */
+static const char *const untouchable[] = {
+    "libc.so*",	 "ld-linux*",	   "libtraceagent*", "liblz4.so*",   "libunwind*",  "liblzma.so*",
+    "libgcc_s*", "libpthread.so*", "libdl.so*",	     "libcapstone*", "linux-vdso*", "libz.so.0*",
+};
+
+static int is_untouchable(const char *modbase)
+{
+	for (size_t i = 0; i < sizeof(untouchable) / sizeof(untouchable[0]); i++)
+		if (fnmatch(untouchable[i], modbase, 0) == 0)
+			return 1;
+	return 0;
+}
+
+/* ---- results ---------------------------------------------------------------- */
+
+#define REFUSALS(X)                                                                                \
+	X(SHORT, 1, "too short for a 5-byte jump")                                                 \
+	X(JUMP_TARGET, 2, "its first bytes are the target of a jump inside it")                    \
+	X(UNMOVABLE, 3, "an instruction in its first bytes cannot be moved")                       \
+	X(UNDECODABLE, 4, "capstone cannot decode its body")                                       \
+	X(NOT_CODE, 5, "not in an executable segment")                                             \
+	X(NO_MEMORY, 6, "no memory for a trampoline within 2 GiB")                                 \
+	X(AGENT_DEP, 7, "the module is one the agent itself uses")                                 \
+	X(ENTRY_POINT, 8, "the program's entry point, which is jumped to, not called")
+
+enum refusal {
+#define TA_X(name, code, text) R_##name = code,
+	REFUSALS(TA_X)
+#undef TA_X
+};
+
+static const char *refusal_text(unsigned code)
+{
+	switch (code) {
+#define TA_X(name, code, text)                                                                     \
+	case code:                                                                                 \
+		return text;
+		REFUSALS(TA_X)
+#undef TA_X
+	}
+	return "unknown";
+}
+
+struct refused {
+	char *module;
+	char *name;
+	uint64_t addr;
+	unsigned reason;
+};
+
+static struct refused *refused;
+static size_t nrefused, refused_cap;
+static uint64_t npatched;
+static int patch_on; /* patterns were given and parsed */
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void refuse(const char *module, const char *name, uint64_t addr, unsigned reason)
+{
+	if (nrefused == refused_cap) {
+		size_t cap = refused_cap ? 2 * refused_cap : 64;
+		struct refused *r = realloc(refused, cap * sizeof(*r));
+		if (!r)
+			return;
+		refused = r;
+		refused_cap = cap;
+	}
+	refused[nrefused].module = strdup(module);
+	refused[nrefused].name = strdup(name);
+	refused[nrefused].addr = addr;
+	refused[nrefused].reason = reason;
+	if (refused[nrefused].module && refused[nrefused].name)
+		nrefused++;
+}
+
+/* ---- memory near a module ------------------------------------------------------ */
+
+#define POOL_SIZE (256u << 10)
+#define NEAR	  (1ll << 31)
+
+struct pool {
+	uint8_t *base;
+	size_t used;
+};
+
+static int near_enough(uint64_t a, uint64_t b)
+{
+	int64_t d = (int64_t)(a - b);
+	return d > -NEAR + (1 << 20) && d < NEAR - (1 << 20);
+}
+
+/* Maps POOL_SIZE bytes within reach of [lo, hi); NULL if none is free. */
+static uint8_t *map_near(uint64_t lo, uint64_t hi)
+{
+	const uint64_t step = 1u << 20;
+
+	for (int dir = 0; dir < 2; dir++) {
+		for (uint64_t k = 1; k < 1024; k++) {
+			uint64_t hint = dir == 0 ? ((hi + step - 1) & ~(step - 1)) + k * step
+						 : (lo & ~(step - 1)) - k * step - POOL_SIZE;
+			void *p;
+			if (dir == 1 && hint > lo)
+				break;
+			if (!near_enough(hint, lo) || !near_enough(hint + POOL_SIZE, hi))
+				break;
+			p = mmap((void *)(uintptr_t)hint, POOL_SIZE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			if (p == MAP_FAILED)
+				continue;
+			if ((uint64_t)(uintptr_t)p != hint) {
+				/* An old kernel took the flag as a hint. */
+				munmap(p, POOL_SIZE);
+				continue;
+			}
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* ---- analysis and relocation ---------------------------------------------------------- */
+
+#define STUB_SIZE 24 /* movabs $desc, %r11 (10); jmp *0(%rip) (6); .quad (8) */
+#define SLOT_SIZE 128
+
+struct plan {
+	uint64_t start;	  /* where the jmp goes: the entry, or after endbr64 */
+	unsigned len;	  /* bytes the copied instructions cover (>= 5) */
+	uint8_t code[96]; /* the relocated copy, for a trampoline at `at` */
+	unsigned code_len;
+};
+
+static csh cs;
+
+static int fits32(int64_t v)
+{
+	return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+static void put32(uint8_t *p, int32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+/* Finds the branch target of a relative jmp/call, or 0. */
+static uint64_t branch_target(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	for (int i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_IMM)
+			return (uint64_t)x->operands[i].imm;
+	return 0;
+}
+
+static int in_group(const cs_insn *in, uint8_t g)
+{
+	for (int i = 0; i < in->detail->groups_count; i++)
+		if (in->detail->groups[i] == g)
+			return 1;
+	return 0;
+}
+
+/* Decodes the function [addr, addr + size) and plans its patch; 0, or the
+ * refusal code. */
+static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
+{
+	static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+	const uint8_t *code = (const uint8_t *)(uintptr_t)addr;
+	const uint8_t *p;
+	size_t left;
+	uint64_t a;
+	cs_insn *in;
+	unsigned why = 0;
+
+	pl->start = addr;
+	if (size >= 4 && memcmp(code, endbr64, 4) == 0)
+		pl->start = addr + 4;
+	if (addr + size < pl->start + 5)
+		return R_SHORT;
+	in = cs_malloc(cs);
+	if (!in)
+		return R_UNDECODABLE;
+
+	/* The region: whole instructions from start covering 5 bytes. */
+	p = (const uint8_t *)(uintptr_t)pl->start;
+	left = (size_t)(addr + size - pl->start);
+	a = pl->start;
+	pl->len = 0;
+	while (pl->len < 5) {
+		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
+			why = left < 15 ? R_SHORT : R_UNDECODABLE;
+			goto out;
+		}
+		pl->len += in->size;
+	}
+
+	/* The body: no jump may land in the region (it would run the stub's
+	 * jmp, or half an instruction), and no call inside it but to the
+	 * entry (recursion). */
+	p = code;
+	left = (size_t)size;
+	a = addr;
+	while (left > 0) {
+		uint64_t t;
+		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
+			why = R_UNDECODABLE;
+			goto out;
+		}
+		if (!in_group(in, X86_GRP_JUMP) && !in_group(in, X86_GRP_CALL))
+			continue;
+		t = branch_target(in);
+		if (!t)
+			continue;
+		if (in_group(in, X86_GRP_CALL) ? t > addr && t < pl->start + pl->len
+					       : t >= pl->start && t < pl->start + pl->len) {
+			why = R_JUMP_TARGET;
+			goto out;
+		}
+	}
+out:
+	cs_free(in, 1);
+	return why;
+}
+
+/* Writes the relocated region for a trampoline at `at` into pl->code;
+ * 0 or a refusal. */
+static unsigned relocate(struct plan *pl, uint64_t at)
+{
+	const uint8_t *p = (const uint8_t *)(uintptr_t)pl->start;
+	size_t left = pl->len;
+	uint64_t a = pl->start;
+	uint8_t *out = pl->code;
+	cs_insn *in = cs_malloc(cs);
+	unsigned why = 0;
+
+	if (!in)
+		return R_UNDECODABLE;
+	while (left > 0) {
+		const cs_x86 *x;
+		uint64_t here = at + (uint64_t)(out - pl->code);
+		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
+			why = R_UNDECODABLE;
+			break;
+		}
+		x = &in->detail->x86;
+		if (in_group(in, X86_GRP_BRANCH_RELATIVE)) {
+			uint64_t t = branch_target(in);
+			uint8_t op = x->opcode[0];
+			int64_t rel;
+			if (op == 0xe8 || op == 0xe9 || op == 0xeb) {
+				rel = (int64_t)(t - (here + 5));
+				*out++ = op == 0xe8 ? 0xe8 : 0xe9;
+			} else if ((op >= 0x70 && op <= 0x7f) ||
+				   (op == 0x0f && x->opcode[1] >= 0x80 && x->opcode[1] <= 0x8f)) {
+				uint8_t cc = op == 0x0f ? x->opcode[1] & 0xf : op & 0xf;
+				rel = (int64_t)(t - (here + 6));
+				*out++ = 0x0f;
+				*out++ = (uint8_t)(0x80 | cc);
+			} else {
+				why = R_UNMOVABLE; /* loop, jrcxz, xbegin */
+				break;
+			}
+			if (!fits32(rel)) {
+				why = R_NO_MEMORY;
+				break;
+			}
+			put32(out, (int32_t)rel);
+			out += 4;
+			continue;
+		}
+		memcpy(out, in->bytes, in->size);
+		for (int i = 0; i < x->op_count; i++) {
+			const cs_x86_op *o = &x->operands[i];
+			int64_t disp;
+			if (o->type != X86_OP_MEM || o->mem.base != X86_REG_RIP)
+				continue;
+			if (x->encoding.disp_size != 4 || x->encoding.disp_offset == 0) {
+				why = R_UNMOVABLE;
+				goto out;
+			}
+			disp = (int64_t)(in->address + in->size + (uint64_t)o->mem.disp -
+					 (here + in->size));
+			if (!fits32(disp)) {
+				why = R_NO_MEMORY;
+				goto out;
+			}
+			put32(out + x->encoding.disp_offset, (int32_t)disp);
+		}
+		out += in->size;
+	}
+out:
+	cs_free(in, 1);
+	if (!why) {
+		/* jmp back to the rest of the function. */
+		uint64_t here = at + (uint64_t)(out - pl->code);
+		int64_t rel = (int64_t)(pl->start + pl->len - (here + 5));
+		if (!fits32(rel))
+			return R_NO_MEMORY;
+		*out++ = 0xe9;
+		put32(out, (int32_t)rel);
+		out += 4;
+		pl->code_len = (unsigned)(out - pl->code);
+	}
+	return why;
+}
+
+/* ---- one module ------------------------------------------------------------------ */
+
+struct cand {
+	uint64_t addr, size;
+	const char *name;
+	int entry; /* the ELF entry point (_start) */
+};
+
+struct module {
+	char path[4096];
+	uint64_t bias;
+	int is_exe;
+	uint64_t lo, hi; /* span of the executable segments */
+	struct {
+		uint64_t start, end;
+		int prot;
+	} seg[16];
+	int nseg;
+};
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int prot_of(uint32_t flags)
+{
+	return ((flags & PF_R) ? PROT_READ : 0) | ((flags & PF_W) ? PROT_WRITE : 0) |
+	       ((flags & PF_X) ? PROT_EXEC : 0);
+}
+
+/* The functions of the module's symbol table that the patterns name,
+ * sorted by address, aliases removed.  *map and *maplen: the file's mapping,
+ * which the names point into. */
+static struct cand *module_candidates(const struct module *m, size_t *n, void **map, size_t *maplen)
+{
+	const ElfW(Ehdr) * eh;
+	const ElfW(Shdr) * sh, *symsec = NULL;
+	struct cand *c = NULL;
+	size_t nc = 0, cap = 0;
+	struct stat st;
+	int fd;
+
+	*n = 0;
+	*map = NULL;
+	fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(*eh)) {
+		close(fd);
+		return NULL;
+	}
+	*maplen = (size_t)st.st_size;
+	*map = mmap(NULL, *maplen, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (*map == MAP_FAILED) {
+		*map = NULL;
+		return NULL;
+	}
+	eh = *map;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shoff == 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)) > *maplen)
+		return NULL;
+	sh = (const ElfW(Shdr) *)((const char *)*map + eh->e_shoff);
+	for (int pass = 0; pass < 2 && !symsec; pass++)
+		for (unsigned i = 0; i < eh->e_shnum; i++)
+			if (sh[i].sh_type == (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM)) {
+				symsec = &sh[i];
+				break;
+			}
+	if (!symsec || symsec->sh_link >= eh->e_shnum ||
+	    symsec->sh_offset + symsec->sh_size > *maplen ||
+	    sh[symsec->sh_link].sh_offset + sh[symsec->sh_link].sh_size > *maplen)
+		return NULL;
+	{
+		const ElfW(Sym) *sym = (const ElfW(Sym) *)((const char *)*map + symsec->sh_offset);
+		size_t nsym = symsec->sh_size / sizeof(ElfW(Sym));
+		const char *str = (const char *)*map + sh[symsec->sh_link].sh_offset;
+		size_t strsize = sh[symsec->sh_link].sh_size;
+		const char *modbase = base_name(m->path);
+
+		for (size_t i = 0; i < nsym; i++) {
+			const char *name;
+			if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC ||
+			    sym[i].st_shndx == SHN_UNDEF || sym[i].st_size == 0 ||
+			    sym[i].st_name >= strsize)
+				continue;
+			name = str + sym[i].st_name;
+			if (!memchr(name, 0, strsize - sym[i].st_name) ||
+			    !wanted(modbase, m->is_exe, name))
+				continue;
+			if (nc == cap) {
+				size_t ncap = cap ? 2 * cap : 64;
+				struct cand *x = realloc(c, ncap * sizeof(*x));
+				if (!x)
+					break;
+				c = x;
+				cap = ncap;
+			}
+			c[nc].addr = m->bias + sym[i].st_value;
+			c[nc].size = sym[i].st_size;
+			c[nc].name = name;
+			c[nc].entry = m->is_exe && sym[i].st_value == eh->e_entry;
+			nc++;
+		}
+	}
+	if (nc > 1) {
+		size_t k = 1;
+		qsort(c, nc, sizeof(*c), cand_cmp);
+		for (size_t i = 1; i < nc; i++)
+			if (c[i].addr != c[k - 1].addr)
+				c[k++] = c[i];
+		nc = k;
+	}
+	*n = nc;
+	return c;
+}
+
+static int seg_of(const struct module *m, uint64_t a, uint64_t len)
+{
+	for (int i = 0; i < m->nseg; i++)
+		if (a >= m->seg[i].start && a + len <= m->seg[i].end)
+			return i;
+	return -1;
+}
+
+/* Makes the executable segments writable (1) or gives them back their
+ * protections (0); 0 or -errno. */
+static int segments_writable(const struct module *m, int on)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	for (int i = 0; i < m->nseg; i++) {
+		uint64_t s = m->seg[i].start & ~(uint64_t)(pg - 1);
+		int prot = on ? m->seg[i].prot | PROT_WRITE : m->seg[i].prot;
+		if (mprotect((void *)(uintptr_t)s, m->seg[i].end - s, prot) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+struct job {
+	struct plan pl;
+	uint8_t *slot; /* stub, desc, trampoline in the pool */
+};
+
+static void patch_module(const struct module *m)
+{
+	const char *modbase = base_name(m->path);
+	void *map;
+	size_t maplen = 0, n;
+	struct cand *c;
+	struct job *jobs;
+	size_t njobs = 0;
+	struct pool pools[64];
+	int npools = 0;
+	int err;
+
+	if (!module_named(modbase, m->is_exe))
+		return;
+	c = module_candidates(m, &n, &map, &maplen);
+	if (!c || n == 0) {
+		free(c);
+		if (map)
+			munmap(map, maplen);
+		return;
+	}
+	if (!m->is_exe && is_untouchable(modbase)) {
+		for (size_t i = 0; i < n; i++)
+			refuse(m->path, c[i].name, c[i].addr, R_AGENT_DEP);
+		goto done;
+	}
+	jobs = calloc(n, sizeof(*jobs));
+	if (!jobs)
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = &jobs[njobs];
+		unsigned why;
+		if (seg_of(m, c[i].addr, c[i].size) < 0) {
+			refuse(m->path, c[i].name, c[i].addr, R_NOT_CODE);
+			continue;
+		}
+		if (c[i].entry) {
+			refuse(m->path, c[i].name, c[i].addr, R_ENTRY_POINT);
+			continue;
+		}
+		why = analyse(c[i].addr, c[i].size, &j->pl);
+		if (!why) {
+			struct pool *pool = npools ? &pools[npools - 1] : NULL;
+			if ((!pool || pool->used + SLOT_SIZE > POOL_SIZE) &&
+			    npools < (int)(sizeof(pools) / sizeof(pools[0]))) {
+				uint8_t *b = map_near(m->lo, m->hi);
+				if (b) {
+					pools[npools].base = b;
+					pools[npools].used = 0;
+					pool = &pools[npools++];
+				}
+			}
+			if (!pool || pool->used + SLOT_SIZE > POOL_SIZE)
+				why = R_NO_MEMORY;
+			else {
+				j->slot = pool->base + pool->used;
+				why = relocate(&j->pl, (uint64_t)(uintptr_t)j->slot + STUB_SIZE +
+							   sizeof(struct patch_desc));
+				if (!why && !fits32((int64_t)((uint64_t)(uintptr_t)j->slot -
+							      (j->pl.start + 5))))
+					why = R_NO_MEMORY;
+				if (!why)
+					pool->used += SLOT_SIZE;
+			}
+		}
+		if (why) {
+			refuse(m->path, c[i].name, c[i].addr, why);
+			continue;
+		}
+		/* The stub, its descriptor and the trampoline. */
+		{
+			uint8_t *s = j->slot;
+			struct patch_desc d = {c[i].addr,
+					       (uint64_t)(uintptr_t)(s + STUB_SIZE + sizeof(d))};
+			uint64_t desc_at = (uint64_t)(uintptr_t)(s + STUB_SIZE);
+			uint64_t common = (uint64_t)(uintptr_t)ta_patch_enter_common;
+			s[0] = 0x49; /* movabs $desc, %r11 */
+			s[1] = 0xbb;
+			memcpy(s + 2, &desc_at, 8);
+			s[10] = 0xff; /* jmp *0(%rip) */
+			s[11] = 0x25;
+			put32(s + 12, 0);
+			memcpy(s + 16, &common, 8);
+			memcpy(s + STUB_SIZE, &d, sizeof(d));
+			memcpy(s + STUB_SIZE + sizeof(d), j->pl.code, j->pl.code_len);
+		}
+		njobs++;
+	}
+	for (int i = 0; i < npools; i++)
+		if (mprotect(pools[i].base, POOL_SIZE, PROT_READ | PROT_EXEC) < 0) {
+			err = -errno;
+			goto fail;
+		}
+	if (njobs == 0)
+		goto out;
+	/* Other threads may run this module's other functions (a dlopen'ed
+	 * library's constructor started one): keep the pages executable while
+	 * they are written. */
+	err = segments_writable(m, 1);
+	if (err < 0) {
+	fail:
+		ta_warn("cannot patch %s: mprotect: %s; its functions are not traced", m->path,
+			strerror(-err));
+		goto out;
+	}
+	for (size_t i = 0; i < njobs; i++) {
+		uint8_t *e = (uint8_t *)(uintptr_t)jobs[i].pl.start;
+		uint8_t jmp[5];
+		jmp[0] = 0xe9;
+		put32(jmp + 1, (int32_t)((int64_t)((uint64_t)(uintptr_t)jobs[i].slot -
+						   (jobs[i].pl.start + 5))));
+		/* The bytes past the jmp are never run: trap if they were. */
+		memset(e + 5, 0xcc, jobs[i].pl.len - 5);
+		memcpy(e, jmp, 5);
+	}
+	segments_writable(m, 0);
+	npatched += njobs;
+out:
+	free(jobs);
+done:
+	free(c);
+	munmap(map, maplen);
+}
+
+/* ---- modules ----------------------------------------------------------------------- */
+
+/* The modules already looked at, by load bias and name. */
+struct seen {
+	uint64_t bias;
+	char *name;
+};
+static struct seen *seen;
+static size_t nseen;
+
+static int seen_before(uint64_t bias, const char *name)
+{
+	struct seen *s;
+
+	for (size_t i = 0; i < nseen; i++)
+		if (seen[i].bias == bias && strcmp(seen[i].name, name) == 0)
+			return 1;
+	s = realloc(seen, (nseen + 1) * sizeof(*s));
+	if (!s)
+		return 0;
+	seen = s;
+	seen[nseen].name = strdup(name);
+	if (seen[nseen].name)
+		seen[nseen++].bias = bias;
+	return 0;
+}
+
+struct collect {
+	struct module *mods;
+	size_t n, cap;
+	int first;
+};
+
+static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct collect *cl = arg;
+	struct module *m;
+	int first = cl->first;
+
+	(void)size;
+	cl->first = 0;
+	if (!first && (!info->dlpi_name || !*info->dlpi_name))
+		return 0; /* the vdso */
+	if (cl->n == cl->cap) {
+		size_t cap = cl->cap ? 2 * cl->cap : 16;
+		struct module *x = realloc(cl->mods, cap * sizeof(*x));
+		if (!x)
+			return 1;
+		cl->mods = x;
+		cl->cap = cap;
+	}
+	m = &cl->mods[cl->n];
+	memset(m, 0, sizeof(*m));
+	if (first) {
+		ssize_t k = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
+		m->path[k > 0 ? k : 0] = 0;
+		m->is_exe = 1;
+	} else {
+		size_t len = strlen(info->dlpi_name);
+		if (len >= sizeof(m->path))
+			return 0;
+		memcpy(m->path, info->dlpi_name, len + 1);
+	}
+	m->bias = info->dlpi_addr;
+	m->lo = UINT64_MAX;
+	for (int i = 0; i < info->dlpi_phnum && m->nseg < 16; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		m->seg[m->nseg].start = m->bias + ph->p_vaddr;
+		m->seg[m->nseg].end = m->bias + ph->p_vaddr + ph->p_memsz;
+		m->seg[m->nseg].prot = prot_of(ph->p_flags);
+		if (m->seg[m->nseg].start < m->lo)
+			m->lo = m->seg[m->nseg].start;
+		if (m->seg[m->nseg].end > m->hi)
+			m->hi = m->seg[m->nseg].end;
+		m->nseg++;
+	}
+	if (m->nseg && m->path[0])
+		cl->n++;
+	return 0;
+}
+
+/* Patches what the patterns name in the modules not looked at before;
+ * returns how many functions were patched or refused by this call. */
+static uint64_t patch_new_modules(void)
+{
+	struct collect cl = {NULL, 0, 0, 1};
+	uint64_t before = npatched + nrefused;
+	Dl_info self;
+
+	dl_iterate_phdr(collect_one, &cl);
+	if (!dladdr((void *)(uintptr_t)ta_patch_ret_stub, &self))
+		self.dli_fbase = NULL;
+	for (size_t i = 0; i < cl.n; i++) {
+		struct module *m = &cl.mods[i];
+		if (seen_before(m->bias, m->path))
+			continue;
+		if ((uint64_t)(uintptr_t)self.dli_fbase == m->bias && !m->is_exe)
+			continue; /* the agent */
+		patch_module(m);
+	}
+	free(cl.mods);
+	return npatched + nrefused - before;
+}
+
+/* ---- the PATCH chunk and the summary ----------------------------------------------------- */
+
+void ta_patch_dump(void)
+{
+	struct ta_buf b = {0};
+
+	if (!patch_on || (npatched == 0 && nrefused == 0))
+		return;
+	pthread_mutex_lock(&patch_lock);
+	ta_buf_u(&b, npatched);
+	ta_buf_u(&b, nrefused);
+	ta_buf_u(&b, __atomic_load_n(&frames_without_exit, __ATOMIC_RELAXED));
+	for (size_t i = 0; i < nrefused; i++) {
+		const char *text = refusal_text(refused[i].reason);
+		ta_buf_str(&b, refused[i].module, strlen(refused[i].module));
+		ta_buf_str(&b, refused[i].name, strlen(refused[i].name));
+		ta_buf_u(&b, refused[i].addr);
+		ta_buf_u(&b, refused[i].reason);
+		ta_buf_str(&b, text, strlen(text));
+	}
+	pthread_mutex_unlock(&patch_lock);
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_PATCH, b.p, b.len);
+	ta_buf_free(&b);
+}
+
+void ta_patch_report_end(void)
+{
+	uint64_t deep = __atomic_load_n(&frames_without_exit, __ATOMIC_RELAXED);
+
+	if (deep)
+		ta_warn("%llu calls of patched functions nested deeper than %d patched frames: "
+			"entered, their exits not recorded",
+			(unsigned long long)deep, RSTACK_DEPTH);
+}
+
+static void summary(void)
+{
+	ta_warn("patched %llu functions, refused %llu%s", (unsigned long long)npatched,
+		(unsigned long long)nrefused, nrefused ? " (see traceagent info)" : "");
+}
+
+static int capstone_open(void)
+{
+	if (cs)
+		return 0;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+		cs = 0;
+		return -1;
+	}
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	return 0;
+}
+
+void ta_patch_after_dlopen(void)
+{
+	int saved = errno;
+
+	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&patch_lock);
+	if (patch_new_modules() > 0) {
+		pthread_mutex_unlock(&patch_lock);
+		summary();
+		if (ta_agent_ensure_started())
+			ta_patch_dump();
+	} else
+		pthread_mutex_unlock(&patch_lock);
+	errno = saved;
+}
+
+/* Runs when the agent's library is initialised: after the libraries it and
+ * the program need, before the program's own constructors and main, and
+ * while the process has one thread. */
+__attribute__((constructor)) static void patch_init(void)
+{
+	const char *spec = secure_getenv("TRACEAGENT_PATCH");
+	int saved = errno;
+
+	if (!spec || !*spec || getauxval(AT_SECURE))
+		return;
+	if (parse_patterns(spec) < 0)
+		return;
+	if (capstone_open() < 0) {
+		ta_warn("cannot open capstone for x86-64; TRACEAGENT_PATCH ignored");
+		return;
+	}
+	__atomic_store_n(&patch_on, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&patch_lock);
+	patch_new_modules();
+	pthread_mutex_unlock(&patch_lock);
+	/* A process in which nothing matches (a shell started on the way)
+	 * says nothing and writes no dump, as without patching. */
+	if (npatched + nrefused > 0) {
+		summary();
+		if (ta_agent_ensure_started())
+			ta_patch_dump();
+	}
+	errno = saved;
+}
+
+#else /* !TA_HAVE_PATCH */
+
+void ta_patch_restore(void)
+{
+}
+
+void ta_patch_dump(void)
+{
+}
+
+void ta_patch_report_end(void)
+{
+}
+
+void ta_patch_after_dlopen(void)
+{
+}
+
+__attribute__((constructor)) static void patch_init(void)
+{
+	const char *spec = secure_getenv("TRACEAGENT_PATCH");
+
+	if (spec && *spec)
+		ta_warn("dynamic patching is not supported on %s; TRACEAGENT_PATCH ignored",
+			TA_ARCH_NAME);
+}
+
+#endif
