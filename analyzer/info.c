@@ -187,8 +187,7 @@ static void text_crash(struct ta_view *v, const struct ta_process *p)
 	const struct ta_crash *c = p->crash;
 	char b[32];
 
-	printf("  crashed:     %s (code %" PRId64 ", address %#" PRIx64 ") in thread %" PRIu64
-	       "\n",
+	printf("  crashed:     %s (code %" PRId64 ", address %#" PRIx64 ") in thread %" PRIu64 "\n",
 	       signal_name(b, sizeof(b), c->signal), c->code, c->addr, c->tid);
 	printf("  backtrace:\n");
 	for (size_t i = 0; i < c->npcs; i++) {
@@ -209,6 +208,40 @@ static void text_crash(struct ta_view *v, const struct ta_process *p)
 		}
 		putchar('\n');
 	}
+}
+
+static void text_patch(const struct ta_patch *pt)
+{
+	printf("  patched %" PRIu64 " functions, refused %" PRIu64 "%s\n", pt->patched,
+	       pt->nrefused, pt->nrefused ? ":" : "");
+	for (uint64_t i = 0; i < pt->nrefused; i++) {
+		const struct ta_patch_refusal *f = &pt->refused[i];
+		printf("    %s (%s, %#" PRIx64 "): %s\n", f->name, ta_base_name(f->module), f->addr,
+		       f->reason);
+	}
+	if (pt->frames_without_exit)
+		printf("  patched calls deeper than the return stack (exit not recorded): %" PRIu64
+		       "\n",
+		       pt->frames_without_exit);
+}
+
+static void json_patch(const struct ta_patch *pt)
+{
+	printf("    \"patch\": {\"patched\": %" PRIu64 ", \"refused_count\": %" PRIu64
+	       ", \"frames_without_exit\": %" PRIu64 ", \"refused\": [",
+	       pt->patched, pt->nrefused, pt->frames_without_exit);
+	for (uint64_t i = 0; i < pt->nrefused; i++) {
+		const struct ta_patch_refusal *f = &pt->refused[i];
+		printf("%s\n      {\"module\": ", i ? "," : "");
+		ta_json_str(stdout, f->module);
+		printf(", \"name\": ");
+		ta_json_str(stdout, f->name);
+		printf(", \"address\": %" PRIu64 ", \"code\": %" PRIu64 ", \"reason\": ", f->addr,
+		       f->code);
+		ta_json_str(stdout, f->reason);
+		putchar('}');
+	}
+	printf("]},\n");
 }
 
 static void text_process(struct ta_view *v, const struct ta_process *p)
@@ -241,10 +274,10 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		printf(" (nominal %" PRIu64 " Hz)", p->nominal_hz);
 	putchar('\n');
 	if (p->has_info)
-		printf("  settings:    block %s, memory cap %s, flush every %" PRIu64 " ms, mode %s\n",
-		       fmt_bytes(b[1], sizeof(b[1]), p->block_size),
-		       fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms,
-		       mode_name(p->mode));
+		printf(
+		    "  settings:    block %s, memory cap %s, flush every %" PRIu64 " ms, mode %s\n",
+		    fmt_bytes(b[1], sizeof(b[1]), p->block_size),
+		    fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms, mode_name(p->mode));
 	printf("  events:      %" PRIu64 ", lost %" PRIu64 "\n", c.events, c.lost);
 	if (p->has_end)
 		printf("  end:         present (%" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
@@ -257,6 +290,8 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		printf("  missing:     %" PRIu64 " chunks\n", p->chunks_missing);
 	if (p->crash)
 		text_crash(v, p);
+	if (p->patch)
+		text_patch(p->patch);
 	printf("  threads:     %" PRIu64 "\n", c.threads);
 	printf("  %10s %10s %12s %8s %12s  %s\n", "tid", "parent", "events", "lost", "wait",
 	       "name");
@@ -334,8 +369,9 @@ static void json_crash(struct ta_view *v, const struct ta_process *p)
 	const struct ta_crash *c = p->crash;
 	char b[32];
 
-	printf("    \"crash\": {\"signal\": %" PRIu64 ", \"signal_name\": \"%s\", \"code\": %" PRId64
-	       ", \"address\": %" PRIu64 ", \"tid\": %" PRIu64 ",\n      \"backtrace\": [",
+	printf("    \"crash\": {\"signal\": %" PRIu64
+	       ", \"signal_name\": \"%s\", \"code\": %" PRId64 ", \"address\": %" PRIu64
+	       ", \"tid\": %" PRIu64 ",\n      \"backtrace\": [",
 	       c->signal, signal_name(b, sizeof(b), c->signal), c->code, c->addr, c->tid);
 	for (size_t i = 0; i < c->npcs; i++) {
 		printf("%s", i ? ", " : "");
@@ -400,6 +436,10 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		json_crash(v, p);
 	else
 		printf("    \"crash\": null,\n");
+	if (p->patch)
+		json_patch(p->patch);
+	else
+		printf("    \"patch\": null,\n");
 	if (p->has_end)
 		printf("    \"end\": {\"events\": %" PRIu64 ", \"lost\": %" PRIu64
 		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s},\n",

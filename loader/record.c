@@ -58,28 +58,34 @@ struct record_opts {
 	const char *memory;   /* --memory, or NULL */
 	const char *flush_ms; /* --flush-ms, or NULL */
 	const char *mode;     /* --mode, or NULL */
+	const char *patch;    /* --patch, or NULL */
 	char **argv;	      /* the program and its arguments */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
-		   "                         [--flush-ms N] [--mode lossless|drop] [--] PROG [ARGS...]\n"
-		   "\n"
-		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
-		   "-finstrument-functions and dynamically linked.\n"
-		   "\n"
-		   "  -o, --output FILE   the dump (an existing file is replaced; %%p = pid,\n"
-		   "                      %%%% = %%)\n"
-		   "                      default $TRACEAGENT_OUTPUT, else traceagent.<pid>.trace\n"
-		   "  --buffer SIZE       per-thread block size (K/M), TRACEAGENT_BUFFER\n"
-		   "  --memory SIZE       cap on all ring blocks (K/M/G), TRACEAGENT_MEMORY\n"
-		   "  --flush-ms N        flush interval in ms, TRACEAGENT_FLUSH_MS\n"
-		   "  --mode MODE         lossless (default: threads wait at the memory cap) or\n"
-		   "                      drop (never wait; drops are counted), TRACEAGENT_MODE\n"
-		   "\n"
-		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
-		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
+	fprintf(
+	    f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
+	       "                         [--flush-ms N] [--mode lossless|drop] [--patch PATTERNS]\n"
+	       "                         [--] PROG [ARGS...]\n"
+	       "\n"
+	       "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
+	       "-finstrument-functions, or its functions named with --patch, and be\n"
+	       "dynamically linked.\n"
+	       "\n"
+	       "  -o, --output FILE   the dump (an existing file is replaced; %%p = pid,\n"
+	       "                      %%%% = %%)\n"
+	       "                      default $TRACEAGENT_OUTPUT, else traceagent.<pid>.trace\n"
+	       "  --buffer SIZE       per-thread block size (K/M), TRACEAGENT_BUFFER\n"
+	       "  --memory SIZE       cap on all ring blocks (K/M/G), TRACEAGENT_MEMORY\n"
+	       "  --flush-ms N        flush interval in ms, TRACEAGENT_FLUSH_MS\n"
+	       "  --mode MODE         lossless (default: threads wait at the memory cap) or\n"
+	       "                      drop (never wait; drops are counted), TRACEAGENT_MODE\n"
+	       "  --patch PATTERNS    patch these functions' entries at load (x86-64):\n"
+	       "                      GLOB or MODULE:GLOB, comma-separated, TRACEAGENT_PATCH\n"
+	       "\n"
+	       "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
+	       "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
 }
 
 /*
@@ -121,6 +127,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 	    {"--memory", 0, offsetof(struct record_opts, memory)},
 	    {"--flush-ms", 0, offsetof(struct record_opts, flush_ms)},
 	    {"--mode", 0, offsetof(struct record_opts, mode)},
+	    {"--patch", 0, offsetof(struct record_opts, patch)},
 	};
 	int i;
 
@@ -636,7 +643,8 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.buffer && set_env("TRACEAGENT_BUFFER", o.buffer) < 0) ||
 	    (o.memory && set_env("TRACEAGENT_MEMORY", o.memory) < 0) ||
 	    (o.flush_ms && set_env("TRACEAGENT_FLUSH_MS", o.flush_ms) < 0) ||
-	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0))
+	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0) ||
+	    (o.patch && set_env("TRACEAGENT_PATCH", o.patch) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
 }

@@ -32,9 +32,16 @@
 static unsigned long n_fib, n_jumper, n_deep, n_vsum;
 static unsigned long n_work, n_step, n_worker;
 
+/* Extern, so that -fcf-protection=full gives them an endbr64 (it leaves
+ * static functions whose address is not taken without). */
+long fib(int n);
+double vsum(int n, ...);
+unsigned long step(unsigned long x);
+unsigned long work(unsigned long x);
+
 /* The barrier keeps both calls real calls: without it GCC turns the second
  * recursion into a loop at -O2. */
-__attribute__((noipa)) static long fib(int n)
+__attribute__((noipa)) long fib(int n)
 {
 	long a, b;
 
@@ -48,7 +55,7 @@ __attribute__((noipa)) static long fib(int n)
 }
 
 /* Varargs and floating-point arguments go through the stub intact. */
-__attribute__((noipa)) static double vsum(int n, ...)
+__attribute__((noipa)) double vsum(int n, ...)
 {
 	va_list ap;
 	double s = 0;
@@ -61,13 +68,13 @@ __attribute__((noipa)) static double vsum(int n, ...)
 	return s;
 }
 
-__attribute__((noipa)) static unsigned long step(unsigned long x)
+__attribute__((noipa)) unsigned long step(unsigned long x)
 {
 	__atomic_add_fetch(&n_step, 1, __ATOMIC_RELAXED);
 	return x * 2654435761u + 1;
 }
 
-__attribute__((noipa)) static unsigned long work(unsigned long x)
+__attribute__((noipa)) unsigned long work(unsigned long x)
 {
 	__atomic_add_fetch(&n_work, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 10; i++)
