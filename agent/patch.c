@@ -229,7 +229,7 @@ static int module_named(const char *modbase, int is_exe)
  * (and re-enter) itself, and the loader runs before anything is safe. */
 static const char *const untouchable[] = {
     "libc.so*",	 "ld-linux*",	   "libtraceagent*", "liblz4.so*",   "libunwind*",  "liblzma.so*",
-    "libgcc_s*", "libpthread.so*", "libdl.so*",	     "libcapstone*", "linux-vdso*", "libz.so.0*",
+    "libgcc_s*", "libpthread.so*", "libdl.so*",	     "libcapstone*", "linux-vdso*",
 };
 
 static int is_untouchable(const char *modbase)

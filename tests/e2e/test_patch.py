@@ -221,6 +221,53 @@ class PatchTest(tahelp.Case):
         self.assert_whole(rep)
         self.assert_calls(self.functions(rep), {"fib": 150, "on_usr1": 10})
 
+    def test_dlopen(self):
+        """A library dlopen'ed later is patched before dlopen returns:
+        plib_square's 100 calls; its 4-byte plib_twice is refused; the
+        summary line comes again with the new totals."""
+        prog = self.prog("patchme-O2-pie-nofp")
+        lib = os.path.join(tahelp.PROGRAMS, "libpatchlib.so")
+        r = self.patched(prog, ["dlopen", lib, "100"], "libpatchlib.so:plib_*,main",
+                         expect_patched=1, extra_lines=[
+                             "traceagent: patched 2 functions, refused 1 (see traceagent info)"])
+        self.assertIn("calls plib_square=100\n", r.stdout)
+        rep = self.report(r.dump)
+        self.assert_whole(rep)
+        self.assert_calls(self.functions(rep), {"main": 1, "plib_square": 100,
+                                                "plib_twice": None})
+        self.assertEqual(self.functions(rep)["plib_square"]["offset"],
+                         tahelp.elf_symbols(lib)["plib_square"])
+        patch = self.info(r.dump)["processes"][0]["patch"]
+        self.assertEqual((patch["patched"], patch["refused_count"]), (2, 1))
+        self.assertEqual([(f["name"], f["code"]) for f in patch["refused"]], [("plib_twice", 1)])
+        self.assertEqual(os.path.realpath(patch["refused"][0]["module"]), os.path.realpath(lib))
+
+    def test_system_zlib(self):
+        """Debian's zlib, never instrumented, patched by MODULE:GLOB: the
+        functions zlib does not call itself are called exactly as often as
+        the program counted its own calls; deflateInit_ calls deflateInit2_
+        once each, and nothing is refused."""
+        prog = self.prog("zcount")
+        r = self.patched(prog, ["5"], "libz.so.1:deflate*,libz.so.1:inflate*")
+        own = own_counts(r.stdout)
+        self.assertEqual(own, {"deflateInit_": 5, "deflate": 5 * 64, "deflateEnd": 5,
+                               "inflateInit_": 5, "inflate": own["inflate"], "inflateEnd": 5})
+        self.assertGreater(own["inflate"], 5 * 64)
+        rep = self.report(r.dump)
+        self.assert_whole(rep)
+        zfuncs = self.functions(rep, module="libz.so.1")
+        self.assert_calls(zfuncs, {**own, "deflateInit2_": own["deflateInit_"],
+                                   "inflateInit2_": own["inflateInit_"]})
+        for name, f in zfuncs.items():
+            self.assertTrue(name.startswith(("deflate", "inflate")), name)
+        self.assertEqual(self.functions(rep, module="zcount"), {})
+        # The offsets are the library's own symbol values (.dynsym).
+        libz = next(m["path"] for m in self.info(r.dump)["processes"][0]["modules"]
+                    if os.path.basename(m["path"]) == "libz.so.1")
+        syms = tahelp.elf_symbols(libz)
+        for name in own:
+            self.assertEqual(zfuncs[name]["offset"], syms[name], name)
+
 
 if __name__ == "__main__":
     tahelp.main()

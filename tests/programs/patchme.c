@@ -13,11 +13,14 @@
  *   patchme longjmp N   N times: jumper() recurses 3 deep and longjmps
  *                       back; then fib(10)
  *   patchme deep N      a recursion N deep (past the return stack's 1024)
- *   patchme signal N    N SIGALRM-free raise()s whose handler calls fib(5)
+ *   patchme signal N    N raise(SIGUSR1)s whose handler calls fib(5)
+ *   patchme dlopen LIB N  dlopens LIB (libpatchlib.so) and calls its
+ *                       plib_square N times (plib_twice as often)
  *
  * Each prints its results and "calls NAME=COUNT" for its own counters.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -174,6 +177,19 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			raise(SIGUSR1);
 		printf("calls fib=%lu\n", n_fib);
+	} else if (strcmp(what, "dlopen") == 0 && argc > 3) {
+		void *h = dlopen(argv[2], RTLD_NOW);
+		int (*square)(int);
+		long sum = 0;
+		int count = atoi(argv[3]);
+		if (!h) {
+			fprintf(stderr, "patchme: %s\n", dlerror());
+			return 1;
+		}
+		*(void **)&square = dlsym(h, "plib_square");
+		for (int i = 0; i < count; i++)
+			sum += square(i);
+		printf("sum = %ld\ncalls plib_square=%d\n", sum, count);
 	} else {
 		fprintf(stderr, "patchme: unknown test %s\n", what);
 		return 2;
