@@ -163,9 +163,14 @@ void ta_flusher_crash_drain(void) TA_HIDDEN;
 /* ---- dynamic patching (patch.c) ----------------------------------------------------- */
 
 /* The calling thread's patched frames get their real return addresses
- * back (before anything walks the stack: a throw, pthread_exit, a crash);
- * their exits are then not recorded. */
-void ta_patch_restore(void) TA_HIDDEN;
+ * back and are forgotten (before pthread_exit unwinds them, or a crash
+ * handler walks them); record_exits: they end now (pthread_exit). */
+void ta_patch_restore(int record_exits) TA_HIDDEN;
+/* Before a C++ throw: the unwinder sees the real return addresses (the
+ * frames are kept); after the catch, whose callee's return slot is at
+ * `limit`, the frames unwound are exited and the others patched again. */
+void ta_patch_unwind_begin(void) TA_HIDDEN;
+void ta_patch_unwind_caught(uint64_t limit) TA_HIDDEN;
 /* Writes the PATCH chunk (cumulative) when patching is on. */
 void ta_patch_dump(void) TA_HIDDEN;
 /* At the end: says on stderr what could not be recorded. */

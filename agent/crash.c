@@ -88,7 +88,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 	 * patched frames get their return addresses back, for the backtrace
 	 * below and for the core dump. */
 	ta_cur_stop();
-	ta_patch_restore();
+	ta_patch_restore(0);
 	if (__atomic_exchange_n(&crashing, 1, __ATOMIC_ACQ_REL) == 0 &&
 	    (uint32_t)getpid() == __atomic_load_n(&ta_pid, __ATOMIC_RELAXED))
 		record_crash(sig, si, uc);
@@ -118,8 +118,8 @@ void ta_crash_install(void)
 	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++) {
 		struct sigaction old, sa;
 
-		if (sigaction(crash_signals[i], NULL, &old) < 0 ||
-		    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+		if (sigaction(crash_signals[i], NULL, &old) < 0 || (old.sa_flags & SA_SIGINFO) ||
+		    old.sa_handler != SIG_DFL)
 			continue;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = crash_handler;

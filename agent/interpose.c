@@ -62,7 +62,7 @@ TA_PUBLIC int pthread_setname_np(pthread_t thread, const char *name)
 
 	if (!real_pthread_setname_np)
 		real_pthread_setname_np =
-			(int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");
+		    (int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");
 
 	if (!real_pthread_setname_np)
 		return ENOSYS;
@@ -117,12 +117,65 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 	return h;
 }
 
-/* ---- exec: what was recorded reaches the dump before the image goes ---- */
+#define REAL_FN(var, name, type)                                                                   \
+	static type var;                                                                           \
+	if (!var)                                                                                  \
+	var = (type)dlsym(RTLD_NEXT, name)
 
-#define REAL_FN(var, name, type)                                                  \
-	static type var;                                                          \
-	if (!var)                                                                 \
-		var = (type)dlsym(RTLD_NEXT, name)
+/* ---- unwinding through patched frames ---------------------------------------
+ *
+ * A patched frame's return address is the agent's return stub, which the
+ * unwinder cannot unwind through: before a C++ exception is raised (throw,
+ * rethrow, std::rethrow_exception) the real addresses go back; when it is
+ * caught, the frames still alive are patched again.  pthread_exit unwinds
+ * the thread's stack too.  (pthread_cancel's unwinding is not seen: see
+ * the README.)
+ */
+
+struct _Unwind_Exception;
+typedef int (*raise_fn)(struct _Unwind_Exception *);
+
+TA_PUBLIC int _Unwind_RaiseException(struct _Unwind_Exception *e);
+TA_PUBLIC int _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e);
+TA_PUBLIC void *__cxa_begin_catch(void *e);
+
+int _Unwind_RaiseException(struct _Unwind_Exception *e)
+{
+	REAL_FN(real, "_Unwind_RaiseException", raise_fn);
+	ta_patch_unwind_begin();
+	return real ? real(e) : 5 /* _URC_FATAL_PHASE1_ERROR */;
+}
+
+int _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e)
+{
+	REAL_FN(real, "_Unwind_Resume_or_Rethrow", raise_fn);
+	ta_patch_unwind_begin();
+	return real ? real(e) : 5;
+}
+
+/* Never inlined: its own frame marks where the catching function's
+ * callees ended. */
+__attribute__((noinline)) void *__cxa_begin_catch(void *e)
+{
+	typedef void *(*begin_fn)(void *);
+	REAL_FN(real, "__cxa_begin_catch", begin_fn);
+	void *r = real ? real(e) : NULL;
+	ta_patch_unwind_caught((uint64_t)(uintptr_t)__builtin_frame_address(0) + 8);
+	return r;
+}
+
+TA_PUBLIC void pthread_exit(void *ret)
+{
+	typedef void (*exit_fn)(void *);
+	REAL_FN(real, "pthread_exit", exit_fn);
+	ta_patch_restore(1);
+	if (real)
+		real(ret);
+	syscall(SYS_exit, 0);
+	__builtin_unreachable();
+}
+
+/* ---- exec: what was recorded reaches the dump before the image goes ---- */
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
@@ -165,18 +218,18 @@ TA_PUBLIC int fexecve(int fd, char *const argv[], char *const envp[])
 
 /* The execl family passes its arguments as a list: gather them (the
  * count is bounded by the caller's own call) and go through execve/execvp. */
-#define GATHER_ARGS(first, ap, argv)                                                \
-	do {                                                                       \
-		size_t n_ = 1;                                                     \
-		va_list c_;                                                        \
-		va_copy(c_, ap);                                                   \
-		while (va_arg(c_, char *))                                         \
-			n_++;                                                      \
-		va_end(c_);                                                        \
-		argv = __builtin_alloca((n_ + 1) * sizeof(char *));                \
-		argv[0] = (char *)(uintptr_t)(first);                              \
-		for (size_t i_ = 1; i_ <= n_; i_++) /* the NULL included */        \
-			argv[i_] = va_arg(ap, char *);                             \
+#define GATHER_ARGS(first, ap, argv)                                                               \
+	do {                                                                                       \
+		size_t n_ = 1;                                                                     \
+		va_list c_;                                                                        \
+		va_copy(c_, ap);                                                                   \
+		while (va_arg(c_, char *))                                                         \
+			n_++;                                                                      \
+		va_end(c_);                                                                        \
+		argv = __builtin_alloca((n_ + 1) * sizeof(char *));                                \
+		argv[0] = (char *)(uintptr_t)(first);                                              \
+		for (size_t i_ = 1; i_ <= n_; i_++) /* the NULL included */                        \
+			argv[i_] = va_arg(ap, char *);                                             \
 	} while (0)
 
 TA_PUBLIC int execl(const char *path, const char *arg, ...)

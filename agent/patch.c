@@ -61,6 +61,7 @@ struct rframe {
 
 struct rstack {
 	uint32_t depth;
+	uint32_t unwinding; /* a throw restored the return addresses */
 	struct rframe f[RSTACK_DEPTH];
 };
 
@@ -137,7 +138,7 @@ uint64_t ta_patch_on_return(uint64_t slot)
 	return e.orig;
 }
 
-void ta_patch_restore(void)
+void ta_patch_restore(int record_exits)
 {
 	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
 
@@ -149,8 +150,50 @@ void ta_patch_restore(void)
 		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
 		if (e->orig != stub && *s == stub)
 			*s = e->orig;
+		rs.depth = n - 1;
+		if (record_exits)
+			ta_record(e->fn | TA_REC_EXIT);
 	}
-	rs.depth = 0;
+}
+
+void ta_patch_unwind_begin(void)
+{
+	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
+
+	/* The unwinder finds each frame's caller by its return address: it
+	 * must see the real ones.  The entries stay, for the catch. */
+	for (uint32_t n = rs.depth; n > 0; n--) {
+		struct rframe *e = &rs.f[n - 1];
+		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
+		if (e->orig != stub && *s == stub)
+			*s = e->orig;
+	}
+	rs.unwinding = rs.depth > 0;
+}
+
+void ta_patch_unwind_caught(uint64_t limit)
+{
+	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
+	uint32_t n = rs.depth;
+
+	if (!rs.unwinding)
+		return;
+	rs.unwinding = 0;
+	/* Frames whose slot is at or below the catcher's callee's were
+	 * unwound: their exits happen now, as the exit hooks of
+	 * -finstrument-functions code run from its cleanups. */
+	while (n > 0 && rs.f[n - 1].slot <= limit) {
+		uint64_t fn = rs.f[n - 1].fn;
+		rs.depth = --n;
+		ta_record(fn | TA_REC_EXIT);
+	}
+	/* The frames still alive return through the stub again. */
+	for (uint32_t i = n; i > 0; i--) {
+		struct rframe *e = &rs.f[i - 1];
+		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
+		if (e->orig != stub && *s == e->orig)
+			*s = stub;
+	}
 }
 
 /* ---- patterns --------------------------------------------------------------- */
@@ -1014,8 +1057,18 @@ __attribute__((constructor)) static void patch_init(void)
 
 #else /* !TA_HAVE_PATCH */
 
-void ta_patch_restore(void)
+void ta_patch_restore(int record_exits)
 {
+	(void)record_exits;
+}
+
+void ta_patch_unwind_begin(void)
+{
+}
+
+void ta_patch_unwind_caught(uint64_t limit)
+{
+	(void)limit;
 }
 
 void ta_patch_dump(void)

@@ -268,6 +268,23 @@ class PatchTest(tahelp.Case):
         for name in own:
             self.assertEqual(zfuncs[name]["offset"], syms[name], name)
 
+    def test_cxx_exceptions(self):
+        """C++ throw and rethrow through patched frames, with destructors
+        calling patched code, and pthread_exit from patched frames: the
+        program behaves as untraced, the counts are exact and no frame is
+        left open (the unwound frames exit at the catch)."""
+        for level in ("O0", "O2"):
+            with self.subTest(level=level):
+                prog = self.prog("patchcxx-" + level)
+                r = self.patched(prog, ["25"], "catcher,relay,thrower,cleanup,exiter,main",
+                                 expect_patched=6)
+                own = own_counts(r.stdout)
+                self.assertEqual(own, {"catcher": 25, "relay": 25, "thrower": 100,
+                                       "cleanup": 100, "exiter": 2})
+                rep = self.report(r.dump)
+                self.assert_whole(rep)
+                self.assert_calls(self.functions(rep), {"main": 1, **own})
+
 
 if __name__ == "__main__":
     tahelp.main()
