@@ -61,7 +61,8 @@ int ta_lock_bounded(pthread_mutex_t *m)
 	return -1;
 }
 
-int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+			   void *arg)
 {
 	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -162,7 +163,7 @@ static int start(void)
 	ta_pid = (uint32_t)getpid();
 	ta_settings_load(&ta_cfg);
 	err = ta_ring_init(ta_cfg.block_bytes, ta_cfg.memory_cap, (int)ta_cfg.mode,
-			   ta_cfg.flight_bytes);
+			  ta_cfg.flight_bytes);
 	if (err < 0) {
 		ta_warn("cannot reserve %llu bytes of ring memory: %s; not tracing",
 			(unsigned long long)ta_cfg.memory_cap, strerror(-err));

@@ -118,8 +118,8 @@ void ta_crash_install(void)
 	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++) {
 		struct sigaction old, sa;
 
-		if (sigaction(crash_signals[i], NULL, &old) < 0 || (old.sa_flags & SA_SIGINFO) ||
-		    old.sa_handler != SIG_DFL)
+		if (sigaction(crash_signals[i], NULL, &old) < 0 ||
+		    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
 			continue;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = crash_handler;

@@ -27,16 +27,16 @@
 
 struct ta_flush_state {
 	struct ta_encoder enc;
-	struct ta_zbuf z;  /* compression scratch */
+	struct ta_zbuf z; /* compression scratch */
 	uint64_t events;   /* recorded for this thread so far */
 	uint32_t name_seq; /* the name version last written */
-	int started;	   /* THREAD_START written */
+	int started;       /* THREAD_START written */
 };
 
 static pthread_t flusher_thread;
 static int flusher_running;
-static uint32_t flusher_stop;	/* atomic */
-static uint32_t kick_word;	/* futex: 1 once kicked, reset by the flusher */
+static uint32_t flusher_stop; /* atomic */
+static uint32_t kick_word;    /* futex: 1 once kicked, reset by the flusher */
 static uint32_t dump_requested; /* flight mode: write the rings now (atomic) */
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-#define TA_LIKELY_(x)	__builtin_expect(!!(x), 1)
+#define TA_LIKELY_(x) __builtin_expect(!!(x), 1)
 #define TA_UNLIKELY_(x) __builtin_expect(!!(x), 0)
 
 /* ---- CRC-32C (Castagnoli), slicing by 8 ----------------------------------- */
@@ -29,8 +29,8 @@ static void crc_init(void)
 	}
 	for (uint32_t i = 0; i < 256; i++)
 		for (int t = 1; t < 8; t++)
-			crc_table[t][i] =
-			    (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+			crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^
+					  crc_table[0][crc_table[t - 1][i] & 0xff];
 	__atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE); /* pairs with the acquire below */
 }
 
@@ -60,9 +60,10 @@ uint32_t ta_crc32c(uint32_t crc, const void *buf, size_t len)
 
 const char *ta_strerror(int err)
 {
-	static const char *const msg[] = {"success",
+	static const char *const msg[] = {
+		"success",
 #define TA_X(name, m) m,
-					  TA_ERRORS(TA_X)
+		TA_ERRORS(TA_X)
 #undef TA_X
 	};
 	if (err < 0)
@@ -75,8 +76,8 @@ const char *ta_strerror(int err)
 const char *ta_chunk_type_name(unsigned type)
 {
 	switch (type) {
-#define TA_X(name, value, str)                                                                     \
-	case value:                                                                                \
+#define TA_X(name, value, str)                                                    \
+	case value:                                                               \
 		return str;
 		TA_CHUNK_TYPES(TA_X)
 #undef TA_X
@@ -271,7 +272,7 @@ int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks)
 
 	e->len = 0;
 	if (enc_reserve(e, 5 * TA_VARINT_MAX + N_EVENTS_BYTES +
-			       (size_t)e->stack.depth * TA_VARINT_MAX) < 0)
+				   (size_t)e->stack.depth * TA_VARINT_MAX) < 0)
 		return -TA_E_NOMEM;
 	enc_u(e, e->tid);
 	enc_u(e, e->chunk_seq);

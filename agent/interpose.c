@@ -62,7 +62,7 @@ TA_PUBLIC int pthread_setname_np(pthread_t thread, const char *name)
 
 	if (!real_pthread_setname_np)
 		real_pthread_setname_np =
-		    (int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");
+			(int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");
 
 	if (!real_pthread_setname_np)
 		return ENOSYS;
@@ -117,12 +117,12 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 	return h;
 }
 
-#define REAL_FN(var, name, type)                                                                   \
-	static type var;                                                                           \
-	if (!var)                                                                                  \
-	var = (type)dlsym(RTLD_NEXT, name)
+#define REAL_FN(var, name, type)                                                  \
+	static type var;                                                          \
+	if (!var)                                                                 \
+		var = (type)dlsym(RTLD_NEXT, name)
 
-/* ---- unwinding through patched frames ---------------------------------------
+/* ---- unwinding through patched frames ------------------------------------
  *
  * A patched frame's return address is the agent's return stub, which the
  * unwinder cannot unwind through: before a C++ exception is raised (throw,
@@ -134,6 +134,8 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 
 struct _Unwind_Exception;
 typedef int (*raise_fn)(struct _Unwind_Exception *);
+typedef void *(*begin_catch_fn)(void *);
+typedef void (*pthread_exit_fn)(void *);
 
 TA_PUBLIC int _Unwind_RaiseException(struct _Unwind_Exception *e);
 TA_PUBLIC int _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e);
@@ -153,21 +155,22 @@ int _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e)
 	return real ? real(e) : 5;
 }
 
-/* Never inlined: its own frame marks where the catching function's
- * callees ended. */
+/* Never inlined, with a frame pointer: its return slot (rbp + 8) marks
+ * where the catching function's callees' frames ended. */
 __attribute__((noinline)) void *__cxa_begin_catch(void *e)
 {
-	typedef void *(*begin_fn)(void *);
-	REAL_FN(real, "__cxa_begin_catch", begin_fn);
+	REAL_FN(real, "__cxa_begin_catch", begin_catch_fn);
 	void *r = real ? real(e) : NULL;
+
 	ta_patch_unwind_caught((uint64_t)(uintptr_t)__builtin_frame_address(0) + 8);
 	return r;
 }
 
 TA_PUBLIC void pthread_exit(void *ret)
 {
-	typedef void (*exit_fn)(void *);
-	REAL_FN(real, "pthread_exit", exit_fn);
+	REAL_FN(real, "pthread_exit", pthread_exit_fn);
+	/* The frames end here; the unwinder must see their real return
+	 * addresses. */
 	ta_patch_restore(1);
 	if (real)
 		real(ret);
@@ -218,18 +221,18 @@ TA_PUBLIC int fexecve(int fd, char *const argv[], char *const envp[])
 
 /* The execl family passes its arguments as a list: gather them (the
  * count is bounded by the caller's own call) and go through execve/execvp. */
-#define GATHER_ARGS(first, ap, argv)                                                               \
-	do {                                                                                       \
-		size_t n_ = 1;                                                                     \
-		va_list c_;                                                                        \
-		va_copy(c_, ap);                                                                   \
-		while (va_arg(c_, char *))                                                         \
-			n_++;                                                                      \
-		va_end(c_);                                                                        \
-		argv = __builtin_alloca((n_ + 1) * sizeof(char *));                                \
-		argv[0] = (char *)(uintptr_t)(first);                                              \
-		for (size_t i_ = 1; i_ <= n_; i_++) /* the NULL included */                        \
-			argv[i_] = va_arg(ap, char *);                                             \
+#define GATHER_ARGS(first, ap, argv)                                                \
+	do {                                                                       \
+		size_t n_ = 1;                                                     \
+		va_list c_;                                                        \
+		va_copy(c_, ap);                                                   \
+		while (va_arg(c_, char *))                                         \
+			n_++;                                                      \
+		va_end(c_);                                                        \
+		argv = __builtin_alloca((n_ + 1) * sizeof(char *));                \
+		argv[0] = (char *)(uintptr_t)(first);                              \
+		for (size_t i_ = 1; i_ <= n_; i_++) /* the NULL included */        \
+			argv[i_] = va_arg(ap, char *);                             \
 	} while (0)
 
 TA_PUBLIC int execl(const char *path, const char *arg, ...)

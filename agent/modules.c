@@ -107,8 +107,7 @@ static int one_module(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!learn(info->dlpi_addr, path))
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)
-		nranges +=
-		    info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
+		nranges += info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
 	ta_buf_u(&b, sc->load_ticks);
 	ta_buf_u(&b, (uint64_t)info->dlpi_addr);
 	ta_buf_str(&b, path, strlen(path));

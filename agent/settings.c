@@ -27,23 +27,10 @@ int ta_parse_size(const char *s, uint64_t *out)
 	if (errno || end == s)
 		return -1;
 	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	default:
-		break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
 	}
 	if (*end == 'i' && shift) /* KiB, MiB */
 		end++;
@@ -97,10 +84,9 @@ static void size_setting(const char *name, uint64_t min, uint64_t max, uint64_t 
 	if (!s)
 		return;
 	if (ta_parse_size(s, &v) < 0 || v < min || v > max) {
-		ta_warn(
-		    "%s='%s' is not a size from %llu to %llu bytes (like 64K or 256M); using %llu",
-		    name, s, (unsigned long long)min, (unsigned long long)max,
-		    (unsigned long long)*val);
+		ta_warn("%s='%s' is not a size from %llu to %llu bytes (like 64K or 256M); using %llu",
+			name, s, (unsigned long long)min, (unsigned long long)max,
+			(unsigned long long)*val);
 		return;
 	}
 	*val = v;
@@ -121,8 +107,7 @@ void ta_settings_load(struct ta_settings *s)
 		errno = 0;
 		v = strtoul(fl, &end, 10);
 		if (errno || end == fl || *end || *fl == '-' || v < 1 || v > 60000)
-			ta_warn("TRACEAGENT_FLUSH_MS='%s' is not a number of milliseconds from 1 "
-				"to 60000; using %u",
+			ta_warn("TRACEAGENT_FLUSH_MS='%s' is not a number of milliseconds from 1 to 60000; using %u",
 				fl, s->flush_ms);
 		else
 			s->flush_ms = (uint32_t)v;
@@ -130,8 +115,7 @@ void ta_settings_load(struct ta_settings *s)
 	size_setting("TRACEAGENT_BUFFER", 4096, 64u << 20, &block);
 	size_setting("TRACEAGENT_MEMORY", 1u << 20, 1ull << 40, &mem);
 	if (mem < 4 * block) {
-		ta_warn("TRACEAGENT_MEMORY (%llu) must hold at least 4 buffers of %llu bytes; "
-			"using %llu",
+		ta_warn("TRACEAGENT_MEMORY (%llu) must hold at least 4 buffers of %llu bytes; using %llu",
 			(unsigned long long)mem, (unsigned long long)block,
 			(unsigned long long)(4 * block));
 		mem = 4 * block;
@@ -145,9 +129,8 @@ void ta_settings_load(struct ta_settings *s)
 		else if (!strcmp(mode, "flight"))
 			s->mode = TA_MODE_FLIGHT;
 		else
-			ta_warn(
-			    "TRACEAGENT_MODE='%s' is not lossless, drop or flight; using lossless",
-			    mode);
+			ta_warn("TRACEAGENT_MODE='%s' is not lossless, drop or flight; using lossless",
+				mode);
 	}
 	s->flight_bytes = TA_DEFAULT_FLIGHT;
 	size_setting("TRACEAGENT_FLIGHT_SIZE", 2 * block, 1ull << 40, &s->flight_bytes);

@@ -187,7 +187,8 @@ static void text_crash(struct ta_view *v, const struct ta_process *p)
 	const struct ta_crash *c = p->crash;
 	char b[32];
 
-	printf("  crashed:     %s (code %" PRId64 ", address %#" PRIx64 ") in thread %" PRIu64 "\n",
+	printf("  crashed:     %s (code %" PRId64 ", address %#" PRIx64 ") in thread %" PRIu64
+	       "\n",
 	       signal_name(b, sizeof(b), c->signal), c->code, c->addr, c->tid);
 	printf("  backtrace:\n");
 	for (size_t i = 0; i < c->npcs; i++) {
@@ -274,10 +275,10 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		printf(" (nominal %" PRIu64 " Hz)", p->nominal_hz);
 	putchar('\n');
 	if (p->has_info)
-		printf(
-		    "  settings:    block %s, memory cap %s, flush every %" PRIu64 " ms, mode %s\n",
-		    fmt_bytes(b[1], sizeof(b[1]), p->block_size),
-		    fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms, mode_name(p->mode));
+		printf("  settings:    block %s, memory cap %s, flush every %" PRIu64 " ms, mode %s\n",
+		       fmt_bytes(b[1], sizeof(b[1]), p->block_size),
+		       fmt_bytes(b[2], sizeof(b[2]), p->memory_cap), p->flush_ms,
+		       mode_name(p->mode));
 	printf("  events:      %" PRIu64 ", lost %" PRIu64 "\n", c.events, c.lost);
 	if (p->has_end)
 		printf("  end:         present (%" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
@@ -369,9 +370,8 @@ static void json_crash(struct ta_view *v, const struct ta_process *p)
 	const struct ta_crash *c = p->crash;
 	char b[32];
 
-	printf("    \"crash\": {\"signal\": %" PRIu64
-	       ", \"signal_name\": \"%s\", \"code\": %" PRId64 ", \"address\": %" PRIu64
-	       ", \"tid\": %" PRIu64 ",\n      \"backtrace\": [",
+	printf("    \"crash\": {\"signal\": %" PRIu64 ", \"signal_name\": \"%s\", \"code\": %" PRId64
+	       ", \"address\": %" PRIu64 ", \"tid\": %" PRIu64 ",\n      \"backtrace\": [",
 	       c->signal, signal_name(b, sizeof(b), c->signal), c->code, c->addr, c->tid);
 	for (size_t i = 0; i < c->npcs; i++) {
 		printf("%s", i ? ", " : "");

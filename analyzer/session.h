@@ -55,7 +55,7 @@ struct ta_process {
 	char **argv;
 	size_t argc;
 	uint64_t block_size, memory_cap, flush_ms;
-	uint64_t mode;		/* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
+	uint64_t mode; /* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
 	struct ta_crash *crash; /* the CRASH chunk, if the process crashed */
 	struct ta_patch *patch; /* the last PATCH chunk, if functions were patched */
 	uint64_t end_ticks, end_ns, end_events, end_lost, end_threads, end_flags;
@@ -83,7 +83,7 @@ struct ta_process {
 /* A fatal signal, as the crash handler recorded it. */
 struct ta_crash {
 	uint64_t tid, ticks, signal, addr;
-	int64_t code;  /* si_code */
+	int64_t code; /* si_code */
 	uint64_t *pcs; /* the backtrace, innermost first */
 	size_t npcs;
 };

@@ -64,28 +64,27 @@ struct record_opts {
 
 static void usage(FILE *f)
 {
-	fprintf(
-	    f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
-	       "                         [--flush-ms N] [--mode lossless|drop] [--patch PATTERNS]\n"
-	       "                         [--] PROG [ARGS...]\n"
-	       "\n"
-	       "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
-	       "-finstrument-functions, or its functions named with --patch, and be\n"
-	       "dynamically linked.\n"
-	       "\n"
-	       "  -o, --output FILE   the dump (an existing file is replaced; %%p = pid,\n"
-	       "                      %%%% = %%)\n"
-	       "                      default $TRACEAGENT_OUTPUT, else traceagent.<pid>.trace\n"
-	       "  --buffer SIZE       per-thread block size (K/M), TRACEAGENT_BUFFER\n"
-	       "  --memory SIZE       cap on all ring blocks (K/M/G), TRACEAGENT_MEMORY\n"
-	       "  --flush-ms N        flush interval in ms, TRACEAGENT_FLUSH_MS\n"
-	       "  --mode MODE         lossless (default: threads wait at the memory cap) or\n"
-	       "                      drop (never wait; drops are counted), TRACEAGENT_MODE\n"
-	       "  --patch PATTERNS    patch these functions' entries at load (x86-64):\n"
-	       "                      GLOB or MODULE:GLOB, comma-separated, TRACEAGENT_PATCH\n"
-	       "\n"
-	       "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
-	       "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
+	fprintf(f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
+		   "                         [--flush-ms N] [--mode lossless|drop]\n"
+		   "                         [--patch PATTERNS] [--] PROG [ARGS...]\n"
+		   "\n"
+		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
+		   "-finstrument-functions (or its functions named by --patch) and be\n"
+		   "dynamically linked.\n"
+		   "\n"
+		   "  -o, --output FILE   the dump (an existing file is replaced; %%p = pid,\n"
+		   "                      %%%% = %%)\n"
+		   "                      default $TRACEAGENT_OUTPUT, else traceagent.<pid>.trace\n"
+		   "  --buffer SIZE       per-thread block size (K/M), TRACEAGENT_BUFFER\n"
+		   "  --memory SIZE       cap on all ring blocks (K/M/G), TRACEAGENT_MEMORY\n"
+		   "  --flush-ms N        flush interval in ms, TRACEAGENT_FLUSH_MS\n"
+		   "  --mode MODE         lossless (default: threads wait at the memory cap) or\n"
+		   "                      drop (never wait; drops are counted), TRACEAGENT_MODE\n"
+		   "  --patch PATTERNS    patch these functions' entries at load (x86-64):\n"
+		   "                      GLOB or MODULE:GLOB, comma-separated, TRACEAGENT_PATCH\n"
+		   "\n"
+		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
+		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
 }
 
 /*
