@@ -391,7 +391,16 @@ static uint8_t *map_near(uint64_t lo, uint64_t hi)
 
 /* ---- analysis and relocation ---------------------------------------------------------- */
 
-#define STUB_SIZE 24 /* movabs $desc, %r11 (10); jmp *0(%rip) (6); .quad (8) */
+/*
+ * A function's slot in the pool:
+ *   0  desc: the function's entry address
+ *   8  the address of ta_patch_enter_common
+ *  16  the stub, where the entry jumps:
+ *        push %r11; movabs $slot, %r11; call *-26(%rip); pop %r11
+ *  36  the trampoline: the relocated first instructions, jmp back
+ */
+#define STUB_AT	  16
+#define TRAMP_AT  36
 #define SLOT_SIZE 128
 
 struct plan {
@@ -512,6 +521,12 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 		uint64_t here = at + (uint64_t)(out - pl->code);
 		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
 			why = R_UNDECODABLE;
+			break;
+		}
+		/* At most 19 bytes in at most 5 instructions, each growing by 4 at
+		 * most: far within the buffer; checked all the same. */
+		if ((size_t)(out - pl->code) + in->size + 8 + 5 > sizeof(pl->code)) {
+			why = R_UNMOVABLE;
 			break;
 		}
 		x = &in->detail->x86;
@@ -780,10 +795,9 @@ static void patch_module(const struct module *m)
 				why = R_NO_MEMORY;
 			else {
 				j->slot = pool->base + pool->used;
-				why = relocate(&j->pl, (uint64_t)(uintptr_t)j->slot + STUB_SIZE +
-							   sizeof(struct patch_desc));
-				if (!why && !fits32((int64_t)((uint64_t)(uintptr_t)j->slot -
-							      (j->pl.start + 5))))
+				why = relocate(&j->pl, (uint64_t)(uintptr_t)j->slot + TRAMP_AT);
+				if (!why && !fits32((int64_t)((uint64_t)(uintptr_t)j->slot +
+							      STUB_AT - (j->pl.start + 5))))
 					why = R_NO_MEMORY;
 				if (!why)
 					pool->used += SLOT_SIZE;
@@ -793,22 +807,24 @@ static void patch_module(const struct module *m)
 			refuse(m->path, c[i].name, c[i].addr, why);
 			continue;
 		}
-		/* The stub, its descriptor and the trampoline. */
+		/* The descriptor, the stub and the trampoline. */
 		{
 			uint8_t *s = j->slot;
-			struct patch_desc d = {c[i].addr,
-					       (uint64_t)(uintptr_t)(s + STUB_SIZE + sizeof(d))};
-			uint64_t desc_at = (uint64_t)(uintptr_t)(s + STUB_SIZE);
+			uint64_t self = (uint64_t)(uintptr_t)s;
 			uint64_t common = (uint64_t)(uintptr_t)ta_patch_enter_common;
-			s[0] = 0x49; /* movabs $desc, %r11 */
-			s[1] = 0xbb;
-			memcpy(s + 2, &desc_at, 8);
-			s[10] = 0xff; /* jmp *0(%rip) */
-			s[11] = 0x25;
-			put32(s + 12, 0);
-			memcpy(s + 16, &common, 8);
-			memcpy(s + STUB_SIZE, &d, sizeof(d));
-			memcpy(s + STUB_SIZE + sizeof(d), j->pl.code, j->pl.code_len);
+			memcpy(s, &c[i].addr, 8);
+			memcpy(s + 8, &common, 8);
+			s[16] = 0x41; /* push %r11 */
+			s[17] = 0x53;
+			s[18] = 0x49; /* movabs $slot, %r11 */
+			s[19] = 0xbb;
+			memcpy(s + 20, &self, 8);
+			s[28] = 0xff; /* call *-26(%rip): the pointer at 8 */
+			s[29] = 0x15;
+			put32(s + 30, 8 - 34);
+			s[34] = 0x41; /* pop %r11 */
+			s[35] = 0x5b;
+			memcpy(s + TRAMP_AT, j->pl.code, j->pl.code_len);
 		}
 		njobs++;
 	}
@@ -833,7 +849,7 @@ static void patch_module(const struct module *m)
 		uint8_t *e = (uint8_t *)(uintptr_t)jobs[i].pl.start;
 		uint8_t jmp[5];
 		jmp[0] = 0xe9;
-		put32(jmp + 1, (int32_t)((int64_t)((uint64_t)(uintptr_t)jobs[i].slot -
+		put32(jmp + 1, (int32_t)((int64_t)((uint64_t)(uintptr_t)jobs[i].slot + STUB_AT -
 						   (jobs[i].pl.start + 5))));
 		/* The bytes past the jmp are never run: trap if they were. */
 		memset(e + 5, 0xcc, jobs[i].pl.len - 5);

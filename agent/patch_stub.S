@@ -3,27 +3,93 @@
  * patch_stub.S - the two pieces of code every patched function goes
  * through (x86-64 only; see patch.c).
  *
- * ta_patch_enter_common: reached by a jmp from a function's own stub, with
- * r11 = the function's descriptor {entry address, trampoline} and the
- * caller's return address on top of the stack, exactly as at the
- * function's entry.  It saves everything the function may receive (the six
- * integer argument registers, rax for a varargs call's vector count, r10
- * for a static chain, xmm0-7), calls ta_patch_on_enter with the descriptor
- * and the address of the return-address slot, restores it all and jumps to
- * the trampoline (the relocated first instructions).  Flags carry nothing
- * into a function (the ABI), so they are not kept.
+ * Both keep every register but rsp and rip as they found them, not only
+ * those the ABI says a call preserves: GCC's interprocedural register
+ * allocation (-fipa-ra) lets the caller of a static function keep values
+ * in the caller-saved registers the callee is known not to touch.  What
+ * the C side may change is saved around it: rax, rcx, rdx, rsi, rdi,
+ * r8-r11 and xmm0-15.  Flags carry nothing across a call boundary.  (The
+ * upper halves of ymm/zmm registers are not saved: the agent's code uses
+ * no AVX; see the README for the slow path's libc calls.)
+ *
+ * ta_patch_enter_common: called from a function's own stub,
+ *     push %r11; movabs $desc, %r11; call *common; pop %r11; <trampoline>
+ * so that [rsp] is the return into the stub, [rsp+8] the saved r11 and
+ * [rsp+16] the function's return address, as at its entry.  It calls
+ * ta_patch_on_enter(desc, &return address slot) and returns to the stub,
+ * which restores r11 and falls into the relocated first instructions.
  *
  * ta_patch_ret_stub: where a patched function returns to, its return
- * address having been replaced.  It keeps the return values (rax, rdx,
- * xmm0, xmm1; the x87 stack is not touched by the C side), asks
- * ta_patch_on_return for the real return address of the frame whose slot
- * was just popped, and jumps there with the stack as the ret left it.
+ * address having been replaced.  It makes room for the real return
+ * address where the ret popped it from, asks ta_patch_on_return for it,
+ * and returns there: the stack ends as the function's ret left it.
  *
  * Both realign the stack to 16 bytes themselves rather than assume the
  * caller did: a tail-called or asm-called function may be entered
  * misaligned.
  */
 	.text
+
+#define SAVE_SCRATCH(base)		\
+	movq	%rax, base+0(%rsp);	\
+	movq	%rcx, base+8(%rsp);	\
+	movq	%rdx, base+16(%rsp);	\
+	movq	%rsi, base+24(%rsp);	\
+	movq	%rdi, base+32(%rsp);	\
+	movq	%r8, base+40(%rsp);	\
+	movq	%r9, base+48(%rsp);	\
+	movq	%r10, base+56(%rsp);	\
+	movq	%r11, base+64(%rsp)
+
+#define RESTORE_SCRATCH(base)		\
+	movq	base+0(%rsp), %rax;	\
+	movq	base+8(%rsp), %rcx;	\
+	movq	base+16(%rsp), %rdx;	\
+	movq	base+24(%rsp), %rsi;	\
+	movq	base+32(%rsp), %rdi;	\
+	movq	base+40(%rsp), %r8;	\
+	movq	base+48(%rsp), %r9;	\
+	movq	base+56(%rsp), %r10;	\
+	movq	base+64(%rsp), %r11
+
+#define SAVE_XMM(base)			\
+	movaps	%xmm0, base+0(%rsp);	\
+	movaps	%xmm1, base+16(%rsp);	\
+	movaps	%xmm2, base+32(%rsp);	\
+	movaps	%xmm3, base+48(%rsp);	\
+	movaps	%xmm4, base+64(%rsp);	\
+	movaps	%xmm5, base+80(%rsp);	\
+	movaps	%xmm6, base+96(%rsp);	\
+	movaps	%xmm7, base+112(%rsp);	\
+	movaps	%xmm8, base+128(%rsp);	\
+	movaps	%xmm9, base+144(%rsp);	\
+	movaps	%xmm10, base+160(%rsp);	\
+	movaps	%xmm11, base+176(%rsp);	\
+	movaps	%xmm12, base+192(%rsp);	\
+	movaps	%xmm13, base+208(%rsp);	\
+	movaps	%xmm14, base+224(%rsp);	\
+	movaps	%xmm15, base+240(%rsp)
+
+#define RESTORE_XMM(base)		\
+	movaps	base+0(%rsp), %xmm0;	\
+	movaps	base+16(%rsp), %xmm1;	\
+	movaps	base+32(%rsp), %xmm2;	\
+	movaps	base+48(%rsp), %xmm3;	\
+	movaps	base+64(%rsp), %xmm4;	\
+	movaps	base+80(%rsp), %xmm5;	\
+	movaps	base+96(%rsp), %xmm6;	\
+	movaps	base+112(%rsp), %xmm7;	\
+	movaps	base+128(%rsp), %xmm8;	\
+	movaps	base+144(%rsp), %xmm9;	\
+	movaps	base+160(%rsp), %xmm10;	\
+	movaps	base+176(%rsp), %xmm11;	\
+	movaps	base+192(%rsp), %xmm12;	\
+	movaps	base+208(%rsp), %xmm13;	\
+	movaps	base+224(%rsp), %xmm14;	\
+	movaps	base+240(%rsp), %xmm15
+
+/* 9 registers (72 bytes, 80 with padding) then 16 xmm (256 bytes). */
+#define FRAME 336
 
 	.globl	ta_patch_enter_common
 	.hidden	ta_patch_enter_common
@@ -37,48 +103,18 @@ ta_patch_enter_common:
 	movq	%rsp, %rbp
 	.cfi_def_cfa_register %rbp
 	andq	$-16, %rsp
-	subq	$208, %rsp
-	movq	%rdi, 0(%rsp)
-	movq	%rsi, 8(%rsp)
-	movq	%rdx, 16(%rsp)
-	movq	%rcx, 24(%rsp)
-	movq	%r8, 32(%rsp)
-	movq	%r9, 40(%rsp)
-	movq	%rax, 48(%rsp)
-	movq	%r10, 56(%rsp)
-	movq	%r11, 64(%rsp)
-	movaps	%xmm0, 80(%rsp)
-	movaps	%xmm1, 96(%rsp)
-	movaps	%xmm2, 112(%rsp)
-	movaps	%xmm3, 128(%rsp)
-	movaps	%xmm4, 144(%rsp)
-	movaps	%xmm5, 160(%rsp)
-	movaps	%xmm6, 176(%rsp)
-	movaps	%xmm7, 192(%rsp)
+	subq	$FRAME, %rsp
+	SAVE_SCRATCH(0)
+	SAVE_XMM(80)
 	movq	%r11, %rdi
-	leaq	8(%rbp), %rsi
+	leaq	24(%rbp), %rsi
 	call	ta_patch_on_enter
-	movq	0(%rsp), %rdi
-	movq	8(%rsp), %rsi
-	movq	16(%rsp), %rdx
-	movq	24(%rsp), %rcx
-	movq	32(%rsp), %r8
-	movq	40(%rsp), %r9
-	movq	48(%rsp), %rax
-	movq	56(%rsp), %r10
-	movq	64(%rsp), %r11
-	movaps	80(%rsp), %xmm0
-	movaps	96(%rsp), %xmm1
-	movaps	112(%rsp), %xmm2
-	movaps	128(%rsp), %xmm3
-	movaps	144(%rsp), %xmm4
-	movaps	160(%rsp), %xmm5
-	movaps	176(%rsp), %xmm6
-	movaps	192(%rsp), %xmm7
+	RESTORE_XMM(80)
+	RESTORE_SCRATCH(0)
 	movq	%rbp, %rsp
 	popq	%rbp
 	.cfi_def_cfa %rsp, 8
-	jmpq	*8(%r11)
+	ret
 	.cfi_endproc
 	.size	ta_patch_enter_common, .-ta_patch_enter_common
 
@@ -87,26 +123,23 @@ ta_patch_enter_common:
 	.type	ta_patch_ret_stub, @function
 	.p2align 4
 ta_patch_ret_stub:
-	/* The ret that brought us here popped the slot at rsp - 8; the push
-	 * below reuses it. */
+	/* The ret that brought us here popped the slot at rsp - 8: the real
+	 * return address goes back there. */
+	subq	$8, %rsp
 	pushq	%rbp
 	movq	%rsp, %rbp
 	andq	$-16, %rsp
-	subq	$48, %rsp
-	movq	%rax, 0(%rsp)
-	movq	%rdx, 8(%rsp)
-	movaps	%xmm0, 16(%rsp)
-	movaps	%xmm1, 32(%rsp)
-	movq	%rbp, %rdi
+	subq	$FRAME, %rsp
+	SAVE_SCRATCH(0)
+	SAVE_XMM(80)
+	leaq	8(%rbp), %rdi
 	call	ta_patch_on_return
-	movq	%rax, %r11
-	movq	0(%rsp), %rax
-	movq	8(%rsp), %rdx
-	movaps	16(%rsp), %xmm0
-	movaps	32(%rsp), %xmm1
+	movq	%rax, 8(%rbp)
+	RESTORE_XMM(80)
+	RESTORE_SCRATCH(0)
 	movq	%rbp, %rsp
 	popq	%rbp
-	jmpq	*%r11
+	ret
 	.size	ta_patch_ret_stub, .-ta_patch_ret_stub
 
 	.section .note.GNU-stack, "", @progbits

@@ -124,13 +124,15 @@ class PatchTest(tahelp.Case):
     def test_refusals(self):
         """'*': the entry point and the crafted functions are refused with
         their reasons (info), the others patched; the RIP-relative load is
-        relocated (ta_ripload returns 42) and traced."""
+        relocated (ta_ripload returns 42) and traced; a caller that keeps
+        values in caller-saved registers across a call (as GCC's -fipa-ra
+        does) finds them intact (keeper=1)."""
         for name in ("patchme-O2-pie-nofp", "patchme-O0-nopie-fp"):
             with self.subTest(prog=name):
                 prog = self.prog(name)
                 r = self.patched(prog, ["refuse"], "*",
                                  expect_refused=5 if "nopie" in name else 4)
-                self.assertEqual(r.stdout, "jump_in=7 jrcxz=1,7 ripload=42\n")
+                self.assertEqual(r.stdout, "jump_in=7 jrcxz=1,7 ripload=42 keeper=1\n")
                 patch = self.info(r.dump)["processes"][0]["patch"]
                 self.assertEqual(patch["refused_count"], len(patch["refused"]))
                 got = {f["name"]: (f["code"], f["reason"]) for f in patch["refused"]}
@@ -154,7 +156,8 @@ class PatchTest(tahelp.Case):
                 if "nopie" in name:
                     self.assertEqual(biases, {0})
                 funcs = self.functions(self.report(r.dump))
-                self.assert_calls(funcs, {"main": 1, "ta_ripload": 1, "ta_short": None,
+                self.assert_calls(funcs, {"main": 1, "ta_ripload": 1, "ta_keeper": 1,
+                                          "ta_leaf": 1, "ta_short": None,
                                           "ta_jump_in": None, "ta_jrcxz": None})
                 text = subprocess.run([tahelp.TRACEAGENT, "info", r.dump],
                                       env=tahelp.clean_env(), capture_output=True,

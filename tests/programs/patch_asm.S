@@ -45,6 +45,71 @@ ta_ripload:
 	ret
 	.size	ta_ripload, .-ta_ripload
 
+/* Touches rax only: a caller may count on the rest (GCC does so for
+ * static functions, -fipa-ra), so the patch's stubs must keep every
+ * other register. */
+	.globl	ta_leaf
+	.type	ta_leaf, @function
+ta_leaf:
+	movl	$7, %eax
+	ret
+	.size	ta_leaf, .-ta_leaf
+
+/* Returns 1 if every caller-saved register but rax survived the call of
+ * ta_leaf, else 0. */
+	.globl	ta_keeper
+	.type	ta_keeper, @function
+ta_keeper:
+	pushq	%rbx
+	movq	$0x1111, %rcx
+	movq	$0x2222, %rdx
+	movq	$0x3333, %rsi
+	movq	$0x4444, %rdi
+	movq	$0x5555, %r8
+	movq	$0x6666, %r9
+	movq	$0x7777, %r10
+	movq	$0x8888, %r11
+	movq	%rcx, %xmm1
+	movq	%rdx, %xmm7
+	movq	%rsi, %xmm8
+	movq	%rdi, %xmm15
+	call	ta_leaf
+	cmpq	$0x1111, %rcx
+	jne	1f
+	cmpq	$0x2222, %rdx
+	jne	1f
+	cmpq	$0x3333, %rsi
+	jne	1f
+	cmpq	$0x4444, %rdi
+	jne	1f
+	cmpq	$0x5555, %r8
+	jne	1f
+	cmpq	$0x6666, %r9
+	jne	1f
+	cmpq	$0x7777, %r10
+	jne	1f
+	cmpq	$0x8888, %r11
+	jne	1f
+	movq	%xmm1, %rbx
+	cmpq	$0x1111, %rbx
+	jne	1f
+	movq	%xmm7, %rbx
+	cmpq	$0x2222, %rbx
+	jne	1f
+	movq	%xmm8, %rbx
+	cmpq	$0x3333, %rbx
+	jne	1f
+	movq	%xmm15, %rbx
+	cmpq	$0x4444, %rbx
+	jne	1f
+	movl	$1, %eax
+	popq	%rbx
+	ret
+1:	xorl	%eax, %eax
+	popq	%rbx
+	ret
+	.size	ta_keeper, .-ta_keeper
+
 	.section .rodata
 	.p2align 2
 forty_two:

@@ -129,6 +129,7 @@ void ta_short(void);
 int ta_jump_in(int n);
 int ta_jrcxz(long n);
 int ta_ripload(void);
+int ta_keeper(void);
 
 static void on_usr1(int sig)
 {
@@ -161,8 +162,8 @@ int main(int argc, char **argv)
 		printf("calls worker=%lu work=%lu step=%lu\n", n_worker, n_work, n_step);
 	} else if (strcmp(what, "refuse") == 0) {
 		ta_short();
-		printf("jump_in=%d jrcxz=%d,%d ripload=%d\n", ta_jump_in(7), ta_jrcxz(0),
-		       ta_jrcxz(5), ta_ripload());
+		printf("jump_in=%d jrcxz=%d,%d ripload=%d keeper=%d\n", ta_jump_in(7), ta_jrcxz(0),
+		       ta_jrcxz(5), ta_ripload(), ta_keeper());
 	} else if (strcmp(what, "longjmp") == 0) {
 		for (int i = 0; i < n; i++)
 			if (setjmp(env) == 0)
