@@ -65,12 +65,42 @@ struct rstack {
 	struct rframe f[RSTACK_DEPTH];
 };
 
-static __thread struct rstack rs __attribute__((tls_model("initial-exec")));
+/* Mapped at a thread's first patched call rather than in static TLS: 24
+ * KiB more of static TLS in every thread would make pthread_create refuse
+ * the small stacks some programs ask for (node does). */
+static __thread struct rstack *rs_tls __attribute__((tls_model("initial-exec")));
+static pthread_key_t rs_key;
+
+static void rstack_free(void *p)
+{
+	rs_tls = NULL;
+	munmap(p, sizeof(struct rstack));
+}
+
+/* The calling thread's return stack, mapped now; NULL if it cannot be. */
+__attribute__((noinline, cold)) static struct rstack *rstack_new(void)
+{
+	void *p = mmap(NULL, sizeof(struct rstack), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	/* A signal handler's patched call may have mapped one meanwhile. */
+	if (rs_tls) {
+		munmap(p, sizeof(struct rstack));
+		return rs_tls;
+	}
+	rs_tls = p;
+	/* Unmapped when the thread exits (a later patched call in another
+	 * key's destructor maps it again, and the destructors' next round
+	 * unmaps it). */
+	pthread_setspecific(rs_key, p);
+	return p;
+}
 
 /* What every patched function's stub jumps to (patch_stub.S). */
 struct patch_desc {
-	uint64_t fn;	/* entry address, recorded as the event's */
-	uint64_t tramp; /* relocated first instructions */
+	uint64_t fn; /* entry address, recorded as the event's */
 };
 
 void ta_patch_enter_common(void) TA_HIDDEN;
@@ -85,29 +115,37 @@ static uint64_t frames_without_exit;
 void ta_patch_on_enter(const struct patch_desc *d, uint64_t *slot)
 {
 	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
+	struct rstack *r = rs_tls;
 	uint64_t ret = *slot;
-	uint32_t n = rs.depth;
+	uint32_t n;
+
+	if (TA_UNLIKELY(!r) && !(r = rstack_new())) {
+		__atomic_add_fetch(&frames_without_exit, 1, __ATOMIC_RELAXED);
+		ta_record(d->fn);
+		return;
+	}
+	n = r->depth;
 
 	/* Entries at or below this call's slot whose slot no longer holds the
 	 * ret stub are frames left by longjmp: a live frame's slot is above
 	 * the current one, or holds the stub (a tail call from a patched
 	 * function reuses its caller's slot, which keeps the stub). */
-	while (n > 0 && rs.f[n - 1].slot <= (uint64_t)(uintptr_t)slot &&
-	       *(const uint64_t *)(uintptr_t)rs.f[n - 1].slot != stub)
+	while (n > 0 && r->f[n - 1].slot <= (uint64_t)(uintptr_t)slot &&
+	       *(const uint64_t *)(uintptr_t)r->f[n - 1].slot != stub)
 		n--;
 	if (TA_UNLIKELY(n >= RSTACK_DEPTH)) {
-		rs.depth = n;
+		r->depth = n;
 		__atomic_add_fetch(&frames_without_exit, 1, __ATOMIC_RELAXED);
 		ta_record(d->fn);
 		return;
 	}
 	/* Reserve the entry before filling it: a signal handler's patched
 	 * calls then push above it, never over it. */
-	rs.depth = n + 1;
+	r->depth = n + 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	rs.f[n].slot = (uint64_t)(uintptr_t)slot;
-	rs.f[n].orig = ret;
-	rs.f[n].fn = d->fn;
+	r->f[n].slot = (uint64_t)(uintptr_t)slot;
+	r->f[n].orig = ret;
+	r->f[n].fn = d->fn;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (ret != stub)
 		*slot = stub;
@@ -116,12 +154,13 @@ void ta_patch_on_enter(const struct patch_desc *d, uint64_t *slot)
 
 uint64_t ta_patch_on_return(uint64_t slot)
 {
-	uint32_t n = rs.depth;
+	struct rstack *r = rs_tls;
+	uint32_t n = r ? r->depth : 0;
 	struct rframe e;
 
 	/* Entries above the one whose slot was popped are frames that were
 	 * left without returning. */
-	while (n > 0 && rs.f[n - 1].slot != slot)
+	while (n > 0 && r->f[n - 1].slot != slot)
 		n--;
 	if (TA_UNLIKELY(n == 0)) {
 		/* Cannot happen while the stack discipline holds; there is no
@@ -131,9 +170,9 @@ uint64_t ta_patch_on_return(uint64_t slot)
 			(unsigned long long)slot);
 		abort();
 	}
-	e = rs.f[n - 1];
+	e = r->f[n - 1];
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	rs.depth = n - 1;
+	r->depth = n - 1;
 	ta_record(e.fn | TA_REC_EXIT);
 	return e.orig;
 }
@@ -141,16 +180,19 @@ uint64_t ta_patch_on_return(uint64_t slot)
 void ta_patch_restore(int record_exits)
 {
 	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
+	struct rstack *rs = rs_tls;
 
+	if (!rs)
+		return;
 	/* Top down: of a tail-call chain sharing a slot, only the bottom entry
 	 * holds the real address.  A slot that no longer holds the stub
 	 * belongs to a dead frame and may be someone's variable now. */
-	for (uint32_t n = rs.depth; n > 0; n--) {
-		struct rframe *e = &rs.f[n - 1];
+	for (uint32_t n = rs->depth; n > 0; n--) {
+		struct rframe *e = &rs->f[n - 1];
 		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
 		if (e->orig != stub && *s == stub)
 			*s = e->orig;
-		rs.depth = n - 1;
+		rs->depth = n - 1;
 		if (record_exits)
 			ta_record(e->fn | TA_REC_EXIT);
 	}
@@ -159,37 +201,42 @@ void ta_patch_restore(int record_exits)
 void ta_patch_unwind_begin(void)
 {
 	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
+	struct rstack *rs = rs_tls;
 
+	if (!rs)
+		return;
 	/* The unwinder finds each frame's caller by its return address: it
 	 * must see the real ones.  The entries stay, for the catch. */
-	for (uint32_t n = rs.depth; n > 0; n--) {
-		struct rframe *e = &rs.f[n - 1];
+	for (uint32_t n = rs->depth; n > 0; n--) {
+		struct rframe *e = &rs->f[n - 1];
 		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
 		if (e->orig != stub && *s == stub)
 			*s = e->orig;
 	}
-	rs.unwinding = rs.depth > 0;
+	rs->unwinding = rs->depth > 0;
 }
 
 void ta_patch_unwind_caught(uint64_t limit)
 {
 	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
-	uint32_t n = rs.depth;
+	struct rstack *rs = rs_tls;
+	uint32_t n;
 
-	if (!rs.unwinding)
+	if (!rs || !rs->unwinding)
 		return;
-	rs.unwinding = 0;
+	n = rs->depth;
+	rs->unwinding = 0;
 	/* Frames whose slot is at or below the catcher's callee's were
 	 * unwound: their exits happen now, as the exit hooks of
 	 * -finstrument-functions code run from its cleanups. */
-	while (n > 0 && rs.f[n - 1].slot <= limit) {
-		uint64_t fn = rs.f[n - 1].fn;
-		rs.depth = --n;
+	while (n > 0 && rs->f[n - 1].slot <= limit) {
+		uint64_t fn = rs->f[n - 1].fn;
+		rs->depth = --n;
 		ta_record(fn | TA_REC_EXIT);
 	}
 	/* The frames still alive return through the stub again. */
 	for (uint32_t i = n; i > 0; i--) {
-		struct rframe *e = &rs.f[i - 1];
+		struct rframe *e = &rs->f[i - 1];
 		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
 		if (e->orig != stub && *s == e->orig)
 			*s = stub;
@@ -201,12 +248,13 @@ void ta_patch_unwind_caught(uint64_t limit)
 struct pattern {
 	char *module; /* basename glob, or NULL: the executable */
 	char *glob;
+	int exclude; /* "!...": functions it matches are left alone */
 };
 
 static struct pattern *patterns;
 static size_t npatterns;
 
-/* Parses "GLOB[,MODULE:GLOB...]"; 0, or -1 if nothing usable. */
+/* Parses "[!][MODULE:]GLOB[,...]"; 0, or -1 if nothing usable. */
 static int parse_patterns(const char *spec)
 {
 	char *copy = strdup(spec), *save = NULL, *tok;
@@ -220,6 +268,8 @@ static int parse_patterns(const char *spec)
 			break;
 		patterns = p;
 		p = &patterns[npatterns];
+		p->exclude = tok[0] == '!';
+		tok += p->exclude;
 		if (colon) {
 			*colon = 0;
 			p->module = strdup(tok);
@@ -246,24 +296,31 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-/* Whether function `name` of the module is asked for. */
+/* Whether function `name` of the module is asked for: an inclusion
+ * matches it and no exclusion does. */
 static int wanted(const char *modbase, int is_exe, const char *name)
 {
+	int in = 0;
+
 	for (size_t i = 0; i < npatterns; i++) {
 		const struct pattern *p = &patterns[i];
 		if (p->module ? fnmatch(p->module, modbase, 0) != 0 : !is_exe)
 			continue;
-		if (fnmatch(p->glob, name, 0) == 0)
-			return 1;
+		if (fnmatch(p->glob, name, 0) == 0) {
+			if (p->exclude)
+				return 0;
+			in = 1;
+		}
 	}
-	return 0;
+	return in;
 }
 
 /* Whether any pattern names this module at all. */
 static int module_named(const char *modbase, int is_exe)
 {
 	for (size_t i = 0; i < npatterns; i++)
-		if (patterns[i].module ? fnmatch(patterns[i].module, modbase, 0) == 0 : is_exe)
+		if (!patterns[i].exclude &&
+		    (patterns[i].module ? fnmatch(patterns[i].module, modbase, 0) == 0 : is_exe))
 			return 1;
 	return 0;
 }
@@ -293,7 +350,10 @@ static int is_untouchable(const char *modbase)
 	X(NOT_CODE, 5, "not in an executable segment")                                             \
 	X(NO_MEMORY, 6, "no memory for a trampoline within 2 GiB")                                 \
 	X(AGENT_DEP, 7, "the module is one the agent itself uses")                                 \
-	X(ENTRY_POINT, 8, "the program's entry point, which is jumped to, not called")
+	X(ENTRY_POINT, 8, "the program's entry point, which is jumped to, not called")             \
+	X(RET_POPS, 9, "it returns with ret N, popping its caller's arguments")                    \
+	X(READS_RET, 10, "it reads or moves its own return address")                               \
+	X(COLD_PART, 11, "a part of another function (.cold), entered by a jump")
 
 enum refusal {
 #define TA_X(name, code, text) R_##name = code,
@@ -441,6 +501,75 @@ static int in_group(const cs_insn *in, uint8_t g)
 	return 0;
 }
 
+/*
+ * Whether the instruction reads or moves the function's return address,
+ * which the patch replaces with the return stub's: a pop or an rsp-based
+ * access at the slot while the stack pointer's offset from the entry is
+ * known (*delta >= 0), or an access at the slot through the frame pointer
+ * (*rbp_at: the offset at which `mov %rsp, %rbp` set it; -1 before).
+ * Updates both.  Code generators that move return addresses (V8's
+ * builtins copy theirs to build frames) would make the return stub lose
+ * the frame; so would __builtin_return_address(0) see the stub.
+ */
+static int touches_return_address(const cs_insn *in, int64_t *delta, int64_t *rbp_at)
+{
+	const cs_x86 *x = &in->detail->x86;
+	const cs_x86_op *o0 = x->op_count > 0 ? &x->operands[0] : NULL;
+
+	for (int i = 0; i < x->op_count; i++) {
+		const cs_x86_op *o = &x->operands[i];
+		if (o->type != X86_OP_MEM || o->mem.index != X86_REG_INVALID)
+			continue;
+		if (o->mem.base == X86_REG_RSP && *delta >= 0 && o->mem.disp == *delta)
+			return 1;
+		if (o->mem.base == X86_REG_RBP && *rbp_at >= 0 && o->mem.disp == *rbp_at)
+			return 1;
+	}
+	if (*delta < 0)
+		return 0;
+	switch (in->id) {
+	case X86_INS_PUSH:
+	case X86_INS_PUSHFQ:
+		*delta += 8;
+		return 0;
+	case X86_INS_POP:
+	case X86_INS_POPFQ:
+		if (*delta == 0)
+			return 1;
+		*delta -= 8;
+		return 0;
+	case X86_INS_SUB:
+	case X86_INS_ADD:
+		if (o0 && o0->type == X86_OP_REG && o0->reg == X86_REG_RSP) {
+			if (x->op_count == 2 && x->operands[1].type == X86_OP_IMM)
+				*delta += in->id == X86_INS_SUB ? x->operands[1].imm
+								: -x->operands[1].imm;
+			else
+				*delta = -1;
+		}
+		return 0;
+	case X86_INS_MOV:
+		if (o0 && o0->type == X86_OP_REG && o0->reg == X86_REG_RBP && x->op_count == 2 &&
+		    x->operands[1].type == X86_OP_REG && x->operands[1].reg == X86_REG_RSP &&
+		    *rbp_at < 0)
+			*rbp_at = *delta;
+		break;
+	case X86_INS_RET:
+	case X86_INS_JMP:
+		/* What follows is reached by a jump, with a stack depth this
+		 * linear walk does not know. */
+		*delta = -1;
+		return 0;
+	default:
+		break;
+	}
+	if (o0 && o0->type == X86_OP_REG && o0->reg == X86_REG_RSP && (o0->access & CS_AC_WRITE))
+		*delta = -1;
+	else if (in->id == X86_INS_LEAVE)
+		*delta = -1;
+	return 0;
+}
+
 /* Decodes the function [addr, addr + size) and plans its patch; 0, or the
  * refusal code. */
 static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
@@ -452,6 +581,7 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 	uint64_t a;
 	cs_insn *in;
 	unsigned why = 0;
+	int64_t delta = 0, rbp_at = -1;
 
 	pl->start = addr;
 	if (size >= 4 && memcmp(code, endbr64, 4) == 0)
@@ -487,6 +617,16 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 			why = R_UNDECODABLE;
 			goto out;
 		}
+		if (touches_return_address(in, &delta, &rbp_at)) {
+			why = R_READS_RET;
+			goto out;
+		}
+		/* ret N (callee pops, as in V8's generated code): the return
+		 * stub would find the frame by a slot N bytes off. */
+		if (in_group(in, X86_GRP_RET) && in->detail->x86.op_count > 0) {
+			why = R_RET_POPS;
+			goto out;
+		}
 		if (!in_group(in, X86_GRP_JUMP) && !in_group(in, X86_GRP_CALL))
 			continue;
 		t = branch_target(in);
@@ -501,6 +641,36 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 out:
 	cs_free(in, 1);
 	return why;
+}
+
+/* Where the 32-bit displacement of a RIP-relative operand sits in the
+ * instruction, or -1.  Capstone 4 gets encoding.disp_size wrong for some
+ * SSE forms (2 for movdqa x(%rip), %xmm0): then the displacement's bytes
+ * are looked for, and taken only if they occur once. */
+static int disp_offset(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+	int32_t d = 0;
+	int at = -1, found = 0;
+
+	if (x->encoding.disp_offset != 0 && x->encoding.disp_size == 4)
+		return x->encoding.disp_offset;
+	for (int i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM && x->operands[i].mem.base == X86_REG_RIP) {
+			if (!fits32(x->operands[i].mem.disp))
+				return -1;
+			d = (int32_t)x->operands[i].mem.disp;
+			found = 1;
+		}
+	if (!found)
+		return -1;
+	for (int i = 1; i + 4 <= in->size; i++)
+		if (memcmp(in->bytes + i, &d, 4) == 0) {
+			if (at >= 0)
+				return -1;
+			at = i;
+		}
+	return at;
 }
 
 /* Writes the relocated region for a trampoline at `at` into pl->code;
@@ -559,9 +729,11 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 		for (int i = 0; i < x->op_count; i++) {
 			const cs_x86_op *o = &x->operands[i];
 			int64_t disp;
+			int doff;
 			if (o->type != X86_OP_MEM || o->mem.base != X86_REG_RIP)
 				continue;
-			if (x->encoding.disp_size != 4 || x->encoding.disp_offset == 0) {
+			doff = disp_offset(in);
+			if (doff < 0) {
 				why = R_UNMOVABLE;
 				goto out;
 			}
@@ -571,7 +743,7 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 				why = R_NO_MEMORY;
 				goto out;
 			}
-			put32(out + x->encoding.disp_offset, (int32_t)disp);
+			put32(out + doff, (int32_t)disp);
 		}
 		out += in->size;
 	}
@@ -711,6 +883,16 @@ static struct cand *module_candidates(const struct module *m, size_t *n, void **
 	return c;
 }
 
+/* GCC's foo.cold (or foo.cold.N): the unlikely part of foo, split out
+ * and jumped to from it; what its entry finds on the stack is foo's, not
+ * a return address. */
+static int is_cold_part(const char *name)
+{
+	const char *c = strstr(name, ".cold");
+
+	return c && (c[5] == 0 || c[5] == '.');
+}
+
 static int seg_of(const struct module *m, uint64_t a, uint64_t len)
 {
 	for (int i = 0; i < m->nseg; i++)
@@ -777,6 +959,10 @@ static void patch_module(const struct module *m)
 		}
 		if (c[i].entry) {
 			refuse(m->path, c[i].name, c[i].addr, R_ENTRY_POINT);
+			continue;
+		}
+		if (is_cold_part(c[i].name)) {
+			refuse(m->path, c[i].name, c[i].addr, R_COLD_PART);
 			continue;
 		}
 		why = analyse(c[i].addr, c[i].size, &j->pl);
@@ -1055,6 +1241,10 @@ __attribute__((constructor)) static void patch_init(void)
 		return;
 	if (capstone_open() < 0) {
 		ta_warn("cannot open capstone for x86-64; TRACEAGENT_PATCH ignored");
+		return;
+	}
+	if (pthread_key_create(&rs_key, rstack_free) != 0) {
+		ta_warn("cannot create a thread key; TRACEAGENT_PATCH ignored");
 		return;
 	}
 	__atomic_store_n(&patch_on, 1, __ATOMIC_RELEASE);

@@ -131,8 +131,9 @@ class PatchTest(tahelp.Case):
             with self.subTest(prog=name):
                 prog = self.prog(name)
                 r = self.patched(prog, ["refuse"], "*",
-                                 expect_refused=5 if "nopie" in name else 4)
-                self.assertEqual(r.stdout, "jump_in=7 jrcxz=1,7 ripload=42 keeper=1\n")
+                                 expect_refused=8 if "nopie" in name else 7)
+                self.assertEqual(r.stdout, "jump_in=7 jrcxz=1,7 ripload=42 keeper=1\n"
+                                           "retn=5 whereami=1 hot=2,1 sse=42\n")
                 patch = self.info(r.dump)["processes"][0]["patch"]
                 self.assertEqual(patch["refused_count"], len(patch["refused"]))
                 got = {f["name"]: (f["code"], f["reason"]) for f in patch["refused"]}
@@ -145,6 +146,9 @@ class PatchTest(tahelp.Case):
                     "ta_short": (1, "too short for a 5-byte jump"),
                     "ta_jump_in": (2, "its first bytes are the target of a jump inside it"),
                     "ta_jrcxz": (3, "an instruction in its first bytes cannot be moved"),
+                    "ta_retn": (9, "it returns with ret N, popping its caller's arguments"),
+                    "ta_whereami": (10, "it reads or moves its own return address"),
+                    "ta_hot.cold": (11, "a part of another function (.cold), entered by a jump"),
                 })
                 syms = tahelp.elf_symbols(prog)
                 for f in patch["refused"]:
@@ -157,12 +161,14 @@ class PatchTest(tahelp.Case):
                     self.assertEqual(biases, {0})
                 funcs = self.functions(self.report(r.dump))
                 self.assert_calls(funcs, {"main": 1, "ta_ripload": 1, "ta_keeper": 1,
-                                          "ta_leaf": 1, "ta_short": None,
+                                          "ta_leaf": 1, "ta_retn_caller": 1, "ta_hot": 2,
+                                          "ta_sse": 1, "ta_retn": None, "ta_whereami": None,
+                                          "ta_hot.cold": None, "ta_short": None,
                                           "ta_jump_in": None, "ta_jrcxz": None})
                 text = subprocess.run([tahelp.TRACEAGENT, "info", r.dump],
                                       env=tahelp.clean_env(), capture_output=True,
                                       text=True).stdout
-                self.assertRegex(text, r"patched \d+ functions, refused [45]:\n")
+                self.assertRegex(text, r"patched \d+ functions, refused [78]:\n")
                 self.assertRegex(text, r"\n    ta_short \(%s, 0x[0-9a-f]+\): too short" % name)
 
     def test_endbr64(self):

@@ -110,7 +110,63 @@ ta_keeper:
 	ret
 	.size	ta_keeper, .-ta_keeper
 
+/* Callee pops its argument (ret 8), as V8's builtins do: refused.
+ * ta_retn_caller passes 5 and returns what ta_retn returns: 5. */
+	.globl	ta_retn
+	.type	ta_retn, @function
+ta_retn:
+	movq	8(%rsp), %rax
+	ret	$8
+	.size	ta_retn, .-ta_retn
+
+	.globl	ta_retn_caller
+	.type	ta_retn_caller, @function
+ta_retn_caller:
+	pushq	$5
+	call	ta_retn
+	ret
+	.size	ta_retn_caller, .-ta_retn_caller
+
+/* Reads its own return address (as __builtin_return_address(0) does):
+ * refused, else it would see the return stub. */
+	.globl	ta_whereami
+	.type	ta_whereami, @function
+ta_whereami:
+	movq	(%rsp), %rax
+	ret
+	.size	ta_whereami, .-ta_whereami
+
+/* GCC's hot/cold split, by hand: ta_hot jumps to ta_hot.cold, which is
+ * not called: refused.  ta_hot(0) is 2, else 1. */
+	.globl	ta_hot
+	.type	ta_hot, @function
+ta_hot:
+	testl	%edi, %edi
+	jz	ta_hot.cold
+	movl	$1, %eax
+	ret
+	.size	ta_hot, .-ta_hot
+
+	.type	ta_hot.cold, @function
+ta_hot.cold:
+	movl	$2, %eax
+	ret
+	.size	ta_hot.cold, .-ta_hot.cold
+
+/* A RIP-relative SSE load first (capstone 4 gives no displacement offset
+ * for it): patched, the displacement found by its bytes.  Returns 42. */
+	.globl	ta_sse
+	.type	ta_sse, @function
+ta_sse:
+	movdqa	sse_data(%rip), %xmm0
+	movd	%xmm0, %eax
+	ret
+	.size	ta_sse, .-ta_sse
+
 	.section .rodata
+	.p2align 4
+sse_data:
+	.long	42, 0, 0, 0
 	.p2align 2
 forty_two:
 	.long	42

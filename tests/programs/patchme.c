@@ -130,6 +130,10 @@ int ta_jump_in(int n);
 int ta_jrcxz(long n);
 int ta_ripload(void);
 int ta_keeper(void);
+long ta_retn_caller(void);
+void *ta_whereami(void);
+int ta_hot(int x);
+int ta_sse(void);
 
 static void on_usr1(int sig)
 {
@@ -164,6 +168,8 @@ int main(int argc, char **argv)
 		ta_short();
 		printf("jump_in=%d jrcxz=%d,%d ripload=%d keeper=%d\n", ta_jump_in(7), ta_jrcxz(0),
 		       ta_jrcxz(5), ta_ripload(), ta_keeper());
+		printf("retn=%ld whereami=%d hot=%d,%d sse=%d\n", ta_retn_caller(),
+		       ta_whereami() != NULL, ta_hot(0), ta_hot(1), ta_sse());
 	} else if (strcmp(what, "longjmp") == 0) {
 		for (int i = 0; i < n; i++)
 			if (setjmp(env) == 0)
