@@ -121,6 +121,17 @@ class PatchTest(tahelp.Case):
                                if "step" in self.functions(t["functions"]))
                 self.assertEqual(steps, [10 * (i + 1) for i in range(8)])
 
+    def test_exclusions_and_small_stacks(self):
+        """'!GLOB' leaves functions out; a thread with the smallest stack
+        pthread_create allows still starts (the agent's per-thread return
+        stack is not in static TLS)."""
+        prog = self.prog("patchme-O2-pie-nofp")
+        r = self.patched(prog, ["smallstack"], "*,!_*,!main,!step", expect_refused=6)
+        self.assertEqual(own_counts(r.stdout), {"worker": 1, "work": 1, "step": 10})
+        funcs = self.functions(self.report(r.dump))
+        self.assertEqual(sorted(funcs), ["work", "worker"])
+        self.assert_calls(funcs, {"worker": 1, "work": 1})
+
     def test_refusals(self):
         """'*': the entry point and the crafted functions are refused with
         their reasons (info), the others patched; the RIP-relative load is

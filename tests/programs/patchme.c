@@ -14,6 +14,8 @@
  *                       back; then fib(10)
  *   patchme deep N      a recursion N deep (past the return stack's 1024)
  *   patchme signal N    N raise(SIGUSR1)s whose handler calls fib(5)
+ *   patchme smallstack  a thread with the smallest stack allowed
+ *                       (PTHREAD_STACK_MIN) calls work() once
  *   patchme dlopen LIB N  dlopens LIB (libpatchlib.so) and calls its
  *                       plib_square N times (plib_twice as often)
  *
@@ -22,6 +24,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -184,6 +187,21 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			raise(SIGUSR1);
 		printf("calls fib=%lu\n", n_fib);
+	} else if (strcmp(what, "smallstack") == 0) {
+		pthread_attr_t a;
+		pthread_t t;
+		void *r;
+		int err;
+		pthread_barrier_init(&start, NULL, 1);
+		pthread_attr_init(&a);
+		pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN);
+		err = pthread_create(&t, &a, worker, (void *)0);
+		if (err) {
+			fprintf(stderr, "patchme: pthread_create: %s\n", strerror(err));
+			return 1;
+		}
+		pthread_join(t, &r);
+		printf("calls worker=%lu work=%lu step=%lu\n", n_worker, n_work, n_step);
 	} else if (strcmp(what, "dlopen") == 0 && argc > 3) {
 		void *h = dlopen(argv[2], RTLD_NOW);
 		int (*square)(int);
