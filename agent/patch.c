@@ -44,204 +44,11 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "patch.h"
 #include "ta_config.h"
 
 #if TA_HAVE_PATCH
 #include <capstone/capstone.h>
-
-/* ---- the per-thread return stack (hot path) ------------------------------ */
-
-#define RSTACK_DEPTH 1024
-
-struct rframe {
-	uint64_t slot; /* address of the return-address slot */
-	uint64_t orig; /* the real return address */
-	uint64_t fn;   /* the function's entry address (the event's) */
-};
-
-struct rstack {
-	uint32_t depth;
-	uint32_t unwinding; /* a throw restored the return addresses */
-	struct rframe f[RSTACK_DEPTH];
-};
-
-/* Mapped at a thread's first patched call rather than in static TLS: 24
- * KiB more of static TLS in every thread would make pthread_create refuse
- * the small stacks some programs ask for (node does). */
-static __thread struct rstack *rs_tls __attribute__((tls_model("initial-exec")));
-static pthread_key_t rs_key;
-
-static void rstack_free(void *p)
-{
-	rs_tls = NULL;
-	munmap(p, sizeof(struct rstack));
-}
-
-/* The calling thread's return stack, mapped now; NULL if it cannot be. */
-__attribute__((noinline, cold)) static struct rstack *rstack_new(void)
-{
-	void *p = mmap(NULL, sizeof(struct rstack), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	/* A signal handler's patched call may have mapped one meanwhile. */
-	if (rs_tls) {
-		munmap(p, sizeof(struct rstack));
-		return rs_tls;
-	}
-	rs_tls = p;
-	/* Unmapped when the thread exits (a later patched call in another
-	 * key's destructor maps it again, and the destructors' next round
-	 * unmaps it). */
-	pthread_setspecific(rs_key, p);
-	return p;
-}
-
-/* What every patched function's stub jumps to (patch_stub.S). */
-struct patch_desc {
-	uint64_t fn; /* entry address, recorded as the event's */
-};
-
-void ta_patch_enter_common(void) TA_HIDDEN;
-void ta_patch_ret_stub(void) TA_HIDDEN;
-void ta_patch_on_enter(const struct patch_desc *d, uint64_t *slot) TA_HIDDEN;
-uint64_t ta_patch_on_return(uint64_t slot) TA_HIDDEN;
-
-/* Frames deeper than RSTACK_DEPTH: entered (recorded) but their exit is
- * not, since their return address is left alone.  Relaxed: a statistic. */
-static uint64_t frames_without_exit;
-
-void ta_patch_on_enter(const struct patch_desc *d, uint64_t *slot)
-{
-	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
-	struct rstack *r = rs_tls;
-	uint64_t ret = *slot;
-	uint32_t n;
-
-	if (TA_UNLIKELY(!r) && !(r = rstack_new())) {
-		__atomic_add_fetch(&frames_without_exit, 1, __ATOMIC_RELAXED);
-		ta_record(d->fn);
-		return;
-	}
-	n = r->depth;
-
-	/* Entries at or below this call's slot whose slot no longer holds the
-	 * ret stub are frames left by longjmp: a live frame's slot is above
-	 * the current one, or holds the stub (a tail call from a patched
-	 * function reuses its caller's slot, which keeps the stub). */
-	while (n > 0 && r->f[n - 1].slot <= (uint64_t)(uintptr_t)slot &&
-	       *(const uint64_t *)(uintptr_t)r->f[n - 1].slot != stub)
-		n--;
-	if (TA_UNLIKELY(n >= RSTACK_DEPTH)) {
-		r->depth = n;
-		__atomic_add_fetch(&frames_without_exit, 1, __ATOMIC_RELAXED);
-		ta_record(d->fn);
-		return;
-	}
-	/* Reserve the entry before filling it: a signal handler's patched
-	 * calls then push above it, never over it. */
-	r->depth = n + 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	r->f[n].slot = (uint64_t)(uintptr_t)slot;
-	r->f[n].orig = ret;
-	r->f[n].fn = d->fn;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (ret != stub)
-		*slot = stub;
-	ta_record(d->fn);
-}
-
-uint64_t ta_patch_on_return(uint64_t slot)
-{
-	struct rstack *r = rs_tls;
-	uint32_t n = r ? r->depth : 0;
-	struct rframe e;
-
-	/* Entries above the one whose slot was popped are frames that were
-	 * left without returning. */
-	while (n > 0 && r->f[n - 1].slot != slot)
-		n--;
-	if (TA_UNLIKELY(n == 0)) {
-		/* Cannot happen while the stack discipline holds; there is no
-		 * address to return to. */
-		ta_warn("patched function returned through slot %#llx with no saved return "
-			"address; aborting",
-			(unsigned long long)slot);
-		abort();
-	}
-	e = r->f[n - 1];
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	r->depth = n - 1;
-	ta_record(e.fn | TA_REC_EXIT);
-	return e.orig;
-}
-
-void ta_patch_restore(int record_exits)
-{
-	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
-	struct rstack *rs = rs_tls;
-
-	if (!rs)
-		return;
-	/* Top down: of a tail-call chain sharing a slot, only the bottom entry
-	 * holds the real address.  A slot that no longer holds the stub
-	 * belongs to a dead frame and may be someone's variable now. */
-	for (uint32_t n = rs->depth; n > 0; n--) {
-		struct rframe *e = &rs->f[n - 1];
-		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
-		if (e->orig != stub && *s == stub)
-			*s = e->orig;
-		rs->depth = n - 1;
-		if (record_exits)
-			ta_record(e->fn | TA_REC_EXIT);
-	}
-}
-
-void ta_patch_unwind_begin(void)
-{
-	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
-	struct rstack *rs = rs_tls;
-
-	if (!rs)
-		return;
-	/* The unwinder finds each frame's caller by its return address: it
-	 * must see the real ones.  The entries stay, for the catch. */
-	for (uint32_t n = rs->depth; n > 0; n--) {
-		struct rframe *e = &rs->f[n - 1];
-		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
-		if (e->orig != stub && *s == stub)
-			*s = e->orig;
-	}
-	rs->unwinding = rs->depth > 0;
-}
-
-void ta_patch_unwind_caught(uint64_t limit)
-{
-	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
-	struct rstack *rs = rs_tls;
-	uint32_t n;
-
-	if (!rs || !rs->unwinding)
-		return;
-	n = rs->depth;
-	rs->unwinding = 0;
-	/* Frames whose slot is at or below the catcher's callee's were
-	 * unwound: their exits happen now, as the exit hooks of
-	 * -finstrument-functions code run from its cleanups. */
-	while (n > 0 && rs->f[n - 1].slot <= limit) {
-		uint64_t fn = rs->f[n - 1].fn;
-		rs->depth = --n;
-		ta_record(fn | TA_REC_EXIT);
-	}
-	/* The frames still alive return through the stub again. */
-	for (uint32_t i = n; i > 0; i--) {
-		struct rframe *e = &rs->f[i - 1];
-		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
-		if (e->orig != stub && *s == e->orig)
-			*s = stub;
-	}
-}
 
 /* ---- patterns --------------------------------------------------------------- */
 
@@ -1167,7 +974,7 @@ void ta_patch_dump(void)
 	pthread_mutex_lock(&patch_lock);
 	ta_buf_u(&b, npatched);
 	ta_buf_u(&b, nrefused);
-	ta_buf_u(&b, __atomic_load_n(&frames_without_exit, __ATOMIC_RELAXED));
+	ta_buf_u(&b, __atomic_load_n(&ta_patch_frames_without_exit, __ATOMIC_RELAXED));
 	for (size_t i = 0; i < nrefused; i++) {
 		const char *text = refusal_text(refused[i].reason);
 		ta_buf_str(&b, refused[i].module, strlen(refused[i].module));
@@ -1184,12 +991,12 @@ void ta_patch_dump(void)
 
 void ta_patch_report_end(void)
 {
-	uint64_t deep = __atomic_load_n(&frames_without_exit, __ATOMIC_RELAXED);
+	uint64_t deep = __atomic_load_n(&ta_patch_frames_without_exit, __ATOMIC_RELAXED);
 
 	if (deep)
 		ta_warn("%llu calls of patched functions nested deeper than %d patched frames: "
 			"entered, their exits not recorded",
-			(unsigned long long)deep, RSTACK_DEPTH);
+			(unsigned long long)deep, TA_PATCH_RSTACK_DEPTH);
 }
 
 static void summary(void)
@@ -1243,7 +1050,7 @@ __attribute__((constructor)) static void patch_init(void)
 		ta_warn("cannot open capstone for x86-64; TRACEAGENT_PATCH ignored");
 		return;
 	}
-	if (pthread_key_create(&rs_key, rstack_free) != 0) {
+	if (ta_patch_hot_init() != 0) {
 		ta_warn("cannot create a thread key; TRACEAGENT_PATCH ignored");
 		return;
 	}

@@ -6,11 +6,13 @@
  * Both keep every register but rsp and rip as they found them, not only
  * those the ABI says a call preserves: GCC's interprocedural register
  * allocation (-fipa-ra) lets the caller of a static function keep values
- * in the caller-saved registers the callee is known not to touch.  What
- * the C side may change is saved around it: rax, rcx, rdx, rsi, rdi,
- * r8-r11 and xmm0-15.  Flags carry nothing across a call boundary.  (The
- * upper halves of ymm/zmm registers are not saved: the agent's code uses
- * no AVX; see the README for the slow path's libc calls.)
+ * in the caller-saved registers the callee is known not to touch.  The C
+ * side (ta_patch_on_enter, ta_patch_on_return) is compiled to use no
+ * vector register, so the stubs save only rax, rcx, rdx, rsi, rdi and
+ * r8-r11; where it calls out (the ring's slow path, mapping a return
+ * stack) ta_patch_vcall keeps xmm0-15 around the call.  Flags carry
+ * nothing across a call boundary.  (The upper halves of ymm/zmm registers
+ * are not saved: see the README.)
  *
  * ta_patch_enter_common: called from a function's own stub,
  *     push %r11; movabs $desc, %r11; call *common; pop %r11; <trampoline>
@@ -88,8 +90,8 @@
 	movaps	base+224(%rsp), %xmm14;	\
 	movaps	base+240(%rsp), %xmm15
 
-/* 9 registers (72 bytes, 80 with padding) then 16 xmm (256 bytes). */
-#define FRAME 336
+/* 9 registers (72 bytes, 80 with padding). */
+#define FRAME 80
 
 	.globl	ta_patch_enter_common
 	.hidden	ta_patch_enter_common
@@ -105,11 +107,9 @@ ta_patch_enter_common:
 	andq	$-16, %rsp
 	subq	$FRAME, %rsp
 	SAVE_SCRATCH(0)
-	SAVE_XMM(80)
 	movq	%r11, %rdi
 	leaq	24(%rbp), %rsi
 	call	ta_patch_on_enter
-	RESTORE_XMM(80)
 	RESTORE_SCRATCH(0)
 	movq	%rbp, %rsp
 	popq	%rbp
@@ -131,15 +131,54 @@ ta_patch_ret_stub:
 	andq	$-16, %rsp
 	subq	$FRAME, %rsp
 	SAVE_SCRATCH(0)
-	SAVE_XMM(80)
 	leaq	8(%rbp), %rdi
 	call	ta_patch_on_return
 	movq	%rax, 8(%rbp)
-	RESTORE_XMM(80)
 	RESTORE_SCRATCH(0)
 	movq	%rbp, %rsp
 	popq	%rbp
 	ret
 	.size	ta_patch_ret_stub, .-ta_patch_ret_stub
+
+/* void *ta_patch_vcall(void *(*fn)(void *, void *), void *a, void *b):
+ * fn(a, b), with xmm0-15 as they were. */
+	.globl	ta_patch_vcall
+	.hidden	ta_patch_vcall
+	.type	ta_patch_vcall, @function
+	.p2align 4
+ta_patch_vcall:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-16, %rsp
+	subq	$256, %rsp
+	SAVE_XMM(0)
+	movq	%rdi, %rax
+	movq	%rsi, %rdi
+	movq	%rdx, %rsi
+	call	*%rax
+	RESTORE_XMM(0)
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
+	.size	ta_patch_vcall, .-ta_patch_vcall
+
+/* void ta_patch_record_slow(uint64_t addr, uint64_t ticks): the ring's
+ * slow path, through ta_patch_vcall. */
+	.globl	ta_patch_record_slow
+	.hidden	ta_patch_record_slow
+	.type	ta_patch_record_slow, @function
+	.p2align 4
+ta_patch_record_slow:
+	movq	%rsi, %rdx
+	movq	%rdi, %rsi
+	leaq	ta_record_slow(%rip), %rdi
+	jmp	ta_patch_vcall
+	.size	ta_patch_record_slow, .-ta_patch_record_slow
 
 	.section .note.GNU-stack, "", @progbits

@@ -132,6 +132,15 @@ class PatchTest(tahelp.Case):
         self.assertEqual(sorted(funcs), ["work", "worker"])
         self.assert_calls(funcs, {"worker": 1, "work": 1})
 
+    def test_registers_kept_in_slow_path(self):
+        """ta_leaf's call is the thread's first event (the ring's slow path
+        runs, with libc calls): ta_keeper's caller-saved registers, xmm
+        ones included, are intact all the same."""
+        prog = self.prog("patchme-O2-pie-nofp")
+        r = self.patched(prog, ["refuse"], "ta_leaf", expect_patched=1)
+        self.assertIn(" keeper=1\n", r.stdout)
+        self.assert_calls(self.functions(self.report(r.dump)), {"ta_leaf": 1})
+
     def test_refusals(self):
         """'*': the entry point and the crafted functions are refused with
         their reasons (info), the others patched; the RIP-relative load is
