@@ -9,25 +9,23 @@
  * its first bytes) and the first instructions that cover a 5-byte jmp;
  * those are copied into a trampoline, their RIP-relative operands and
  * relative branches rewritten for the new place, followed by a jmp back.
- * The entry (after an endbr64, which stays in place) becomes a jmp to a
- * per-function stub: `movabs $desc, %r11; jmp *ta_patch_enter_common`.
- * Stubs and trampolines live in memory mapped within 2 GiB of the module,
- * so rel32 jumps reach them both ways.
- *
- * Exits: ta_patch_on_enter replaces the caller's return address with
- * ta_patch_ret_stub and keeps the real one on a per-thread return stack,
- * with the address of the slot it came from.  The slot address identifies
- * the frame: when the ret stub runs, the entry whose slot was just popped
- * is found from the top, and entries above it are frames left without
- * returning (longjmp).  A call also drops entries at or below its own slot
- * whose slot no longer holds the ret stub (they can only be dead).  Before
- * anything walks the stack by return addresses (a C++ throw, pthread_exit,
- * a crash) the real return addresses are put back (ta_patch_restore).
+ * The entry (after an endbr64, which stays in place) becomes a jmp to the
+ * function's stub, which calls ta_patch_enter_common (patch_stub.S) and
+ * falls into the trampoline.  Stubs and trampolines live in memory mapped
+ * within 2 GiB of the module, so rel32 jumps reach them both ways.  Exits
+ * go through the return stub and the per-thread return stack of
+ * patch_hot.c.
  *
  * Refusals rather than corruption: too short, a jump into the bytes the jmp
  * replaces, an instruction that cannot be moved, a body capstone cannot
- * decode, no memory near the module.  Each is listed in the dump's PATCH
- * chunk (traceagent info) and counted on stderr.
+ * decode, ret N, a function reading its own return address, a .cold part,
+ * the entry point, the agent's own dependencies, no memory near the module.
+ * Each is listed in the dump's PATCH chunk (traceagent info) and counted
+ * on stderr.
+ *
+ * Safe points: at start nothing else runs yet; after a dlopen, the new
+ * module's functions are patched before dlopen returns (see the README for
+ * what remains).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
