@@ -132,6 +132,27 @@ class PatchTest(tahelp.Case):
         self.assertEqual(sorted(funcs), ["work", "worker"])
         self.assert_calls(funcs, {"worker": 1, "work": 1})
 
+    def test_crash(self):
+        """A crash inside 4 patched frames: the same death as untraced, and
+        the crash report's backtrace walks through them (the real return
+        addresses are put back before it is taken)."""
+        for name in ("patchme-O0-pie-fp", "patchme-O2-nopie-nofp"):
+            with self.subTest(prog=name):
+                prog = self.prog(name)
+                plain = subprocess.run([prog, "crash"], env=tahelp.clean_env(),
+                                       capture_output=True, preexec_fn=tahelp.no_core)
+                self.assertEqual(plain.returncode, -11)
+                r = self.run_preload([prog, "crash"], env={"TRACEAGENT_PATCH": "crasher,main"})
+                self.assertEqual(r.returncode, -11)
+                self.assertEqual(r.stderr_lines(), [
+                    "traceagent: patched 2 functions, refused 0"])
+                proc = self.info(r.dump)["processes"][0]
+                names = [f["function"] for f in proc["crash"]["backtrace"]]
+                self.assertEqual(names[:5], ["crasher"] * 4 + ["main"], names)
+                (stack,) = proc["crash"]["stacks"]
+                self.assertEqual([f["function"] for f in stack["open"]],
+                                 ["main"] + ["crasher"] * 4)
+
     def test_registers_kept_in_slow_path(self):
         """ta_leaf's call is the thread's first event (the ring's slow path
         runs, with libc calls): ta_keeper's caller-saved registers, xmm

@@ -14,6 +14,7 @@
  *                       back; then fib(10)
  *   patchme deep N      a recursion N deep (past the return stack's 1024)
  *   patchme signal N    N raise(SIGUSR1)s whose handler calls fib(5)
+ *   patchme crash       crasher() recurses 3 deep and writes through NULL
  *   patchme smallstack  a thread with the smallest stack allowed
  *                       (PTHREAD_STACK_MIN) calls work() once
  *   patchme dlopen LIB N  dlopens LIB (libpatchlib.so) and calls its
@@ -28,6 +29,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +117,15 @@ __attribute__((noipa)) static void jumper(int depth)
 	__asm__ volatile("");
 }
 
+__attribute__((noipa)) static void crasher(int depth)
+{
+	if (depth > 0)
+		crasher(depth - 1);
+	else
+		*(volatile int *)(uintptr_t)depth = 1;
+	__asm__ volatile("");
+}
+
 __attribute__((noipa)) static long deep(int n)
 {
 	long r;
@@ -187,6 +198,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			raise(SIGUSR1);
 		printf("calls fib=%lu\n", n_fib);
+	} else if (strcmp(what, "crash") == 0) {
+		crasher(3);
 	} else if (strcmp(what, "smallstack") == 0) {
 		pthread_attr_t a;
 		pthread_t t;
