@@ -177,5 +177,8 @@ void ta_patch_dump(void) TA_HIDDEN;
 void ta_patch_report_end(void) TA_HIDDEN;
 /* After a dlopen: patches what the patterns name in the new modules. */
 void ta_patch_after_dlopen(void) TA_HIDDEN;
+/* After a dlclose: forgets the modules unloaded, to patch them again if
+ * they come back. */
+void ta_patch_after_dlclose(void) TA_HIDDEN;
 
 #endif

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * interpose.c - libc functions the agent wraps: thread creation and
- * naming (thread identity in the dump), dlopen (the module map), the exec
- * family (what was recorded is written before the image goes) and the
- * exits that skip destructors (so every event reaches the dump).
+ * naming (thread identity in the dump), dlopen and dlclose (the module map,
+ * patching new modules), the exec family (what was recorded is written
+ * before the image goes), the exits that skip destructors (so every event
+ * reaches the dump), and what unwinds the stack (C++ exceptions,
+ * pthread_exit: patched frames get their return addresses back first).
  *
  * Each wrapper finds the real function with dlsym(RTLD_NEXT) once and
  * preserves errno as the real function left it.
@@ -176,6 +178,22 @@ TA_PUBLIC void pthread_exit(void *ret)
 		real(ret);
 	syscall(SYS_exit, 0);
 	__builtin_unreachable();
+}
+
+/* A library unloaded and loaded again is patched again. */
+TA_PUBLIC int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	int r;
+
+	if (!real_dlclose)
+		real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+	if (!real_dlclose)
+		return -1;
+	r = real_dlclose(handle);
+	if (r == 0)
+		ta_patch_after_dlclose();
+	return r;
 }
 
 /* ---- exec: what was recorded reaches the dump before the image goes ---- */

@@ -938,6 +938,40 @@ static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* Forgets the modules no longer loaded: one loaded again, even at the
+ * same place, is new code to patch. */
+static void forget_unloaded(void)
+{
+	struct collect cl = {NULL, 0, 0, 1};
+
+	dl_iterate_phdr(collect_one, &cl);
+	for (size_t k = 0; k < nseen;) {
+		int present = 0;
+		for (size_t i = 0; i < cl.n && !present; i++)
+			present = cl.mods[i].bias == seen[k].bias &&
+				  strcmp(cl.mods[i].path, seen[k].name) == 0;
+		if (present) {
+			k++;
+			continue;
+		}
+		free(seen[k].name);
+		seen[k] = seen[--nseen];
+	}
+	free(cl.mods);
+}
+
+void ta_patch_after_dlclose(void)
+{
+	int saved = errno;
+
+	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&patch_lock);
+	forget_unloaded();
+	pthread_mutex_unlock(&patch_lock);
+	errno = saved;
+}
+
 /* Patches what the patterns name in the modules not looked at before;
  * returns how many functions were patched or refused by this call. */
 static uint64_t patch_new_modules(void)
@@ -1091,6 +1125,10 @@ void ta_patch_report_end(void)
 }
 
 void ta_patch_after_dlopen(void)
+{
+}
+
+void ta_patch_after_dlclose(void)
 {
 }
 

@@ -272,24 +272,27 @@ class PatchTest(tahelp.Case):
         self.assert_calls(self.functions(rep), {"fib": 150, "on_usr1": 10})
 
     def test_dlopen(self):
-        """A library dlopen'ed later is patched before dlopen returns:
-        plib_square's 100 calls; its 4-byte plib_twice is refused; the
-        summary line comes again with the new totals."""
+        """A library dlopen'ed later is patched before dlopen returns, and
+        again when it is loaded again after a dlclose: plib_square's 2 x 100
+        calls; its 4-byte plib_twice is refused each time; the summary line
+        comes again with the new totals."""
         prog = self.prog("patchme-O2-pie-nofp")
         lib = os.path.join(tahelp.PROGRAMS, "libpatchlib.so")
         r = self.patched(prog, ["dlopen", lib, "100"], "libpatchlib.so:plib_*,main",
                          expect_patched=1, extra_lines=[
-                             "traceagent: patched 2 functions, refused 1 (see traceagent info)"])
-        self.assertIn("calls plib_square=100\n", r.stdout)
+                             "traceagent: patched 2 functions, refused 1 (see traceagent info)",
+                             "traceagent: patched 3 functions, refused 2 (see traceagent info)"])
+        self.assertIn("calls plib_square=200\n", r.stdout)
         rep = self.report(r.dump)
         self.assert_whole(rep)
-        self.assert_calls(self.functions(rep), {"main": 1, "plib_square": 100,
+        self.assert_calls(self.functions(rep), {"main": 1, "plib_square": 200,
                                                 "plib_twice": None})
         self.assertEqual(self.functions(rep)["plib_square"]["offset"],
                          tahelp.elf_symbols(lib)["plib_square"])
         patch = self.info(r.dump)["processes"][0]["patch"]
-        self.assertEqual((patch["patched"], patch["refused_count"]), (2, 1))
-        self.assertEqual([(f["name"], f["code"]) for f in patch["refused"]], [("plib_twice", 1)])
+        self.assertEqual((patch["patched"], patch["refused_count"]), (3, 2))
+        self.assertEqual([(f["name"], f["code"]) for f in patch["refused"]],
+                         [("plib_twice", 1)] * 2)
         self.assertEqual(os.path.realpath(patch["refused"][0]["module"]), os.path.realpath(lib))
 
     def test_system_zlib(self):

@@ -17,8 +17,9 @@
  *   patchme crash       crasher() recurses 3 deep and writes through NULL
  *   patchme smallstack  a thread with the smallest stack allowed
  *                       (PTHREAD_STACK_MIN) calls work() once
- *   patchme dlopen LIB N  dlopens LIB (libpatchlib.so) and calls its
- *                       plib_square N times (plib_twice as often)
+ *   patchme dlopen LIB N  twice: dlopens LIB (libpatchlib.so), calls its
+ *                       plib_square N times (plib_twice as often), dlcloses
+ *                       it
  *
  * Each prints its results and "calls NAME=COUNT" for its own counters.
  */
@@ -216,18 +217,21 @@ int main(int argc, char **argv)
 		pthread_join(t, &r);
 		printf("calls worker=%lu work=%lu step=%lu\n", n_worker, n_work, n_step);
 	} else if (strcmp(what, "dlopen") == 0 && argc > 3) {
-		void *h = dlopen(argv[2], RTLD_NOW);
-		int (*square)(int);
-		long sum = 0;
 		int count = atoi(argv[3]);
-		if (!h) {
-			fprintf(stderr, "patchme: %s\n", dlerror());
-			return 1;
+		long sum = 0;
+		for (int round = 0; round < 2; round++) {
+			void *h = dlopen(argv[2], RTLD_NOW);
+			int (*square)(int);
+			if (!h) {
+				fprintf(stderr, "patchme: %s\n", dlerror());
+				return 1;
+			}
+			*(void **)&square = dlsym(h, "plib_square");
+			for (int i = 0; i < count; i++)
+				sum += square(i);
+			dlclose(h);
 		}
-		*(void **)&square = dlsym(h, "plib_square");
-		for (int i = 0; i < count; i++)
-			sum += square(i);
-		printf("sum = %ld\ncalls plib_square=%d\n", sum, count);
+		printf("sum = %ld\ncalls plib_square=%d\n", sum, 2 * count);
 	} else {
 		fprintf(stderr, "patchme: unknown test %s\n", what);
 		return 2;
