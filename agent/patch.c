@@ -964,6 +964,8 @@ void ta_patch_after_dlclose(void)
 {
 	int saved = errno;
 
+	/* Acquire: pairs with the release in patch_init (the patterns and
+	 * the thread key are set up). */
 	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&patch_lock);
@@ -1006,6 +1008,7 @@ void ta_patch_dump(void)
 	pthread_mutex_lock(&patch_lock);
 	ta_buf_u(&b, npatched);
 	ta_buf_u(&b, nrefused);
+	/* Relaxed: a count, read for the record (patch_hot.c adds to it). */
 	ta_buf_u(&b, __atomic_load_n(&ta_patch_frames_without_exit, __ATOMIC_RELAXED));
 	for (size_t i = 0; i < nrefused; i++) {
 		const char *text = refusal_text(refused[i].reason);
@@ -1023,6 +1026,8 @@ void ta_patch_dump(void)
 
 void ta_patch_report_end(void)
 {
+	/* Relaxed: a count; the threads that add to it are done or do not
+	 * matter any more at the end. */
 	uint64_t deep = __atomic_load_n(&ta_patch_frames_without_exit, __ATOMIC_RELAXED);
 
 	if (deep)
@@ -1053,6 +1058,7 @@ void ta_patch_after_dlopen(void)
 {
 	int saved = errno;
 
+	/* Acquire: pairs with the release in patch_init. */
 	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&patch_lock);
@@ -1086,6 +1092,8 @@ __attribute__((constructor)) static void patch_init(void)
 		ta_warn("cannot create a thread key; TRACEAGENT_PATCH ignored");
 		return;
 	}
+	/* Release: a thread that sees patching on (after a dlopen) sees the
+	 * patterns and the key; pairs with the acquires in the dl wrappers. */
 	__atomic_store_n(&patch_on, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&patch_lock);
 	patch_new_modules();

@@ -90,6 +90,7 @@ void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
 	uint32_t n;
 
 	if (TA_UNLIKELY(!r) && !(r = ta_patch_vcall(rstack_new, NULL, NULL))) {
+		/* Relaxed: a count, read at the end (patch.c). */
 		__atomic_add_fetch(&ta_patch_frames_without_exit, 1, __ATOMIC_RELAXED);
 		ta_record(d->fn);
 		return;
@@ -112,6 +113,9 @@ void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
 	/* Reserve the entry before filling it: a signal handler's patched
 	 * calls then push above it, never over it. */
 	r->depth = n + 1;
+	/* Compiler barriers only: the return stack is this thread's, shared
+	 * with its signal handlers alone (the depth before the entry, the
+	 * entry before the slot is replaced). */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	r->f[n].slot = (uint64_t)(uintptr_t)slot;
 	r->f[n].orig = ret;
@@ -141,6 +145,8 @@ uint64_t ta_patch_on_return(uint64_t slot)
 		abort();
 	}
 	e = r->f[n - 1];
+	/* The entry is read before it is given up: a signal handler may
+	 * reuse it as soon as the depth says so. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	r->depth = n - 1;
 	ta_record(e.fn | TA_REC_EXIT);
