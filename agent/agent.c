@@ -54,9 +54,11 @@ void ta_warn(const char *fmt, ...)
 	if ((size_t)n > sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
+	TA_GUARD_ENTER(); /* the agent's write, not the program's */
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* Nowhere left to say it. */
 	}
+	TA_GUARD_LEAVE();
 }
 
 int ta_lock_bounded(pthread_mutex_t *m)
@@ -317,8 +319,10 @@ void ta_agent_shutdown(void)
 	ta_thread_exit();
 	ta_flusher_drain(1);
 	ta_dump_clock();
+	ta_patch_dump();
 	ta_agent_write_end(0);
 	ta_dump_close();
+	ta_patch_report_end();
 	TA_GUARD_LEAVE();
 	errno = saved;
 }

@@ -215,4 +215,25 @@ void ta_dump_crash_mode(void) TA_HIDDEN;
 /* From a crash handler: stops the flusher and drains what can be had. */
 void ta_flusher_crash_drain(void) TA_HIDDEN;
 
+/* ---- dynamic patching (patch.c) ----------------------------------------------------- */
+
+/* The calling thread's patched frames get their real return addresses
+ * back and are forgotten (before pthread_exit unwinds them, or a crash
+ * handler walks them); record_exits: they end now (pthread_exit). */
+void ta_patch_restore(int record_exits) TA_HIDDEN;
+/* Before a C++ throw: the unwinder sees the real return addresses (the
+ * frames are kept); after the catch, whose callee's return slot is at
+ * `limit`, the frames unwound are exited and the others patched again. */
+void ta_patch_unwind_begin(void) TA_HIDDEN;
+void ta_patch_unwind_caught(uint64_t limit) TA_HIDDEN;
+/* Writes the PATCH chunk (cumulative) when patching is on. */
+void ta_patch_dump(void) TA_HIDDEN;
+/* At the end: says on stderr what could not be recorded. */
+void ta_patch_report_end(void) TA_HIDDEN;
+/* After a dlopen: patches what the patterns name in the new modules. */
+void ta_patch_after_dlopen(void) TA_HIDDEN;
+/* After a dlclose: forgets the modules unloaded, to patch them again if
+ * they come back. */
+void ta_patch_after_dlclose(void) TA_HIDDEN;
+
 #endif

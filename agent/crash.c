@@ -102,10 +102,12 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 
 	/* This thread records nothing more (it may have been in a hook),
-	 * library calls included. */
+	 * library calls included.  Its patched frames get their return
+	 * addresses back, for the backtrace below and for the core dump. */
 	ta_cur_stop();
 	TA_GUARD_ENTER();
 	ta_libcalls_enable(0);
+	ta_patch_restore(0);
 	if (__atomic_exchange_n(&crashing, 1, __ATOMIC_ACQ_REL) == 0 &&
 	    (uint32_t)getpid() == __atomic_load_n(&ta_pid, __ATOMIC_RELAXED))
 		record_crash(sig, si, uc);

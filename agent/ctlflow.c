@@ -228,9 +228,11 @@ static int catcher_range(void *pc, struct range *r)
  * hooks ran while unwinding.)
  */
 TA_PUBLIC void *__cxa_begin_catch(void *exc);
-void *__cxa_begin_catch(void *exc)
+/* Never inlined, with a frame pointer: see the return slot below. */
+__attribute__((noinline)) void *__cxa_begin_catch(void *exc)
 {
 	void *(*f)(void *) = (void *(*)(void *))real(REAL_BEGIN_CATCH);
+	void *caught;
 
 	if (recording()) {
 		/* ret - 1: inside the call, in case it is the last
@@ -261,5 +263,10 @@ void *__cxa_begin_catch(void *exc)
 		ta_warn("ctlflow.c: __cxa_begin_catch not found in the next libraries; aborting");
 		abort();
 	}
-	return f(exc);
+	caught = f(exc);
+	/* Patched frames (patch.c): this call's return slot marks where the
+	 * catcher's callees' frames ended; those still alive are patched
+	 * again. */
+	ta_patch_unwind_caught((uint64_t)(uintptr_t)__builtin_frame_address(0) + 8);
+	return caught;
 }

@@ -190,13 +190,19 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 
 	if (len > TA_CHUNK_MAX_PAYLOAD)
 		return -EINVAL;
+	/* Whoever writes (the flusher, a thread draining its ring, the
+	 * patcher, exit), its locks, writes and allocations here are the
+	 * agent's: never recorded as the program's library calls. */
+	TA_GUARD_ENTER();
 	/* With the caller's buffer, compression runs outside the lock, so
 	 * threads that drain their own rings compress in parallel. */
 	if (z)
 		stored = compress(z, payload, len, &stored_len, &h.flags);
 	if (__atomic_load_n(&crash_mode, __ATOMIC_RELAXED)) {
-		if (ta_lock_bounded(&dump_lock) < 0)
+		if (ta_lock_bounded(&dump_lock) < 0) {
+			TA_GUARD_LEAVE();
 			return -EBUSY; /* held by the crashed code itself */
+		}
 	} else {
 		pthread_mutex_lock(&dump_lock);
 	}
@@ -236,6 +242,7 @@ fail:
 		strerror(-err));
 out:
 	pthread_mutex_unlock(&dump_lock);
+	TA_GUARD_LEAVE();
 	return err;
 }
 

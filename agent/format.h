@@ -91,6 +91,7 @@ struct ta_chunk_header {
 	X(END, 8, "end")            /* the process finished writing */          \
 	X(CRASH, 9, "crash")        /* a fatal signal: where and how */      \
 	X(MODULE_UNLOAD, 10, "module-unload") /* a MODULE went away */       \
+	X(PATCH, 11, "patch")       /* functions patched at load, refusals */ \
 	X(LIBCALLS, 12, "libcalls") /* the library functions interposed */
 
 enum ta_chunk_type {

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * interpose.c - libc functions the agent wraps: thread creation and
- * naming (thread identity in the dump), dlopen and dlclose (the module map),
- * sigaltstack (the agent's own alternate stacks stay unseen), the exec
- * family (what was recorded is written before the image goes) and the
- * exits that skip destructors (so every event reaches the dump).
+ * naming (thread identity in the dump), dlopen and dlclose (the module map,
+ * patching new modules), sigaltstack (the agent's own alternate stacks stay
+ * unseen), the exec family (what was recorded is written before the image
+ * goes), the exits that skip destructors (so every event reaches the dump),
+ * and what unwinds the stack (C++ exceptions, pthread_exit: patched frames
+ * get their return addresses back first).
  *
  * Each wrapper finds the real function with dlsym(RTLD_NEXT) once and
  * preserves errno as the real function left it.
@@ -124,6 +126,10 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 		TA_GUARD_LEAVE();
 		errno = saved;
 	}
+	/* Before dlopen returns, the program cannot know the new functions'
+	 * addresses from it (see patch.c for what remains). */
+	if (h)
+		ta_patch_after_dlopen();
 	return h;
 }
 
@@ -139,6 +145,8 @@ TA_PUBLIC int dlclose(void *handle)
 	if (!real_dlclose)
 		return -1;
 	rc = real_dlclose(handle);
+	if (rc == 0)
+		ta_patch_after_dlclose(); /* loaded again, patched again */
 	if (rc == 0 && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 		int saved = errno;
 		uint64_t now = ta_ticks();
@@ -167,12 +175,55 @@ TA_PUBLIC int sigaltstack(const stack_t *ss, stack_t *old)
 	return (int)rc;
 }
 
-/* ---- exec: what was recorded reaches the dump before the image goes ---- */
-
 #define REAL_FN(var, name, type)                                                  \
 	static type var;                                                          \
 	if (!var)                                                                 \
 		var = (type)dlsym(RTLD_NEXT, name)
+
+/* ---- unwinding through patched frames ------------------------------------
+ *
+ * A patched frame's return address is the agent's return stub, which the
+ * unwinder cannot unwind through: before a C++ exception is raised (throw,
+ * rethrow, std::rethrow_exception) the real addresses go back; when it is
+ * caught, the frames still alive are patched again.  pthread_exit unwinds
+ * the thread's stack too.  (pthread_cancel's unwinding is not seen: see
+ * the README.)
+ */
+
+struct _Unwind_Exception;
+typedef int (*raise_fn)(struct _Unwind_Exception *);
+typedef void (*pthread_exit_fn)(void *);
+
+TA_PUBLIC int _Unwind_RaiseException(struct _Unwind_Exception *e);
+TA_PUBLIC int _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e);
+
+int _Unwind_RaiseException(struct _Unwind_Exception *e)
+{
+	REAL_FN(real, "_Unwind_RaiseException", raise_fn);
+	ta_patch_unwind_begin();
+	return real ? real(e) : 5 /* _URC_FATAL_PHASE1_ERROR */;
+}
+
+int _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e)
+{
+	REAL_FN(real, "_Unwind_Resume_or_Rethrow", raise_fn);
+	ta_patch_unwind_begin();
+	return real ? real(e) : 5;
+}
+
+TA_PUBLIC void pthread_exit(void *ret)
+{
+	REAL_FN(real, "pthread_exit", pthread_exit_fn);
+	/* The frames end here; the unwinder must see their real return
+	 * addresses. */
+	ta_patch_restore(1);
+	if (real)
+		real(ret);
+	syscall(SYS_exit, 0);
+	__builtin_unreachable();
+}
+
+/* ---- exec: what was recorded reaches the dump before the image goes ---- */
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);

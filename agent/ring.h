@@ -94,6 +94,13 @@ claimed:
 #endif
 }
 
+/* A file may route the slow path through a wrapper of its own: patch.c's
+ * keeps the vector registers, which the callers of patched functions may
+ * count on. */
+#ifndef TA_RECORD_SLOW
+#define TA_RECORD_SLOW ta_record_slow
+#endif
+
 static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 {
 	struct ta_block *b = ta_cur;
@@ -104,7 +111,7 @@ static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 	 * claim already there is a hook we interrupted (or the slow path's
 	 * placeholder, which is always claimed). */
 	if (TA_UNLIKELY(ta_claim(&b->head))) {
-		ta_record_slow(addr, t);
+		TA_RECORD_SLOW(addr, t);
 		return;
 	}
 	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED) & ~TA_BUSY;
@@ -113,7 +120,7 @@ static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 	 * take the slow path. */
 	if (TA_UNLIKELY(h >= __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
 		__atomic_store_n(&b->head, h, __ATOMIC_RELAXED);
-		ta_record_slow(addr, t);
+		TA_RECORD_SLOW(addr, t);
 		return;
 	}
 	/* The compiler must not move the slot writes above (A). */

@@ -227,6 +227,40 @@ static void text_crash(struct ta_view *v, const struct ta_process *p)
 	}
 }
 
+static void text_patch(const struct ta_patch *pt)
+{
+	printf("  patched %" PRIu64 " functions, refused %" PRIu64 "%s\n", pt->patched,
+	       pt->nrefused, pt->nrefused ? ":" : "");
+	for (uint64_t i = 0; i < pt->nrefused; i++) {
+		const struct ta_patch_refusal *f = &pt->refused[i];
+		printf("    %s (%s, %#" PRIx64 "): %s\n", f->name, ta_base_name(f->module), f->addr,
+		       f->reason);
+	}
+	if (pt->frames_without_exit)
+		printf("  patched calls deeper than the return stack (exit not recorded): %" PRIu64
+		       "\n",
+		       pt->frames_without_exit);
+}
+
+static void json_patch(const struct ta_patch *pt)
+{
+	printf("    \"patch\": {\"patched\": %" PRIu64 ", \"refused_count\": %" PRIu64
+	       ", \"frames_without_exit\": %" PRIu64 ", \"refused\": [",
+	       pt->patched, pt->nrefused, pt->frames_without_exit);
+	for (uint64_t i = 0; i < pt->nrefused; i++) {
+		const struct ta_patch_refusal *f = &pt->refused[i];
+		printf("%s\n      {\"module\": ", i ? "," : "");
+		ta_json_str(stdout, f->module);
+		printf(", \"name\": ");
+		ta_json_str(stdout, f->name);
+		printf(", \"address\": %" PRIu64 ", \"code\": %" PRIu64 ", \"reason\": ", f->addr,
+		       f->code);
+		ta_json_str(stdout, f->reason);
+		putchar('}');
+	}
+	printf("]},\n");
+}
+
 static void text_process(struct ta_view *v, const struct ta_process *p)
 {
 	const struct ta_session *s = v->s;
@@ -288,6 +322,8 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		printf("  missing:     %" PRIu64 " chunks\n", p->chunks_missing);
 	if (p->crash)
 		text_crash(v, p);
+	if (p->patch)
+		text_patch(p->patch);
 	printf("  threads:     %" PRIu64 "\n", c.threads);
 	printf("  %10s %10s %12s %8s %12s  %s\n", "tid", "parent", "events", "lost", "wait",
 	       "name");
@@ -438,6 +474,10 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		json_crash(v, p);
 	else
 		printf("    \"crash\": null,\n");
+	if (p->patch)
+		json_patch(p->patch);
+	else
+		printf("    \"patch\": null,\n");
 	if (p->has_end)
 		printf("    \"end\": {\"events\": %" PRIu64 ", \"lost\": %" PRIu64
 		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s},\n",

@@ -111,6 +111,8 @@ static struct ta_process *process_get(struct ta_session *s, uint32_t pid)
 	return p;
 }
 
+static void patch_free(struct ta_patch *pt);
+
 static void process_free(struct ta_process *p)
 {
 	free(p->arch);
@@ -125,6 +127,7 @@ static void process_free(struct ta_process *p)
 	if (p->crash)
 		free(p->crash->pcs);
 	free(p->crash);
+	patch_free(p->patch);
 	for (size_t i = 0; i < p->nmodules; i++) {
 		free(p->modules[i].path);
 		free(p->modules[i].build_id);
@@ -771,6 +774,61 @@ const struct ta_libcall *ta_process_libcall(const struct ta_process *p, uint64_t
 	return NULL;
 }
 
+static void patch_free(struct ta_patch *pt)
+{
+	if (!pt)
+		return;
+	for (uint64_t i = 0; i < pt->nrefused; i++) {
+		free(pt->refused[i].module);
+		free(pt->refused[i].name);
+		free(pt->refused[i].reason);
+	}
+	free(pt->refused);
+	free(pt);
+}
+
+/* Each PATCH chunk is cumulative (written at start, after a dlopen that
+ * patched more, and at the end): the last one replaces the others. */
+static int patch_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	struct ta_patch *pt = calloc(1, sizeof(*pt));
+	uint64_t n;
+	int rc = -TA_E_PAYLOAD;
+
+	if (!pt)
+		return -TA_E_NOMEM;
+	ta_get_varint(r, &pt->patched);
+	ta_get_varint(r, &n);
+	ta_get_varint(r, &pt->frames_without_exit);
+	/* A refusal takes 5 bytes at least: a larger count is a lie. */
+	if (r->err || n > (uint64_t)(r->end - r->p) / 5)
+		goto fail;
+	pt->refused = n ? calloc((size_t)n, sizeof(*pt->refused)) : NULL;
+	if (n && !pt->refused) {
+		rc = -TA_E_NOMEM;
+		goto fail;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		struct ta_patch_refusal *f = &pt->refused[i];
+		pt->nrefused = i + 1;
+		if ((rc = get_str(r, &f->module)) < 0 || (rc = get_str(r, &f->name)) < 0)
+			goto fail;
+		ta_get_varint(r, &f->addr);
+		ta_get_varint(r, &f->code);
+		if ((rc = get_str(r, &f->reason)) < 0)
+			goto fail;
+		rc = -TA_E_PAYLOAD;
+		if (r->err)
+			goto fail;
+	}
+	patch_free(p->patch);
+	p->patch = pt;
+	return 0;
+fail:
+	patch_free(pt);
+	return rc;
+}
+
 static int crash_chunk(struct ta_process *p, struct ta_reader *r)
 {
 	struct ta_crash *c = calloc(1, sizeof(*c));
@@ -1037,6 +1095,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_LIBCALLS:
 		rc = libcalls_chunk(p, &r);
+		break;
+	case TA_CHUNK_PATCH:
+		rc = patch_chunk(p, &r);
 		break;
 	default:
 		s->unknown_chunks++; /* a later minor version's addition */

@@ -68,6 +68,7 @@ struct ta_process {
 	uint64_t block_size, memory_cap, flush_ms;
 	uint64_t mode; /* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
 	struct ta_crash *crash; /* the CRASH chunk, if the process crashed */
+	struct ta_patch *patch; /* the last PATCH chunk, if functions were patched */
 	/* END's, summed over the images (an exec'd image goes on in the
 	 * dump with a PROCESS chunk of the same pid); flags are the last. */
 	uint64_t end_ticks, end_ns, end_events, end_lost, end_threads, end_flags;
@@ -122,6 +123,18 @@ struct ta_crash {
 	int64_t code; /* si_code */
 	uint64_t *pcs; /* the backtrace, innermost first */
 	size_t npcs;
+};
+
+/* Dynamic patching (PATCH chunk, since 1.2): the counts and the functions
+ * refused, with the reason. */
+struct ta_patch_refusal {
+	char *module, *name, *reason;
+	uint64_t addr, code;
+};
+
+struct ta_patch {
+	uint64_t patched, nrefused, frames_without_exit;
+	struct ta_patch_refusal *refused;
 };
 
 /* One frame of a rebuilt call stack. */

@@ -59,6 +59,7 @@ struct record_opts {
 	const char *flush_ms; /* --flush-ms, or NULL */
 	const char *mode;     /* --mode, or NULL */
 	const char *libcalls; /* --libcalls, or NULL */
+	const char *patch;    /* --patch, or NULL */
 	char **argv;	      /* the program and its arguments */
 };
 
@@ -66,10 +67,12 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
 		   "                         [--flush-ms N] [--mode lossless|drop]\n"
-		   "                         [--libcalls all|none|CLASS,...] [--] PROG [ARGS...]\n"
+		   "                         [--libcalls all|none|CLASS,...] [--patch PATTERNS]\n"
+		   "                         [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
-		   "-finstrument-functions and dynamically linked.\n"
+		   "-finstrument-functions (or its functions named by --patch) and be\n"
+		   "dynamically linked.\n"
 		   "\n"
 		   "  -o, --output FILE   the dump (an existing file is replaced; %%p = pid,\n"
 		   "                      %%%% = %%)\n"
@@ -82,6 +85,8 @@ static void usage(FILE *f)
 		   "  --libcalls LIST     library calls recorded as zones: all, none, or classes\n"
 		   "                      among alloc, lock, io, sleep (comma-separated),\n"
 		   "                      TRACEAGENT_LIBCALLS\n"
+		   "  --patch PATTERNS    patch these functions' entries at load (x86-64):\n"
+		   "                      GLOB or MODULE:GLOB, comma-separated, TRACEAGENT_PATCH\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
@@ -127,6 +132,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 	    {"--flush-ms", 0, offsetof(struct record_opts, flush_ms)},
 	    {"--mode", 0, offsetof(struct record_opts, mode)},
 	    {"--libcalls", 0, offsetof(struct record_opts, libcalls)},
+	    {"--patch", 0, offsetof(struct record_opts, patch)},
 	};
 	int i;
 
@@ -643,7 +649,8 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.memory && set_env("TRACEAGENT_MEMORY", o.memory) < 0) ||
 	    (o.flush_ms && set_env("TRACEAGENT_FLUSH_MS", o.flush_ms) < 0) ||
 	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0) ||
-	    (o.libcalls && set_env("TRACEAGENT_LIBCALLS", o.libcalls) < 0))
+	    (o.libcalls && set_env("TRACEAGENT_LIBCALLS", o.libcalls) < 0) ||
+	    (o.patch && set_env("TRACEAGENT_PATCH", o.patch) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
 }

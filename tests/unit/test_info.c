@@ -147,6 +147,7 @@ START_TEST(json)
 	    "\"flush_ms\": 20, \"mode\": \"lossless\", \"libcalls\": \"none\"},\n"
 	    "    \"events\": 6, \"lost\": 5, \"lost_no_ring\": 0, \"chunks_missing\": 0,\n"
 	    "    \"crash\": null,\n"
+	    "    \"patch\": null,\n"
 	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false},\n"
 	    "    \"threads\": [\n"
 	    "      {\"tid\": 4242, \"name\": \"prog\", \"parent_tid\": 4000, \"events\": 4, "
@@ -266,6 +267,84 @@ START_TEST(incomplete)
 }
 END_TEST
 
+/* A PATCH chunk (dynamic patching): the counts and refusals in text and
+ * JSON; the last chunk replaces an earlier one; a chunk that lies about
+ * its count, or is cut inside a refusal, is an error naming the chunk. */
+static void patch_chunk(struct dumpgen *g, uint64_t patched, uint64_t count, int cut)
+{
+	struct pb b = {0};
+
+	u(&b, patched);
+	u(&b, count);
+	u(&b, 3);
+	pb_str(&b, "/usr/bin/prog");
+	pb_str(&b, "tiny");
+	u(&b, 0x555555555300ull);
+	u(&b, 1);
+	pb_str(&b, "too short for a 5-byte jump");
+	if (!cut) {
+		pb_str(&b, "/usr/lib/libz.so.1");
+		pb_str(&b, "spin");
+		u(&b, 0x7f0000002000ull);
+		u(&b, 99);
+		pb_str(&b, "a reason from a later agent");
+	}
+	chunk(g, TA_CHUNK_PATCH, &b);
+}
+
+START_TEST(patch)
+{
+	struct dumpgen g;
+	struct out *o = malloc(sizeof(*o));
+	char path[64];
+
+	info_dump(&g, 0);
+	patch_chunk(&g, 1, 2, 0);
+	patch_chunk(&g, 7, 2, 0);
+	dg_end(&g, 31000, 15000, 6, 5, 2, 0);
+	dg_write_tmp(&g, path);
+	run(o, "info", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_msg(strstr(o->out,
+			     "\n  patched 7 functions, refused 2:\n"
+			     "    tiny (prog, 0x555555555300): too short for a 5-byte jump\n"
+			     "    spin (libz.so.1, 0x7f0000002000): a reason from a later agent\n"
+			     "  patched calls deeper than the return stack (exit not "
+			     "recorded): 3\n"
+			     "  threads:     2\n"),
+		      "%s", o->out);
+	run(o, "info", "--json", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_msg(strstr(o->out,
+			     "    \"patch\": {\"patched\": 7, \"refused_count\": 2, "
+			     "\"frames_without_exit\": 3, \"refused\": [\n"
+			     "      {\"module\": \"/usr/bin/prog\", \"name\": \"tiny\", "
+			     "\"address\": 93824992236288, \"code\": 1, \"reason\": \"too "
+			     "short for a 5-byte jump\"},\n"
+			     "      {\"module\": \"/usr/lib/libz.so.1\", \"name\": \"spin\", "
+			     "\"address\": 139637976735744, \"code\": 99, \"reason\": \"a "
+			     "reason from a later agent\"}]},\n"),
+		      "%s", o->out);
+	unlink(path);
+	dg_free(&g);
+
+	for (int cut = 0; cut < 2; cut++) {
+		info_dump(&g, 0);
+		patch_chunk(&g, 1, cut ? 2 : 1000000, cut);
+		dg_end(&g, 31000, 15000, 6, 5, 2, 0);
+		dg_write_tmp(&g, path);
+		run(o, "info", "--json", path, NULL);
+		ck_assert_int_eq(o->status, 1);
+		ck_assert_msg(strstr(o->err, ": chunk 11 at offset "), "%s", o->err);
+		ck_assert_msg(strstr(o->err, "malformed payload (patch chunk)"), "%s", o->err);
+		ck_assert_ptr_nonnull(strstr(o->out, "\"patch\": null,"));
+		unlink(path);
+		dg_free(&g);
+	}
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("info");
@@ -275,6 +354,7 @@ int main(void)
 	tcase_add_test(tc, json);
 	tcase_add_test(tc, text);
 	tcase_add_test(tc, incomplete);
+	tcase_add_test(tc, patch);
 	suite_add_tcase(s, tc);
 	return ta_check_run(s);
 }

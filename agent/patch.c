@@ -1,0 +1,1152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * patch.c - tracing code that was never compiled with -finstrument-functions
+ * (x86-64): TRACEAGENT_PATCH names functions by glob, and their entries are
+ * patched when the agent's library is initialised (before main, while only
+ * one thread runs) and when a library is dlopen'ed.
+ *
+ * For each function: capstone decodes the whole body (to find jumps into
+ * its first bytes) and the first instructions that cover a 5-byte jmp;
+ * those are copied into a trampoline, their RIP-relative operands and
+ * relative branches rewritten for the new place, followed by a jmp back.
+ * The entry (after an endbr64, which stays in place) becomes a jmp to the
+ * function's stub, which calls ta_patch_enter_common (patch_stub.S) and
+ * falls into the trampoline.  Stubs and trampolines live in memory mapped
+ * within 2 GiB of the module, so rel32 jumps reach them both ways.  Exits
+ * go through the return stub and the per-thread return stack of
+ * patch_hot.c.
+ *
+ * Refusals rather than corruption: too short, a jump into the bytes the jmp
+ * replaces, an instruction that cannot be moved, a body capstone cannot
+ * decode, ret N, a function reading its own return address, a .cold part,
+ * the entry point, the agent's own dependencies, no memory near the module.
+ * Each is listed in the dump's PATCH chunk (traceagent info) and counted
+ * on stderr.
+ *
+ * Safe points: at start nothing else runs yet; after a dlopen, the new
+ * module's functions are patched before dlopen returns (see the README for
+ * what remains).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "patch.h"
+#include "ta_config.h"
+
+#if TA_HAVE_PATCH
+#include <capstone/capstone.h>
+
+/* ---- patterns --------------------------------------------------------------- */
+
+struct pattern {
+	char *module; /* basename glob, or NULL: the executable */
+	char *glob;
+	int exclude; /* "!...": functions it matches are left alone */
+};
+
+static struct pattern *patterns;
+static size_t npatterns;
+
+/* Parses "[!][MODULE:]GLOB[,...]"; 0, or -1 if nothing usable. */
+static int parse_patterns(const char *spec)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strrchr(tok, ':');
+		struct pattern *p = realloc(patterns, (npatterns + 1) * sizeof(*p));
+		if (!p)
+			break;
+		patterns = p;
+		p = &patterns[npatterns];
+		p->exclude = tok[0] == '!';
+		tok += p->exclude;
+		if (colon) {
+			*colon = 0;
+			p->module = strdup(tok);
+			p->glob = strdup(colon + 1);
+		} else {
+			p->module = NULL;
+			p->glob = strdup(tok);
+		}
+		if (!p->glob || !*p->glob || (colon && (!p->module || !*p->module))) {
+			ta_warn("TRACEAGENT_PATCH: empty pattern in \"%s\" ignored", spec);
+			free(p->module);
+			free(p->glob);
+			continue;
+		}
+		npatterns++;
+	}
+	free(copy);
+	return npatterns ? 0 : -1;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* Whether function `name` of the module is asked for: an inclusion
+ * matches it and no exclusion does. */
+static int wanted(const char *modbase, int is_exe, const char *name)
+{
+	int in = 0;
+
+	for (size_t i = 0; i < npatterns; i++) {
+		const struct pattern *p = &patterns[i];
+		if (p->module ? fnmatch(p->module, modbase, 0) != 0 : !is_exe)
+			continue;
+		if (fnmatch(p->glob, name, 0) == 0) {
+			if (p->exclude)
+				return 0;
+			in = 1;
+		}
+	}
+	return in;
+}
+
+/* Whether any pattern names this module at all. */
+static int module_named(const char *modbase, int is_exe)
+{
+	for (size_t i = 0; i < npatterns; i++)
+		if (!patterns[i].exclude &&
+		    (patterns[i].module ? fnmatch(patterns[i].module, modbase, 0) == 0 : is_exe))
+			return 1;
+	return 0;
+}
+
+/* The agent's own dependencies: patching them would have the agent trace
+ * (and re-enter) itself, and the loader runs before anything is safe. */
+static const char *const untouchable[] = {
+    "libc.so*",	 "ld-linux*",	   "libtraceagent*", "liblz4.so*",   "libunwind*",  "liblzma.so*",
+    "libgcc_s*", "libpthread.so*", "libdl.so*",	     "libcapstone*", "linux-vdso*",
+};
+
+static int is_untouchable(const char *modbase)
+{
+	for (size_t i = 0; i < sizeof(untouchable) / sizeof(untouchable[0]); i++)
+		if (fnmatch(untouchable[i], modbase, 0) == 0)
+			return 1;
+	return 0;
+}
+
+/* ---- results ---------------------------------------------------------------- */
+
+#define REFUSALS(X)                                                                                \
+	X(SHORT, 1, "too short for a 5-byte jump")                                                 \
+	X(JUMP_TARGET, 2, "its first bytes are the target of a jump inside it")                    \
+	X(UNMOVABLE, 3, "an instruction in its first bytes cannot be moved")                       \
+	X(UNDECODABLE, 4, "capstone cannot decode its body")                                       \
+	X(NOT_CODE, 5, "not in an executable segment")                                             \
+	X(NO_MEMORY, 6, "no memory for a trampoline within 2 GiB")                                 \
+	X(AGENT_DEP, 7, "the module is one the agent itself uses")                                 \
+	X(ENTRY_POINT, 8, "the program's entry point, which is jumped to, not called")             \
+	X(RET_POPS, 9, "it returns with ret N, popping its caller's arguments")                    \
+	X(READS_RET, 10, "it reads or moves its own return address")                               \
+	X(COLD_PART, 11, "a part of another function (.cold), entered by a jump")
+
+enum refusal {
+#define TA_X(name, code, text) R_##name = code,
+	REFUSALS(TA_X)
+#undef TA_X
+};
+
+static const char *refusal_text(unsigned code)
+{
+	switch (code) {
+#define TA_X(name, code, text)                                                                     \
+	case code:                                                                                 \
+		return text;
+		REFUSALS(TA_X)
+#undef TA_X
+	}
+	return "unknown";
+}
+
+struct refused {
+	char *module;
+	char *name;
+	uint64_t addr;
+	unsigned reason;
+};
+
+static struct refused *refused;
+static size_t nrefused, refused_cap;
+static uint64_t npatched;
+static int patch_on; /* patterns were given and parsed */
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void refuse(const char *module, const char *name, uint64_t addr, unsigned reason)
+{
+	if (nrefused == refused_cap) {
+		size_t cap = refused_cap ? 2 * refused_cap : 64;
+		struct refused *r = realloc(refused, cap * sizeof(*r));
+		if (!r)
+			return;
+		refused = r;
+		refused_cap = cap;
+	}
+	refused[nrefused].module = strdup(module);
+	refused[nrefused].name = strdup(name);
+	refused[nrefused].addr = addr;
+	refused[nrefused].reason = reason;
+	if (refused[nrefused].module && refused[nrefused].name)
+		nrefused++;
+}
+
+/* ---- memory near a module ------------------------------------------------------ */
+
+#define POOL_SIZE (256u << 10)
+#define NEAR	  (1ll << 31)
+
+struct pool {
+	uint8_t *base;
+	size_t used;
+};
+
+static int near_enough(uint64_t a, uint64_t b)
+{
+	int64_t d = (int64_t)(a - b);
+	return d > -NEAR + (1 << 20) && d < NEAR - (1 << 20);
+}
+
+/* Maps POOL_SIZE bytes within reach of [lo, hi); NULL if none is free. */
+static uint8_t *map_near(uint64_t lo, uint64_t hi)
+{
+	const uint64_t step = 1u << 20;
+
+	for (int dir = 0; dir < 2; dir++) {
+		for (uint64_t k = 1; k < 1024; k++) {
+			uint64_t hint = dir == 0 ? ((hi + step - 1) & ~(step - 1)) + k * step
+						 : (lo & ~(step - 1)) - k * step - POOL_SIZE;
+			void *p;
+			if (dir == 1 && hint > lo)
+				break;
+			if (!near_enough(hint, lo) || !near_enough(hint + POOL_SIZE, hi))
+				break;
+			p = mmap((void *)(uintptr_t)hint, POOL_SIZE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			if (p == MAP_FAILED)
+				continue;
+			if ((uint64_t)(uintptr_t)p != hint) {
+				/* An old kernel took the flag as a hint. */
+				munmap(p, POOL_SIZE);
+				continue;
+			}
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* ---- analysis and relocation ---------------------------------------------------------- */
+
+/*
+ * A function's slot in the pool:
+ *   0  desc: the function's entry address
+ *   8  the address of ta_patch_enter_common
+ *  16  the stub, where the entry jumps:
+ *        push %r11; movabs $slot, %r11; call *-26(%rip); pop %r11
+ *  36  the trampoline: the relocated first instructions, jmp back
+ */
+#define STUB_AT	  16
+#define TRAMP_AT  36
+#define SLOT_SIZE 128
+
+struct plan {
+	uint64_t start;	  /* where the jmp goes: the entry, or after endbr64 */
+	unsigned len;	  /* bytes the copied instructions cover (>= 5) */
+	uint8_t code[96]; /* the relocated copy, for a trampoline at `at` */
+	unsigned code_len;
+};
+
+static csh cs;
+
+static int fits32(int64_t v)
+{
+	return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+static void put32(uint8_t *p, int32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+/* Finds the branch target of a relative jmp/call, or 0. */
+static uint64_t branch_target(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	for (int i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_IMM)
+			return (uint64_t)x->operands[i].imm;
+	return 0;
+}
+
+static int in_group(const cs_insn *in, uint8_t g)
+{
+	for (int i = 0; i < in->detail->groups_count; i++)
+		if (in->detail->groups[i] == g)
+			return 1;
+	return 0;
+}
+
+/*
+ * Whether the instruction reads or moves the function's return address,
+ * which the patch replaces with the return stub's: a pop or an rsp-based
+ * access at the slot while the stack pointer's offset from the entry is
+ * known (*delta >= 0), or an access at the slot through the frame pointer
+ * (*rbp_at: the offset at which `mov %rsp, %rbp` set it; -1 before).
+ * Updates both.  Code generators that move return addresses (V8's
+ * builtins copy theirs to build frames) would make the return stub lose
+ * the frame; so would __builtin_return_address(0) see the stub.
+ */
+static int touches_return_address(const cs_insn *in, int64_t *delta, int64_t *rbp_at)
+{
+	const cs_x86 *x = &in->detail->x86;
+	const cs_x86_op *o0 = x->op_count > 0 ? &x->operands[0] : NULL;
+
+	for (int i = 0; i < x->op_count; i++) {
+		const cs_x86_op *o = &x->operands[i];
+		if (o->type != X86_OP_MEM || o->mem.index != X86_REG_INVALID)
+			continue;
+		if (o->mem.base == X86_REG_RSP && *delta >= 0 && o->mem.disp == *delta)
+			return 1;
+		if (o->mem.base == X86_REG_RBP && *rbp_at >= 0 && o->mem.disp == *rbp_at)
+			return 1;
+	}
+	if (*delta < 0)
+		return 0;
+	switch (in->id) {
+	case X86_INS_PUSH:
+	case X86_INS_PUSHFQ:
+		*delta += 8;
+		return 0;
+	case X86_INS_POP:
+	case X86_INS_POPFQ:
+		if (*delta == 0)
+			return 1;
+		*delta -= 8;
+		return 0;
+	case X86_INS_SUB:
+	case X86_INS_ADD:
+		if (o0 && o0->type == X86_OP_REG && o0->reg == X86_REG_RSP) {
+			if (x->op_count == 2 && x->operands[1].type == X86_OP_IMM)
+				*delta += in->id == X86_INS_SUB ? x->operands[1].imm
+								: -x->operands[1].imm;
+			else
+				*delta = -1;
+		}
+		return 0;
+	case X86_INS_MOV:
+		if (o0 && o0->type == X86_OP_REG && o0->reg == X86_REG_RBP && x->op_count == 2 &&
+		    x->operands[1].type == X86_OP_REG && x->operands[1].reg == X86_REG_RSP &&
+		    *rbp_at < 0)
+			*rbp_at = *delta;
+		break;
+	case X86_INS_RET:
+	case X86_INS_JMP:
+		/* What follows is reached by a jump, with a stack depth this
+		 * linear walk does not know. */
+		*delta = -1;
+		return 0;
+	default:
+		break;
+	}
+	if (o0 && o0->type == X86_OP_REG && o0->reg == X86_REG_RSP && (o0->access & CS_AC_WRITE))
+		*delta = -1;
+	else if (in->id == X86_INS_LEAVE)
+		*delta = -1;
+	return 0;
+}
+
+/* Decodes the function [addr, addr + size) and plans its patch; 0, or the
+ * refusal code. */
+static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
+{
+	static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+	const uint8_t *code = (const uint8_t *)(uintptr_t)addr;
+	const uint8_t *p;
+	size_t left;
+	uint64_t a;
+	cs_insn *in;
+	unsigned why = 0;
+	int64_t delta = 0, rbp_at = -1;
+
+	pl->start = addr;
+	if (size >= 4 && memcmp(code, endbr64, 4) == 0)
+		pl->start = addr + 4;
+	if (addr + size < pl->start + 5)
+		return R_SHORT;
+	in = cs_malloc(cs);
+	if (!in)
+		return R_UNDECODABLE;
+
+	/* The region: whole instructions from start covering 5 bytes. */
+	p = (const uint8_t *)(uintptr_t)pl->start;
+	left = (size_t)(addr + size - pl->start);
+	a = pl->start;
+	pl->len = 0;
+	while (pl->len < 5) {
+		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
+			why = left < 15 ? R_SHORT : R_UNDECODABLE;
+			goto out;
+		}
+		pl->len += in->size;
+	}
+
+	/* The body: no jump may land in the region (it would run the stub's
+	 * jmp, or half an instruction), and no call inside it but to the
+	 * entry (recursion). */
+	p = code;
+	left = (size_t)size;
+	a = addr;
+	while (left > 0) {
+		uint64_t t;
+		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
+			why = R_UNDECODABLE;
+			goto out;
+		}
+		if (touches_return_address(in, &delta, &rbp_at)) {
+			why = R_READS_RET;
+			goto out;
+		}
+		/* ret N (callee pops, as in V8's generated code): the return
+		 * stub would find the frame by a slot N bytes off. */
+		if (in_group(in, X86_GRP_RET) && in->detail->x86.op_count > 0) {
+			why = R_RET_POPS;
+			goto out;
+		}
+		if (!in_group(in, X86_GRP_JUMP) && !in_group(in, X86_GRP_CALL))
+			continue;
+		t = branch_target(in);
+		if (!t)
+			continue;
+		if (in_group(in, X86_GRP_CALL) ? t > addr && t < pl->start + pl->len
+					       : t >= pl->start && t < pl->start + pl->len) {
+			why = R_JUMP_TARGET;
+			goto out;
+		}
+	}
+out:
+	cs_free(in, 1);
+	return why;
+}
+
+/* Where the 32-bit displacement of a RIP-relative operand sits in the
+ * instruction, or -1.  Capstone 4 gets encoding.disp_size wrong for some
+ * SSE forms (2 for movdqa x(%rip), %xmm0): then the displacement's bytes
+ * are looked for, and taken only if they occur once. */
+static int disp_offset(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+	int32_t d = 0;
+	int at = -1, found = 0;
+
+	if (x->encoding.disp_offset != 0 && x->encoding.disp_size == 4)
+		return x->encoding.disp_offset;
+	for (int i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM && x->operands[i].mem.base == X86_REG_RIP) {
+			if (!fits32(x->operands[i].mem.disp))
+				return -1;
+			d = (int32_t)x->operands[i].mem.disp;
+			found = 1;
+		}
+	if (!found)
+		return -1;
+	for (int i = 1; i + 4 <= in->size; i++)
+		if (memcmp(in->bytes + i, &d, 4) == 0) {
+			if (at >= 0)
+				return -1;
+			at = i;
+		}
+	return at;
+}
+
+/* Writes the relocated region for a trampoline at `at` into pl->code;
+ * 0 or a refusal. */
+static unsigned relocate(struct plan *pl, uint64_t at)
+{
+	const uint8_t *p = (const uint8_t *)(uintptr_t)pl->start;
+	size_t left = pl->len;
+	uint64_t a = pl->start;
+	uint8_t *out = pl->code;
+	cs_insn *in = cs_malloc(cs);
+	unsigned why = 0;
+
+	if (!in)
+		return R_UNDECODABLE;
+	while (left > 0) {
+		const cs_x86 *x;
+		uint64_t here = at + (uint64_t)(out - pl->code);
+		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
+			why = R_UNDECODABLE;
+			break;
+		}
+		/* At most 19 bytes in at most 5 instructions, each growing by 4 at
+		 * most: far within the buffer; checked all the same. */
+		if ((size_t)(out - pl->code) + in->size + 8 + 5 > sizeof(pl->code)) {
+			why = R_UNMOVABLE;
+			break;
+		}
+		x = &in->detail->x86;
+		if (in_group(in, X86_GRP_BRANCH_RELATIVE)) {
+			uint64_t t = branch_target(in);
+			uint8_t op = x->opcode[0];
+			int64_t rel;
+			if (op == 0xe8 || op == 0xe9 || op == 0xeb) {
+				rel = (int64_t)(t - (here + 5));
+				*out++ = op == 0xe8 ? 0xe8 : 0xe9;
+			} else if ((op >= 0x70 && op <= 0x7f) ||
+				   (op == 0x0f && x->opcode[1] >= 0x80 && x->opcode[1] <= 0x8f)) {
+				uint8_t cc = op == 0x0f ? x->opcode[1] & 0xf : op & 0xf;
+				rel = (int64_t)(t - (here + 6));
+				*out++ = 0x0f;
+				*out++ = (uint8_t)(0x80 | cc);
+			} else {
+				why = R_UNMOVABLE; /* loop, jrcxz, xbegin */
+				break;
+			}
+			if (!fits32(rel)) {
+				why = R_NO_MEMORY;
+				break;
+			}
+			put32(out, (int32_t)rel);
+			out += 4;
+			continue;
+		}
+		memcpy(out, in->bytes, in->size);
+		for (int i = 0; i < x->op_count; i++) {
+			const cs_x86_op *o = &x->operands[i];
+			int64_t disp;
+			int doff;
+			if (o->type != X86_OP_MEM || o->mem.base != X86_REG_RIP)
+				continue;
+			doff = disp_offset(in);
+			if (doff < 0) {
+				why = R_UNMOVABLE;
+				goto out;
+			}
+			disp = (int64_t)(in->address + in->size + (uint64_t)o->mem.disp -
+					 (here + in->size));
+			if (!fits32(disp)) {
+				why = R_NO_MEMORY;
+				goto out;
+			}
+			put32(out + doff, (int32_t)disp);
+		}
+		out += in->size;
+	}
+out:
+	cs_free(in, 1);
+	if (!why) {
+		/* jmp back to the rest of the function. */
+		uint64_t here = at + (uint64_t)(out - pl->code);
+		int64_t rel = (int64_t)(pl->start + pl->len - (here + 5));
+		if (!fits32(rel))
+			return R_NO_MEMORY;
+		*out++ = 0xe9;
+		put32(out, (int32_t)rel);
+		out += 4;
+		pl->code_len = (unsigned)(out - pl->code);
+	}
+	return why;
+}
+
+/* ---- one module ------------------------------------------------------------------ */
+
+struct cand {
+	uint64_t addr, size;
+	const char *name;
+	int entry; /* the ELF entry point (_start) */
+};
+
+struct module {
+	char path[4096];
+	uint64_t bias;
+	int is_exe;
+	uint64_t lo, hi; /* span of the executable segments */
+	struct {
+		uint64_t start, end;
+		int prot;
+	} seg[16];
+	int nseg;
+};
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int prot_of(uint32_t flags)
+{
+	return ((flags & PF_R) ? PROT_READ : 0) | ((flags & PF_W) ? PROT_WRITE : 0) |
+	       ((flags & PF_X) ? PROT_EXEC : 0);
+}
+
+/* The functions of the module's symbol table that the patterns name,
+ * sorted by address, aliases removed.  *map and *maplen: the file's mapping,
+ * which the names point into. */
+static struct cand *module_candidates(const struct module *m, size_t *n, void **map, size_t *maplen)
+{
+	const ElfW(Ehdr) * eh;
+	const ElfW(Shdr) * sh, *symsec = NULL;
+	struct cand *c = NULL;
+	size_t nc = 0, cap = 0;
+	struct stat st;
+	int fd;
+
+	*n = 0;
+	*map = NULL;
+	fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(*eh)) {
+		close(fd);
+		return NULL;
+	}
+	*maplen = (size_t)st.st_size;
+	*map = mmap(NULL, *maplen, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (*map == MAP_FAILED) {
+		*map = NULL;
+		return NULL;
+	}
+	eh = *map;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shoff == 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)) > *maplen)
+		return NULL;
+	sh = (const ElfW(Shdr) *)((const char *)*map + eh->e_shoff);
+	for (int pass = 0; pass < 2 && !symsec; pass++)
+		for (unsigned i = 0; i < eh->e_shnum; i++)
+			if (sh[i].sh_type == (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM)) {
+				symsec = &sh[i];
+				break;
+			}
+	if (!symsec || symsec->sh_link >= eh->e_shnum ||
+	    symsec->sh_offset + symsec->sh_size > *maplen ||
+	    sh[symsec->sh_link].sh_offset + sh[symsec->sh_link].sh_size > *maplen)
+		return NULL;
+	{
+		const ElfW(Sym) *sym = (const ElfW(Sym) *)((const char *)*map + symsec->sh_offset);
+		size_t nsym = symsec->sh_size / sizeof(ElfW(Sym));
+		const char *str = (const char *)*map + sh[symsec->sh_link].sh_offset;
+		size_t strsize = sh[symsec->sh_link].sh_size;
+		const char *modbase = base_name(m->path);
+
+		for (size_t i = 0; i < nsym; i++) {
+			const char *name;
+			if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC ||
+			    sym[i].st_shndx == SHN_UNDEF || sym[i].st_size == 0 ||
+			    sym[i].st_name >= strsize)
+				continue;
+			name = str + sym[i].st_name;
+			if (!memchr(name, 0, strsize - sym[i].st_name) ||
+			    !wanted(modbase, m->is_exe, name))
+				continue;
+			if (nc == cap) {
+				size_t ncap = cap ? 2 * cap : 64;
+				struct cand *x = realloc(c, ncap * sizeof(*x));
+				if (!x)
+					break;
+				c = x;
+				cap = ncap;
+			}
+			c[nc].addr = m->bias + sym[i].st_value;
+			c[nc].size = sym[i].st_size;
+			c[nc].name = name;
+			c[nc].entry = m->is_exe && sym[i].st_value == eh->e_entry;
+			nc++;
+		}
+	}
+	if (nc > 1) {
+		size_t k = 1;
+		qsort(c, nc, sizeof(*c), cand_cmp);
+		for (size_t i = 1; i < nc; i++)
+			if (c[i].addr != c[k - 1].addr)
+				c[k++] = c[i];
+		nc = k;
+	}
+	*n = nc;
+	return c;
+}
+
+/* GCC's foo.cold (or foo.cold.N): the unlikely part of foo, split out
+ * and jumped to from it; what its entry finds on the stack is foo's, not
+ * a return address. */
+static int is_cold_part(const char *name)
+{
+	const char *c = strstr(name, ".cold");
+
+	return c && (c[5] == 0 || c[5] == '.');
+}
+
+static int seg_of(const struct module *m, uint64_t a, uint64_t len)
+{
+	for (int i = 0; i < m->nseg; i++)
+		if (a >= m->seg[i].start && a + len <= m->seg[i].end)
+			return i;
+	return -1;
+}
+
+/* Makes the executable segments writable (1) or gives them back their
+ * protections (0); 0 or -errno. */
+static int segments_writable(const struct module *m, int on)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	for (int i = 0; i < m->nseg; i++) {
+		uint64_t s = m->seg[i].start & ~(uint64_t)(pg - 1);
+		int prot = on ? m->seg[i].prot | PROT_WRITE : m->seg[i].prot;
+		if (mprotect((void *)(uintptr_t)s, m->seg[i].end - s, prot) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+struct job {
+	struct plan pl;
+	uint8_t *slot; /* stub, desc, trampoline in the pool */
+};
+
+static void patch_module(const struct module *m)
+{
+	const char *modbase = base_name(m->path);
+	void *map;
+	size_t maplen = 0, n;
+	struct cand *c;
+	struct job *jobs;
+	size_t njobs = 0;
+	struct pool pools[64];
+	int npools = 0;
+	int err;
+
+	if (!module_named(modbase, m->is_exe))
+		return;
+	c = module_candidates(m, &n, &map, &maplen);
+	if (!c || n == 0) {
+		free(c);
+		if (map)
+			munmap(map, maplen);
+		return;
+	}
+	if (!m->is_exe && is_untouchable(modbase)) {
+		for (size_t i = 0; i < n; i++)
+			refuse(m->path, c[i].name, c[i].addr, R_AGENT_DEP);
+		goto done;
+	}
+	jobs = calloc(n, sizeof(*jobs));
+	if (!jobs)
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = &jobs[njobs];
+		unsigned why;
+		if (seg_of(m, c[i].addr, c[i].size) < 0) {
+			refuse(m->path, c[i].name, c[i].addr, R_NOT_CODE);
+			continue;
+		}
+		if (c[i].entry) {
+			refuse(m->path, c[i].name, c[i].addr, R_ENTRY_POINT);
+			continue;
+		}
+		if (is_cold_part(c[i].name)) {
+			refuse(m->path, c[i].name, c[i].addr, R_COLD_PART);
+			continue;
+		}
+		why = analyse(c[i].addr, c[i].size, &j->pl);
+		if (!why) {
+			struct pool *pool = npools ? &pools[npools - 1] : NULL;
+			if ((!pool || pool->used + SLOT_SIZE > POOL_SIZE) &&
+			    npools < (int)(sizeof(pools) / sizeof(pools[0]))) {
+				uint8_t *b = map_near(m->lo, m->hi);
+				if (b) {
+					pools[npools].base = b;
+					pools[npools].used = 0;
+					pool = &pools[npools++];
+				}
+			}
+			if (!pool || pool->used + SLOT_SIZE > POOL_SIZE)
+				why = R_NO_MEMORY;
+			else {
+				j->slot = pool->base + pool->used;
+				why = relocate(&j->pl, (uint64_t)(uintptr_t)j->slot + TRAMP_AT);
+				if (!why && !fits32((int64_t)((uint64_t)(uintptr_t)j->slot +
+							      STUB_AT - (j->pl.start + 5))))
+					why = R_NO_MEMORY;
+				if (!why)
+					pool->used += SLOT_SIZE;
+			}
+		}
+		if (why) {
+			refuse(m->path, c[i].name, c[i].addr, why);
+			continue;
+		}
+		/* The descriptor, the stub and the trampoline. */
+		{
+			uint8_t *s = j->slot;
+			uint64_t self = (uint64_t)(uintptr_t)s;
+			uint64_t common = (uint64_t)(uintptr_t)ta_patch_enter_common;
+			memcpy(s, &c[i].addr, 8);
+			memcpy(s + 8, &common, 8);
+			s[16] = 0x41; /* push %r11 */
+			s[17] = 0x53;
+			s[18] = 0x49; /* movabs $slot, %r11 */
+			s[19] = 0xbb;
+			memcpy(s + 20, &self, 8);
+			s[28] = 0xff; /* call *-26(%rip): the pointer at 8 */
+			s[29] = 0x15;
+			put32(s + 30, 8 - 34);
+			s[34] = 0x41; /* pop %r11 */
+			s[35] = 0x5b;
+			memcpy(s + TRAMP_AT, j->pl.code, j->pl.code_len);
+		}
+		njobs++;
+	}
+	for (int i = 0; i < npools; i++)
+		if (mprotect(pools[i].base, POOL_SIZE, PROT_READ | PROT_EXEC) < 0) {
+			err = -errno;
+			goto fail;
+		}
+	if (njobs == 0)
+		goto out;
+	/* Other threads may run this module's other functions (a dlopen'ed
+	 * library's constructor started one): keep the pages executable while
+	 * they are written. */
+	err = segments_writable(m, 1);
+	if (err < 0) {
+	fail:
+		ta_warn("cannot patch %s: mprotect: %s; its functions are not traced", m->path,
+			strerror(-err));
+		goto out;
+	}
+	for (size_t i = 0; i < njobs; i++) {
+		uint8_t *e = (uint8_t *)(uintptr_t)jobs[i].pl.start;
+		uint8_t jmp[5];
+		jmp[0] = 0xe9;
+		put32(jmp + 1, (int32_t)((int64_t)((uint64_t)(uintptr_t)jobs[i].slot + STUB_AT -
+						   (jobs[i].pl.start + 5))));
+		/* The bytes past the jmp are never run: trap if they were. */
+		memset(e + 5, 0xcc, jobs[i].pl.len - 5);
+		memcpy(e, jmp, 5);
+	}
+	segments_writable(m, 0);
+	npatched += njobs;
+out:
+	free(jobs);
+done:
+	free(c);
+	munmap(map, maplen);
+}
+
+/* ---- modules ----------------------------------------------------------------------- */
+
+/* The modules already looked at, by load bias and name. */
+struct seen {
+	uint64_t bias;
+	char *name;
+};
+static struct seen *seen;
+static size_t nseen;
+
+static int seen_before(uint64_t bias, const char *name)
+{
+	struct seen *s;
+
+	for (size_t i = 0; i < nseen; i++)
+		if (seen[i].bias == bias && strcmp(seen[i].name, name) == 0)
+			return 1;
+	s = realloc(seen, (nseen + 1) * sizeof(*s));
+	if (!s)
+		return 0;
+	seen = s;
+	seen[nseen].name = strdup(name);
+	if (seen[nseen].name)
+		seen[nseen++].bias = bias;
+	return 0;
+}
+
+struct collect {
+	struct module *mods;
+	size_t n, cap;
+	int first;
+};
+
+static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct collect *cl = arg;
+	struct module *m;
+	int first = cl->first;
+
+	(void)size;
+	cl->first = 0;
+	if (!first && (!info->dlpi_name || !*info->dlpi_name))
+		return 0; /* the vdso */
+	if (cl->n == cl->cap) {
+		size_t cap = cl->cap ? 2 * cl->cap : 16;
+		struct module *x = realloc(cl->mods, cap * sizeof(*x));
+		if (!x)
+			return 1;
+		cl->mods = x;
+		cl->cap = cap;
+	}
+	m = &cl->mods[cl->n];
+	memset(m, 0, sizeof(*m));
+	if (first) {
+		ssize_t k = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
+		m->path[k > 0 ? k : 0] = 0;
+		m->is_exe = 1;
+	} else {
+		size_t len = strlen(info->dlpi_name);
+		if (len >= sizeof(m->path))
+			return 0;
+		memcpy(m->path, info->dlpi_name, len + 1);
+	}
+	m->bias = info->dlpi_addr;
+	m->lo = UINT64_MAX;
+	for (int i = 0; i < info->dlpi_phnum && m->nseg < 16; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		m->seg[m->nseg].start = m->bias + ph->p_vaddr;
+		m->seg[m->nseg].end = m->bias + ph->p_vaddr + ph->p_memsz;
+		m->seg[m->nseg].prot = prot_of(ph->p_flags);
+		if (m->seg[m->nseg].start < m->lo)
+			m->lo = m->seg[m->nseg].start;
+		if (m->seg[m->nseg].end > m->hi)
+			m->hi = m->seg[m->nseg].end;
+		m->nseg++;
+	}
+	if (m->nseg && m->path[0])
+		cl->n++;
+	return 0;
+}
+
+/* Forgets the modules no longer loaded: one loaded again, even at the
+ * same place, is new code to patch. */
+static void forget_unloaded(void)
+{
+	struct collect cl = {NULL, 0, 0, 1};
+
+	dl_iterate_phdr(collect_one, &cl);
+	for (size_t k = 0; k < nseen;) {
+		int present = 0;
+		for (size_t i = 0; i < cl.n && !present; i++)
+			present = cl.mods[i].bias == seen[k].bias &&
+				  strcmp(cl.mods[i].path, seen[k].name) == 0;
+		if (present) {
+			k++;
+			continue;
+		}
+		free(seen[k].name);
+		seen[k] = seen[--nseen];
+	}
+	free(cl.mods);
+}
+
+void ta_patch_after_dlclose(void)
+{
+	int saved = errno;
+
+	/* Acquire: pairs with the release in patch_init (the patterns and
+	 * the thread key are set up). */
+	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&patch_lock);
+	forget_unloaded();
+	pthread_mutex_unlock(&patch_lock);
+	errno = saved;
+}
+
+/* Patches what the patterns name in the modules not looked at before;
+ * returns how many functions were patched or refused by this call. */
+static uint64_t patch_new_modules(void)
+{
+	struct collect cl = {NULL, 0, 0, 1};
+	uint64_t before = npatched + nrefused;
+	Dl_info self;
+
+	dl_iterate_phdr(collect_one, &cl);
+	if (!dladdr((void *)(uintptr_t)ta_patch_ret_stub, &self))
+		self.dli_fbase = NULL;
+	for (size_t i = 0; i < cl.n; i++) {
+		struct module *m = &cl.mods[i];
+		if (seen_before(m->bias, m->path))
+			continue;
+		if ((uint64_t)(uintptr_t)self.dli_fbase == m->bias && !m->is_exe)
+			continue; /* the agent */
+		patch_module(m);
+	}
+	free(cl.mods);
+	return npatched + nrefused - before;
+}
+
+/* ---- the PATCH chunk and the summary ----------------------------------------------------- */
+
+void ta_patch_dump(void)
+{
+	struct ta_buf b = {0};
+
+	if (!patch_on || (npatched == 0 && nrefused == 0))
+		return;
+	pthread_mutex_lock(&patch_lock);
+	ta_buf_u(&b, npatched);
+	ta_buf_u(&b, nrefused);
+	/* Relaxed: a count, read for the record (patch_hot.c adds to it). */
+	ta_buf_u(&b, __atomic_load_n(&ta_patch_frames_without_exit, __ATOMIC_RELAXED));
+	for (size_t i = 0; i < nrefused; i++) {
+		const char *text = refusal_text(refused[i].reason);
+		ta_buf_str(&b, refused[i].module, strlen(refused[i].module));
+		ta_buf_str(&b, refused[i].name, strlen(refused[i].name));
+		ta_buf_u(&b, refused[i].addr);
+		ta_buf_u(&b, refused[i].reason);
+		ta_buf_str(&b, text, strlen(text));
+	}
+	pthread_mutex_unlock(&patch_lock);
+	if (!b.oom)
+		ta_dump_chunk(TA_CHUNK_PATCH, b.p, b.len);
+	ta_buf_free(&b);
+}
+
+void ta_patch_report_end(void)
+{
+	/* Relaxed: a count; the threads that add to it are done or do not
+	 * matter any more at the end. */
+	uint64_t deep = __atomic_load_n(&ta_patch_frames_without_exit, __ATOMIC_RELAXED);
+
+	if (deep)
+		ta_warn("%llu calls of patched functions nested deeper than %d patched frames: "
+			"entered, their exits not recorded",
+			(unsigned long long)deep, TA_PATCH_RSTACK_DEPTH);
+}
+
+static void summary(void)
+{
+	ta_warn("patched %llu functions, refused %llu%s", (unsigned long long)npatched,
+		(unsigned long long)nrefused, nrefused ? " (see traceagent info)" : "");
+}
+
+static int capstone_open(void)
+{
+	if (cs)
+		return 0;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+		cs = 0;
+		return -1;
+	}
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	return 0;
+}
+
+void ta_patch_after_dlopen(void)
+{
+	int saved = errno;
+
+	/* Acquire: pairs with the release in patch_init. */
+	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&patch_lock);
+	if (patch_new_modules() > 0) {
+		pthread_mutex_unlock(&patch_lock);
+		summary();
+		if (ta_agent_ensure_started())
+			ta_patch_dump();
+	} else
+		pthread_mutex_unlock(&patch_lock);
+	errno = saved;
+}
+
+/* Runs when the agent's library is initialised: after the libraries it and
+ * the program need, before the program's own constructors and main, and
+ * while the process has one thread. */
+__attribute__((constructor)) static void patch_init(void)
+{
+	const char *spec = secure_getenv("TRACEAGENT_PATCH");
+	int saved = errno;
+
+	if (!spec || !*spec || getauxval(AT_SECURE))
+		return;
+	if (parse_patterns(spec) < 0)
+		return;
+	if (capstone_open() < 0) {
+		ta_warn("cannot open capstone for x86-64; TRACEAGENT_PATCH ignored");
+		return;
+	}
+	if (ta_patch_hot_init() != 0) {
+		ta_warn("cannot create a thread key; TRACEAGENT_PATCH ignored");
+		return;
+	}
+	/* Release: a thread that sees patching on (after a dlopen) sees the
+	 * patterns and the key; pairs with the acquires in the dl wrappers. */
+	__atomic_store_n(&patch_on, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&patch_lock);
+	patch_new_modules();
+	pthread_mutex_unlock(&patch_lock);
+	/* A process in which nothing matches (a shell started on the way)
+	 * says nothing and writes no dump, as without patching. */
+	if (npatched + nrefused > 0) {
+		summary();
+		if (ta_agent_ensure_started())
+			ta_patch_dump();
+	}
+	errno = saved;
+}
+
+#else /* !TA_HAVE_PATCH */
+
+void ta_patch_restore(int record_exits)
+{
+	(void)record_exits;
+}
+
+void ta_patch_unwind_begin(void)
+{
+}
+
+void ta_patch_unwind_caught(uint64_t limit)
+{
+	(void)limit;
+}
+
+void ta_patch_dump(void)
+{
+}
+
+void ta_patch_report_end(void)
+{
+}
+
+void ta_patch_after_dlopen(void)
+{
+}
+
+void ta_patch_after_dlclose(void)
+{
+}
+
+__attribute__((constructor)) static void patch_init(void)
+{
+	const char *spec = secure_getenv("TRACEAGENT_PATCH");
+
+	if (spec && *spec)
+		ta_warn("dynamic patching is not supported on %s; TRACEAGENT_PATCH ignored",
+			TA_ARCH_NAME);
+}
+
+#endif
