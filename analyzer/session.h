@@ -307,6 +307,9 @@ struct ta_profile {
 	uint32_t *slot; /* open addressing: index + 1, 0 = empty */
 	size_t nslots;
 	int hist; /* set before ta_profile_visitor: fill each ta_fstat's hist */
+	/* Enters that looked their function up in the hash; the others found
+	 * its entry in their stack slot, left there by the frame before. */
+	uint64_t lookups;
 };
 
 void ta_profile_init(struct ta_profile *p);
