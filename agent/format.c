@@ -354,6 +354,12 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 		size_t k = n - done < BATCH ? n - done : BATCH;
 		uint64_t prev_ticks = e->prev_ticks, prev_addr = e->prev_addr;
 		struct ta_stack *st = &e->stack;
+		/* The stack's fields in registers (the byte stores below could
+		 * alias them); written back around the out-of-line cases.  lim
+		 * is 0 while frames overflow the stack, so one compare sends
+		 * every stack operation out of line then. */
+		uint64_t *sa = st->addr;
+		uint32_t depth = st->depth, lim = st->overflow ? 0 : st->cap;
 		uint8_t *p;
 
 		if (enc_reserve(e, k * WORST) < 0)
@@ -388,16 +394,22 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				p = ta_varint_put(p, dt << 2 | TA_EV_ENTER);
 				p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
 				prev_addr = a;
-				if (TA_LIKELY_(st->depth < st->cap && !st->overflow))
-					st->addr[st->depth++] = a;
-				else
+				if (TA_LIKELY_(depth < lim)) {
+					sa[depth++] = a;
+				} else {
+					st->depth = depth;
 					(void)ta_stack_push(st, a);
-			} else if (TA_LIKELY_(st->depth && !st->overflow &&
-					      st->addr[st->depth - 1] == a)) {
-				st->depth--;
+					sa = st->addr, depth = st->depth;
+					lim = st->overflow ? 0 : st->cap;
+				}
+			} else if (TA_LIKELY_(depth - 1 < lim && sa[depth - 1] == a)) {
+				/* depth - 1 wraps when the stack is empty. */
+				depth--;
 				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
 			} else {
+				st->depth = depth;
 				(void)ta_stack_exit(st, a, &top);
+				depth = st->depth, lim = st->overflow ? 0 : st->cap;
 				if (top) {
 					p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
 				} else {
@@ -407,6 +419,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				}
 			}
 		}
+		st->depth = depth;
 		e->len = (size_t)(p - e->buf);
 		e->prev_ticks = prev_ticks;
 		e->prev_addr = prev_addr;
