@@ -604,9 +604,13 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 	const uint8_t *p = d->r.p, *end = d->r.end;
 	uint64_t ticks = d->prev_ticks, prev_addr = d->prev_addr;
 	struct ta_stack *st = &d->stack;
+	/* The stack's fields in registers (the event stores could alias
+	 * them), as in ta_encoder_raw: lim is 0 while frames overflow. */
+	uint64_t *sa = st->addr;
+	uint32_t depth = st->depth, lim = st->overflow ? 0 : st->cap;
 	uint64_t left = d->n_events - d->done;
 	size_t n = 0;
-	int err = 0;
+	int err = 0, rc2;
 
 	*rc = 0;
 	if (d->r.err) {
@@ -637,20 +641,27 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 			prev_addr += (uint64_t)ta_unzigzag(z);
 			ev->kind = TA_EV_ENTER;
 			ev->addr = prev_addr;
-			if (TA_LIKELY_(st->depth < st->cap && !st->overflow))
-				st->addr[st->depth++] = prev_addr;
-			else if (ta_stack_push(st, prev_addr) < 0) {
+			if (TA_LIKELY_(depth < lim)) {
+				sa[depth++] = prev_addr;
+				break;
+			}
+			st->depth = depth;
+			rc2 = ta_stack_push(st, prev_addr);
+			sa = st->addr, depth = st->depth;
+			lim = st->overflow ? 0 : st->cap;
+			if (rc2 < 0) {
 				err = -TA_E_NOMEM;
 				goto stop;
 			}
 			break;
 		case TA_EV_EXIT:
-			if (TA_UNLIKELY_(!st->depth || st->overflow)) {
+			/* depth - 1 wraps when the stack is empty. */
+			if (TA_UNLIKELY_(depth - 1 >= lim)) {
 				err = -TA_E_PAYLOAD; /* the encoder never emits this */
 				goto stop;
 			}
 			ev->kind = TA_EV_EXIT;
-			ev->addr = st->addr[--st->depth];
+			ev->addr = sa[--depth];
 			ev->popped = 1;
 			break;
 		case TA_EV_EXIT_ADDR:
@@ -661,7 +672,9 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 			prev_addr += (uint64_t)ta_unzigzag(z);
 			ev->kind = TA_EV_EXIT;
 			ev->addr = prev_addr;
+			st->depth = depth;
 			ev->popped = ta_stack_exit(st, prev_addr, &top);
+			depth = st->depth, lim = st->overflow ? 0 : st->cap;
 			break;
 		default:
 			ev->kind = TA_EV_EXT;
@@ -676,6 +689,7 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 		n++;
 	}
 stop:
+	st->depth = depth;
 	d->r.p = p;
 	d->prev_ticks = ticks;
 	d->prev_addr = prev_addr;
