@@ -34,7 +34,62 @@ static void crc_init(void)
 	__atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE); /* pairs with the acquire below */
 }
 
+#if defined(__x86_64__)
+/* SSE 4.2's crc32 instruction computes CRC-32C itself: 8 bytes in one
+ * instruction rather than the table's ~20 (the flusher and the analyzer
+ * checksum every chunk they write or read). */
+__attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const uint8_t *p,
+							      size_t len)
+{
+	uint64_t c = crc;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+	}
+	for (; len; p++, len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p);
+	return (uint32_t)c;
+}
+
+/* 1 with the instruction, 0 without, -1 before the first call.  Only
+ * reads of the CPU's features: a crash handler may be the first caller. */
+static int crc_hw = -1;
+
+static int crc_have_sse42(void)
+{
+	int hw = __atomic_load_n(&crc_hw, __ATOMIC_RELAXED);
+
+	if (hw < 0) {
+		__builtin_cpu_init();
+		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		__atomic_store_n(&crc_hw, hw, __ATOMIC_RELAXED); /* same value for all */
+	}
+	return hw;
+}
+#endif
+
+int ta_crc32c_hw(void)
+{
+#if defined(__x86_64__)
+	return crc_have_sse42();
+#else
+	return 0;
+#endif
+}
+
 uint32_t ta_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+#if defined(__x86_64__)
+	if (crc_have_sse42())
+		return ~crc_sse42(~crc, buf, len);
+#endif
+	return ta_crc32c_sw(crc, buf, len);
+}
+
+uint32_t ta_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
