@@ -446,8 +446,19 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				e->backsteps++;
 			}
 			if (!(ev[i].addr & TA_RAW_EXIT)) {
-				p = ta_varint_put(p, dt << 2 | TA_EV_ENTER);
-				p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
+				uint64_t v = dt << 2 | TA_EV_ENTER;
+				uint64_t z = ta_zigzag((int64_t)(a - prev_addr));
+
+				/* Both one byte (a short call of a nearby function):
+				 * one test. */
+				if (TA_LIKELY_((v | z) < 0x80)) {
+					p[0] = (uint8_t)v;
+					p[1] = (uint8_t)z;
+					p += 2;
+				} else {
+					p = ta_varint_put(p, v);
+					p = ta_varint_put(p, z);
+				}
 				prev_addr = a;
 				if (TA_LIKELY_(depth < lim)) {
 					sa[depth++] = a;
