@@ -34,7 +34,62 @@ static void crc_init(void)
 	__atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE); /* pairs with the acquire below */
 }
 
+#if defined(__x86_64__)
+/* SSE 4.2's crc32 instruction computes CRC-32C itself: 8 bytes in one
+ * instruction rather than the table's ~20 (the flusher and the analyzer
+ * checksum every chunk they write or read). */
+__attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const uint8_t *p,
+							      size_t len)
+{
+	uint64_t c = crc;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+	}
+	for (; len; p++, len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p);
+	return (uint32_t)c;
+}
+
+/* 1 with the instruction, 0 without, -1 before the first call.  Only
+ * reads of the CPU's features: a crash handler may be the first caller. */
+static int crc_hw = -1;
+
+static int crc_have_sse42(void)
+{
+	int hw = __atomic_load_n(&crc_hw, __ATOMIC_RELAXED);
+
+	if (hw < 0) {
+		__builtin_cpu_init();
+		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		__atomic_store_n(&crc_hw, hw, __ATOMIC_RELAXED); /* same value for all */
+	}
+	return hw;
+}
+#endif
+
+int ta_crc32c_hw(void)
+{
+#if defined(__x86_64__)
+	return crc_have_sse42();
+#else
+	return 0;
+#endif
+}
+
 uint32_t ta_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+#if defined(__x86_64__)
+	if (crc_have_sse42())
+		return ~crc_sse42(~crc, buf, len);
+#endif
+	return ta_crc32c_sw(crc, buf, len);
+}
+
+uint32_t ta_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
@@ -442,6 +497,12 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 		size_t k = n - done < BATCH ? n - done : BATCH, i = done, end = done + k;
 		uint64_t prev_ticks = e->prev_ticks, prev_addr = e->prev_addr, n_ev = 0;
 		struct ta_stack *st = &e->stack;
+		/* The stack's fields in registers (the byte stores below could
+		 * alias them); written back around the out-of-line cases.  lim
+		 * is 0 while frames overflow the stack, so one compare sends
+		 * every stack operation out of line then. */
+		uint64_t *sa = st->addr;
+		uint32_t depth = st->depth, lim = st->overflow ? 0 : st->cap;
 		uint8_t *p;
 
 		if (enc_reserve(e, k * WORST) < 0)
@@ -470,6 +531,9 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 
 				e->prev_ticks = prev_ticks;
 				e->len = (size_t)(p - e->buf);
+				/* The control-flow rule (ta_ctl_apply) works on
+				 * the stack itself. */
+				st->depth = depth;
 				if (enc_reserve(e, (end - i + TA_EXT_MAX_VALUES) * WORST) < 0) {
 					e->n_events += n_ev;
 					e->prev_addr = prev_addr;
@@ -477,6 +541,8 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				}
 				took = enc_raw_ext(e, ev + i, n - i);
 				e->marker_slots += took;
+				sa = st->addr, depth = st->depth;
+				lim = st->overflow ? 0 : st->cap;
 				prev_ticks = e->prev_ticks;
 				p = e->buf + e->len;
 				i += took - 1;
@@ -496,19 +562,36 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				e->backsteps++;
 			}
 			if (!(ev[i].addr & TA_RAW_EXIT)) {
-				p = ta_varint_put(p, dt << 2 | TA_EV_ENTER);
-				p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
+				uint64_t v = dt << 2 | TA_EV_ENTER;
+				uint64_t z = ta_zigzag((int64_t)(a - prev_addr));
+
+				/* Both one byte (a short call of a nearby function):
+				 * one test. */
+				if (TA_LIKELY_((v | z) < 0x80)) {
+					p[0] = (uint8_t)v;
+					p[1] = (uint8_t)z;
+					p += 2;
+				} else {
+					p = ta_varint_put(p, v);
+					p = ta_varint_put(p, z);
+				}
 				prev_addr = a;
-				if (TA_LIKELY_(st->depth < st->cap && !st->overflow))
-					st->addr[st->depth++] = a;
-				else
+				if (TA_LIKELY_(depth < lim)) {
+					sa[depth++] = a;
+				} else {
+					st->depth = depth;
 					(void)ta_stack_push(st, a);
-			} else if (TA_LIKELY_(st->depth && !st->overflow &&
-					      st->addr[st->depth - 1] == a)) {
-				st->depth--;
+					sa = st->addr, depth = st->depth;
+					lim = st->overflow ? 0 : st->cap;
+				}
+			} else if (TA_LIKELY_(depth - 1 < lim && sa[depth - 1] == a)) {
+				/* depth - 1 wraps when the stack is empty. */
+				depth--;
 				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
 			} else {
+				st->depth = depth;
 				(void)ta_stack_exit(st, a, &top);
+				depth = st->depth, lim = st->overflow ? 0 : st->cap;
 				if (top) {
 					p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
 				} else {
@@ -518,6 +601,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				}
 			}
 		}
+		st->depth = depth;
 		e->len = (size_t)(p - e->buf);
 		e->prev_ticks = prev_ticks;
 		e->prev_addr = prev_addr;
@@ -764,9 +848,13 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 	const uint8_t *p = d->r.p, *end = d->r.end;
 	uint64_t ticks = d->prev_ticks, prev_addr = d->prev_addr;
 	struct ta_stack *st = &d->stack;
+	/* The stack's fields in registers (the event stores could alias
+	 * them), as in ta_encoder_raw: lim is 0 while frames overflow. */
+	uint64_t *sa = st->addr;
+	uint32_t depth = st->depth, lim = st->overflow ? 0 : st->cap;
 	uint64_t left = d->n_events - d->done;
 	size_t n = 0;
-	int err = 0;
+	int err = 0, rc2;
 
 	*rc = 0;
 	if (d->r.err) {
@@ -797,20 +885,27 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 			prev_addr += (uint64_t)ta_unzigzag(z);
 			ev->kind = TA_EV_ENTER;
 			ev->addr = prev_addr;
-			if (TA_LIKELY_(st->depth < st->cap && !st->overflow))
-				st->addr[st->depth++] = prev_addr;
-			else if (ta_stack_push(st, prev_addr) < 0) {
+			if (TA_LIKELY_(depth < lim)) {
+				sa[depth++] = prev_addr;
+				break;
+			}
+			st->depth = depth;
+			rc2 = ta_stack_push(st, prev_addr);
+			sa = st->addr, depth = st->depth;
+			lim = st->overflow ? 0 : st->cap;
+			if (rc2 < 0) {
 				err = -TA_E_NOMEM;
 				goto stop;
 			}
 			break;
 		case TA_EV_EXIT:
-			if (TA_UNLIKELY_(!st->depth || st->overflow)) {
+			/* depth - 1 wraps when the stack is empty. */
+			if (TA_UNLIKELY_(depth - 1 >= lim)) {
 				err = -TA_E_PAYLOAD; /* the encoder never emits this */
 				goto stop;
 			}
 			ev->kind = TA_EV_EXIT;
-			ev->addr = st->addr[--st->depth];
+			ev->addr = sa[--depth];
 			ev->popped = 1;
 			break;
 		case TA_EV_EXIT_ADDR:
@@ -821,7 +916,9 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 			prev_addr += (uint64_t)ta_unzigzag(z);
 			ev->kind = TA_EV_EXIT;
 			ev->addr = prev_addr;
+			st->depth = depth;
 			ev->popped = ta_stack_exit(st, prev_addr, &top);
+			depth = st->depth, lim = st->overflow ? 0 : st->cap;
 			break;
 		default:
 			ev->kind = TA_EV_EXT;
@@ -843,7 +940,9 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 				err = -TA_E_PAYLOAD;
 				goto stop;
 			}
+			st->depth = depth; /* dec_ctl pops from the stack itself */
 			ev->popped = dec_ctl(d, ev);
+			depth = st->depth;
 			p = d->r.p;
 			n++;
 			goto stop;
@@ -851,6 +950,7 @@ size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *out, size_t max, 
 		n++;
 	}
 stop:
+	st->depth = depth;
 	d->r.p = p;
 	d->prev_ticks = ticks;
 	d->prev_addr = prev_addr;

@@ -276,6 +276,10 @@ static inline int ta_get_bytes(struct ta_reader *r, const uint8_t **s, uint64_t 
 /* ---- checksums and headers (format.c) ------------------------------------ */
 
 uint32_t ta_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The same from tables, whatever the CPU; and whether ta_crc32c uses the
+ * CPU's own instruction (x86-64 with SSE 4.2). */
+uint32_t ta_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+int ta_crc32c_hw(void);
 
 void ta_file_header_encode(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid);
 

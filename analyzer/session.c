@@ -260,14 +260,25 @@ static __attribute__((noinline)) int stack_grow(struct ta_thread *t)
 	st = realloc(t->stack, cap * sizeof(*st));
 	if (!st)
 		return -TA_E_NOMEM;
+	/* New slots hold no profile entry that frame_push could reuse
+	 * (user 0). */
+	memset(st + t->cap, 0, (cap - t->cap) * sizeof(*st));
 	t->stack = st;
 	t->cap = cap;
 	return 0;
 }
 
-/* Inlined into the event loop, as is frames_pop: two calls per event saved. */
-static TA_INLINE int frame_push(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
-				uint64_t addr, unsigned flags)
+/*
+ * How the walk calls the visitor: the profile (report's visitor) by name,
+ * so that its callbacks are inlined into the event loop, or whatever the
+ * session's visitor is.  The event loop is compiled once for each, and
+ * picks one per batch.
+ */
+enum walk { WALK_ANY, WALK_PROFILE, WALK_PROFILE_HIST };
+
+/* Inlined into the event loop, as is frame_pop: two calls per event saved. */
+static TA_INLINE int frame_push_w(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
+				  uint64_t addr, unsigned flags, enum walk w)
 {
 	struct ta_frame *f;
 
@@ -281,52 +292,74 @@ static TA_INLINE int frame_push(struct ta_session *s, struct ta_thread *t, uint6
 		}
 	}
 	f = &t->stack[t->depth];
+	/* The profile is the usual visitor: called by name it is inlined
+	 * here, which saves an indirect call per event. */
+	if (w != WALK_ANY || s->v.enter == profile_enter) {
+		/* The slot still holds the frame that was last at this depth
+		 * of this thread, and its profile entry: a loop or a
+		 * recursion calls the same function there again and again,
+		 * and then no hash lookup is needed. */
+		if (f->addr == addr && f->user)
+			((struct ta_profile *)s->v.ctx)->f[f->user - 1].active++;
+		else
+			f->user = profile_enter(s->v.ctx, t, ticks, t->depth, addr, flags);
+	} else {
+		f->user = s->v.enter ? s->v.enter(s->v.ctx, t, ticks, t->depth, addr, flags) : 0;
+	}
 	f->addr = addr;
 	f->enter = ticks;
 	f->child = 0;
-	/* The profile is the usual visitor: called by name it is inlined
-	 * here, which saves an indirect call per event. */
-	if (s->v.enter == profile_enter)
-		f->user = profile_enter(s->v.ctx, t, ticks, t->depth, addr, flags);
-	else
-		f->user = s->v.enter ? s->v.enter(s->v.ctx, t, ticks, t->depth, addr, flags) : 0;
 	t->depth++;
 	return 0;
 }
 
+static int frame_push(struct ta_session *s, struct ta_thread *t, uint64_t ticks, uint64_t addr,
+		      unsigned flags)
+{
+	return frame_push_w(s, t, ticks, addr, flags, WALK_ANY);
+}
+
+/* Removes the top frame at time ticks and visits its exit; the caller
+ * knows there is one and that it is not inherited. */
+static TA_INLINE void frame_pop_w(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
+				  unsigned flags, enum walk w)
+{
+	struct ta_frame *f = &t->stack[--t->depth];
+	struct ta_exit_info x;
+
+	x.addr = f->addr;
+	x.enter = f->enter;
+	x.exit = ticks;
+	x.duration = ticks > f->enter ? ticks - f->enter : 0;
+	x.self = x.duration > f->child ? x.duration - f->child : 0;
+	x.depth = t->depth;
+	x.flags = flags;
+	x.user = f->user;
+	if (t->depth)
+		t->stack[t->depth - 1].child += x.duration;
+	if (w == WALK_PROFILE_HIST || (w == WALK_ANY && s->v.exit == profile_exit_hist))
+		profile_exit_hist(s->v.ctx, t, &x);
+	else if (w == WALK_PROFILE || s->v.exit == profile_exit)
+		profile_exit(s->v.ctx, t, &x);
+	else if (s->v.exit)
+		s->v.exit(s->v.ctx, t, &x);
+}
+
 /* Removes n frames from the top at time ticks, visiting each exit. */
-static TA_INLINE void frames_pop(struct ta_session *s, struct ta_thread *t, uint64_t n,
-				 uint64_t ticks, unsigned flags)
+static void frames_pop(struct ta_session *s, struct ta_thread *t, uint64_t n, uint64_t ticks,
+		       unsigned flags)
 {
 	uint64_t k = n < t->overflow ? n : t->overflow;
 
 	t->overflow -= k;
 	n -= k;
 	while (n-- && t->depth) {
-		struct ta_frame *f = &t->stack[--t->depth];
-		struct ta_exit_info x;
-
-		if (__builtin_expect(t->depth < t->inherited, 0)) {
+		if (__builtin_expect(t->depth <= t->inherited, 0)) {
 			/* The parent's frame: its call is the parent's. */
-			t->inherited = t->depth;
+			t->inherited = --t->depth;
 			continue;
 		}
-		x.addr = f->addr;
-		x.enter = f->enter;
-		x.exit = ticks;
-		x.duration = ticks > f->enter ? ticks - f->enter : 0;
-		x.self = x.duration > f->child ? x.duration - f->child : 0;
-		x.depth = t->depth;
-		x.flags = flags;
-		x.user = f->user;
-		if (t->depth)
-			t->stack[t->depth - 1].child += x.duration;
-		if (s->v.exit == profile_exit_hist)
-			profile_exit_hist(s->v.ctx, t, &x);
-		else if (s->v.exit == profile_exit)
-			profile_exit(s->v.ctx, t, &x);
-		else if (s->v.exit)
-			s->v.exit(s->v.ctx, t, &x);
+		frame_pop_w(s, t, ticks, flags, WALK_ANY);
 	}
 }
 
@@ -384,12 +417,119 @@ static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct t
 }
 
 static void tag_batch(const struct ta_process *p, struct ta_event *ev, size_t n);
+/* Replays a batch of decoded events on t's stack: 0, or -TA_E_NOMEM. */
+static TA_INLINE int walk(struct ta_session *s, struct ta_thread *t, const struct ta_event *evs,
+			  size_t n, enum walk w)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct ta_event *ev = &evs[i];
+
+		switch (ev->kind) {
+		case TA_EV_ENTER:
+			if (frame_push_w(s, t, ev->ticks, ev->addr, 0, w) < 0)
+				return -TA_E_NOMEM;
+			break;
+		case TA_EV_EXIT:
+			/* The usual exit, of the top frame, inline. */
+			if (__builtin_expect(
+				ev->popped == 1 && !t->overflow && t->depth > t->inherited, 1))
+				frame_pop_w(s, t, ev->ticks, 0, w);
+			else if (ev->popped)
+				frames_pop(s, t, ev->popped, ev->ticks, 0);
+			else
+				t->unmatched++;
+			break;
+		default:
+			t->events--; /* not a function event */
+			/* A longjmp or an exception: the frames it left end
+			 * here, not at some later exit. */
+			if (ev->popped)
+				frames_pop(s, t, ev->popped, ev->ticks, TA_VISIT_UNWOUND);
+			if (ev->ext == TA_EXT_LOST) {
+				t->lost += ev->value;
+				if (s->v.lost)
+					s->v.lost(s->v.ctx, t, ev->ticks, ev->value);
+			} else if (s->v.ext) {
+				/* Always the batch's last: the decoder's
+				 * ext_values are its values. */
+				s->v.ext(s->v.ctx, t, ev->ticks, ev->ext, s->dec.ext_values,
+					 (uint32_t)ev->value);
+			}
+			break;
+		}
+	}
+	return 0;
+}
+
+/*
+ * walk() for the profile, the report's visitor: the usual events (an enter
+ * of the function last seen at that depth, an exit of the top frame) with
+ * the thread's stack in registers, which the profile's stores would
+ * otherwise force to be reloaded at every event; walk() for the others.
+ */
+static TA_INLINE int walk_profile(struct ta_session *s, struct ta_thread *t,
+				  const struct ta_event *evs, size_t n, enum walk w)
+{
+	struct ta_profile *p = s->v.ctx;
+	size_t i = 0;
+
+	while (i < n) {
+		struct ta_frame *stk = t->stack;
+		uint32_t depth = t->depth, cap = t->cap, inherited = t->inherited;
+
+		/* Frames beyond the stack (overflow) leave it to walk(). */
+		for (; i < n && !t->overflow; i++) {
+			const struct ta_event *ev = &evs[i];
+			struct ta_frame *f;
+			struct ta_exit_info x;
+
+			if (ev->kind == TA_EV_ENTER) {
+				f = &stk[depth];
+				/* As in frame_push_w: the slot's last frame's entry. */
+				if (depth == cap || f->addr != ev->addr || !f->user)
+					break;
+				p->f[f->user - 1].active++;
+				f->enter = ev->ticks;
+				f->child = 0;
+				depth++;
+				continue;
+			}
+			if (ev->kind != TA_EV_EXIT || ev->popped != 1 || depth <= inherited)
+				break;
+			/* As in frame_pop_w. */
+			f = &stk[--depth];
+			x.addr = f->addr;
+			x.enter = f->enter;
+			x.exit = ev->ticks;
+			x.duration = ev->ticks > f->enter ? ev->ticks - f->enter : 0;
+			x.self = x.duration > f->child ? x.duration - f->child : 0;
+			x.depth = depth;
+			x.flags = 0;
+			x.user = f->user;
+			if (depth)
+				stk[depth - 1].child += x.duration;
+			if (w == WALK_PROFILE_HIST)
+				profile_exit_hist(p, t, &x);
+			else
+				profile_exit(p, t, &x);
+		}
+		t->depth = depth;
+		if (i < n) {
+			int rc = walk(s, t, &evs[i], 1, w);
+
+			if (rc < 0)
+				return rc;
+			i++;
+		}
+	}
+	return 0;
+}
 
 static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p)
 {
 	struct ta_decoder *d = &s->dec;
 	struct ta_thread *t;
-	int rc = ta_decoder_begin(d, c->payload, c->len);
+	int rc = ta_decoder_begin(d, c->payload, c->len), rc2;
 
 	s->events_chunks++;
 	if (rc < 0) {
@@ -414,39 +554,14 @@ static int events_chunk(struct ta_session *s, const struct ta_chunk *c, struct t
 
 		if (__builtin_expect(p->nunloaded != 0, 0))
 			tag_batch(p, evs, n);
-		for (size_t i = 0; i < n; i++) {
-			const struct ta_event *ev = &evs[i];
-
-			switch (ev->kind) {
-			case TA_EV_ENTER:
-				if (frame_push(s, t, ev->ticks, ev->addr, 0) < 0)
-					return -TA_E_NOMEM;
-				break;
-			case TA_EV_EXIT:
-				if (ev->popped)
-					frames_pop(s, t, ev->popped, ev->ticks, 0);
-				else
-					t->unmatched++;
-				break;
-			default:
-				t->events--; /* not a function event */
-				/* A longjmp or an exception: the frames it
-				 * left end here, not at some later exit. */
-				if (ev->popped)
-					frames_pop(s, t, ev->popped, ev->ticks, TA_VISIT_UNWOUND);
-				if (ev->ext == TA_EXT_LOST) {
-					t->lost += ev->value;
-					if (s->v.lost)
-						s->v.lost(s->v.ctx, t, ev->ticks, ev->value);
-				} else if (s->v.ext) {
-					/* Always the batch's last: d->ext_values
-					 * are its values. */
-					s->v.ext(s->v.ctx, t, ev->ticks, ev->ext, d->ext_values,
-						 (uint32_t)ev->value);
-				}
-				break;
-			}
-		}
+		if (s->v.enter == profile_enter && s->v.exit == profile_exit_hist)
+			rc2 = walk_profile(s, t, evs, n, WALK_PROFILE_HIST);
+		else if (s->v.enter == profile_enter && s->v.exit == profile_exit)
+			rc2 = walk_profile(s, t, evs, n, WALK_PROFILE);
+		else
+			rc2 = walk(s, t, evs, n, WALK_ANY);
+		if (rc2 < 0)
+			return rc2;
 		if (n) {
 			t->events += n;
 			t->last_ticks = evs[n - 1].ticks;
@@ -1418,7 +1533,9 @@ void ta_hist_free(struct ta_hist *h)
 
 /* ---- the profile visitor ------------------------------------------------------------- */
 
-#define NO_STAT UINTPTR_MAX
+/* A frame's user value is its entry's index + 1, or NO_STAT when there is
+ * none; frame_push relies on 0 meaning none (fresh and inherited frames). */
+#define NO_STAT 0
 
 static size_t fslot(uint32_t thread, uint64_t addr, size_t nslots)
 {
@@ -1479,7 +1596,7 @@ static __attribute__((noinline)) uintptr_t profile_new(struct ta_profile *p, str
 	for (k = fslot(t->index, addr, p->nslots); p->slot[k]; k = (k + 1) & (p->nslots - 1))
 		;
 	p->slot[k] = (uint32_t)++p->n;
-	return p->n - 1;
+	return p->n;
 }
 
 static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks,
@@ -1487,6 +1604,7 @@ static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_
 {
 	struct ta_profile *p = ctx;
 
+	p->lookups++;
 	if (__builtin_expect(p->nslots != 0, 1)) {
 		for (size_t k = fslot(t->index, addr, p->nslots); p->slot[k];
 		     k = (k + 1) & (p->nslots - 1)) {
@@ -1494,7 +1612,7 @@ static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_
 
 			if (f->addr == addr && f->thread == t->index) {
 				f->active++;
-				return p->slot[k] - 1;
+				return p->slot[k];
 			}
 		}
 	}
@@ -1508,7 +1626,7 @@ static TA_INLINE void profile_exit(void *ctx, struct ta_thread *t, const struct 
 
 	if (x->user == NO_STAT)
 		return;
-	f = &p->f[x->user];
+	f = &p->f[x->user - 1];
 	f->calls++;
 	f->sum += x->duration;
 	f->self += x->self;
@@ -1533,7 +1651,7 @@ static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,
 
 	profile_exit(ctx, t, x);
 	if (x->user != NO_STAT)
-		ta_hist_add(&p->f[x->user].hist, x->duration);
+		ta_hist_add(&p->f[x->user - 1].hist, x->duration);
 }
 
 void ta_profile_init(struct ta_profile *p)

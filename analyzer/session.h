@@ -322,8 +322,9 @@ struct ta_hist {
 
 static inline uint32_t ta_hist_bucket(uint64_t v)
 {
-	unsigned k = 63u - (unsigned)__builtin_clzll(v | 1);
-	unsigned shift = k > TA_HIST_SUB_BITS ? k - TA_HIST_SUB_BITS : 0;
+	/* The shift is max(0, (bit length of v) - 1 - TA_HIST_SUB_BITS),
+	 * computed without a compare: the top bit of v >> SUB_BITS. */
+	unsigned shift = 63u - (unsigned)__builtin_clzll((v >> TA_HIST_SUB_BITS) | 1);
 
 	return (uint32_t)((shift << TA_HIST_SUB_BITS) + (v >> shift));
 }
@@ -348,7 +349,8 @@ static inline void ta_hist_add(struct ta_hist *h, uint64_t v)
 {
 	uint32_t b = ta_hist_bucket(v);
 
-	if (__builtin_expect(b < h->lo || b >= h->hi, 0) && ta_hist_reserve(h, b) < 0)
+	/* b < lo wraps above hi - lo: one compare for both bounds. */
+	if (__builtin_expect(b - h->lo >= h->hi - h->lo, 0) && ta_hist_reserve(h, b) < 0)
 		return;
 	h->count[b - h->lo]++;
 }
@@ -378,6 +380,9 @@ struct ta_profile {
 	uint32_t *slot; /* open addressing: index + 1, 0 = empty */
 	size_t nslots;
 	int hist; /* set before ta_profile_visitor: fill each ta_fstat's hist */
+	/* Enters that looked their function up in the hash; the others found
+	 * its entry in their stack slot, left there by the frame before. */
+	uint64_t lookups;
 };
 
 void ta_profile_init(struct ta_profile *p);

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "symbols.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -17,8 +18,8 @@
 
 #include "format.h"
 
-/* From the C++ runtime (the traceagent executable links libstdc++). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+/* The C++ runtime's demangler. */
+typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
 
 struct ta_symtab {
 	struct ta_sym *syms;
@@ -270,14 +271,44 @@ const struct ta_sym *ta_symtab_lookup(const struct ta_symtab *s, uint64_t offset
 	return NULL;
 }
 
+/*
+ * The C++ runtime is loaded the first time a C++ name is demangled, not
+ * linked: loading libstdc++ costs every run about 2 ms of start-up (a
+ * quarter of what reading a small dump costs), and C programs never need
+ * it.  NULL when there is none: C++ names then stay mangled.
+ */
+static cxa_demangle_fn cxa_demangle(void)
+{
+	static const char *const libs[] = {"libstdc++.so.6", "libc++abi.so.1", "libc++.so.1"};
+	static int tried;
+	static cxa_demangle_fn fn;
+
+	for (size_t i = 0; !tried && i < sizeof(libs) / sizeof(libs[0]); i++) {
+		void *h = dlopen(libs[i], RTLD_LAZY | RTLD_LOCAL);
+		void *sym = h ? dlsym(h, "__cxa_demangle") : NULL;
+
+		/* POSIX guarantees a data pointer from dlsym converts to a
+		 * function pointer. */
+		if (sym) {
+			memcpy(&fn, &sym, sizeof(fn));
+			break;
+		}
+		if (h)
+			dlclose(h);
+	}
+	tried = 1;
+	return fn;
+}
+
 char *ta_demangle(const char *name)
 {
 	int status = -1;
+	cxa_demangle_fn demangle;
 	char *d;
 
-	if (strncmp(name, "_Z", 2) != 0)
+	if (strncmp(name, "_Z", 2) != 0 || !(demangle = cxa_demangle()))
 		return NULL;
-	d = __cxa_demangle(name, NULL, NULL, &status);
+	d = demangle(name, NULL, NULL, &status);
 	if (status != 0) {
 		free(d);
 		return NULL;

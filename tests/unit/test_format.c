@@ -179,6 +179,32 @@ START_TEST(crc32c_split_random)
 }
 END_TEST
 
+START_TEST(crc32c_instruction)
+{
+	/* Where the CPU has SSE 4.2 its crc32 instruction is used, and gives
+	 * what the tables give, at any length and alignment. */
+	struct rng r = {test_seed("crc32c_instruction")};
+	uint8_t buf[300];
+
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	ck_assert_int_eq(ta_crc32c_hw(), __builtin_cpu_supports("sse4.2") ? 1 : 0);
+#else
+	ck_assert_int_eq(ta_crc32c_hw(), 0);
+#endif
+	ck_assert_uint_eq(ta_crc32c_sw(0, "123456789", 9), 0xE3069283u);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rng_next(&r);
+	for (size_t off = 0; off < 9; off++)
+		for (size_t len = 0; len + off <= sizeof(buf); len += 1 + len / 8) {
+			uint32_t seed = (uint32_t)rng_next(&r);
+
+			REQUIRE(ta_crc32c(seed, buf + off, len) == ta_crc32c_sw(seed, buf + off, len),
+				"off %zu len %zu", off, len);
+		}
+}
+END_TEST
+
 /* ---- headers -------------------------------------------------------------------- */
 
 START_TEST(file_header_roundtrip)
@@ -1271,6 +1297,7 @@ static Suite *format_suite(void)
 	tcase_add_test(tc, get_bytes_bounds);
 	tcase_add_test(tc, crc32c_vector);
 	tcase_add_test(tc, crc32c_split_random);
+	tcase_add_test(tc, crc32c_instruction);
 	tcase_add_test(tc, file_header_roundtrip);
 	tcase_add_test(tc, file_header_damage);
 	tcase_add_test(tc, chunk_header_roundtrip);

@@ -634,6 +634,104 @@ START_TEST(forked_child)
 }
 END_TEST
 
+/* fstat_of, which must find one. */
+static const struct ta_fstat *stat_of(const struct run *r, uint32_t pid, uint64_t tid,
+				      uint64_t addr)
+{
+	const struct ta_fstat *f = fstat_of(r, pid, tid, addr);
+
+	if (!f)
+		ck_abort_msg("no stats for %llx", (unsigned long long)addr);
+	return f;
+}
+
+/* THREAD_START of a forked child's thread (TA_THREAD_F_INHERITED). */
+static void thread_start_inherited(struct dumpgen *g, uint64_t tid, uint64_t ticks)
+{
+	uint8_t b[64], *q = b;
+
+	q = ta_varint_put(q, tid);
+	q = ta_varint_put(q, 0);
+	q = ta_varint_put(q, ticks);
+	q = ta_varint_put(q, 4);
+	memcpy(q, "kid!", 4);
+	q += 4;
+	q = ta_varint_put(q, TA_THREAD_F_INHERITED);
+	dg_chunk(g, TA_CHUNK_THREAD_START, b, (size_t)(q - b));
+}
+
+START_TEST(profile_reuses_frame_entries)
+{
+	/* An enter finds its function's entry in the stack slot when the
+	 * frame last there was the same function's; otherwise (another
+	 * function, a fresh slot, an inherited frame) it looks it up. */
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct run r;
+	uint64_t t = 0, a_end;
+	const struct ta_fstat *f;
+
+	start_dump(&g, 0);
+	ta_encoder_init(&e, 10);
+	ta_encoder_begin(&e, 0);
+	ev(&e, t++, A, 0); /* lookup 1 */
+	for (int i = 0; i < 1000; i++) {
+		ev(&e, t++, B, 0); /* lookup 2, then the slot's */
+		ev(&e, t++, B, 1);
+	}
+	ev(&e, t++, C, 0); /* lookup 3: the slot held B */
+	ev(&e, t++, C, 1);
+	ev(&e, t++, B, 0); /* lookup 4: the slot held C */
+	ev(&e, t++, B, 1);
+	for (int i = 0; i < 3; i++) {
+		ev(&e, t++, A, 0); /* lookups 5 and 6 (depths 1 and 2), once */
+		ev(&e, t++, A, 0);
+		ev(&e, t++, A, 1);
+		ev(&e, t++, A, 1);
+	}
+	a_end = t;
+	ev(&e, t++, A, 1);
+	dg_events(&g, &e);
+	/* The child of a fork inherits [A, B] (never visited), leaves
+	 * them, then enters A and B at the same depths: lookups 7, 8. */
+	g.pid = 200;
+	dg_process(&g, t, TA_CLOCK_RDTSC, 0, "/bin/prog");
+	thread_start_inherited(&g, 200, t);
+	ta_encoder_free(&e);
+	ta_encoder_init(&e, 200);
+	ev(&e, t, A, 0);
+	ev(&e, t, B, 0);
+	ta_encoder_begin(&e, t);
+	ev(&e, t++, B, 1);
+	ev(&e, t++, A, 1);
+	ev(&e, t++, A, 0);
+	ev(&e, t++, B, 0);
+	ev(&e, t + 5, B, 1);
+	ev(&e, t + 7, A, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_end(&g, t + 10, 0, 2 + 2000 + 4 + 12 + 6, 0, 2, 0);
+	ck_assert_int_eq(run_dump(&g, &r), 0);
+	ck_assert_uint_eq(r.s->nerrors, 0);
+	ck_assert_uint_eq(r.prof.lookups, 8);
+#define STAT(pid, tid, fn) (f = stat_of(&r, pid, tid, fn))
+	ck_assert_uint_eq(STAT(100, 10, A)->calls, 7);
+	ck_assert_uint_eq(f->total, a_end);
+	ck_assert_uint_eq(f->active, 0);
+	ck_assert_uint_eq(STAT(100, 10, B)->calls, 1001);
+	ck_assert_uint_eq(f->sum, 1001);
+	ck_assert_uint_eq(STAT(100, 10, C)->calls, 1);
+	ck_assert_uint_eq(STAT(200, 200, A)->calls, 1);
+	ck_assert_uint_eq(f->total, 9);
+	ck_assert_uint_eq(STAT(200, 200, B)->calls, 1);
+	ck_assert_uint_eq(f->total, 6);
+	ck_assert_uint_eq(f->self, 6);
+#undef STAT
+	run_free(&r);
+	dg_free(&g);
+}
+END_TEST
+
 static const struct ta_process *process_with(uint64_t source, uint64_t hz, size_t n,
 					     const uint64_t pairs[][2], struct run *r)
 {
@@ -928,6 +1026,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, visitor_sequence);
 	tcase_add_test(tc, threads_and_names);
 	tcase_add_test(tc, forked_child);
+	tcase_add_test(tc, profile_reuses_frame_entries);
 	tcase_add_test(tc, clock_least_squares);
 	tcase_add_test(tc, clock_monotonic_is_ns);
 	tcase_add_test(tc, clock_nominal_frequency);
