@@ -72,25 +72,35 @@ void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n) TA_HIDDEN;
 
 /*
  * Sets TA_BUSY in *head and returns whether it was set already, in one
- * instruction: a signal can come before it or after it, never in the middle
- * (a load then a store would let a handler's whole hook run between them,
- * and the store would then erase what the handler published).  On x86 a
+ * signal-atomic step: a signal can come before it or after it, never in the
+ * middle (a load then a store would let a handler's whole hook run between
+ * them, and the store would then erase what the handler published).  When
+ * it was not set, *h is the head it claimed, without TA_BUSY.  On x86 a
  * plain, not locked, bts: atomic against this thread's signal handlers,
  * which is all it must be, at the cost of an ordinary store.
  */
-static inline __attribute__((always_inline)) int ta_claim(uint32_t *head)
+static inline __attribute__((always_inline)) int ta_claim(uint32_t *head, uint32_t *h)
 {
 #if defined(__x86_64__)
 	/* The carry flag is the old bit: branch on it directly.  The memory
-	 * clobber makes the compiler reload head after the claim. */
+	 * clobber makes the compiler reload head after the claim.  A handler
+	 * that runs after the claim finds it and leaves head alone, so the
+	 * reload is the value claimed. */
 	__asm__ goto("btsl $31, %0\n\tjc %l[claimed]" : : "m"(*head) : "cc", "memory" : claimed);
+	*h = __atomic_load_n(head, __ATOMIC_RELAXED) & ~TA_BUSY;
 	return 0;
 claimed:
 	return 1;
 #else
-	/* ldxr/stxr or an LSE atomic: both signal-safe.  Release: the
-	 * flusher may read this value instead of the previous event's (C). */
-	return (__atomic_fetch_or(head, TA_BUSY, __ATOMIC_RELEASE) & TA_BUSY) != 0;
+	/* An ldxr/stlxr loop (a handler in between clears the exclusive
+	 * monitor, so the store fails and the loop reads again) or one LSE
+	 * ldsetl: both signal-atomic; the old value comes with it, no reload.
+	 * Release: the flusher may read this value instead of the previous
+	 * event's (C). */
+	uint32_t old = __atomic_fetch_or(head, TA_BUSY, __ATOMIC_RELEASE);
+
+	*h = old;
+	return (old & TA_BUSY) != 0;
 #endif
 }
 
@@ -110,11 +120,10 @@ static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 	/* (A) Claim the block against this thread's signal handlers.  A
 	 * claim already there is a hook we interrupted (or the slow path's
 	 * placeholder, which is always claimed). */
-	if (TA_UNLIKELY(ta_claim(&b->head))) {
+	if (TA_UNLIKELY(ta_claim(&b->head, &h))) {
 		TA_RECORD_SLOW(addr, t);
 		return;
 	}
-	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED) & ~TA_BUSY;
 	/* Full, a placeholder (limit 0), or a handler set limit to 0 to have
 	 * its events appended (ring.c's nest_push): give the claim back and
 	 * take the slow path. */
@@ -149,9 +158,8 @@ static inline __attribute__((always_inline)) void ta_record_ext_exit(uint64_t ad
 	uint32_t slots = TA_RAW_EXT_SLOTS(n);
 	uint32_t h;
 
-	if (TA_UNLIKELY(ta_claim(&b->head)))
+	if (TA_UNLIKELY(ta_claim(&b->head, &h)))
 		goto slow;
-	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED) & ~TA_BUSY;
 	if (TA_UNLIKELY(h + slots + 2 > __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
 		__atomic_store_n(&b->head, h, __ATOMIC_RELAXED);
 		goto slow;

@@ -23,6 +23,8 @@ WORKDIR = os.environ.get("TA_WORKDIR") or tempfile.gettempdir()
 
 LEVELS = ("O0", "O2")
 MODES = ("preload", "record")
+# A hang guard for each program a test runs (seconds); 3 times longer
+# emulated (below).
 TIMEOUT = 120
 
 
@@ -254,6 +256,9 @@ def elf_machine(path):
 # running the tests: a cross build run under qemu-user (scripts/test-aarch64).
 EMULATED = (TRACEAGENT != "" and elf_machine(TRACEAGENT) is not None and
             elf_machine(TRACEAGENT) != elf_machine(os.path.realpath(sys.executable)))
+if EMULATED:
+    # qemu-user runs the programs 5 to 20 times slower.
+    TIMEOUT *= 3
 
 
 def elf_symbols(path):

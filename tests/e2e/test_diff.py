@@ -47,9 +47,13 @@ class DiffTest(tahelp.Case):
                                        100.0 * hold["total_change_ns"] / hold["base_total_ns"],
                                        delta=0.1)
                 if not tahelp.EMULATED:
-                    # Three rounds against one: under qemu a stretched base
-                    # round can hide it, natively it cannot.
-                    self.assertGreater(hold["total_change_pct"], 100.0)
+                    # Three rounds against one: more than double, unless
+                    # the base round was stretched by half (hold() waits
+                    # on the clock, a preempted wait runs long: a loaded
+                    # machine); then two fresh runs are compared.  Under
+                    # qemu the base round also pays for translating the
+                    # code, every time: not checked there.
+                    self.assert_more_than_double(prog, hold)
                 extra = funcs["extra"]
                 self.assertEqual((extra["base_total_ns"], extra["base_self_ns"]), (0, 0))
                 self.assertGreaterEqual(extra["new_total_ns"], 2 * 100000)
@@ -61,6 +65,23 @@ class DiffTest(tahelp.Case):
                 d = self.diff(one, three, "--sort=calls", "--top=3")
                 self.assertEqual([f["name"] for f in d["functions"]],
                                  ["hold", "extra", "round_of_calls"])
+
+    def assert_more_than_double(self, prog, hold):
+        """hold changed by more than +100% from 1 round of spread to 3,
+        retried on fresh runs while the base round was stretched."""
+        for attempt in range(3):
+            if hold["total_change_pct"] > 100.0:
+                return
+            # The new run is at least 3 rounds: only a base round
+            # stretched past 1.5 rounds can make it less than double.
+            self.assertGreaterEqual(hold["new_total_ns"], 3 * ROUND_NS, hold)
+            self.assertGreater(hold["base_total_ns"], 1.5 * ROUND_NS, hold)
+            if attempt == 2:
+                break
+            one = self.traced("preload", [prog, "1"]).dump
+            three = self.traced("preload", [prog, "3"]).dump
+            hold = {f["name"]: f for f in self.diff(one, three)["functions"]}["hold"]
+        self.fail("three base runs stretched by more than half: %s" % hold)
 
     def test_same_dump(self):
         dump = self.traced("preload", [self.prog("nest-O2")]).dump

@@ -54,8 +54,15 @@ class NestTest(tahelp.Case):
                               "self time, as much as the 2% allowed")
         for level in LEVELS:
             with self.subTest(level=level):
-                main = self.functions(self.nest("preload", level))["main"]
-                self.assertLess(main["self_ns"], main["total_ns"] * 0.02, main)
+                # A preemption in main's own code is main's self time too
+                # (a loaded machine): a fresh run is tried, up to 3.  The
+                # agent's setup would be there every time.
+                for attempt in range(3):
+                    main = self.functions(self.nest("preload", level))["main"]
+                    if main["self_ns"] < main["total_ns"] * 0.02:
+                        break
+                else:
+                    self.fail("main's self time over 2%% of its total in 3 runs: %s" % main)
 
     def test_sort(self):
         rep = self.nest("preload", "O2", "--sort=calls")

@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: MIT
 """sleep: nap() sleeps 20 ms with nanosleep 5 times.  The report's times
-must match the clock: the shortest nap within 2% of 20 ms, and the longest
-and mean within 2% of what the program measured itself with
-CLOCK_MONOTONIC around each call (so scheduling delays do not matter)."""
+must match the clock: the shortest nap within 2% of 20 ms, and the
+shortest, longest and mean within 2% of what the program measured itself
+with CLOCK_MONOTONIC around each call (so scheduling delays do not matter).
+
+Under qemu-user (scripts/test-aarch64) a 20 ms nanosleep itself lasts
+longer (24 ms seen on a loaded machine): there the shortest nap is only
+checked against the program's own clock and for not being under 20 ms."""
 
 import tahelp
 from tahelp import LEVELS, MODES
@@ -25,7 +29,14 @@ class SleepTest(tahelp.Case):
                     nap = self.functions(rep)["nap"]
                     self.assertEqual(nap["calls"], 5)
                     self.assert_times_sane(nap)
-                    self.assertAlmostEqual(nap["min_ns"], NAP_NS, delta=NAP_NS * 0.02)
+                    self.assertGreaterEqual(own["min_ns"], NAP_NS)
+                    self.assertGreaterEqual(nap["min_ns"], NAP_NS * 0.98)
+                    if not tahelp.EMULATED:
+                        # The sleep, not the agent: emulated, nanosleep
+                        # overshoots by more than 2%.
+                        self.assertAlmostEqual(nap["min_ns"], NAP_NS, delta=NAP_NS * 0.02)
+                    self.assertAlmostEqual(nap["min_ns"], own["min_ns"],
+                                           delta=own["min_ns"] * 0.02)
                     self.assertAlmostEqual(nap["max_ns"], own["max_ns"],
                                            delta=own["max_ns"] * 0.02)
                     self.assertAlmostEqual(nap["avg_ns"], own["avg_ns"],
