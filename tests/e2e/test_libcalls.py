@@ -5,6 +5,7 @@ hold, exact I/O sizes per fd, sleeps, errno untouched, allocation in
 constructors and atexit handlers, TRACEAGENT_LIBCALLS / --libcalls, and the
 marks the views give library calls."""
 
+import glob
 import json
 import os
 import re
@@ -220,10 +221,17 @@ class LibcallsTest(tahelp.Case):
         """Another preloaded library whose constructor allocates (libstdc++'s
         exception pool), loaded before and after the agent: the interposers
         serve it before the agent is initialised, without recursion."""
-        cxx = subprocess.run(["gcc", "-print-file-name=libstdc++.so.6"], capture_output=True,
-                             text=True).stdout.strip()
-        if not os.path.isabs(cxx) or not os.path.exists(cxx):
-            self.skipTest("no libstdc++.so.6 to preload")
+        # One of the agent's architecture (an emulated run's is not the
+        # host compiler's).
+        found = [subprocess.run(["gcc", "-print-file-name=libstdc++.so.6"],
+                                capture_output=True, text=True).stdout.strip()]
+        found += sorted(glob.glob("/usr/lib/*-linux-gnu/libstdc++.so.6") +
+                        glob.glob("/usr/*-linux-gnu/lib/libstdc++.so.6"))
+        want = tahelp.elf_machine(tahelp.AGENT)
+        cxx = next((c for c in found if os.path.isabs(c) and os.path.exists(c) and
+                    tahelp.elf_machine(c) == want), None)
+        if cxx is None:
+            self.skipTest("no libstdc++.so.6 of the agent's architecture to preload")
         prog = self.prog("libcalls-O2")
         expect = "constructor ok\nmain ok\natexit ok\ndestructor ok\n"
         for order in ((tahelp.AGENT, cxx), (cxx, tahelp.AGENT)):
