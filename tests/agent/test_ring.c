@@ -334,12 +334,12 @@ START_TEST(nested_hooks_are_recorded_in_order)
 	agent_env("4K", "1M");
 	ta_record(0x1000); /* registers the thread */
 	/* Freeze the thread as if interrupted between (A) and (C). */
-	ta_cur->head |= TA_BUSY;
+	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x2000);
 	ta_record(0x2000 | TA_REC_EXIT);
 	ta_record(0x3000);
 	ta_record(0x3000 | TA_REC_EXIT);
-	ta_cur->head &= ~TA_BUSY;
+	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x1000 | TA_REC_EXIT); /* the thread's next event */
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -412,11 +412,11 @@ START_TEST(nested_ext_events_are_recorded_in_order)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000);
-	ta_cur->head |= TA_BUSY;
+	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x2000);
 	ta_record_ext(12, v, 3);
 	ta_record(0x2000 | TA_REC_EXIT);
-	ta_cur->head &= ~TA_BUSY;
+	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -441,10 +441,10 @@ START_TEST(nested_hooks_beyond_the_buffer_are_counted)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000);
-	ta_cur->head |= TA_BUSY;
+	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
 	for (int i = 0; i < 300; i++)
 		ta_record(0x2000 | (i & 1 ? TA_REC_EXIT : 0));
-	ta_cur->head &= ~TA_BUSY;
+	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -601,7 +601,7 @@ START_TEST(ringless_hooks_do_not_look_nested)
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	/* It goes on: the claim given back, as ta_record does. */
 	if (held)
-		__atomic_store_n(&idle->head, idle->head & ~TA_BUSY, __ATOMIC_RELAXED);
+		__atomic_fetch_and(&idle->head, ~TA_BUSY, __ATOMIC_RELAXED);
 	ta_flusher_fork_parent();
 	produced += RINGLESS_EVENTS;
 	ta_agent_shutdown();
