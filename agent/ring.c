@@ -21,8 +21,16 @@
 #include "agent.h"
 
 /* A block with no room: a thread that has no ring yet, or whose agent is
- * not running, comes to the slow path with every event. */
-static struct ta_block idle_block;
+ * not running, comes to the slow path with every event.  Every such thread
+ * points at this one block, so its head must never change: it reads as
+ * claimed for good, and no hook writes it.  (A hook's claim is atomic only
+ * against its own thread's signal handlers: were idle_block claimable, one
+ * thread's claim, held for the few instructions of its fast path or for
+ * as long as it is preempted there, would make another thread's hook look
+ * nested, and its events would be put aside in a thread that may never get
+ * a ring to append them to; two claims at once could even leave the bit
+ * set for good.) */
+static struct ta_block idle_block = {.head = TA_BUSY};
 /* What the thread points at while its slow path works: a nested hook (a
  * signal handler) sees TA_BUSY and counts its event as lost. */
 static struct ta_block busy_block = {.head = TA_BUSY};
@@ -523,13 +531,17 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	 * could move this thread to a new block, and we would then link a
 	 * second one after the same full block and lose the handler's. */
 	struct ta_block *b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
+	int ringless = 0;
 
 	/* What follows is the agent's work (starting, registering, waiting
 	 * for a block, helping the flusher): its library calls are its own. */
 	TA_GUARD_ENTER();
-	if (b == &busy_block || (__atomic_load_n(&b->head, __ATOMIC_RELAXED) & TA_BUSY)) {
+	if (b == &busy_block ||
+	    (b != &idle_block && (__atomic_load_n(&b->head, __ATOMIC_RELAXED) & TA_BUSY))) {
 		/* Nested in a slow path (b is the placeholder) or in a fast
-		 * path between its (A) and (C) (b is claimed). */
+		 * path between its (A) and (C) (b is claimed; idle_block
+		 * always reads claimed, and no fast path gets past (A) on
+		 * it). */
 		nest_push(t, b, r, cnt);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		ta_cur = b;
@@ -553,6 +565,9 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 		if (!t) {
 			count_lost(NULL);
 			b = &idle_block;
+			/* Events handlers put aside, now or before, have no
+			 * ring either: they are counted below. */
+			ringless = 1;
 			goto done;
 		}
 		b = t->first;
@@ -572,9 +587,14 @@ done:
 	ta_cur = b;
 	/* A handler that ran while the placeholder was in place put its
 	 * events aside; once ours is back, new handlers write directly, so
-	 * one look after it is enough. */
-	while (TA_UNLIKELY(__atomic_load_n(&nest_n, __ATOMIC_RELAXED)) && t && b != &idle_block) {
+	 * one look after it is enough.  A thread that could not get a ring
+	 * has nowhere to append them: nest_drain counts them as lost (in
+	 * no thread's count), or they would be lost silently. */
+	while (TA_UNLIKELY(__atomic_load_n(&nest_n, __ATOMIC_RELAXED)) &&
+	       ((t && b != &idle_block) || ringless)) {
 		b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
+		if (!t)
+			t = self; /* a handler may have registered it meanwhile */
 		b = nest_drain(t, b);
 		if (!b)
 			b = &idle_block;

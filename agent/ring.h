@@ -55,8 +55,9 @@ _Static_assert(sizeof(struct ta_block) == TA_BLOCK_HEADER, "block header is one 
 /* The calling thread's current block.  Initial-exec TLS: the agent is
  * preloaded, so its TLS lives in the static block and a hook reaches it with
  * one %fs-relative load, no __tls_get_addr.  It starts at a placeholder
- * whose limit is 0, so a thread's first event takes the slow path, which
- * registers the thread. */
+ * shared by every thread without a ring, which reads as claimed for good
+ * (so no hook ever writes it), so a thread's first event takes the slow
+ * path, which registers the thread. */
 extern __thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
 
 /* The out-of-line path: first event of a thread, full block, nested hook,
@@ -118,15 +119,14 @@ static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 	uint32_t h;
 
 	/* (A) Claim the block against this thread's signal handlers.  A
-	 * claim already there is a hook we interrupted (or the slow path's
-	 * placeholder, which is always claimed). */
+	 * claim already there is a hook we interrupted (or one of ring.c's
+	 * placeholders, which are always claimed). */
 	if (TA_UNLIKELY(ta_claim(&b->head, &h))) {
 		TA_RECORD_SLOW(addr, t);
 		return;
 	}
-	/* Full, a placeholder (limit 0), or a handler set limit to 0 to have
-	 * its events appended (ring.c's nest_push): give the claim back and
-	 * take the slow path. */
+	/* Full, or a handler set limit to 0 to have its events appended
+	 * (ring.c's nest_push): give the claim back and take the slow path. */
 	if (TA_UNLIKELY(h >= __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
 		__atomic_store_n(&b->head, h, __ATOMIC_RELAXED);
 		TA_RECORD_SLOW(addr, t);

@@ -334,12 +334,12 @@ START_TEST(nested_hooks_are_recorded_in_order)
 	agent_env("4K", "1M");
 	ta_record(0x1000); /* registers the thread */
 	/* Freeze the thread as if interrupted between (A) and (C). */
-	ta_cur->head |= TA_BUSY;
+	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x2000);
 	ta_record(0x2000 | TA_REC_EXIT);
 	ta_record(0x3000);
 	ta_record(0x3000 | TA_REC_EXIT);
-	ta_cur->head &= ~TA_BUSY;
+	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x1000 | TA_REC_EXIT); /* the thread's next event */
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -412,11 +412,11 @@ START_TEST(nested_ext_events_are_recorded_in_order)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000);
-	ta_cur->head |= TA_BUSY;
+	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x2000);
 	ta_record_ext(12, v, 3);
 	ta_record(0x2000 | TA_REC_EXIT);
-	ta_cur->head &= ~TA_BUSY;
+	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -441,10 +441,10 @@ START_TEST(nested_hooks_beyond_the_buffer_are_counted)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000);
-	ta_cur->head |= TA_BUSY;
+	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
 	for (int i = 0; i < 300; i++)
 		ta_record(0x2000 | (i & 1 ? TA_REC_EXIT : 0));
-	ta_cur->head &= ~TA_BUSY;
+	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -532,6 +532,124 @@ START_TEST(drop_mode_counts_and_marks_the_gap)
 		ck_assert_uint_eq(d.t[0].ev[i], want);
 	}
 	ck_assert_uint_eq(d.t[0].ev[d.t[0].n - 1], addr_of(0, 0) | TA_REC_EXIT);
+	unlink(dump_path);
+}
+END_TEST
+
+/* Threads without a ring (drop mode, the pool used up while the flusher
+ * is held) share one placeholder block. */
+static void *cur_block(void *p)
+{
+	(void)p;
+	return ta_cur; /* before any event: the placeholder */
+}
+
+#define RINGLESS_EVENTS 5
+
+static void *ringless_thread(void *p)
+{
+	(void)p;
+	for (long i = 0; i < RINGLESS_EVENTS; i++)
+		ta_record(addr_of(9, 0) | (i % 2 ? TA_REC_EXIT : 0));
+	ck_assert_ptr_null(ta_thread_self()); /* it never got a ring */
+	return NULL;
+}
+
+/* Main records into the whole pool with the flusher held up; returns the
+ * events it produced. */
+static uint64_t fill_pool_dropping(void)
+{
+	agent_env("4K", "1M");
+	setenv("TRACEAGENT_MODE", "drop", 1);
+	ta_record(addr_of(0, 0)); /* starts the agent */
+	ta_record(addr_of(0, 0) | TA_REC_EXIT);
+	ta_flusher_fork_prepare(); /* the flusher cannot drain */
+	record_tree(0, 20000);     /* 80000 events: more than the 256 blocks hold */
+	return 2 + 20000 * 4;
+}
+
+/* What the END chunk counts beyond the threads' own counts. */
+static uint64_t lost_no_ring(const struct dump *d)
+{
+	uint64_t threads = 0;
+
+	for (int i = 0; i < d->nthreads; i++)
+		threads += d->t[i].end_lost;
+	ck_assert_uint_ge(d->end_lost, threads);
+	return d->end_lost - threads;
+}
+
+/* Another ringless thread holds the placeholder's claim (its fast path
+ * between (A) and giving the claim back, preempted there: the claim is
+ * not atomic across threads).  A thread that hooks meanwhile must not take
+ * that for a nested hook of its own and put its events aside: it could
+ * never append them, and they would be lost silently (the e2e crowd test's
+ * rare "events + lost" short by a few). */
+START_TEST(ringless_hooks_do_not_look_nested)
+{
+	struct dump d;
+	struct ta_block *idle;
+	pthread_t t;
+	uint64_t produced = fill_pool_dropping();
+	uint32_t h;
+	int held;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, cur_block, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, (void **)&idle), 0);
+	/* The other thread's fast path, step (A), on its placeholder. */
+	held = !ta_claim(&idle->head, &h);
+	ck_assert_int_eq(pthread_create(&t, NULL, ringless_thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	/* It goes on: the claim given back, as ta_record does. */
+	if (held)
+		__atomic_fetch_and(&idle->head, ~TA_BUSY, __ATOMIC_RELAXED);
+	ta_flusher_fork_parent();
+	produced += RINGLESS_EVENTS;
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	ck_assert_uint_eq(lost_no_ring(&d), RINGLESS_EVENTS);
+	ck_assert_uint_eq(d.end_events + d.end_lost, produced);
+	unlink(dump_path);
+}
+END_TEST
+
+static void *ringless_nested_thread(void *p)
+{
+	struct ta_block *idle = ta_cur;
+
+	(void)p;
+	/* A signal handler's hooks while the slow path works (its placeholder
+	 * in ta_cur): put aside... */
+	ta_cur_stop();
+	ta_record(addr_of(9, 0));
+	ta_record(addr_of(9, 0) | TA_REC_EXIT);
+	/* ...then the slow path, which could not register the thread, ends
+	 * and its next event fails to register again. */
+	ta_cur = idle;
+	ta_record(addr_of(9, 1));
+	ta_record(addr_of(9, 1) | TA_REC_EXIT);
+	ck_assert_ptr_null(ta_thread_self());
+	return NULL;
+}
+
+/* Events put aside by a handler in a thread that cannot get a ring have
+ * nowhere to go: they are counted lost, in no thread's count. */
+START_TEST(ringless_nested_events_are_counted)
+{
+	struct dump d;
+	pthread_t t;
+	uint64_t produced = fill_pool_dropping();
+
+	ck_assert_int_eq(pthread_create(&t, NULL, ringless_nested_thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ta_flusher_fork_parent();
+	produced += 4;
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	ck_assert_uint_eq(lost_no_ring(&d), 4);
+	ck_assert_uint_eq(d.end_events + d.end_lost, produced);
 	unlink(dump_path);
 }
 END_TEST
@@ -688,6 +806,8 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, nested_ext_events_are_recorded_in_order);
 	tcase_add_test(tc, exited_threads_are_drained_and_reused);
 	tcase_add_test(tc, drop_mode_counts_and_marks_the_gap);
+	tcase_add_test(tc, ringless_hooks_do_not_look_nested);
+	tcase_add_test(tc, ringless_nested_events_are_counted);
 	tcase_add_test(tc, flight_mode_keeps_the_newest_events);
 	tcase_add_test(tc, flight_cut_forgets_setjmp_depths);
 	tcase_add_test(tc, thread_name_is_recorded);
