@@ -321,6 +321,22 @@ START_TEST(many_writers_lossless_at_the_cap)
 }
 END_TEST
 
+/* Freezes the calling thread's block as if a hook were interrupted between
+ * its claim (A) and its publication (C), and thaws it.  Atomic
+ * read-modify-writes like the agent's own (ring.h's ta_claim), relaxed:
+ * the flusher's acquire load of head, which may run at any time, then
+ * races with nothing (ThreadSanitizer checks it); no slot is written while
+ * frozen, so nothing needs publishing. */
+static void freeze_block(void)
+{
+	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
+}
+
+static void thaw_block(void)
+{
+	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
+}
+
 /* A hook that runs while another hook of the same thread is half done (a
  * signal handler) must not overwrite the slot being written: its events
  * are put aside and appended after the interrupted one, in order, by the
@@ -333,13 +349,12 @@ START_TEST(nested_hooks_are_recorded_in_order)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000); /* registers the thread */
-	/* Freeze the thread as if interrupted between (A) and (C). */
-	ta_cur->head |= TA_BUSY;
+	freeze_block();
 	ta_record(0x2000);
 	ta_record(0x2000 | TA_REC_EXIT);
 	ta_record(0x3000);
 	ta_record(0x3000 | TA_REC_EXIT);
-	ta_cur->head &= ~TA_BUSY;
+	thaw_block();
 	ta_record(0x1000 | TA_REC_EXIT); /* the thread's next event */
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -412,11 +427,11 @@ START_TEST(nested_ext_events_are_recorded_in_order)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000);
-	ta_cur->head |= TA_BUSY;
+	freeze_block();
 	ta_record(0x2000);
 	ta_record_ext(12, v, 3);
 	ta_record(0x2000 | TA_REC_EXIT);
-	ta_cur->head &= ~TA_BUSY;
+	thaw_block();
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -441,10 +456,10 @@ START_TEST(nested_hooks_beyond_the_buffer_are_counted)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000);
-	ta_cur->head |= TA_BUSY;
+	freeze_block();
 	for (int i = 0; i < 300; i++)
 		ta_record(0x2000 | (i & 1 ? TA_REC_EXIT : 0));
-	ta_cur->head &= ~TA_BUSY;
+	thaw_block();
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
