@@ -155,7 +155,58 @@ static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t
  * helping with its own ring leaves a small chunk open for the next drain
  * (the flusher's periodic pass writes it), so helping does not turn into a
  * write per block. */
-static void drain_thread(struct ta_thread *t, int at_end, int partial)
+static void drain_thread_held(struct ta_thread *t, int at_end, int partial, struct ta_thread *held);
+
+/*
+ * The kernel reuses the tid of a thread that exited, and a new thread gets
+ * a new record, ahead of the older ones in the list: a drain pass would
+ * write the new thread's THREAD_START before the old one's THREAD_END,
+ * and a reader, which tells the two apart by that order, would take them
+ * for one thread.  So the exited, older holders of t's tid are drained
+ * (to their end) first.  Returns whether they are; when one is being
+ * drained elsewhere, t waits for the next pass (at the end, for it).  The
+ * older one never waits for a newer one: no cycle.
+ */
+static int older_holders_drained(struct ta_thread *t, int at_end, struct ta_thread *held)
+{
+	for (struct ta_thread *u = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); u;
+	     u = u->all_next) {
+		int got, tries = 0;
+
+		/* held: the newer record whose lock this drain's caller has. */
+		if (u == t || u == held ||
+		    __atomic_load_n(&u->state, __ATOMIC_RELAXED) != TA_T_EXITED)
+			continue;
+		/* Its tid is read under its consume lock: only a holder of
+		 * the lock frees an exited record, which a new thread may
+		 * then claim and rewrite. */
+		while (!(got = ta_consume_trylock(u)) && at_end && ++tries < 1000)
+			sched_yield();
+		if (!got) {
+			if (!at_end)
+				return 0;
+			continue; /* its holder is stuck (a crash): do not hang */
+		}
+		/* Acquire: pairs with the release store of TA_T_EXITED in
+		 * ring.c's ta_thread_exit; tid and start_ticks were set
+		 * before it. */
+		if (__atomic_load_n(&u->state, __ATOMIC_ACQUIRE) == TA_T_EXITED &&
+		    u->tid == t->tid && u->start_ticks < t->start_ticks) {
+			drain_thread_held(u, at_end, 0, t);
+			/* Not to its end (one of its own elders is busy):
+			 * t waits with it. */
+			if (__atomic_load_n(&u->state, __ATOMIC_RELAXED) == TA_T_EXITED &&
+			    !at_end) {
+				ta_consume_unlock(u);
+				return 0;
+			}
+		}
+		ta_consume_unlock(u);
+	}
+	return 1;
+}
+
+static void drain_thread_held(struct ta_thread *t, int at_end, int partial, struct ta_thread *held)
 {
 	/* Acquire: pairs with the release stores of the state in ring.c, so
 	 * the fields set at registration (and the final heads, if EXITED)
@@ -184,6 +235,9 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 	}
 	if (!fs->started) {
 		uint64_t flags = 0;
+
+		if (!older_holders_drained(t, at_end, held))
+			return;
 
 		if (t->inherit) {
 			/* A forked child's thread starts inside the frames
@@ -258,6 +312,11 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial)
 		/* Still running at the end of the process: its end is now. */
 		write_thread_end(t, ta_ticks(), fs->events);
 	}
+}
+
+static void drain_thread(struct ta_thread *t, int at_end, int partial)
+{
+	drain_thread_held(t, at_end, partial, NULL);
 }
 
 int ta_consume_trylock(struct ta_thread *t)

@@ -19,8 +19,11 @@ struct ta_tlthread {
 	uint32_t base;		    /* depth of the first shown level */
 	uint32_t opened;	    /* frames base..opened-1 had their first line */
 	/* The filters in the process's ticks, so that calls are judged
-	 * without converting them: shown when duration >= min_ticks, enter <
-	 * to_ticks and exit >= from_ticks. */
+	 * without converting them: shown when enter < to_ticks and exit >=
+	 * from_ticks.  --min-duration judges the duration shown (shown_dur),
+	 * which comes from two rounded ends and so may be 1 ns off the
+	 * duration's own rounding: min_ticks only lets through the calls that
+	 * can reach it, the few near the limit are converted. */
 	uint64_t min_ticks, from_ticks, to_ticks;
 };
 
@@ -196,7 +199,16 @@ static void thread_filters(const struct ta_timeline *tl, struct ta_tlthread *th)
 {
 	const struct ta_tlopts *o = tl->o;
 
-	th->min_ticks = o->min_duration ? ticks_reaching(tl, th->p, 1, o->min_duration) : 0;
+	/* A shown duration of at least min_duration means an exact one above
+	 * min_duration - 1 (each end is rounded by at most half a ns), so a
+	 * rounded one of at least min_duration - 1; one more ns of slack for
+	 * the long double products. */
+	if (!th->p)
+		th->min_ticks = o->min_duration; /* ticks are ns */
+	else if (o->min_duration > 2)
+		th->min_ticks = ticks_reaching(tl, th->p, 1, (__int128)o->min_duration - 2);
+	else
+		th->min_ticks = 0;
 	th->from_ticks = o->from ? ticks_reaching(tl, th->p, 0, o->from) : 0;
 	/* The first ticks past the end of the range. */
 	th->to_ticks =
@@ -313,6 +325,23 @@ static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th, const stru
 	th->opened = depth;
 }
 
+/*
+ * The duration shown for a call, in ns: from both rounded ends, not a
+ * duration rounded on its own, so that a child that ends on the same tick
+ * as its parent (coarse counters: 16 ns on some Arm boards) does not end a
+ * nanosecond after it.  --min-duration judges this value too: a call
+ * shown with a duration is kept exactly when that duration reaches the
+ * limit.
+ */
+static uint64_t shown_dur(const struct ta_timeline *tl, const struct ta_tlthread *th,
+			  const struct ta_exit_info *x)
+{
+	if (!th->p)
+		return x->duration;
+	return (uint64_t)(ta_timeline_rel(tl, th->p, x->exit) -
+			  ta_timeline_rel(tl, th->p, x->enter));
+}
+
 static void tl_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
 {
 	struct ta_timeline *tl = ctx;
@@ -329,7 +358,8 @@ static void tl_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x
 		th->opened = x->depth;
 	} else if ((!o->max_depth || x->depth - th->base < o->max_depth) &&
 		   x->duration >= th->min_ticks && x->enter < th->to_ticks &&
-		   x->exit >= th->from_ticks) {
+		   x->exit >= th->from_ticks &&
+		   (!o->min_duration || shown_dur(tl, th, x) >= o->min_duration)) {
 		emit_open(tl, th, t, x->depth);
 		c.kind = TA_TL_CALL;
 	} else {
@@ -338,10 +368,7 @@ static void tl_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x
 	c.t = t;
 	c.depth = x->depth - th->base;
 	c.start_ns = ta_timeline_rel(tl, th->p, x->enter);
-	/* From both rounded ends, not a duration rounded on its own: a child
-	 * that ends on the same tick as its parent (coarse counters: 16 ns on
-	 * some Arm boards) must not end a nanosecond after it. */
-	c.dur_ns = th->p ? (uint64_t)(ta_timeline_rel(tl, th->p, x->exit) - c.start_ns) : x->duration;
+	c.dur_ns = shown_dur(tl, th, x);
 	c.self_ns = th->p ? ta_process_dur_ns(th->p, x->self) : x->self;
 	if (c.self_ns > c.dur_ns) /* rounded apart: never more than the whole */
 		c.self_ns = c.dur_ns;

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -321,6 +323,22 @@ START_TEST(many_writers_lossless_at_the_cap)
 }
 END_TEST
 
+/* Freezes the calling thread's block as if a hook were interrupted between
+ * its claim (A) and its publication (C), and thaws it.  Atomic
+ * read-modify-writes like the agent's own (ring.h's ta_claim), relaxed:
+ * the flusher's acquire load of head, which may run at any time, then
+ * races with nothing (ThreadSanitizer checks it); no slot is written while
+ * frozen, so nothing needs publishing. */
+static void freeze_block(void)
+{
+	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
+}
+
+static void thaw_block(void)
+{
+	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
+}
+
 /* A hook that runs while another hook of the same thread is half done (a
  * signal handler) must not overwrite the slot being written: its events
  * are put aside and appended after the interrupted one, in order, by the
@@ -333,13 +351,12 @@ START_TEST(nested_hooks_are_recorded_in_order)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000); /* registers the thread */
-	/* Freeze the thread as if interrupted between (A) and (C). */
-	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
+	freeze_block();
 	ta_record(0x2000);
 	ta_record(0x2000 | TA_REC_EXIT);
 	ta_record(0x3000);
 	ta_record(0x3000 | TA_REC_EXIT);
-	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
+	thaw_block();
 	ta_record(0x1000 | TA_REC_EXIT); /* the thread's next event */
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -412,11 +429,11 @@ START_TEST(nested_ext_events_are_recorded_in_order)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000);
-	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
+	freeze_block();
 	ta_record(0x2000);
 	ta_record_ext(12, v, 3);
 	ta_record(0x2000 | TA_REC_EXIT);
-	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
+	thaw_block();
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -441,10 +458,10 @@ START_TEST(nested_hooks_beyond_the_buffer_are_counted)
 
 	agent_env("4K", "1M");
 	ta_record(0x1000);
-	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
+	freeze_block();
 	for (int i = 0; i < 300; i++)
 		ta_record(0x2000 | (i & 1 ? TA_REC_EXIT : 0));
-	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
+	thaw_block();
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -485,6 +502,72 @@ START_TEST(exited_threads_are_drained_and_reused)
 	ck_assert_int_lt(records, 100);
 	ck_assert_uint_eq(d.end_events, 200 * 10 * 4);
 	ck_assert_uint_eq(d.end_lost, 0);
+	unlink(dump_path);
+}
+END_TEST
+
+static struct ta_thread *reuse_record[2];
+static uint64_t reuse_tid;
+static int reuse_go;
+
+static void *reuse_thread(void *p)
+{
+	long i = (long)(intptr_t)p;
+
+	prctl(PR_SET_NAME, i ? "reused-b" : "reused-a", 0, 0, 0);
+	if (i) {
+		/* Release/acquire: the tid to main, and its rewrite of the
+		 * first record back before this one registers. */
+		__atomic_store_n(&reuse_tid, (uint64_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+		while (!__atomic_load_n(&reuse_go, __ATOMIC_ACQUIRE))
+			usleep(100);
+	}
+	record_tree(i, i ? 1 : 10);
+	reuse_record[i] = ta_thread_self();
+	return NULL;
+}
+
+/* The kernel reuses the tid of a thread that exited: when the new holder
+ * registers before the old one was drained, the old one's THREAD_END still
+ * comes before the new one's THREAD_START (a reader tells the two threads
+ * apart by that order), though the new record is ahead in the list.  The
+ * reuse is made by giving the first thread's exited record the second
+ * one's tid while the flusher is held. */
+START_TEST(reused_tid_ends_before_it_starts_again)
+{
+	struct dump d;
+
+	agent_env("4K", "1M");
+	ck_assert(ta_agent_ensure_started());
+	ta_flusher_fork_prepare(); /* the flusher cannot drain */
+	for (long i = 0; i < 2; i++) {
+		pthread_t t;
+
+		ck_assert_int_eq(pthread_create(&t, NULL, reuse_thread, (void *)(intptr_t)i), 0);
+		if (i) {
+			while (!__atomic_load_n(&reuse_tid, __ATOMIC_ACQUIRE))
+				usleep(100);
+			/* The first thread is gone, its record not drained. */
+			ck_assert_uint_eq(__atomic_load_n(&reuse_record[0]->state, __ATOMIC_ACQUIRE),
+					  TA_T_EXITED);
+			reuse_record[0]->tid = reuse_tid;
+			__atomic_store_n(&reuse_go, 1, __ATOMIC_RELEASE);
+		}
+		pthread_join(t, NULL);
+		ck_assert_ptr_nonnull(reuse_record[i]);
+	}
+	ck_assert_ptr_ne(reuse_record[0], reuse_record[1]);
+	ta_flusher_fork_parent();
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 2);
+	ck_assert_str_eq(d.t[0].name, "reused-a");
+	ck_assert_uint_eq(d.t[0].n, 40);
+	ck_assert_uint_eq(d.t[0].end_events, 40);
+	ck_assert_str_eq(d.t[1].name, "reused-b");
+	ck_assert_uint_eq(d.t[1].n, 4);
+	ck_assert_uint_eq(d.t[1].end_events, 4);
+	ck_assert(d.t[1].ended);
 	unlink(dump_path);
 }
 END_TEST
@@ -805,6 +888,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, ext_events_stay_whole_across_blocks);
 	tcase_add_test(tc, nested_ext_events_are_recorded_in_order);
 	tcase_add_test(tc, exited_threads_are_drained_and_reused);
+	tcase_add_test(tc, reused_tid_ends_before_it_starts_again);
 	tcase_add_test(tc, drop_mode_counts_and_marks_the_gap);
 	tcase_add_test(tc, ringless_hooks_do_not_look_nested);
 	tcase_add_test(tc, ringless_nested_events_are_counted);

@@ -53,11 +53,15 @@ class Dump:
         self.data += head + struct.pack("<I", crc32c(head + payload)) + payload
         self.seq += 1
 
-    def process(self, start_ticks, exe, argv=()):
-        p = (u(self.pid) + u(1) + u(1700000000000000000) + u(start_ticks) + u(CLOCK_MONOTONIC)
+    def process(self, start_ticks, exe, argv=(), clock_source=CLOCK_MONOTONIC):
+        p = (u(self.pid) + u(1) + u(1700000000000000000) + u(start_ticks) + u(clock_source)
              + u(0) + string("x86_64") + string(exe) + u(len(argv))
              + b"".join(string(a) for a in argv) + u(65536) + u(256 << 20) + u(50))
         self.chunk(PROCESS, p)
+
+    def clock(self, pairs):
+        """A CLOCK chunk: pairs of (ticks, monotonic ns)."""
+        self.chunk(CLOCK, u(len(pairs)) + b"".join(u(t) + u(ns) for t, ns in pairs))
 
     def module(self, path, bias, start, end, main=True):
         self.chunk(MODULE, u(0) + u(bias) + string(path) + string(b"") + u(1 if main else 0)

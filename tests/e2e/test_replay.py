@@ -212,6 +212,43 @@ class ReplayTest(tahelp.Case):
         p = tadump.view(self, "replay", "--function=twig", "--tid=101", "--depth=1", dump)
         self.assertEqual(p.stdout, text(HEAD, "    1.900 us      101  twig();"))
 
+    def test_min_duration_judges_the_shown_duration(self):
+        # A 2.5 GHz counter (0.4 ns a tick): a call's two ends round apart,
+        # so the duration shown (rounded end - rounded start) can be 1 ns
+        # off the duration rounded on its own.  --min-duration must keep
+        # exactly the calls shown with at least the limit.
+        exe = self.prog("nest-O2")
+        syms = tahelp.elf_symbols(exe)
+        bias = tadump.BIAS
+        addr = {n: bias + syms[n] for n in ("main", "trunk", "leaf", "bud", "twig")}
+        # (name, enter, exit) in ticks; shown ns, and the duration's own
+        # rounding: trunk 0.4->0 .. 9.6->10: shown 10, own 23*0.4=9.2->9;
+        # leaf 41.6->42 .. 50.4->50: shown 8, own 22*0.4=8.8->9;
+        # bud 80 .. 89.2->89: shown 9, own 9.2->9 (both agree).
+        calls = [("trunk", 1, 24), ("leaf", 104, 126), ("bud", 200, 223)]
+        evs = [(0, tadump.ENTER, addr["main"])]
+        for name, t0, t1 in calls:
+            evs += [(t0, tadump.ENTER, addr[name]), (t1, tadump.EXIT)]
+        evs.append((1000, tadump.EXIT))
+        d = tadump.Dump()
+        d.process(0, exe, [exe], clock_source=1)
+        d.clock([(0, 0), (2500000, 1000000)])
+        d.module(exe, bias, bias, bias + (1 << 30))
+        d.thread_start(101, 0, "main")
+        d.events(101, evs)
+        d.thread_end(101, 1000, len(evs))
+        d.end(1000, len(evs), 1)
+        path = self.path("ticks.trace")
+        d.write(path)
+        every = [json.loads(l) for l in tadump.view(self, "replay", "--json", path).stdout.splitlines()]
+        shown = {c["name"]: c["duration_ns"] for c in every}
+        self.assertEqual(shown, {"trunk": 10, "leaf": 8, "bud": 9, "main": 400})
+        for limit in (8, 9, 10, 11):
+            with self.subTest(limit=limit):
+                p = tadump.view(self, "replay", "--json", "--min-duration=%dns" % limit, path)
+                kept = [json.loads(l) for l in p.stdout.splitlines()]
+                self.assertEqual(kept, [c for c in every if c["duration_ns"] >= limit])
+
     def test_sample_json(self):
         dump = tadump.sample_dump(self)
         p = tadump.view(self, "replay", "--json", "--tid=102", dump)
