@@ -38,12 +38,12 @@ uint32_t ta_pending_blocks;
 
 static uint8_t *pool_base;
 static uint32_t pool_block_bytes, pool_events, pool_nblocks;
-static uint32_t pool_next;   /* blocks never used start here (atomic) */
-static uint64_t pool_free;   /* free list head: tag << 32 | (index + 1) */
-static uint32_t pool_in_use; /* atomic, for the peak statistic */
+static uint32_t pool_next;      /* blocks never used start here (atomic) */
+static uint64_t pool_free;      /* free list head: tag << 32 | (index + 1) */
+static uint32_t pool_in_use;    /* atomic, for the peak statistic */
 static uint32_t pool_peak;
 static uint32_t pool_high_water; /* blocks in use above which producers help */
-static uint32_t live_threads;	 /* registered and not exited (atomic) */
+static uint32_t live_threads;    /* registered and not exited (atomic) */
 
 static pthread_key_t exit_key;
 
@@ -81,7 +81,7 @@ static void thread_key_destructor(void *arg)
 	ta_crash_thread_exit();
 }
 
-static int pool_mode;	       /* enum ta_mode */
+static int pool_mode; /* enum ta_mode */
 static uint32_t flight_blocks; /* flight mode: blocks a thread keeps */
 
 int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode, uint64_t flight_bytes)
@@ -151,8 +151,9 @@ static struct ta_block *pool_try_get(void)
 	b->consumed = 0;
 	in_use = __atomic_add_fetch(&pool_in_use, 1, __ATOMIC_RELAXED);
 	peak = __atomic_load_n(&pool_peak, __ATOMIC_RELAXED);
-	while (in_use > peak && !__atomic_compare_exchange_n(&pool_peak, &peak, in_use, 1,
-							     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	while (in_use > peak &&
+	       !__atomic_compare_exchange_n(&pool_peak, &peak, in_use, 1, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
 		;
 	return b;
 }
@@ -357,7 +358,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 
 	if (pool_mode == TA_MODE_FLIGHT &&
 	    (nb = flight_recycle(t, __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED) >=
-					flight_blocks)) != NULL) {
+					    flight_blocks)) != NULL) {
 		/* Its own oldest block, now its newest. */
 	} else if (pool_mode == TA_MODE_DROP) {
 		nb = pool_try_get();
@@ -429,8 +430,7 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
 				b->ev[i].ticks = ticks;
 				b->ev[i].addr = TA_RAW_EXT;
 			}
-			__atomic_store_n(&b->head, limit,
-					 __ATOMIC_RELEASE); /* pairs with the flusher */
+			__atomic_store_n(&b->head, limit, __ATOMIC_RELEASE); /* pairs with the flusher */
 		}
 		nb = next_block(t, b, ticks);
 		if (!nb)
@@ -610,15 +610,6 @@ void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n)
 		r[1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
 	}
 	record_slow(r, 1 + TA_RAW_EXT_SLOTS(n));
-}
-
-void ta_record_ext_exit_slow(uint64_t addr, uint32_t subtype, uint64_t a, uint64_t b, uint64_t c,
-			     uint64_t d, uint32_t n)
-{
-	const uint64_t v[4] = {a, b, c, d};
-
-	ta_record_ext(subtype, v, n);
-	ta_record(addr | TA_REC_EXIT);
 }
 
 void ta_cur_stop(void)
