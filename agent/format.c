@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-#define TA_LIKELY_(x) __builtin_expect(!!(x), 1)
+#define TA_LIKELY_(x)	__builtin_expect(!!(x), 1)
 #define TA_UNLIKELY_(x) __builtin_expect(!!(x), 0)
 
 /* ---- CRC-32C (Castagnoli), slicing by 8 ----------------------------------- */
@@ -29,8 +29,8 @@ static void crc_init(void)
 	}
 	for (uint32_t i = 0; i < 256; i++)
 		for (int t = 1; t < 8; t++)
-			crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^
-					  crc_table[0][crc_table[t - 1][i] & 0xff];
+			crc_table[t][i] =
+			    (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
 	__atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE); /* pairs with the acquire below */
 }
 
@@ -39,7 +39,7 @@ static void crc_init(void)
  * instruction rather than the table's ~20 (the flusher and the analyzer
  * checksum every chunk they write or read). */
 __attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const uint8_t *p,
-							      size_t len)
+							    size_t len)
 {
 	uint64_t c = crc;
 
@@ -115,10 +115,9 @@ uint32_t ta_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 
 const char *ta_strerror(int err)
 {
-	static const char *const msg[] = {
-		"success",
+	static const char *const msg[] = {"success",
 #define TA_X(name, m) m,
-		TA_ERRORS(TA_X)
+					  TA_ERRORS(TA_X)
 #undef TA_X
 	};
 	if (err < 0)
@@ -131,8 +130,8 @@ const char *ta_strerror(int err)
 const char *ta_chunk_type_name(unsigned type)
 {
 	switch (type) {
-#define TA_X(name, value, str)                                                    \
-	case value:                                                               \
+#define TA_X(name, value, str)                                                                     \
+	case value:                                                                                \
 		return str;
 		TA_CHUNK_TYPES(TA_X)
 #undef TA_X
@@ -395,7 +394,7 @@ int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks)
 
 	e->len = 0;
 	if (enc_reserve(e, 5 * TA_VARINT_MAX + N_EVENTS_BYTES +
-				   (size_t)e->stack.depth * TA_VARINT_MAX) < 0)
+			       (size_t)e->stack.depth * TA_VARINT_MAX) < 0)
 		return -TA_E_NOMEM;
 	enc_u(e, e->tid);
 	enc_u(e, e->chunk_seq);
@@ -484,6 +483,9 @@ static size_t enc_raw_ext(struct ta_encoder *e, const struct ta_raw *ev, size_t 
 	return slots;
 }
 
+_Static_assert(TA_EXT_MAX_VALUES < 0x80 && TA_EXT_SLEEP < 0x80,
+	       "a library call's EXT kind and n are one varint byte each");
+
 /* The flusher's loop: the same encoding as ta_encoder_event, with the
  * buffer reserved once per batch and the common stack cases inline. */
 size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len)
@@ -528,7 +530,44 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				 * room is per slot, and a group's bytes are
 				 * fewer than its slots'). */
 				size_t took;
+				uint64_t h = ev[i].addr;
+				uint32_t kind = ta_raw_ext_kind(h), nv = ta_raw_ext_n(h);
+				size_t slots = 1 + TA_RAW_EXT_SLOTS(nv);
 
+				/* A library call's values (the common case: the kinds
+				 * ALLOC..SLEEP, written by ta_encoder_ext as they
+				 * are), encoded here straight from the slots when the
+				 * group is whole and the buffer has room for it and
+				 * the rest of the batch.  The same bytes as
+				 * ta_encoder_ext. */
+				if (TA_LIKELY_(kind - TA_EXT_ALLOC <= TA_EXT_SLEEP - TA_EXT_ALLOC &&
+					       nv <= TA_EXT_MAX_VALUES && slots <= n - i &&
+					       e->cap - (size_t)(p - e->buf) >=
+						   (end - i + 3 + TA_EXT_MAX_VALUES) * WORST)) {
+					if (TA_LIKELY_(t >= prev_ticks)) {
+						dt = t - prev_ticks;
+						if (dt > MAX_DT)
+							dt = MAX_DT;
+						prev_ticks += dt;
+					} else {
+						e->backsteps++;
+					}
+					p = ta_varint_put(p, dt << 2 | TA_EV_EXT);
+					/* kind and n: one byte each (< 0x80). */
+					p[0] = (uint8_t)kind;
+					p[1] = (uint8_t)nv;
+					p += 2;
+					for (uint32_t j = 0; j < nv; j++)
+						p = ta_varint_put(p, j & 1
+									 ? ev[i + 1 + j / 2].addr
+									 : ev[i + 1 + j / 2].ticks);
+					n_ev++;
+					e->marker_slots += slots;
+					i += slots - 1;
+					if (i + 1 > end)
+						end = i + 1;
+					continue;
+				}
 				e->prev_ticks = prev_ticks;
 				e->len = (size_t)(p - e->buf);
 				/* The control-flow rule (ta_ctl_apply) works on

@@ -199,7 +199,8 @@ START_TEST(crc32c_instruction)
 		for (size_t len = 0; len + off <= sizeof(buf); len += 1 + len / 8) {
 			uint32_t seed = (uint32_t)rng_next(&r);
 
-			REQUIRE(ta_crc32c(seed, buf + off, len) == ta_crc32c_sw(seed, buf + off, len),
+			REQUIRE(ta_crc32c(seed, buf + off, len) ==
+				    ta_crc32c_sw(seed, buf + off, len),
 				"off %zu len %zu", off, len);
 		}
 }
@@ -671,6 +672,58 @@ START_TEST(codec_huge_tick_jump)
 }
 END_TEST
 
+/* Library-call zones in bulk (ta_encoder_raw encodes their EXT groups on
+ * a path of its own): every library kind, 1 to 6 values with heap-sized
+ * pointers, a tick stepping back, groups across the 4096-slot batch and
+ * the buffer's growth, encode to the same bytes as ta_encoder_event and
+ * ta_encoder_ext, and the counts agree. */
+START_TEST(codec_ext_libcall_bulk)
+{
+	enum { CALLS = 3000 };
+	struct ta_raw *raw = calloc(CALLS * 6, sizeof(*raw));
+	struct ta_encoder a, b;
+	const uint8_t *pa, *pb;
+	size_t la, lb, k = 0, slots = 0;
+	uint64_t t = 1000;
+
+	ck_assert_ptr_nonnull(raw);
+	ta_encoder_init(&a, 3);
+	ta_encoder_init(&b, 3);
+	ck_assert_int_eq(ta_encoder_begin(&a, t), 0);
+	for (uint32_t c = 0; c < CALLS; c++) {
+		uint32_t kind = TA_EXT_ALLOC + c % 6, nv = 1 + c % TA_EXT_MAX_VALUES;
+		uint64_t v[TA_EXT_MAX_VALUES], addr = 0x7f0000001000ull + (c % 5) * 64;
+		uint64_t te = c == 1234 ? t - 50 : t + 3; /* steps back once */
+
+		for (uint32_t j = 0; j < nv; j++)
+			v[j] = j & 1 ? 0x55555555a000ull + c * 48 : (uint64_t)c * j;
+		raw[k++] = (struct ta_raw){t, addr};
+		ck_assert_int_eq(ta_encoder_event(&a, t, addr, 0), 0);
+		raw[k++] = (struct ta_raw){te, TA_RAW_EXT | (uint64_t)kind << 8 | nv};
+		for (uint32_t j = 0; j < nv; j += 2)
+			raw[k++] = (struct ta_raw){v[j], j + 1 < nv ? v[j + 1] : 0};
+		slots += 1 + TA_RAW_EXT_SLOTS(nv);
+		ck_assert_int_eq(ta_encoder_ext(&a, te, kind, v, nv), 0);
+		raw[k++] = (struct ta_raw){te, addr | TA_RAW_EXIT};
+		ck_assert_int_eq(ta_encoder_event(&a, te, addr, 1), 0);
+		t += 10;
+	}
+	ck_assert_int_eq(ta_encoder_end(&a, &pa, &la), 0);
+	ck_assert_uint_eq(ta_encoder_raw(&b, raw, k, SIZE_MAX), k);
+	ck_assert_uint_eq(b.marker_slots, slots);
+	ck_assert_uint_eq(b.n_events, a.n_events);
+	ck_assert_uint_eq(b.n_events, 3 * CALLS);
+	ck_assert_uint_eq(b.backsteps, a.backsteps);
+	ck_assert_uint_eq(b.backsteps, 2); /* the EXT event and the exit */
+	ck_assert_int_eq(ta_encoder_end(&b, &pb, &lb), 0);
+	ck_assert_uint_eq(la, lb);
+	ck_assert_int_eq(memcmp(pa, pb, la), 0);
+	ta_encoder_free(&a);
+	ta_encoder_free(&b);
+	free(raw);
+}
+END_TEST
+
 /* EXT events with values: both decoders return them with their values
  * (the batch ending right after one), raw groups encode the same as
  * ta_encoder_ext, padding is skipped, and a count past the limit is
@@ -679,12 +732,12 @@ START_TEST(codec_ext_values)
 {
 	const uint64_t v[4] = {7, 1ull << 40, 0, UINT64_MAX};
 	struct ta_raw raw[] = {
-		{100, 0x4000},
-		{110, TA_RAW_EXT | 5u << 8 | 4},
-		{7, 1ull << 40},
-		{0, UINT64_MAX},
-		{115, TA_RAW_EXT}, /* padding */
-		{120, 0x4000 | TA_RAW_EXIT},
+	    {100, 0x4000},
+	    {110, TA_RAW_EXT | 5u << 8 | 4},
+	    {7, 1ull << 40},
+	    {0, UINT64_MAX},
+	    {115, TA_RAW_EXT}, /* padding */
+	    {120, 0x4000 | TA_RAW_EXIT},
 	};
 	struct ta_encoder a, b;
 	struct ta_decoder d;
@@ -941,8 +994,8 @@ static void decode_any(struct ta_decoder *d, const uint8_t *p, size_t len)
 		}
 		REQUIRE(at < have, "batch stopped early at event %llu", (unsigned long long)steps);
 		REQUIRE(batch[at].ticks == ev.ticks && batch[at].addr == ev.addr &&
-				batch[at].kind == ev.kind && batch[at].popped == ev.popped &&
-				batch[at].ext == ev.ext && batch[at].value == ev.value,
+			    batch[at].kind == ev.kind && batch[at].popped == ev.popped &&
+			    batch[at].ext == ev.ext && batch[at].value == ev.value,
 			"batch event %llu differs", (unsigned long long)steps);
 		at++;
 	}
@@ -1312,6 +1365,7 @@ static Suite *format_suite(void)
 	tcase_add_test(tc, codec_raw_matches_event);
 	tcase_add_test(tc, codec_raw_max_len);
 	tcase_add_test(tc, codec_ext_values);
+	tcase_add_test(tc, codec_ext_libcall_bulk);
 	tcase_add_test(tc, ctl_rule);
 	tcase_add_test(tc, codec_ctl_markers);
 	tcase_add_test(tc, decoder_ctl_hostile);
