@@ -465,6 +465,24 @@ int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is
 
 /* The flusher's loop: the same encoding as ta_encoder_event, with the
  * buffer reserved once per batch and the common stack cases inline. */
+/* The tick delta of a raw event from *prev, clamped as in enc_dt so the
+ * decoder keeps up; a tick going backwards gives 0 and is counted. */
+static inline __attribute__((always_inline)) uint64_t raw_dt(uint64_t t, uint64_t *prev,
+							     uint64_t *backsteps)
+{
+	uint64_t dt;
+
+	if (TA_UNLIKELY_(t < *prev)) {
+		(*backsteps)++;
+		return 0;
+	}
+	dt = t - *prev;
+	if (dt > MAX_DT)
+		dt = MAX_DT;
+	*prev += dt;
+	return dt;
+}
+
 /* An EXT group of raw slots at ev[0] (n_slots of them available): encodes
  * it and returns the slots it took, or 0 if the group is cut short (the
  * producer never publishes half a group: a bad ring, skipped whole). */
@@ -544,14 +562,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 					       nv <= TA_EXT_MAX_VALUES && slots <= n - i &&
 					       e->cap - (size_t)(p - e->buf) >=
 						   (end - i + 3 + TA_EXT_MAX_VALUES) * WORST)) {
-					if (TA_LIKELY_(t >= prev_ticks)) {
-						dt = t - prev_ticks;
-						if (dt > MAX_DT)
-							dt = MAX_DT;
-						prev_ticks += dt;
-					} else {
-						e->backsteps++;
-					}
+					dt = raw_dt(t, &prev_ticks, &e->backsteps);
 					p = ta_varint_put(p, dt << 2 | TA_EV_EXT);
 					/* kind and n: one byte each (< 0x80). */
 					p[0] = (uint8_t)kind;
@@ -591,15 +602,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 			}
 
 			n_ev++;
-			if (TA_LIKELY_(t >= prev_ticks)) {
-				dt = t - prev_ticks;
-				/* Clamped as in enc_dt, so the decoder keeps up. */
-				if (dt > MAX_DT)
-					dt = MAX_DT;
-				prev_ticks += dt;
-			} else {
-				e->backsteps++;
-			}
+			dt = raw_dt(t, &prev_ticks, &e->backsteps);
 			if (!(ev[i].addr & TA_RAW_EXIT)) {
 				uint64_t v = dt << 2 | TA_EV_ENTER;
 				uint64_t z = ta_zigzag((int64_t)(a - prev_addr));
