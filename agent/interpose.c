@@ -26,6 +26,13 @@
 
 #define TA_PUBLIC __attribute__((visibility("default")))
 
+/* The next definition of name (libc's, or another preloaded library's),
+ * looked up at the first call. */
+#define REAL_FN(var, name, type)                                                  \
+	static type var;                                                          \
+	if (!var)                                                                 \
+		var = (type)dlsym(RTLD_NEXT, name)
+
 struct start_args {
 	void *(*fn)(void *);
 	void *arg;
@@ -67,15 +74,13 @@ TA_PUBLIC int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
 	return err;
 }
 
+typedef int (*setname_fn)(pthread_t, const char *);
+
 TA_PUBLIC int pthread_setname_np(pthread_t thread, const char *name)
 {
-	static int (*real_pthread_setname_np)(pthread_t, const char *);
 	int err;
 
-	if (!real_pthread_setname_np)
-		real_pthread_setname_np =
-			(int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");
-
+	REAL_FN(real_pthread_setname_np, "pthread_setname_np", setname_fn);
 	if (!real_pthread_setname_np)
 		return ENOSYS;
 	err = real_pthread_setname_np(thread, name);
@@ -106,14 +111,15 @@ TA_PUBLIC int prctl(int option, ...)
 }
 
 /* A library loaded later joins the module map, so its addresses resolve. */
+typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*dlclose_fn)(void *);
+
 TA_PUBLIC void *dlopen(const char *file, int mode)
 {
-	static void *(*real_dlopen)(const char *, int);
 	uint64_t t0 = ta_ticks();
 	void *h;
 
-	if (!real_dlopen)
-		real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	REAL_FN(real_dlopen, "dlopen", dlopen_fn);
 	if (!real_dlopen)
 		return NULL;
 	h = real_dlopen(file, mode);
@@ -137,11 +143,9 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
  * its code is gone by then, and another may be mapped at its place. */
 TA_PUBLIC int dlclose(void *handle)
 {
-	static int (*real_dlclose)(void *);
 	int rc;
 
-	if (!real_dlclose)
-		real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+	REAL_FN(real_dlclose, "dlclose", dlclose_fn);
 	if (!real_dlclose)
 		return -1;
 	rc = real_dlclose(handle);
@@ -174,11 +178,6 @@ TA_PUBLIC int sigaltstack(const stack_t *ss, stack_t *old)
 	}
 	return (int)rc;
 }
-
-#define REAL_FN(var, name, type)                                                  \
-	static type var;                                                          \
-	if (!var)                                                                 \
-		var = (type)dlsym(RTLD_NEXT, name)
 
 /* ---- unwinding through patched frames ------------------------------------
  *
