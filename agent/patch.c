@@ -277,6 +277,24 @@ struct plan {
 
 static csh cs;
 
+/*
+ * Capstone is opened with dlopen when patching is asked for, not linked:
+ * its tables take ~6 ms of relocation when the library is loaded, a cost
+ * every traced program paid at start-up for a feature few runs use.  The
+ * soname is the major version of the headers we were built with (the
+ * structures we read, cs_insn and cs_x86, change between majors).
+ */
+#define CS_STR_(x) #x
+#define CS_STR(x)  CS_STR_(x)
+#define CS_SONAME  "libcapstone.so." CS_STR(CS_API_MAJOR)
+static struct {
+	cs_err (*open)(cs_arch, cs_mode, csh *);
+	cs_err (*option)(csh, cs_opt_type, size_t);
+	cs_insn *(*malloc)(csh);
+	bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+	void (*free)(cs_insn *, size_t);
+} csf;
+
 static int fits32(int64_t v)
 {
 	return v >= INT32_MIN && v <= INT32_MAX;
@@ -393,7 +411,7 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 		pl->start = addr + 4;
 	if (addr + size < pl->start + 5)
 		return R_SHORT;
-	in = cs_malloc(cs);
+	in = csf.malloc(cs);
 	if (!in)
 		return R_UNDECODABLE;
 
@@ -403,7 +421,7 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 	a = pl->start;
 	pl->len = 0;
 	while (pl->len < 5) {
-		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
+		if (!csf.disasm_iter(cs, &p, &left, &a, in)) {
 			why = left < 15 ? R_SHORT : R_UNDECODABLE;
 			goto out;
 		}
@@ -418,7 +436,7 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 	a = addr;
 	while (left > 0) {
 		uint64_t t;
-		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
+		if (!csf.disasm_iter(cs, &p, &left, &a, in)) {
 			why = R_UNDECODABLE;
 			goto out;
 		}
@@ -444,7 +462,7 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 		}
 	}
 out:
-	cs_free(in, 1);
+	csf.free(in, 1);
 	return why;
 }
 
@@ -486,7 +504,7 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 	size_t left = pl->len;
 	uint64_t a = pl->start;
 	uint8_t *out = pl->code;
-	cs_insn *in = cs_malloc(cs);
+	cs_insn *in = csf.malloc(cs);
 	unsigned why = 0;
 
 	if (!in)
@@ -494,7 +512,7 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 	while (left > 0) {
 		const cs_x86 *x;
 		uint64_t here = at + (uint64_t)(out - pl->code);
-		if (!cs_disasm_iter(cs, &p, &left, &a, in)) {
+		if (!csf.disasm_iter(cs, &p, &left, &a, in)) {
 			why = R_UNDECODABLE;
 			break;
 		}
@@ -553,7 +571,7 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 		out += in->size;
 	}
 out:
-	cs_free(in, 1);
+	csf.free(in, 1);
 	if (!why) {
 		/* jmp back to the rest of the function. */
 		uint64_t here = at + (uint64_t)(out - pl->code);
@@ -1044,13 +1062,25 @@ static void summary(void)
 
 static int capstone_open(void)
 {
+	void *h;
+
 	if (cs)
 		return 0;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+	h = dlopen(CS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return -1;
+	csf.open = (cs_err(*)(cs_arch, cs_mode, csh *))dlsym(h, "cs_open");
+	csf.option = (cs_err(*)(csh, cs_opt_type, size_t))dlsym(h, "cs_option");
+	csf.malloc = (cs_insn * (*)(csh)) dlsym(h, "cs_malloc");
+	csf.disasm_iter = (bool (*)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *))dlsym(
+		h, "cs_disasm_iter");
+	csf.free = (void (*)(cs_insn *, size_t))dlsym(h, "cs_free");
+	if (!csf.open || !csf.option || !csf.malloc || !csf.disasm_iter || !csf.free ||
+	    csf.open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
 		cs = 0;
 		return -1;
 	}
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	csf.option(cs, CS_OPT_DETAIL, CS_OPT_ON);
 	return 0;
 }
 
@@ -1085,7 +1115,7 @@ __attribute__((constructor)) static void patch_init(void)
 	if (parse_patterns(spec) < 0)
 		return;
 	if (capstone_open() < 0) {
-		ta_warn("cannot open capstone for x86-64; TRACEAGENT_PATCH ignored");
+		ta_warn("cannot open " CS_SONAME " (capstone, to decode x86-64); TRACEAGENT_PATCH ignored");
 		return;
 	}
 	if (ta_patch_hot_init() != 0) {
