@@ -6,7 +6,7 @@
  *
  * It sleeps for the flush interval, or less when producers kick it because
  * full blocks are piling up, so its backlog is bounded by the memory cap in
- * the worst case and by ~8 blocks per kick in the common case.
+ * the worst case and by ~4 blocks per kick in the common case.
  */
 #define _GNU_SOURCE
 #include <errno.h>
