@@ -265,9 +265,7 @@ static inline void lc_enter(uint64_t addr)
 static inline void lc_done(uint64_t addr, uint32_t subtype, uint64_t a, uint64_t b, uint64_t c,
 			   uint64_t d, uint32_t n)
 {
-	uint64_t v[4] = {a, b, c, d};
-
-	ta_record_ext_exit(addr, subtype, v, n);
+	ta_record_ext_exit(addr, subtype, a, b, c, d, n);
 }
 
 #define P(x) ((uint64_t)(uintptr_t)(x))

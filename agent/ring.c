@@ -636,6 +636,15 @@ void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n)
 	record_slow(r, 1 + TA_RAW_EXT_SLOTS(n));
 }
 
+void ta_record_ext_exit_slow(uint64_t addr, uint32_t subtype, uint64_t a, uint64_t b, uint64_t c,
+			     uint64_t d, uint32_t n)
+{
+	const uint64_t v[4] = {a, b, c, d};
+
+	ta_record_ext(subtype, v, n);
+	ta_record(addr | TA_REC_EXIT);
+}
+
 void ta_cur_stop(void)
 {
 	ta_cur = &busy_block;

@@ -72,6 +72,11 @@ void ta_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN __attribute__((noin
  * agent is not re-entered (it is called from the agent's own wrappers). */
 void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n) TA_HIDDEN;
 
+/* ta_record_ext_exit's out-of-line path: the EXT event through
+ * ta_record_ext, then the exit through ta_record (ring.c). */
+void ta_record_ext_exit_slow(uint64_t addr, uint32_t subtype, uint64_t a, uint64_t b, uint64_t c,
+			     uint64_t d, uint32_t n) TA_HIDDEN __attribute__((noinline, cold));
+
 /*
  * Sets TA_BUSY in *head and returns whether it was set already, in one
  * signal-atomic step: a signal can come before it or after it, never in the
@@ -175,41 +180,51 @@ static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 }
 
 /*
- * The end of a library call's zone: its EXT event (n <= TA_EXT_MAX_VALUES
- * values) and the exit of addr, at one time, written together like one
- * ta_record when the block has room for both (one counter read, one claim);
+ * The end of a library call's zone: its EXT event (1 <= n <= 4 values,
+ * a..d, the unused ones 0) and the exit of addr, at one time, written
+ * together like one ta_record when the block has room for both (one counter
+ * read, one claim, one prefetch as in ta_record);
  * otherwise the two go through the slow path.  The EXT group stays whole in
  * one block, as the flusher requires.  errno is left alone.
  */
-static inline __attribute__((always_inline)) void ta_record_ext_exit(uint64_t addr, uint32_t subtype,
-								      const uint64_t *v, uint32_t n)
+static inline __attribute__((always_inline)) void ta_record_ext_exit(uint64_t addr,
+								     uint32_t subtype, uint64_t a,
+								     uint64_t b, uint64_t c,
+								     uint64_t d, uint32_t n)
 {
-	struct ta_block *b = ta_cur;
+	struct ta_block *blk = ta_cur;
 	uint64_t t = ta_ticks();
 	uint32_t slots = TA_RAW_EXT_SLOTS(n);
+	struct ta_rec *s;
 	uint32_t h;
 
-	if (TA_UNLIKELY(ta_claim(&b->head, &h)))
+	if (TA_UNLIKELY(ta_claim(&blk->head, &h)))
 		goto slow;
-	if (TA_UNLIKELY(h + slots + 2 > __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
-		__atomic_store_n(&b->head, h, __ATOMIC_RELAXED);
+	if (TA_UNLIKELY(h + slots + 2 > __atomic_load_n(&blk->limit, __ATOMIC_RELAXED))) {
+		__atomic_store_n(&blk->head, h, __ATOMIC_RELAXED);
 		goto slow;
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* as in ta_record: after (A) */
-	b->ev[h].ticks = t;
-	b->ev[h].addr = TA_RAW_EXT | (uint64_t)subtype << 8 | n;
-	for (uint32_t i = 0; i < slots; i++) {
-		b->ev[h + 1 + i].ticks = v[2 * i];
-		b->ev[h + 1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
+	/* One base pointer and constant offsets (n is a constant in every
+	 * caller): the values go from registers to the slots, no array on
+	 * the stack and no index arithmetic per slot. */
+	ta_prefetch_slot(blk, h);
+	s = &blk->ev[h];
+	s[0].ticks = t;
+	s[0].addr = TA_RAW_EXT | (uint64_t)subtype << 8 | n;
+	s[1].ticks = a;
+	s[1].addr = n > 1 ? b : 0;
+	if (slots > 1) {
+		s[2].ticks = c;
+		s[2].addr = n > 3 ? d : 0;
 	}
-	b->ev[h + 1 + slots].ticks = t;
-	b->ev[h + 1 + slots].addr = addr | TA_REC_EXIT;
+	s[1 + slots].ticks = t;
+	s[1 + slots].addr = addr | TA_REC_EXIT;
 	/* Pairs with the flusher's acquire load of head, as in ta_record. */
-	__atomic_store_n(&b->head, h + slots + 2, __ATOMIC_RELEASE);
+	__atomic_store_n(&blk->head, h + slots + 2, __ATOMIC_RELEASE);
 	return;
 slow:
-	ta_record_ext(subtype, v, n);
-	ta_record(addr | TA_REC_EXIT);
+	ta_record_ext_exit_slow(addr, subtype, a, b, c, d, n);
 }
 
 /* ---- threads ------------------------------------------------------------ */
