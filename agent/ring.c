@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -392,6 +393,9 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 	__atomic_add_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
 	if (pool_mode == TA_MODE_FLIGHT)
 		return nb; /* nothing to kick: the flusher writes on demand */
+	/* Where this producer runs, for the flusher to keep off that CPU
+	 * (sched_getcpu reads the rseq area: no system call). */
+	__atomic_store_n(&t->cpu_seen, (uint32_t)(sched_getcpu() + 1), __ATOMIC_RELAXED);
 	/* Every 4 blocks (256 KiB at the default size): the blocks the
 	 * flusher frees come back while the producer's cache still holds
 	 * some of their lines; every 8 cost fib ~0.5 ns an event more, every

@@ -263,6 +263,10 @@ struct ta_thread {
 	 * and when the first of them happened (a LOST record goes in when
 	 * a block is had again). */
 	uint64_t drop_count, drop_ticks;
+	/* The CPU (+ 1) it was on when it last handed a block over, 0 once
+	 * the flusher has looked (relaxed atomics: a hint for where the
+	 * flusher runs, flusher.c's place_flusher). */
+	uint32_t cpu_seen;
 	/* Blocks in its chain: added by the owner, taken off by whoever
 	 * drains (relaxed atomics; flight mode's quota). */
 	uint32_t chain_blocks;
