@@ -11,7 +11,7 @@
  * written.  The tick deltas are those of the run that made the dump (a
  * native run), not those of a run under valgrind.
  *
- *   encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL]
+ *   encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x]
  *
  * Prints events, bytes per event (compressed chunks with their headers),
  * a checksum of the encoded payloads (equal before and after a change of
@@ -22,10 +22,13 @@
  *
  * Built by scripts/bench (--only encbench) or by hand, against the agent's
  * own format.c with the release build's flags:
- *   gcc -O3 -fPIC -Iagent -o encbench scripts/bench.d/encbench.c agent/format.c -llz4
+ *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iagent -o encbench \
+ *       scripts/bench.d/encbench.c agent/format.c -llz4
  */
 #define _GNU_SOURCE
 #include <lz4.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,10 +234,111 @@ static void one_round(const struct raws *raw, size_t block, size_t chunk, int ac
 	ta_encoder_free(&e);
 }
 
+/*
+ * -x: the records come from another CPU, as in the agent: a producer
+ * thread pinned to CPU 1 writes them record by record into a ring of
+ * NB blocks and publishes each block (a release store of its head); this
+ * thread, pinned to CPU 0, encodes each block once published, so its
+ * loads find the lines in the other core's cache as the flusher does.
+ * Only the encoding, LZ4 and CRC are timed, not the waits.
+ */
+enum { NB = 8 };
+
+struct xring {
+	const struct raws *raw;
+	size_t block;
+	struct ta_raw *blk[NB];
+	uint32_t head[NB]; /* records published in the block (atomic) */
+	uint32_t busy[NB]; /* 1 while the producer may write it (atomic) */
+};
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *producer(void *arg)
+{
+	struct xring *x = arg;
+	const struct raws *raw = x->raw;
+
+	pin(1);
+	for (size_t b = 0, k = 0; b < raw->n; b += x->block, k = (k + 1) % NB) {
+		size_t m = raw->n - b < x->block ? raw->n - b : x->block;
+		volatile struct ta_raw *dst = x->blk[k];
+
+		/* Acquire: pairs with the consumer's release when done. */
+		while (__atomic_load_n(&x->busy[k], __ATOMIC_ACQUIRE))
+			;
+		__atomic_store_n(&x->busy[k], 1, __ATOMIC_RELAXED);
+		for (size_t i = 0; i < m; i++) {
+			dst[i].ticks = raw->ev[b + i].ticks;
+			dst[i].addr = raw->ev[b + i].addr;
+		}
+		/* Release: the records before the head. */
+		__atomic_store_n(&x->head[k], (uint32_t)m, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void one_round_x(const struct raws *raw, size_t block, size_t chunk, int accel,
+			struct run *r)
+{
+	static struct xring x;
+	struct ta_encoder e;
+	pthread_t th;
+	uint64_t t0;
+
+	memset(r, 0, sizeof(*r));
+	x.raw = raw;
+	x.block = block;
+	for (int k = 0; k < NB; k++) {
+		if (!x.blk[k] && !(x.blk[k] = aligned_alloc(64, block * sizeof(struct ta_raw))))
+			die("out of memory");
+		x.head[k] = 0;
+		x.busy[k] = 0;
+	}
+	pin(0);
+	if (pthread_create(&th, NULL, producer, &x))
+		die("cannot start the producer thread");
+	ta_encoder_init(&e, 1);
+	for (size_t b = 0, k = 0; b < raw->n; b += block, k = (k + 1) % NB) {
+		size_t to, i = 0;
+		uint32_t h;
+
+		/* Acquire: pairs with the producer's release of the head. */
+		while (!(h = __atomic_load_n(&x.head[k], __ATOMIC_ACQUIRE)))
+			;
+		to = h;
+		while (i < to) {
+			size_t n;
+
+			t0 = now_ns();
+			n = ta_encoder_raw(&e, x.blk[k] + i, to - i, chunk);
+			r->enc_ns += now_ns() - t0;
+			if (!n)
+				die("encoder out of memory");
+			i += n;
+			if (e.len >= chunk)
+				flush(&e, r, accel);
+		}
+		__atomic_store_n(&x.head[k], 0, __ATOMIC_RELAXED);
+		/* Release: done reading the block. */
+		__atomic_store_n(&x.busy[k], 0, __ATOMIC_RELEASE);
+	}
+	flush(&e, r, accel);
+	ta_encoder_free(&e);
+	pthread_join(th, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	size_t block = 4092, chunk = 1u << 20; /* a 64 KiB block; flusher.c's CHUNK_TARGET */
-	int rounds = 5, accel = 1;
+	int rounds = 5, accel = 1, cross = 0;
 	const char *path = NULL;
 	struct raws raw = {0};
 	struct run best = {0}, r;
@@ -249,20 +353,26 @@ int main(int argc, char **argv)
 			chunk = strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "-a") && i + 1 < argc)
 			accel = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-x"))
+			cross = 1;
 		else if (argv[i][0] != '-' && !path)
 			path = argv[i];
 		else
-			die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL]");
+			die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] "
+			    "[-x]");
 	}
 	if (!path || rounds < 1 || !block || !chunk)
-		die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL]");
+		die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x]");
 	load(path, &raw);
 	if (!raw.n)
 		die("no events in the dump");
 	for (int k = 0; k < rounds; k++) {
 		uint64_t total;
 
-		one_round(&raw, block, chunk, accel, &r);
+		if (cross)
+			one_round_x(&raw, block, chunk, accel, &r);
+		else
+			one_round(&raw, block, chunk, accel, &r);
 		total = r.enc_ns + r.lz4_ns + r.crc_ns;
 		if (total < best_ns) {
 			best_ns = total;
