@@ -20,8 +20,9 @@
  * event, run one round under valgrind --tool=callgrind and divide each
  * function's inclusive Ir by the events.
  *
- * Built by scripts/bench (--only encbench) or by hand, against the agent's
- * own format.c with the release build's flags:
+ * scripts/bench builds it (any run, into scripts/.cache/bench/encbench)
+ * against build-bench's libta_format.a, the release build's format.c; by
+ * hand, with the release build's flags:
  *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iagent -o encbench \
  *       scripts/bench.d/encbench.c agent/format.c -llz4
  */
