@@ -516,7 +516,8 @@ _Static_assert(TA_EXT_MAX_VALUES < 0x80 && TA_EXT_SLEEP < 0x80,
  * both have bit 62 or 61 set, a function's address neither), one for exit
  * or enter, and one that the tick delta (and for an enter the address
  * delta) fits in the event's one-byte varints; only the others go through
- * raw_dt's clamp and the varint loops.  Events are counted from the slots
+ * raw_dt's clamp and the varint loops; a leaf call's enter and exit go
+ * in one step.  Events are counted from the slots
  * walked less those that are not events, not one by one.  The bytes are
  * those of ta_encoder_event (tests/unit/test_format.c compares them). */
 size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len)
@@ -653,8 +654,27 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				if (TA_LIKELY_((far | z >> 2) < 0x20)) {
 					p[0] = (uint8_t)(d << 2 | TA_EV_ENTER);
 					p[1] = (uint8_t)z;
-					p += 2;
 					prev_ticks = t;
+					/* A leaf call (about half of all calls): the
+					 * next record is this function's exit, one
+					 * byte too.  With room on the stack (lim),
+					 * the push and the exit's top-of-stack pop
+					 * cancel out: both in one step. */
+					if (q + 1 < qend && q[1].addr == (h | TA_RAW_EXIT) &&
+					    depth < lim) {
+						uint64_t t1 = q[1].ticks, d1 = t1 - t;
+						uint64_t far1 = d1 | (0 - (uint64_t)(t1 < t));
+
+						if (TA_LIKELY_(far1 < 0x20)) {
+							p[2] = (uint8_t)(d1 << 2 | TA_EV_EXIT);
+							p += 3;
+							prev_ticks = t1;
+							prev_addr = h;
+							q++;
+							continue;
+						}
+					}
+					p += 2;
 				} else {
 					dt = raw_dt(t, &prev_ticks, &e->backsteps);
 					p = ta_varint_put(p, dt << 2 | TA_EV_ENTER);
