@@ -416,6 +416,11 @@ int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks)
 	return 0;
 }
 
+/* Records ta_encoder_raw prefetches ahead of the one it encodes; 0: none. */
+#ifndef TA_ENC_PREFETCH
+#define TA_ENC_PREFETCH 0
+#endif
+
 /* The largest dt that fits in an event's first varint beside the kind. */
 #define MAX_DT (UINT64_MAX >> 2)
 
@@ -505,150 +510,218 @@ _Static_assert(TA_EXT_MAX_VALUES < 0x80 && TA_EXT_SLEEP < 0x80,
 	       "a library call's EXT kind and n are one varint byte each");
 
 /* The flusher's loop: the same encoding as ta_encoder_event, with the
- * buffer reserved once per batch and the common stack cases inline. */
+ * buffer reserved once per batch and the common cases inline.
+ *
+ * Per event, the common case is one test for the rare kinds (LOST and EXT
+ * both have bit 62 or 61 set, a function's address neither), one for exit
+ * or enter, and one that the tick delta (and for an enter the address
+ * delta) fits in the event's one-byte varints; only the others go through
+ * raw_dt's clamp and the varint loops; a leaf call's enter and exit go
+ * in one step.  Events are counted from the slots
+ * walked less those that are not events, not one by one.  The bytes are
+ * those of ta_encoder_event (tests/unit/test_format.c compares them). */
 size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len)
 {
 	enum { BATCH = 4096, WORST = 2 * TA_VARINT_MAX };
+	/* Records read ahead: the lines a producer wrote on another core
+	 * arrive while the ones before are encoded (16 records a line pair). */
+	enum { AHEAD = TA_ENC_PREFETCH };
 	size_t done = 0;
 
 	if (n && !e->open && ta_encoder_begin(e, ev[0].ticks) < 0)
 		return 0;
 	while (done < n && e->len < max_len) {
-		size_t k = n - done < BATCH ? n - done : BATCH, i = done, end = done + k;
-		uint64_t prev_ticks = e->prev_ticks, prev_addr = e->prev_addr, n_ev = 0;
+		size_t k = n - done < BATCH ? n - done : BATCH;
+		const struct ta_raw *q = ev + done, *qend = q + k;
+		uint64_t prev_ticks = e->prev_ticks, prev_addr = e->prev_addr;
+		/* Slots of this batch that are not counted here as events:
+		 * gaps, EXT values, and groups ta_encoder_ext counts itself. */
+		size_t skip = 0;
 		struct ta_stack *st = &e->stack;
 		/* The stack's fields in registers (the byte stores below could
 		 * alias them); written back around the out-of-line cases.  lim
 		 * is 0 while frames overflow the stack, so one compare sends
 		 * every stack operation out of line then. */
 		uint64_t *sa = st->addr;
-		uint32_t depth = st->depth, lim = st->overflow ? 0 : st->cap;
+		/* 64 bits wide: no zero extension to index sa with. */
+		size_t depth = st->depth, lim = st->overflow ? 0 : st->cap;
 		uint8_t *p;
 
 		if (enc_reserve(e, k * WORST) < 0)
 			break;
 		p = e->buf + e->len;
-		for (; i < end; i++) {
-			uint64_t t = ev[i].ticks, a = ev[i].addr & ~TA_RAW_EXIT, dt = 0;
+		for (; q < qend; q++) {
+			uint64_t t = q->ticks, h = q->addr, a, d, far, dt;
 			int top;
 
-			if (TA_UNLIKELY_((ev[i].addr >> 62) == 1)) {
-				/* A gap: where and how many were lost. */
-				e->prev_ticks = prev_ticks;
-				e->len = (size_t)(p - e->buf);
-				(void)ta_encoder_lost(e, t, ev[i].addr & ~TA_RAW_LOST);
-				e->marker_slots++;
-				prev_ticks = e->prev_ticks;
-				p = e->buf + e->len;
-				continue;
-			}
-			if (TA_UNLIKELY_(ta_raw_is_ext(ev[i].addr))) {
-				/* An EXT event and its values: a whole group,
-				 * which may reach past this batch (reserved
-				 * room is per slot, and a group's bytes are
-				 * fewer than its slots'). */
-				size_t took;
-				uint64_t h = ev[i].addr;
-				uint32_t kind = ta_raw_ext_kind(h), nv = ta_raw_ext_n(h);
-				size_t slots = 1 + TA_RAW_EXT_SLOTS(nv);
+			if (AHEAD)
+				__builtin_prefetch(q + AHEAD);
+			if (TA_UNLIKELY_(h & (TA_RAW_LOST | TA_RAW_EXT))) {
+				size_t i = (size_t)(q - ev), end = (size_t)(qend - ev);
 
-				/* A library call's values (the common case: the kinds
-				 * ALLOC..SLEEP, written by ta_encoder_ext as they
-				 * are), encoded here straight from the slots when the
-				 * group is whole and the buffer has room for it and
-				 * the rest of the batch.  The same bytes as
-				 * ta_encoder_ext. */
-				if (TA_LIKELY_(kind - TA_EXT_ALLOC <= TA_EXT_SLEEP - TA_EXT_ALLOC &&
-					       nv <= TA_EXT_MAX_VALUES && slots <= n - i &&
-					       e->cap - (size_t)(p - e->buf) >=
-						   (end - i + 3 + TA_EXT_MAX_VALUES) * WORST)) {
-					dt = raw_dt(t, &prev_ticks, &e->backsteps);
-					p = ta_varint_put(p, dt << 2 | TA_EV_EXT);
-					/* kind and n: one byte each (< 0x80). */
-					p[0] = (uint8_t)kind;
-					p[1] = (uint8_t)nv;
-					p += 2;
-					for (uint32_t j = 0; j < nv; j++)
-						p = ta_varint_put(p, j & 1
-									 ? ev[i + 1 + j / 2].addr
-									 : ev[i + 1 + j / 2].ticks);
-					n_ev++;
-					e->marker_slots += slots;
-					i += slots - 1;
-					if (i + 1 > end)
-						end = i + 1;
+				/* Keeps the compiler from computing the EXT
+				 * kind ahead for every event. */
+				__asm__("" : "+r"(h));
+				if ((h >> 62) == 1) {
+					/* A gap: where and how many were lost. */
+					e->prev_ticks = prev_ticks;
+					e->len = (size_t)(p - e->buf);
+					(void)ta_encoder_lost(e, t, h & ~TA_RAW_LOST);
+					e->marker_slots++;
+					skip++;
+					prev_ticks = e->prev_ticks;
+					p = e->buf + e->len;
 					continue;
 				}
-				e->prev_ticks = prev_ticks;
-				e->len = (size_t)(p - e->buf);
-				/* The control-flow rule (ta_ctl_apply) works on
-				 * the stack itself. */
-				st->depth = depth;
-				if (enc_reserve(e, (end - i + TA_EXT_MAX_VALUES) * WORST) < 0) {
-					e->n_events += n_ev;
-					e->prev_addr = prev_addr;
-					return i;
+				if ((h >> 61) == 1) {
+					/* An EXT event and its values: a whole
+					 * group, which may reach past this batch
+					 * (reserved room is per slot, and a group's
+					 * bytes are fewer than its slots'). */
+					size_t took;
+					uint32_t kind = ta_raw_ext_kind(h), nv = ta_raw_ext_n(h);
+					size_t slots = 1 + TA_RAW_EXT_SLOTS(nv);
+
+					/* A library call's values (the common
+					 * case: the kinds ALLOC..SLEEP, written by
+					 * ta_encoder_ext as they are), encoded here
+					 * straight from the slots when the group is
+					 * whole and the buffer has room for it and
+					 * the rest of the batch.  The same bytes as
+					 * ta_encoder_ext. */
+					if (TA_LIKELY_(kind - TA_EXT_ALLOC <=
+							   TA_EXT_SLEEP - TA_EXT_ALLOC &&
+						       nv <= TA_EXT_MAX_VALUES && slots <= n - i &&
+						       e->cap - (size_t)(p - e->buf) >=
+							   (end - i + 3 + TA_EXT_MAX_VALUES) *
+							       WORST)) {
+						dt = raw_dt(t, &prev_ticks, &e->backsteps);
+						p = ta_varint_put(p, dt << 2 | TA_EV_EXT);
+						/* kind and n: one byte each (< 0x80). */
+						p[0] = (uint8_t)kind;
+						p[1] = (uint8_t)nv;
+						p += 2;
+						for (uint32_t j = 0; j < nv; j++)
+							p = ta_varint_put(
+							    p, j & 1 ? q[1 + j / 2].addr
+								     : q[1 + j / 2].ticks);
+						e->marker_slots += slots;
+						skip += slots - 1; /* the group is one event */
+						i += slots - 1;
+						if (i + 1 > end)
+							end = i + 1;
+						q = ev + i, qend = ev + end;
+						continue;
+					}
+					e->prev_ticks = prev_ticks;
+					e->len = (size_t)(p - e->buf);
+					/* The control-flow rule (ta_ctl_apply) works
+					 * on the stack itself. */
+					st->depth = (uint32_t)depth;
+					if (enc_reserve(e, (end - i + TA_EXT_MAX_VALUES) * WORST) <
+					    0) {
+						e->n_events += i - done - skip;
+						e->prev_addr = prev_addr;
+						return i;
+					}
+					took = enc_raw_ext(e, q, n - i);
+					e->marker_slots += took;
+					skip += took;
+					sa = st->addr, depth = st->depth;
+					lim = st->overflow ? 0 : st->cap;
+					prev_ticks = e->prev_ticks;
+					p = e->buf + e->len;
+					i += took - 1;
+					if (i + 1 > end)
+						end = i + 1;
+					q = ev + i, qend = ev + end;
+					continue;
 				}
-				took = enc_raw_ext(e, ev + i, n - i);
-				e->marker_slots += took;
-				sa = st->addr, depth = st->depth;
-				lim = st->overflow ? 0 : st->cap;
-				prev_ticks = e->prev_ticks;
-				p = e->buf + e->len;
-				i += took - 1;
-				if (i + 1 > end)
-					end = i + 1;
-				continue;
+				/* An exit whose address has bit 62 or 61 set:
+				 * a function event like any other. */
 			}
 
-			n_ev++;
-			dt = raw_dt(t, &prev_ticks, &e->backsteps);
-			if (!(ev[i].addr & TA_RAW_EXIT)) {
-				uint64_t v = dt << 2 | TA_EV_ENTER;
-				uint64_t z = ta_zigzag((int64_t)(a - prev_addr));
+			/* far < 32 when the tick went forward (no borrow:
+			 * else far is all ones) by d < 32: then dt is d (no
+			 * clamp) and dt << 2 | kind is one varint byte. */
+			d = t - prev_ticks;
+			far = d | (0 - (uint64_t)(t < prev_ticks));
+			if (!(h & TA_RAW_EXIT)) {
+				uint64_t z = ta_zigzag((int64_t)(h - prev_addr));
 
-				/* Both one byte (a short call of a nearby function):
-				 * one test. */
-				if (TA_LIKELY_((v | z) < 0x80)) {
-					p[0] = (uint8_t)v;
+				/* Both one byte (a short call of a nearby
+				 * function): z >> 2 < 32 is z < 0x80. */
+				if (TA_LIKELY_((far | z >> 2) < 0x20)) {
+					p[0] = (uint8_t)(d << 2 | TA_EV_ENTER);
 					p[1] = (uint8_t)z;
+					prev_ticks = t;
+					/* A leaf call (about half of all calls): the
+					 * next record is this function's exit, one
+					 * byte too.  With room on the stack (lim),
+					 * the push and the exit's top-of-stack pop
+					 * cancel out: both in one step. */
+					if (q + 1 < qend && q[1].addr == (h | TA_RAW_EXIT) &&
+					    depth < lim) {
+						uint64_t t1 = q[1].ticks, d1 = t1 - t;
+						uint64_t far1 = d1 | (0 - (uint64_t)(t1 < t));
+
+						if (TA_LIKELY_(far1 < 0x20)) {
+							p[2] = (uint8_t)(d1 << 2 | TA_EV_EXIT);
+							p += 3;
+							prev_ticks = t1;
+							prev_addr = h;
+							q++;
+							continue;
+						}
+					}
 					p += 2;
 				} else {
-					p = ta_varint_put(p, v);
+					dt = raw_dt(t, &prev_ticks, &e->backsteps);
+					p = ta_varint_put(p, dt << 2 | TA_EV_ENTER);
 					p = ta_varint_put(p, z);
 				}
-				prev_addr = a;
+				prev_addr = h;
 				if (TA_LIKELY_(depth < lim)) {
-					sa[depth++] = a;
+					sa[depth++] = h;
 				} else {
-					st->depth = depth;
-					(void)ta_stack_push(st, a);
+					st->depth = (uint32_t)depth;
+					(void)ta_stack_push(st, h);
 					sa = st->addr, depth = st->depth;
 					lim = st->overflow ? 0 : st->cap;
 				}
-			} else if (TA_LIKELY_(depth - 1 < lim && sa[depth - 1] == a)) {
-				/* depth - 1 wraps when the stack is empty. */
+				continue;
+			}
+			a = h & ~TA_RAW_EXIT;
+			/* depth - 1 wraps when the stack is empty. */
+			if (TA_LIKELY_(depth - 1 < lim && sa[depth - 1] == a)) {
 				depth--;
+				if (TA_LIKELY_(far < 0x20)) {
+					*p++ = (uint8_t)(d << 2 | TA_EV_EXIT);
+					prev_ticks = t;
+				} else {
+					dt = raw_dt(t, &prev_ticks, &e->backsteps);
+					p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
+				}
+				continue;
+			}
+			dt = raw_dt(t, &prev_ticks, &e->backsteps);
+			st->depth = (uint32_t)depth;
+			(void)ta_stack_exit(st, a, &top);
+			depth = st->depth, lim = st->overflow ? 0 : st->cap;
+			if (top) {
 				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
 			} else {
-				st->depth = depth;
-				(void)ta_stack_exit(st, a, &top);
-				depth = st->depth, lim = st->overflow ? 0 : st->cap;
-				if (top) {
-					p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
-				} else {
-					p = ta_varint_put(p, dt << 2 | TA_EV_EXIT_ADDR);
-					p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
-					prev_addr = a;
-				}
+				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT_ADDR);
+				p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
+				prev_addr = a;
 			}
 		}
-		st->depth = depth;
+		st->depth = (uint32_t)depth;
 		e->len = (size_t)(p - e->buf);
 		e->prev_ticks = prev_ticks;
 		e->prev_addr = prev_addr;
-		e->n_events += n_ev;
-		done = i;
+		e->n_events += (size_t)(q - ev) - done - skip;
+		done = (size_t)(q - ev);
 	}
 	return done;
 }

@@ -891,6 +891,175 @@ START_TEST(codec_raw_matches_event)
 }
 END_TEST
 
+/*
+ * ta_encoder_raw's one-byte paths take the tick delta as t - prev when
+ * that is below 32 and did not borrow, and an enter's address delta when
+ * its zigzag is below 0x80: every value at and around those bounds, ticks
+ * that wrap past 2^64 (a delta below 32 after a borrow is a backstep, not
+ * a short step), and exits whose address has bit 62 or 61 set (a
+ * function event, not a gap or an EXT event), against ta_encoder_event.
+ */
+START_TEST(codec_raw_fast_path_bounds)
+{
+	static const uint64_t dts[] = {0, 1, 30, 31, 32, 33, 63, 64, 127, 128};
+	static const int64_t das[] = {0, 1, -1, 31, 32, -32, -33, 63, 64, -64, -65, 4096};
+	enum { N = 4096 };
+	static struct ta_raw ev[N];
+	struct ta_encoder a, b;
+	const uint8_t *pa, *pb;
+	size_t la, lb, n = 0;
+	uint64_t t = UINT64_MAX - 300000, addr = 0x400000;
+	uint64_t stack[64];
+	size_t depth = 0;
+
+	/* Enters and exits whose deltas step through the bounds (~51 ticks
+	 * a step), and step back now and then. */
+	for (size_t k = 0; n < N - 16; k++) {
+		uint64_t dt = dts[k % 10];
+		int64_t da = das[(k / 10) % 12];
+
+		if (k % 17 == 16)
+			t -= 5; /* a backstep */
+		else
+			t += dt;
+		if (depth < 64 && (k % 3 != 2 || !depth)) {
+			addr += (uint64_t)da;
+			stack[depth++] = addr;
+			ev[n].ticks = t;
+			ev[n++].addr = addr;
+		} else {
+			ev[n].ticks = t;
+			ev[n++].addr = stack[--depth] | TA_RAW_EXIT;
+		}
+	}
+	ck_assert_uint_gt(t, UINT64_MAX - 200000);
+	/* The ticks pass 2^64 by small steps: t - prev below 32, with a
+	 * borrow (backsteps, dt 0), the last one in a leaf call's exit. */
+	ev[n].ticks = UINT64_MAX - 10;
+	ev[n++].addr = 0x4ffff0;
+	ev[n].ticks = UINT64_MAX - 2;
+	ev[n++].addr = 0x500000;
+	ev[n].ticks = 2;
+	ev[n++].addr = 0x500000 | TA_RAW_EXIT;
+	ev[n].ticks = 4;
+	ev[n++].addr = 0x500010;
+	/* Exits of addresses with bit 62 or 61 set (none was entered). */
+	ev[n].ticks = 5;
+	ev[n++].addr = TA_RAW_EXIT | TA_RAW_LOST | 0x1234;
+	ev[n].ticks = 6;
+	ev[n++].addr = TA_RAW_EXIT | TA_RAW_EXT | 0x5678;
+	ev[n].ticks = 7;
+	ev[n++].addr = TA_RAW_EXIT | TA_RAW_EXT | TA_RAW_LOST;
+
+	for (size_t split = 1; split <= 4096; split *= 8) {
+		ta_encoder_init(&a, 5);
+		ta_encoder_init(&b, 5);
+		ck_assert_int_eq(ta_encoder_begin(&a, UINT64_MAX - 300000), 0);
+		ck_assert_int_eq(ta_encoder_begin(&b, UINT64_MAX - 300000), 0);
+		for (size_t k = 0; k < n; k++)
+			ck_assert_int_eq(ta_encoder_event(&a, ev[k].ticks,
+							  ev[k].addr & ~TA_RAW_EXIT,
+							  (ev[k].addr & TA_RAW_EXIT) != 0),
+					 0);
+		for (size_t k = 0; k < n; k += split) {
+			size_t m = n - k < split ? n - k : split;
+
+			ck_assert_uint_eq(ta_encoder_raw(&b, ev + k, m, SIZE_MAX), m);
+		}
+		ck_assert_uint_eq(a.backsteps, b.backsteps);
+		ck_assert_uint_gt(b.backsteps, 0);
+		ck_assert_uint_eq(a.n_events, n);
+		ck_assert_uint_eq(b.n_events, n);
+		ta_encoder_end(&a, &pa, &la);
+		ta_encoder_end(&b, &pb, &lb);
+		ck_assert_uint_eq(la, lb);
+		ck_assert_int_eq(memcmp(pa, pb, la), 0);
+		ta_encoder_free(&a);
+		ta_encoder_free(&b);
+	}
+}
+END_TEST
+
+/*
+ * ta_encoder_raw writes a leaf call (an enter and, next, its exit, both a
+ * byte) in one step when the stack has room: leaf calls with every tick
+ * delta around the bound, a backstep, the exit as the first record of the
+ * next call, at the stack's capacity (a push that grows it) and beyond
+ * TA_STACK_MAX (where the exit pops an overflow frame, with its address),
+ * against ta_encoder_event.
+ */
+START_TEST(codec_raw_leaf_pairs)
+{
+	static const uint64_t dts[] = {0, 5, 31, 32, 100};
+	const size_t deep = TA_STACK_MAX + 2, n = 2 * deep + 64 * 51 + 64;
+	struct ta_raw *ev = malloc(n * sizeof(*ev));
+	struct ta_encoder a, b;
+	const uint8_t *pa, *pb;
+	size_t la, lb, k = 0, depth = 0;
+	uint64_t t = 1000;
+
+	REQUIRE(ev != NULL, "out of memory");
+	/* Leaf calls at depths 0..63 (the stack's first capacity is 64),
+	 * then beyond TA_STACK_MAX, each with every delta pair. */
+	for (int phase = 0; phase < 2; phase++) {
+		size_t to = phase ? deep : 64;
+
+		for (; depth < to; depth++) {
+			uint64_t f = 0x1000 + depth * 16;
+
+			if (phase == 0 || depth + 4 >= to) {
+				for (int i = 0; i < 5; i++) {
+					for (int j = 0; j < 5; j++) {
+						if (phase && j)
+							continue;
+						t += dts[i];
+						ev[k].ticks = t;
+						ev[k++].addr = f + 8;
+						t = j == 4 && i == 0 ? t - 3 : t + dts[j];
+						ev[k].ticks = t;
+						ev[k++].addr = (f + 8) | TA_RAW_EXIT;
+					}
+				}
+			}
+			ev[k].ticks = ++t;
+			ev[k++].addr = f;
+		}
+	}
+	while (depth) {
+		ev[k].ticks = ++t;
+		ev[k++].addr = (0x1000 + --depth * 16) | TA_RAW_EXIT;
+	}
+	ck_assert_uint_le(k, n);
+
+	for (size_t split = 1; split <= 1u << 20; split *= 16) {
+		ta_encoder_init(&a, 2);
+		ta_encoder_init(&b, 2);
+		ck_assert_int_eq(ta_encoder_begin(&a, 1000), 0);
+		for (size_t i = 0; i < k; i++)
+			ck_assert_int_eq(ta_encoder_event(&a, ev[i].ticks,
+							  ev[i].addr & ~TA_RAW_EXIT,
+							  (ev[i].addr & TA_RAW_EXIT) != 0),
+					 0);
+		for (size_t i = 0; i < k; i += split) {
+			size_t m = k - i < split ? k - i : split;
+
+			ck_assert_uint_eq(ta_encoder_raw(&b, ev + i, m, SIZE_MAX), m);
+		}
+		ck_assert_uint_eq(a.backsteps, b.backsteps);
+		ck_assert_uint_eq(b.n_events, k);
+		ck_assert_uint_eq(b.stack.depth, 0);
+		ck_assert_uint_eq(b.stack.overflow, 0);
+		ta_encoder_end(&a, &pa, &la);
+		ta_encoder_end(&b, &pb, &lb);
+		ck_assert_uint_eq(la, lb);
+		ck_assert_int_eq(memcmp(pa, pb, la), 0);
+		ta_encoder_free(&a);
+		ta_encoder_free(&b);
+	}
+	free(ev);
+}
+END_TEST
+
 START_TEST(codec_raw_max_len)
 {
 	/* A call stops once the payload reaches max_len (checked between
@@ -1363,6 +1532,8 @@ static Suite *format_suite(void)
 	tcase_add_test(tc, codec_deep_stack_across_chunks);
 	tcase_add_test(tc, codec_huge_tick_jump);
 	tcase_add_test(tc, codec_raw_matches_event);
+	tcase_add_test(tc, codec_raw_fast_path_bounds);
+	tcase_add_test(tc, codec_raw_leaf_pairs);
 	tcase_add_test(tc, codec_raw_max_len);
 	tcase_add_test(tc, codec_ext_values);
 	tcase_add_test(tc, codec_ext_libcall_bulk);

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * encbench.c - the flusher's per-event work, alone and repeatable.
+ *
+ * Reads a dump, decodes one thread's EVENTS chunks back to the raw 16-byte
+ * records the agent's rings hold (enter {ticks, addr}, exit {ticks, addr |
+ * TA_RAW_EXIT}, a gap {ticks, TA_RAW_LOST | count}), then does on them what
+ * agent/flusher.c does with a ring: ta_encoder_raw on blocks of BLOCK
+ * records, chunks cut at CHUNK bytes, each chunk compressed with LZ4 and
+ * checksummed (its header) as dump.c's ta_dump_chunk_z does; nothing is
+ * written.  The tick deltas are those of the run that made the dump (a
+ * native run), not those of a run under valgrind.
+ *
+ *   encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x]
+ *
+ * Prints events, bytes per event (compressed chunks with their headers),
+ * a checksum of the encoded payloads (equal before and after a change of
+ * the encoder that must not change the bytes), and ns per event of the
+ * best round, split into encoding, LZ4 and CRC.  For instructions per
+ * event, run one round under valgrind --tool=callgrind and divide each
+ * function's inclusive Ir by the events.
+ *
+ * scripts/bench builds it (any run, into scripts/.cache/bench/encbench)
+ * against build-bench's libta_format.a, the release build's format.c; by
+ * hand, with the release build's flags:
+ *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iagent -o encbench \
+ *       scripts/bench.d/encbench.c agent/format.c -llz4
+ */
+#define _GNU_SOURCE
+#include <lz4.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "format.h"
+
+static void die(const char *what)
+{
+	fprintf(stderr, "encbench: %s\n", what);
+	exit(1);
+}
+
+static uint8_t *read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	size_t cap = 0, n = 0, got;
+
+	if (!f)
+		die("cannot open the dump");
+	do {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1 << 20;
+			buf = realloc(buf, cap);
+			if (!buf)
+				die("out of memory");
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+	} while (got);
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+struct raws {
+	struct ta_raw *ev;
+	size_t n, cap;
+};
+
+static void push(struct raws *r, uint64_t ticks, uint64_t addr)
+{
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 1 << 20;
+		r->ev = realloc(r->ev, r->cap * sizeof(*r->ev));
+		if (!r->ev)
+			die("out of memory");
+	}
+	r->ev[r->n].ticks = ticks;
+	r->ev[r->n].addr = addr;
+	r->n++;
+}
+
+/* The first thread's events, as raw records. */
+static void load(const char *path, struct raws *out)
+{
+	size_t len, off = TA_FILE_HEADER_SIZE;
+	uint8_t *file = read_all(path, &len), *raw = NULL;
+	struct ta_file_header fh;
+	struct ta_decoder d;
+	uint64_t tid = 0;
+	int have_tid = 0;
+
+	if (len < TA_FILE_HEADER_SIZE || ta_file_header_decode(file, &fh) < 0)
+		die("not a traceagent dump");
+	ta_decoder_init(&d);
+	raw = malloc(TA_CHUNK_MAX_PAYLOAD);
+	if (!raw)
+		die("out of memory");
+	while (off + TA_CHUNK_HEADER_SIZE <= len) {
+		struct ta_chunk_header h;
+		const uint8_t *payload = file + off + TA_CHUNK_HEADER_SIZE;
+		size_t plen;
+		struct ta_event ev;
+		int rc;
+
+		if (ta_chunk_header_decode(file + off, &h) < 0 ||
+		    off + TA_CHUNK_HEADER_SIZE + h.stored_size > len)
+			die("bad chunk header");
+		off += TA_CHUNK_HEADER_SIZE + h.stored_size;
+		if (h.type != TA_CHUNK_EVENTS)
+			continue;
+		plen = h.raw_size;
+		if (h.flags & TA_CHUNK_F_LZ4) {
+			if (LZ4_decompress_safe((const char *)payload, (char *)raw,
+						(int)h.stored_size,
+						(int)h.raw_size) != (int)h.raw_size)
+				die("bad LZ4 payload");
+			payload = raw;
+		}
+		if (ta_decoder_begin(&d, payload, plen) < 0)
+			die("bad EVENTS payload");
+		if (!have_tid) {
+			tid = d.tid;
+			have_tid = 1;
+		}
+		if (d.tid != tid)
+			continue;
+		while ((rc = ta_decoder_next(&d, &ev)) > 0) {
+			if (ev.kind == TA_EV_ENTER)
+				push(out, ev.ticks, ev.addr);
+			else if (ev.kind == TA_EV_EXIT)
+				push(out, ev.ticks, ev.addr | TA_RAW_EXIT);
+			else if (ev.ext == TA_EXT_LOST)
+				push(out, ev.ticks, ev.value | TA_RAW_LOST);
+			/* Other EXT events (library calls): none in fib. */
+		}
+		if (rc < 0)
+			die("bad event");
+	}
+	ta_decoder_free(&d);
+	free(raw);
+	free(file);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct run {
+	uint64_t enc_ns, lz4_ns, crc_ns;
+	uint64_t payload_bytes, stored_bytes, chunks;
+	uint32_t sum; /* CRC-32C of every encoded payload, in order */
+};
+
+static uint8_t *zbuf;
+static size_t zcap;
+
+/* flusher.c's flush_chunk and dump.c's ta_dump_chunk_z, without the write. */
+static void flush(struct ta_encoder *e, struct run *r, int accel)
+{
+	const uint8_t *p;
+	size_t len;
+	uint8_t hdr[TA_CHUNK_HEADER_SIZE];
+	struct ta_chunk_header h = {0};
+	const void *stored;
+	size_t stored_len;
+	uint64_t t0, t1, t2;
+	int n;
+
+	if (!e->open)
+		return;
+	ta_encoder_end(e, &p, &len);
+	r->sum = ta_crc32c(r->sum, p, len);
+	t0 = now_ns();
+	stored = p;
+	stored_len = len;
+	if ((size_t)LZ4_compressBound((int)len) > zcap) {
+		zcap = (size_t)LZ4_compressBound((int)len);
+		zbuf = realloc(zbuf, zcap);
+		if (!zbuf)
+			die("out of memory");
+	}
+	n = LZ4_compress_fast((const char *)p, (char *)zbuf, (int)len, (int)zcap, accel);
+	if (n > 0 && (size_t)n < len) {
+		stored = zbuf;
+		stored_len = (size_t)n;
+		h.flags = TA_CHUNK_F_LZ4;
+	}
+	t1 = now_ns();
+	h.type = TA_CHUNK_EVENTS;
+	h.stored_size = (uint32_t)stored_len;
+	h.raw_size = (uint32_t)len;
+	ta_chunk_header_encode(hdr, &h, stored);
+	t2 = now_ns();
+	r->lz4_ns += t1 - t0;
+	r->crc_ns += t2 - t1;
+	r->payload_bytes += len;
+	r->stored_bytes += TA_CHUNK_HEADER_SIZE + stored_len;
+	r->chunks++;
+}
+
+static void one_round(const struct raws *raw, size_t block, size_t chunk, int accel, struct run *r)
+{
+	struct ta_encoder e;
+	uint64_t t0;
+
+	memset(r, 0, sizeof(*r));
+	ta_encoder_init(&e, 1);
+	for (size_t b = 0; b < raw->n; b += block) {
+		size_t to = b + block < raw->n ? b + block : raw->n, i = b;
+
+		/* flusher.c's encode() */
+		while (i < to) {
+			size_t n;
+
+			t0 = now_ns();
+			n = ta_encoder_raw(&e, raw->ev + i, to - i, chunk);
+			r->enc_ns += now_ns() - t0;
+			if (!n)
+				die("encoder out of memory");
+			i += n;
+			if (e.len >= chunk)
+				flush(&e, r, accel);
+		}
+	}
+	flush(&e, r, accel);
+	ta_encoder_free(&e);
+}
+
+/*
+ * -x: the records come from another CPU, as in the agent: a producer
+ * thread pinned to CPU 1 writes them record by record into a ring of
+ * NB blocks and publishes each block (a release store of its head); this
+ * thread, pinned to CPU 0, encodes each block once published, so its
+ * loads find the lines in the other core's cache as the flusher does.
+ * Only the encoding, LZ4 and CRC are timed, not the waits.
+ */
+enum { NB = 8 };
+
+struct xring {
+	const struct raws *raw;
+	size_t block;
+	struct ta_raw *blk[NB];
+	uint32_t head[NB]; /* records published in the block (atomic) */
+	uint32_t busy[NB]; /* 1 while the producer may write it (atomic) */
+};
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *producer(void *arg)
+{
+	struct xring *x = arg;
+	const struct raws *raw = x->raw;
+
+	pin(1);
+	for (size_t b = 0, k = 0; b < raw->n; b += x->block, k = (k + 1) % NB) {
+		size_t m = raw->n - b < x->block ? raw->n - b : x->block;
+		volatile struct ta_raw *dst = x->blk[k];
+
+		/* Acquire: pairs with the consumer's release when done. */
+		while (__atomic_load_n(&x->busy[k], __ATOMIC_ACQUIRE))
+			;
+		__atomic_store_n(&x->busy[k], 1, __ATOMIC_RELAXED);
+		for (size_t i = 0; i < m; i++) {
+			dst[i].ticks = raw->ev[b + i].ticks;
+			dst[i].addr = raw->ev[b + i].addr;
+		}
+		/* Release: the records before the head. */
+		__atomic_store_n(&x->head[k], (uint32_t)m, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void one_round_x(const struct raws *raw, size_t block, size_t chunk, int accel,
+			struct run *r)
+{
+	static struct xring x;
+	struct ta_encoder e;
+	pthread_t th;
+	uint64_t t0;
+
+	memset(r, 0, sizeof(*r));
+	x.raw = raw;
+	x.block = block;
+	for (int k = 0; k < NB; k++) {
+		if (!x.blk[k] && !(x.blk[k] = aligned_alloc(64, block * sizeof(struct ta_raw))))
+			die("out of memory");
+		x.head[k] = 0;
+		x.busy[k] = 0;
+	}
+	pin(0);
+	if (pthread_create(&th, NULL, producer, &x))
+		die("cannot start the producer thread");
+	ta_encoder_init(&e, 1);
+	for (size_t b = 0, k = 0; b < raw->n; b += block, k = (k + 1) % NB) {
+		size_t to, i = 0;
+		uint32_t h;
+
+		/* Acquire: pairs with the producer's release of the head. */
+		while (!(h = __atomic_load_n(&x.head[k], __ATOMIC_ACQUIRE)))
+			;
+		to = h;
+		while (i < to) {
+			size_t n;
+
+			t0 = now_ns();
+			n = ta_encoder_raw(&e, x.blk[k] + i, to - i, chunk);
+			r->enc_ns += now_ns() - t0;
+			if (!n)
+				die("encoder out of memory");
+			i += n;
+			if (e.len >= chunk)
+				flush(&e, r, accel);
+		}
+		__atomic_store_n(&x.head[k], 0, __ATOMIC_RELAXED);
+		/* Release: done reading the block. */
+		__atomic_store_n(&x.busy[k], 0, __ATOMIC_RELEASE);
+	}
+	flush(&e, r, accel);
+	ta_encoder_free(&e);
+	pthread_join(th, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	size_t block = 4092, chunk = 1u << 20; /* a 64 KiB block; flusher.c's CHUNK_TARGET */
+	int rounds = 5, accel = 1, cross = 0;
+	const char *path = NULL;
+	struct raws raw = {0};
+	struct run best = {0}, r;
+	uint64_t best_ns = UINT64_MAX;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-r") && i + 1 < argc)
+			rounds = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-b") && i + 1 < argc)
+			block = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "-c") && i + 1 < argc)
+			chunk = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "-a") && i + 1 < argc)
+			accel = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-x"))
+			cross = 1;
+		else if (argv[i][0] != '-' && !path)
+			path = argv[i];
+		else
+			die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] "
+			    "[-x]");
+	}
+	if (!path || rounds < 1 || !block || !chunk)
+		die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x]");
+	load(path, &raw);
+	if (!raw.n)
+		die("no events in the dump");
+	for (int k = 0; k < rounds; k++) {
+		uint64_t total;
+
+		if (cross)
+			one_round_x(&raw, block, chunk, accel, &r);
+		else
+			one_round(&raw, block, chunk, accel, &r);
+		total = r.enc_ns + r.lz4_ns + r.crc_ns;
+		if (total < best_ns) {
+			best_ns = total;
+			best = r;
+		}
+	}
+	printf("events %zu chunks %llu payload %.3f B/event stored %.3f B/event sum %08x\n", raw.n,
+	       (unsigned long long)best.chunks, (double)best.payload_bytes / (double)raw.n,
+	       (double)best.stored_bytes / (double)raw.n, best.sum);
+	printf("best of %d: %.2f ns/event (encode %.2f, lz4 %.2f, crc %.2f)\n", rounds,
+	       (double)best_ns / (double)raw.n, (double)best.enc_ns / (double)raw.n,
+	       (double)best.lz4_ns / (double)raw.n, (double)best.crc_ns / (double)raw.n);
+	free(raw.ev);
+	free(zbuf);
+	return 0;
+}
