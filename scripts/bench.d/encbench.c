@@ -207,29 +207,35 @@ static void flush(struct ta_encoder *e, struct run *r, int accel)
 	r->chunks++;
 }
 
+/* flusher.c's encode(): n records of a block, in chunks cut at chunk. */
+static void encode(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t chunk, int accel,
+		   struct run *r)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		uint64_t t0 = now_ns();
+		size_t k = ta_encoder_raw(e, ev + i, n - i, chunk);
+
+		r->enc_ns += now_ns() - t0;
+		if (!k)
+			die("encoder out of memory");
+		i += k;
+		if (e->len >= chunk)
+			flush(e, r, accel);
+	}
+}
+
 static void one_round(const struct raws *raw, size_t block, size_t chunk, int accel, struct run *r)
 {
 	struct ta_encoder e;
-	uint64_t t0;
 
 	memset(r, 0, sizeof(*r));
 	ta_encoder_init(&e, 1);
 	for (size_t b = 0; b < raw->n; b += block) {
-		size_t to = b + block < raw->n ? b + block : raw->n, i = b;
+		size_t to = b + block < raw->n ? b + block : raw->n;
 
-		/* flusher.c's encode() */
-		while (i < to) {
-			size_t n;
-
-			t0 = now_ns();
-			n = ta_encoder_raw(&e, raw->ev + i, to - i, chunk);
-			r->enc_ns += now_ns() - t0;
-			if (!n)
-				die("encoder out of memory");
-			i += n;
-			if (e.len >= chunk)
-				flush(&e, r, accel);
-		}
+		encode(&e, raw->ev + b, to - b, chunk, accel, r);
 	}
 	flush(&e, r, accel);
 	ta_encoder_free(&e);
@@ -292,7 +298,6 @@ static void one_round_x(const struct raws *raw, size_t block, size_t chunk, int 
 	static struct xring x;
 	struct ta_encoder e;
 	pthread_t th;
-	uint64_t t0;
 
 	memset(r, 0, sizeof(*r));
 	x.raw = raw;
@@ -308,25 +313,14 @@ static void one_round_x(const struct raws *raw, size_t block, size_t chunk, int 
 		die("cannot start the producer thread");
 	ta_encoder_init(&e, 1);
 	for (size_t b = 0, k = 0; b < raw->n; b += block, k = (k + 1) % NB) {
-		size_t to, i = 0;
+		size_t to;
 		uint32_t h;
 
 		/* Acquire: pairs with the producer's release of the head. */
 		while (!(h = __atomic_load_n(&x.head[k], __ATOMIC_ACQUIRE)))
 			;
 		to = h;
-		while (i < to) {
-			size_t n;
-
-			t0 = now_ns();
-			n = ta_encoder_raw(&e, x.blk[k] + i, to - i, chunk);
-			r->enc_ns += now_ns() - t0;
-			if (!n)
-				die("encoder out of memory");
-			i += n;
-			if (e.len >= chunk)
-				flush(&e, r, accel);
-		}
+		encode(&e, x.blk[k], to, chunk, accel, r);
 		__atomic_store_n(&x.head[k], 0, __ATOMIC_RELAXED);
 		/* Release: done reading the block. */
 		__atomic_store_n(&x.busy[k], 0, __ATOMIC_RELEASE);

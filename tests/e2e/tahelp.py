@@ -313,6 +313,18 @@ def chunks(path):
     return out
 
 
+CHUNK_EVENTS = 7
+
+
+def chunk_raw_sizes(path, ctype):
+    """The raw (decompressed) payload sizes of a whole dump's chunks of
+    type ctype, in file order."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return [struct.unpack_from("<I", data, off + 12)[0]
+            for off, t, _, _ in chunks(path) if t == ctype]
+
+
 _CRC_TABLE = []
 
 

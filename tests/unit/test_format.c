@@ -899,6 +899,22 @@ END_TEST
  * a short step), and exits whose address has bit 62 or 61 set (a
  * function event, not a gap or an EXT event), against ta_encoder_event.
  */
+
+/* The same function events into a, one ta_encoder_event at a time, and into
+ * b through ta_encoder_raw in pieces of split records. */
+static void encode_both(struct ta_encoder *a, struct ta_encoder *b, const struct ta_raw *ev,
+			size_t n, size_t split)
+{
+	for (size_t k = 0; k < n; k++)
+		ck_assert_int_eq(ta_encoder_event(a, ev[k].ticks, ev[k].addr & ~TA_RAW_EXIT,
+						  (ev[k].addr & TA_RAW_EXIT) != 0),
+				 0);
+	for (size_t k = 0; k < n; k += split) {
+		size_t m = n - k < split ? n - k : split;
+
+		ck_assert_uint_eq(ta_encoder_raw(b, ev + k, m, SIZE_MAX), m);
+	}
+}
 START_TEST(codec_raw_fast_path_bounds)
 {
 	static const uint64_t dts[] = {0, 1, 30, 31, 32, 33, 63, 64, 127, 128};
@@ -956,16 +972,7 @@ START_TEST(codec_raw_fast_path_bounds)
 		ta_encoder_init(&b, 5);
 		ck_assert_int_eq(ta_encoder_begin(&a, UINT64_MAX - 300000), 0);
 		ck_assert_int_eq(ta_encoder_begin(&b, UINT64_MAX - 300000), 0);
-		for (size_t k = 0; k < n; k++)
-			ck_assert_int_eq(ta_encoder_event(&a, ev[k].ticks,
-							  ev[k].addr & ~TA_RAW_EXIT,
-							  (ev[k].addr & TA_RAW_EXIT) != 0),
-					 0);
-		for (size_t k = 0; k < n; k += split) {
-			size_t m = n - k < split ? n - k : split;
-
-			ck_assert_uint_eq(ta_encoder_raw(&b, ev + k, m, SIZE_MAX), m);
-		}
+		encode_both(&a, &b, ev, n, split);
 		ck_assert_uint_eq(a.backsteps, b.backsteps);
 		ck_assert_uint_gt(b.backsteps, 0);
 		ck_assert_uint_eq(a.n_events, n);
@@ -1035,16 +1042,7 @@ START_TEST(codec_raw_leaf_pairs)
 		ta_encoder_init(&a, 2);
 		ta_encoder_init(&b, 2);
 		ck_assert_int_eq(ta_encoder_begin(&a, 1000), 0);
-		for (size_t i = 0; i < k; i++)
-			ck_assert_int_eq(ta_encoder_event(&a, ev[i].ticks,
-							  ev[i].addr & ~TA_RAW_EXIT,
-							  (ev[i].addr & TA_RAW_EXIT) != 0),
-					 0);
-		for (size_t i = 0; i < k; i += split) {
-			size_t m = k - i < split ? k - i : split;
-
-			ck_assert_uint_eq(ta_encoder_raw(&b, ev + i, m, SIZE_MAX), m);
-		}
+		encode_both(&a, &b, ev, k, split);
 		ck_assert_uint_eq(a.backsteps, b.backsteps);
 		ck_assert_uint_eq(b.n_events, k);
 		ck_assert_uint_eq(b.stack.depth, 0);
