@@ -438,6 +438,8 @@ static void place_flusher(void)
 	CPU_ZERO(&busy);
 	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
 	     t = t->all_next) {
+		/* Relaxed, pairs with nothing: a hint, and a stale one
+		 * only delays a move to the next pass. */
 		uint32_t c = __atomic_exchange_n(&t->cpu_seen, 0, __ATOMIC_RELAXED);
 
 		if (c && c - 1 < CPU_SETSIZE)

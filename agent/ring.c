@@ -394,7 +394,8 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 	if (pool_mode == TA_MODE_FLIGHT)
 		return nb; /* nothing to kick: the flusher writes on demand */
 	/* Where this producer runs, for the flusher to keep off that CPU
-	 * (sched_getcpu reads the rseq area: no system call). */
+	 * (sched_getcpu reads the rseq area: no system call).  Relaxed: a
+	 * hint the flusher takes with a relaxed exchange (place_flusher). */
 	__atomic_store_n(&t->cpu_seen, (uint32_t)(sched_getcpu() + 1), __ATOMIC_RELAXED);
 	/* Every 4 blocks (256 KiB at the default size): the blocks the
 	 * flusher frees come back while the producer's cache still holds
