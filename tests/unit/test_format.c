@@ -900,6 +900,20 @@ END_TEST
  * function event, not a gap or an EXT event), against ta_encoder_event.
  */
 
+/* Ends both encoders, checks they wrote the same bytes, frees them. */
+static void assert_same_bytes(struct ta_encoder *a, struct ta_encoder *b)
+{
+	const uint8_t *pa, *pb;
+	size_t la, lb;
+
+	ta_encoder_end(a, &pa, &la);
+	ta_encoder_end(b, &pb, &lb);
+	ck_assert_uint_eq(la, lb);
+	ck_assert_int_eq(memcmp(pa, pb, la), 0);
+	ta_encoder_free(a);
+	ta_encoder_free(b);
+}
+
 /* The same function events into a, one ta_encoder_event at a time, and into
  * b through ta_encoder_raw in pieces of split records. */
 static void encode_both(struct ta_encoder *a, struct ta_encoder *b, const struct ta_raw *ev,
@@ -922,8 +936,7 @@ START_TEST(codec_raw_fast_path_bounds)
 	enum { N = 4096 };
 	static struct ta_raw ev[N];
 	struct ta_encoder a, b;
-	const uint8_t *pa, *pb;
-	size_t la, lb, n = 0;
+	size_t n = 0;
 	uint64_t t = UINT64_MAX - 300000, addr = 0x400000;
 	uint64_t stack[64];
 	size_t depth = 0;
@@ -977,12 +990,7 @@ START_TEST(codec_raw_fast_path_bounds)
 		ck_assert_uint_gt(b.backsteps, 0);
 		ck_assert_uint_eq(a.n_events, n);
 		ck_assert_uint_eq(b.n_events, n);
-		ta_encoder_end(&a, &pa, &la);
-		ta_encoder_end(&b, &pb, &lb);
-		ck_assert_uint_eq(la, lb);
-		ck_assert_int_eq(memcmp(pa, pb, la), 0);
-		ta_encoder_free(&a);
-		ta_encoder_free(&b);
+		assert_same_bytes(&a, &b);
 	}
 }
 END_TEST
@@ -1001,8 +1009,7 @@ START_TEST(codec_raw_leaf_pairs)
 	const size_t deep = TA_STACK_MAX + 2, n = 2 * deep + 64 * 51 + 64;
 	struct ta_raw *ev = malloc(n * sizeof(*ev));
 	struct ta_encoder a, b;
-	const uint8_t *pa, *pb;
-	size_t la, lb, k = 0, depth = 0;
+	size_t k = 0, depth = 0;
 	uint64_t t = 1000;
 
 	REQUIRE(ev != NULL, "out of memory");
@@ -1047,12 +1054,7 @@ START_TEST(codec_raw_leaf_pairs)
 		ck_assert_uint_eq(b.n_events, k);
 		ck_assert_uint_eq(b.stack.depth, 0);
 		ck_assert_uint_eq(b.stack.overflow, 0);
-		ta_encoder_end(&a, &pa, &la);
-		ta_encoder_end(&b, &pb, &lb);
-		ck_assert_uint_eq(la, lb);
-		ck_assert_int_eq(memcmp(pa, pb, la), 0);
-		ta_encoder_free(&a);
-		ta_encoder_free(&b);
+		assert_same_bytes(&a, &b);
 	}
 	free(ev);
 }
