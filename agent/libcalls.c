@@ -612,6 +612,8 @@ static mode_t open_mode(int flags, va_list ap)
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
 }
 
+#define NO_DIR (-1000) /* not an fd: open rather than openat */
+
 static int open_common(unsigned id, uint64_t addr, int dir, const char *path, int flags,
 		       mode_t mode)
 {
@@ -626,7 +628,7 @@ static int open_common(unsigned id, uint64_t addr, int dir, const char *path, in
 		lc_enter(addr);
 	else
 		addr = 0;
-	if (dir == -1000)
+	if (dir == NO_DIR)
 		r = ((int (*)(const char *, int, ...))f)(path, flags, mode);
 	else
 		r = ((int (*)(int, const char *, int, ...))f)(dir, path, flags, mode);
@@ -635,51 +637,23 @@ static int open_common(unsigned id, uint64_t addr, int dir, const char *path, in
 	return r;
 }
 
-#define NO_DIR (-1000) /* not an fd: open rather than openat */
+/* open, open64, openat, openat64: the mode read as open_mode says. */
+#define LC_OPEN_VA(name, params, dir)                                                              \
+	TA_PUBLIC int name params                                                                  \
+	{                                                                                          \
+		va_list ap;                                                                        \
+		mode_t mode;                                                                       \
+                                                                                                   \
+		va_start(ap, flags);                                                               \
+		mode = open_mode(flags, ap);                                                       \
+		va_end(ap);                                                                        \
+		return open_common(LC_##name, LC_ADDR(name), dir, path, flags, mode);              \
+	}
 
-TA_PUBLIC int open(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = open_mode(flags, ap);
-	va_end(ap);
-	return open_common(LC_open, LC_ADDR(open), NO_DIR, path, flags, mode);
-}
-
-TA_PUBLIC int open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = open_mode(flags, ap);
-	va_end(ap);
-	return open_common(LC_open64, LC_ADDR(open64), NO_DIR, path, flags, mode);
-}
-
-TA_PUBLIC int openat(int dir, const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = open_mode(flags, ap);
-	va_end(ap);
-	return open_common(LC_openat, LC_ADDR(openat), dir, path, flags, mode);
-}
-
-TA_PUBLIC int openat64(int dir, const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = open_mode(flags, ap);
-	va_end(ap);
-	return open_common(LC_openat64, LC_ADDR(openat64), dir, path, flags, mode);
-}
+LC_OPEN_VA(open, (const char *path, int flags, ...), NO_DIR)
+LC_OPEN_VA(open64, (const char *path, int flags, ...), NO_DIR)
+LC_OPEN_VA(openat, (int dir, const char *path, int flags, ...), dir)
+LC_OPEN_VA(openat64, (int dir, const char *path, int flags, ...), dir)
 
 /* ---- sleeping and waiting ----------------------------------------------------------- */
 

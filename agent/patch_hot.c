@@ -153,6 +153,18 @@ uint64_t ta_patch_on_return(uint64_t slot)
 	return e.orig;
 }
 
+/* Puts a frame's real return address back in its slot.  Top down: of a
+ * tail-call chain sharing a slot, only the bottom entry holds the real
+ * address.  A slot that no longer holds the stub belongs to a dead frame
+ * and may be someone's variable now. */
+static void put_back(const struct rframe *e, uint64_t stub)
+{
+	uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
+
+	if (e->orig != stub && *s == stub)
+		*s = e->orig;
+}
+
 void ta_patch_restore(int record_exits)
 {
 	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
@@ -160,14 +172,11 @@ void ta_patch_restore(int record_exits)
 
 	if (!rs)
 		return;
-	/* Top down: of a tail-call chain sharing a slot, only the bottom entry
-	 * holds the real address.  A slot that no longer holds the stub
-	 * belongs to a dead frame and may be someone's variable now. */
+	/* Top down (put_back). */
 	for (uint32_t n = rs->depth; n > 0; n--) {
 		struct rframe *e = &rs->f[n - 1];
-		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
-		if (e->orig != stub && *s == stub)
-			*s = e->orig;
+
+		put_back(e, stub);
 		rs->depth = n - 1;
 		if (record_exits)
 			ta_record(e->fn | TA_REC_EXIT);
@@ -188,12 +197,8 @@ void ta_patch_unwind_begin(void)
 		return;
 	/* The unwinder finds each frame's caller by its return address: it
 	 * must see the real ones.  The entries stay, for the catch. */
-	for (uint32_t n = rs->depth; n > 0; n--) {
-		struct rframe *e = &rs->f[n - 1];
-		uint64_t *s = (uint64_t *)(uintptr_t)e->slot;
-		if (e->orig != stub && *s == stub)
-			*s = e->orig;
-	}
+	for (uint32_t n = rs->depth; n > 0; n--)
+		put_back(&rs->f[n - 1], stub);
 	rs->unwinding = rs->depth > 0;
 }
 
