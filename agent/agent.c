@@ -72,6 +72,18 @@ int ta_lock_bounded(pthread_mutex_t *m)
 	return -1;
 }
 
+void *ta_grow(void *p, size_t n, size_t *cap, size_t size, size_t first)
+{
+	size_t c = *cap ? 2 * *cap : first;
+
+	if (n < *cap)
+		return p;
+	p = realloc(p, c * size);
+	if (p)
+		*cap = c;
+	return p;
+}
+
 int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 			   void *arg)
 {

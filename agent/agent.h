@@ -196,6 +196,11 @@ void ta_agent_write_end(uint64_t flags) TA_HIDDEN;
 /* Tries a lock for up to ~200 ms (signal handlers: never wait forever on
  * a lock whose holder may be the interrupted code); 0 if taken. */
 int ta_lock_bounded(pthread_mutex_t *m) TA_HIDDEN;
+/* The agent's growable arrays: when *cap elements of size bytes are all in
+ * use, p reallocated to twice as many (first, the first time) and *cap
+ * updated; else p as it is.  NULL when out of memory, *cap unchanged (p
+ * still valid, to be kept). */
+void *ta_grow(void *p, size_t n, size_t *cap, size_t size, size_t first) TA_HIDDEN;
 
 /* ---- crashes (crash.c) ------------------------------------------------------------- */
 

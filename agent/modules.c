@@ -60,14 +60,10 @@ static int learn(uint64_t bias, const char *name)
 			known[i].seen = 1;
 			return 0;
 		}
-	if (nknown == known_cap) {
-		size_t cap = known_cap ? 2 * known_cap : 32;
-		k = realloc(known, cap * sizeof(*k));
-		if (!k)
-			return 1; /* write it again later rather than never */
-		known = k;
-		known_cap = cap;
-	}
+	k = ta_grow(known, nknown, &known_cap, sizeof(*k), 32);
+	if (!k)
+		return 1; /* write it again later rather than never */
+	known = k;
 	known[nknown].name = strdup(name);
 	if (!known[nknown].name)
 		return 1;

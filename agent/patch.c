@@ -193,14 +193,11 @@ static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void refuse(const char *module, const char *name, uint64_t addr, unsigned reason)
 {
-	if (nrefused == refused_cap) {
-		size_t cap = refused_cap ? 2 * refused_cap : 64;
-		struct refused *r = realloc(refused, cap * sizeof(*r));
-		if (!r)
-			return;
-		refused = r;
-		refused_cap = cap;
-	}
+	struct refused *r = ta_grow(refused, nrefused, &refused_cap, sizeof(*r), 64);
+
+	if (!r)
+		return;
+	refused = r;
 	refused[nrefused].module = strdup(module);
 	refused[nrefused].name = strdup(name);
 	refused[nrefused].addr = addr;
@@ -679,14 +676,11 @@ static struct cand *module_candidates(const struct module *m, size_t *n, void **
 			if (!memchr(name, 0, strsize - sym[i].st_name) ||
 			    !wanted(modbase, m->is_exe, name))
 				continue;
-			if (nc == cap) {
-				size_t ncap = cap ? 2 * cap : 64;
-				struct cand *x = realloc(c, ncap * sizeof(*x));
-				if (!x)
-					break;
-				c = x;
-				cap = ncap;
-			}
+			struct cand *x = ta_grow(c, nc, &cap, sizeof(*x), 64);
+
+			if (!x)
+				break;
+			c = x;
 			c[nc].addr = m->bias + sym[i].st_value;
 			c[nc].size = sym[i].st_size;
 			c[nc].name = name;
@@ -909,21 +903,17 @@ struct collect {
 static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct collect *cl = arg;
-	struct module *m;
+	struct module *m, *x;
 	int first = cl->first;
 
 	(void)size;
 	cl->first = 0;
 	if (!first && (!info->dlpi_name || !*info->dlpi_name))
 		return 0; /* the vdso */
-	if (cl->n == cl->cap) {
-		size_t cap = cl->cap ? 2 * cl->cap : 16;
-		struct module *x = realloc(cl->mods, cap * sizeof(*x));
-		if (!x)
-			return 1;
-		cl->mods = x;
-		cl->cap = cap;
-	}
+	x = ta_grow(cl->mods, cl->n, &cl->cap, sizeof(*x), 16);
+	if (!x)
+		return 1;
+	cl->mods = x;
 	m = &cl->mods[cl->n];
 	memset(m, 0, sizeof(*m));
 	if (first) {
@@ -1073,7 +1063,7 @@ static int capstone_open(void)
 	csf.option = (cs_err(*)(csh, cs_opt_type, size_t))dlsym(h, "cs_option");
 	csf.malloc = (cs_insn * (*)(csh)) dlsym(h, "cs_malloc");
 	csf.disasm_iter = (bool (*)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *))dlsym(
-		h, "cs_disasm_iter");
+	    h, "cs_disasm_iter");
 	csf.free = (void (*)(cs_insn *, size_t))dlsym(h, "cs_free");
 	if (!csf.open || !csf.option || !csf.malloc || !csf.disasm_iter || !csf.free ||
 	    csf.open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
@@ -1115,7 +1105,8 @@ __attribute__((constructor)) static void patch_init(void)
 	if (parse_patterns(spec) < 0)
 		return;
 	if (capstone_open() < 0) {
-		ta_warn("cannot open " CS_SONAME " (capstone, to decode x86-64); TRACEAGENT_PATCH ignored");
+		ta_warn("cannot open " CS_SONAME
+			" (capstone, to decode x86-64); TRACEAGENT_PATCH ignored");
 		return;
 	}
 	if (ta_patch_hot_init() != 0) {
