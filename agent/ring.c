@@ -21,25 +21,40 @@
 
 #include "agent.h"
 
-/* A block with no room: a thread that has no ring yet, or whose agent is
- * not running, comes to the slow path with every event.  Every such thread
- * points at this one block, so its head must never change: it reads as
- * claimed for good, and no hook writes it.  (A hook's claim is atomic only
- * against its own thread's signal handlers: were idle_block claimable, one
- * thread's claim, held for the few instructions of its fast path or for
- * as long as it is preempted there, would make another thread's hook look
- * nested, and its events would be put aside in a thread that may never get
- * a ring to append them to; two claims at once could even leave the bit
- * set for good.) */
-static struct ta_block idle_block = {.head = TA_BUSY};
-/* What the thread points at while its slow path works: a nested hook (a
- * signal handler) sees TA_BUSY and counts its event as lost. */
-static struct ta_block busy_block = {.head = TA_BUSY};
+/* Blocks with no room.  A hook's claim is a read-modify-write of the
+ * block's head even when the bit is already set (x86's plain bts, aarch64's
+ * ldset), so a placeholder that several threads point at is a cache line
+ * they all write: with the agent not tracing (a bad setting, an unwritable
+ * dump, or after the end), where every hook comes here, four threads on two
+ * cores ran 26x slower than untraced.  So each thread has its own two, in
+ * initial-exec TLS like ta_cur:
+ * - idle_block: no ring yet, or the agent not running: every event goes to
+ *   the slow path.  It reads as claimed for good, and its bit is never
+ *   cleared (a claimable placeholder would let a handler's claim make the
+ *   interrupted hook look nested, its events put aside in a thread that may
+ *   never get a ring to append them to);
+ * - busy_block: what the thread points at while its slow path works: a
+ *   nested hook (a signal handler) sees TA_BUSY and puts its event aside.
+ * A TLS address is no constant initializer, so ta_cur starts at first_block,
+ * shared and claimed for good like idle_block, left at a thread's first
+ * event: its line is written once a thread. */
+static struct ta_block first_block = {.head = TA_BUSY};
+static __thread struct ta_block idle_block __attribute__((tls_model("initial-exec"), aligned(64))) = {
+	.head = TA_BUSY};
+static __thread struct ta_block busy_block __attribute__((tls_model("initial-exec"), aligned(64))) = {
+	.head = TA_BUSY};
 
-__thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) = &idle_block;
+__thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) = &first_block;
 static __thread struct ta_thread *self __attribute__((tls_model("initial-exec")));
 static __thread uint64_t parent_tid __attribute__((tls_model("initial-exec")));
 __thread uint32_t ta_guard __attribute__((tls_model("initial-exec")));
+
+/* The placeholders where a thread goes to the slow path for want of a
+ * ring or of a running agent (not nested in anything). */
+static inline int is_idle(const struct ta_block *b)
+{
+	return b == &idle_block || b == &first_block;
+}
 
 struct ta_thread *ta_threads;
 uint64_t ta_lost_unowned;
@@ -518,7 +533,7 @@ static struct ta_block *nest_drain(struct ta_thread *t, struct ta_block *b)
 
 			if (cnt > n - done)
 				cnt = n - done; /* cannot happen: groups go in whole */
-			if (b && b != &idle_block)
+			if (b && !is_idle(b))
 				b = append(t, b, &nest_buf[done], cnt, 0);
 			else
 				count_lost(t);
@@ -546,11 +561,11 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	 * for a block, helping the flusher): its library calls are its own. */
 	TA_GUARD_ENTER();
 	if (b == &busy_block ||
-	    (b != &idle_block && (__atomic_load_n(&b->head, __ATOMIC_RELAXED) & TA_BUSY))) {
+	    (!is_idle(b) && (__atomic_load_n(&b->head, __ATOMIC_RELAXED) & TA_BUSY))) {
 		/* Nested in a slow path (b is the placeholder) or in a fast
-		 * path between its (A) and (C) (b is claimed; idle_block
-		 * always reads claimed, and no fast path gets past (A) on
-		 * it). */
+		 * path between its (A) and (C) (b is claimed; the idle
+		 * placeholders always read claimed, and no fast path gets
+		 * past (A) on them). */
 		nest_push(t, b, r, cnt);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		ta_cur = b;
@@ -580,7 +595,7 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 			goto done;
 		}
 		b = t->first;
-	} else if (b == &idle_block) {
+	} else if (is_idle(b)) {
 		goto done; /* registered, but the agent stopped meanwhile */
 	}
 	if (TA_UNLIKELY(nest_n))
@@ -600,7 +615,7 @@ done:
 	 * has nowhere to append them: nest_drain counts them as lost (in
 	 * no thread's count), or they would be lost silently. */
 	while (TA_UNLIKELY(__atomic_load_n(&nest_n, __ATOMIC_RELAXED)) &&
-	       ((t && b != &idle_block) || ringless)) {
+	       ((t && !is_idle(b)) || ringless)) {
 		b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
 		if (!t)
 			t = self; /* a handler may have registered it meanwhile */
@@ -690,7 +705,7 @@ void ta_thread_exit(void)
 		__atomic_store_n(&nest_block->limit, nest_limit, __ATOMIC_RELAXED);
 		nest_block = NULL;
 	}
-	if (__atomic_load_n(&nest_n, __ATOMIC_RELAXED) && b != &busy_block && b != &idle_block)
+	if (__atomic_load_n(&nest_n, __ATOMIC_RELAXED) && b != &busy_block && !is_idle(b))
 		(void)nest_drain(t, b);
 	__atomic_store_n(&t->end_ticks, ta_ticks(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
