@@ -62,12 +62,12 @@ uint32_t ta_pending_blocks;
 
 static uint8_t *pool_base;
 static uint32_t pool_block_bytes, pool_events, pool_nblocks;
-static uint32_t pool_next;   /* blocks never used start here (atomic) */
-static uint64_t pool_free;   /* free list head: tag << 32 | (index + 1) */
-static uint32_t pool_in_use; /* atomic, for the peak statistic */
+static uint32_t pool_next;      /* blocks never used start here (atomic) */
+static uint64_t pool_free;      /* free list head: tag << 32 | (index + 1) */
+static uint32_t pool_in_use;    /* atomic, for the peak statistic */
 static uint32_t pool_peak;
 static uint32_t pool_high_water; /* blocks in use above which producers help */
-static uint32_t live_threads;	 /* registered and not exited (atomic) */
+static uint32_t live_threads;    /* registered and not exited (atomic) */
 
 static pthread_key_t exit_key;
 
@@ -105,7 +105,7 @@ static void thread_key_destructor(void *arg)
 	ta_crash_thread_exit();
 }
 
-static int pool_mode;	       /* enum ta_mode */
+static int pool_mode; /* enum ta_mode */
 static uint32_t flight_blocks; /* flight mode: blocks a thread keeps */
 
 int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode, uint64_t flight_bytes)
@@ -175,8 +175,9 @@ static struct ta_block *pool_try_get(void)
 	b->consumed = 0;
 	in_use = __atomic_add_fetch(&pool_in_use, 1, __ATOMIC_RELAXED);
 	peak = __atomic_load_n(&pool_peak, __ATOMIC_RELAXED);
-	while (in_use > peak && !__atomic_compare_exchange_n(&pool_peak, &peak, in_use, 1,
-							     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	while (in_use > peak &&
+	       !__atomic_compare_exchange_n(&pool_peak, &peak, in_use, 1, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
 		;
 	return b;
 }
@@ -381,7 +382,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 
 	if (pool_mode == TA_MODE_FLIGHT &&
 	    (nb = flight_recycle(t, __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED) >=
-					flight_blocks)) != NULL) {
+					    flight_blocks)) != NULL) {
 		/* Its own oldest block, now its newest. */
 	} else if (pool_mode == TA_MODE_DROP) {
 		nb = pool_try_get();
@@ -461,8 +462,7 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
 				b->ev[i].ticks = ticks;
 				b->ev[i].addr = TA_RAW_EXT;
 			}
-			__atomic_store_n(&b->head, limit,
-					 __ATOMIC_RELEASE); /* pairs with the flusher */
+			__atomic_store_n(&b->head, limit, __ATOMIC_RELEASE); /* pairs with the flusher */
 		}
 		nb = next_block(t, b, ticks);
 		if (!nb)
