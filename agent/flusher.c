@@ -131,12 +131,33 @@ static void flush_chunk(struct ta_flush_state *fs)
 	ta_dump_chunk_z(TA_CHUNK_EVENTS, p, len, &fs->z);
 }
 
+#ifdef TA_BENCH_HANDOFF
+/* scripts/bench's "handoff" build (never a release's): the flusher reads
+ * every record and does nothing else with it, no encoding, compression or
+ * writing, so a run measures what handing the events over costs (the
+ * rings, the lines going between the cores, the flusher's wake-ups and
+ * reads) apart from what is done with them.  Its dumps have no events. */
+static volatile uint64_t handoff_sink;
+#endif
+
 /* Encodes the records [from, to) of a block, in chunks of CHUNK_TARGET. */
 static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t from, uint32_t to)
 {
 	uint32_t i = from;
 	uint64_t markers = fs->enc.marker_slots;
 
+#ifdef TA_BENCH_HANDOFF
+	{
+		uint64_t sum = 0;
+
+		for (; i < to; i++)
+			sum += rec[i].ticks ^ rec[i].addr;
+		handoff_sink += sum;
+		fs->events += to - from;
+		__atomic_add_fetch(&total_events, to - from, __ATOMIC_RELAXED);
+		return;
+	}
+#endif
 	while (i < to) {
 		size_t n = ta_encoder_raw(&fs->enc, rec + i, to - i, CHUNK_TARGET);
 		if (!n)
