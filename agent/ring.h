@@ -56,9 +56,10 @@ _Static_assert(sizeof(struct ta_block) == TA_BLOCK_HEADER, "block header is one 
 /* The calling thread's current block.  Initial-exec TLS: the agent is
  * preloaded, so its TLS lives in the static block and a hook reaches it with
  * one %fs-relative load, no __tls_get_addr.  It starts at a placeholder
- * shared by every thread without a ring, which reads as claimed for good
- * (so no hook ever writes it), so a thread's first event takes the slow
- * path, which registers the thread. */
+ * that reads as claimed for good (ring.c's first_block, shared, its line
+ * written once a thread), so a thread's first event takes the slow path,
+ * which registers the thread or, with no ring for it, moves it to a
+ * placeholder of its own. */
 extern __thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
 
 /* The out-of-line path: first event of a thread, full block, nested hook,

@@ -619,8 +619,9 @@ START_TEST(drop_mode_counts_and_marks_the_gap)
 }
 END_TEST
 
-/* Threads without a ring (drop mode, the pool used up while the flusher
- * is held) share one placeholder block. */
+/* Every thread starts at one shared placeholder block (ring.c's
+ * first_block); threads without a ring (drop mode, the pool used up while
+ * the flusher is held) come back to the slow path through it or their own. */
 static void *cur_block(void *p)
 {
 	(void)p;
