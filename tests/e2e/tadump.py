@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""A writer of small synthetic dumps (agent/FORMAT.md), for the tests of the
+"""A writer of small synthetic dumps (format/FORMAT.md), for the tests of the
 views that need exact times: the clock is CLOCK_MONOTONIC (clock_source 3),
 so ticks are nanoseconds and every duration is known to the nanosecond.
 Payloads are stored uncompressed, which the format allows."""

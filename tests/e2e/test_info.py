@@ -38,12 +38,12 @@ def build_id(path):
 
 
 def format_version():
-    """The version agent/format.h defines, which the agent writes."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "agent",
+    """The version format/format.h defines, which the agent writes."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "format",
                         "format.h")
     with open(path) as fh:
         text = fh.read()
-    return {k: int(re.search(r"#define TA_VERSION_%s\s+(\d+)" % k.upper(), text).group(1))
+    return {k: int(re.search(r"#define TA_FORMAT_%s\s+(\d+)" % k.upper(), text).group(1))
             for k in ("major", "minor")}
 
 

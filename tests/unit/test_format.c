@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_format.c - the dump format codec (agent/format.[ch]): varints,
+ * test_format.c - the dump format codec (format/format.[ch]): varints,
  * zigzag, CRC-32C, file and chunk headers, the shadow-stack rule and the
  * event encoder/decoder, including a seeded fuzz of the decoder.
  */
@@ -216,8 +216,8 @@ START_TEST(file_header_roundtrip)
 	ta_file_header_encode(b, 4242);
 	ck_assert_int_eq(memcmp(b, "TRACEAGT", 8), 0);
 	ck_assert_int_eq(ta_file_header_decode(b, &h), 0);
-	ck_assert_uint_eq(h.major, TA_VERSION_MAJOR);
-	ck_assert_uint_eq(h.minor, TA_VERSION_MINOR);
+	ck_assert_uint_eq(h.major, TA_FORMAT_MAJOR);
+	ck_assert_uint_eq(h.minor, TA_FORMAT_MINOR);
 	ck_assert_uint_eq(h.header_size, TA_FILE_HEADER_SIZE);
 	ck_assert_uint_eq(h.pid, 4242);
 	ck_assert_uint_eq(h.flags, 0);
@@ -246,15 +246,15 @@ START_TEST(file_header_damage)
 	}
 	/* Another major, properly checksummed. */
 	memcpy(d, b, sizeof(b));
-	ta_put_le16(d + 8, TA_VERSION_MAJOR + 1);
+	ta_put_le16(d + 8, TA_FORMAT_MAJOR + 1);
 	ta_put_le32(d + 28, ta_crc32c(0, d, 28));
 	ck_assert_int_eq(ta_file_header_decode(d, &h), -TA_E_VERSION);
 	/* A newer minor is fine. */
 	memcpy(d, b, sizeof(b));
-	ta_put_le16(d + 10, TA_VERSION_MINOR + 3);
+	ta_put_le16(d + 10, TA_FORMAT_MINOR + 3);
 	ta_put_le32(d + 28, ta_crc32c(0, d, 28));
 	ck_assert_int_eq(ta_file_header_decode(d, &h), 0);
-	ck_assert_uint_eq(h.minor, TA_VERSION_MINOR + 3);
+	ck_assert_uint_eq(h.minor, TA_FORMAT_MINOR + 3);
 	/* A header size this version does not know. */
 	memcpy(d, b, sizeof(b));
 	ta_put_le32(d + 12, 48);

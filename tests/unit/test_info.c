@@ -164,7 +164,7 @@ START_TEST(json)
 	    "\"ranges\": [[139637976731648, 139637977776128]]}\n"
 	    "    ]}\n"
 	    " ]}\n",
-	    path, TA_VERSION_MAJOR, TA_VERSION_MINOR, g.len, (unsigned long long)bytes,
+	    path, TA_FORMAT_MAJOR, TA_FORMAT_MINOR, g.len, (unsigned long long)bytes,
 	    (unsigned long long)bytes);
 	ck_assert_str_eq(o->out, want);
 	unlink(path);
@@ -187,7 +187,7 @@ START_TEST(text)
 	snprintf(want, sizeof(want),
 		 "dump:          %s\n"
 		 "format:        %d.%d\n",
-		 path, TA_VERSION_MAJOR, TA_VERSION_MINOR);
+		 path, TA_FORMAT_MAJOR, TA_FORMAT_MINOR);
 	ck_assert_msg(!strncmp(o->out, want, strlen(want)), "%s", o->out);
 	ck_assert_ptr_nonnull(strstr(o->out, "\ncomplete:      yes\n"));
 	ck_assert_ptr_nonnull(strstr(o->out,

@@ -2,7 +2,7 @@
 /*
  * format.h - the traceagent dump format, shared by the agent and the analyzer.
  *
- * This header and agent/FORMAT.md are the only definition of the format.
+ * This header and format/FORMAT.md are the only definition of the format.
  * Everything is little-endian.  A dump is a 32-byte file header followed by
  * chunks; each chunk is a 32-byte header and a payload that is either raw or
  * LZ4-compressed, protected by a CRC-32C over header and payload.
@@ -22,8 +22,8 @@
 
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
-#define TA_VERSION_MAJOR 1 /* incompatible changes */
-#define TA_VERSION_MINOR 3 /* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MAJOR 1 /* incompatible changes */
+#define TA_FORMAT_MINOR 3 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*

@@ -152,8 +152,8 @@ void ta_file_header_encode(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid)
 {
 	memset(out, 0, TA_FILE_HEADER_SIZE);
 	memcpy(out, TA_FILE_MAGIC, TA_FILE_MAGIC_LEN);
-	ta_put_le16(out + 8, TA_VERSION_MAJOR);
-	ta_put_le16(out + 10, TA_VERSION_MINOR);
+	ta_put_le16(out + 8, TA_FORMAT_MAJOR);
+	ta_put_le16(out + 10, TA_FORMAT_MINOR);
 	ta_put_le32(out + 12, TA_FILE_HEADER_SIZE);
 	ta_put_le32(out + 16, pid);
 	ta_put_le32(out + 28, ta_crc32c(0, out, 28));
@@ -168,7 +168,7 @@ int ta_file_header_decode(const uint8_t buf[TA_FILE_HEADER_SIZE], struct ta_file
 	h->header_size = ta_get_le32(buf + 12);
 	h->pid = ta_get_le32(buf + 16);
 	h->flags = ta_get_le32(buf + 20);
-	if (h->major != TA_VERSION_MAJOR)
+	if (h->major != TA_FORMAT_MAJOR)
 		return -TA_E_VERSION;
 	if (ta_crc32c(0, buf, 28) != ta_get_le32(buf + 28))
 		return -TA_E_CHECKSUM;
