@@ -1,0 +1,792 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session_procs.c - the processes and threads of a session and the
+ * metadata chunks: the process table, the hash table of threads (a tid
+ * reused or exec'd over starts a new thread), the decoding of the PROCESS,
+ * CLOCK, MODULE, MODULE_UNLOAD, LIBCALLS, PATCH, CRASH, THREAD_*
+ * and END chunks, a new image after exec, and ta_session_chunk, which
+ * dispatches every chunk (EVENTS chunks to session_walk.c).
+ */
+#include "session_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+static char *str_from_bytes(const uint8_t *s, uint64_t len)
+{
+	char *p = malloc((size_t)len + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, s, (size_t)len);
+	p[len] = 0;
+	/* A NUL inside would cut the name short silently; make it visible. */
+	for (uint64_t i = 0; i < len; i++)
+		if (!p[i])
+			p[i] = '?';
+	return p;
+}
+
+static int get_str(struct ta_reader *r, char **out)
+{
+	const uint8_t *s;
+	uint64_t len;
+
+	if (ta_get_bytes(r, &s, &len) < 0)
+		return -TA_E_PAYLOAD;
+	*out = str_from_bytes(s, len);
+	return *out ? 0 : -TA_E_NOMEM;
+}
+
+/* ---- processes ------------------------------------------------------------------ */
+
+struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid)
+{
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i]->pid == pid)
+			return s->procs[i];
+	return NULL;
+}
+
+static struct ta_process *process_get(struct ta_session *s, uint32_t pid)
+{
+	struct ta_process *p = ta_session_process(s, pid), **v;
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
+	if (!p || !v) {
+		free(p);
+		if (v)
+			s->procs = v;
+		return NULL;
+	}
+	s->procs = v;
+	p->pid = pid;
+	s->procs[s->nprocs++] = p;
+	return p;
+}
+
+static void patch_free(struct ta_patch *pt);
+
+void ta_sess_process_free(struct ta_process *p)
+{
+	free(p->arch);
+	free(p->exe);
+	for (size_t i = 0; i < p->argc; i++)
+		free(p->argv[i]);
+	free(p->argv);
+	for (size_t i = 0; i < p->nimages; i++)
+		free(p->images[i]);
+	free(p->images);
+	free(p->clock);
+	if (p->crash)
+		free(p->crash->pcs);
+	free(p->crash);
+	patch_free(p->patch);
+	for (size_t i = 0; i < p->nmodules; i++) {
+		free(p->modules[i].path);
+		free(p->modules[i].build_id);
+		free(p->modules[i].ranges);
+	}
+	free(p->modules);
+	for (size_t i = 0; i < p->nlibcalls; i++)
+		free(p->libcalls[i].name);
+	free(p->libcalls);
+	free(p->map);
+	free(p->unloaded);
+	free(p);
+}
+
+/* ---- threads --------------------------------------------------------------------- */
+
+static size_t thash(uint32_t pid, uint64_t tid, size_t size)
+{
+	uint64_t h = (tid ^ ((uint64_t)pid << 32)) * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 32) & (size_t)(size - 1);
+}
+
+static int thash_grow(struct ta_session *s)
+{
+	size_t size = s->thash_size ? s->thash_size * 2 : 64;
+	struct ta_thread **h = calloc(size, sizeof(*h));
+
+	if (!h)
+		return -TA_E_NOMEM;
+	for (size_t i = 0; i < s->thash_size; i++) {
+		struct ta_thread *t = s->thash[i], *next;
+
+		for (; t; t = next) {
+			size_t b = thash(t->pid, t->tid, size);
+
+			next = t->hnext;
+			t->hnext = h[b];
+			h[b] = t;
+		}
+	}
+	free(s->thash);
+	s->thash = h;
+	s->thash_size = size;
+	return 0;
+}
+
+static struct ta_thread *thread_find(const struct ta_session *s, uint32_t pid, uint64_t tid)
+{
+	struct ta_thread *t;
+
+	if (!s->thash_size)
+		return NULL;
+	for (t = s->thash[thash(pid, tid, s->thash_size)]; t; t = t->hnext)
+		if (t->pid == pid && t->tid == tid)
+			return t;
+	return NULL;
+}
+
+/* Adds a new thread instance, replacing any previous one with the same ids
+ * in the hash (a tid the kernel reused after the first thread ended); the
+ * old one stays in s->threads. */
+static struct ta_thread *thread_new(struct ta_session *s, uint32_t pid, uint64_t tid)
+{
+	struct ta_thread *t, **b, **pp;
+
+	if (s->nthreads >= s->thash_size && thash_grow(s) < 0)
+		return NULL;
+	if (s->nthreads == s->threads_cap) {
+		size_t cap = s->threads_cap ? s->threads_cap * 2 : 16;
+		struct ta_thread **v = realloc(s->threads, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->threads = v;
+		s->threads_cap = cap;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->index = (uint32_t)s->nthreads;
+	t->pid = pid;
+	t->tid = tid;
+	b = &s->thash[thash(pid, tid, s->thash_size)];
+	for (pp = b; *pp; pp = &(*pp)->hnext) {
+		if ((*pp)->pid == pid && (*pp)->tid == tid) {
+			*pp = (*pp)->hnext;
+			break;
+		}
+	}
+	t->hnext = *b;
+	*b = t;
+	s->threads[s->nthreads++] = t;
+	return t;
+}
+
+struct ta_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, uint64_t tid)
+{
+	struct ta_thread *t = thread_find(s, pid, tid);
+
+	return t ? t : thread_new(s, pid, tid);
+}
+
+void ta_sess_thread_free(struct ta_thread *t)
+{
+	free(t->name);
+	free(t->stack);
+	free(t->last_stack);
+	free(t);
+}
+
+/* ---- metadata chunks ------------------------------------------------------------------ */
+
+static int process_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t pid, argc;
+	char *arch = NULL, *exe = NULL, **argv = NULL;
+	int rc = -TA_E_PAYLOAD;
+
+	ta_get_varint(r, &pid);
+	ta_get_varint(r, &p->ppid);
+	ta_get_varint(r, &p->start_realtime_ns);
+	ta_get_varint(r, &p->start_ticks);
+	ta_get_varint(r, &p->clock_source);
+	ta_get_varint(r, &p->nominal_hz);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	if ((rc = get_str(r, &arch)) < 0 || (rc = get_str(r, &exe)) < 0)
+		goto fail;
+	rc = -TA_E_PAYLOAD;
+	/* Each argument takes at least one byte. */
+	if (ta_get_varint(r, &argc) < 0 || argc > (uint64_t)(r->end - r->p))
+		goto fail;
+	argv = calloc((size_t)argc + 1, sizeof(*argv));
+	if (!argv) {
+		rc = -TA_E_NOMEM;
+		goto fail;
+	}
+	for (uint64_t i = 0; i < argc; i++)
+		if ((rc = get_str(r, &argv[i])) < 0)
+			goto fail;
+	ta_get_varint(r, &p->block_size);
+	ta_get_varint(r, &p->memory_cap);
+	ta_get_varint(r, &p->flush_ms);
+	if (r->err) {
+		rc = -TA_E_PAYLOAD;
+		goto fail;
+	}
+	p->mode = 0;
+	if (r->p < r->end && ta_get_varint(r, &p->mode) < 0) { /* since 1.1 */
+		rc = -TA_E_PAYLOAD;
+		goto fail;
+	}
+	/* A second PROCESS chunk (exec in place) replaces the first. */
+	free(p->arch);
+	free(p->exe);
+	for (size_t i = 0; i < p->argc; i++)
+		free(p->argv[i]);
+	free(p->argv);
+	p->arch = arch;
+	p->exe = exe;
+	p->argv = argv;
+	p->argc = (size_t)argc;
+	p->has_info = 1;
+	{
+		char **v = realloc(p->images, (p->nimages + 1) * sizeof(*v));
+
+		if (!v)
+			return -TA_E_NOMEM;
+		p->images = v;
+		p->images[p->nimages] = strdup(exe);
+		if (!p->images[p->nimages])
+			return -TA_E_NOMEM;
+		p->nimages++;
+	}
+	ta_sess_note_ticks(p, p->start_ticks);
+	return 0;
+fail:
+	if (argv)
+		for (uint64_t i = 0; i < argc; i++)
+			free(argv[i]);
+	free(argv);
+	free(arch);
+	free(exe);
+	return rc;
+}
+
+static int clock_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t count;
+
+	/* Each pair takes at least two bytes. */
+	if (ta_get_varint(r, &count) < 0 || count > (uint64_t)(r->end - r->p) / 2)
+		return -TA_E_PAYLOAD;
+	if (p->nclock + count > p->clock_cap) {
+		size_t cap = p->clock_cap ? p->clock_cap : 16;
+		struct ta_clock_pair *v;
+
+		while (cap < p->nclock + count)
+			cap *= 2;
+		v = realloc(p->clock, cap * sizeof(*v));
+		if (!v)
+			return -TA_E_NOMEM;
+		p->clock = v;
+		p->clock_cap = cap;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		struct ta_clock_pair *cp = &p->clock[p->nclock];
+
+		ta_get_varint(r, &cp->ticks);
+		ta_get_varint(r, &cp->ns);
+		if (r->err)
+			return -TA_E_PAYLOAD;
+		p->nclock++;
+	}
+	return 0;
+}
+
+static int module_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	struct ta_module m;
+	const uint8_t *bid;
+	uint64_t bid_len, n;
+	int rc;
+
+	memset(&m, 0, sizeof(m));
+	m.unload_ticks = UINT64_MAX;
+	ta_get_varint(r, &m.load_ticks);
+	ta_get_varint(r, &m.bias);
+	if ((rc = get_str(r, &m.path)) < 0)
+		goto fail;
+	rc = -TA_E_PAYLOAD;
+	if (ta_get_bytes(r, &bid, &bid_len) < 0)
+		goto fail;
+	ta_get_varint(r, &m.flags);
+	/* Each range takes at least two bytes. */
+	if (ta_get_varint(r, &n) < 0 || n > (uint64_t)(r->end - r->p) / 2)
+		goto fail;
+	m.build_id = malloc(bid_len ? (size_t)bid_len : 1);
+	m.ranges = malloc(n ? (size_t)n * sizeof(*m.ranges) : 1);
+	if (!m.build_id || !m.ranges) {
+		rc = -TA_E_NOMEM;
+		goto fail;
+	}
+	memcpy(m.build_id, bid, (size_t)bid_len);
+	m.build_id_len = (size_t)bid_len;
+	for (uint64_t i = 0; i < n; i++) {
+		ta_get_varint(r, &m.ranges[i].start);
+		ta_get_varint(r, &m.ranges[i].end);
+	}
+	m.nranges = (size_t)n;
+	if (r->err)
+		goto fail;
+	if (p->nmodules == p->modules_cap) {
+		size_t cap = p->modules_cap ? p->modules_cap * 2 : 16;
+		struct ta_module *v = realloc(p->modules, cap * sizeof(*v));
+
+		if (!v) {
+			rc = -TA_E_NOMEM;
+			goto fail;
+		}
+		p->modules = v;
+		p->modules_cap = cap;
+	}
+	p->modules[p->nmodules++] = m;
+	return 0;
+fail:
+	free(m.path);
+	free(m.build_id);
+	free(m.ranges);
+	return rc;
+}
+
+/* MODULE_UNLOAD: the latest instance of that module still loaded ends. */
+static int module_gone(struct ta_process *p, struct ta_module *m, uint64_t ticks);
+
+static int module_unload_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	const uint8_t *path;
+	uint64_t ticks, bias, len;
+	struct ta_module *m = NULL;
+
+	ta_get_varint(r, &ticks);
+	ta_get_varint(r, &bias);
+	if (ta_get_bytes(r, &path, &len) < 0)
+		return -TA_E_PAYLOAD;
+	for (size_t i = p->nmodules; i-- > 0;) {
+		struct ta_module *c = &p->modules[i];
+
+		if (c->bias == bias && c->unload_ticks == UINT64_MAX && strlen(c->path) == len &&
+		    memcmp(c->path, path, (size_t)len) == 0) {
+			m = c;
+			break;
+		}
+	}
+	if (!m)
+		return 0; /* its MODULE chunk was lost: nothing to end */
+	ta_sess_note_ticks(p, ticks);
+	return module_gone(p, m, ticks);
+}
+
+static int libcall_cmp(const void *a, const void *b)
+{
+	const struct ta_libcall *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* u classes, u count, count x (u addr, str name, u class). */
+static int libcalls_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	struct ta_libcall *lc;
+	uint64_t classes, n, i;
+	int rc = -TA_E_PAYLOAD;
+
+	ta_get_varint(r, &classes);
+	/* Each entry takes three bytes at least. */
+	if (ta_get_varint(r, &n) < 0 || n > (uint64_t)(r->end - r->p) / 3)
+		return -TA_E_PAYLOAD;
+	lc = calloc(n ? (size_t)n : 1, sizeof(*lc));
+	if (!lc)
+		return -TA_E_NOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t cls;
+
+		ta_get_varint(r, &lc[i].addr);
+		if ((rc = get_str(r, &lc[i].name)) < 0)
+			goto fail;
+		rc = -TA_E_PAYLOAD;
+		if (ta_get_varint(r, &cls) < 0)
+			goto fail;
+		lc[i].cls = (uint32_t)(cls & TA_LC_ALL);
+		lc[i].index = (uint32_t)i;
+	}
+	qsort(lc, (size_t)n, sizeof(*lc), libcall_cmp);
+	for (i = 0; i < p->nlibcalls; i++)
+		free(p->libcalls[i].name);
+	free(p->libcalls);
+	p->libcalls = lc;
+	p->nlibcalls = (size_t)n;
+	p->libcall_classes = classes;
+	return 0;
+fail:
+	for (uint64_t k = 0; k <= i && k < n; k++)
+		free(lc[k].name);
+	free(lc);
+	return rc;
+}
+
+const struct ta_libcall *ta_process_libcall(const struct ta_process *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nlibcalls;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->libcalls[mid].addr == addr)
+			return &p->libcalls[mid];
+		if (p->libcalls[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void patch_free(struct ta_patch *pt)
+{
+	if (!pt)
+		return;
+	for (uint64_t i = 0; i < pt->nrefused; i++) {
+		free(pt->refused[i].module);
+		free(pt->refused[i].name);
+		free(pt->refused[i].reason);
+	}
+	free(pt->refused);
+	free(pt);
+}
+
+/* Each PATCH chunk is cumulative (written at start, after a dlopen that
+ * patched more, and at the end): the last one replaces the others. */
+static int patch_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	struct ta_patch *pt = calloc(1, sizeof(*pt));
+	uint64_t n;
+	int rc = -TA_E_PAYLOAD;
+
+	if (!pt)
+		return -TA_E_NOMEM;
+	ta_get_varint(r, &pt->patched);
+	ta_get_varint(r, &n);
+	ta_get_varint(r, &pt->frames_without_exit);
+	/* A refusal takes 5 bytes at least: a larger count is a lie. */
+	if (r->err || n > (uint64_t)(r->end - r->p) / 5)
+		goto fail;
+	pt->refused = n ? calloc((size_t)n, sizeof(*pt->refused)) : NULL;
+	if (n && !pt->refused) {
+		rc = -TA_E_NOMEM;
+		goto fail;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		struct ta_patch_refusal *f = &pt->refused[i];
+		pt->nrefused = i + 1;
+		if ((rc = get_str(r, &f->module)) < 0 || (rc = get_str(r, &f->name)) < 0)
+			goto fail;
+		ta_get_varint(r, &f->addr);
+		ta_get_varint(r, &f->code);
+		if ((rc = get_str(r, &f->reason)) < 0)
+			goto fail;
+		rc = -TA_E_PAYLOAD;
+		if (r->err)
+			goto fail;
+	}
+	patch_free(p->patch);
+	p->patch = pt;
+	return 0;
+fail:
+	patch_free(pt);
+	return rc;
+}
+
+static int crash_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	struct ta_crash *c = calloc(1, sizeof(*c));
+	uint64_t code, n;
+
+	if (!c)
+		return -TA_E_NOMEM;
+	ta_get_varint(r, &c->tid);
+	ta_get_varint(r, &c->ticks);
+	ta_get_varint(r, &c->signal);
+	ta_get_varint(r, &code);
+	ta_get_varint(r, &c->addr);
+	ta_get_varint(r, &n);
+	/* Each pc takes a byte at least: a larger count is a lie. */
+	if (r->err || n > (uint64_t)(r->end - r->p)) {
+		free(c);
+		return -TA_E_PAYLOAD;
+	}
+	c->code = (int64_t)code;
+	c->pcs = n ? malloc(n * sizeof(uint64_t)) : NULL;
+	if (n && !c->pcs) {
+		free(c);
+		return -TA_E_NOMEM;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		ta_get_varint(r, &c->pcs[i]);
+	if (r->err) {
+		free(c->pcs);
+		free(c);
+		return -TA_E_PAYLOAD;
+	}
+	c->npcs = (size_t)n;
+	if (p->crash) { /* one crash a process; a second chunk replaces it */
+		free(p->crash->pcs);
+		free(p->crash);
+	}
+	p->crash = c;
+	ta_sess_note_ticks(p, c->ticks);
+	return 0;
+}
+
+static int thread_start_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t tid, parent, ticks;
+	char *name;
+	struct ta_thread *t;
+	int rc;
+
+	ta_get_varint(r, &tid);
+	ta_get_varint(r, &parent);
+	ta_get_varint(r, &ticks);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	if ((rc = get_str(r, &name)) < 0)
+		return rc;
+	t = thread_find(s, p->pid, tid);
+	if (t && t->has_end) {
+		/* The tid was reused: the old thread is over. */
+		ta_sess_thread_close(s, t);
+		t = NULL;
+	}
+	if (!t)
+		t = thread_new(s, p->pid, tid);
+	if (!t) {
+		free(name);
+		return -TA_E_NOMEM;
+	}
+	free(t->name);
+	t->name = name;
+	t->parent_tid = parent;
+	t->start_ticks = ticks;
+	t->has_start = 1;
+	if (r->p < r->end) { /* flags, since 1.1 */
+		uint64_t flags;
+		if (ta_get_varint(r, &flags) < 0)
+			return -TA_E_PAYLOAD;
+		t->forked = (flags & TA_THREAD_F_INHERITED) != 0;
+	}
+	ta_sess_note_ticks(p, ticks);
+	return 0;
+}
+
+static int thread_name_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t tid, ticks;
+	char *name;
+	struct ta_thread *t;
+	int rc;
+
+	ta_get_varint(r, &tid);
+	ta_get_varint(r, &ticks);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	if ((rc = get_str(r, &name)) < 0)
+		return rc;
+	t = ta_sess_thread_get(s, p->pid, tid);
+	if (!t) {
+		free(name);
+		return -TA_E_NOMEM;
+	}
+	free(t->name);
+	t->name = name;
+	return 0;
+}
+
+static int thread_end_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t tid, end, events, lost, wait;
+	struct ta_thread *t;
+
+	ta_get_varint(r, &tid);
+	ta_get_varint(r, &end);
+	ta_get_varint(r, &events);
+	ta_get_varint(r, &lost);
+	ta_get_varint(r, &wait);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	t = ta_sess_thread_get(s, p->pid, tid);
+	if (!t)
+		return -TA_E_NOMEM;
+	t->has_end = 1;
+	t->end_ticks = end;
+	t->end_events = events;
+	t->end_lost = lost;
+	t->wait_ticks = wait;
+	ta_sess_note_ticks(p, end);
+	return 0;
+}
+
+static int end_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t v[6];
+
+	for (int i = 0; i < 6; i++)
+		ta_get_varint(r, &v[i]);
+	if (r->err)
+		return -TA_E_PAYLOAD;
+	p->end_ticks = v[0];
+	p->end_ns = v[1];
+	p->end_events = p->base_events + v[2];
+	p->end_lost = p->base_lost + v[3];
+	p->end_threads = p->base_threads + v[4];
+	p->end_flags = v[5];
+	p->has_end = 1;
+	ta_sess_note_ticks(p, p->end_ticks);
+	return 0;
+}
+
+#define UNLOADED_MAX 4096
+
+/* Marks m unloaded at ticks: its ranges join the process's unloaded
+ * ones, which tell instances at one address apart (ta_process_addr_at). */
+static int module_gone(struct ta_process *p, struct ta_module *m, uint64_t ticks)
+{
+	m->unload_ticks = ticks;
+	for (size_t k = 0; k < m->nranges; k++) {
+		/* Each is looked at for every later event: a dump claiming
+		 * more is not followed (its addresses may then be misnamed). */
+		if (m->ranges[k].end <= m->ranges[k].start || p->nunloaded == UNLOADED_MAX)
+			continue;
+		if (p->nunloaded == p->unloaded_cap) {
+			size_t cap = p->unloaded_cap ? 2 * p->unloaded_cap : 8;
+			struct ta_unloaded *v = realloc(p->unloaded, cap * sizeof(*v));
+
+			if (!v)
+				return -TA_E_NOMEM;
+			p->unloaded = v;
+			p->unloaded_cap = cap;
+		}
+		p->unloaded[p->nunloaded].start = m->ranges[k].start;
+		p->unloaded[p->nunloaded].end = m->ranges[k].end;
+		p->unloaded[p->nunloaded].ticks = ticks;
+		p->nunloaded++;
+	}
+	return 0;
+}
+
+/*
+ * A PROCESS chunk for a pid already described: the program exec'd and the
+ * new image's agent took the dump over (or, in a long run, the pid was
+ * reused).  The old image is over: its threads are closed where they were
+ * (their tids start afresh), its modules unloaded at its end, its totals
+ * kept, and the new writer's chunk sequence starts from 0.
+ */
+static int new_image(struct ta_session *s, struct ta_process *p)
+{
+	uint64_t at = p->has_end ? p->end_ticks : p->max_ticks;
+
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct ta_thread *t = s->threads[i], **pp;
+
+		if (t->pid != p->pid || t->over)
+			continue;
+		ta_sess_thread_close(s, t);
+		t->over = 1;
+		for (pp = &s->thash[thash(t->pid, t->tid, s->thash_size)]; *pp; pp = &(*pp)->hnext)
+			if (*pp == t) {
+				*pp = t->hnext;
+				break;
+			}
+	}
+	for (size_t i = 0; i < p->nmodules; i++)
+		if (p->modules[i].unload_ticks == UINT64_MAX &&
+		    module_gone(p, &p->modules[i], at) < 0)
+			return -TA_E_NOMEM;
+	if (p->has_end) {
+		p->base_events = p->end_events;
+		p->base_lost = p->end_lost;
+		p->base_threads = p->end_threads;
+	}
+	p->has_end = 0;
+	p->next_chunk_seq = 0;
+	return 0;
+}
+
+int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
+{
+	struct ta_process *p = process_get(s, c->h.pid);
+	struct ta_reader r;
+	int rc;
+
+	if (!p)
+		return -TA_E_NOMEM;
+	if (c->h.type == TA_CHUNK_PROCESS && p->has_info && new_image(s, p) < 0)
+		return -TA_E_NOMEM;
+	s->chunks++;
+	s->stored_bytes += c->h.stored_size;
+	s->raw_bytes += c->h.raw_size;
+	/* The writer numbers its chunks: a gap is chunks we never saw. */
+	if (c->h.seq > p->next_chunk_seq)
+		p->chunks_missing += c->h.seq - p->next_chunk_seq;
+	if (c->h.seq >= p->next_chunk_seq)
+		p->next_chunk_seq = (uint64_t)c->h.seq + 1;
+	ta_reader_init(&r, c->payload, c->len);
+	switch (c->h.type) {
+	case TA_CHUNK_EVENTS:
+		return ta_sess_events_chunk(s, c, p);
+	case TA_CHUNK_PROCESS:
+		rc = process_chunk(p, &r);
+		break;
+	case TA_CHUNK_CLOCK:
+		rc = clock_chunk(p, &r);
+		break;
+	case TA_CHUNK_MODULE:
+		rc = module_chunk(p, &r);
+		break;
+	case TA_CHUNK_THREAD_START:
+		rc = thread_start_chunk(s, p, &r);
+		break;
+	case TA_CHUNK_THREAD_NAME:
+		rc = thread_name_chunk(s, p, &r);
+		break;
+	case TA_CHUNK_THREAD_END:
+		rc = thread_end_chunk(s, p, &r);
+		break;
+	case TA_CHUNK_END:
+		rc = end_chunk(p, &r);
+		break;
+	case TA_CHUNK_CRASH:
+		rc = crash_chunk(p, &r);
+		break;
+	case TA_CHUNK_MODULE_UNLOAD:
+		rc = module_unload_chunk(p, &r);
+		break;
+	case TA_CHUNK_LIBCALLS:
+		rc = libcalls_chunk(p, &r);
+		break;
+	case TA_CHUNK_PATCH:
+		rc = patch_chunk(p, &r);
+		break;
+	default:
+		s->unknown_chunks++; /* a later minor version's addition */
+		return 0;
+	}
+	/* Fields after the known ones are a later minor version's
+	 * additions, and ignored. */
+	if (rc == -TA_E_NOMEM)
+		return rc;
+	if (rc < 0)
+		ta_session_error(s, rc, c, 0);
+	return 0;
+}

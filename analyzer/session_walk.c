@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session_walk.c - the call-stack walk: each EVENTS chunk decoded and
+ * replayed on its thread's stack of frames (pushes, pops, frames left by a
+ * longjmp or an exception, the stack brought in line with the chunk's
+ * snapshot after a loss), the closing of what is still open, addresses
+ * tagged by the modules unloaded before them, and the profile visitor
+ * (report's) with its duration histograms: the walk inlines the profile's
+ * callbacks, so they stay in this file.
+ */
+#include "session_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Frames kept with their data per thread; deeper ones are only counted.
+ * Far beyond TA_STACK_MAX, yet bounded whatever a dump claims. */
+#define FRAMES_MAX (16u * TA_STACK_MAX)
+
+/* ---- the call-stack walk ----------------------------------------------------------- */
+
+/* The profile's callbacks, which the walk calls directly (below). */
+#define TA_INLINE inline __attribute__((always_inline))
+static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks,
+					 uint32_t depth, uint64_t addr, unsigned flags);
+static TA_INLINE void profile_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x);
+static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,
+					const struct ta_exit_info *x);
+
+/* The stack is full: grow it, or count the frame as overflow (-1). */
+static __attribute__((noinline)) int stack_grow(struct ta_thread *t)
+{
+	uint32_t cap = t->cap ? t->cap * 2 : 64;
+	struct ta_frame *st;
+
+	if (t->overflow || t->depth == FRAMES_MAX)
+		return -1;
+	st = realloc(t->stack, cap * sizeof(*st));
+	if (!st)
+		return -TA_E_NOMEM;
+	/* New slots hold no profile entry that frame_push could reuse
+	 * (user 0). */
+	memset(st + t->cap, 0, (cap - t->cap) * sizeof(*st));
+	t->stack = st;
+	t->cap = cap;
+	return 0;
+}
+
+/*
+ * How the walk calls the visitor: the profile (report's visitor) by name,
+ * so that its callbacks are inlined into the event loop, or whatever the
+ * session's visitor is.  The event loop is compiled once for each, and
+ * picks one per batch.
+ */
+enum walk { WALK_ANY, WALK_PROFILE, WALK_PROFILE_HIST };
+
+/* Inlined into the event loop, as is frame_pop: two calls per event saved. */
+static TA_INLINE int frame_push_w(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
+				  uint64_t addr, unsigned flags, enum walk w)
+{
+	struct ta_frame *f;
+
+	/* depth < cap implies depth < FRAMES_MAX (the cap stops there). */
+	if (__builtin_expect(t->overflow || t->depth == t->cap, 0)) {
+		int rc = stack_grow(t);
+
+		if (rc < 0) {
+			t->overflow++;
+			return rc == -TA_E_NOMEM ? rc : 0;
+		}
+	}
+	f = &t->stack[t->depth];
+	/* The profile is the usual visitor: called by name it is inlined
+	 * here, which saves an indirect call per event. */
+	if (w != WALK_ANY || s->v.enter == profile_enter) {
+		/* The slot still holds the frame that was last at this depth
+		 * of this thread, and its profile entry: a loop or a
+		 * recursion calls the same function there again and again,
+		 * and then no hash lookup is needed. */
+		if (f->addr == addr && f->user)
+			((struct ta_profile *)s->v.ctx)->f[f->user - 1].active++;
+		else
+			f->user = profile_enter(s->v.ctx, t, ticks, t->depth, addr, flags);
+	} else {
+		f->user = s->v.enter ? s->v.enter(s->v.ctx, t, ticks, t->depth, addr, flags) : 0;
+	}
+	f->addr = addr;
+	f->enter = ticks;
+	f->child = 0;
+	t->depth++;
+	return 0;
+}
+
+static int frame_push(struct ta_session *s, struct ta_thread *t, uint64_t ticks, uint64_t addr,
+		      unsigned flags)
+{
+	return frame_push_w(s, t, ticks, addr, flags, WALK_ANY);
+}
+
+/* Removes the top frame at time ticks and visits its exit; the caller
+ * knows there is one and that it is not inherited. */
+static TA_INLINE void frame_pop_w(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
+				  unsigned flags, enum walk w)
+{
+	struct ta_frame *f = &t->stack[--t->depth];
+	struct ta_exit_info x;
+
+	x.addr = f->addr;
+	x.enter = f->enter;
+	x.exit = ticks;
+	x.duration = ticks > f->enter ? ticks - f->enter : 0;
+	x.self = x.duration > f->child ? x.duration - f->child : 0;
+	x.depth = t->depth;
+	x.flags = flags;
+	x.user = f->user;
+	if (t->depth)
+		t->stack[t->depth - 1].child += x.duration;
+	if (w == WALK_PROFILE_HIST || (w == WALK_ANY && s->v.exit == profile_exit_hist))
+		profile_exit_hist(s->v.ctx, t, &x);
+	else if (w == WALK_PROFILE || s->v.exit == profile_exit)
+		profile_exit(s->v.ctx, t, &x);
+	else if (s->v.exit)
+		s->v.exit(s->v.ctx, t, &x);
+}
+
+/* Removes n frames from the top at time ticks, visiting each exit. */
+static void frames_pop(struct ta_session *s, struct ta_thread *t, uint64_t n, uint64_t ticks,
+		       unsigned flags)
+{
+	uint64_t k = n < t->overflow ? n : t->overflow;
+
+	t->overflow -= k;
+	n -= k;
+	while (n-- && t->depth) {
+		if (__builtin_expect(t->depth <= t->inherited, 0)) {
+			/* The parent's frame: its call is the parent's. */
+			t->inherited = --t->depth;
+			continue;
+		}
+		frame_pop_w(s, t, ticks, flags, WALK_ANY);
+	}
+}
+
+/*
+ * Brings the thread's stack in line with the snapshot that starts the
+ * chunk.  They agree unless chunks of this thread were lost: then frames
+ * we have that the snapshot lacks ended somewhere in the gap (closed at the
+ * last time we know), and frames it has that we lack began there (opened at
+ * the chunk's first time).
+ */
+static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct ta_decoder *d,
+		       const struct ta_process *p)
+{
+	uint32_t n = d->snapshot_depth, k = 0, lim = t->depth < n ? t->depth : n;
+	uint64_t over = d->stack.overflow;
+	uint64_t close_at = t->have_ticks ? t->last_ticks : d->first_ticks;
+
+	while (k < lim && ta_process_addr(p, t->stack[k].addr) == d->snapshot[k])
+		k++;
+	/* depth + overflow == n + over, without the sums (a dump can make
+	 * them wrap): k == n means depth >= n. */
+	if (k == n && over >= t->overflow && over - t->overflow == t->depth - n)
+		return;
+	if (t->forked && !t->have_chunks && !t->depth && !t->overflow && d->chunk_seq == 0 &&
+	    !over) {
+		/* A forked child's first chunk starts inside the frames its
+		 * parent entered: they open the stack, unvisited. */
+		for (uint32_t i = 0; i < n; i++) {
+			if (t->depth == t->cap && stack_grow(t) < 0)
+				break;
+			t->stack[t->depth].addr =
+			    ta_process_addr_at(p, d->snapshot[i], d->first_ticks);
+			t->stack[t->depth].enter = d->first_ticks;
+			t->stack[t->depth].child = 0;
+			t->stack[t->depth].user = 0;
+			t->depth++;
+		}
+		t->inherited = t->depth;
+		return;
+	}
+	/* The first chunk of a new thread may start inside functions (a
+	 * flight recorder's cut): that is not a loss. */
+	if (t->have_chunks || t->depth || t->overflow || d->chunk_seq != 0)
+		t->resyncs++;
+	/* The frames without data first (they are on top), then ours down
+	 * to k; two calls, as their sum could wrap. */
+	frames_pop(s, t, t->overflow, close_at, TA_VISIT_RESYNC);
+	frames_pop(s, t, t->depth - k, close_at, TA_VISIT_RESYNC);
+	for (uint32_t i = k; i < n; i++)
+		(void)frame_push(s, t, d->first_ticks,
+				 ta_process_addr_at(p, d->snapshot[i], d->first_ticks),
+				 TA_VISIT_RESYNC);
+	/* Frames the writer could not hold have no address: count them. */
+	t->overflow += over;
+}
+
+static void tag_batch(const struct ta_process *p, struct ta_event *ev, size_t n);
+/* Replays a batch of decoded events on t's stack: 0, or -TA_E_NOMEM. */
+static TA_INLINE int walk(struct ta_session *s, struct ta_thread *t, const struct ta_event *evs,
+			  size_t n, enum walk w)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct ta_event *ev = &evs[i];
+
+		switch (ev->kind) {
+		case TA_EV_ENTER:
+			if (frame_push_w(s, t, ev->ticks, ev->addr, 0, w) < 0)
+				return -TA_E_NOMEM;
+			break;
+		case TA_EV_EXIT:
+			/* The usual exit, of the top frame, inline. */
+			if (__builtin_expect(
+				ev->popped == 1 && !t->overflow && t->depth > t->inherited, 1))
+				frame_pop_w(s, t, ev->ticks, 0, w);
+			else if (ev->popped)
+				frames_pop(s, t, ev->popped, ev->ticks, 0);
+			else
+				t->unmatched++;
+			break;
+		default:
+			t->events--; /* not a function event */
+			/* A longjmp or an exception: the frames it left end
+			 * here, not at some later exit. */
+			if (ev->popped)
+				frames_pop(s, t, ev->popped, ev->ticks, TA_VISIT_UNWOUND);
+			if (ev->ext == TA_EXT_LOST) {
+				t->lost += ev->value;
+				if (s->v.lost)
+					s->v.lost(s->v.ctx, t, ev->ticks, ev->value);
+			} else if (s->v.ext) {
+				/* Always the batch's last: the decoder's
+				 * ext_values are its values. */
+				s->v.ext(s->v.ctx, t, ev->ticks, ev->ext, s->dec.ext_values,
+					 (uint32_t)ev->value);
+			}
+			break;
+		}
+	}
+	return 0;
+}
+
+/*
+ * walk() for the profile, the report's visitor: the usual events (an enter
+ * of the function last seen at that depth, an exit of the top frame) with
+ * the thread's stack in registers, which the profile's stores would
+ * otherwise force to be reloaded at every event; walk() for the others.
+ */
+static TA_INLINE int walk_profile(struct ta_session *s, struct ta_thread *t,
+				  const struct ta_event *evs, size_t n, enum walk w)
+{
+	struct ta_profile *p = s->v.ctx;
+	size_t i = 0;
+
+	while (i < n) {
+		struct ta_frame *stk = t->stack;
+		uint32_t depth = t->depth, cap = t->cap, inherited = t->inherited;
+
+		/* Frames beyond the stack (overflow) leave it to walk(). */
+		for (; i < n && !t->overflow; i++) {
+			const struct ta_event *ev = &evs[i];
+			struct ta_frame *f;
+			struct ta_exit_info x;
+
+			if (ev->kind == TA_EV_ENTER) {
+				f = &stk[depth];
+				/* As in frame_push_w: the slot's last frame's entry. */
+				if (depth == cap || f->addr != ev->addr || !f->user)
+					break;
+				p->f[f->user - 1].active++;
+				f->enter = ev->ticks;
+				f->child = 0;
+				depth++;
+				continue;
+			}
+			if (ev->kind != TA_EV_EXIT || ev->popped != 1 || depth <= inherited)
+				break;
+			/* As in frame_pop_w. */
+			f = &stk[--depth];
+			x.addr = f->addr;
+			x.enter = f->enter;
+			x.exit = ev->ticks;
+			x.duration = ev->ticks > f->enter ? ev->ticks - f->enter : 0;
+			x.self = x.duration > f->child ? x.duration - f->child : 0;
+			x.depth = depth;
+			x.flags = 0;
+			x.user = f->user;
+			if (depth)
+				stk[depth - 1].child += x.duration;
+			if (w == WALK_PROFILE_HIST)
+				profile_exit_hist(p, t, &x);
+			else
+				profile_exit(p, t, &x);
+		}
+		t->depth = depth;
+		if (i < n) {
+			int rc = walk(s, t, &evs[i], 1, w);
+
+			if (rc < 0)
+				return rc;
+			i++;
+		}
+	}
+	return 0;
+}
+
+int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p)
+{
+	struct ta_decoder *d = &s->dec;
+	struct ta_thread *t;
+	int rc = ta_decoder_begin(d, c->payload, c->len), rc2;
+
+	s->events_chunks++;
+	if (rc < 0) {
+		if (rc == -TA_E_NOMEM)
+			return rc;
+		ta_session_error(s, rc, c, d->r.err ? 0 : d->tid);
+		return 0;
+	}
+	t = ta_sess_thread_get(s, c->h.pid, d->tid);
+	if (!t)
+		return -TA_E_NOMEM;
+	if (t->have_chunks && d->chunk_seq != t->next_seq)
+		t->chunks_missing += d->chunk_seq > t->next_seq ? d->chunk_seq - t->next_seq : 1;
+	t->next_seq = d->chunk_seq + 1;
+	stack_sync(s, t, d, p);
+	t->have_chunks = 1;
+	ta_sess_note_ticks(p, d->first_ticks);
+
+	do {
+		struct ta_event evs[256];
+		size_t n = ta_decoder_batch(d, evs, 256, &rc);
+
+		if (__builtin_expect(p->nunloaded != 0, 0))
+			tag_batch(p, evs, n);
+		if (s->v.enter == profile_enter && s->v.exit == profile_exit_hist)
+			rc2 = walk_profile(s, t, evs, n, WALK_PROFILE_HIST);
+		else if (s->v.enter == profile_enter && s->v.exit == profile_exit)
+			rc2 = walk_profile(s, t, evs, n, WALK_PROFILE);
+		else
+			rc2 = walk(s, t, evs, n, WALK_ANY);
+		if (rc2 < 0)
+			return rc2;
+		if (n) {
+			t->events += n;
+			t->last_ticks = evs[n - 1].ticks;
+			t->have_ticks = 1;
+		}
+	} while (rc == 0);
+	if (rc > 0)
+		rc = 0;
+	if (t->have_ticks)
+		ta_sess_note_ticks(p, t->last_ticks);
+	if (rc == -TA_E_NOMEM)
+		return rc;
+	if (rc < 0)
+		ta_session_error(s, rc, c, t->tid); /* the next snapshot repairs the stack */
+	return 0;
+}
+
+/* Closes what is still open on t at its last known time. */
+void ta_sess_thread_close(struct ta_session *s, struct ta_thread *t)
+{
+	uint64_t end = t->last_ticks;
+	struct ta_process *p = ta_session_process(s, t->pid);
+
+	if (t->has_end && (!t->have_ticks || t->end_ticks > end))
+		end = t->end_ticks;
+	if (p && p->crash) {
+		/* The crashing thread's frames end at the crash, not when the
+		 * handler was done writing; every thread's open frames are
+		 * kept: where it was. */
+		if (p->crash->tid == t->tid && p->crash->ticks >= t->last_ticks &&
+		    p->crash->ticks < end)
+			end = p->crash->ticks;
+		free(t->last_stack);
+		t->last_stack = t->depth ? malloc(t->depth * sizeof(uint64_t)) : NULL;
+		t->last_depth = t->last_stack ? t->depth : 0;
+		for (uint32_t i = 0; i < t->last_depth; i++)
+			t->last_stack[i] = t->stack[i].addr;
+	}
+	/* In two calls: depth + overflow could wrap (a dump may claim any
+	 * overflow). */
+	frames_pop(s, t, t->overflow, end, TA_VISIT_OPEN);
+	frames_pop(s, t, t->depth, end, TA_VISIT_OPEN);
+}
+
+/* ---- addresses of unloaded modules' code ---------------------------------------- */
+
+uint64_t ta_process_addr_at(const struct ta_process *p, uint64_t addr, uint64_t ticks)
+{
+	uint64_t gen = 0;
+
+	if (!p->nunloaded || addr > TA_ADDR_MASK)
+		return addr;
+	for (size_t i = 0; i < p->nunloaded; i++)
+		gen += addr >= p->unloaded[i].start && addr < p->unloaded[i].end &&
+		       p->unloaded[i].ticks <= ticks;
+	if (gen > TA_ADDR_TAG_MAX)
+		gen = TA_ADDR_TAG_MAX;
+	return addr | gen << TA_ADDR_TAG_SHIFT;
+}
+
+uint64_t ta_process_addr(const struct ta_process *p, uint64_t key)
+{
+	return p->nunloaded ? key & TA_ADDR_MASK : key;
+}
+
+/* Out of line: only dumps where a module was unloaded come here. */
+static __attribute__((noinline)) void tag_batch(const struct ta_process *p, struct ta_event *ev,
+						size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ev[i].kind == TA_EV_ENTER)
+			ev[i].addr = ta_process_addr_at(p, ev[i].addr, ev[i].ticks);
+}
+
+/* ---- duration histograms ------------------------------------------------------------ */
+
+int ta_hist_reserve(struct ta_hist *h, uint32_t b)
+{
+	uint32_t lo = b / TA_HIST_BLOCK * TA_HIST_BLOCK, hi = lo + TA_HIST_BLOCK;
+	uint64_t *c;
+
+	if (h->count) {
+		if (h->lo < lo)
+			lo = h->lo;
+		if (h->hi > hi)
+			hi = h->hi;
+	}
+	c = calloc(hi - lo, sizeof(*c));
+	if (!c)
+		return -TA_E_NOMEM;
+	if (h->count)
+		memcpy(c + (h->lo - lo), h->count, (h->hi - h->lo) * sizeof(*c));
+	free(h->count);
+	h->count = c;
+	h->lo = lo;
+	h->hi = hi;
+	return 0;
+}
+
+void ta_hist_free(struct ta_hist *h)
+{
+	free(h->count);
+	memset(h, 0, sizeof(*h));
+}
+
+/* ---- the profile visitor ------------------------------------------------------------- */
+
+/* A frame's user value is its entry's index + 1, or NO_STAT when there is
+ * none; frame_push relies on 0 meaning none (fresh and inherited frames). */
+#define NO_STAT 0
+
+static size_t fslot(uint32_t thread, uint64_t addr, size_t nslots)
+{
+	uint64_t h = (addr ^ ((uint64_t)thread << 47)) * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 20) & (nslots - 1);
+}
+
+static int profile_grow(struct ta_profile *p)
+{
+	size_t n = p->nslots ? p->nslots * 2 : 1024;
+	uint32_t *slot = calloc(n, sizeof(*slot));
+
+	if (!slot)
+		return -1;
+	for (size_t i = 0; i < p->n; i++) {
+		size_t k = fslot(p->f[i].thread, p->f[i].addr, n);
+
+		while (slot[k])
+			k = (k + 1) & (n - 1);
+		slot[k] = (uint32_t)i + 1;
+	}
+	free(p->slot);
+	p->slot = slot;
+	p->nslots = n;
+	return 0;
+}
+
+/* A function not seen before on this thread: a new entry. */
+static __attribute__((noinline)) uintptr_t profile_new(struct ta_profile *p, struct ta_thread *t,
+						       uint64_t addr)
+{
+	struct ta_fstat *f;
+	size_t k;
+
+	/* Keep the table at most half full. */
+	if ((p->n + 1) * 2 > p->nslots && profile_grow(p) < 0)
+		return NO_STAT;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct ta_fstat *v;
+
+		if (cap > UINT32_MAX - 1)
+			return NO_STAT;
+		v = realloc(p->f, cap * sizeof(*v));
+		if (!v)
+			return NO_STAT;
+		p->f = v;
+		p->cap = cap;
+	}
+	f = &p->f[p->n];
+	memset(f, 0, sizeof(*f));
+	f->thread = t->index;
+	f->pid = t->pid;
+	f->addr = addr;
+	f->min = UINT64_MAX;
+	f->active = 1;
+	for (k = fslot(t->index, addr, p->nslots); p->slot[k]; k = (k + 1) & (p->nslots - 1))
+		;
+	p->slot[k] = (uint32_t)++p->n;
+	return p->n;
+}
+
+static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks,
+					 uint32_t depth, uint64_t addr, unsigned flags)
+{
+	struct ta_profile *p = ctx;
+
+	p->lookups++;
+	if (__builtin_expect(p->nslots != 0, 1)) {
+		for (size_t k = fslot(t->index, addr, p->nslots); p->slot[k];
+		     k = (k + 1) & (p->nslots - 1)) {
+			struct ta_fstat *f = &p->f[p->slot[k] - 1];
+
+			if (f->addr == addr && f->thread == t->index) {
+				f->active++;
+				return p->slot[k];
+			}
+		}
+	}
+	return profile_new(p, t, addr);
+}
+
+static TA_INLINE void profile_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+{
+	struct ta_profile *p = ctx;
+	struct ta_fstat *f;
+
+	if (x->user == NO_STAT)
+		return;
+	f = &p->f[x->user - 1];
+	f->calls++;
+	f->sum += x->duration;
+	f->self += x->self;
+	if (x->duration < f->min)
+		f->min = x->duration;
+	if (x->duration > f->max)
+		f->max = x->duration;
+	/* Only the outermost activation adds to the total, so recursion
+	 * is not counted twice. */
+	if (--f->active == 0)
+		f->total += x->duration;
+	if (x->flags & TA_VISIT_OPEN)
+		f->open++;
+	if (x->flags & TA_VISIT_UNWOUND)
+		f->unwound++;
+}
+
+static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,
+					const struct ta_exit_info *x)
+{
+	struct ta_profile *p = ctx;
+
+	profile_exit(ctx, t, x);
+	if (x->user != NO_STAT)
+		ta_hist_add(&p->f[x->user - 1].hist, x->duration);
+}
+
+void ta_profile_init(struct ta_profile *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void ta_profile_free(struct ta_profile *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		ta_hist_free(&p->f[i].hist);
+	free(p->f);
+	free(p->slot);
+	ta_profile_init(p);
+}
+
+void ta_profile_visitor(struct ta_profile *p, struct ta_visitor *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->ctx = p;
+	v->enter = profile_enter;
+	v->exit = p->hist ? profile_exit_hist : profile_exit;
+}
