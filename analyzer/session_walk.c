@@ -262,9 +262,14 @@ static TA_INLINE int walk_profile(struct ta_session *s, struct ta_thread *t,
 			struct ta_exit_info x;
 
 			if (ev->kind == TA_EV_ENTER) {
+				/* The stack is full, or was never allocated (stk NULL):
+				 * walk() grows it.  Tested before the slot's address is
+				 * formed, which NULL + 0 would make undefined. */
+				if (depth == cap)
+					break;
 				f = &stk[depth];
 				/* As in frame_push_w: the slot's last frame's entry. */
-				if (depth == cap || f->addr != ev->addr || !f->user)
+				if (f->addr != ev->addr || !f->user)
 					break;
 				p->f[f->user - 1].active++;
 				f->enter = ev->ticks;
