@@ -23,6 +23,16 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
+#include "crash.h"
+#include "dump.h"
+#include "flusher.h"
+#include "format.h"
+#include "libcalls.h"
+#include "modules.h"
+#include "patch.h"
+#include "ring.h"
+#include "settings.h"
 
 uint32_t ta_state;
 uint32_t ta_pid;

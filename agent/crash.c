@@ -32,6 +32,13 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
+#include "crash.h"
+#include "dump.h"
+#include "flusher.h"
+#include "format.h"
+#include "patch.h"
+#include "ring.h"
 
 #define MAX_FRAMES 64
 

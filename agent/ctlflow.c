@@ -37,6 +37,10 @@
 #include <libunwind.h>
 
 #include "agent.h"
+#include "compiler.h"
+#include "format.h"
+#include "patch.h"
+#include "ring.h"
 
 #define TA_PUBLIC __attribute__((visibility("default")))
 

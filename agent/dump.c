@@ -21,6 +21,11 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
+#include "dump.h"
+#include "format.h"
+#include "ring.h"
+#include "settings.h"
 
 static int dump_fd = -1;
 static int dump_failed;

@@ -21,6 +21,12 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
+#include "dump.h"
+#include "flusher.h"
+#include "format.h"
+#include "ring.h"
+#include "settings.h"
 
 /* Events chunks are cut at about this many raw bytes. */
 #define CHUNK_TARGET (1u << 20)

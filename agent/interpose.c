@@ -23,6 +23,11 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
+#include "crash.h"
+#include "modules.h"
+#include "patch.h"
+#include "ring.h"
 
 #define TA_PUBLIC __attribute__((visibility("default")))
 

@@ -45,6 +45,12 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "compiler.h"
+#include "dump.h"
+#include "format.h"
+#include "libcalls.h"
+#include "ring.h"
+#include "settings.h"
 
 #define TA_PUBLIC __attribute__((visibility("default")))
 

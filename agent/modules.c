@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "dump.h"
+#include "format.h"
+#include "modules.h"
 
 #define NOTE_ALIGN(x) (((x) + 3u) & ~3u)
 

@@ -20,6 +20,13 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
+#include "compiler.h"
+#include "crash.h"
+#include "flusher.h"
+#include "format.h"
+#include "ring.h"
+#include "settings.h"
 
 /* Blocks with no room.  A hook's claim is a read-modify-write of the
  * block's head even when the bit is already set (x86's plain bts, aarch64's

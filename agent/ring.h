@@ -22,10 +22,7 @@
 #include <stdint.h>
 
 #include "clock.h"
-
-#define TA_LIKELY(x) __builtin_expect(!!(x), 1)
-#define TA_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define TA_HIDDEN __attribute__((visibility("hidden")))
+#include "compiler.h"
 
 /* Bit 63 of a recorded address marks an exit (the format's raw events). */
 #define TA_REC_EXIT TA_RAW_EXIT
@@ -296,7 +293,7 @@ struct ta_thread {
 extern struct ta_thread *ta_threads TA_HIDDEN;
 
 /* Pool and registry set-up; 0 or -errno. */
-/* mode: enum ta_mode of agent.h. */
+/* mode: enum ta_mode of settings.h. */
 int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode,
 		 uint64_t flight_bytes) TA_HIDDEN;
 /* Returns a block to the pool (flusher only). */
@@ -306,10 +303,6 @@ uint32_t ta_block_events(void) TA_HIDDEN;
 extern uint32_t ta_pending_blocks TA_HIDDEN;
 /* Peak number of pool blocks in use (for the END statistics). */
 uint64_t ta_pool_peak_bytes(void) TA_HIDDEN;
-
-/* Flight mode: the consume lock of a thread's ring (flusher.c). */
-int ta_consume_trylock(struct ta_thread *t) TA_HIDDEN;
-void ta_consume_unlock(struct ta_thread *t) TA_HIDDEN;
 
 /* The calling thread records nothing from now on (a crash handler). */
 void ta_cur_stop(void) TA_HIDDEN;
@@ -327,6 +320,15 @@ void ta_thread_set_name(unsigned long handle, const char *name) TA_HIDDEN;
 void ta_thread_set_parent(uint64_t ptid) TA_HIDDEN;
 /* Events lost before a thread had a ring (nested in the slow path). */
 extern uint64_t ta_lost_unowned TA_HIDDEN;
+
+/* Nonzero while the agent itself runs on this thread (its slow paths, its
+ * wrappers' own work, the flusher thread, a thread after its registration
+ * ended): the interposers then only call the real function, so nothing the
+ * agent does is recorded and nothing recurses.  Initial-exec TLS like
+ * ta_cur; counts, so that nested agent code keeps it set. */
+extern __thread uint32_t ta_guard __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
+#define TA_GUARD_ENTER() (ta_guard++)
+#define TA_GUARD_LEAVE() (ta_guard--)
 
 /* After fork in the child: works out the forking thread's open frames
  * (for its record in the child), then forgets the parent's threads and

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "format.h"
+#include "settings.h"
 
 struct ta_settings ta_cfg;
 

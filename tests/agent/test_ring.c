@@ -20,6 +20,11 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "dump.h"
+#include "flusher.h"
+#include "format.h"
+#include "ring.h"
+#include "settings.h"
 
 /* ---- reading back what the agent wrote ------------------------------------ */
 

@@ -42,6 +42,8 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "dump.h"
+#include "format.h"
 #include "patch.h"
 #include "ta_config.h"
 

@@ -29,7 +29,9 @@
 void ta_patch_record_slow(uint64_t addr, uint64_t ticks) __attribute__((visibility("hidden")));
 #define TA_RECORD_SLOW ta_patch_record_slow
 #include "agent.h"
+#include "compiler.h"
 #include "patch.h"
+#include "ring.h"
 
 struct rframe {
 	uint64_t slot; /* address of the return-address slot */

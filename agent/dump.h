@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dump.h - the dump writer (dump.c): the file and its chunks, the buffers
+ * payloads are built in, the dump across fork and exec, and the chunks
+ * built from the agent's state.
+ */
+#ifndef TA_DUMP_H
+#define TA_DUMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler.h"
+
+/* A growable byte buffer for chunk payloads. */
+struct ta_buf {
+	uint8_t *p;
+	size_t len, cap;
+	int oom;
+};
+
+void ta_buf_u(struct ta_buf *b, uint64_t v) TA_HIDDEN;
+void ta_buf_str(struct ta_buf *b, const char *s, size_t len) TA_HIDDEN;
+void ta_buf_free(struct ta_buf *b) TA_HIDDEN;
+
+/* Creates the dump (O_EXCL|O_NOFOLLOW, 0600) and writes its header;
+ * 0 or -errno. */
+int ta_dump_open(const char *path) TA_HIDDEN;
+/* Compresses (when it pays) and appends one chunk; thread-safe. 0, or
+ * -errno after which the dump is closed for writing (said once). */
+int ta_dump_chunk(unsigned type, const void *payload, size_t len) TA_HIDDEN;
+/* The same, compressing into the caller's scratch outside the file lock. */
+struct ta_zbuf {
+	uint8_t *p;
+	size_t cap;
+};
+int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zbuf *z) TA_HIDDEN;
+void ta_zbuf_free(struct ta_zbuf *z) TA_HIDDEN;
+void ta_dump_close(void) TA_HIDDEN;
+/* Bytes of payload written, and chunks, for the statistics. */
+uint64_t ta_dump_bytes(void) TA_HIDDEN;
+int ta_dump_failed(void) TA_HIDDEN;
+/* In a forked child: keep writing the shared dump (O_APPEND), as a new
+ * writer with its own pid and chunk sequence. */
+void ta_dump_fork_child(void) TA_HIDDEN;
+/* The handover of the dump across exec: the variable that names the
+ * descriptor, which is left open (not close-on-exec) for the new image. */
+#define TA_HANDOVER_VAR "TRACEAGENT_DUMP_FD"
+/* envp plus TA_HANDOVER_VAR (malloc'd; any older one left out), with the
+ * descriptor made inheritable; envp itself when nothing is handed over. */
+char **ta_dump_handover(char *const envp[]) TA_HIDDEN;
+/* Undoes ta_dump_handover (the exec failed). */
+void ta_dump_handover_cancel(char **env, char *const envp[]) TA_HIDDEN;
+/* In a new image: 1 if the dump handed over by the previous one is taken
+ * (writing goes on there, as a new image of the same process), else 0. */
+int ta_dump_adopt(void) TA_HIDDEN;
+/* From a crash handler: no lock is waited on without bound any more. */
+void ta_dump_crash_mode(void) TA_HIDDEN;
+
+/* Chunks built from the agent's state. */
+void ta_dump_clock(void) TA_HIDDEN;
+void ta_dump_process(void) TA_HIDDEN;
+
+#endif

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * flusher.h - the flusher (flusher.c): the thread that drains the rings
+ * into the dump, and the drains others ask of it or do themselves.
+ */
+#ifndef TA_FLUSHER_H
+#define TA_FLUSHER_H
+
+#include <stdint.h>
+
+#include "compiler.h"
+
+struct ta_thread;
+struct ta_stack;
+struct ta_jmptab;
+
+int ta_flusher_start(void) TA_HIDDEN;
+/* Stops and joins the flusher thread; returns when it is gone. */
+void ta_flusher_stop(void) TA_HIDDEN;
+/* Wakes the flusher early (blocks are piling up). */
+void ta_flusher_kick(void) TA_HIDDEN;
+/* Flight mode: asks the flusher to write what the rings hold (async-signal
+ * safe). */
+void ta_flusher_request_dump(void) TA_HIDDEN;
+/* Drains every ring once (the flusher, or the final flush when the
+ * flusher is stopped); at_end also closes live threads. */
+void ta_flusher_drain(int at_end) TA_HIDDEN;
+/* A producer drains its own ring when the backlog is high, if the flusher
+ * is not draining it right now; returns 1 if it did. */
+int ta_flusher_help(struct ta_thread *t) TA_HIDDEN;
+/* Totals for the END chunk. */
+void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads) TA_HIDDEN;
+/* In a forked child: the flusher thread does not exist there. */
+void ta_flusher_forget(void) TA_HIDDEN;
+/* Around fork: hold the drain lock so the child's copy of the encoders is
+ * consistent. */
+void ta_flusher_fork_prepare(void) TA_HIDDEN;
+void ta_flusher_fork_parent(void) TA_HIDDEN;
+/* The shadow stack the flusher's encoder has for t, or NULL. */
+const struct ta_stack *ta_flusher_stack(struct ta_thread *t) TA_HIDDEN;
+/* The setjmp points the flusher's encoder knows for t, or NULL. */
+const struct ta_jmptab *ta_flusher_jmptab(struct ta_thread *t) TA_HIDDEN;
+/* From a crash handler: stops the flusher and drains what can be had. */
+void ta_flusher_crash_drain(void) TA_HIDDEN;
+
+/* Flight mode: the consume lock of a thread's ring (flusher.c). */
+int ta_consume_trylock(struct ta_thread *t) TA_HIDDEN;
+void ta_consume_unlock(struct ta_thread *t) TA_HIDDEN;
+
+#endif

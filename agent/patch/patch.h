@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * patch.h - dynamic patching: what it offers the rest of the agent (on
+ * every architecture; without patching, patch.c's stand-ins), then what
+ * the patcher (patch.c), its hot path (patch_hot.c, built with
+ * -mgeneral-regs-only) and its stubs (patch_stub.S) share.  x86-64.
+ */
+#ifndef TA_PATCH_H
+#define TA_PATCH_H
+
+#include <stdint.h>
+
+#include "compiler.h"
+
+/* ---- for the agent ------------------------------------------------------------------ */
+
+/* The calling thread's patched frames get their real return addresses
+ * back and are forgotten (before pthread_exit unwinds them, or a crash
+ * handler walks them); record_exits: they end now (pthread_exit). */
+void ta_patch_restore(int record_exits) TA_HIDDEN;
+/* Before a C++ throw: the unwinder sees the real return addresses (the
+ * frames are kept); after the catch, whose callee's return slot is at
+ * `limit`, the frames unwound are exited and the others patched again. */
+void ta_patch_unwind_begin(void) TA_HIDDEN;
+void ta_patch_unwind_caught(uint64_t limit) TA_HIDDEN;
+/* Writes the PATCH chunk (cumulative) when patching is on. */
+void ta_patch_dump(void) TA_HIDDEN;
+/* At the end: says on stderr what could not be recorded. */
+void ta_patch_report_end(void) TA_HIDDEN;
+/* After a dlopen: patches what the patterns name in the new modules. */
+void ta_patch_after_dlopen(void) TA_HIDDEN;
+/* After a dlclose: forgets the modules unloaded, to patch them again if
+ * they come back. */
+void ta_patch_after_dlclose(void) TA_HIDDEN;
+
+/* ---- the patcher's own parts -------------------------------------------------------- */
+
+/* Patched frames a thread keeps return addresses for; deeper ones are
+ * entered and counted, their exits not recorded. */
+#define TA_PATCH_RSTACK_DEPTH 1024
+
+/* A patched function's descriptor, the first word of its slot in the
+ * pool (patch.c); the stub passes its address. */
+struct ta_patch_desc {
+	uint64_t fn; /* entry address, recorded as the event's */
+};
+
+/* patch_stub.S */
+void ta_patch_enter_common(void) TA_HIDDEN;
+void ta_patch_ret_stub(void) TA_HIDDEN;
+/* Calls fn(a, b) keeping xmm0-15. */
+void *ta_patch_vcall(void *(*fn)(void *, void *), void *a, void *b) TA_HIDDEN;
+/* ta_record_slow through ta_patch_vcall. */
+void ta_patch_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN;
+
+/* patch_hot.c: called by the stubs with only the general-purpose
+ * registers saved. */
+void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot) TA_HIDDEN;
+uint64_t ta_patch_on_return(uint64_t slot) TA_HIDDEN;
+/* Creates the thread key that unmaps a thread's return stack; 0 or -1. */
+int ta_patch_hot_init(void) TA_HIDDEN;
+/* Calls of patched functions whose exits could not be recorded (relaxed). */
+extern uint64_t ta_patch_frames_without_exit TA_HIDDEN;
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * settings.h - the agent's settings (settings.c): what the TRACEAGENT_*
+ * variables ask for, their defaults, and the parsing they share.
+ */
+#ifndef TA_SETTINGS_H
+#define TA_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler.h"
+#include "format.h" /* TA_LC_*, for TA_DEFAULT_LIBCALLS */
+
+enum ta_mode {
+	TA_MODE_LOSSLESS = 0, /* bounded memory; threads wait at the cap */
+	TA_MODE_DROP,	      /* never waits: drops at the cap, counted */
+	TA_MODE_FLIGHT,	      /* keeps each thread's last events; writes on demand */
+};
+
+struct ta_settings {
+	char output[4096];     /* TRACEAGENT_OUTPUT, %p expanded */
+	enum ta_mode mode;     /* TRACEAGENT_MODE */
+	uint64_t flight_bytes; /* TRACEAGENT_FLIGHT_SIZE: kept per thread */
+	int flight_signal;     /* TRACEAGENT_FLIGHT_SIGNAL */
+	uint32_t block_bytes;  /* TRACEAGENT_BUFFER */
+	uint64_t memory_cap;   /* TRACEAGENT_MEMORY */
+	uint32_t flush_ms;     /* TRACEAGENT_FLUSH_MS */
+	uint32_t libcalls;     /* TRACEAGENT_LIBCALLS: TA_LC_* classes */
+};
+
+#define TA_DEFAULT_OUTPUT   "traceagent.%p.trace"
+#define TA_DEFAULT_BLOCK    (64u << 10)
+#define TA_DEFAULT_MEMORY   (256ull << 20)
+#define TA_DEFAULT_FLUSH_MS 50u
+#define TA_DEFAULT_FLIGHT   (4ull << 20)
+/* Library calls recorded unless TRACEAGENT_LIBCALLS says otherwise (see
+ * the README's "Library calls" for the measurements behind the choice). */
+#define TA_DEFAULT_LIBCALLS (TA_LC_IO | TA_LC_SLEEP)
+
+/* Reads the environment (secure_getenv); prints one line per bad value and
+ * keeps the default for it. */
+void ta_settings_load(struct ta_settings *s) TA_HIDDEN;
+/* Parses "64K", "1M", "2G", "4096"; 0 on success. */
+int ta_parse_size(const char *s, uint64_t *out) TA_HIDDEN;
+/* Expands %p and %% of a pattern; 0, or -1 if it does not fit. */
+int ta_expand_output(const char *pattern, long pid, char *out, size_t size) TA_HIDDEN;
+
+extern struct ta_settings ta_cfg TA_HIDDEN;
+
+#endif
