@@ -18,15 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "common.h"
-
-enum sort_key { SORT_TOTAL, SORT_SELF, SORT_CALLS, SORT_NAME };
 
 struct options {
 	const char *path[2]; /* base, new */
 	int json;
-	enum sort_key sort;
+	enum ta_sort_key sort;
 	uint64_t top;
 	const char *function;
 };
@@ -159,19 +158,19 @@ static uint64_t change(uint64_t base, uint64_t now)
 static int entry_cmp(const void *a, const void *b, void *ctx)
 {
 	const struct entry *x = a, *y = b;
-	const enum sort_key *key = ctx;
+	const enum ta_sort_key *key = ctx;
 	uint64_t cx = 0, cy = 0;
 
 	switch (*key) {
-	case SORT_SELF:
+	case TA_SORT_SELF:
 		cx = change(x->s[0].self, x->s[1].self);
 		cy = change(y->s[0].self, y->s[1].self);
 		break;
-	case SORT_CALLS:
+	case TA_SORT_CALLS:
 		cx = change(x->s[0].calls, x->s[1].calls);
 		cy = change(y->s[0].calls, y->s[1].calls);
 		break;
-	case SORT_NAME:
+	case TA_SORT_NAME:
 		break;
 	default:
 		cx = change(x->s[0].total, x->s[1].total);
@@ -280,61 +279,51 @@ static void print_json(const struct diff *df)
 
 /* ---- arguments ---------------------------------------------------------------------- */
 
+static const struct ta_opt diff_opts[] = {
+    {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"--sort", TA_ARG_EQ, TA_OPT_SORT},
+    {"--top", TA_ARG_EQ, TA_OPT_TOP},
+    {"--function", TA_ARG_EQ, TA_OPT_FUNCTION},
+    {"-h", TA_ARG_NONE, TA_OPT_HELP},
+    {"--help", TA_ARG_NONE, TA_OPT_HELP},
+    {NULL, TA_ARG_NONE, 0},
+};
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	int only_files = 0, npaths = 0;
+	struct ta_opts p;
+	int npaths = 0, id;
 
 	memset(o, 0, sizeof(*o));
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (only_files || a[0] != '-' || !a[1]) {
+	ta_opts_init(&p, "diff", diff_opts, usage, argc, argv);
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+		switch (id) {
+		case TA_OPT_EXIT:
+			return p.status;
+		case TA_OPT_ARG:
 			if (npaths == 2) {
 				fprintf(stderr,
 					"traceagent diff: two dumps, BASE and NEW ('%s' is a "
 					"third)\n",
-					a);
+					p.val);
 				return 2;
 			}
-			o->path[npaths++] = a;
-		} else if (!strcmp(a, "--")) {
-			only_files = 1;
-		} else if (!strcmp(a, "--json")) {
+			o->path[npaths++] = p.val;
+			break;
+		case TA_OPT_JSON:
 			o->json = 1;
-		} else if (!strncmp(a, "--function=", 11)) {
-			o->function = a + 11;
-		} else if (!strncmp(a, "--top=", 6)) {
-			char *end;
-
-			errno = 0;
-			o->top = strtoull(a + 6, &end, 10);
-			if (a[6] < '0' || a[6] > '9' || *end || errno || !o->top) {
-				fprintf(stderr,
-					"traceagent diff: --top: '%s' is not a positive number\n",
-					a + 6);
+			break;
+		case TA_OPT_FUNCTION:
+			o->function = p.val;
+			break;
+		case TA_OPT_TOP:
+			if (ta_opts_top(&p, &o->top))
 				return 2;
-			}
-		} else if (!strncmp(a, "--sort=", 7)) {
-			static const char *keys[] = {"total", "self", "calls", "name"};
-			size_t k = 0;
-
-			while (k < 4 && strcmp(a + 7, keys[k]))
-				k++;
-			if (k == 4) {
-				fprintf(stderr,
-					"traceagent diff: --sort: '%s' is not total, self, calls "
-					"or name\n",
-					a + 7);
+			break;
+		case TA_OPT_SORT:
+			if (ta_opts_sort(&p, &o->sort))
 				return 2;
-			}
-			o->sort = (enum sort_key)k;
-		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		} else {
-			fprintf(stderr, "traceagent diff: unknown option '%s'\n", a);
-			usage(stderr);
-			return 2;
+			break;
 		}
 	}
 	if (npaths != 2) {

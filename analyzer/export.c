@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "timeline.h"
 
@@ -326,61 +327,66 @@ out:
 
 /* ---- the command ---------------------------------------------------------------------- */
 
+enum { O_FORMAT = TA_OPT_OWN, O_BY };
+
+static const struct ta_opt export_opts[] = {
+    {"--format", TA_ARG_EQ, O_FORMAT},
+    {"-o", TA_ARG_NEXT, TA_OPT_OUTPUT},
+    {"--output", TA_ARG_EQ, TA_OPT_OUTPUT},
+    {"--tid", TA_ARG_EQ, TA_OPT_TID},			/* ta_tlopts_take */
+    {"--time-range", TA_ARG_EQ, TA_OPT_TIME_RANGE},	/* ta_tlopts_take */
+    {"--min-duration", TA_ARG_EQ, TA_OPT_MIN_DURATION}, /* ta_tlopts_take */
+    {"--by", TA_ARG_EQ, O_BY},
+    {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
+    {"-h", TA_ARG_NONE, TA_OPT_HELP},
+    {"--help", TA_ARG_NONE, TA_OPT_HELP},
+    {NULL, TA_ARG_NONE, 0},
+};
+
 static int parse_args(int argc, char **argv, struct export *e)
 {
-	int only_files = 0;
+	static const char *const formats[] = {"chrome", "folded", NULL};
+	static const char *const bys[] = {"time", "calls", NULL};
 	const unsigned chrome_only = TA_TLOPT_RANGE | TA_TLOPT_MINDUR;
+	struct ta_opts p;
+	int id, k;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int rc;
-
-		if (only_files || a[0] != '-' || !a[1]) {
-			if (e->path) {
-				fprintf(stderr,
-					"traceagent export: one dump at a time ('%s' and '%s')\n",
-					e->path, a);
-				return 2;
-			}
-			e->path = a;
-		} else if (!strcmp(a, "--")) {
-			only_files = 1;
-		} else if (!strcmp(a, "--format=chrome")) {
-			e->fmt = FMT_CHROME;
-		} else if (!strcmp(a, "--format=folded")) {
-			e->fmt = FMT_FOLDED;
-		} else if (!strncmp(a, "--format=", 9)) {
-			fprintf(stderr,
-				"traceagent export: --format: '%s' is not chrome or folded\n",
-				a + 9);
+	ta_opts_init(&p, "export", export_opts, usage, argc, argv);
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+		switch (id) {
+		case TA_OPT_EXIT:
+			return p.status;
+		case TA_OPT_MISSING:
+			fprintf(stderr, "traceagent export: -o needs a file name\n");
 			return 2;
-		} else if (!strcmp(a, "-o") || !strncmp(a, "--output=", 9)) {
-			if (a[1] == 'o' && i + 1 == argc) {
-				fprintf(stderr, "traceagent export: -o needs a file name\n");
+		case TA_OPT_ARG:
+			if (ta_opts_dump(&p, &e->path))
 				return 2;
-			}
-			e->out = a[1] == 'o' ? argv[++i] : a + 9;
-		} else if (!strcmp(a, "--by=time") || !strcmp(a, "--by=calls")) {
-			e->by_calls = a[5] == 'c';
+			break;
+		case O_FORMAT:
+			if (ta_opts_choice(&p, formats, &k))
+				return 2;
+			e->fmt = k ? FMT_FOLDED : FMT_CHROME;
+			break;
+		case TA_OPT_OUTPUT:
+			e->out = p.val;
+			break;
+		case O_BY:
+			if (ta_opts_choice(&p, bys, &k))
+				return 2;
+			e->by_calls = k == 1;
 			e->folded_only = 1;
-		} else if (!strncmp(a, "--by=", 5)) {
-			fprintf(stderr, "traceagent export: --by: '%s' is not time or calls\n",
-				a + 5);
-			return 2;
-		} else if (!strcmp(a, "--threads")) {
+			break;
+		case TA_OPT_THREADS:
 			e->threads = 1;
 			e->folded_only = 1;
-		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		} else if ((rc = ta_tlopts_arg(&e->o, "export", a,
-					       TA_TLOPT_TID | TA_TLOPT_RANGE | TA_TLOPT_MINDUR))) {
-			if (rc == 2)
+			break;
+		case TA_OPT_TID:
+		case TA_OPT_TIME_RANGE:
+		case TA_OPT_MIN_DURATION:
+			if (ta_tlopts_take(&e->o, &p))
 				return 2;
-		} else {
-			fprintf(stderr, "traceagent export: unknown option '%s'\n", a);
-			usage(stderr);
-			return 2;
+			break;
 		}
 	}
 	if (e->fmt == FMT_NONE) {
@@ -402,12 +408,7 @@ static int parse_args(int argc, char **argv, struct export *e)
 				"the standard output)\n");
 		return 2;
 	}
-	if (!e->path) {
-		fprintf(stderr, "traceagent export: no dump given\n");
-		usage(stderr);
-		return 2;
-	}
-	return -1;
+	return ta_opts_need_dump(&p, e->path) ? 2 : -1;
 }
 
 int ta_cmd_export(int argc, char **argv)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "timeline.h"
 
@@ -402,67 +403,70 @@ static int draw(struct flame *fl)
 
 /* ---- the command ---------------------------------------------------------------------- */
 
+enum { O_TITLE = TA_OPT_OWN, O_WIDTH, O_MIN_WIDTH };
+
+static const struct ta_opt flame_opts[] = {
+    {"-o", TA_ARG_NEXT, TA_OPT_OUTPUT},
+    {"--output", TA_ARG_EQ, TA_OPT_OUTPUT},
+    {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
+    {"--tid", TA_ARG_EQ, TA_OPT_TID}, /* ta_tlopts_take */
+    {"--title", TA_ARG_EQ, O_TITLE},
+    {"--width", TA_ARG_EQ, O_WIDTH},
+    {"--min-width", TA_ARG_EQ, O_MIN_WIDTH},
+    {"-h", TA_ARG_NONE, TA_OPT_HELP},
+    {"--help", TA_ARG_NONE, TA_OPT_HELP},
+    {NULL, TA_ARG_NONE, 0},
+};
+
 static int parse_args(int argc, char **argv, struct flame *fl)
 {
-	int only_files = 0;
+	struct ta_opts p;
+	int id;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	ta_opts_init(&p, "flame", flame_opts, usage, argc, argv);
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		char *end;
-		int rc;
 
-		if (only_files || a[0] != '-' || !a[1]) {
-			if (fl->path) {
-				fprintf(stderr,
-					"traceagent flame: one dump at a time ('%s' and '%s')\n",
-					fl->path, a);
-				return 2;
-			}
-			fl->path = a;
-		} else if (!strcmp(a, "--")) {
-			only_files = 1;
-		} else if (!strcmp(a, "-o") || !strncmp(a, "--output=", 9)) {
-			if (a[1] == 'o' && i + 1 == argc) {
-				fprintf(stderr, "traceagent flame: -o needs a file name\n");
-				return 2;
-			}
-			fl->out = a[1] == 'o' ? argv[++i] : a + 9;
-		} else if (!strcmp(a, "--threads")) {
-			fl->threads = 1;
-		} else if (!strncmp(a, "--title=", 8)) {
-			fl->title = a + 8;
-		} else if (!strncmp(a, "--width=", 8)) {
-			long w = strtol(a + 8, &end, 10);
-
-			if (*end || end == a + 8 || w < 200 || w > 100000) {
-				fprintf(stderr,
-					"traceagent flame: --width: '%s' is not a number of pixels "
-					"from 200 to 100000\n",
-					a + 8);
-				return 2;
-			}
-			fl->width = (int)w;
-		} else if (!strncmp(a, "--min-width=", 12)) {
-			double w = strtod(a + 12, &end);
-
-			if (*end || end == a + 12 || !(w >= 0 && w <= 1000)) {
-				fprintf(stderr,
-					"traceagent flame: --min-width: '%s' is not a number of "
-					"pixels\n",
-					a + 12);
-				return 2;
-			}
-			fl->min_width = w;
-		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		} else if ((rc = ta_tlopts_arg(&fl->o, "flame", a, TA_TLOPT_TID))) {
-			if (rc == 2)
-				return 2;
-		} else {
-			fprintf(stderr, "traceagent flame: unknown option '%s'\n", a);
-			usage(stderr);
+		switch (id) {
+		case TA_OPT_EXIT:
+			return p.status;
+		case TA_OPT_MISSING:
+			fprintf(stderr, "traceagent flame: -o needs a file name\n");
 			return 2;
+		case TA_OPT_ARG:
+			if (ta_opts_dump(&p, &fl->path))
+				return 2;
+			break;
+		case TA_OPT_OUTPUT:
+			fl->out = p.val;
+			break;
+		case TA_OPT_THREADS:
+			fl->threads = 1;
+			break;
+		case O_TITLE:
+			fl->title = p.val;
+			break;
+		case O_WIDTH: {
+			long w = strtol(p.val, &end, 10);
+
+			if (*end || end == p.val || w < 200 || w > 100000)
+				return ta_opts_bad(&p,
+						   "is not a number of pixels from 200 to 100000");
+			fl->width = (int)w;
+			break;
+		}
+		case O_MIN_WIDTH: {
+			double w = strtod(p.val, &end);
+
+			if (*end || end == p.val || !(w >= 0 && w <= 1000))
+				return ta_opts_bad(&p, "is not a number of pixels");
+			fl->min_width = w;
+			break;
+		}
+		case TA_OPT_TID:
+			if (ta_tlopts_take(&fl->o, &p))
+				return 2;
+			break;
 		}
 	}
 	if (!fl->out) {
@@ -470,12 +474,7 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 				"the standard output)\n");
 		return 2;
 	}
-	if (!fl->path) {
-		fprintf(stderr, "traceagent flame: no dump given\n");
-		usage(stderr);
-		return 2;
-	}
-	return -1;
+	return ta_opts_need_dump(&p, fl->path) ? 2 : -1;
 }
 
 int ta_cmd_flame(int argc, char **argv)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "timeline.h"
 
@@ -451,50 +452,55 @@ static int by_function(struct graph *g)
 
 /* ---- the command ---------------------------------------------------------------------- */
 
+static const struct ta_opt graph_opts[] = {
+    {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
+    {"--tid", TA_ARG_EQ, TA_OPT_TID},	  /* ta_tlopts_take */
+    {"--depth", TA_ARG_EQ, TA_OPT_DEPTH}, /* ta_tlopts_take */
+    {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
+    {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"-h", TA_ARG_NONE, TA_OPT_HELP},
+    {"--help", TA_ARG_NONE, TA_OPT_HELP},
+    {NULL, TA_ARG_NONE, 0},
+};
+
 static int parse_args(int argc, char **argv, struct graph *g)
 {
-	int only_files = 0;
+	struct ta_opts p;
+	int id;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int rc;
-
-		if (only_files || a[0] != '-' || !a[1]) {
+	ta_opts_init(&p, "graph", graph_opts, usage, argc, argv);
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+		switch (id) {
+		case TA_OPT_EXIT:
+			return p.status;
+		case TA_OPT_ARG:
 			if (!g->path) {
-				g->path = a;
+				g->path = p.val;
 			} else if (!g->function) {
-				g->function = a;
+				g->function = p.val;
 			} else {
 				fprintf(stderr, "traceagent graph: one dump and one function at a "
 						"time\n");
 				return 2;
 			}
-		} else if (!strcmp(a, "--")) {
-			only_files = 1;
-		} else if (!strcmp(a, "--json")) {
+			break;
+		case TA_OPT_JSON:
 			g->json = 1;
-		} else if (!strcmp(a, "--threads")) {
+			break;
+		case TA_OPT_THREADS:
 			g->threads = 1;
-		} else if (!strcmp(a, "--srcline")) {
+			break;
+		case TA_OPT_SRCLINE:
 			g->srcline = 1;
-		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		} else if ((rc = ta_tlopts_arg(&g->o, "graph", a, TA_TLOPT_TID | TA_TLOPT_DEPTH))) {
-			if (rc == 2)
+			break;
+		case TA_OPT_TID:
+		case TA_OPT_DEPTH:
+			if (ta_tlopts_take(&g->o, &p))
 				return 2;
-		} else {
-			fprintf(stderr, "traceagent graph: unknown option '%s'\n", a);
-			usage(stderr);
-			return 2;
+			break;
 		}
 	}
-	if (!g->path) {
-		fprintf(stderr, "traceagent graph: no dump given\n");
-		usage(stderr);
-		return 2;
-	}
-	return -1;
+	return ta_opts_need_dump(&p, g->path) ? 2 : -1;
 }
 
 int ta_cmd_graph(int argc, char **argv)

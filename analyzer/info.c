@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "common.h"
 
@@ -566,41 +567,34 @@ static void print_json(struct ta_view *v)
 
 /* ---- the command ------------------------------------------------------------------------- */
 
+static const struct ta_opt info_opts[] = {
+    {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"-h", TA_ARG_NONE, TA_OPT_HELP},
+    {"--help", TA_ARG_NONE, TA_OPT_HELP},
+    {NULL, TA_ARG_NONE, 0},
+};
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	int only_files = 0;
+	struct ta_opts p;
+	int id;
 
 	memset(o, 0, sizeof(*o));
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (only_files || a[0] != '-' || !a[1]) {
-			if (o->path) {
-				fprintf(stderr,
-					"traceagent info: one dump at a time ('%s' and '%s')\n",
-					o->path, a);
+	ta_opts_init(&p, "info", info_opts, usage, argc, argv);
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+		switch (id) {
+		case TA_OPT_EXIT:
+			return p.status;
+		case TA_OPT_ARG:
+			if (ta_opts_dump(&p, &o->path))
 				return 2;
-			}
-			o->path = a;
-		} else if (!strcmp(a, "--")) {
-			only_files = 1;
-		} else if (!strcmp(a, "--json")) {
+			break;
+		case TA_OPT_JSON:
 			o->json = 1;
-		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		} else {
-			fprintf(stderr, "traceagent info: unknown option '%s'\n", a);
-			usage(stderr);
-			return 2;
+			break;
 		}
 	}
-	if (!o->path) {
-		fprintf(stderr, "traceagent info: no dump given\n");
-		usage(stderr);
-		return 2;
-	}
-	return -1;
+	return ta_opts_need_dump(&p, o->path) ? 2 : -1;
 }
 
 int ta_cmd_info(int argc, char **argv)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "timeline.h"
 
@@ -178,50 +179,56 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 	putchar('\n');
 }
 
+enum { O_TIME = TA_OPT_OWN };
+
+static const struct ta_opt replay_opts[] = {
+    {"--tid", TA_ARG_EQ, TA_OPT_TID},			/* ta_tlopts_take */
+    {"--time-range", TA_ARG_EQ, TA_OPT_TIME_RANGE},	/* ta_tlopts_take */
+    {"--depth", TA_ARG_EQ, TA_OPT_DEPTH},		/* ta_tlopts_take */
+    {"--min-duration", TA_ARG_EQ, TA_OPT_MIN_DURATION}, /* ta_tlopts_take */
+    {"--function", TA_ARG_EQ, TA_OPT_FUNCTION},		/* ta_tlopts_take */
+    {"--time", TA_ARG_NONE, O_TIME},
+    {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
+    {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"-h", TA_ARG_NONE, TA_OPT_HELP},
+    {"--help", TA_ARG_NONE, TA_OPT_HELP},
+    {NULL, TA_ARG_NONE, 0},
+};
+
 static int parse_args(int argc, char **argv, struct replay *r)
 {
-	int only_files = 0;
+	struct ta_opts p;
+	int id;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int rc;
-
-		if (only_files || a[0] != '-' || !a[1]) {
-			if (r->path) {
-				fprintf(stderr,
-					"traceagent replay: one dump at a time ('%s' and '%s')\n",
-					r->path, a);
+	ta_opts_init(&p, "replay", replay_opts, usage, argc, argv);
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+		switch (id) {
+		case TA_OPT_EXIT:
+			return p.status;
+		case TA_OPT_ARG:
+			if (ta_opts_dump(&p, &r->path))
 				return 2;
-			}
-			r->path = a;
-		} else if (!strcmp(a, "--")) {
-			only_files = 1;
-		} else if (!strcmp(a, "--json")) {
+			break;
+		case TA_OPT_JSON:
 			r->json = 1;
-		} else if (!strcmp(a, "--srcline")) {
+			break;
+		case TA_OPT_SRCLINE:
 			r->srcline = 1;
-		} else if (!strcmp(a, "--time")) {
+			break;
+		case O_TIME:
 			r->time = 1;
-		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		} else if ((rc = ta_tlopts_arg(&r->o, "replay", a,
-					       TA_TLOPT_TID | TA_TLOPT_RANGE | TA_TLOPT_MINDUR |
-						   TA_TLOPT_DEPTH | TA_TLOPT_FUNCTION))) {
-			if (rc == 2)
+			break;
+		case TA_OPT_TID:
+		case TA_OPT_TIME_RANGE:
+		case TA_OPT_MIN_DURATION:
+		case TA_OPT_DEPTH:
+		case TA_OPT_FUNCTION:
+			if (ta_tlopts_take(&r->o, &p))
 				return 2;
-		} else {
-			fprintf(stderr, "traceagent replay: unknown option '%s'\n", a);
-			usage(stderr);
-			return 2;
+			break;
 		}
 	}
-	if (!r->path) {
-		fprintf(stderr, "traceagent replay: no dump given\n");
-		usage(stderr);
-		return 2;
-	}
-	return -1;
+	return ta_opts_need_dump(&p, r->path) ? 2 : -1;
 }
 
 int ta_cmd_replay(int argc, char **argv)

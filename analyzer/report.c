@@ -18,19 +18,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "common.h"
 #include "libreport.h"
 #include "srcline.h"
 
-enum sort_key { SORT_TOTAL, SORT_SELF, SORT_CALLS, SORT_NAME };
 enum out_form { OUT_TEXT, OUT_JSON, OUT_CSV };
 
 struct options {
 	const char *path;
 	enum out_form form;
 	int threads;
-	enum sort_key sort;
+	enum ta_sort_key sort;
 	int have_tid;
 	uint64_t tid;
 	int have_pid;
@@ -115,19 +115,19 @@ static int table_build(struct report *r, struct ta_fn_table *t, uint32_t thread)
 static int row_cmp(const void *a, const void *b, void *ctx)
 {
 	const struct ta_fn_row *x = a, *y = b;
-	const enum sort_key *key = ctx;
+	const enum ta_sort_key *key = ctx;
 	int c;
 
 	switch (*key) {
-	case SORT_SELF:
+	case TA_SORT_SELF:
 		if (x->self != y->self)
 			return x->self > y->self ? -1 : 1;
 		break;
-	case SORT_CALLS:
+	case TA_SORT_CALLS:
 		if (x->calls != y->calls)
 			return x->calls > y->calls ? -1 : 1;
 		break;
-	case SORT_NAME:
+	case TA_SORT_NAME:
 		break;
 	default:
 		if (x->total != y->total)
@@ -413,105 +413,89 @@ static int print_csv(struct report *r, const struct ta_fn_table *all)
 
 /* ---- arguments -------------------------------------------------------------------------- */
 
-/* A whole decimal number, all of s. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
+enum { O_ALLOC = TA_OPT_OWN, O_LOCKS, O_IO };
 
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return errno || *end ? -1 : 0;
-}
+static const struct ta_opt report_opts[] = {
+    {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"--csv", TA_ARG_NONE, TA_OPT_CSV},
+    {"--sort", TA_ARG_EQ, TA_OPT_SORT},
+    {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
+    {"--tid", TA_ARG_EQ, TA_OPT_TID},
+    {"--pid", TA_ARG_EQ, TA_OPT_PID},
+    {"--function", TA_ARG_EQ, TA_OPT_FUNCTION},
+    {"--top", TA_ARG_EQ, TA_OPT_TOP},
+    {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
+    {"--alloc", TA_ARG_NONE, O_ALLOC},
+    {"--locks", TA_ARG_NONE, O_LOCKS},
+    {"--io", TA_ARG_NONE, O_IO},
+    {"-h", TA_ARG_NONE, TA_OPT_HELP},
+    {"--help", TA_ARG_NONE, TA_OPT_HELP},
+    {NULL, TA_ARG_NONE, 0},
+};
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	int only_files = 0, json = 0, csv = 0;
+	struct ta_opts p;
+	int json = 0, csv = 0, id;
 
 	memset(o, 0, sizeof(*o));
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (only_files || a[0] != '-' || !a[1]) {
-			if (o->path) {
-				fprintf(stderr,
-					"traceagent report: one dump at a time ('%s' and '%s')\n",
-					o->path, a);
+	ta_opts_init(&p, "report", report_opts, usage, argc, argv);
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+		switch (id) {
+		case TA_OPT_EXIT:
+			return p.status;
+		case TA_OPT_ARG:
+			if (ta_opts_dump(&p, &o->path))
 				return 2;
-			}
-			o->path = a;
-		} else if (!strcmp(a, "--")) {
-			only_files = 1;
-		} else if (!strcmp(a, "--json")) {
+			break;
+		case TA_OPT_JSON:
 			json = 1;
-		} else if (!strcmp(a, "--csv")) {
+			break;
+		case TA_OPT_CSV:
 			csv = 1;
-		} else if (!strcmp(a, "--threads")) {
+			break;
+		case TA_OPT_THREADS:
 			o->threads = 1;
-		} else if (!strcmp(a, "--srcline")) {
+			break;
+		case TA_OPT_SRCLINE:
 			o->srcline = 1;
-		} else if (!strcmp(a, "--alloc")) {
+			break;
+		case O_ALLOC:
 			o->libcalls |= TA_LC_ALLOC;
-		} else if (!strcmp(a, "--locks")) {
+			break;
+		case O_LOCKS:
 			o->libcalls |= TA_LC_LOCK;
-		} else if (!strcmp(a, "--io")) {
+			break;
+		case O_IO:
 			o->libcalls |= TA_LC_IO;
-		} else if (!strncmp(a, "--tid=", 6)) {
-			if (parse_u64(a + 6, &o->tid) < 0) {
-				fprintf(stderr,
-					"traceagent report: --tid: '%s' is not a thread id\n",
-					a + 6);
+			break;
+		case TA_OPT_TID:
+			if (ta_opts_u64(&p, "is not a thread id", &o->tid))
 				return 2;
-			}
 			o->have_tid = 1;
-		} else if (!strncmp(a, "--pid=", 6)) {
-			if (parse_u64(a + 6, &o->pid) < 0) {
-				fprintf(stderr,
-					"traceagent report: --pid: '%s' is not a process id\n",
-					a + 6);
+			break;
+		case TA_OPT_PID:
+			if (ta_opts_u64(&p, "is not a process id", &o->pid))
 				return 2;
-			}
 			o->have_pid = 1;
-		} else if (!strncmp(a, "--function=", 11)) {
-			o->function = a + 11;
-		} else if (!strncmp(a, "--top=", 6)) {
-			if (parse_u64(a + 6, &o->top) < 0 || !o->top) {
-				fprintf(stderr,
-					"traceagent report: --top: '%s' is not a positive number\n",
-					a + 6);
+			break;
+		case TA_OPT_FUNCTION:
+			o->function = p.val;
+			break;
+		case TA_OPT_TOP:
+			if (ta_opts_top(&p, &o->top))
 				return 2;
-			}
-		} else if (!strncmp(a, "--sort=", 7)) {
-			const char *k = a + 7;
-
-			if (!strcmp(k, "total"))
-				o->sort = SORT_TOTAL;
-			else if (!strcmp(k, "self"))
-				o->sort = SORT_SELF;
-			else if (!strcmp(k, "calls"))
-				o->sort = SORT_CALLS;
-			else if (!strcmp(k, "name"))
-				o->sort = SORT_NAME;
-			else {
-				fprintf(stderr,
-					"traceagent report: --sort: '%s' is not total, self, calls "
-					"or name\n",
-					k);
+			break;
+		case TA_OPT_SORT:
+			if (ta_opts_sort(&p, &o->sort))
 				return 2;
-			}
-		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		} else {
-			fprintf(stderr, "traceagent report: unknown option '%s'\n", a);
-			usage(stderr);
-			return 2;
+			break;
 		}
 	}
 	if (o->libcalls && csv) {
-		fprintf(stderr, "traceagent report: --alloc, --locks and --io print text or --json, "
-				"not --csv\n");
+		fprintf(stderr,
+			"traceagent report: --alloc, --locks and --io print text or --json, "
+			"not --csv\n");
 		return 2;
 	}
 	if (json && csv) {
@@ -519,11 +503,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		return 2;
 	}
 	o->form = json ? OUT_JSON : csv ? OUT_CSV : OUT_TEXT;
-	if (!o->path) {
-		fprintf(stderr, "traceagent report: no dump given\n");
-		usage(stderr);
+	if (ta_opts_need_dump(&p, o->path))
 		return 2;
-	}
 	return -1;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdopts.h"
 #include "dumpfile.h"
 #include "timeline.h"
 
@@ -29,69 +30,47 @@ struct ta_tlthread {
 
 /* ---- options ------------------------------------------------------------------ */
 
-static const char *opt_value(const char *a, const char *name)
+int ta_tlopts_take(struct ta_tlopts *o, const struct ta_opts *p)
 {
-	size_t n = strlen(name);
+	const char *val = p->val;
 
-	return !strncmp(a, name, n) && a[n] == '=' ? a + n + 1 : NULL;
-}
-
-int ta_tlopts_arg(struct ta_tlopts *o, const char *cmd, const char *a, unsigned allowed)
-{
-	const char *val;
-
-	if ((allowed & TA_TLOPT_TID) && (val = opt_value(a, "--tid"))) {
-		if (ta_tidset_parse(&o->tids, val) < 0) {
-			fprintf(stderr, "traceagent %s: --tid: '%s' is not a list of thread ids\n",
-				cmd, val);
-			return 2;
-		}
+	switch (p->opt->id) {
+	case TA_OPT_TID:
+		if (ta_tidset_parse(&o->tids, val) < 0)
+			return ta_opts_bad(p, "is not a list of thread ids");
 		o->given |= TA_TLOPT_TID;
-		return 1;
-	}
-	if ((allowed & TA_TLOPT_RANGE) && (val = opt_value(a, "--time-range"))) {
-		if (ta_parse_time_range(val, &o->from, &o->to) < 0) {
-			fprintf(stderr,
-				"traceagent %s: --time-range: '%s' is not START-END (times such "
-				"as 10ms, 1.5s, 200us; either side may be empty)\n",
-				cmd, val);
-			return 2;
-		}
+		break;
+	case TA_OPT_TIME_RANGE:
+		if (ta_parse_time_range(val, &o->from, &o->to) < 0)
+			return ta_opts_bad(p, "is not START-END (times such as 10ms, 1.5s, 200us; "
+					      "either side may be empty)");
 		o->given |= TA_TLOPT_RANGE;
-		return 1;
-	}
-	if ((allowed & TA_TLOPT_MINDUR) && (val = opt_value(a, "--min-duration"))) {
-		if (ta_parse_time(val, &o->min_duration) < 0) {
-			fprintf(
-			    stderr,
-			    "traceagent %s: --min-duration: '%s' is not a time (such as 10us)\n",
-			    cmd, val);
-			return 2;
-		}
+		break;
+	case TA_OPT_MIN_DURATION:
+		if (ta_parse_time(val, &o->min_duration) < 0)
+			return ta_opts_bad(p, "is not a time (such as 10us)");
 		o->given |= TA_TLOPT_MINDUR;
-		return 1;
-	}
-	if ((allowed & TA_TLOPT_DEPTH) && (val = opt_value(a, "--depth"))) {
+		break;
+	case TA_OPT_DEPTH: {
 		char *end;
 		unsigned long n = strtoul(val, &end, 10);
 
-		if (*val < '1' || *val > '9' || *end || n > UINT32_MAX) {
-			fprintf(stderr, "traceagent %s: --depth: '%s' is not a positive number\n",
-				cmd, val);
-			return 2;
-		}
+		if (*val < '1' || *val > '9' || *end || n > UINT32_MAX)
+			return ta_opts_bad(p, "is not a positive number");
 		o->max_depth = (uint32_t)n;
 		o->given |= TA_TLOPT_DEPTH;
-		return 1;
+		break;
 	}
-	if ((allowed & TA_TLOPT_FUNCTION) && (val = opt_value(a, "--function"))) {
+	case TA_OPT_FUNCTION:
+		/* report's and diff's --function take an empty glob; these
+		 * commands always refused it. */
 		if (!*val) {
-			fprintf(stderr, "traceagent %s: --function: empty pattern\n", cmd);
+			fprintf(stderr, "traceagent %s: --function: empty pattern\n", p->cmd);
 			return 2;
 		}
 		o->function = val;
 		o->given |= TA_TLOPT_FUNCTION;
-		return 1;
+		break;
 	}
 	return 0;
 }

@@ -41,12 +41,14 @@ struct ta_tlopts {
 #define TA_TLOPT_DEPTH	  8u
 #define TA_TLOPT_FUNCTION 16u
 
+struct ta_opts;
 /*
- * Takes argument a if it is one of the options in the allowed mask
- * (TA_TLOPT_*).  Returns 1 when taken, 0 when a is not such an option, 2
- * when its value is bad (the message, naming cmd, was printed).
+ * Takes the option ta_opts_next returned, one of the filters a command's
+ * table lists (TA_OPT_TID, TA_OPT_TIME_RANGE, TA_OPT_MIN_DURATION,
+ * TA_OPT_DEPTH, TA_OPT_FUNCTION of cmdopts.h).  Returns 0, or 2 when its
+ * value is bad (the message was printed).
  */
-int ta_tlopts_arg(struct ta_tlopts *o, const char *cmd, const char *a, unsigned allowed);
+int ta_tlopts_take(struct ta_tlopts *o, const struct ta_opts *p);
 void ta_tlopts_free(struct ta_tlopts *o);
 
 enum ta_tlkind {

@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "ta_config.h"
 
@@ -92,91 +92,54 @@ static void usage(FILE *f)
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
 }
 
-/*
- * Matches argv[*i] against a long option taking a value, as "--name VALUE"
- * or "--name=VALUE" (and the short form "-c VALUE" when short is not 0).
- * Returns 1 with *value set, 0 when it is another option, -1 when the value
- * is missing.
- */
-static int match_value(char **argv, int argc, int *i, const char *name, char short_name,
-		       const char **value)
-{
-	const char *arg = argv[*i];
-	size_t n = strlen(name);
+enum { O_OUTPUT = TA_OPT_OWN, O_BUFFER, O_MEMORY, O_FLUSH_MS, O_MODE, O_LIBCALLS, O_PATCH };
 
-	if (short_name && arg[0] == '-' && arg[1] == short_name && arg[2] == '\0') {
-		/* fall through to the separate-value case below */
-	} else if (!strncmp(arg, name, n) && arg[n] == '=') {
-		*value = arg + n + 1;
-		return 1;
-	} else if (strcmp(arg, name)) {
-		return 0;
-	}
-	if (*i + 1 >= argc)
-		return -1;
-	*value = argv[++*i];
-	return 1;
-}
+static const struct ta_opt record_opts[] = {
+    {"-o", TA_ARG_NEXT, O_OUTPUT},
+    {"--output", TA_ARG_EITHER, O_OUTPUT},
+    {"--buffer", TA_ARG_EITHER, O_BUFFER},
+    {"--memory", TA_ARG_EITHER, O_MEMORY},
+    {"--flush-ms", TA_ARG_EITHER, O_FLUSH_MS},
+    {"--mode", TA_ARG_EITHER, O_MODE},
+    {"--libcalls", TA_ARG_EITHER, O_LIBCALLS},
+    {"--patch", TA_ARG_EITHER, O_PATCH},
+    {"-h", TA_ARG_NONE, TA_OPT_HELP},
+    {"--help", TA_ARG_NONE, TA_OPT_HELP},
+    {NULL, TA_ARG_NONE, 0},
+};
 
 /* 0 with *o filled, or an exit status (0 for --help). */
 static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 {
-	static const struct {
-		const char *name;
-		char short_name;
-		size_t field;
-	} valued[] = {
-	    {"--output", 'o', offsetof(struct record_opts, output)},
-	    {"--buffer", 0, offsetof(struct record_opts, buffer)},
-	    {"--memory", 0, offsetof(struct record_opts, memory)},
-	    {"--flush-ms", 0, offsetof(struct record_opts, flush_ms)},
-	    {"--mode", 0, offsetof(struct record_opts, mode)},
-	    {"--libcalls", 0, offsetof(struct record_opts, libcalls)},
-	    {"--patch", 0, offsetof(struct record_opts, patch)},
-	};
-	int i;
+	/* By id - O_OUTPUT: every option is a string the agent checks. */
+	const char **value[] = {&o->output, &o->buffer,	  &o->memory, &o->flush_ms,
+				&o->mode,   &o->libcalls, &o->patch};
+	struct ta_opts p;
+	int id;
 
 	*done = 0;
 	memset(o, 0, sizeof(*o));
 	/* Options stop at the first word that is not one, so the program's own
 	 * options are never taken for ours. */
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		const char *arg = argv[i];
-		size_t k;
-		int r = 0;
-
-		if (!strcmp(arg, "--")) {
-			i++;
-			break;
+	ta_opts_init(&p, "record", record_opts, usage, argc, argv);
+	p.flags = TA_OPTS_LEADING;
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+		if (id == TA_OPT_EXIT) {
+			*done = !p.status;
+			return p.status;
 		}
-		if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-			usage(stdout);
-			*done = 1;
-			return 0;
-		}
-		for (k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) {
-			const char **slot = (const char **)((char *)o + valued[k].field);
-
-			r = match_value(argv, argc, &i, valued[k].name, valued[k].short_name, slot);
-			if (r)
-				break;
-		}
-		if (r < 0) {
-			fprintf(stderr, "traceagent record: option '%s' needs a value\n", arg);
+		if (id == TA_OPT_MISSING) {
+			fprintf(stderr, "traceagent record: option '%s' needs a value\n", p.arg);
 			return EXIT_USAGE;
 		}
-		if (r == 0) {
-			fprintf(stderr, "traceagent record: unknown option '%s'\n", arg);
-			usage(stderr);
-			return EXIT_USAGE;
-		}
+		*value[id - O_OUTPUT] = p.val;
 	}
-	if (i >= argc) {
+	if (p.i >= argc) {
 		fprintf(stderr, "traceagent record: no program to run\n");
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	o->argv = argv + i;
+	o->argv = argv + p.i;
 	return 0;
 }
 

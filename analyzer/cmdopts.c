@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmdopts.c - the subcommands' option parser and the values they share;
+ * see cmdopts.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdopts.h"
+
+void ta_opts_init(struct ta_opts *p, const char *cmd, const struct ta_opt *table,
+		  void (*usage)(FILE *f), int argc, char **argv)
+{
+	memset(p, 0, sizeof(*p));
+	p->cmd = cmd;
+	p->table = table;
+	p->usage = usage;
+	p->argc = argc;
+	p->argv = argv;
+	p->i = 1;
+}
+
+/* The entry that takes word a (its value in *val), or NULL.  A missing
+ * separate value is the caller's to see: *val is then NULL. */
+static const struct ta_opt *lookup(const struct ta_opt *t, const char *a, const char **val)
+{
+	for (; t->name; t++) {
+		size_t n = strlen(t->name);
+
+		if (strncmp(a, t->name, n))
+			continue;
+		if (!a[n] && t->arg != TA_ARG_EQ) {
+			*val = NULL;
+			return t;
+		}
+		if (a[n] == '=' && (t->arg == TA_ARG_EQ || t->arg == TA_ARG_EITHER)) {
+			*val = a + n + 1;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+int ta_opts_next(struct ta_opts *p)
+{
+	int leading = !!(p->flags & TA_OPTS_LEADING);
+	const char *a;
+
+	for (;;) {
+		p->opt = NULL;
+		p->val = NULL;
+		if (p->i >= p->argc)
+			return TA_OPT_END;
+		a = p->arg = p->argv[p->i];
+		/* A lone "-" names a file to the analysis commands (as to most
+		 * tools), but the loader always took it for an option. */
+		if (p->only_args || a[0] != '-' || (!a[1] && !leading)) {
+			if (leading)
+				return TA_OPT_END;
+			p->i++;
+			p->val = a;
+			return TA_OPT_ARG;
+		}
+		p->i++;
+		if (strcmp(a, "--"))
+			break;
+		if (leading)
+			return TA_OPT_END;
+		p->only_args = 1;
+	}
+	p->opt = lookup(p->table, a, &p->val);
+	if (!p->opt) {
+		fprintf(stderr, "traceagent %s: unknown option '%s'\n", p->cmd, a);
+		p->usage(stderr);
+		p->status = 2;
+		return TA_OPT_EXIT;
+	}
+	if (p->opt->id == TA_OPT_HELP) {
+		p->usage(stdout);
+		p->status = 0;
+		return TA_OPT_EXIT;
+	}
+	if (p->opt->arg != TA_ARG_NONE && !p->val) {
+		if (p->i >= p->argc)
+			return TA_OPT_MISSING;
+		p->val = p->argv[p->i++];
+	}
+	return p->opt->id;
+}
+
+/* ---- the shared values --------------------------------------------------------------- */
+
+int ta_opts_bad(const struct ta_opts *p, const char *why)
+{
+	fprintf(stderr, "traceagent %s: %s: '%s' %s\n", p->cmd, p->opt->name, p->val, why);
+	return 2;
+}
+
+int ta_opts_u64(const struct ta_opts *p, const char *why, uint64_t *n)
+{
+	const char *s = p->val;
+	char *end;
+
+	/* strtoull would take a sign or leading blanks. */
+	if (*s < '0' || *s > '9')
+		return ta_opts_bad(p, why);
+	errno = 0;
+	*n = strtoull(s, &end, 10);
+	return errno || *end ? ta_opts_bad(p, why) : 0;
+}
+
+int ta_opts_top(const struct ta_opts *p, uint64_t *n)
+{
+	const char *why = "is not a positive number";
+
+	if (ta_opts_u64(p, why, n))
+		return 2;
+	return *n ? 0 : ta_opts_bad(p, why);
+}
+
+int ta_opts_sort(const struct ta_opts *p, enum ta_sort_key *key)
+{
+	/* In the order of enum ta_sort_key. */
+	static const char *const keys[] = {"total", "self", "calls", "name", NULL};
+	int k;
+
+	if (ta_opts_choice(p, keys, &k))
+		return 2;
+	*key = (enum ta_sort_key)k;
+	return 0;
+}
+
+int ta_opts_choice(const struct ta_opts *p, const char *const *keys, int *k)
+{
+	char why[128] = "is not ";
+	size_t len = strlen(why);
+	int n;
+
+	for (n = 0; keys[n]; n++)
+		if (!strcmp(p->val, keys[n])) {
+			*k = n;
+			return 0;
+		}
+	/* "is not A, B or C": the tables' few short keys fit. */
+	for (int j = 0; j < n && len < sizeof(why); j++)
+		len += (size_t)snprintf(why + len, sizeof(why) - len, "%s%s",
+					j == 0	     ? ""
+					: j == n - 1 ? " or "
+						     : ", ",
+					keys[j]);
+	return ta_opts_bad(p, why);
+}
+
+int ta_opts_dump(const struct ta_opts *p, const char **path)
+{
+	if (*path) {
+		fprintf(stderr, "traceagent %s: one dump at a time ('%s' and '%s')\n", p->cmd,
+			*path, p->val);
+		return 2;
+	}
+	*path = p->val;
+	return 0;
+}
+
+int ta_opts_need_dump(const struct ta_opts *p, const char *path)
+{
+	if (path)
+		return 0;
+	fprintf(stderr, "traceagent %s: no dump given\n", p->cmd);
+	p->usage(stderr);
+	return 2;
+}
