@@ -120,8 +120,18 @@ static uint64_t fn_hash(const char *module, const char *name, uint64_t offset)
 	return mix64(h ^ offset);
 }
 
-static int fn_same(const struct ta_fn *a, const struct ta_fn_name *b)
+static uint64_t fn_hash_of(const void *ctx, size_t i)
 {
+	const struct ta_fn *f = &((const struct ta_fntab *)ctx)->fn[i];
+
+	return fn_hash(f->module, f->name, f->offset);
+}
+
+static int fn_is(const void *ctx, size_t i, const void *key)
+{
+	const struct ta_fn *a = &((const struct ta_fntab *)ctx)->fn[i];
+	const struct ta_fn_name *b = key;
+
 	return a->offset == b->offset && !strcmp(a->module, b->module) &&
 	       (a->module[0] || !strcmp(a->name, b->name));
 }
@@ -136,29 +146,8 @@ void ta_fntab_free(struct ta_fntab *ft)
 {
 	free(ft->fn);
 	free(ft->addrs);
-	free(ft->by_fn);
+	ta_htab_free(&ft->by_fn);
 	memset(ft, 0, sizeof(*ft));
-}
-
-static int fn_slots_grow(struct ta_fntab *ft)
-{
-	size_t n = ft->fn_slots ? ft->fn_slots * 2 : 256;
-	uint32_t *slot = calloc(n, sizeof(*slot));
-
-	if (!slot)
-		return -1;
-	for (uint32_t i = 0; i < ft->n; i++) {
-		const struct ta_fn *f = &ft->fn[i];
-		size_t k = (size_t)fn_hash(f->module, f->name, f->offset) & (n - 1);
-
-		while (slot[k])
-			k = (k + 1) & (n - 1);
-		slot[k] = i + 1;
-	}
-	free(ft->by_fn);
-	ft->by_fn = slot;
-	ft->fn_slots = n;
-	return 0;
 }
 
 /* The id of the function named nm, added when new; -1 without memory. */
@@ -167,11 +156,11 @@ static int64_t fn_intern(struct ta_fntab *ft, const struct ta_fn_name *nm)
 	uint64_t h = fn_hash(nm->module, nm->name, nm->offset);
 	size_t k;
 
-	if ((ft->n + 1) * 2 > ft->fn_slots && fn_slots_grow(ft) < 0)
+	if (ta_htab_reserve(&ft->by_fn, ft->n, 256, fn_hash_of, ft) < 0)
 		return -1;
-	for (k = (size_t)h & (ft->fn_slots - 1); ft->by_fn[k]; k = (k + 1) & (ft->fn_slots - 1))
-		if (fn_same(&ft->fn[ft->by_fn[k] - 1], nm))
-			return ft->by_fn[k] - 1;
+	k = ta_htab_find(&ft->by_fn, h, fn_is, ft, nm);
+	if (ta_htab_at(&ft->by_fn, k))
+		return ta_htab_at(&ft->by_fn, k) - 1;
 	if (ft->n == ft->cap) {
 		uint32_t cap = ft->cap ? ft->cap * 2 : 256;
 		struct ta_fn *v;
@@ -189,8 +178,8 @@ static int64_t fn_intern(struct ta_fntab *ft, const struct ta_fn_name *nm)
 	ft->fn[ft->n].offset = nm->offset;
 	ft->fn[ft->n].srcline = NULL;
 	ft->fn[ft->n].addrs = 0;
-	ft->by_fn[k] = ++ft->n;
-	return ft->n - 1;
+	ta_htab_put(&ft->by_fn, k, ft->n);
+	return ft->n++;
 }
 
 static size_t addr_slot(uint32_t pid, uint64_t addr, size_t nslots)

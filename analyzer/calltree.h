@@ -77,8 +77,7 @@ struct ta_fntab {
 	uint32_t n, cap;
 	struct ta_fnaddr *addrs; /* open addressing over (pid, addr) */
 	size_t naddr, addr_slots;
-	uint32_t *by_fn; /* open addressing over (module, offset): id + 1 */
-	size_t fn_slots;
+	struct ta_htab by_fn; /* ids by (module, offset) */
 };
 
 void ta_fntab_init(struct ta_fntab *ft, struct ta_view *v);

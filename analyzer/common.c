@@ -289,6 +289,36 @@ struct ta_fn_name *ta_view_name_profile(struct ta_view *v, const struct ta_profi
 	return ids;
 }
 
+/* ---- a hash index over a caller's rows ------------------------------------------------ */
+
+int ta_htab_grow(struct ta_htab *h, size_t nrows, size_t first, ta_htab_hash_fn *hash,
+		 const void *ctx)
+{
+	size_t n = h->nslots ? h->nslots * 2 : first;
+	uint32_t *slot = calloc(n, sizeof(*slot));
+
+	if (!slot)
+		return -1;
+	for (size_t i = 0; i < nrows; i++) {
+		size_t k = (size_t)hash(ctx, i) & (n - 1);
+
+		while (slot[k])
+			k = (k + 1) & (n - 1);
+		slot[k] = (uint32_t)i + 1;
+	}
+	free(h->slot);
+	h->slot = slot;
+	h->nslots = n;
+	return 0;
+}
+
+void ta_htab_free(struct ta_htab *h)
+{
+	free(h->slot);
+	h->slot = NULL;
+	h->nslots = 0;
+}
+
 /* ---- per-function tables ------------------------------------------------------------ */
 
 static uint64_t str_hash(const char *s)
@@ -300,58 +330,44 @@ static uint64_t str_hash(const char *s)
 	return h;
 }
 
-static size_t row_slot(const struct ta_fn_name *id, size_t nslots)
+/* Taken from the product's middle: its low bits depend on the low bits of
+ * the offset alone. */
+static uint64_t fn_hash(const struct ta_fn_name *id)
 {
-	uint64_t h = (str_hash(id->module) ^ id->offset) * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 24) & (nslots - 1);
+	return ((str_hash(id->module) ^ id->offset) * 0x9e3779b97f4a7c15ull) >> 24;
 }
 
-static int same_fn(const struct ta_fn_name *a, const struct ta_fn_name *b)
+static uint64_t row_hash(const void *ctx, size_t i)
 {
+	const struct ta_fn_table *t = ctx;
+
+	return fn_hash(&t->rows[i].id);
+}
+
+static int row_is(const void *ctx, size_t i, const void *key)
+{
+	const struct ta_fn_name *a = &((const struct ta_fn_table *)ctx)->rows[i].id, *b = key;
+
 	return a->offset == b->offset && !strcmp(a->module, b->module) &&
 	       (a->module[0] || !strcmp(a->name, b->name));
-}
-
-static int rows_grow(struct ta_fn_table *t)
-{
-	size_t n = t->nslots ? t->nslots * 2 : 256;
-	uint32_t *slot = calloc(n, sizeof(*slot));
-
-	if (!slot)
-		return -1;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t k = row_slot(&t->rows[i].id, n);
-
-		while (slot[k])
-			k = (k + 1) & (n - 1);
-		slot[k] = (uint32_t)i + 1;
-	}
-	free(t->slot);
-	t->slot = slot;
-	t->nslots = n;
-	return 0;
 }
 
 /* Adds fstat i (converted to ns) to the row of its function. */
 static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const struct ta_fstat *f,
 		    uint32_t i, const struct ta_process *p)
 {
-	struct ta_fn_row *w = NULL;
+	struct ta_fn_row *w;
 	size_t k;
 	uint64_t min = ta_process_dur_ns(p, f->min), max = ta_process_dur_ns(p, f->max);
 
 	if (!f->calls)
 		return 0; /* entered, never closed: cannot happen after finish */
-	if ((t->n + 1) * 2 > t->nslots && rows_grow(t) < 0)
+	if (ta_htab_reserve(&t->by_fn, t->n, 256, row_hash, t) < 0)
 		return -1;
-	for (k = row_slot(id, t->nslots); t->slot[k]; k = (k + 1) & (t->nslots - 1)) {
-		if (same_fn(&t->rows[t->slot[k] - 1].id, id)) {
-			w = &t->rows[t->slot[k] - 1];
-			break;
-		}
-	}
-	if (!w) {
+	k = ta_htab_find(&t->by_fn, fn_hash(id), row_is, t, id);
+	if (ta_htab_at(&t->by_fn, k)) {
+		w = &t->rows[ta_htab_at(&t->by_fn, k) - 1];
+	} else {
 		if (t->n == t->cap) {
 			size_t cap = t->cap ? t->cap * 2 : 64;
 			struct ta_fn_row *v = realloc(t->rows, cap * sizeof(*v));
@@ -365,7 +381,7 @@ static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const st
 		memset(w, 0, sizeof(*w));
 		w->id = *id;
 		w->min = UINT64_MAX;
-		t->slot[k] = (uint32_t)++t->n;
+		ta_htab_put(&t->by_fn, k, t->n++);
 	}
 	w->calls += f->calls;
 	w->open += f->open;
@@ -503,7 +519,7 @@ int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_
 void ta_fn_table_free(struct ta_fn_table *t)
 {
 	free(t->rows);
-	free(t->slot);
+	ta_htab_free(&t->by_fn);
 	free(t->next);
 	memset(t, 0, sizeof(*t));
 }

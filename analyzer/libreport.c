@@ -33,8 +33,7 @@ struct agg_row {
 struct agg {
 	struct agg_row *rows;
 	size_t n, cap;
-	uint32_t *slot; /* index + 1 */
-	size_t nslots;
+	struct ta_htab by_key;
 };
 
 static uint64_t mix3(const uint64_t k[3])
@@ -46,23 +45,16 @@ static uint64_t mix3(const uint64_t k[3])
 	return h ^ (h >> 32);
 }
 
-static int agg_grow(struct agg *a)
+static uint64_t agg_hash(const void *ctx, size_t i)
 {
-	size_t n = a->nslots ? a->nslots * 2 : 64;
-	uint32_t *slot = calloc(n, sizeof(*slot));
+	return mix3(((const struct agg *)ctx)->rows[i].k);
+}
 
-	if (!slot)
-		return -1;
-	for (size_t i = 0; i < a->n; i++) {
-		size_t k = (size_t)mix3(a->rows[i].k) & (n - 1);
-		while (slot[k])
-			k = (k + 1) & (n - 1);
-		slot[k] = (uint32_t)i + 1;
-	}
-	free(a->slot);
-	a->slot = slot;
-	a->nslots = n;
-	return 0;
+static int agg_is(const void *ctx, size_t i, const void *key)
+{
+	const struct agg_row *r = &((const struct agg *)ctx)->rows[i];
+
+	return !memcmp(r->k, key, sizeof(r->k));
 }
 
 /* The row for the key, created zeroed; NULL without memory. */
@@ -71,13 +63,11 @@ static struct agg_row *agg_get(struct agg *a, uint64_t k0, uint64_t k1, uint64_t
 	uint64_t k[3] = {k0, k1, k2};
 	size_t i;
 
-	if ((a->n + 1) * 2 > a->nslots && agg_grow(a) < 0)
+	if (ta_htab_reserve(&a->by_key, a->n, 64, agg_hash, a) < 0)
 		return NULL;
-	for (i = (size_t)mix3(k) & (a->nslots - 1); a->slot[i]; i = (i + 1) & (a->nslots - 1)) {
-		struct agg_row *r = &a->rows[a->slot[i] - 1];
-		if (!memcmp(r->k, k, sizeof(k)))
-			return r;
-	}
+	i = ta_htab_find(&a->by_key, mix3(k), agg_is, a, k);
+	if (ta_htab_at(&a->by_key, i))
+		return &a->rows[ta_htab_at(&a->by_key, i) - 1];
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 64;
 		struct agg_row *rows = realloc(a->rows, cap * sizeof(*rows));
@@ -88,14 +78,14 @@ static struct agg_row *agg_get(struct agg *a, uint64_t k0, uint64_t k1, uint64_t
 	}
 	memset(&a->rows[a->n], 0, sizeof(a->rows[0]));
 	memcpy(a->rows[a->n].k, k, sizeof(k));
-	a->slot[i] = (uint32_t)++a->n;
-	return &a->rows[a->n - 1];
+	ta_htab_put(&a->by_key, i, a->n);
+	return &a->rows[a->n++];
 }
 
 static void agg_free(struct agg *a)
 {
 	free(a->rows);
-	free(a->slot);
+	ta_htab_free(&a->by_key);
 }
 
 /* ---- live blocks and the call paths that allocated them --------------------------- */

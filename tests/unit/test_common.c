@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_common.c - the option parsers shared by the analysis commands
- * (analyzer/common.c): durations, time ranges and globs.
+ * (analyzer/common.c): durations, time ranges and globs; and the hash index
+ * over a caller's rows (ta_htab) that the analyzer's tables use.
  */
 #include <check.h>
 
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 
 #include "common.h"
+#include "testutil.h"
 
 static uint64_t time_of(const char *s)
 {
@@ -133,15 +135,248 @@ START_TEST(glob)
 }
 END_TEST
 
+/* ---- the hash index (ta_htab) ---------------------------------------------------------- */
+
+/* A caller's rows: keys in the order added, hashed by the test's choice. */
+struct keys {
+	uint64_t *k;
+	size_t n, cap;
+	uint64_t (*hash)(uint64_t key);
+	struct ta_htab h;
+};
+
+static uint64_t mixed(uint64_t key)
+{
+	key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ull;
+	key = (key ^ (key >> 27)) * 0x94d049bb133111ebull;
+	return key ^ (key >> 31);
+}
+
+/* Every key collides: one probe run holds them all. */
+static uint64_t constant(uint64_t key)
+{
+	return 5;
+}
+
+/* Every key starts at the last slot, so the run wraps to slot 0. */
+static uint64_t last(uint64_t key)
+{
+	return UINT64_MAX;
+}
+
+static uint64_t key_hash(const void *ctx, size_t i)
+{
+	const struct keys *ks = ctx;
+
+	return ks->hash(ks->k[i]);
+}
+
+static int key_is(const void *ctx, size_t i, const void *key)
+{
+	return ((const struct keys *)ctx)->k[i] == *(const uint64_t *)key;
+}
+
+/* The index of key's row, added when add is set and it is missing;
+ * SIZE_MAX when it is missing and not added. */
+static size_t keys_get(struct keys *ks, uint64_t key, int add)
+{
+	size_t k;
+	uint32_t at;
+
+	if (add)
+		REQUIRE(ta_htab_reserve(&ks->h, ks->n, 8, key_hash, ks) == 0, "no memory");
+	else if (!ks->h.nslots)
+		return SIZE_MAX;
+	k = ta_htab_find(&ks->h, ks->hash(key), key_is, ks, &key);
+	REQUIRE(k < ks->h.nslots, "position %zu of %zu slots", k, ks->h.nslots);
+	at = ta_htab_at(&ks->h, k);
+	if (at) {
+		REQUIRE(at <= ks->n && ks->k[at - 1] == key, "key %llu: slot %zu holds row %u",
+			(unsigned long long)key, k, at);
+		return at - 1;
+	}
+	if (!add)
+		return SIZE_MAX;
+	if (ks->n == ks->cap) {
+		ks->cap = ks->cap ? 2 * ks->cap : 16;
+		ks->k = realloc(ks->k, ks->cap * sizeof(*ks->k));
+		ck_assert_ptr_nonnull(ks->k);
+	}
+	ks->k[ks->n] = key;
+	ta_htab_put(&ks->h, k, ks->n);
+	return ks->n++;
+}
+
+/* Each row in exactly one slot, where a lookup of its key finds it; the
+ * table a power of two at most half full. */
+static void keys_check(const struct keys *ks)
+{
+	char *seen = calloc(ks->n + 1, 1);
+	size_t used = 0;
+
+	ck_assert_ptr_nonnull(seen);
+	ck_assert_uint_ne(ks->h.nslots, 0);
+	ck_assert_uint_eq(ks->h.nslots & (ks->h.nslots - 1), 0);
+	ck_assert_uint_le(ks->n * 2, ks->h.nslots);
+	for (size_t k = 0; k < ks->h.nslots; k++) {
+		uint32_t at = ta_htab_at(&ks->h, k);
+
+		if (!at)
+			continue;
+		REQUIRE(at <= ks->n, "slot %zu: row %u of %zu", k, at, ks->n);
+		REQUIRE(!seen[at - 1], "row %u in two slots", at);
+		seen[at - 1] = 1;
+		used++;
+	}
+	ck_assert_uint_eq(used, ks->n);
+	for (size_t i = 0; i < ks->n; i++) {
+		size_t k = ta_htab_find(&ks->h, ks->hash(ks->k[i]), key_is, ks, &ks->k[i]);
+
+		REQUIRE(ta_htab_at(&ks->h, k) == i + 1, "row %zu found at slot %zu (row %u)", i, k,
+			ta_htab_at(&ks->h, k));
+	}
+	free(seen);
+}
+
+static void keys_free(struct keys *ks)
+{
+	free(ks->k);
+	ks->k = NULL;
+	ks->n = ks->cap = 0;
+	ta_htab_free(&ks->h);
+	ck_assert_ptr_null(ks->h.slot);
+	ck_assert_uint_eq(ks->h.nslots, 0);
+}
+
+/* Many keys with a good hash: each added once, in order, found again
+ * after every growth; absent keys are not found. */
+START_TEST(htab_many)
+{
+	struct keys ks = {.hash = mixed};
+	struct rng r = {test_seed("htab_many")};
+	const size_t n = 100000;
+	/* Keys from one random odd step: distinct, and unlike 0, 1, 2... */
+	const uint64_t step = rng_next(&r) | 1, base = rng_next(&r);
+
+	ck_assert_uint_eq(keys_get(&ks, 42, 0), SIZE_MAX); /* no slots yet */
+	for (size_t i = 0; i < n; i++) {
+		REQUIRE(keys_get(&ks, base + i * step, 1) == i, "key %zu not added as row %zu", i,
+			i);
+		if (!(i & (i + 1)))
+			keys_check(&ks); /* after 1, 2, 4, 8... keys: around each growth */
+	}
+	keys_check(&ks);
+	ck_assert_uint_eq(ks.n, n);
+	/* The smallest power of two at least twice the rows. */
+	ck_assert_uint_eq(ks.h.nslots, 262144);
+	/* Adding them again finds each in its row, and adds nothing. */
+	for (size_t i = 0; i < n; i++)
+		REQUIRE(keys_get(&ks, base + i * step, 1) == i, "key %zu: another row", i);
+	ck_assert_uint_eq(ks.n, n);
+	for (size_t i = n; i < 2 * n; i++)
+		REQUIRE(keys_get(&ks, base + i * step, 0) == SIZE_MAX, "absent key %zu found", i);
+	ck_assert_uint_eq(ks.n, n);
+	keys_free(&ks);
+}
+END_TEST
+
+/* A hash that always collides: the equality test alone tells keys apart. */
+START_TEST(htab_collisions)
+{
+	struct keys ks = {.hash = constant};
+	const size_t n = 1000;
+
+	for (size_t i = 0; i < n; i++)
+		REQUIRE(keys_get(&ks, i * 3, 1) == i, "key %zu not added as row %zu", i, i);
+	keys_check(&ks);
+	ck_assert_uint_eq(ks.n, n);
+	ck_assert_uint_eq(ks.h.nslots, 2048);
+	for (size_t i = 0; i < n; i++) {
+		REQUIRE(keys_get(&ks, i * 3, 0) == i, "key %zu: another row", i);
+		REQUIRE(keys_get(&ks, i * 3 + 1, 0) == SIZE_MAX, "absent key %zu found", i * 3 + 1);
+	}
+	ck_assert_uint_eq(keys_get(&ks, 3 * n, 0), SIZE_MAX);
+	/* The run starts at slot 5 and holds the rows in the order added. */
+	for (size_t i = 0; i < n; i++)
+		REQUIRE(ta_htab_at(&ks.h, 5 + i) == i + 1, "slot %zu", 5 + i);
+	ck_assert_uint_eq(ta_htab_at(&ks.h, 4), 0);
+	ck_assert_uint_eq(ta_htab_at(&ks.h, 5 + n), 0);
+	keys_free(&ks);
+}
+END_TEST
+
+/* The first size, when the table doubles, and a probe run that wraps past
+ * the last slot. */
+START_TEST(htab_growth)
+{
+	struct keys ks = {.hash = last};
+
+	ck_assert_uint_eq(keys_get(&ks, 10, 1), 0);
+	ck_assert_uint_eq(ks.h.nslots, 8);
+	ck_assert_uint_eq(keys_get(&ks, 11, 1), 1);
+	ck_assert_uint_eq(keys_get(&ks, 12, 1), 2);
+	ck_assert_uint_eq(ta_htab_at(&ks.h, 7), 1);
+	ck_assert_uint_eq(ta_htab_at(&ks.h, 0), 2);
+	ck_assert_uint_eq(ta_htab_at(&ks.h, 1), 3);
+	ck_assert_uint_eq(ta_htab_at(&ks.h, 2), 0);
+	ck_assert_uint_eq(keys_get(&ks, 12, 0), 2);
+	ck_assert_uint_eq(keys_get(&ks, 13, 0), SIZE_MAX);
+	/* Four rows fill half of 8 slots; the fifth doubles the table. */
+	ck_assert_uint_eq(keys_get(&ks, 13, 1), 3);
+	ck_assert_uint_eq(ks.h.nslots, 8);
+	ck_assert_uint_eq(keys_get(&ks, 14, 1), 4);
+	ck_assert_uint_eq(ks.h.nslots, 16);
+	keys_check(&ks);
+	/* Put back in row order from the last slot of the new size. */
+	ck_assert_uint_eq(ta_htab_at(&ks.h, 15), 1);
+	for (size_t k = 0; k < 4; k++)
+		ck_assert_uint_eq(ta_htab_at(&ks.h, k), k + 2);
+	for (uint64_t key = 10; key < 15; key++)
+		ck_assert_uint_eq(keys_get(&ks, key, 1), key - 10);
+	ck_assert_uint_eq(ks.n, 5);
+	keys_free(&ks);
+	keys_free(&ks); /* freeing an empty table is harmless */
+}
+END_TEST
+
+/* ta_htab_grow directly: rows the table never saw are all put in. */
+START_TEST(htab_grow_rows)
+{
+	struct keys ks = {.hash = mixed};
+	uint64_t k[300];
+
+	for (size_t i = 0; i < 300; i++)
+		k[i] = i * i;
+	ks.k = k;
+	ks.n = 300;
+	ck_assert_int_eq(ta_htab_grow(&ks.h, ks.n, 1024, key_hash, &ks), 0);
+	ck_assert_uint_eq(ks.h.nslots, 1024);
+	keys_check(&ks);
+	ck_assert_int_eq(ta_htab_grow(&ks.h, ks.n, 1024, key_hash, &ks), 0);
+	ck_assert_uint_eq(ks.h.nslots, 2048);
+	keys_check(&ks);
+	ck_assert_uint_eq(keys_get(&ks, 2, 0), SIZE_MAX);
+	ck_assert_uint_eq(keys_get(&ks, 299 * 299, 0), 299);
+	ks.k = NULL;
+	keys_free(&ks);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
 	TCase *tc = tcase_create("options");
+	TCase *th = tcase_create("htab");
 
 	tcase_add_test(tc, parse_time_units);
 	tcase_add_test(tc, parse_time_refusals);
 	tcase_add_test(tc, parse_time_range);
 	tcase_add_test(tc, glob);
 	suite_add_tcase(s, tc);
+	tcase_add_test(th, htab_many);
+	tcase_add_test(th, htab_collisions);
+	tcase_add_test(th, htab_growth);
+	tcase_add_test(th, htab_grow_rows);
+	suite_add_tcase(s, th);
 	return ta_check_run(s);
 }
