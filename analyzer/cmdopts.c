@@ -69,16 +69,17 @@ int ta_opts_next(struct ta_opts *p)
 			return TA_OPT_END;
 		p->only_args = 1;
 	}
+	/* Every command takes these, so no table lists them. */
+	if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		p->usage(stdout);
+		p->status = 0;
+		return TA_OPT_EXIT;
+	}
 	p->opt = lookup(p->table, a, &p->val);
 	if (!p->opt) {
 		fprintf(stderr, "traceagent %s: unknown option '%s'\n", p->cmd, a);
 		p->usage(stderr);
 		p->status = 2;
-		return TA_OPT_EXIT;
-	}
-	if (p->opt->id == TA_OPT_HELP) {
-		p->usage(stdout);
-		p->status = 0;
 		return TA_OPT_EXIT;
 	}
 	if (p->opt->arg != TA_ARG_NONE && !p->val) {

@@ -41,8 +41,7 @@ struct ta_opt {
  * own from TA_OPT_OWN.  TID, TIME_RANGE, MIN_DURATION, DEPTH and FUNCTION
  * are also the filters timeline.h's ta_tlopts_take knows. */
 enum {
-	TA_OPT_HELP = 1, /* never returned: ta_opts_next prints the usage */
-	TA_OPT_JSON,
+	TA_OPT_JSON = 1,
 	TA_OPT_CSV,
 	TA_OPT_THREADS,
 	TA_OPT_SRCLINE,

@@ -284,8 +284,6 @@ static const struct ta_opt diff_opts[] = {
     {"--sort", TA_ARG_EQ, TA_OPT_SORT},
     {"--top", TA_ARG_EQ, TA_OPT_TOP},
     {"--function", TA_ARG_EQ, TA_OPT_FUNCTION},
-    {"-h", TA_ARG_NONE, TA_OPT_HELP},
-    {"--help", TA_ARG_NONE, TA_OPT_HELP},
     {NULL, TA_ARG_NONE, 0},
 };
 

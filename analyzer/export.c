@@ -338,8 +338,6 @@ static const struct ta_opt export_opts[] = {
     {"--min-duration", TA_ARG_EQ, TA_OPT_MIN_DURATION}, /* ta_tlopts_take */
     {"--by", TA_ARG_EQ, O_BY},
     {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
-    {"-h", TA_ARG_NONE, TA_OPT_HELP},
-    {"--help", TA_ARG_NONE, TA_OPT_HELP},
     {NULL, TA_ARG_NONE, 0},
 };
 

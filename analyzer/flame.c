@@ -413,8 +413,6 @@ static const struct ta_opt flame_opts[] = {
     {"--title", TA_ARG_EQ, O_TITLE},
     {"--width", TA_ARG_EQ, O_WIDTH},
     {"--min-width", TA_ARG_EQ, O_MIN_WIDTH},
-    {"-h", TA_ARG_NONE, TA_OPT_HELP},
-    {"--help", TA_ARG_NONE, TA_OPT_HELP},
     {NULL, TA_ARG_NONE, 0},
 };
 

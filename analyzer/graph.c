@@ -458,8 +458,6 @@ static const struct ta_opt graph_opts[] = {
     {"--depth", TA_ARG_EQ, TA_OPT_DEPTH}, /* ta_tlopts_take */
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
-    {"-h", TA_ARG_NONE, TA_OPT_HELP},
-    {"--help", TA_ARG_NONE, TA_OPT_HELP},
     {NULL, TA_ARG_NONE, 0},
 };
 

@@ -569,8 +569,6 @@ static void print_json(struct ta_view *v)
 
 static const struct ta_opt info_opts[] = {
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
-    {"-h", TA_ARG_NONE, TA_OPT_HELP},
-    {"--help", TA_ARG_NONE, TA_OPT_HELP},
     {NULL, TA_ARG_NONE, 0},
 };
 

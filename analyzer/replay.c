@@ -190,8 +190,6 @@ static const struct ta_opt replay_opts[] = {
     {"--time", TA_ARG_NONE, O_TIME},
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
-    {"-h", TA_ARG_NONE, TA_OPT_HELP},
-    {"--help", TA_ARG_NONE, TA_OPT_HELP},
     {NULL, TA_ARG_NONE, 0},
 };
 

@@ -428,8 +428,6 @@ static const struct ta_opt report_opts[] = {
     {"--alloc", TA_ARG_NONE, O_ALLOC},
     {"--locks", TA_ARG_NONE, O_LOCKS},
     {"--io", TA_ARG_NONE, O_IO},
-    {"-h", TA_ARG_NONE, TA_OPT_HELP},
-    {"--help", TA_ARG_NONE, TA_OPT_HELP},
     {NULL, TA_ARG_NONE, 0},
 };
 

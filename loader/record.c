@@ -103,8 +103,6 @@ static const struct ta_opt record_opts[] = {
     {"--mode", TA_ARG_EITHER, O_MODE},
     {"--libcalls", TA_ARG_EITHER, O_LIBCALLS},
     {"--patch", TA_ARG_EITHER, O_PATCH},
-    {"-h", TA_ARG_NONE, TA_OPT_HELP},
-    {"--help", TA_ARG_NONE, TA_OPT_HELP},
     {NULL, TA_ARG_NONE, 0},
 };
 

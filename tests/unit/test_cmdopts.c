@@ -30,8 +30,6 @@ static const struct ta_opt table[] = {
     {"-o", TA_ARG_NEXT, TA_OPT_OUTPUT},
     {"--output", TA_ARG_EQ, TA_OPT_OUTPUT},
     {"--buffer", TA_ARG_EITHER, O_BUFFER},
-    {"-h", TA_ARG_NONE, TA_OPT_HELP},
-    {"--help", TA_ARG_NONE, TA_OPT_HELP},
     {NULL, TA_ARG_NONE, 0},
 };
 
