@@ -137,7 +137,7 @@ static const char *parse(unsigned flags, const char *const *args)
 	struct ta_opts p;
 
 	for (; args[argc - 1]; argc++)
-		argv[argc] = strdup(args[argc - 1]); /* leaked: the test's process ends */
+		argv[argc] = strdup(args[argc - 1]);
 	ta_opts_init(&p, "t", table, usage, argc, argv);
 	p.flags = flags;
 	trace_len = 0;
@@ -165,6 +165,8 @@ static const char *parse(unsigned flags, const char *const *args)
 		token("missing:%s", p.opt->name);
 	}
 	release();
+	for (int k = 0; k < argc; k++)
+		free(argv[k]);
 	return trace;
 }
 
@@ -209,7 +211,8 @@ END_TEST
 START_TEST(arg_of_an_option)
 {
 	struct ta_opts p;
-	char *argv[] = {strdup("t"), strdup("-o"), strdup("x"), strdup("--output=y"), NULL};
+	char w0[] = "t", w1[] = "-o", w2[] = "x", w3[] = "--output=y";
+	char *argv[] = {w0, w1, w2, w3, NULL};
 
 	ta_opts_init(&p, "t", table, usage, 4, argv);
 	ck_assert_int_eq(ta_opts_next(&p), TA_OPT_OUTPUT);
@@ -296,8 +299,12 @@ END_TEST
 /* A parser stopped at the option of the one argument a. */
 static void at(struct ta_opts *p, const char *a)
 {
+	/* The words live until the next call: what a test checks after
+	 * taking an option may point into them. */
 	static char *argv[3];
 
+	free(argv[0]);
+	free(argv[1]);
 	argv[0] = strdup("t");
 	argv[1] = strdup(a);
 	ta_opts_init(p, "t", table, usage, 2, argv);
@@ -384,7 +391,8 @@ END_TEST
 START_TEST(dumps)
 {
 	struct ta_opts p;
-	char *argv[] = {strdup("t"), strdup("a"), strdup("b"), NULL};
+	char w0[] = "t", w1[] = "a", w2[] = "b";
+	char *argv[] = {w0, w1, w2, NULL};
 	const char *path = NULL;
 
 	ta_opts_init(&p, "t", table, usage, 3, argv);
