@@ -126,11 +126,15 @@ static void hex(char *buf, size_t n, const uint8_t *b, size_t len)
 		snprintf(buf + 2 * i, 3, "%02x", b[i]);
 }
 
-static uint64_t file_size(const char *path)
+/* The file's size; for a pipe (`info /dev/stdin`), which has none, the
+ * bytes read from it. */
+static uint64_t file_size(const struct ta_view *v)
 {
 	struct stat st;
 
-	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+	if (stat(v->path, &st) == 0 && S_ISREG(st.st_mode))
+		return (uint64_t)st.st_size;
+	return v->s->file_bytes;
 }
 
 /* "1.5 KiB" and so on. */
@@ -358,7 +362,7 @@ static void print_text(struct ta_view *v)
 
 	printf("dump:          %s\n", v->path);
 	printf("format:        %u.%u\n", s->fh.major, s->fh.minor);
-	printf("size:          %s\n", fmt_bytes(b[0], sizeof(b[0]), file_size(v->path)));
+	printf("size:          %s\n", fmt_bytes(b[0], sizeof(b[0]), file_size(v)));
 	printf("complete:      %s%s\n", why ? "no: " : "yes", why ? why : "");
 	printf("chunks:        %" PRIu64 " (%" PRIu64 " of events", s->chunks, s->events_chunks);
 	if (s->unknown_chunks)
@@ -539,7 +543,7 @@ static void print_json(struct ta_view *v)
 	printf("{\"dump\": ");
 	ta_json_str(stdout, v->path);
 	printf(", \"format\": {\"major\": %u, \"minor\": %u}, \"file_bytes\": %" PRIu64 ",\n",
-	       s->fh.major, s->fh.minor, file_size(v->path));
+	       s->fh.major, s->fh.minor, file_size(v));
 	printf(" \"complete\": %s, \"incomplete\": ", why ? "false" : "true");
 	if (why)
 		ta_json_str(stdout, why);

@@ -76,6 +76,7 @@ int ta_session_read(struct ta_session *s, const char *path, uint64_t *err_offset
 			break;
 		}
 	}
+	s->file_bytes = ta_dump_offset(d);
 	{
 		int e = errno;
 

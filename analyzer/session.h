@@ -238,6 +238,9 @@ struct ta_session {
 
 	uint64_t chunks, unknown_chunks, events_chunks;
 	uint64_t stored_bytes, raw_bytes; /* payloads of the chunks taken, as stored and raw */
+	/* Bytes of the dump read, file header included: its size when it was
+	 * read to the end (a pipe has no other). */
+	uint64_t file_bytes;
 	int finished;
 
 	struct ta_decoder dec;

@@ -736,11 +736,22 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 	s->chunks++;
 	s->stored_bytes += c->h.stored_size;
 	s->raw_bytes += c->h.raw_size;
-	/* The writer numbers its chunks: a gap is chunks we never saw. */
-	if (c->h.seq > p->next_chunk_seq)
-		p->chunks_missing += c->h.seq - p->next_chunk_seq;
-	if (c->h.seq >= p->next_chunk_seq)
-		p->next_chunk_seq = (uint64_t)c->h.seq + 1;
+	/* The writer numbers its chunks: a gap is chunks we never saw.  The
+	 * field has 32 bits and wraps in a writer of more than 2^32 chunks
+	 * (128 GiB at least); next_chunk_seq counts on past it, and a seq is
+	 * placed by its distance from the one expected, modulo 2^32: ahead
+	 * (a gap of that many), or, when it is less than 2^31 behind and not
+	 * before the writer's first chunk, behind (out of order, left alone).
+	 * Below 2^31 chunks this is the plain comparison. */
+	{
+		uint32_t ahead = c->h.seq - (uint32_t)p->next_chunk_seq;
+		uint64_t back = (1ull << 32) - ahead;
+
+		if (ahead < 0x80000000u || back > p->next_chunk_seq) {
+			p->chunks_missing += ahead;
+			p->next_chunk_seq += (uint64_t)ahead + 1;
+		}
+	}
 	ta_reader_init(&r, c->payload, c->len);
 	switch (c->h.type) {
 	case TA_CHUNK_EVENTS:

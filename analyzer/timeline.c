@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmdopts.h"
 #include "dumpfile.h"
@@ -369,10 +370,23 @@ int ta_timeline_run(struct ta_timeline *tl, const char *path, const struct ta_tl
 {
 	struct ta_visitor vis;
 
+	struct stat st;
+
 	memset(tl, 0, sizeof(*tl));
 	tl->o = o;
 	tl->emit = emit;
 	tl->ctx = ctx;
+	/* Two passes: a pipe would be empty for the second (report, info and
+	 * the views without a timeline read a dump once, and take one). */
+	if (stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
+				     S_ISCHR(st.st_mode))) {
+		fprintf(stderr,
+			"traceagent: %s: not a file: this view reads the dump twice (report and "
+			"info read it from a pipe)\n",
+			path);
+		tl->v.status = 2;
+		return -1;
+	}
 	if (meta_read(&tl->meta, path) < 0) {
 		fprintf(stderr, "traceagent: out of memory\n");
 		tl->v.status = 1;

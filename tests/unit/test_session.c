@@ -1008,6 +1008,57 @@ START_TEST(exec_starts_new_image)
 }
 END_TEST
 
+/* A writer's chunk sequence (32 bits) wraps after 2^32 chunks: counted on
+ * past it, gaps and chunks out of order found as before. */
+START_TEST(chunk_seq_wraps)
+{
+	static const uint32_t seqs[] = {0xfffffffeu, 0xffffffffu, 0, 1, 3, 2, 4};
+	struct dumpgen g;
+	struct ta_session *s = ta_session_new(NULL);
+	struct ta_process *p;
+	struct ta_dump *d;
+	struct ta_chunk c;
+
+	ck_assert_ptr_nonnull(s);
+	dg_init(&g, 100);
+	dg_process(&g, 0, TA_CLOCK_MONOTONIC, 0, "/bin/prog");
+	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+		uint8_t pad[1] = {0};
+
+		dg_chunk_seq(&g, 0x7ffe, pad, 1, seqs[i], 0);
+	}
+	ck_assert_int_eq(ta_dump_memopen(g.buf, g.len, &d), 0);
+	ck_assert_int_eq(ta_dump_next(d, &c), 1);
+	ck_assert_int_eq(ta_session_chunk(s, &c), 0);
+	/* As if 2^32 - 2 chunks had been read since. */
+	p = ta_session_process(s, 100);
+	p->next_chunk_seq = 0xfffffffeu;
+	while (ta_dump_next(d, &c) == 1)
+		ck_assert_int_eq(ta_session_chunk(s, &c), 0);
+	ck_assert_uint_eq(p->chunks_missing, 1); /* 2 came after 3 */
+	ck_assert_uint_eq(p->next_chunk_seq, (1ull << 32) + 5);
+	ta_dump_close(d);
+	ta_session_free(s);
+	dg_free(&g);
+
+	/* A first chunk seen far into the sequence (those before were lost)
+	 * is ahead, not behind. */
+	s = ta_session_new(NULL);
+	dg_init(&g, 100);
+	dg_chunk_seq(&g, 0x7ffe, "x", 1, 0xc0000000u, 0);
+	dg_chunk_seq(&g, 0x7ffe, "x", 1, 0xc0000002u, 0);
+	ck_assert_int_eq(ta_dump_memopen(g.buf, g.len, &d), 0);
+	while (ta_dump_next(d, &c) == 1)
+		ck_assert_int_eq(ta_session_chunk(s, &c), 0);
+	p = ta_session_process(s, 100);
+	ck_assert_uint_eq(p->chunks_missing, 0xc0000001u);
+	ck_assert_uint_eq(p->next_chunk_seq, 0xc0000003u);
+	ta_dump_close(d);
+	ta_session_free(s);
+	dg_free(&g);
+}
+END_TEST
+
 static Suite *session_suite(void)
 {
 	Suite *s = suite_create("session");
@@ -1035,6 +1086,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, modules_and_metadata);
 	tcase_add_test(tc, module_unloaded_and_replaced);
 	tcase_add_test(tc, exec_starts_new_image);
+	tcase_add_test(tc, chunk_seq_wraps);
 	suite_add_tcase(s, tc);
 	return s;
 }
