@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <lz4.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -26,6 +27,10 @@
 #include "format.h"
 #include "ring.h"
 #include "settings.h"
+
+/* A dump passes 2 GiB (and 4) in a run of minutes: offsets are 64-bit
+ * (meson builds with _FILE_OFFSET_BITS=64, 32-bit systems included). */
+_Static_assert(sizeof(off_t) == 8, "off_t must be 64-bit: build with _FILE_OFFSET_BITS=64");
 
 static int dump_fd = -1;
 static int dump_failed;
@@ -243,8 +248,11 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	goto out;
 fail:
 	dump_failed = 1;
-	ta_warn("cannot write to the dump %s: %s; the rest of this run is not recorded", dump_path,
-		strerror(-err));
+	/* The place as the analyzer names it: the writer's chunk, the
+	 * offset where it began (64-bit: a dump may pass 4 GiB). */
+	ta_warn("cannot write to the dump %s: chunk %" PRIu32 " of process %d at offset %" PRId64
+		": %s; the rest of this run is not recorded",
+		dump_path, dump_seq, (int)getpid(), (int64_t)before, strerror(-err));
 out:
 	pthread_mutex_unlock(&dump_lock);
 	TA_GUARD_LEAVE();
