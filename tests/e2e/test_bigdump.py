@@ -80,6 +80,11 @@ class BigDumpTest(tahelp.Case):
             self.fail("TA_BIGDUMP is not set: run the tests with meson test")
 
     def piped(self, size, args, damage=False):
+        if size > SMALL:
+            # The reader's offsets are the same C on every architecture;
+            # 9 GiB through qemu-user (and a CRC without the CPU's
+            # instruction) would take many minutes.
+            self.skip_if_emulated("4.5 GiB streamed through qemu-user")
         run = Piped(size, args, damage)
         self.assertEqual(run.gen_status, 0, "bigdump failed")
         print("%s %d bytes: %.1f s, RSS %d KiB" % (" ".join(args), run.manifest["bytes"],

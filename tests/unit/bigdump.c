@@ -19,6 +19,7 @@
  * stored and raw, the events, and where each EVENTS chunk and the damaged
  * chunk are.
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
