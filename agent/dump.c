@@ -248,8 +248,9 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	goto out;
 fail:
 	dump_failed = 1;
-	/* The place as the analyzer names it: the writer's chunk, the
-	 * offset where it began (64-bit: a dump may pass 4 GiB). */
+	/* The place: the chunk's number among this writer's (the seq of
+	 * its header) and the offset where it began (64-bit: a dump may
+	 * pass 4 GiB). */
 	ta_warn("cannot write to the dump %s: chunk %" PRIu32 " of process %d at offset %" PRId64
 		": %s; the rest of this run is not recorded",
 		dump_path, dump_seq, (int)getpid(), (int64_t)before, strerror(-err));
