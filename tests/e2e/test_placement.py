@@ -9,7 +9,11 @@ the kernel sees no cache shared between CPUs and so never looks for an idle
 or less busy one at a wake-up: without place_flusher the flusher stayed on
 the producer's CPU for the whole run in most runs.  The test samples both
 threads' CPUs from /proc every 5 ms and requires them apart in most
-samples."""
+samples.
+
+On one CPU (a container's usual share, and scripts/test's run of the suite
+under `taskset -c 0`) there is nowhere to go: the flusher must stay within
+the process's mask, leave the program's mask alone, and lose nothing."""
 
 import os
 import subprocess
@@ -36,6 +40,22 @@ def flusher_tid(pid):
                 if f.read().strip() == "traceagent":
                     return int(t)
     except OSError:
+        pass
+    return None
+
+
+def allowed(pid, tid):
+    """The CPUs a thread may run on (its Cpus_allowed_list), or None."""
+    try:
+        with open("/proc/%d/task/%d/status" % (pid, tid)) as f:
+            for line in f:
+                if line.startswith("Cpus_allowed_list:"):
+                    out = set()
+                    for part in line.split(":", 1)[1].strip().split(","):
+                        lo, _, hi = part.partition("-")
+                        out.update(range(int(lo), int(hi or lo) + 1))
+                    return out
+    except (OSError, ValueError):
         pass
     return None
 
@@ -90,6 +110,71 @@ class PlacementTest(tahelp.Case):
                 return
         self.fail("the flusher shared the producer's CPU in %s of the samples (runs: %s)"
                   % ("/".join("%d of %d" % (s, n) for n, s in results), results))
+
+    def run_on_one_cpu(self, cpu, argv):
+        """Runs argv traced with the affinity mask {cpu}, sampling the
+        main thread's and the flusher's masks and CPUs every 2 ms while it
+        runs; returns (the run's report, the samples: (main's mask,
+        flusher's mask, main's CPU, flusher's CPU))."""
+        dump = self.fresh("onecpu")
+        env = clean_env({"LD_PRELOAD": AGENT, "TRACEAGENT_OUTPUT": dump})
+        prog = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE,
+                                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+        samples = []
+        flusher = None
+        try:
+            while prog.poll() is None:
+                time.sleep(0.002)
+                flusher = flusher or flusher_tid(prog.pid)
+                if flusher is None:
+                    continue
+                sample = (allowed(prog.pid, prog.pid), allowed(prog.pid, flusher),
+                          cpu_of(prog.pid, prog.pid), cpu_of(prog.pid, flusher))
+                if None not in sample:
+                    samples.append(sample)
+            err = prog.stderr.read().decode()
+        finally:
+            if prog.poll() is None:
+                prog.kill()
+            prog.wait()
+            prog.stderr.close()
+        self.assertEqual(prog.returncode, 0, err)
+        self.assertEqual(err, "")
+        rep = self.report(dump)
+        self.assert_whole(rep)
+        return rep, samples
+
+    def check_one_cpu(self, cpu, samples):
+        for main_mask, flusher_mask, main_cpu, flusher_cpu in samples:
+            self.assertEqual(main_mask, {cpu}, "the program's mask changed")
+            self.assertEqual(flusher_mask, {cpu}, "the flusher's mask changed")
+            self.assertEqual((main_cpu, flusher_cpu), (cpu, cpu))
+
+    def test_one_cpu_does_no_harm(self):
+        """On one CPU the flusher's placement finds no other CPU: every
+        thread keeps the mask {cpu} and runs there, the program's output
+        is whole with exact counts, and nothing is said.  The last CPU the
+        test may use, so that a flusher that went to CPU 0 is seen."""
+        self.skip_if_emulated("the CPUs the emulator's threads run on are not the program's")
+        cpu = sorted(os.sched_getaffinity(0))[-1]
+        n = 30
+        rep, samples = self.run_on_one_cpu(cpu, [self.prog("fib-O2"), str(n)])
+        self.assert_calls(self.functions(rep), {"main": 1, "fib": tahelp.fib_calls(n)})
+        self.assertEqual(rep["events"], 2 * (1 + tahelp.fib_calls(n)))
+        self.assertGreater(len(samples), 0, "the flusher was never seen")
+        self.check_one_cpu(cpu, samples)
+
+    def test_one_cpu_threads(self):
+        """Eight producers and the flusher on one CPU: exact counts per
+        function, no loss, every mask left as it was."""
+        self.skip_if_emulated("the CPUs the emulator's threads run on are not the program's")
+        cpu = sorted(os.sched_getaffinity(0))[-1]
+        rep, samples = self.run_on_one_cpu(cpu, [self.prog("threads-O2")])
+        self.assert_calls(self.functions(rep), {"main": 1, "worker": 8, "work": 36,
+                                                "step": 360})
+        self.assertEqual(rep["threads"], 9)
+        self.check_one_cpu(cpu, samples)
 
 
 if __name__ == "__main__":
