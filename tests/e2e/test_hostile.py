@@ -40,17 +40,23 @@ class HostileTest(tahelp.Case):
 
     def test_disk_full(self):
         mnt = tempfile.mkdtemp(dir=tahelp.WORKDIR)
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
+        # 1 MiB, and the agent's memory 1 MiB: an open chunk is written
+        # once it holds 256 KiB (flusher.c), and a pass adds at most what
+        # the agent's 1 MiB of blocks hold, so the first chunks fit
+        # whatever the load, and the 20M events (some 4 MB) fill the disk.
+        # A 64 KiB disk failed under load: a late flusher's first events
+        # chunk was already larger, and nothing was recorded.
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt],
                           capture_output=True).returncode != 0:
             os.rmdir(mnt)
             self.skipTest("cannot mount a small tmpfs here (not root?)")
         try:
             dump = os.path.join(mnt, "full.trace")
-            argv = [self.prog("exits-O0"), "calls", "3000000"]
+            argv = [self.prog("exits-O0"), "calls", "10000000"]
             plain = subprocess.run(argv, env=tahelp.clean_env(), capture_output=True,
                                    text=True)
             env = tahelp.clean_env()
-            env.update(LD_PRELOAD=tahelp.AGENT, TRACEAGENT_OUTPUT=dump)
+            env.update(LD_PRELOAD=tahelp.AGENT, TRACEAGENT_OUTPUT=dump, TRACEAGENT_MEMORY="1M")
             r = subprocess.run(argv, env=env, capture_output=True, text=True,
                                timeout=tahelp.TIMEOUT)
             self.assertEqual((r.returncode, r.stdout), (plain.returncode, plain.stdout))
