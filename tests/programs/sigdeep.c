@@ -2,7 +2,7 @@
 /*
  * sigdeep.c - signal handlers that record far more events than the agent's
  * small buffer for nested events holds (issue 20): a timer signal every
- * 500 us lands in the middle of the main loop's hooks or in their slow path
+ * 2 ms lands in the middle of the main loop's hooks or in their slow path
  * (run with tiny blocks, the slow path comes every few hundred events), and
  * its handler makes a deep recursion and raises a second signal whose
  * handler, run inside the first, recurses again.  Every one of those events
@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 	long calls = argc > 1 ? atol(argv[1]) : 1000000;
 	static char altstack[1 << 16];
 	stack_t ss = {.ss_sp = altstack, .ss_size = sizeof(altstack)};
-	struct itimerval it = {{0, 500}, {0, 500}};
+	struct itimerval it = {{0, 2000}, {0, 2000}};
 	struct sigaction sa;
 	sigset_t block;
 
