@@ -273,7 +273,7 @@ int ta_agent_ensure_started(void)
 void ta_agent_write_end(uint64_t flags)
 {
 	struct ta_buf b = {0};
-	uint64_t events, lost, threads, ticks, ns;
+	uint64_t events, lost, threads, ticks, ns, by[TA_LOST_NCAUSES];
 
 	ta_flusher_totals(&events, &lost, &threads);
 	ta_clock_pair(&ticks, &ns);
@@ -283,6 +283,11 @@ void ta_agent_write_end(uint64_t flags)
 	ta_buf_u(&b, lost);
 	ta_buf_u(&b, threads);
 	ta_buf_u(&b, flags | (ta_dump_failed() ? TA_END_F_INCOMPLETE : 0));
+	/* 1.4: the lost events by cause (format.h). */
+	ta_flusher_lost_by(by);
+	ta_buf_u(&b, TA_LOST_NCAUSES);
+	for (unsigned c = 0; c < TA_LOST_NCAUSES; c++)
+		ta_buf_u(&b, by[c]);
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_END, b.p, b.len);
 	ta_buf_free(&b);

@@ -48,6 +48,7 @@ static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Totals (atomic: rings are drained by the flusher and by their threads). */
 static uint64_t total_events, total_lost, total_threads;
+static uint64_t total_lost_by[TA_LOST_NCAUSES];
 
 void ta_flusher_kick(void)
 {
@@ -120,6 +121,14 @@ static void write_thread_end(struct ta_thread *t, uint64_t end_ticks, uint64_t e
 	ta_buf_u(&b, events);
 	ta_buf_u(&b, lost);
 	ta_buf_u(&b, __atomic_load_n(&t->wait_ticks, __ATOMIC_RELAXED));
+	/* 1.4: the same by cause (format.h), for info and report. */
+	ta_buf_u(&b, TA_LOST_NCAUSES);
+	for (unsigned c = 0; c < TA_LOST_NCAUSES; c++) {
+		uint64_t n = __atomic_load_n(&t->lost_by[c], __ATOMIC_RELAXED);
+
+		ta_buf_u(&b, n);
+		__atomic_add_fetch(&total_lost_by[c], n, __ATOMIC_RELAXED);
+	}
 	__atomic_add_fetch(&total_lost, lost, __ATOMIC_RELAXED);
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_THREAD_END, b.p, b.len);
@@ -429,6 +438,13 @@ void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads)
 	*threads = __atomic_load_n(&total_threads, __ATOMIC_RELAXED);
 }
 
+void ta_flusher_lost_by(uint64_t by[TA_LOST_NCAUSES])
+{
+	for (unsigned c = 0; c < TA_LOST_NCAUSES; c++)
+		by[c] = __atomic_load_n(&total_lost_by[c], __ATOMIC_RELAXED) +
+			__atomic_load_n(&ta_lost_unowned_by[c], __ATOMIC_RELAXED);
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -604,4 +620,5 @@ void ta_flusher_forget(void)
 	/* Held by the forking thread (prepare), in this copy too. */
 	memcpy(&drain_lock, &fresh, sizeof(fresh));
 	total_events = total_lost = total_threads = 0;
+	memset(total_lost_by, 0, sizeof(total_lost_by));
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "compiler.h"
+#include "format.h"
 
 struct ta_thread;
 struct ta_stack;
@@ -30,6 +31,8 @@ void ta_flusher_drain(int at_end) TA_HIDDEN;
 int ta_flusher_help(struct ta_thread *t) TA_HIDDEN;
 /* Totals for the END chunk. */
 void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads) TA_HIDDEN;
+/* The lost events of ta_flusher_totals by cause (format.h's TA_LOST_*). */
+void ta_flusher_lost_by(uint64_t by[TA_LOST_NCAUSES]) TA_HIDDEN;
 /* In a forked child: the flusher thread does not exist there. */
 void ta_flusher_forget(void) TA_HIDDEN;
 /* Around fork: hold the drain lock so the child's copy of the encoders is

@@ -65,6 +65,7 @@ static inline int is_idle(const struct ta_block *b)
 
 struct ta_thread *ta_threads;
 uint64_t ta_lost_unowned;
+uint64_t ta_lost_unowned_by[TA_LOST_NCAUSES];
 uint32_t ta_pending_blocks;
 
 static uint8_t *pool_base;
@@ -314,6 +315,7 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	t->name_seq = 0;
 	t->name_lock = 0;
 	t->lost = 0;
+	memset(t->lost_by, 0, sizeof(t->lost_by));
 	t->drop_count = 0;
 	t->chain_blocks = 1;
 	t->cut = 0;
@@ -339,13 +341,24 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	return t;
 }
 
-static void count_lost(struct ta_thread *t)
+/* One event lost, for a cause the dump names (THREAD_END and END).  The
+ * owner's counters are written only by the thread (its handlers included:
+ * a handler runs to its end before the code it interrupted goes on, so a
+ * load then a store is not torn by one) and read by the flusher: relaxed
+ * atomics, as the flusher takes them once the thread has ended, after the
+ * acquire load of its state.  The unowned ones are shared: atomic adds. */
+static void count_lost(struct ta_thread *t, enum ta_lost_cause cause)
 {
-	if (t)
+	if (t) {
+		__atomic_store_n(&t->lost_by[cause],
+				 __atomic_load_n(&t->lost_by[cause], __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELAXED);
 		__atomic_store_n(&t->lost, __atomic_load_n(&t->lost, __ATOMIC_RELAXED) + 1,
 				 __ATOMIC_RELAXED);
-	else
+	} else {
+		__atomic_add_fetch(&ta_lost_unowned_by[cause], 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&ta_lost_unowned, 1, __ATOMIC_RELAXED);
+	}
 }
 
 /*
@@ -398,7 +411,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 			 * again. */
 			if (!t->drop_count++)
 				t->drop_ticks = ticks;
-			count_lost(t);
+			count_lost(t, TA_LOST_DROPPED);
 			ta_flusher_kick();
 			return NULL;
 		}
@@ -500,22 +513,69 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
  */
 #define NEST_MAX 256
 static __thread struct ta_rec nest_buf[NEST_MAX] __attribute__((tls_model("initial-exec")));
+/*
+ * The reserve beyond nest_buf (issue 20): a storm of handlers inside one
+ * slow path (a thread waiting at the memory cap, or starved by handlers
+ * that run back to back, as under qemu-user) puts aside far more than 256
+ * slots, and in lossless mode none may be dropped.  A handler cannot
+ * malloc, but mmap is a system call, safe in a handler: the first push past
+ * nest_buf maps NEST_RESERVE slots of address space (MAP_NORESERVE: only
+ * the pages written become resident), slots NEST_MAX on; it stays mapped,
+ * for the thread's next storm, until the thread exits.  Beyond it events
+ * are counted lost (TA_LOST_NESTED).
+ */
+#define NEST_RESERVE (1u << 20) /* slots: 16 MiB of address space */
+static __thread struct ta_rec *nest_more __attribute__((tls_model("initial-exec")));
 static __thread uint32_t nest_n __attribute__((tls_model("initial-exec")));
 static __thread struct ta_block *nest_block __attribute__((tls_model("initial-exec")));
 static __thread uint32_t nest_limit __attribute__((tls_model("initial-exec")));
+
+/* Slot i of the events put aside: nest_buf, then the reserve. */
+static inline struct ta_rec *nest_slot(uint32_t i)
+{
+	return i < NEST_MAX ? &nest_buf[i] : &nest_more[i - NEST_MAX];
+}
+
+/* The reserve, mapped on first use; NULL if it cannot be.  Only this thread
+ * and its handlers install it: a handler that maps it while the code it
+ * interrupted is between its mmap and its exchange wins, and the loser
+ * unmaps its own.  Relaxed: nothing but this thread reads the pointer, and
+ * its handlers see its stores in program order. */
+static struct ta_rec *nest_reserve(void)
+{
+	struct ta_rec *m = __atomic_load_n(&nest_more, __ATOMIC_RELAXED);
+	struct ta_rec *none = NULL;
+	void *p;
+
+	if (m)
+		return m;
+	p = mmap(NULL, (size_t)NEST_RESERVE * sizeof(struct ta_rec), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (!__atomic_compare_exchange_n(&nest_more, &none, (struct ta_rec *)p, 0,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		munmap(p, (size_t)NEST_RESERVE * sizeof(struct ta_rec));
+		return none;
+	}
+	return p;
+}
 
 static void nest_push(struct ta_thread *t, struct ta_block *b, const struct ta_rec *r, uint32_t cnt)
 {
 	/* An atomic add: a handler nested in this one takes the next slots. */
 	uint32_t i = __atomic_fetch_add(&nest_n, cnt, __ATOMIC_RELAXED);
 
-	if (i + cnt > NEST_MAX) {
+	if (i + cnt > NEST_MAX && (i + cnt > NEST_MAX + NEST_RESERVE || !nest_reserve())) {
+		/* Handlers nested in this one that came to this point have
+		 * given their slots back already (they ran to their end), so
+		 * ours are the last: nest_n is as before the add. */
 		__atomic_fetch_sub(&nest_n, cnt, __ATOMIC_RELAXED);
-		count_lost(t);
+		count_lost(t, TA_LOST_NESTED);
 		return;
 	}
 	for (uint32_t k = 0; k < cnt; k++)
-		nest_buf[i + k] = r[k];
+		*nest_slot(i + k) = r[k];
 	if (b != &busy_block && !nest_block) {
 		/* The interrupted hook is in its fast path on b: send its
 		 * thread's next event to the slow path.  (In the slow path,
@@ -536,14 +596,22 @@ static struct ta_block *nest_drain(struct ta_thread *t, struct ta_block *b)
 
 	for (;;) {
 		while (done < (n = __atomic_load_n(&nest_n, __ATOMIC_RELAXED))) {
-			uint32_t cnt = group_slots(&nest_buf[done]);
+			/* A group may straddle nest_buf's end: gathered here. */
+			struct ta_rec g[1 + TA_RAW_EXT_SLOTS(TA_EXT_MAX_VALUES)];
+			uint32_t cnt = group_slots(nest_slot(done));
 
 			if (cnt > n - done)
 				cnt = n - done; /* cannot happen: groups go in whole */
+			if (cnt > sizeof(g) / sizeof(g[0]))
+				cnt = sizeof(g) / sizeof(g[0]); /* nor this */
+			for (uint32_t k = 0; k < cnt; k++)
+				g[k] = *nest_slot(done + k);
 			if (b && !is_idle(b))
-				b = append(t, b, &nest_buf[done], cnt, 0);
+				b = append(t, b, g, cnt, 0);
 			else
-				count_lost(t);
+				/* No ring to append them to: the thread never
+				 * got one, or the agent stopped meanwhile. */
+				count_lost(t, t ? TA_LOST_STOPPED : TA_LOST_NO_RING);
 			done += cnt;
 		}
 		/* Reset, unless a handler added one meanwhile. */
@@ -594,7 +662,7 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	if (!t) {
 		t = self = thread_register(r[0].ticks);
 		if (!t) {
-			count_lost(NULL);
+			count_lost(NULL, TA_LOST_NO_RING);
 			b = &idle_block;
 			/* Events handlers put aside, now or before, have no
 			 * ring either: they are counted below. */
@@ -607,8 +675,11 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	}
 	if (TA_UNLIKELY(nest_n))
 		b = nest_drain(t, b);
-	if (b)
+	if (b) {
 		b = append(t, b, r, cnt, 1);
+		if (!b) /* the agent stopped while it waited for a block */
+			count_lost(t, TA_LOST_STOPPED);
+	}
 	if (b && TA_UNLIKELY(nest_n)) /* handlers that ran during the append */
 		b = nest_drain(t, b);
 	if (!b)
@@ -722,6 +793,13 @@ void ta_thread_exit(void)
 	__atomic_store_n(&t->state, TA_T_EXITED, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ta_cur = &idle_block;
+	/* Handlers no longer put events aside (the idle placeholder sends
+	 * them to a slow path that is not nested): the reserve can go. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (nest_more && !__atomic_load_n(&nest_n, __ATOMIC_RELAXED)) {
+		munmap(nest_more, (size_t)NEST_RESERVE * sizeof(struct ta_rec));
+		nest_more = NULL;
+	}
 }
 
 void ta_thread_set_name(unsigned long handle, const char *name)
@@ -828,6 +906,7 @@ void ta_ring_fork_child(void)
 	live_threads = 0;
 	/* The parent's count: the child reports only its own losses. */
 	ta_lost_unowned = 0;
+	memset(ta_lost_unowned_by, 0, sizeof(ta_lost_unowned_by));
 	for (struct ta_thread *t = ta_threads; t; t = t->all_next) {
 		t->drain = NULL;
 		t->consume_lock = 0;

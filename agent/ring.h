@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "compiler.h"
+#include "format.h"
 
 /* Bit 63 of a recorded address marks an exit (the format's raw events). */
 #define TA_REC_EXIT TA_RAW_EXIT
@@ -254,6 +255,8 @@ struct ta_thread {
 
 	/* Written by the thread, read by the flusher (relaxed atomics). */
 	uint64_t lost;       /* events it could not record */
+	/* The same by cause (format.h's TA_LOST_*), summing to lost. */
+	uint64_t lost_by[TA_LOST_NCAUSES];
 	uint64_t wait_ticks; /* time spent waiting at the memory cap */
 	uint64_t end_ticks;  /* when it exited (before TA_T_EXITED) */
 
@@ -318,8 +321,10 @@ int ta_thread_traced(void) TA_HIDDEN;
 void ta_thread_set_name(unsigned long handle, const char *name) TA_HIDDEN;
 /* Parent tid to record for the calling thread (pthread_create wrapper). */
 void ta_thread_set_parent(uint64_t ptid) TA_HIDDEN;
-/* Events lost before a thread had a ring (nested in the slow path). */
+/* Events lost by threads that could not get a ring (in no thread's count),
+ * in all and by cause (format.h's TA_LOST_*). */
 extern uint64_t ta_lost_unowned TA_HIDDEN;
+extern uint64_t ta_lost_unowned_by[TA_LOST_NCAUSES] TA_HIDDEN;
 
 /* Nonzero while the agent itself runs on this thread (its slow paths, its
  * wrappers' own work, the flusher thread, a thread after its registration

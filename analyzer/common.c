@@ -93,6 +93,35 @@ uint64_t ta_thread_lost(const struct ta_thread *t)
 	return t->lost > t->end_lost ? t->lost : t->end_lost;
 }
 
+const char *ta_fmt_lost_by(char *buf, size_t n, const uint64_t *by)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (unsigned c = 0; c <= TA_LOST_NCAUSES && len < n; c++) {
+		int w;
+
+		if (!by[c])
+			continue;
+		w = snprintf(buf + len, n - len, "%s%s %" PRIu64, len ? ", " : "",
+			     c < TA_LOST_NCAUSES ? ta_lost_cause_name(c) : "other", by[c]);
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+	return buf;
+}
+
+void ta_print_lost_by_json(const uint64_t *by)
+{
+	putchar('{');
+	for (unsigned c = 0; c < TA_LOST_NCAUSES; c++)
+		printf("%s\"%s\": %" PRIu64, c ? ", " : "", ta_lost_cause_name(c), by[c]);
+	if (by[TA_LOST_NCAUSES])
+		printf(", \"other\": %" PRIu64, by[TA_LOST_NCAUSES]);
+	putchar('}');
+}
+
 uint64_t ta_process_lost_no_ring(const struct ta_session *s, const struct ta_process *p)
 {
 	uint64_t threads = 0;
@@ -115,6 +144,8 @@ static void count(struct ta_view *v)
 	}
 	for (size_t i = 0; i < v->s->nprocs; i++) {
 		end_lost += v->s->procs[i]->end_lost;
+		for (unsigned c = 0; c <= TA_LOST_NCAUSES; c++)
+			v->lost_by[c] += v->s->procs[i]->end_lost_by[c];
 		v->lost_no_ring += ta_process_lost_no_ring(v->s, v->s->procs[i]);
 	}
 	v->lost = lost > end_lost ? lost : end_lost;
@@ -187,9 +218,14 @@ void ta_view_warnings(struct ta_view *v)
 	/* Damage was reported already, and explains the rest. */
 	if (why && !s->errors_all && !v->fatal[0])
 		ta_view_warn(v, "incomplete dump: %s", why);
-	if (v->lost)
-		ta_view_warn(v, "%" PRIu64 " events were lost (the agent could not record them)",
-			     v->lost);
+	if (v->lost) {
+		char by[160];
+
+		ta_fmt_lost_by(by, sizeof(by), v->lost_by);
+		ta_view_warn(v,
+			     "%" PRIu64 " events were lost (the agent could not record them)%s%s",
+			     v->lost, by[0] ? "; by cause: " : "", by);
+	}
 	if (v->lost_no_ring)
 		ta_view_warn(v,
 			     "%" PRIu64 " events lost by threads that could not get a ring (memory "

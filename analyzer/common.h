@@ -29,6 +29,9 @@ struct ta_view {
 	 * the pool empty when they started), which the END chunk counts but
 	 * no thread does. */
 	uint64_t lost_no_ring;
+	/* Of lost, by cause as the processes' END chunks say (format.h's
+	 * TA_LOST_*; the last entry: causes of a later format version). */
+	uint64_t lost_by[TA_LOST_NCAUSES + 1];
 	/* Names made up for addresses outside every module. */
 	char **own;
 	size_t nown, own_cap;
@@ -193,6 +196,11 @@ void ta_fn_table_free(struct ta_fn_table *t);
 
 /* Lost events of a thread: what it counted, or what its end said. */
 uint64_t ta_thread_lost(const struct ta_thread *t);
+/* "nested 72, stopped 3": the nonzero counts of by (TA_LOST_NCAUSES + 1
+ * entries, the last "other") into buf; "" when all are 0. */
+const char *ta_fmt_lost_by(char *buf, size_t n, const uint64_t *by);
+/* The same as a JSON object of every cause, "other" only when nonzero. */
+void ta_print_lost_by_json(const uint64_t *by);
 /* Events process p lost in threads that never got a ring: its END total
  * less what its threads count. */
 uint64_t ta_process_lost_no_ring(const struct ta_session *s, const struct ta_process *p);

@@ -316,6 +316,8 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		printf(" (%" PRIu64 " by threads that could not get a ring)",
 		       ta_process_lost_no_ring(s, p));
 	putchar('\n');
+	if (c.lost && ta_fmt_lost_by(b[0], sizeof(b[0]), p->end_lost_by)[0])
+		printf("  lost by:     %s\n", b[0]);
 	if (p->has_end)
 		printf("  end:         present (%" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
 		       " threads, by the writer)%s\n",
@@ -376,6 +378,8 @@ static void print_text(struct ta_view *v)
 	if (v->lost_no_ring)
 		printf(" (%" PRIu64 " by threads that could not get a ring)", v->lost_no_ring);
 	putchar('\n');
+	if (v->lost && ta_fmt_lost_by(b[0], sizeof(b[0]), v->lost_by)[0])
+		printf("lost by cause: %s\n", b[0]);
 	printf("duration:      %s\n", ta_fmt_time(b[0], sizeof(b[0]), ta_session_duration_ns(s)));
 	printf("processes:     %zu\n", s->nprocs);
 	printf("errors:        %" PRIu64 "\n", s->errors_all + (v->fatal[0] ? 1 : 0));
@@ -473,8 +477,10 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	else
 		printf("    \"settings\": null,\n");
 	printf("    \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_no_ring\": %" PRIu64
-	       ", \"chunks_missing\": %" PRIu64 ",\n",
+	       ", \"chunks_missing\": %" PRIu64 ", \"lost_by_cause\": ",
 	       c.events, c.lost, ta_process_lost_no_ring(s, p), p->chunks_missing);
+	ta_print_lost_by_json(p->end_lost_by);
+	printf(",\n");
 	if (p->crash)
 		json_crash(v, p);
 	else
@@ -560,8 +566,11 @@ static void print_json(struct ta_view *v)
 	else
 		printf("null");
 	printf(",\n \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_no_ring\": %" PRIu64
-	       ", \"threads\": %zu, \"duration_ns\": %" PRIu64 ",\n \"processes\": [",
-	       v->events, v->lost, v->lost_no_ring, s->nthreads, ta_session_duration_ns(s));
+	       ", \"lost_by_cause\": ",
+	       v->events, v->lost, v->lost_no_ring);
+	ta_print_lost_by_json(v->lost_by);
+	printf(", \"threads\": %zu, \"duration_ns\": %" PRIu64 ",\n \"processes\": [",
+	       s->nthreads, ta_session_duration_ns(s));
 	for (size_t i = 0; i < s->nprocs; i++) {
 		printf("%s\n  ", i ? "," : "");
 		json_process(v, s->procs[i]);

@@ -353,6 +353,8 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 	       ta_view_incomplete(&r->v) ? "false" : "true", r->v.events, s->nthreads, r->v.lost,
 	       r->v.lost_no_ring, s->nprocs, ta_session_duration_ns(s));
 	ta_json_errors(stdout, &r->v);
+	printf(",\n  \"lost_by_cause\": ");
+	ta_print_lost_by_json(r->v.lost_by);
 	/* Every process recorded (a forked child writes into its parent's
 	 * dump): the functions above are summed over them, or --pid's. */
 	printf(",\n  \"process_list\": [");

@@ -73,6 +73,10 @@ struct ta_process {
 	 * dump with a PROCESS chunk of the same pid); flags are the last. */
 	uint64_t end_ticks, end_ns, end_events, end_lost, end_threads, end_flags;
 	uint64_t base_events, base_lost, base_threads; /* of the images before */
+	/* end_lost by cause (END's trailing counts, since 1.4; format.h's
+	 * TA_LOST_*, the last entry the causes of a later version), summed
+	 * over the images like end_lost. */
+	uint64_t end_lost_by[TA_LOST_NCAUSES + 1], base_lost_by[TA_LOST_NCAUSES + 1];
 	/* The executable of each image, in order (exe is the last). */
 	char **images;
 	size_t nimages;

@@ -651,6 +651,20 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 	p->end_lost = p->base_lost + v[3];
 	p->end_threads = p->base_threads + v[4];
 	p->end_flags = v[5];
+	/* 1.4: the lost events by cause; absent in older dumps (all 0). */
+	memcpy(p->end_lost_by, p->base_lost_by, sizeof(p->end_lost_by));
+	if (r->p < r->end) {
+		uint64_t n, c;
+
+		ta_get_varint(r, &n);
+		for (uint64_t i = 0; i < n && !r->err; i++) {
+			if (ta_get_varint(r, &c) < 0)
+				break;
+			p->end_lost_by[i < TA_LOST_NCAUSES ? i : TA_LOST_NCAUSES] += c;
+		}
+		if (r->err)
+			return -TA_E_PAYLOAD;
+	}
 	p->has_end = 1;
 	ta_sess_note_ticks(p, p->end_ticks);
 	return 0;
@@ -716,6 +730,7 @@ static int new_image(struct ta_session *s, struct ta_process *p)
 	if (p->has_end) {
 		p->base_events = p->end_events;
 		p->base_lost = p->end_lost;
+		memcpy(p->base_lost_by, p->end_lost_by, sizeof(p->base_lost_by));
 		p->base_threads = p->end_threads;
 	}
 	p->has_end = 0;

@@ -146,6 +146,18 @@ const char *ta_chunk_type_name(unsigned type)
 	return "unknown";
 }
 
+const char *ta_lost_cause_name(unsigned cause)
+{
+	switch (cause) {
+#define TA_X(name, value, str)                                                                     \
+	case value:                                                                                \
+		return str;
+		TA_LOST_CAUSES(TA_X)
+#undef TA_X
+	}
+	return "unknown";
+}
+
 /* ---- file and chunk headers -------------------------------------------------- */
 
 void ta_file_header_encode(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid)

@@ -23,7 +23,7 @@
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
 #define TA_FORMAT_MAJOR 1 /* incompatible changes */
-#define TA_FORMAT_MINOR 3 /* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MINOR 4 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -149,6 +149,27 @@ enum ta_ext_kind {
 	TA_EXT_LONGJMP = 9, /* jmp_buf address, frames popped (see ta_ctl_apply) */
 	TA_EXT_CATCH = 10   /* catcher's start address, frames popped[, activations] */
 };
+
+/*
+ * Why events were lost (1.4): THREAD_END and END end with `u n` and n
+ * counts, one per cause in this order, summing to their `lost`.  A reader
+ * shows a cause it does not know by its number.
+ */
+#define TA_LOST_CAUSES(X)                                                                          \
+	X(DROPPED, 0, "dropped")  /* drop mode: no free block at the memory cap */               \
+	X(NO_RING, 1, "no-ring")  /* the thread could not get a ring */                          \
+	X(NESTED, 2, "nested")    /* signal handlers' events beyond the reserve put aside */     \
+	X(STOPPED, 3, "stopped")  /* the agent stopped before they could be appended */
+
+enum ta_lost_cause {
+#define TA_X(name, value, str) TA_LOST_##name = value,
+	TA_LOST_CAUSES(TA_X)
+#undef TA_X
+	TA_LOST_NCAUSES
+};
+
+/* The cause's name ("dropped", ...), or "unknown". */
+const char *ta_lost_cause_name(unsigned cause);
 
 /* Classes of interposed library functions (TA_CHUNK_LIBCALLS), as bits. */
 #define TA_LC_ALLOC 1u

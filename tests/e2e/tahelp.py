@@ -196,8 +196,8 @@ class Case(unittest.TestCase):
         # What a loss would need to be told apart: threads without a ring,
         # and the report's counts (the functions' calls are checked after).
         self.assertEqual(rep["lost"], 0,
-                         {k: rep.get(k) for k in ("lost", "lost_no_ring", "threads", "events",
-                                                  "processes", "duration_ns")})
+                         {k: rep.get(k) for k in ("lost", "lost_by_cause", "lost_no_ring", "threads",
+                                                  "events", "processes", "duration_ns")})
         self.assertEqual(rep["errors"], [])
         self.assertEqual(rep["processes"], processes)
         for f in rep["functions"]:

@@ -23,6 +23,25 @@ class SignalTest(tahelp.Case):
                 funcs = self.functions(rep)
                 self.assert_calls(funcs, {"main": 1, **counts})
 
+    def test_deep_handlers_in_a_hook(self):
+        """Issue 20: each timer signal's handler records ~800 events (and a
+        handler inside it as many), far more than the 256 slots put aside
+        for events nested in a hook; landing in a hook's claim or in its
+        slow path, they used to be counted lost (a few thousand a run).
+        Lossless: none may be."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                r = self.traced("preload", [self.prog("sigdeep-" + level), "1000000", "200"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                words = r.stdout.split()
+                counts = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+                self.assertGreater(counts["on_alarm"], 10)  # the storm happened
+                rep = self.report(r.dump)
+                self.assert_whole(rep, processes=1)
+                self.assertEqual(rep["lost"], 0, rep["lost_by_cause"])
+                funcs = self.functions(rep)
+                self.assert_calls(funcs, {"main": 1, **counts})
+
 
 if __name__ == "__main__":
     tahelp.main()
