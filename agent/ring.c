@@ -514,7 +514,7 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
 #define NEST_MAX 256
 static __thread struct ta_rec nest_buf[NEST_MAX] __attribute__((tls_model("initial-exec")));
 /*
- * The reserve beyond nest_buf (issue 20): a storm of handlers inside one
+ * The reserve beyond nest_buf: a storm of handlers inside one
  * slow path (a thread waiting at the memory cap, or starved by handlers
  * that run back to back, as under qemu-user) puts aside far more than 256
  * slots, and in lossless mode none may be dropped.  A handler cannot

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sigdeep.c - signal handlers that record far more events than the agent's
- * small buffer for nested events holds (issue 20): a timer signal every
+ * small buffer for nested events holds: a timer signal every
  * 2 ms lands in the middle of the main loop's hooks or in their slow path
  * (run with tiny blocks, the slow path comes every few hundred events), and
  * its handler makes a deep recursion and raises a second signal whose
