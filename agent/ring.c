@@ -218,16 +218,30 @@ static void add_wait(struct ta_thread *t, uint64_t t0)
  * and a producer that only waited would leave a core idle.  If the flusher
  * is draining this ring right now, the thread gives it the CPU instead, for
  * at most ~2 ms a block.  The time either way is the thread's wait time. */
+static __thread int self_draining __attribute__((tls_model("initial-exec")));
+
 static void throttle(struct ta_thread *t)
 {
 	uint64_t t0;
+	int helped;
 
 	uint32_t mark = pool_high_water + 2 * __atomic_load_n(&live_threads, __ATOMIC_RELAXED);
 
 	if (TA_LIKELY(__atomic_load_n(&pool_in_use, __ATOMIC_RELAXED) <= mark))
 		return;
+	/* A signal handler that interrupted this thread's own drain (below):
+	 * the code it interrupted holds the ring, so neither the handler nor
+	 * the flusher can drain it before the handler returns.  Waiting would
+	 * only delay that; with handlers back to back (a timer faster than
+	 * they run), for ever. */
+	if (self_draining)
+		return;
 	t0 = ta_ticks();
-	if (!ta_flusher_help(t)) {
+	/* Plain TLS: a handler sees this thread's stores in program order. */
+	self_draining = 1;
+	helped = ta_flusher_help(t);
+	self_draining = 0;
+	if (!helped) {
 		ta_flusher_kick();
 		for (int i = 0; i < 40; i++) {
 			struct timespec ts = {0, 50000};
