@@ -51,7 +51,12 @@ class SleepTest(tahelp.Case):
                     # (each converted to ns on its own: within 1 ns a call)
                     self.assertLessEqual(abs(nap["self_ns"] + ns["total_ns"] - nap["total_ns"]),
                                          5)
-                    self.assertLess(nap["self_ns"], nap["total_ns"] * 0.02)
+                    # Nearly all of nap's time is the sleep's.  Emulated,
+                    # the few instructions around it are translated by qemu
+                    # as they first run: up to ~0.8 ms a call was seen
+                    # (3.7% of the naps), so 10% there.
+                    share = 0.10 if tahelp.EMULATED else 0.02
+                    self.assertLess(nap["self_ns"], nap["total_ns"] * share)
 
     def test_nap_without_libcalls(self):
         """Without library calls, sleeping is the nap's own time."""
