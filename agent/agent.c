@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "api.h"
 #include "clock.h"
 #include "crash.h"
 #include "dump.h"
@@ -43,7 +44,7 @@ void ta_libcalls_enable(int on)
 	/* Relaxed: an interposer that sees the classes late or early only
 	 * records a call more or less; the ring's own state check (acquire,
 	 * in its slow path) decides whether anything is written. */
-	__atomic_store_n(&ta_lc_on, on ? ta_cfg.libcalls : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ta_lc_on, on ? ta_cfg.libcalls & ta_api_lc_mask() : 0, __ATOMIC_RELAXED);
 }
 
 void ta_warn(const char *fmt, ...)
@@ -162,6 +163,7 @@ static int restart_in_child(void)
 	ta_dump_modules(t0, t0);
 	if (ta_cfg.libcalls && ta_libcalls_dump)
 		ta_libcalls_dump();
+	ta_api_write(1);
 	err = ta_flusher_start();
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread in process %d: %s; not tracing it",
@@ -229,6 +231,7 @@ static int start(void)
 	ta_dump_modules(t0, t0);
 	if (ta_cfg.libcalls && ta_libcalls_dump)
 		ta_libcalls_dump();
+	ta_api_start();
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	/* Registered now, before the program's own (if it registers after its
 	 * first instrumented call), so it runs after them: quick_exit leaves
@@ -339,6 +342,7 @@ void ta_agent_shutdown(void)
 	/* Library calls made from here on (later destructors, other
 	 * threads) go straight to libc. */
 	ta_libcalls_enable(0);
+	ta_api_stop();
 	TA_GUARD_ENTER();
 	ta_flusher_stop();
 	/* The exiting thread's own frames are done: end its ring so that it

@@ -23,6 +23,7 @@
 #include "agent.h"
 #include "clock.h"
 #include "dump.h"
+#include "api.h"
 #include "flusher.h"
 #include "format.h"
 #include "ring.h"
@@ -143,6 +144,9 @@ static void flush_chunk(struct ta_flush_state *fs)
 	if (!fs->enc.open)
 		return;
 	ta_encoder_end(&fs->enc, &p, &len);
+	/* The sites its events name go before it (a view can name them as
+	 * the dump goes by). */
+	ta_api_write(0);
 	ta_dump_chunk_z(TA_CHUNK_EVENTS, p, len, &fs->z);
 }
 

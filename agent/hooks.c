@@ -3,12 +3,14 @@
  * hooks.c - the entry points -finstrument-functions calls.
  *
  * Each is ta_record() inlined: one TLS load, a counter read, a check,
- * two stores of the slot and two of the head.  See ring.h for the
+ * two stores of the slot and two of the head; before it, a load and a
+ * branch on ta_fn_gate (the `functions` channel, api.h).  See ring.h for the
  * protocol and HOTPATH.md beside this file for the code the compiler makes
  * of it.
  */
 #include <stdint.h>
 
+#include "api.h"
 #include "ring.h"
 
 #define TA_PUBLIC __attribute__((visibility("default"), no_instrument_function))
@@ -19,11 +21,13 @@ TA_PUBLIC void __cyg_profile_func_exit(void *fn, void *call_site);
 void __cyg_profile_func_enter(void *fn, void *call_site)
 {
 	(void)call_site;
-	ta_record((uint64_t)(uintptr_t)fn);
+	if (ta_fn_on())
+		ta_record((uint64_t)(uintptr_t)fn);
 }
 
 void __cyg_profile_func_exit(void *fn, void *call_site)
 {
 	(void)call_site;
-	ta_record((uint64_t)(uintptr_t)fn | TA_REC_EXIT);
+	if (ta_fn_on())
+		ta_record((uint64_t)(uintptr_t)fn | TA_REC_EXIT);
 }

@@ -375,6 +375,11 @@ static void count_lost(struct ta_thread *t, enum ta_lost_cause cause)
 	}
 }
 
+void ta_lost_here(unsigned cause)
+{
+	count_lost(self, (enum ta_lost_cause)cause);
+}
+
 /*
  * Flight mode: when the thread holds its quota (or the pool is dry), its
  * oldest block becomes its newest and the events in it are gone; the

@@ -71,6 +71,9 @@ void ta_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN __attribute__((noin
  * agent is not re-entered (it is called from the agent's own wrappers). */
 void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n) TA_HIDDEN;
 
+/* Counts one event of the calling thread lost for cause (TA_LOST_*). */
+void ta_lost_here(unsigned cause) TA_HIDDEN;
+
 /* ta_record_ext_exit's out-of-line path: the EXT event through
  * ta_record_ext, then the exit through ta_record (ring.c). */
 void ta_record_ext_exit_slow(uint64_t addr, uint32_t subtype, uint64_t a, uint64_t b, uint64_t c,

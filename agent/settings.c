@@ -129,12 +129,65 @@ static uint32_t libcalls_setting(void)
 	return mask;
 }
 
+/* A signal by name (USR1, USR2, HUP, PROF, with or without SIG) or
+ * real-time number; def when unset or not one of those (said). */
+static int signal_setting(const char *name, int def)
+{
+	const char *v = secure_getenv(name), *p = v;
+	int n = -1;
+
+	if (!v || !*v)
+		return def;
+	if (!strncmp(p, "SIG", 3))
+		p += 3;
+	if (!strcmp(p, "USR1"))
+		n = SIGUSR1;
+	else if (!strcmp(p, "USR2"))
+		n = SIGUSR2;
+	else if (!strcmp(p, "HUP"))
+		n = SIGHUP;
+	else if (!strcmp(p, "PROF"))
+		n = SIGPROF;
+	else {
+		char *end;
+		long l = strtol(p, &end, 10);
+		if (!*end && end != p && l >= SIGRTMIN && l <= SIGRTMAX)
+			n = (int)l;
+	}
+	if (n < 0) {
+		if (def)
+			ta_warn("%s='%s' is not USR1, USR2, HUP, PROF or a real-time signal number; "
+				"using %s",
+				name, v, def == SIGUSR2 ? "SIGUSR2" : "the default");
+		else
+			ta_warn("%s='%s' is not USR1, USR2, HUP, PROF or a real-time signal number; "
+				"no signal",
+				name, v);
+		return def;
+	}
+	return n;
+}
+
+/* A string setting, cut to size (said). */
+static void string_setting(const char *name, char *out, size_t size)
+{
+	const char *v = secure_getenv(name);
+
+	out[0] = 0;
+	if (!v)
+		return;
+	if (strlen(v) >= size) {
+		ta_warn("%s is longer than %zu bytes; ignored", name, size - 1);
+		return;
+	}
+	strcpy(out, v);
+}
+
 void ta_settings_load(struct ta_settings *s)
 {
 	const char *out = secure_getenv("TRACEAGENT_OUTPUT");
 	const char *fl = secure_getenv("TRACEAGENT_FLUSH_MS");
 	const char *mode = secure_getenv("TRACEAGENT_MODE");
-	const char *fsig = secure_getenv("TRACEAGENT_FLIGHT_SIGNAL");
 	uint64_t block = TA_DEFAULT_BLOCK, mem = TA_DEFAULT_MEMORY;
 
 	s->flush_ms = TA_DEFAULT_FLUSH_MS;
@@ -171,32 +224,10 @@ void ta_settings_load(struct ta_settings *s)
 	}
 	s->flight_bytes = TA_DEFAULT_FLIGHT;
 	size_setting("TRACEAGENT_FLIGHT_SIZE", 2 * block, 1ull << 40, &s->flight_bytes);
-	s->flight_signal = SIGUSR2;
-	if (fsig && *fsig) {
-		int n = -1;
-		if (!strncmp(fsig, "SIG", 3))
-			fsig += 3;
-		if (!strcmp(fsig, "USR1"))
-			n = SIGUSR1;
-		else if (!strcmp(fsig, "USR2"))
-			n = SIGUSR2;
-		else if (!strcmp(fsig, "HUP"))
-			n = SIGHUP;
-		else if (!strcmp(fsig, "PROF"))
-			n = SIGPROF;
-		else {
-			char *end;
-			long v = strtol(fsig, &end, 10);
-			if (!*end && end != fsig && v >= SIGRTMIN && v <= SIGRTMAX)
-				n = (int)v;
-		}
-		if (n < 0)
-			ta_warn("TRACEAGENT_FLIGHT_SIGNAL='%s' is not USR1, USR2, HUP, PROF or a "
-				"real-time signal number; using SIGUSR2",
-				secure_getenv("TRACEAGENT_FLIGHT_SIGNAL"));
-		else
-			s->flight_signal = n;
-	}
+	s->flight_signal = signal_setting("TRACEAGENT_FLIGHT_SIGNAL", SIGUSR2);
+	s->channel_signal = signal_setting("TRACEAGENT_CHANNEL_SIGNAL", 0);
+	string_setting("TRACEAGENT_CHANNELS", s->channels, sizeof(s->channels));
+	string_setting("TRACEAGENT_CHANNELS_ALT", s->channels_alt, sizeof(s->channels_alt));
 	s->libcalls = libcalls_setting();
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;

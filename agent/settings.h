@@ -27,6 +27,9 @@ struct ta_settings {
 	uint64_t memory_cap;   /* TRACEAGENT_MEMORY */
 	uint32_t flush_ms;     /* TRACEAGENT_FLUSH_MS */
 	uint32_t libcalls;     /* TRACEAGENT_LIBCALLS: TA_LC_* classes */
+	char channels[1024];     /* TRACEAGENT_CHANNELS ("" = all) */
+	char channels_alt[1024]; /* TRACEAGENT_CHANNELS_ALT */
+	int channel_signal;      /* TRACEAGENT_CHANNEL_SIGNAL, 0 = none */
 };
 
 #define TA_DEFAULT_OUTPUT   "traceagent.%p.trace"

@@ -285,18 +285,23 @@ static const char *own_name(struct ta_view *v, uint64_t addr)
 
 void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_name *out)
 {
-	const struct ta_process *p = ta_session_process(v->s, pid);
+	struct ta_process *p = ta_session_process(v->s, pid);
 	/* addr is the session's key: the address, tagged when a module was
 	 * unloaded there (the module found is the one mapped then). */
 	const uint64_t key = addr;
+	const struct ta_site *site = p && p->nsites ? ta_process_site(p, ta_process_addr(p, key)) : NULL;
 	const struct ta_libcall *lc =
-	    p && p->nlibcalls ? ta_process_libcall(p, ta_process_addr(p, key)) : NULL;
+	    p && p->nlibcalls && !site ? ta_process_libcall(p, ta_process_addr(p, key)) : NULL;
 	/* Without a resolver (the fuzzer's views), addresses stay numbers. */
-	const struct ta_module *m = p && !lc && v->res ? ta_process_module_at(p, key) : NULL;
+	const struct ta_module *m = p && !lc && !site && v->res ? ta_process_module_at(p, key) : NULL;
 
 	if (p)
 		addr = ta_process_addr(p, addr);
-	if (lc) {
+	if (site) {
+		out->name = site->name[0] ? site->name : "(zone)";
+		out->module = TA_ZONE_MODULE;
+		out->offset = site->id;
+	} else if (lc) {
 		out->name = lc->name;
 		out->module = TA_LIBCALL_MODULE;
 		out->offset = lc->index;

@@ -79,6 +79,14 @@ static inline int ta_fn_is_libcall(const struct ta_fn_name *f)
 	return f->module[0] == '[' && !strcmp(f->module, TA_LIBCALL_MODULE);
 }
 
+/* The module of a zone of the manual API (its offset: the site's id, the
+ * same in every process). */
+#define TA_ZONE_MODULE "[zone]"
+static inline int ta_fn_is_zone(const struct ta_fn_name *f)
+{
+	return f->module[0] == '[' && !strcmp(f->module, TA_ZONE_MODULE);
+}
+
 /* Names the function at addr in process pid.  Never fails: the strings
  * live as long as the view. */
 void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_name *out);

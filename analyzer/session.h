@@ -52,6 +52,23 @@ struct ta_libcall {
 			   of one agent build */
 };
 
+/* A call site of the manual API (SITES chunk, since 1.5). */
+struct ta_site {
+	uint64_t addr;
+	uint32_t kind;    /* enum ta_site_kind */
+	uint32_t channel; /* id in the process's channels */
+	uint32_t line;
+	char *name, *file;
+	uint64_t id;  /* of (kind, name, file, line): the same site in every process */
+	uint64_t seq; /* order of description: a later one replaces an earlier */
+};
+
+/* A channel (CHANNELS chunk, since 1.5). */
+struct ta_channel {
+	char *name; /* NULL: no CHANNELS chunk named this id */
+	int on;	    /* its state when first described */
+};
+
 struct ta_modrange {
 	uint64_t start, end;
 	const struct ta_module *m;
@@ -100,6 +117,14 @@ struct ta_process {
 	struct ta_libcall *libcalls;
 	size_t nlibcalls;
 	uint64_t libcall_classes; /* the classes recorded (TA_LC_*) */
+
+	/* The manual API's call sites (sorted by address on demand: see
+	 * ta_process_site) and channels by id. */
+	struct ta_site *sites;
+	size_t nsites, sites_cap;
+	int sites_sorted;
+	uint64_t sites_seq;
+	struct ta_channel channels[TA_CHANNELS_MAX];
 
 	/* Address -> module, sorted by start, built by ta_session_finish. */
 	struct ta_modrange *map;
@@ -280,6 +305,14 @@ void ta_session_error(struct ta_session *s, int code, const struct ta_chunk *c, 
 void ta_session_finish(struct ta_session *s);
 
 struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid);
+
+/* The call site described at addr (the latest description), or NULL.
+ * Callable while the dump is read: sites described later are not found
+ * yet. */
+const struct ta_site *ta_process_site(struct ta_process *p, uint64_t addr);
+/* A channel's name ("channel-N" for an id no chunk named: static buffer
+ * per call, copy it) */
+const char *ta_process_channel_name(const struct ta_process *p, uint32_t id, char buf[32]);
 
 /* The interposed function whose zones are at addr, or NULL. */
 const struct ta_libcall *ta_process_libcall(const struct ta_process *p, uint64_t addr);

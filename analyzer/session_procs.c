@@ -9,6 +9,7 @@
  */
 #include "session_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,158 @@ static struct ta_process *process_get(struct ta_session *s, uint32_t pid)
 	return p;
 }
 
+/* FNV-1a over a site's identity. */
+static uint64_t site_id(const struct ta_site *st)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const char *parts[2] = {st->name, st->file};
+	uint32_t nums[2] = {st->kind, st->line};
+
+	for (int k = 0; k < 2; k++) {
+		for (const char *c = parts[k]; *c; c++)
+			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+		h = (h ^ 0xff) * 0x100000001b3ull;
+		for (int b = 0; b < 4; b++)
+			h = (h ^ ((nums[k] >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* u count, count x (u addr, u kind, u channel, str name, str file, u line). */
+static int sites_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t n;
+
+	/* Each entry takes six bytes at least. */
+	if (ta_get_varint(r, &n) < 0 || n > (uint64_t)(r->end - r->p) / 6)
+		return -TA_E_PAYLOAD;
+	for (uint64_t i = 0; i < n; i++) {
+		struct ta_site st = {0};
+		uint64_t kind = 0, ch = 0, line = 0;
+		int rc;
+
+		ta_get_varint(r, &st.addr);
+		ta_get_varint(r, &kind);
+		if (ta_get_varint(r, &ch) < 0)
+			return -TA_E_PAYLOAD;
+		if ((rc = get_str(r, &st.name)) < 0)
+			return rc;
+		if ((rc = get_str(r, &st.file)) < 0 || ta_get_varint(r, &line) < 0) {
+			free(st.name);
+			free(st.file);
+			return rc < 0 ? rc : -TA_E_PAYLOAD;
+		}
+		st.kind = kind > UINT32_MAX ? 0 : (uint32_t)kind;
+		st.channel = ch >= TA_CHANNELS_MAX ? TA_CHANNEL_USER : (uint32_t)ch;
+		st.line = line > UINT32_MAX ? UINT32_MAX : (uint32_t)line;
+		st.id = site_id(&st);
+		st.seq = p->sites_seq++;
+		if (p->nsites == p->sites_cap) {
+			size_t cap = p->sites_cap ? 2 * p->sites_cap : 64;
+			struct ta_site *ns = realloc(p->sites, cap * sizeof(*ns));
+			if (!ns) {
+				free(st.name);
+				free(st.file);
+				return -TA_E_NOMEM;
+			}
+			p->sites = ns;
+			p->sites_cap = cap;
+		}
+		p->sites[p->nsites++] = st;
+		p->sites_sorted = 0;
+	}
+	return 0;
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct ta_site *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+const struct ta_site *ta_process_site(struct ta_process *p, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!p->nsites)
+		return NULL;
+	if (!p->sites_sorted) {
+		size_t k = 0;
+
+		/* By address, and of one address only the latest description. */
+		qsort(p->sites, p->nsites, sizeof(*p->sites), site_cmp);
+		for (size_t i = 0; i < p->nsites; i++) {
+			if (k && p->sites[k - 1].addr == p->sites[i].addr) {
+				free(p->sites[k - 1].name);
+				free(p->sites[k - 1].file);
+				p->sites[k - 1] = p->sites[i];
+			} else {
+				p->sites[k++] = p->sites[i];
+			}
+		}
+		p->nsites = k;
+		p->sites_sorted = 1;
+	}
+	hi = p->nsites;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->sites[mid].addr == addr)
+			return &p->sites[mid];
+		if (p->sites[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* u count, count x (u id, str name, u on). */
+static int channels_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t n;
+
+	if (ta_get_varint(r, &n) < 0 || n > (uint64_t)(r->end - r->p) / 3)
+		return -TA_E_PAYLOAD;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t id = 0, on = 0;
+		char *name = NULL;
+		int rc;
+
+		ta_get_varint(r, &id);
+		if ((rc = get_str(r, &name)) < 0)
+			return rc;
+		if (ta_get_varint(r, &on) < 0) {
+			free(name);
+			return -TA_E_PAYLOAD;
+		}
+		/* The first description holds: it has the state at the start. */
+		if (id >= TA_CHANNELS_MAX || p->channels[id].name) {
+			free(name);
+			continue;
+		}
+		p->channels[id].name = name;
+		p->channels[id].on = on != 0;
+	}
+	return 0;
+}
+
+const char *ta_process_channel_name(const struct ta_process *p, uint32_t id, char buf[32])
+{
+	static const char *const builtin[TA_CHANNEL_FIRST_OWN] = {"functions", "user", "alloc",
+								   "lock",      "io",   "sleep"};
+
+	if (p && id < TA_CHANNELS_MAX && p->channels[id].name)
+		return p->channels[id].name;
+	if (id < TA_CHANNEL_FIRST_OWN)
+		return builtin[id];
+	snprintf(buf, 32, "channel-%u", id);
+	return buf;
+}
+
 static void patch_free(struct ta_patch *pt);
 
 void ta_sess_process_free(struct ta_process *p)
@@ -96,6 +249,13 @@ void ta_sess_process_free(struct ta_process *p)
 	for (size_t i = 0; i < p->nlibcalls; i++)
 		free(p->libcalls[i].name);
 	free(p->libcalls);
+	for (size_t i = 0; i < p->nsites; i++) {
+		free(p->sites[i].name);
+		free(p->sites[i].file);
+	}
+	free(p->sites);
+	for (size_t i = 0; i < TA_CHANNELS_MAX; i++)
+		free(p->channels[i].name);
 	free(p->map);
 	free(p->unloaded);
 	free(p);
@@ -803,6 +963,12 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_PATCH:
 		rc = patch_chunk(p, &r);
+		break;
+	case TA_CHUNK_SITES:
+		rc = sites_chunk(p, &r);
+		break;
+	case TA_CHUNK_CHANNELS:
+		rc = channels_chunk(p, &r);
 		break;
 	default:
 		s->unknown_chunks++; /* a later minor version's addition */

@@ -1097,3 +1097,35 @@ stop:
 	}
 	return n;
 }
+
+/* ---- texts in EXT values ---------------------------------------------------- */
+
+uint32_t ta_text_pack(uint64_t *v, uint64_t site, const char *text, uint32_t len, uint32_t flags)
+{
+	uint32_t n = TA_TEXT_VALUES(len);
+
+	v[0] = site;
+	v[1] = len;
+	v[2] = flags;
+	for (uint32_t i = 3; i < n; i++)
+		v[i] = 0;
+	for (uint32_t i = 0; i < len; i++)
+		v[3 + i / 8] |= (uint64_t)(uint8_t)text[i] << (8 * (i % 8));
+	return n;
+}
+
+int ta_text_unpack(const uint64_t *v, uint32_t n, char *out, uint32_t *flags)
+{
+	uint64_t len;
+
+	out[0] = 0;
+	if (n < 3 || v[1] > TA_TEXT_MAX || n < TA_TEXT_VALUES(v[1]))
+		return -1;
+	len = v[1];
+	for (uint64_t i = 0; i < len; i++)
+		out[i] = (char)(v[3 + i / 8] >> (8 * (i % 8)));
+	out[len] = 0;
+	if (flags)
+		*flags = (uint32_t)v[2];
+	return (int)len;
+}

@@ -23,7 +23,7 @@
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
 #define TA_FORMAT_MAJOR 1 /* incompatible changes */
-#define TA_FORMAT_MINOR 4 /* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MINOR 5 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -92,7 +92,9 @@ struct ta_chunk_header {
 	X(CRASH, 9, "crash")        /* a fatal signal: where and how */      \
 	X(MODULE_UNLOAD, 10, "module-unload") /* a MODULE went away */       \
 	X(PATCH, 11, "patch")       /* functions patched at load, refusals */ \
-	X(LIBCALLS, 12, "libcalls") /* the library functions interposed */
+	X(LIBCALLS, 12, "libcalls") /* the library functions interposed */   \
+	X(SITES, 13, "sites")       /* the manual API's call sites (1.5) */  \
+	X(CHANNELS, 14, "channels") /* the channels and their first state */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,
@@ -133,7 +135,7 @@ enum ta_event_kind {
  * EXT subtypes.  TA_EXT_LOST is followed by u count alone (1.0).  Every
  * other subtype (1.2) is followed by u n, then n u values, so a reader skips
  * the subtypes it does not know.  Numbers: 2-7 library calls, 8-11 control
- * flow (setjmp/longjmp, exceptions), 12-15 free.
+ * flow (setjmp/longjmp, exceptions), 12-19 the manual API (1.5).
  */
 enum ta_ext_kind {
 	TA_EXT_LOST = 1,    /* u count: events the agent could not record here */
@@ -147,8 +149,77 @@ enum ta_ext_kind {
 	TA_EXT_SLEEP = 7,   /* ns asked (TA_LC_FOREVER: no limit), result, errno */
 	TA_EXT_SETJMP = 8,  /* jmp_buf address (a setjmp family call) */
 	TA_EXT_LONGJMP = 9, /* jmp_buf address, frames popped (see ta_ctl_apply) */
-	TA_EXT_CATCH = 10   /* catcher's start address, frames popped[, activations] */
+	TA_EXT_CATCH = 10,  /* catcher's start address, frames popped[, activations] */
+	/* The manual API (1.5, include/traceagent.h).  A site is the address
+	 * a SITES chunk describes; a text is three values and the bytes
+	 * (ta_text_pack). */
+	TA_EXT_FRAME = 12,     /* site: the end of a frame of the site's set */
+	TA_EXT_COUNTER = 13,   /* site, type (TA_COUNTER_*), the value's 64 bits */
+	TA_EXT_MESSAGE = 14,   /* site, text */
+	TA_EXT_INSTANT = 15,   /* site */
+	TA_EXT_ZONE_TEXT = 16, /* 0, text: for the innermost open zone */
+	TA_EXT_ZONE_VALUE = 17,   /* value: for the innermost open zone */
+	TA_EXT_CHANNEL = 18,      /* channel id, 1 on / 0 off: a switch, here and now */
+	TA_EXT_ZONE_UNMATCHED = 19 /* site of a TA_ZONE_END with no zone begun */
 };
+
+/* TA_EXT_COUNTER's type. */
+#define TA_COUNTER_INT 0u    /* the bits are an int64_t */
+#define TA_COUNTER_DOUBLE 1u /* the bits are an IEEE-754 double */
+
+/*
+ * A text in EXT values (TA_EXT_MESSAGE, TA_EXT_ZONE_TEXT): after the site,
+ * u length, u flags (TA_TEXT_F_*), then the bytes 8 to a value, little-
+ * endian, the last value padded with zeros.  At most TA_TEXT_MAX bytes:
+ * the agent cuts longer texts there and sets TA_TEXT_F_CUT.
+ */
+#define TA_TEXT_MAX 992u /* TA_TEXT_VALUES(992) = TA_EXT_MAX_VALUES */
+#define TA_TEXT_F_CUT 1u
+#define TA_TEXT_VALUES(len) (3u + ((len) + 7u) / 8u)
+/* Fills v[0..TA_TEXT_VALUES(len)) with site, the text's first len bytes
+ * (len <= TA_TEXT_MAX) and flags; returns the count. */
+uint32_t ta_text_pack(uint64_t *v, uint64_t site, const char *text, uint32_t len,
+		      uint32_t flags);
+/* The text of n values v (an EXT event's) into out (TA_TEXT_MAX + 1 bytes,
+ * NUL-terminated); returns its length, or -1 when the values do not hold a
+ * text (a damaged or hostile dump). */
+int ta_text_unpack(const uint64_t *v, uint32_t n, char *out, uint32_t *flags);
+
+/*
+ * The manual API's call sites (SITES chunk, 1.5): u count, then per site
+ *   u addr (what the events carry), u kind (enum ta_site_kind), u channel
+ *   id (CHANNELS), str name, str file, u line.
+ * A zone's events are an enter and an exit of its addr, as a function's;
+ * the other kinds' are EXT events naming it.  A site is written once per
+ * process; an address may be described again later (a library unloaded
+ * and another loaded at its place): the later description holds from then.
+ */
+enum ta_site_kind {
+	TA_SITE_ZONE = 1,
+	TA_SITE_FRAME = 2,    /* name: the frame set */
+	TA_SITE_COUNTER = 3,
+	TA_SITE_MESSAGE = 4,
+	TA_SITE_INSTANT = 5,
+	TA_SITE_ZONE_END = 6, /* a TA_ZONE_END(): where one without a zone was */
+	TA_SITE_TEXT = 7,     /* a TA_ZONE_TEXT() or TA_ZONE_VALUE() */
+};
+#define TA_SITE_NAME_MAX 255u /* bytes the agent keeps of a name or file */
+
+/*
+ * Channels (CHANNELS chunk, 1.5): u count, then per channel u id, str name,
+ * u on (its state when the chunk was written; later switches are
+ * TA_EXT_CHANNEL events).  The ids below are fixed; the program's own
+ * channels take 6 and up, at most TA_CHANNELS_MAX in all.
+ */
+#define TA_CHANNEL_FUNCTIONS 0u
+#define TA_CHANNEL_USER 1u
+#define TA_CHANNEL_ALLOC 2u /* the library-call classes, TA_LC_* */
+#define TA_CHANNEL_LOCK 3u
+#define TA_CHANNEL_IO 4u
+#define TA_CHANNEL_SLEEP 5u
+#define TA_CHANNEL_FIRST_OWN 6u
+#define TA_CHANNELS_MAX 64u
+#define TA_CHANNEL_NAME_MAX 31u
 
 /*
  * Why events were lost (1.4): THREAD_END and END end with `u n` and n
@@ -159,7 +230,8 @@ enum ta_ext_kind {
 	X(DROPPED, 0, "dropped")  /* drop mode: no free block at the memory cap */               \
 	X(NO_RING, 1, "no-ring")  /* the thread could not get a ring */                          \
 	X(NESTED, 2, "nested")    /* signal handlers' events beyond the reserve put aside */     \
-	X(STOPPED, 3, "stopped")  /* the agent stopped before they could be appended */
+	X(STOPPED, 3, "stopped")  /* the agent stopped before they could be appended */      \
+	X(ZONE_DEPTH, 4, "zone-depth") /* zones begun beyond TA_ZONE_BEGIN's depth (1.5) */
 
 enum ta_lost_cause {
 #define TA_X(name, value, str) TA_LOST_##name = value,
@@ -181,8 +253,8 @@ const char *ta_lost_cause_name(unsigned cause);
 
 /* Values an EXT event may carry (the agent's limit; a reader accepts up to
  * TA_EXT_READ_MAX and keeps the first TA_EXT_MAX_VALUES). */
-#define TA_EXT_MAX_VALUES 6
-#define TA_EXT_READ_MAX 64
+#define TA_EXT_MAX_VALUES 127
+#define TA_EXT_READ_MAX 127
 
 /* Shadow stack depth shared by encoder and decoder; deeper enters are
  * still recorded, their exits just carry an explicit address. */

@@ -9,10 +9,45 @@
  * traceagent`, or -I include in the source tree), and nothing in it depends
  * on how traceagent was built.  It compiles as C99 and C++11.
  *
- * For now it holds the version of the traceagent release it comes with.
+ * It holds the release's version and the manual instrumentation API:
+ *
+ *   TA_ZONE("physics");                   a zone to the end of the block
+ *   TA_ZONE_BEGIN("load"); ... TA_ZONE_END();    the same, explicit
+ *   TA_ZONE_TEXT(level_name); TA_ZONE_VALUE(n);  for the innermost zone
+ *   TA_FRAME_MARK();                      the end of a frame ("frame")
+ *   TA_FRAME_MARK_NAMED("physics tick");  the end of a frame of another set
+ *   TA_COUNTER("queue depth", n);  TA_COUNTER_F("load", 0.75);
+ *   TA_MESSAGE("level %s loaded", name);  TA_INSTANT("checkpoint");
+ *   TA_CHANNEL(net);  (file scope)  TA_ZONE_C(net, "send"); ...
+ *   ta_channel_set("net", 0);             a channel off (and on) at run time
+ *
+ * How it costs nothing without the agent: every macro calls a function the
+ * agent defines (ta_zone_enter_ and the like, declared weak below).  When
+ * libtraceagent.so is preloaded the dynamic linker binds the references to
+ * it; when it is not they stay null, and each macro is one load (the
+ * function's address from the GOT) and a branch.  With the agent, a macro
+ * whose channel is off is three loads and two branches: its call site's
+ * static descriptor points at the channel's on/off word.  TA_ZONE_BEGIN
+ * and TA_ZONE_END always call the agent (it keeps their stack, so that an
+ * END matches its BEGIN whatever the channel did in between).
+ *
+ * Weak references need position-independent code: executables built as
+ * PIE (the default of Debian's and most distributions' compilers) or code
+ * built with -fPIC.  A -no-pie executable has them bound to 0 by the
+ * static linker: its macros then record nothing.
+ *
+ * Names (zone, frame set, counter, instant) must be string literals: they
+ * are kept by address, with the file and line, in a static descriptor per
+ * call site, which the agent describes once in the dump; an event carries
+ * only the descriptor's address.  Texts (TA_ZONE_TEXT, TA_MESSAGE) are
+ * copied, up to 992 bytes.  Everything is callable from any thread and from
+ * signal handlers (TA_MESSAGE formats with snprintf: not async-signal-safe
+ * with floating-point conversions).
  */
 #ifndef TRACEAGENT_H
 #define TRACEAGENT_H
+
+#include <stdint.h>
 
 /* ---- version ------------------------------------------------------------ */
 
@@ -20,15 +55,203 @@
  * (`traceagent --version`).  TA_VERSION_NUMBER orders releases for #if:
  * 0.1.0 is 100, 1.2.3 is 10203. */
 #define TA_VERSION_MAJOR  0
-#define TA_VERSION_MINOR  1
+#define TA_VERSION_MINOR  2
 #define TA_VERSION_PATCH  0
 #define TA_VERSION_NUMBER (TA_VERSION_MAJOR * 10000 + TA_VERSION_MINOR * 100 + TA_VERSION_PATCH)
 
 #define TA_VERSION_STR_(x) #x
 #define TA_VERSION_STR(x)  TA_VERSION_STR_(x)
-/* "0.1.0" */
+/* "0.2.0" */
 #define TA_VERSION_STRING                                                                          \
 	TA_VERSION_STR(TA_VERSION_MAJOR)                                                           \
 	"." TA_VERSION_STR(TA_VERSION_MINOR) "." TA_VERSION_STR(TA_VERSION_PATCH)
+
+/* ---- the manual API: internals the macros use ----------------------------- */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A call site's descriptor (one static per macro use).  The layout is an
+ * interface with the agent (abi): fields are only ever added at the end.
+ * gate first points at `first` (1), so the first use calls the agent,
+ * which registers the site and points gate at its channel's on/off word. */
+struct ta_site_ {
+	const volatile uint32_t *gate;
+	uint32_t first;
+	uint16_t kind; /* TA_KIND_*_ */
+	uint16_t abi;
+	const char *name;
+	const char *file;
+	const char *channel; /* NULL: "user" */
+	uint32_t line;
+	uint32_t reserved;
+};
+
+#define TA_SITE_ABI_	   1
+#define TA_KIND_ZONE_	   1
+#define TA_KIND_FRAME_	   2
+#define TA_KIND_COUNTER_   3
+#define TA_KIND_MESSAGE_   4
+#define TA_KIND_INSTANT_   5
+#define TA_KIND_ZONE_END_  6
+#define TA_KIND_TEXT_	   7
+
+#if defined(__GNUC__)
+#ifdef TA_AGENT_SIDE_ /* the agent's definitions: not weak */
+#define TA_WEAK_ __attribute__((visibility("default")))
+#else
+#define TA_WEAK_ __attribute__((weak, visibility("default")))
+#endif
+#define TA_INLINE_ static inline __attribute__((no_instrument_function, unused))
+#define TA_UNUSED_ __attribute__((unused))
+#define TA_PRINTF_(f, a) __attribute__((format(printf, f, a)))
+#else
+#error "traceagent.h needs GCC or Clang (weak references, cleanup)"
+#endif
+
+/* Defined by libtraceagent.so; null when it is not loaded. */
+struct ta_site_ *ta_zone_enter_(struct ta_site_ *s) TA_WEAK_;
+void ta_zone_exit_(struct ta_site_ *s) TA_WEAK_;
+void ta_zone_begin_(struct ta_site_ *s) TA_WEAK_;
+void ta_zone_end_(struct ta_site_ *s) TA_WEAK_;
+void ta_zone_text_(struct ta_site_ *s, const char *text) TA_WEAK_;
+void ta_zone_value_(struct ta_site_ *s, uint64_t value) TA_WEAK_;
+void ta_frame_mark_(struct ta_site_ *s) TA_WEAK_;
+void ta_counter_(struct ta_site_ *s, int64_t value) TA_WEAK_;
+void ta_counter_f_(struct ta_site_ *s, double value) TA_WEAK_;
+void ta_message_(struct ta_site_ *s, const char *fmt, ...) TA_WEAK_ TA_PRINTF_(2, 3);
+void ta_instant_(struct ta_site_ *s) TA_WEAK_;
+int ta_channel_set_(const char *name, int on) TA_WEAK_;
+
+#define TA_SITE_(var, kind, name, ch)                                                              \
+	static struct ta_site_ var = {&var.first, 1u,	    (kind), TA_SITE_ABI_,                  \
+				      (name),	  __FILE__, (ch),   (uint32_t)__LINE__,            \
+				      0u}
+
+#define TA_CAT2_(a, b) a##b
+#define TA_CAT_(a, b)  TA_CAT2_(a, b)
+#ifdef __COUNTER__
+#define TA_ID_ __COUNTER__
+#else
+#define TA_ID_ __LINE__
+#endif
+
+/* Whether the site records now: the agent is there and the channel is on
+ * (or the site is not registered yet). */
+#define TA_ON_(fn, var) ((fn) && *(var).gate)
+
+#ifdef __cplusplus
+}
+
+struct ta_zone_scope_ {
+	struct ta_site_ *s;
+	__attribute__((no_instrument_function)) ~ta_zone_scope_()
+	{
+		if (s)
+			ta_zone_exit_(s);
+	}
+};
+#define TA_ZONE_I_(id, ch, name)                                                                   \
+	TA_SITE_(TA_CAT_(ta_s_, id), TA_KIND_ZONE_, name, ch);                                     \
+	ta_zone_scope_ TA_CAT_(ta_z_, id) TA_UNUSED_ = {                                            \
+	    TA_ON_(ta_zone_enter_, TA_CAT_(ta_s_, id)) ? ta_zone_enter_(&TA_CAT_(ta_s_, id)) : 0}
+#else
+TA_INLINE_ void ta_zone_leave_(struct ta_site_ **z)
+{
+	if (*z)
+		ta_zone_exit_(*z);
+}
+#define TA_ZONE_I_(id, ch, name)                                                                   \
+	TA_SITE_(TA_CAT_(ta_s_, id), TA_KIND_ZONE_, name, ch);                                     \
+	struct ta_site_ *TA_CAT_(ta_z_, id) __attribute__((cleanup(ta_zone_leave_), unused)) =    \
+	    TA_ON_(ta_zone_enter_, TA_CAT_(ta_s_, id)) ? ta_zone_enter_(&TA_CAT_(ta_s_, id))       \
+						       : (struct ta_site_ *)0
+#endif
+
+#define TA_CALL_I_(id, kind, ch, name, fn, ...)                                                    \
+	do {                                                                                       \
+		TA_SITE_(TA_CAT_(ta_s_, id), kind, name, ch);                                      \
+		if (TA_ON_(fn, TA_CAT_(ta_s_, id)))                                                \
+			fn(&TA_CAT_(ta_s_, id), __VA_ARGS__);                                      \
+	} while (0)
+#define TA_CALL0_I_(id, kind, ch, name, fn)                                                        \
+	do {                                                                                       \
+		TA_SITE_(TA_CAT_(ta_s_, id), kind, name, ch);                                      \
+		if (TA_ON_(fn, TA_CAT_(ta_s_, id)))                                                \
+			fn(&TA_CAT_(ta_s_, id));                                                   \
+	} while (0)
+/* BEGIN and END: the agent is called whatever the channel (see above). */
+#define TA_ALWAYS_I_(id, kind, ch, name, fn)                                                       \
+	do {                                                                                       \
+		TA_SITE_(TA_CAT_(ta_s_, id), kind, name, ch);                                      \
+		if (fn)                                                                            \
+			fn(&TA_CAT_(ta_s_, id));                                                   \
+	} while (0)
+
+/* ---- the manual API --------------------------------------------------------- */
+
+/* A channel of the program's own: TA_CHANNEL(net) at file scope, then
+ * TA_ZONE_C(net, "send") and the like; switched by name ("net").  At most
+ * 58 of the program's own channels (64 with the built-in ones). */
+#define TA_CHANNEL(name) static const char TA_UNUSED_ ta_channel_##name##_[] = #name
+#define TA_CH_(ch)	 ta_channel_##ch##_
+
+/* A zone from here to the end of the enclosing block. */
+#define TA_ZONE(name)	     TA_ZONE_I_(TA_ID_, (const char *)0, name)
+#define TA_ZONE_C(ch, name) TA_ZONE_I_(TA_ID_, TA_CH_(ch), name)
+
+/* A zone with explicit ends, for code with several exits.  An END with
+ * no zone begun on its thread is counted and shown, never a crash. */
+#define TA_ZONE_BEGIN(name)                                                                        \
+	TA_ALWAYS_I_(TA_ID_, TA_KIND_ZONE_, (const char *)0, name, ta_zone_begin_)
+#define TA_ZONE_BEGIN_C(ch, name)                                                                  \
+	TA_ALWAYS_I_(TA_ID_, TA_KIND_ZONE_, TA_CH_(ch), name, ta_zone_begin_)
+#define TA_ZONE_END() TA_ALWAYS_I_(TA_ID_, TA_KIND_ZONE_END_, (const char *)0, "", ta_zone_end_)
+
+/* A text (copied, up to 992 bytes) or a number for the innermost open zone
+ * of the calling thread. */
+#define TA_ZONE_TEXT(str)                                                                          \
+	TA_CALL_I_(TA_ID_, TA_KIND_TEXT_, (const char *)0, "", ta_zone_text_, (str))
+#define TA_ZONE_VALUE(v)                                                                           \
+	TA_CALL_I_(TA_ID_, TA_KIND_TEXT_, (const char *)0, "", ta_zone_value_, (uint64_t)(v))
+
+/* The end of a frame: of the default set ("frame"), or of a named one. */
+#define TA_FRAME_MARK() TA_FRAME_MARK_NAMED("frame")
+#define TA_FRAME_MARK_NAMED(name)                                                                  \
+	TA_CALL0_I_(TA_ID_, TA_KIND_FRAME_, (const char *)0, name, ta_frame_mark_)
+
+/* A sample of a counter, an integer or a floating-point value. */
+#define TA_COUNTER(name, v)                                                                        \
+	TA_CALL_I_(TA_ID_, TA_KIND_COUNTER_, (const char *)0, name, ta_counter_, (int64_t)(v))
+#define TA_COUNTER_C(ch, name, v)                                                                  \
+	TA_CALL_I_(TA_ID_, TA_KIND_COUNTER_, TA_CH_(ch), name, ta_counter_, (int64_t)(v))
+#define TA_COUNTER_F(name, v)                                                                      \
+	TA_CALL_I_(TA_ID_, TA_KIND_COUNTER_, (const char *)0, name, ta_counter_f_, (double)(v))
+#define TA_COUNTER_F_C(ch, name, v)                                                                \
+	TA_CALL_I_(TA_ID_, TA_KIND_COUNTER_, TA_CH_(ch), name, ta_counter_f_, (double)(v))
+
+/* A printf-formatted message at this instant (%n writes nothing). */
+#define TA_MESSAGE(...)                                                                            \
+	TA_CALL_I_(TA_ID_, TA_KIND_MESSAGE_, (const char *)0, "message", ta_message_, __VA_ARGS__)
+#define TA_MESSAGE_C(ch, ...)                                                                      \
+	TA_CALL_I_(TA_ID_, TA_KIND_MESSAGE_, TA_CH_(ch), "message", ta_message_, __VA_ARGS__)
+
+/* A named instant without text. */
+#define TA_INSTANT(name) TA_CALL0_I_(TA_ID_, TA_KIND_INSTANT_, (const char *)0, name, ta_instant_)
+#define TA_INSTANT_C(ch, name) TA_CALL0_I_(TA_ID_, TA_KIND_INSTANT_, TA_CH_(ch), name, ta_instant_)
+
+/*
+ * Switches a channel on (on != 0) or off from now on: "functions", "user",
+ * "alloc", "lock", "io", "sleep", or one of the program's own (which need
+ * not be used yet).  On is on: switching a channel on twice needs one off.
+ * Returns 0, or -1 without the agent or when 64 channels exist already.
+ */
+#ifndef TA_AGENT_SIDE_
+TA_INLINE_ int ta_channel_set(const char *name, int on)
+{
+	return ta_channel_set_ ? ta_channel_set_(name, on) : -1;
+}
+#endif
 
 #endif

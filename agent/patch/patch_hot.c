@@ -29,6 +29,7 @@
 void ta_patch_record_slow(uint64_t addr, uint64_t ticks) __attribute__((visibility("hidden")));
 #define TA_RECORD_SLOW ta_patch_record_slow
 #include "agent.h"
+#include "api.h"
 #include "compiler.h"
 #include "patch.h"
 #include "ring.h"
@@ -91,6 +92,10 @@ void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
 	uint64_t ret = *slot;
 	uint32_t n;
 
+	/* The `functions` channel off: no record and no return stub.  (2,
+	 * not started, cannot be: patching starts the agent.) */
+	if (!__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
+		return;
 	if (TA_UNLIKELY(!r) && !(r = ta_patch_vcall(rstack_new, NULL, NULL))) {
 		/* Relaxed: a count, read at the end (patch.c). */
 		__atomic_add_fetch(&ta_patch_frames_without_exit, 1, __ATOMIC_RELAXED);
@@ -151,7 +156,8 @@ uint64_t ta_patch_on_return(uint64_t slot)
 	 * reuse it as soon as the depth says so. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	r->depth = n - 1;
-	ta_record(e.fn | TA_REC_EXIT);
+	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
+		ta_record(e.fn | TA_REC_EXIT);
 	return e.orig;
 }
 

@@ -691,7 +691,7 @@ START_TEST(codec_ext_libcall_bulk)
 	ta_encoder_init(&b, 3);
 	ck_assert_int_eq(ta_encoder_begin(&a, t), 0);
 	for (uint32_t c = 0; c < CALLS; c++) {
-		uint32_t kind = TA_EXT_ALLOC + c % 6, nv = 1 + c % TA_EXT_MAX_VALUES;
+		uint32_t kind = TA_EXT_ALLOC + c % 6, nv = 1 + c % 6;
 		uint64_t v[TA_EXT_MAX_VALUES], addr = 0x7f0000001000ull + (c % 5) * 64;
 		uint64_t te = c == 1234 ? t - 50 : t + 3; /* steps back once */
 

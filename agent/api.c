@@ -1,0 +1,810 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * api.c - what include/traceagent.h's macros call: zones, frame marks,
+ * counters, messages, instants, and channels switched at run time.
+ *
+ * A macro's call site has a static descriptor (struct ta_site_) in the
+ * program.  Its first use registers it here: the agent copies its name,
+ * file and line into memory of its own (a library unloaded later takes its
+ * descriptors with it), queues it for the next SITES chunk, and points the
+ * descriptor's gate at its channel's on/off word, which the macros read
+ * before they call.  Events carry the descriptor's address: a zone is an
+ * enter and an exit of it, as a function call is, so every view that shows
+ * functions shows zones; the rest are EXT events naming it.
+ *
+ * Channels: `functions` (the hooks, through ta_fn_gate), `user`, the
+ * library-call classes (through ta_lc_on), and the program's own.  A switch
+ * is recorded as an EXT event on the thread that made it, in its order with
+ * that thread's events.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <wchar.h>
+
+#define TA_AGENT_SIDE_
+#include <traceagent.h>
+
+#include "agent.h"
+#include "api.h"
+#include "dump.h"
+#include "format.h"
+#include "ring.h"
+#include "settings.h"
+
+#define TA_PUBLIC __attribute__((visibility("default"), no_instrument_function))
+
+_Static_assert(TA_KIND_ZONE_ == TA_SITE_ZONE && TA_KIND_FRAME_ == TA_SITE_FRAME &&
+		   TA_KIND_COUNTER_ == TA_SITE_COUNTER && TA_KIND_MESSAGE_ == TA_SITE_MESSAGE &&
+		   TA_KIND_INSTANT_ == TA_SITE_INSTANT && TA_KIND_ZONE_END_ == TA_SITE_ZONE_END &&
+		   TA_KIND_TEXT_ == TA_SITE_TEXT,
+	       "the public header's site kinds are the format's");
+
+uint32_t ta_fn_gate = 2;
+
+/* ---- channels ------------------------------------------------------------------ */
+
+/* Each channel's on/off word, which sites' gates point at (relaxed
+ * atomics: see ta_fn_gate).  Names are written before nchan is raised
+ * (release) and never change. */
+static uint32_t chan_on[TA_CHANNELS_MAX];
+static char chan_name[TA_CHANNELS_MAX][TA_CHANNEL_NAME_MAX + 1] = {
+    "functions", "user", "alloc", "lock", "io", "sleep"};
+static uint32_t nchan = TA_CHANNEL_FIRST_OWN;
+/* Channels created since the last CHANNELS chunk, and their state then. */
+static uint32_t chan_written;
+static uint32_t chan_first_on[TA_CHANNELS_MAX];
+/* A word that reads off for good: the gate of a site the agent refuses. */
+static const uint32_t never_on;
+/* Which of the two settings is in force: 0 TRACEAGENT_CHANNELS, 1 _ALT. */
+static uint32_t spec_alt;
+static int api_started;
+
+/* Whether spec (a comma-separated list: all, -all, NAME, -NAME, applied in
+ * order; a list whose first item is a name starts from none) turns the
+ * channel name on. */
+static int spec_state(const char *spec, const char *name)
+{
+	const char *p = spec;
+	int on;
+	size_t nl = strlen(name);
+
+	while (*p == ' ')
+		p++;
+	if (!*p)
+		return 1;
+	on = *p == '-' || !strncmp(p, "all", 3);
+	while (*p) {
+		const char *e = p;
+		int neg = 0;
+		size_t len;
+
+		while (*e && *e != ',')
+			e++;
+		while (*p == ' ')
+			p++;
+		if (*p == '-')
+			neg = 1, p++;
+		len = (size_t)(e - p);
+		while (len && p[len - 1] == ' ')
+			len--;
+		if ((len == 3 && !strncmp(p, "all", 3)) || (len == nl && !strncmp(p, name, nl)))
+			on = !neg;
+		p = *e ? e + 1 : e;
+	}
+	return on;
+}
+
+static const char *spec_now(void)
+{
+	return __atomic_load_n(&spec_alt, __ATOMIC_RELAXED) ? ta_cfg.channels_alt
+							    : ta_cfg.channels;
+}
+
+uint32_t ta_api_lc_mask(void)
+{
+	uint32_t m = 0;
+
+	if (__atomic_load_n(&chan_on[TA_CHANNEL_ALLOC], __ATOMIC_RELAXED))
+		m |= TA_LC_ALLOC;
+	if (__atomic_load_n(&chan_on[TA_CHANNEL_LOCK], __ATOMIC_RELAXED))
+		m |= TA_LC_LOCK;
+	if (__atomic_load_n(&chan_on[TA_CHANNEL_IO], __ATOMIC_RELAXED))
+		m |= TA_LC_IO;
+	if (__atomic_load_n(&chan_on[TA_CHANNEL_SLEEP], __ATOMIC_RELAXED))
+		m |= TA_LC_SLEEP;
+	return m;
+}
+
+/* The words other parts of the agent read for a built-in channel. */
+static void chan_effect(uint32_t id, uint32_t on)
+{
+	if (id == TA_CHANNEL_FUNCTIONS)
+		__atomic_store_n(&ta_fn_gate, on, __ATOMIC_RELAXED);
+	else if (id >= TA_CHANNEL_ALLOC && id <= TA_CHANNEL_SLEEP &&
+		 __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
+		ta_libcalls_enable(1);
+}
+
+/* Switches channel id; recorded (when record is set) so that the channel's
+ * events of this thread fall strictly between its on and its off. */
+static void chan_switch(uint32_t id, uint32_t on, int record)
+{
+	uint64_t v[2] = {id, on};
+
+	if (__atomic_load_n(&chan_on[id], __ATOMIC_RELAXED) == on)
+		return;
+	if (on && record)
+		ta_record_ext(TA_EXT_CHANNEL, v, 2);
+	__atomic_store_n(&chan_on[id], on, __ATOMIC_RELAXED);
+	chan_effect(id, on);
+	if (!on && record)
+		ta_record_ext(TA_EXT_CHANNEL, v, 2);
+}
+
+/* ---- the registry's lock ------------------------------------------------------- */
+
+/* Registration and channel creation happen once per site or channel, from
+ * any thread or signal handler: a spin lock taken with signals blocked,
+ * so no handler of the holder's thread can spin on it. */
+static uint32_t api_lock;
+/* Set (release) when a site or channel is added, cleared by the writer:
+ * ta_api_write's check without the lock, once per EVENTS chunk. */
+static uint32_t api_pending;
+
+static void lock(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+	while (__atomic_exchange_n(&api_lock, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void unlock(const sigset_t *old)
+{
+	__atomic_store_n(&api_lock, 0, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* The channel named name (NULL: user), created with the state the settings
+ * give it; TA_CHANNELS_MAX when there is no room.  Under the lock. */
+static uint32_t chan_find(const char *name)
+{
+	uint32_t n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	size_t len;
+
+	if (!name)
+		return TA_CHANNEL_USER;
+	len = strnlen(name, TA_CHANNEL_NAME_MAX + 1);
+	if (len > TA_CHANNEL_NAME_MAX)
+		len = TA_CHANNEL_NAME_MAX;
+	for (uint32_t i = 0; i < n; i++)
+		if (!strncmp(chan_name[i], name, len) && !chan_name[i][len])
+			return i;
+	if (n == TA_CHANNELS_MAX)
+		return TA_CHANNELS_MAX;
+	memcpy(chan_name[n], name, len);
+	chan_name[n][len] = 0;
+	chan_on[n] = chan_first_on[n] = (uint32_t)spec_state(spec_now(), chan_name[n]);
+	/* Release: the name before the count (switch_all reads without the
+	 * lock). */
+	__atomic_store_n(&nchan, n + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&api_pending, 1, __ATOMIC_RELEASE);
+	return n;
+}
+
+/* ---- sites --------------------------------------------------------------------- */
+
+struct site_rec {
+	uint64_t addr;
+	uint32_t line;
+	uint16_t kind, chan;
+	struct site_rec *next;
+	uint16_t name_len, file_len;
+	char text[]; /* name, then file */
+};
+
+/* The records, in order of registration, in mmap'd memory (a handler may
+ * register: no malloc). */
+static struct site_rec *sites_head, *sites_tail, *sites_unwritten;
+static char *arena;
+static size_t arena_left;
+
+static struct site_rec *site_alloc(size_t text)
+{
+	size_t need = (sizeof(struct site_rec) + text + 7) & ~(size_t)7;
+	struct site_rec *r;
+
+	if (need > arena_left) {
+		void *p = mmap(NULL, 1u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		arena = p;
+		arena_left = 1u << 20;
+	}
+	r = (struct site_rec *)(void *)arena;
+	arena += need;
+	arena_left -= need;
+	return r;
+}
+
+static size_t bounded_len(const char *s)
+{
+	return s ? strnlen(s, TA_SITE_NAME_MAX) : 0;
+}
+
+/* Registers s if nobody has: its record and its gate. */
+static __attribute__((noinline, cold)) void site_register(struct ta_site_ *s)
+{
+	const uint32_t *gate = &never_on;
+	uint32_t st = __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE);
+	sigset_t old;
+
+	TA_GUARD_ENTER();
+	/* The settings decide the channel's state: start the agent first. */
+	if (st == TA_S_UNINIT)
+		ta_agent_ensure_started();
+	lock(&old);
+	if (s->gate != &s->first)
+		goto out; /* another thread did it meanwhile */
+	if (s->abi >= 1 && s->kind >= TA_SITE_ZONE && s->kind <= TA_SITE_TEXT) {
+		uint32_t ch = chan_find(s->channel);
+		size_t nl = bounded_len(s->name), fl = bounded_len(s->file);
+		struct site_rec *r = ch < TA_CHANNELS_MAX ? site_alloc(nl + fl) : NULL;
+
+		if (r) {
+			r->addr = (uint64_t)(uintptr_t)s;
+			r->line = s->line;
+			r->kind = s->kind;
+			r->chan = (uint16_t)ch;
+			r->next = NULL;
+			r->name_len = (uint16_t)nl;
+			r->file_len = (uint16_t)fl;
+			if (nl)
+				memcpy(r->text, s->name, nl);
+			if (fl)
+				memcpy(r->text + nl, s->file, fl);
+			if (sites_tail)
+				sites_tail->next = r;
+			else
+				sites_head = r;
+			sites_tail = r;
+			if (!sites_unwritten)
+				sites_unwritten = r;
+			__atomic_store_n(&api_pending, 1, __ATOMIC_RELEASE);
+			gate = &chan_on[ch];
+		} else if (ch == TA_CHANNELS_MAX) {
+			ta_warn("%s:%u: channel '%.31s' is one more than the %u channels there can be; "
+				"its events are not recorded",
+				s->file ? s->file : "?", s->line, s->channel, TA_CHANNELS_MAX);
+		}
+	}
+	/* Release: the record before the gate that lets events name it. */
+	__atomic_store_n(&s->gate, (const volatile uint32_t *)gate, __ATOMIC_RELEASE);
+out:
+	unlock(&old);
+	TA_GUARD_LEAVE();
+}
+
+static inline __attribute__((always_inline)) int site_on(struct ta_site_ *s)
+{
+	if (TA_UNLIKELY(__atomic_load_n(&s->gate, __ATOMIC_ACQUIRE) == &s->first))
+		site_register(s);
+	return *s->gate != 0;
+}
+
+/* ---- the SITES and CHANNELS chunks --------------------------------------------- */
+
+/* Encoded here, not in a malloc'd buffer: the crash handler writes them. */
+static uint8_t wbuf[64u << 10];
+static size_t wlen;
+
+static void wput_u(uint64_t v)
+{
+	wlen = (size_t)(ta_varint_put(wbuf + wlen, v) - wbuf);
+}
+
+static void wput_str(const char *s, size_t len)
+{
+	wput_u(len);
+	memcpy(wbuf + wlen, s, len);
+	wlen += len;
+}
+
+static void wflush(unsigned type, uint64_t count, size_t count_at)
+{
+	/* The count goes first: the records were encoded after room for it. */
+	uint8_t *p = wbuf + count_at;
+	size_t clen = (size_t)(ta_varint_put(p, count) - p);
+
+	memmove(wbuf + count_at + clen, wbuf + count_at + TA_VARINT_MAX,
+		wlen - count_at - TA_VARINT_MAX);
+	wlen -= TA_VARINT_MAX - clen;
+	(void)ta_dump_chunk(type, wbuf, wlen);
+	wlen = 0;
+}
+
+void ta_api_write(int all)
+{
+	struct site_rec *r, *last;
+	uint32_t n, from;
+	uint64_t count = 0;
+	sigset_t old, full;
+	int tries = 0;
+
+	/* Acquire: pairs with the release of a registration, whose events the
+	 * caller is about to write. */
+	if (!all && !__atomic_load_n(&api_pending, __ATOMIC_ACQUIRE))
+		return;
+	/* Bounded: the crash handler writes too, and the crashed code may
+	 * hold the lock. */
+	sigfillset(&full);
+	pthread_sigmask(SIG_SETMASK, &full, &old);
+	while (__atomic_exchange_n(&api_lock, 1, __ATOMIC_ACQUIRE)) {
+		if (++tries > 10000) {
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			return;
+		}
+		sched_yield();
+	}
+	__atomic_store_n(&api_pending, 0, __ATOMIC_RELAXED);
+	last = sites_tail;
+	r = all ? sites_head : sites_unwritten;
+	sites_unwritten = NULL;
+	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	from = all ? 0 : chan_written;
+	chan_written = n;
+	/* The lock stays held: wbuf is one for all writers. */
+
+	if (from < n) {
+		wlen = TA_VARINT_MAX;
+		for (uint32_t i = from; i < n; i++) {
+			wput_u(i);
+			wput_str(chan_name[i], strlen(chan_name[i]));
+			wput_u(all ? __atomic_load_n(&chan_on[i], __ATOMIC_RELAXED)
+				   : chan_first_on[i]);
+		}
+		wflush(TA_CHUNK_CHANNELS, n - from, 0);
+	}
+	if (!r) {
+		unlock(&old);
+		return;
+	}
+	wlen = TA_VARINT_MAX;
+	for (; r; r = r == last ? NULL : r->next) {
+		if (wlen + 4 * TA_VARINT_MAX + 2 * TA_SITE_NAME_MAX + 8 > sizeof(wbuf)) {
+			wflush(TA_CHUNK_SITES, count, 0);
+			wlen = TA_VARINT_MAX;
+			count = 0;
+		}
+		wput_u(r->addr);
+		wput_u(r->kind);
+		wput_u(r->chan);
+		wput_str(r->text, r->name_len);
+		wput_str(r->text + r->name_len, r->file_len);
+		wput_u(r->line);
+		count++;
+	}
+	if (count)
+		wflush(TA_CHUNK_SITES, count, 0);
+	unlock(&old);
+}
+
+/* ---- the switching signal ------------------------------------------------------- */
+
+static void switch_all(int record)
+{
+	uint32_t n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	const char *spec = spec_now();
+
+	for (uint32_t i = 0; i < n; i++)
+		chan_switch(i, (uint32_t)spec_state(spec, chan_name[i]), record);
+}
+
+static void channel_signal_handler(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	__atomic_store_n(&spec_alt, !__atomic_load_n(&spec_alt, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	switch_all(1);
+	errno = saved;
+}
+
+void ta_api_start(void)
+{
+	int sig = ta_cfg.channel_signal;
+
+	/* The first states, before anything is recorded: no switch events. */
+	switch_all(0);
+	api_started = 1;
+	if (sig) {
+		struct sigaction old, sa;
+
+		if (ta_cfg.mode == TA_MODE_FLIGHT && sig == ta_cfg.flight_signal) {
+			ta_warn("TRACEAGENT_CHANNEL_SIGNAL is the flight recorder's signal %d; "
+				"channels are not switched by signal",
+				sig);
+		} else if (sigaction(sig, NULL, &old) < 0 || (old.sa_flags & SA_SIGINFO) ||
+			   old.sa_handler != SIG_DFL) {
+			ta_warn("signal %d has a handler already; channels are not switched by signal",
+				sig);
+		} else {
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = channel_signal_handler;
+			sigemptyset(&sa.sa_mask);
+			sa.sa_flags = SA_RESTART;
+			sigaction(sig, &sa, NULL);
+		}
+	}
+	ta_api_write(0);
+}
+
+void ta_api_stop(void)
+{
+	for (uint32_t i = 0; i < TA_CHANNELS_MAX; i++)
+		__atomic_store_n(&chan_on[i], 0, __ATOMIC_RELAXED);
+}
+
+int ta_fn_gate_start(void)
+{
+	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED) == 2) {
+		TA_GUARD_ENTER();
+		if (!ta_agent_ensure_started())
+			/* Not tracing: the hooks find that out in their slow
+			 * path, as before there were channels. */
+			__atomic_store_n(&ta_fn_gate, 1, __ATOMIC_RELAXED);
+		TA_GUARD_LEAVE();
+	}
+	return __atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED) == 1;
+}
+
+/* ---- zones ------------------------------------------------------------------- */
+
+/* TA_ZONE_BEGIN's zones open on this thread: each site's address, bit 0
+ * set when the zone was recorded (its channel was on). */
+#define ZSTACK_MAX 256
+static __thread uint64_t zstack[ZSTACK_MAX] __attribute__((tls_model("initial-exec")));
+static __thread uint32_t zdepth __attribute__((tls_model("initial-exec")));
+
+TA_PUBLIC struct ta_site_ *ta_zone_enter_(struct ta_site_ *s)
+{
+	if (!site_on(s))
+		return NULL;
+	ta_record((uint64_t)(uintptr_t)s);
+	return s;
+}
+
+TA_PUBLIC void ta_zone_exit_(struct ta_site_ *s)
+{
+	ta_record((uint64_t)(uintptr_t)s | TA_REC_EXIT);
+}
+
+TA_PUBLIC void ta_zone_begin_(struct ta_site_ *s)
+{
+	int on = site_on(s);
+	/* Taken before it is filled: a handler's zones go above it. */
+	uint32_t d = zdepth++;
+
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (d >= ZSTACK_MAX) {
+		if (on)
+			ta_lost_here(TA_LOST_ZONE_DEPTH);
+		return;
+	}
+	zstack[d] = (uint64_t)(uintptr_t)s | (uint64_t)on;
+	if (on)
+		ta_record((uint64_t)(uintptr_t)s);
+}
+
+TA_PUBLIC void ta_zone_end_(struct ta_site_ *s)
+{
+	uint32_t d = zdepth;
+	uint64_t z;
+
+	if (TA_UNLIKELY(d == 0)) {
+		/* An END without a BEGIN: where it was. */
+		uint64_t v = (uint64_t)(uintptr_t)s;
+
+		(void)site_on(s); /* registered: the dump says where it is */
+		ta_record_ext(TA_EXT_ZONE_UNMATCHED, &v, 1);
+		return;
+	}
+	z = d <= ZSTACK_MAX ? zstack[d - 1] : 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	zdepth = d - 1;
+	if (z & 1)
+		ta_record((z & ~1ull) | TA_REC_EXIT);
+}
+
+/* ---- texts, values, marks, counters, instants ----------------------------------- */
+
+static void record_text(uint32_t kind, struct ta_site_ *s, const char *text, uint32_t len,
+			uint32_t flags)
+{
+	uint64_t v[TA_EXT_MAX_VALUES];
+	uint32_t n = ta_text_pack(v, (uint64_t)(uintptr_t)s, text, len, flags);
+
+	ta_record_ext(kind, v, n);
+}
+
+TA_PUBLIC void ta_zone_text_(struct ta_site_ *s, const char *text)
+{
+	size_t len;
+
+	if (!site_on(s))
+		return;
+	if (!text)
+		text = "(null)";
+	len = strnlen(text, TA_TEXT_MAX + 1);
+	record_text(TA_EXT_ZONE_TEXT, s, text, len > TA_TEXT_MAX ? TA_TEXT_MAX : (uint32_t)len,
+		    len > TA_TEXT_MAX ? TA_TEXT_F_CUT : 0);
+}
+
+TA_PUBLIC void ta_zone_value_(struct ta_site_ *s, uint64_t value)
+{
+	if (site_on(s))
+		ta_record_ext(TA_EXT_ZONE_VALUE, &value, 1);
+}
+
+static void record_site(uint32_t kind, struct ta_site_ *s)
+{
+	uint64_t v = (uint64_t)(uintptr_t)s;
+
+	if (site_on(s))
+		ta_record_ext(kind, &v, 1);
+}
+
+TA_PUBLIC void ta_frame_mark_(struct ta_site_ *s)
+{
+	record_site(TA_EXT_FRAME, s);
+}
+
+TA_PUBLIC void ta_instant_(struct ta_site_ *s)
+{
+	record_site(TA_EXT_INSTANT, s);
+}
+
+TA_PUBLIC void ta_counter_(struct ta_site_ *s, int64_t value)
+{
+	uint64_t v[3] = {(uint64_t)(uintptr_t)s, TA_COUNTER_INT, (uint64_t)value};
+
+	if (site_on(s))
+		ta_record_ext(TA_EXT_COUNTER, v, 3);
+}
+
+TA_PUBLIC void ta_counter_f_(struct ta_site_ *s, double value)
+{
+	uint64_t v[3] = {(uint64_t)(uintptr_t)s, TA_COUNTER_DOUBLE, 0};
+
+	memcpy(&v[2], &value, sizeof(value));
+	if (site_on(s))
+		ta_record_ext(TA_EXT_COUNTER, v, 3);
+}
+
+/* ---- messages -------------------------------------------------------------------- */
+
+struct out {
+	char *p;
+	size_t len, cap; /* cap: bytes the text may take */
+	int cut;
+};
+
+static void out_put(struct out *o, const char *s, size_t n)
+{
+	if (n > o->cap - o->len) {
+		n = o->cap - o->len;
+		o->cut = 1;
+	}
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+}
+
+/* snprintf of one conversion, its result appended (cut at the end). */
+#define OUT_CONV(o, spec, arg)                                                                      \
+	do {                                                                                       \
+		char one_[TA_TEXT_MAX + 1];                                                        \
+		int n_ = snprintf(one_, sizeof(one_), spec, arg);                                  \
+		if (n_ > 0) {                                                                      \
+			if ((size_t)n_ >= sizeof(one_))                                            \
+				(o)->cut = 1, n_ = (int)sizeof(one_) - 1;                         \
+			out_put(o, one_, (size_t)n_);                                              \
+		}                                                                                  \
+	} while (0)
+
+/*
+ * printf's formatting, one conversion at a time through snprintf, each
+ * argument fetched by the type its conversion names: so %n is consumed
+ * and writes nothing (a message never writes to the program's memory),
+ * and a conversion this does not know ends the formatting there, the rest
+ * of the format copied as it is, rather than fetch an argument of a
+ * guessed type.
+ */
+#pragma GCC diagnostic push
+/* The conversions are built here from the checked parts of fmt. */
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static void format_message(struct out *o, const char *fmt, va_list ap)
+{
+	const char *p = fmt;
+
+	while (*p && !o->cut) {
+		char spec[64];
+		size_t sl = 0;
+		int lng = 0, star;
+		const char *start;
+
+		if (*p != '%') {
+			const char *e = strchr(p, '%');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+			out_put(o, p, n);
+			p += n;
+			continue;
+		}
+		start = p++;
+		spec[sl++] = '%';
+		while (*p && strchr("-+ #0'", *p) && sl < 16)
+			spec[sl++] = *p++;
+		/* Width and precision; a * takes an int argument. */
+		for (int part = 0; part < 2; part++) {
+			if (part == 1) {
+				if (*p != '.')
+					break;
+				spec[sl++] = *p++;
+			}
+			star = *p == '*';
+			if (star) {
+				int w = va_arg(ap, int);
+				sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "%d",
+						       w > 4096 ? 4096 : w < -4096 ? -4096 : w);
+				p++;
+			} else {
+				while (*p >= '0' && *p <= '9' && sl < 40)
+					spec[sl++] = *p++;
+			}
+		}
+		if (*p == '$') /* positional arguments: not followed */
+			goto verbatim;
+		if (*p == 'h') {
+			spec[sl++] = *p++;
+			if (*p == 'h')
+				spec[sl++] = *p++;
+		} else if (*p == 'l') {
+			spec[sl++] = *p++, lng = 1;
+			if (*p == 'l')
+				spec[sl++] = *p++, lng = 2;
+		} else if (*p == 'L' || *p == 'q') {
+			spec[sl++] = 'L', p++, lng = 3;
+		} else if (*p == 'j' || *p == 'z' || *p == 't') {
+			lng = *p == 'j' ? 4 : *p == 'z' ? 5 : 6;
+			spec[sl++] = *p++;
+		}
+		spec[sl++] = *p;
+		spec[sl] = 0;
+		switch (*p) {
+		case 'd':
+		case 'i':
+			if (lng == 1)
+				OUT_CONV(o, spec, va_arg(ap, long));
+			else if (lng == 2 || lng == 3)
+				OUT_CONV(o, lng == 3 ? "%lld" : spec, va_arg(ap, long long));
+			else if (lng >= 4)
+				OUT_CONV(o, spec, va_arg(ap, long long));
+			else
+				OUT_CONV(o, spec, va_arg(ap, int));
+			break;
+		case 'u':
+		case 'o':
+		case 'x':
+		case 'X':
+			if (lng == 1)
+				OUT_CONV(o, spec, va_arg(ap, unsigned long));
+			else if (lng >= 2)
+				OUT_CONV(o, spec, va_arg(ap, unsigned long long));
+			else
+				OUT_CONV(o, spec, va_arg(ap, unsigned));
+			break;
+		case 'c':
+			if (lng == 1)
+				OUT_CONV(o, spec, va_arg(ap, wint_t));
+			else
+				OUT_CONV(o, spec, va_arg(ap, int));
+			break;
+		case 's':
+			if (lng == 1)
+				OUT_CONV(o, spec, va_arg(ap, const wchar_t *));
+			else
+				OUT_CONV(o, spec, va_arg(ap, const char *));
+			break;
+		case 'p':
+			OUT_CONV(o, spec, va_arg(ap, void *));
+			break;
+		case 'f':
+		case 'F':
+		case 'e':
+		case 'E':
+		case 'g':
+		case 'G':
+		case 'a':
+		case 'A':
+			if (lng == 3)
+				OUT_CONV(o, spec, va_arg(ap, long double));
+			else
+				OUT_CONV(o, spec, va_arg(ap, double));
+			break;
+		case 'n':
+			(void)va_arg(ap, void *); /* written nothing */
+			break;
+		case '%':
+			out_put(o, "%", 1);
+			break;
+		default:
+			goto verbatim;
+		}
+		p++;
+		continue;
+verbatim:
+		out_put(o, start, strlen(start));
+		return;
+	}
+}
+#pragma GCC diagnostic pop
+
+TA_PUBLIC void ta_message_(struct ta_site_ *s, const char *fmt, ...)
+{
+	char text[TA_TEXT_MAX];
+	struct out o = {text, 0, TA_TEXT_MAX, 0};
+	int saved = errno;
+	va_list ap;
+
+	if (!site_on(s))
+		return;
+	if (!fmt)
+		fmt = "(null)";
+	va_start(ap, fmt);
+	/* snprintf is the agent's: nothing it does is recorded. */
+	TA_GUARD_ENTER();
+	format_message(&o, fmt, ap);
+	TA_GUARD_LEAVE();
+	va_end(ap);
+	record_text(TA_EXT_MESSAGE, s, text, (uint32_t)o.len, o.cut ? TA_TEXT_F_CUT : 0);
+	errno = saved;
+}
+
+/* ---- switching channels ----------------------------------------------------------- */
+
+TA_PUBLIC int ta_channel_set_(const char *name, int on)
+{
+	uint32_t id;
+	sigset_t old;
+	int saved = errno;
+
+	if (!name)
+		return -1;
+	TA_GUARD_ENTER();
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_UNINIT)
+		ta_agent_ensure_started();
+	lock(&old);
+	id = chan_find(name);
+	unlock(&old);
+	TA_GUARD_LEAVE();
+	if (id == TA_CHANNELS_MAX) {
+		errno = saved;
+		return -1;
+	}
+	if (api_started && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
+		chan_switch(id, on != 0, 1);
+	errno = saved;
+	return 0;
+}
