@@ -21,6 +21,7 @@ static const struct {
 	{"flame", ta_cmd_flame, "an SVG flame graph"},
 	{"diff", ta_cmd_diff, "per-function changes between two dumps"},
 	{"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},
+	{"counters", ta_cmd_counters, "the manual API's counters: numbers and plots"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * counters.c - `traceagent counters DUMP`: the manual API's counters
+ * (TA_COUNTER, TA_COUNTER_F), one row per name over the whole dump:
+ * samples, min, max, average and last value, and with --svg a small plot
+ * of each over time with the frame marks along the time axis.
+ *
+ * One pass of the session.  The numbers need nothing per sample; only
+ * --svg keeps the samples (and frame marks), as it must draw them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiev.h"
+#include "cmdopts.h"
+#include "commands.h"
+#include "common.h"
+
+/* A sample kept for the plot: converted to ns once the clocks are known. */
+struct point {
+	uint32_t pid;
+	uint64_t ticks;
+	double value;
+	int64_t ns;
+};
+
+/* The last finite sample of a counter in one process: "last" compares
+ * times only after the walk, when each process's clock converts them. */
+struct last {
+	uint32_t pid;
+	uint64_t ticks;
+	int is_int;
+	int64_t i;
+	double d;
+};
+
+struct counter {
+	char *name;
+	char *channel; /* of its first sample */
+	uint64_t samples, non_finite, finite;
+	int all_int; /* every sample was TA_COUNTER's */
+	int64_t imin, imax;
+	double min, max;
+	long double sum;
+	struct last *lasts;
+	size_t nlasts;
+	struct point *pts;
+	size_t npts, cap;
+};
+
+struct counters {
+	const char *path, *svg;
+	int json;
+	struct ta_view v;
+	struct counter *c;
+	size_t n, cap;
+	struct point *frames; /* frame marks, for --svg */
+	size_t nframes, frames_cap;
+	int nomem;
+	char text[TA_TEXT_MAX + 1];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: traceagent counters [--json] [--svg FILE] DUMP\n"
+		   "\n"
+		   "The counters of the manual API (TA_COUNTER, TA_COUNTER_F), one row per\n"
+		   "name over every thread and process: samples, min, max, avg and the last\n"
+		   "value in time order.  Samples that are NaN or infinite are counted in\n"
+		   "samples and non_finite, and left out of the other numbers.\n"
+		   "\n"
+		   "  --json       {\"counters\": [{\"name\", \"channel\", \"samples\",\n"
+		   "               \"non_finite\", \"min\", \"max\", \"avg\", \"last\"}]} (null\n"
+		   "               where a counter has no finite sample)\n"
+		   "  --svg FILE   also draw each counter over time in FILE, one plot per\n"
+		   "               counter, with the frame marks as ticks on the time axis\n"
+		   "  -h, --help   this help\n"
+		   "\n"
+		   "Exit status: 0 for a whole dump, 1 when it is damaged or truncated, 2 for\n"
+		   "usage errors or a file that cannot be opened.\n");
+}
+
+/* ---- the walk ----------------------------------------------------------------------- */
+
+static struct counter *counter_of(struct counters *cs, const char *name, const char *channel)
+{
+	struct counter *c;
+
+	/* Few names: a dump with thousands of counters is not what this
+	 * view is for, and a linear search stays correct for it. */
+	for (size_t i = 0; i < cs->n; i++)
+		if (!strcmp(cs->c[i].name, name))
+			return &cs->c[i];
+	if (cs->n == cs->cap) {
+		size_t cap = cs->cap ? 2 * cs->cap : 16;
+
+		c = realloc(cs->c, cap * sizeof(*c));
+		if (!c)
+			return NULL;
+		cs->c = c;
+		cs->cap = cap;
+	}
+	c = &cs->c[cs->n];
+	memset(c, 0, sizeof(*c));
+	c->name = strdup(name);
+	c->channel = strdup(channel);
+	if (!c->name || !c->channel) {
+		free(c->name);
+		free(c->channel);
+		return NULL;
+	}
+	c->all_int = 1;
+	cs->n++;
+	return c;
+}
+
+static int add_point(struct point **pts, size_t *n, size_t *cap, uint32_t pid, uint64_t ticks,
+		     double value)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 64;
+		struct point *p = realloc(*pts, ncap * sizeof(*p));
+
+		if (!p)
+			return -1;
+		*pts = p;
+		*cap = ncap;
+	}
+	(*pts)[(*n)++] = (struct point){pid, ticks, value, 0};
+	return 0;
+}
+
+static int take_sample(struct counter *c, uint32_t pid, const struct ta_apiev *e)
+{
+	struct last *l = NULL;
+
+	c->samples++;
+	if (e->is_double && !isfinite(e->d)) {
+		c->non_finite++;
+		c->all_int = 0;
+		return 0;
+	}
+	if (e->is_double)
+		c->all_int = 0;
+	if (!c->finite || e->d < c->min)
+		c->min = e->d;
+	if (!c->finite || e->d > c->max)
+		c->max = e->d;
+	if (!e->is_double) {
+		if (!c->finite || e->i < c->imin)
+			c->imin = e->i;
+		if (!c->finite || e->i > c->imax)
+			c->imax = e->i;
+	}
+	c->finite++;
+	c->sum += e->is_double ? (long double)e->d : (long double)e->i;
+	for (size_t k = 0; k < c->nlasts; k++)
+		if (c->lasts[k].pid == pid)
+			l = &c->lasts[k];
+	if (!l) {
+		l = realloc(c->lasts, (c->nlasts + 1) * sizeof(*l));
+		if (!l)
+			return -1;
+		c->lasts = l;
+		l = &c->lasts[c->nlasts++];
+		l->pid = pid;
+		l->ticks = 0;
+	} else if (e->ticks < l->ticks) {
+		return 0; /* another thread's later sample came first */
+	}
+	l->ticks = e->ticks;
+	l->is_int = !e->is_double;
+	l->i = e->i;
+	l->d = e->d;
+	return 0;
+}
+
+static void on_ext(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+		   const uint64_t *values, uint32_t n)
+{
+	struct counters *cs = ctx;
+	struct ta_process *p;
+	struct ta_apiev e;
+	struct counter *c;
+	char chbuf[32];
+
+	if (kind != TA_EXT_COUNTER && (kind != TA_EXT_FRAME || !cs->svg))
+		return;
+	p = ta_session_process(cs->v.s, t->pid);
+	if (ta_apiev_decode(p, ticks, kind, values, n, &e, cs->text) <= 0)
+		return;
+	if (kind == TA_EXT_FRAME) {
+		if (add_point(&cs->frames, &cs->nframes, &cs->frames_cap, t->pid, ticks, 0) < 0)
+			cs->nomem = 1;
+		return;
+	}
+	c = counter_of(cs, e.name[0] ? e.name : "?",
+		       p ? ta_process_channel_name(p, e.channel, chbuf) : "user");
+	if (!c || take_sample(c, t->pid, &e) < 0) {
+		cs->nomem = 1;
+		return;
+	}
+	if (cs->svg && (!e.is_double || isfinite(e.d)) &&
+	    add_point(&c->pts, &c->npts, &c->cap, t->pid, ticks, e.d) < 0)
+		cs->nomem = 1;
+}
+
+/* ---- numbers -------------------------------------------------------------------------- */
+
+/* The shortest of %.15g and %.17g that reads back as v: 49.5, not
+ * 49.500000000000000. */
+static const char *fmt_double(char *buf, size_t n, double v)
+{
+	snprintf(buf, n, "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, n, "%.17g", v);
+	return buf;
+}
+
+static int64_t point_ns(const struct ta_session *s, uint32_t pid, uint64_t ticks)
+{
+	const struct ta_process *p = ta_session_process(s, pid);
+
+	return p ? ta_process_ticks_ns(p, ticks) : (int64_t)ticks;
+}
+
+/* The latest of a counter's per-process last samples, by the clocks. */
+static const struct last *last_of(const struct counters *cs, const struct counter *c)
+{
+	const struct last *best = NULL;
+	int64_t best_ns = 0;
+
+	for (size_t k = 0; k < c->nlasts; k++) {
+		int64_t ns = point_ns(cs->v.s, c->lasts[k].pid, c->lasts[k].ticks);
+
+		if (!best || ns >= best_ns) {
+			best = &c->lasts[k];
+			best_ns = ns;
+		}
+	}
+	return best;
+}
+
+/* min, max, avg, last of c into four buffers; "" when no finite sample. */
+static void numbers(const struct counters *cs, const struct counter *c, char out[4][40])
+{
+	const struct last *l = last_of(cs, c);
+
+	if (!c->finite) {
+		for (int k = 0; k < 4; k++)
+			out[k][0] = 0;
+		return;
+	}
+	if (c->all_int) {
+		snprintf(out[0], 40, "%" PRId64, c->imin);
+		snprintf(out[1], 40, "%" PRId64, c->imax);
+	} else {
+		fmt_double(out[0], 40, c->min);
+		fmt_double(out[1], 40, c->max);
+	}
+	fmt_double(out[2], 40, (double)(c->sum / (long double)c->finite));
+	if (l && l->is_int && c->all_int)
+		snprintf(out[3], 40, "%" PRId64, l->i);
+	else if (l)
+		fmt_double(out[3], 40, l->d);
+	else
+		out[3][0] = 0;
+}
+
+static void print_text(const struct counters *cs)
+{
+	size_t w = 7;
+
+	for (size_t i = 0; i < cs->n; i++)
+		if (strlen(cs->c[i].name) > w)
+			w = strlen(cs->c[i].name);
+	printf("%-*s %10s %14s %14s %14s %14s\n", (int)w, "counter", "samples", "min", "max",
+	       "avg", "last");
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct counter *c = &cs->c[i];
+		char num[4][40];
+
+		numbers(cs, c, num);
+		printf("%-*s %10" PRIu64 " %14s %14s %14s %14s", (int)w, c->name, c->samples,
+		       num[0][0] ? num[0] : "-", num[1][0] ? num[1] : "-",
+		       num[2][0] ? num[2] : "-", num[3][0] ? num[3] : "-");
+		if (c->non_finite)
+			printf("  (%" PRIu64 " not finite)", c->non_finite);
+		putchar('\n');
+	}
+}
+
+static void json_num(const char *s)
+{
+	/* JSON has no NaN: a counter without a finite sample has null. */
+	fputs(s[0] ? s : "null", stdout);
+}
+
+static void print_json(const struct counters *cs)
+{
+	printf("{\"counters\": [");
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct counter *c = &cs->c[i];
+		char num[4][40];
+
+		numbers(cs, c, num);
+		printf("%s\n  {\"name\": ", i ? "," : "");
+		ta_json_str(stdout, c->name);
+		printf(", \"channel\": ");
+		ta_json_str(stdout, c->channel);
+		printf(", \"samples\": %" PRIu64 ", \"non_finite\": %" PRIu64 ", \"integer\": %s",
+		       c->samples, c->non_finite, c->all_int ? "true" : "false");
+		printf(", \"min\": ");
+		json_num(num[0]);
+		printf(", \"max\": ");
+		json_num(num[1]);
+		printf(", \"avg\": ");
+		json_num(num[2]);
+		printf(", \"last\": ");
+		json_num(num[3]);
+		putchar('}');
+	}
+	printf("%s]}\n", cs->n ? "\n" : "");
+}
+
+/* ---- the SVG ---------------------------------------------------------------------------- */
+
+#define SVG_W	   800.0
+#define PLOT_H	   90.0
+#define PLOT_GAP   40.0
+#define PLOT_LEFT  110.0
+#define PLOT_RIGHT 20.0
+#define SVG_TOP	   30.0
+
+static void xml_str(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '<')
+			fputs("&lt;", f);
+		else if (ch == '>')
+			fputs("&gt;", f);
+		else if (ch == '&')
+			fputs("&amp;", f);
+		else if (ch == '"')
+			fputs("&quot;", f);
+		else if (ch < 0x20)
+			fputc('?', f); /* XML 1.0 cannot hold most control characters */
+		else
+			fputc(ch, f);
+	}
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+
+	return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
+static void points_ns(const struct counters *cs, struct point *pts, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		pts[k].ns = point_ns(cs->v.s, pts[k].pid, pts[k].ticks);
+	qsort(pts, n, sizeof(*pts), by_time);
+}
+
+static int write_svg(struct counters *cs, FILE *f)
+{
+	int64_t t0 = 0, t1 = 0;
+	int any = 0;
+	double pw = SVG_W - PLOT_LEFT - PLOT_RIGHT, height;
+	char b[2][40];
+
+	points_ns(cs, cs->frames, cs->nframes);
+	for (size_t i = 0; i < cs->n; i++) {
+		struct counter *c = &cs->c[i];
+
+		points_ns(cs, c->pts, c->npts);
+		if (c->npts) {
+			if (!any || c->pts[0].ns < t0)
+				t0 = c->pts[0].ns;
+			if (!any || c->pts[c->npts - 1].ns > t1)
+				t1 = c->pts[c->npts - 1].ns;
+			any = 1;
+		}
+	}
+	for (size_t k = 0; k < cs->nframes; k++) {
+		if (!any || cs->frames[k].ns < t0)
+			t0 = cs->frames[k].ns;
+		if (!any || cs->frames[k].ns > t1)
+			t1 = cs->frames[k].ns;
+		any = 1;
+	}
+	height = SVG_TOP + (double)cs->n * (PLOT_H + PLOT_GAP) + 10;
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
+		"height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
+		"font-size=\"11\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+		"<text x=\"10\" y=\"18\" font-size=\"14\">counters of ",
+		SVG_W, height, SVG_W, height);
+	xml_str(f, cs->path);
+	fprintf(f, " (%s, frame marks as ticks)</text>\n",
+		ta_fmt_time(b[0], sizeof(b[0]), (uint64_t)(t1 - t0)));
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct counter *c = &cs->c[i];
+		double y0 = SVG_TOP + (double)i * (PLOT_H + PLOT_GAP) + 14, span;
+		char num[4][40];
+
+		numbers(cs, c, num);
+		fprintf(f, "<g class=\"counter\" data-name=\"");
+		xml_str(f, c->name);
+		fprintf(f, "\">\n<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">", PLOT_LEFT,
+			y0 - 4);
+		xml_str(f, c->name);
+		fprintf(f, " (%" PRIu64 " samples", c->samples);
+		if (c->non_finite)
+			fprintf(f, ", %" PRIu64 " not finite", c->non_finite);
+		fprintf(f, ")</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			   "fill=\"#f4f6fa\" stroke=\"#99a\"/>\n",
+			PLOT_LEFT, y0, pw, PLOT_H);
+		fprintf(f,
+			"<text class=\"max\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n"
+			"<text class=\"min\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+			PLOT_LEFT - 4, y0 + 10, num[1][0] ? num[1] : "-", PLOT_LEFT - 4,
+			y0 + PLOT_H, num[0][0] ? num[0] : "-");
+		/* The frame marks: ticks up from the time axis. */
+		for (size_t k = 0; k < cs->nframes; k++) {
+			double x = PLOT_LEFT + (t1 > t0 ? (double)(cs->frames[k].ns - t0) /
+							      (double)(t1 - t0) * pw
+							: 0);
+
+			fprintf(f,
+				"<line class=\"frame\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+				"y2=\"%.1f\" stroke=\"#c33\"/>\n",
+				x, y0 + PLOT_H, x, y0 + PLOT_H - 6);
+		}
+		span = c->finite ? c->max - c->min : 0;
+		fprintf(f, "<polyline fill=\"none\" stroke=\"#2a5db0\" stroke-width=\"1.2\" "
+			   "points=\"");
+		for (size_t k = 0; k < c->npts; k++) {
+			const struct point *pt = &c->pts[k];
+			double x = PLOT_LEFT + (t1 > t0 ? (double)(pt->ns - t0) /
+							      (double)(t1 - t0) * pw
+							: pw / 2);
+			double y = y0 + PLOT_H -
+				   (span > 0 ? (pt->value - c->min) / span * PLOT_H : PLOT_H / 2);
+
+			fprintf(f, "%s%.2f,%.2f", k ? " " : "", x, y);
+		}
+		fprintf(f, "\"/>\n</g>\n");
+	}
+	fprintf(f, "</svg>\n");
+	return ferror(f) ? -1 : 0;
+}
+
+/* ---- the command ------------------------------------------------------------------------- */
+
+enum { O_SVG = TA_OPT_OWN };
+
+static const struct ta_opt counters_opts[] = {
+    {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"--svg", TA_ARG_EITHER, O_SVG},
+    {NULL, TA_ARG_NONE, 0},
+};
+
+static int parse_args(int argc, char **argv, struct counters *cs)
+{
+	struct ta_opts p;
+	int id;
+
+	ta_opts_init(&p, "counters", counters_opts, usage, argc, argv);
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+		switch (id) {
+		case TA_OPT_EXIT:
+			return p.status;
+		case TA_OPT_MISSING:
+			fprintf(stderr, "traceagent counters: %s needs a file name\n", p.arg);
+			return 2;
+		case TA_OPT_ARG:
+			if (ta_opts_dump(&p, &cs->path))
+				return 2;
+			break;
+		case TA_OPT_JSON:
+			cs->json = 1;
+			break;
+		case O_SVG:
+			if (!*p.val)
+				return ta_opts_bad(&p, "is not a file name");
+			cs->svg = p.val;
+			break;
+		}
+	}
+	return ta_opts_need_dump(&p, cs->path) ? 2 : -1;
+}
+
+static void counters_free(struct counters *cs)
+{
+	for (size_t i = 0; i < cs->n; i++) {
+		free(cs->c[i].name);
+		free(cs->c[i].channel);
+		free(cs->c[i].lasts);
+		free(cs->c[i].pts);
+	}
+	free(cs->c);
+	free(cs->frames);
+}
+
+int ta_cmd_counters(int argc, char **argv)
+{
+	struct counters *cs = calloc(1, sizeof(*cs));
+	struct ta_visitor vis;
+	int status;
+
+	if (!cs) {
+		fprintf(stderr, "traceagent: out of memory\n");
+		return 1;
+	}
+	status = parse_args(argc, argv, cs);
+	if (status >= 0)
+		goto out;
+	memset(&vis, 0, sizeof(vis));
+	vis.ctx = cs;
+	vis.ext = on_ext;
+	if (ta_view_open(&cs->v, cs->path, &vis) < 0) {
+		status = cs->v.status;
+		goto close;
+	}
+	status = cs->v.status;
+	if (cs->nomem) {
+		fprintf(stderr, "traceagent: %s: out of memory: counters are missing samples\n",
+			cs->path);
+		status = 1;
+	}
+	if (cs->json)
+		print_json(cs);
+	else if (!cs->n)
+		printf("no counters in %s\n", cs->path);
+	else
+		print_text(cs);
+	if (cs->svg) {
+		FILE *f = fopen(cs->svg, "w");
+		int bad = !f || write_svg(cs, f) < 0;
+
+		if ((f && fclose(f) != 0) || bad) {
+			fprintf(stderr, "traceagent: %s: writing the SVG: %s\n", cs->svg,
+				strerror(errno));
+			status = status ? status : 1;
+		}
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "traceagent: writing the counters: %s\n", strerror(errno));
+		status = 1;
+	}
+	ta_view_warnings(&cs->v);
+close:
+	ta_view_close(&cs->v);
+out:
+	counters_free(cs);
+	free(cs);
+	return status;
+}
