@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,13 @@ static void usage(FILE *f)
 		   "                         start_ns, duration_ns, self_ns, open,\n"
 		   "                         unwound (left by longjmp or an exception)\n"
 		   "  -h, --help             this help\n"
+		   "\n"
+		   "The manual API's events take one line each at their time, under the\n"
+		   "call they happened in: \"! message TEXT\", \"* instant NAME\", \"# counter\n"
+		   "NAME = VALUE\", \"| frame SET\", \"+ zone text TEXT\", \"+ zone value N\",\n"
+		   "\"~ channel NAME on|off\", \"? zone end without a zone begun\" (texts quoted\n"
+		   "and escaped; a channel other than user named after it as [NAME]); with\n"
+		   "--json, objects with an \"event\" key.  --min-duration hides them.\n"
 		   "\n"
 		   "A call is shown with its callers, which the filters never hide.  Exit\n"
 		   "status: 0 for a whole dump, 1 when it is damaged or truncated, 2 for\n"
@@ -172,10 +180,145 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		printf(" /* %s */", src);
 	if (c->kind != TA_TL_EXIT && !strcmp(fn->module, TA_LIBCALL_MODULE))
 		fputs(" " TA_LIBCALL_MODULE, stdout);
+	if (c->kind != TA_TL_EXIT && !strcmp(fn->module, TA_ZONE_MODULE))
+		fputs(" " TA_ZONE_MODULE, stdout);
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_OPEN))
 		printf(" (open at the end)");
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_UNWOUND))
 		printf(" (left by longjmp or an exception)");
+	putchar('\n');
+}
+
+/* The shortest of %.15g and %.17g that reads back as v (0.1, not
+ * 0.10000000000000001). */
+static void print_double(double v)
+{
+	char buf[40];
+
+	snprintf(buf, sizeof(buf), "%.15g", v);
+	if (strtod(buf, NULL) != v && isfinite(v))
+		snprintf(buf, sizeof(buf), "%.17g", v);
+	fputs(buf, stdout);
+}
+
+/* A text between quotes, as stored: control characters, quotes and
+ * backslashes escaped, so that one event stays one line. */
+static void quoted(const char *s, uint32_t len)
+{
+	putchar('"');
+	for (uint32_t k = 0; k < len; k++) {
+		unsigned char ch = (unsigned char)s[k];
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", stdout);
+		else if (ch == '\t')
+			fputs("\\t", stdout);
+		else if (ch < 0x20 || ch == 0x7f)
+			printf("\\x%02x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static void json_api(const struct ta_tlapi *a)
+{
+	const struct ta_apiev *e = a->e;
+
+	printf("{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32
+	       ", \"event\": \"%s\", \"name\": ",
+	       a->t->tid, a->t->pid, a->depth, ta_apiev_kind_name(e->kind));
+	ta_json_str(stdout, e->name);
+	printf(", \"channel\": ");
+	ta_json_str(stdout, a->channel);
+	printf(", \"time_ns\": %" PRId64, a->ns);
+	switch (e->kind) {
+	case TA_EXT_COUNTER:
+		if (e->is_double && !isfinite(e->d))
+			printf(", \"value\": null, \"non_finite\": \"%g\"", e->d);
+		else if (e->is_double) {
+			printf(", \"value\": ");
+			print_double(e->d);
+		} else {
+			printf(", \"value\": %" PRId64, e->i);
+		}
+		break;
+	case TA_EXT_MESSAGE:
+	case TA_EXT_ZONE_TEXT:
+		printf(", \"text\": ");
+		ta_json_str(stdout, e->text);
+		printf(", \"cut\": %s", e->cut ? "true" : "false");
+		break;
+	case TA_EXT_ZONE_VALUE:
+		printf(", \"value\": %" PRIu64, e->value);
+		break;
+	case TA_EXT_CHANNEL:
+		printf(", \"on\": %s", e->on ? "true" : "false");
+		break;
+	}
+	printf("}\n");
+}
+
+/*
+ * One line per event, marked by its first character: "! message",
+ * "* instant", "# counter", "| frame", "+ zone text/value", "~ channel",
+ * "? zone end" (an END without a zone).  A channel other than "user" is
+ * named after it.
+ */
+static void api(void *ctx, const struct ta_tlapi *a)
+{
+	struct replay *r = ctx;
+	const struct ta_apiev *e = a->e;
+	char at[32];
+
+	if (r->json) {
+		json_api(a);
+		return;
+	}
+	header(r);
+	if (r->time)
+		printf("%12s ", ta_fmt_time(at, sizeof(at), a->ns > 0 ? (uint64_t)a->ns : 0));
+	printf("%12s %8" PRIu64 "  %s", "", a->t->tid, indent(r, a->depth));
+	switch (e->kind) {
+	case TA_EXT_MESSAGE:
+		fputs("! message ", stdout);
+		quoted(e->text, e->text_len);
+		break;
+	case TA_EXT_INSTANT:
+		printf("* instant %s", e->name);
+		break;
+	case TA_EXT_COUNTER:
+		printf("# counter %s = ", e->name);
+		if (e->is_double)
+			print_double(e->d);
+		else
+			printf("%" PRId64, e->i);
+		break;
+	case TA_EXT_FRAME:
+		printf("| frame %s", e->name);
+		break;
+	case TA_EXT_ZONE_TEXT:
+		fputs("+ zone text ", stdout);
+		quoted(e->text, e->text_len);
+		break;
+	case TA_EXT_ZONE_VALUE:
+		printf("+ zone value %" PRIu64, e->value);
+		break;
+	case TA_EXT_CHANNEL:
+		printf("~ channel %s %s", a->channel, e->on ? "on" : "off");
+		break;
+	case TA_EXT_ZONE_UNMATCHED:
+		fputs("? zone end without a zone begun", stdout);
+		if (e->site)
+			printf(" (%s:%" PRIu32 ")", e->site->file, e->site->line);
+		break;
+	}
+	if (e->cut)
+		printf(" (cut at %u bytes)", TA_TEXT_MAX);
+	if (e->kind != TA_EXT_CHANNEL && strcmp(a->channel, "user"))
+		printf(" [%s]", a->channel);
 	putchar('\n');
 }
 
@@ -241,7 +384,7 @@ int ta_cmd_replay(int argc, char **argv)
 		goto out;
 	if (r.srcline)
 		r.sl = ta_srclines_new();
-	if (ta_timeline_run(&r.tl, r.path, &r.o, emit, &r) < 0) {
+	if (ta_timeline_run_api(&r.tl, r.path, &r.o, emit, api, &r) < 0) {
 		status = r.tl.v.status;
 		goto out;
 	}

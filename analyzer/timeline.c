@@ -365,8 +365,58 @@ out:
 	}
 }
 
+static void tl_ext(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+		   const uint64_t *values, uint32_t n)
+{
+	struct ta_timeline *tl = ctx;
+	const struct ta_tlopts *o = tl->o;
+	struct ta_tlthread *th;
+	struct ta_tlapi a;
+	struct ta_apiev e;
+	char chbuf[32];
+
+	if (!ta_apiev_kind(kind) || o->min_duration)
+		return;
+	th = thread_state(tl, t);
+	if (!th || th->skip || (o->function && !th->inside) || t->depth < th->base ||
+	    ticks < th->from_ticks || ticks >= th->to_ticks ||
+	    (o->max_depth && t->depth - th->base > o->max_depth))
+		return;
+	/* The metadata pass's process: it knows every site, even one a
+	 * SITES chunk describes after a damaged stretch. */
+	if (ta_apiev_decode(ta_session_process(tl->meta.s, t->pid), ticks, kind, values, n, &e,
+			    tl->text) <= 0)
+		return;
+	emit_open(tl, th, t, t->depth);
+	memset(&a, 0, sizeof(a));
+	a.t = t;
+	a.depth = t->depth - th->base;
+	a.ns = ta_timeline_rel(tl, th->p, ticks);
+	a.e = &e;
+	a.channel = th->p ? ta_process_channel_name(th->p, e.channel, chbuf) : "user";
+	a.zone_depth = -1;
+	for (uint32_t k = t->depth; k-- > th->base;) {
+		int64_t id = fn_id(tl, t, t->stack[k].addr);
+
+		if (id >= 0 && !strcmp(tl->fns.fn[id].module, TA_ZONE_MODULE)) {
+			a.zone_depth = k - th->base;
+			a.zone_start_ns = ta_timeline_rel(tl, th->p, t->stack[k].enter);
+			a.zone_fn = (uint32_t)id;
+			break;
+		}
+	}
+	tl->api(tl->ctx, &a);
+}
+
 int ta_timeline_run(struct ta_timeline *tl, const char *path, const struct ta_tlopts *o,
 		    void (*emit)(void *ctx, const struct ta_tlcall *c), void *ctx)
+{
+	return ta_timeline_run_api(tl, path, o, emit, NULL, ctx);
+}
+
+int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct ta_tlopts *o,
+			void (*emit)(void *ctx, const struct ta_tlcall *c),
+			void (*api)(void *ctx, const struct ta_tlapi *a), void *ctx)
 {
 	struct ta_visitor vis;
 
@@ -375,6 +425,7 @@ int ta_timeline_run(struct ta_timeline *tl, const char *path, const struct ta_tl
 	memset(tl, 0, sizeof(*tl));
 	tl->o = o;
 	tl->emit = emit;
+	tl->api = api;
 	tl->ctx = ctx;
 	/* Two passes: a pipe would be empty for the second (report, info and
 	 * the views without a timeline read a dump once, and take one). */
@@ -398,6 +449,8 @@ int ta_timeline_run(struct ta_timeline *tl, const char *path, const struct ta_tl
 	vis.ctx = tl;
 	vis.enter = tl_enter;
 	vis.exit = tl_exit;
+	if (api)
+		vis.ext = tl_ext;
 	if (ta_view_open(&tl->v, path, &vis) < 0)
 		return -1;
 	if (tl->nomem) {

@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 
+#include "apiev.h"
 #include "calltree.h"
 #include "common.h"
 
@@ -67,6 +68,21 @@ struct ta_tlcall {
 	unsigned flags; /* TA_VISIT_* of the exit (TA_VISIT_OPEN: still open at the end) */
 };
 
+/* An event of the manual API (apiev.h) at its place in the thread's
+ * timeline: its callers' first lines went out before it. */
+struct ta_tlapi {
+	const struct ta_thread *t;
+	uint32_t depth;	 /* as a call's: the level of a callee of the innermost frame */
+	int64_t ns;	 /* from the dump start */
+	const struct ta_apiev *e;
+	const char *channel; /* the name of e->channel */
+	/* The innermost zone open on the thread (what ZONE_TEXT and
+	 * ZONE_VALUE are for): its depth and start, zone_depth -1 for none. */
+	int64_t zone_depth;
+	int64_t zone_start_ns;
+	uint32_t zone_fn; /* its function id */
+};
+
 struct ta_timeline {
 	struct ta_view meta; /* the metadata pass: names and clocks during the walk */
 	struct ta_view v;    /* the real pass */
@@ -74,6 +90,7 @@ struct ta_timeline {
 	int64_t start_ns;    /* the dump's start on CLOCK_MONOTONIC */
 	const struct ta_tlopts *o;
 	void (*emit)(void *ctx, const struct ta_tlcall *c);
+	void (*api)(void *ctx, const struct ta_tlapi *a); /* may be NULL */
 	void *ctx;
 	int nomem;
 
@@ -81,6 +98,7 @@ struct ta_timeline {
 	uint32_t nth;
 	uint8_t *match; /* by function id: 0 not known yet, 1 no, 2 matches --function */
 	uint32_t nmatch;
+	char text[TA_TEXT_MAX + 1]; /* an API event's text, while api has it */
 };
 
 /*
@@ -92,6 +110,16 @@ struct ta_timeline {
  */
 int ta_timeline_run(struct ta_timeline *tl, const char *path, const struct ta_tlopts *o,
 		    void (*emit)(void *ctx, const struct ta_tlcall *c), void *ctx);
+/*
+ * The same, and the manual API's events to api as they come, each after
+ * the first lines of its callers.  An event is shown where a call would
+ * be: in the threads, time range, depth and --function match chosen; not
+ * with --min-duration, which judges calls (the callers of an event shown
+ * would be shown whatever they lasted).
+ */
+int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct ta_tlopts *o,
+			void (*emit)(void *ctx, const struct ta_tlcall *c),
+			void (*api)(void *ctx, const struct ta_tlapi *a), void *ctx);
 void ta_timeline_warnings(struct ta_timeline *tl);
 void ta_timeline_close(struct ta_timeline *tl);
 
