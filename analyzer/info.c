@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "apiev.h"
 #include "cmdopts.h"
 #include "commands.h"
 #include "common.h"
@@ -37,7 +38,9 @@ static void usage(FILE *f)
 		   "\n"
 		   "What a dump holds: per process the command line, pid, start time, duration,\n"
 		   "clock and calibration, the agent's settings, threads and modules; for the\n"
-		   "file its format version, chunks, sizes, completeness and errors.\n"
+		   "file its format version, chunks, sizes, completeness and errors; and\n"
+		   "the manual API's events per channel (zones, messages, instants,\n"
+		   "counter samples, frame marks, switches) and zone ENDs without a zone.\n"
 		   "\n"
 		   "  --json       one JSON object instead of text\n"
 		   "  -h, --help   this help\n"
@@ -45,6 +48,159 @@ static void usage(FILE *f)
 		   "Exit status: 0 for a whole dump, 1 when it is damaged or truncated (what\n"
 		   "could be read is still shown), 2 for usage errors or a file that cannot\n"
 		   "be opened.\n");
+}
+
+/* ---- the manual API's events, per channel ------------------------------------------ */
+
+enum { CH_ZONES, CH_MESSAGES, CH_INSTANTS, CH_COUNTERS, CH_FRAMES, CH_SWITCHES, CH_NCOUNTS };
+
+static const char *const ch_keys[CH_NCOUNTS] = {"zones",	  "messages",	 "instants",
+						"counter_samples", "frame_marks", "switches"};
+
+/* One process's counts by channel id: merged by name when printed, as
+ * the ids of a program's own channels differ between processes. */
+struct proc_channels {
+	uint32_t pid;
+	uint64_t n[TA_CHANNELS_MAX][CH_NCOUNTS];
+};
+
+struct api_counts {
+	struct ta_view *v;
+	struct proc_channels *pc;
+	size_t npc;
+	struct proc_channels *last; /* the one of the last event: threads come in runs */
+	struct ta_process *last_p;
+	uint64_t unmatched;
+	int nomem;
+	char text[TA_TEXT_MAX + 1];
+};
+
+/* A channel row of the output. */
+struct channel_row {
+	const char *name;
+	uint64_t n[CH_NCOUNTS];
+};
+
+static struct proc_channels *proc_channels(struct api_counts *a, uint32_t pid)
+{
+	struct proc_channels *pc;
+
+	if (a->last && a->last->pid == pid)
+		return a->last;
+	a->last_p = ta_session_process(a->v->s, pid);
+	for (size_t i = 0; i < a->npc; i++)
+		if (a->pc[i].pid == pid)
+			return a->last = &a->pc[i];
+	pc = realloc(a->pc, (a->npc + 1) * sizeof(*pc));
+	if (!pc) {
+		a->nomem = 1;
+		return NULL;
+	}
+	a->pc = pc;
+	pc = &a->pc[a->npc++];
+	memset(pc, 0, sizeof(*pc));
+	pc->pid = pid;
+	return a->last = pc;
+}
+
+static uintptr_t api_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+			   uint64_t addr, unsigned flags)
+{
+	struct api_counts *a = ctx;
+	struct proc_channels *pc;
+	const struct ta_site *site;
+
+	(void)ticks;
+	(void)depth;
+	(void)flags;
+	/* Every function event comes here: only processes with sites pay
+	 * for the search. */
+	pc = proc_channels(a, t->pid);
+	if (!pc || !a->last_p || !a->last_p->nsites)
+		return 0;
+	site = ta_process_site(a->last_p, ta_process_addr(a->last_p, addr));
+	if (site && site->kind == TA_SITE_ZONE && site->channel < TA_CHANNELS_MAX)
+		pc->n[site->channel][CH_ZONES]++;
+	return 0;
+}
+
+static void api_ext(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+		    const uint64_t *values, uint32_t n)
+{
+	struct api_counts *a = ctx;
+	struct proc_channels *pc;
+	struct ta_apiev e;
+	int what;
+
+	if (!ta_apiev_kind(kind) || !(pc = proc_channels(a, t->pid)))
+		return;
+	if (ta_apiev_decode(a->last_p, ticks, kind, values, n, &e, a->text) <= 0)
+		return;
+	switch (kind) {
+	case TA_EXT_MESSAGE:
+		what = CH_MESSAGES;
+		break;
+	case TA_EXT_INSTANT:
+		what = CH_INSTANTS;
+		break;
+	case TA_EXT_COUNTER:
+		what = CH_COUNTERS;
+		break;
+	case TA_EXT_FRAME:
+		what = CH_FRAMES;
+		break;
+	case TA_EXT_CHANNEL:
+		what = CH_SWITCHES;
+		break;
+	case TA_EXT_ZONE_UNMATCHED:
+		a->unmatched++;
+		return;
+	default:
+		return;
+	}
+	if (e.channel < TA_CHANNELS_MAX)
+		pc->n[e.channel][what]++;
+}
+
+/* The rows by name, in the order of the first process's ids: every channel
+ * a CHANNELS chunk named, and any other with events.  Returns the count
+ * (rows has room for all), or -1 without memory. */
+static long channel_rows(const struct api_counts *a, struct channel_row **out, char (*names)[32])
+{
+	const struct ta_session *s = a->v->s;
+	size_t cap = (s->nprocs + a->npc) * TA_CHANNELS_MAX, n = 0;
+	struct channel_row *rows = calloc(cap ? cap : 1, sizeof(*rows));
+
+	if (!rows)
+		return -1;
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct ta_process *p = s->procs[i];
+		const struct proc_channels *pc = NULL;
+
+		for (size_t k = 0; k < a->npc; k++)
+			if (a->pc[k].pid == p->pid)
+				pc = &a->pc[k];
+		for (uint32_t id = 0; id < TA_CHANNELS_MAX; id++) {
+			uint64_t any = 0;
+			const char *name;
+			size_t r;
+
+			for (int c = 0; pc && c < CH_NCOUNTS; c++)
+				any |= pc->n[id][c];
+			if (!p->channels[id].name && !any)
+				continue;
+			name = ta_process_channel_name(p, id, names[n]);
+			for (r = 0; r < n; r++)
+				if (!strcmp(rows[r].name, name))
+					break;
+			if (r == n)
+				rows[n++].name = name; /* names[n] or the process's own */
+			for (int c = 0; pc && c < CH_NCOUNTS; c++)
+				rows[r].n[c] += pc->n[id][c];
+		}
+	}
+	*out = rows;
+	return (long)n;
 }
 
 /* ---- facts derived from the session ------------------------------------------------ */
@@ -356,7 +512,60 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 	}
 }
 
-static void print_text(struct ta_view *v)
+static void text_channels(const struct api_counts *a)
+{
+	struct channel_row *rows;
+	char(*names)[32] = calloc((a->v->s->nprocs + a->npc) * TA_CHANNELS_MAX + 1, 32);
+	long n = names ? channel_rows(a, &rows, names) : -1;
+	uint64_t any = a->unmatched;
+
+	if (n < 0) {
+		free(names);
+		return;
+	}
+	for (long r = 0; r < n; r++)
+		for (int c = 0; c < CH_NCOUNTS; c++)
+			any |= rows[r].n[c];
+	/* Quiet for a dump without the manual API's events. */
+	if (any) {
+		printf("channels:      %-12s %8s %8s %8s %8s %8s %8s\n", "", "zones", "messages",
+		       "instants", "counters", "frames", "switches");
+		for (long r = 0; r < n; r++) {
+			printf("               %-12s", rows[r].name);
+			for (int c = 0; c < CH_NCOUNTS; c++)
+				printf(" %8" PRIu64, rows[r].n[c]);
+			putchar('\n');
+		}
+		printf("zone ENDs without a zone: %" PRIu64 "\n", a->unmatched);
+	}
+	free(rows);
+	free(names);
+}
+
+static void json_channels(const struct api_counts *a)
+{
+	struct channel_row *rows;
+	char(*names)[32] = calloc((a->v->s->nprocs + a->npc) * TA_CHANNELS_MAX + 1, 32);
+	long n = names ? channel_rows(a, &rows, names) : -1;
+	uint64_t switches = 0;
+
+	printf(" \"channels\": [");
+	for (long r = 0; r < n; r++) {
+		printf("%s{\"name\": ", r ? ", " : "");
+		ta_json_str(stdout, rows[r].name);
+		for (int c = 0; c < CH_NCOUNTS; c++)
+			printf(", \"%s\": %" PRIu64, ch_keys[c], rows[r].n[c]);
+		putchar('}');
+		switches += rows[r].n[CH_SWITCHES];
+	}
+	printf("], \"channel_switches\": %" PRIu64 ", \"zone_end_unmatched\": %" PRIu64 ",\n",
+	       switches, a->unmatched);
+	if (n >= 0)
+		free(rows);
+	free(names);
+}
+
+static void print_text(struct ta_view *v, const struct api_counts *a)
 {
 	const struct ta_session *s = v->s;
 	const char *why = ta_view_incomplete(v);
@@ -391,6 +600,7 @@ static void print_text(struct ta_view *v)
 		ta_error_text(buf, sizeof(buf), &s->errors[i]);
 		printf("  %s\n", buf);
 	}
+	text_channels(a);
 	for (size_t i = 0; i < s->nprocs; i++)
 		text_process(v, s->procs[i]);
 }
@@ -541,7 +751,7 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	printf("%s]}", p->nmodules ? "\n    " : "");
 }
 
-static void print_json(struct ta_view *v)
+static void print_json(struct ta_view *v, const struct api_counts *a)
 {
 	const struct ta_session *s = v->s;
 	const char *why = ta_view_incomplete(v);
@@ -569,8 +779,10 @@ static void print_json(struct ta_view *v)
 	       ", \"lost_by_cause\": ",
 	       v->events, v->lost, v->lost_no_ring);
 	ta_print_lost_by_json(v->lost_by);
-	printf(", \"threads\": %zu, \"duration_ns\": %" PRIu64 ",\n \"processes\": [",
-	       s->nthreads, ta_session_duration_ns(s));
+	printf(", \"threads\": %zu, \"duration_ns\": %" PRIu64 ",\n", s->nthreads,
+	       ta_session_duration_ns(s));
+	json_channels(a);
+	printf(" \"processes\": [");
 	for (size_t i = 0; i < s->nprocs; i++) {
 		printf("%s\n  ", i ? "," : "");
 		json_process(v, s->procs[i]);
@@ -612,24 +824,45 @@ int ta_cmd_info(int argc, char **argv)
 {
 	struct options opt;
 	struct ta_view v;
+	struct api_counts *a;
+	struct ta_visitor vis;
 	int rc = parse_args(argc, argv, &opt), status;
 
 	if (rc >= 0)
 		return rc;
-	if (ta_view_open(&v, opt.path, NULL) < 0) {
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		fprintf(stderr, "traceagent: out of memory\n");
+		return 1;
+	}
+	a->v = &v;
+	memset(&vis, 0, sizeof(vis));
+	vis.ctx = a;
+	vis.enter = api_enter;
+	vis.ext = api_ext;
+	if (ta_view_open(&v, opt.path, &vis) < 0) {
 		status = v.status;
 		ta_view_close(&v);
+		free(a->pc);
+		free(a);
 		return status;
 	}
 	status = v.status;
+	if (a->nomem) {
+		fprintf(stderr, "traceagent: %s: out of memory: channel counts are short\n",
+			opt.path);
+		status = 1;
+	}
 	if (opt.json)
-		print_json(&v);
+		print_json(&v, a);
 	else
-		print_text(&v);
+		print_text(&v, a);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "traceagent: writing the info: %s\n", strerror(errno));
 		status = 1;
 	}
 	ta_view_close(&v);
+	free(a->pc);
+	free(a);
 	return status;
 }

@@ -49,6 +49,12 @@ int main(void)
 	work();
 	for (int i = 0; i < 5; i++)
 		send_one(i);
+	/* Off, one more send (its zone and counter not recorded), on: two
+	 * switches. */
+	ta_channel_set("net", 0);
+	send_one(99);
+	ta_channel_set("net", 1);
+	TA_ZONE_END(); /* no zone begun: counted, shown */
 	for (int i = 0; i < 4; i++)
 		TA_FRAME_MARK();
 	if (pthread_create(&t, NULL, helper, NULL) != 0)

@@ -136,6 +136,7 @@ START_TEST(json)
 	    " \"chunks\": 12, \"events_chunks\": 2, \"unknown_chunks\": 0, "
 	    "\"stored_bytes\": %llu, \"raw_bytes\": %llu, \"compression_ratio\": 1.000,\n"
 	    " \"events\": 6, \"lost\": 5, \"lost_no_ring\": 0, \"lost_by_cause\": {\"dropped\": 0, \"no-ring\": 0, \"nested\": 0, \"stopped\": 0, \"zone-depth\": 0}, \"threads\": 2, \"duration_ns\": 10000,\n"
+	    " \"channels\": [], \"channel_switches\": 0, \"zone_end_unmatched\": 0,\n"
 	    " \"processes\": [\n"
 	    "  {\"pid\": 4242, \"ppid\": 4000, \"exe\": \"/usr/bin/prog\", "
 	    "\"argv\": [\"prog\", \"-x\", \"a b\"], \"arch\": \"x86_64\",\n"
