@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,12 +45,43 @@ struct export
 	uint64_t events, bytes;
 	int warned, nomem;
 
+	/* chrome: the manual API's events */
+	struct zone_args *za; /* texts and values waiting for their zone's slice */
+	size_t nza, za_cap;
+	struct frame_set *fs; /* frame marks by (pid, set) */
+	size_t nfs;
+
 	/* folded */
 	char *buf;
 	size_t len, cap;
 	size_t *at; /* by depth: where the frame's name starts in buf */
 	uint32_t nat;
 };
+
+/* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open: put in its
+ * slice's args when it ends (its thread, depth and start tell it). */
+struct zone_args {
+	const struct ta_thread *t;
+	uint32_t depth;
+	int64_t start_ns;
+	char *text; /* a JSON string, or NULL */
+	int has_value;
+	uint64_t value;
+};
+
+/* A set of frames of one process: each mark ends the frame the one before
+ * it began, a slice on a track of its own. */
+struct frame_set {
+	uint32_t pid;
+	char *name;
+	uint64_t tid; /* its pseudo-thread */
+	int64_t last_ns;
+	uint64_t frames;
+};
+
+/* Above the largest pid_max (2^22), so no real thread shares a frame
+ * set's track. */
+#define FRAME_TID_BASE 4194304u
 
 static void usage(FILE *f)
 {
@@ -66,6 +99,10 @@ static void usage(FILE *f)
 		"  --time-range=START-END  only calls that overlap this time, from the\n"
 		"                        dump's start (10ms-1.5s, 200us-, -2s)\n"
 		"  --min-duration=TIME   only calls that lasted at least TIME (10us)\n"
+		"  The manual API: messages, instants and channel switches are instant\n"
+		"  events (\"i\"), counters counter events (\"C\"), the frames of each set\n"
+		"  slices on a track \"frames: SET\", zones slices (cat \"zone\") with their\n"
+		"  text and value in args.\n"
 		"\n"
 		"folded:\n"
 		"  --by=time|calls       VALUE is the path's self time in ns (default) or\n"
@@ -140,9 +177,32 @@ static const char *fmt_us(char *buf, size_t n, int64_t ns)
 	return buf;
 }
 
+/* The zone args of a slice, removed from the waiting ones: ", \"text\": ..."
+ * into buf, or "". */
+static const char *zone_args(struct export *e, const struct ta_tlcall *c, char *buf, size_t n)
+{
+	buf[0] = 0;
+	for (size_t k = 0; k < e->nza; k++) {
+		struct zone_args *z = &e->za[k];
+		size_t len = 0;
+
+		if (z->t != c->t || z->depth != c->depth || z->start_ns != c->start_ns)
+			continue;
+		if (z->text)
+			len += (size_t)snprintf(buf, n, ", \"text\": %s", z->text);
+		if (z->has_value && len < n)
+			snprintf(buf + len, n - len, ", \"value\": %" PRIu64, z->value);
+		free(z->text);
+		e->za[k] = e->za[--e->nza];
+		break;
+	}
+	return buf;
+}
+
 static void chrome_event(struct export *e, const struct ta_tlcall *c)
 {
-	char ts[32], dur[32];
+	char ts[32], dur[32], args[TA_TEXT_MAX * 6 + 64];
+	const char *module;
 	int n;
 
 	if (c->kind == TA_TL_ENTER)
@@ -151,15 +211,19 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 		e->nomem = 1;
 		return;
 	}
+	module = e->tl.fns.fn[c->fn].module;
 	n = fprintf(
 	    e->f,
 	    "%s{\"ph\": \"X\", \"name\": %s, \"cat\": \"%s\", \"pid\": %" PRIu32
-	    ", \"tid\": %" PRIu64 ", \"ts\": %s, \"dur\": %s, \"args\": {\"module\": %s%s}}",
+	    ", \"tid\": %" PRIu64 ", \"ts\": %s, \"dur\": %s, \"args\": {\"module\": %s%s%s}}",
 	    e->events ? ",\n" : "\n", e->jname[c->fn],
-	    strcmp(e->tl.fns.fn[c->fn].module, TA_LIBCALL_MODULE) ? "function" : "libcall",
+	    !strcmp(module, TA_LIBCALL_MODULE) ? "libcall"
+	    : !strcmp(module, TA_ZONE_MODULE)  ? "zone"
+					       : "function",
 	    c->t->pid, c->t->tid,
 	    fmt_us(ts, sizeof(ts), c->start_ns), fmt_us(dur, sizeof(dur), (int64_t)c->dur_ns),
-	    e->jmod[c->fn], c->flags & TA_VISIT_OPEN ? ", \"open\": true" : "");
+	    e->jmod[c->fn], c->flags & TA_VISIT_OPEN ? ", \"open\": true" : "",
+	    e->nza ? zone_args(e, c, args, sizeof(args)) : "");
 	e->events++;
 	e->bytes += n > 0 ? (uint64_t)n : 0;
 	if (!e->warned && (e->events > BIG_EVENTS || e->bytes > BIG_BYTES)) {
@@ -175,6 +239,174 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 static void emit(void *ctx, const struct ta_tlcall *c)
 {
 	chrome_event(ctx, c);
+}
+
+/* The JSON string of s (NULL without memory). */
+static char *json_text(const char *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m)
+		return NULL;
+	ta_json_str(m, s);
+	if (fclose(m) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void zone_arg(struct export *e, const struct ta_tlapi *a)
+{
+	struct zone_args *z = NULL;
+
+	for (size_t k = 0; k < e->nza; k++)
+		if (e->za[k].t == a->t && e->za[k].depth == (uint32_t)a->zone_depth &&
+		    e->za[k].start_ns == a->zone_start_ns)
+			z = &e->za[k];
+	if (!z) {
+		if (e->nza == e->za_cap) {
+			size_t cap = e->za_cap ? 2 * e->za_cap : 8;
+			struct zone_args *n = realloc(e->za, cap * sizeof(*n));
+
+			if (!n) {
+				e->nomem = 1;
+				return;
+			}
+			e->za = n;
+			e->za_cap = cap;
+		}
+		z = &e->za[e->nza++];
+		memset(z, 0, sizeof(*z));
+		z->t = a->t;
+		z->depth = (uint32_t)a->zone_depth;
+		z->start_ns = a->zone_start_ns;
+	}
+	if (a->e->kind == TA_EXT_ZONE_VALUE) {
+		z->has_value = 1;
+		z->value = a->e->value;
+		return;
+	}
+	/* A later text replaces an earlier one, as a zone shows one. */
+	free(z->text);
+	z->text = json_text(a->e->text);
+	if (!z->text)
+		e->nomem = 1;
+}
+
+static struct frame_set *frame_set(struct export *e, uint32_t pid, const char *name)
+{
+	struct frame_set *fs;
+
+	for (size_t k = 0; k < e->nfs; k++)
+		if (e->fs[k].pid == pid && !strcmp(e->fs[k].name, name))
+			return &e->fs[k];
+	fs = realloc(e->fs, (e->nfs + 1) * sizeof(*fs));
+	if (!fs)
+		return NULL;
+	e->fs = fs;
+	fs = &e->fs[e->nfs];
+	memset(fs, 0, sizeof(*fs));
+	fs->name = strdup(name);
+	if (!fs->name)
+		return NULL;
+	fs->pid = pid;
+	fs->tid = FRAME_TID_BASE + e->nfs++;
+	return fs;
+}
+
+/* The start of an event of the API: its separator, phase, name, category
+ * and place. */
+static void api_head(struct export *e, const char *ph, const char *name, const char *cat,
+		     const struct ta_tlapi *a, uint64_t tid)
+{
+	char ts[32];
+
+	fprintf(e->f, "%s{\"ph\": \"%s\", \"name\": ", e->events ? ",\n" : "\n", ph);
+	ta_json_str(e->f, name);
+	fprintf(e->f, ", \"cat\": \"%s\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64 ", \"ts\": %s",
+		cat, a->t->pid, tid, fmt_us(ts, sizeof(ts), a->ns));
+	e->events++;
+}
+
+/*
+ * Messages, instants, channel switches and zone ENDs without a zone are
+ * instant events of their thread; counters counter events of their
+ * process; frames slices on a track per set; zone texts and values wait
+ * for their zone's slice.
+ */
+static void api(void *ctx, const struct ta_tlapi *a)
+{
+	struct export *e = ctx;
+	const struct ta_apiev *ev = a->e;
+	struct frame_set *fs;
+	char name[128], ts[32], dur[32];
+
+	switch (ev->kind) {
+	case TA_EXT_MESSAGE:
+		api_head(e, "i", ev->text, "message", a, a->t->tid);
+		fprintf(e->f, ", \"s\": \"t\", \"args\": {\"text\": ");
+		ta_json_str(e->f, ev->text);
+		fprintf(e->f, ", \"channel\": ");
+		ta_json_str(e->f, a->channel);
+		fprintf(e->f, "%s}}", ev->cut ? ", \"cut\": true" : "");
+		break;
+	case TA_EXT_INSTANT:
+		api_head(e, "i", ev->name, "instant", a, a->t->tid);
+		fprintf(e->f, ", \"s\": \"t\", \"args\": {\"channel\": ");
+		ta_json_str(e->f, a->channel);
+		fputs("}}", e->f);
+		break;
+	case TA_EXT_CHANNEL:
+		snprintf(name, sizeof(name), "channel %s %s", a->channel, ev->on ? "on" : "off");
+		api_head(e, "i", name, "channel", a, a->t->tid);
+		fputs(", \"s\": \"t\", \"args\": {}}", e->f);
+		break;
+	case TA_EXT_ZONE_UNMATCHED:
+		api_head(e, "i", "zone end without a zone", "zone", a, a->t->tid);
+		fputs(", \"s\": \"t\", \"args\": {}}", e->f);
+		break;
+	case TA_EXT_COUNTER:
+		/* JSON has no NaN or infinity: such samples are left out. */
+		if (ev->is_double && !isfinite(ev->d))
+			break;
+		api_head(e, "C", ev->name, "counter", a, a->t->tid);
+		fprintf(e->f, ", \"args\": {");
+		ta_json_str(e->f, ev->name);
+		if (ev->is_double)
+			fprintf(e->f, ": %.17g}}", ev->d);
+		else
+			fprintf(e->f, ": %" PRId64 "}}", ev->i);
+		break;
+	case TA_EXT_FRAME:
+		fs = frame_set(e, a->t->pid, ev->name);
+		if (!fs) {
+			e->nomem = 1;
+			break;
+		}
+		if (fs->frames++) {
+			snprintf(name, sizeof(name), "%s %" PRIu64, ev->name, fs->frames - 1);
+			fprintf(e->f, "%s{\"ph\": \"X\", \"name\": ", e->events ? ",\n" : "\n");
+			ta_json_str(e->f, name);
+			fprintf(e->f,
+				", \"cat\": \"frame\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64
+				", \"ts\": %s, \"dur\": %s, \"args\": {\"set\": ",
+				fs->pid, fs->tid, fmt_us(ts, sizeof(ts), fs->last_ns),
+				fmt_us(dur, sizeof(dur), a->ns - fs->last_ns));
+			ta_json_str(e->f, ev->name);
+			fputs("}}", e->f);
+			e->events++;
+		}
+		fs->last_ns = a->ns;
+		break;
+	case TA_EXT_ZONE_TEXT:
+	case TA_EXT_ZONE_VALUE:
+		if (a->zone_depth >= 0)
+			zone_arg(e, a);
+		break;
+	}
 }
 
 static void chrome_meta(struct export *e, const char *what, uint32_t pid, uint64_t tid,
@@ -194,7 +426,7 @@ static int chrome(struct export *e)
 	const struct ta_session *s;
 
 	fputs("{\"traceEvents\": [", e->f);
-	if (ta_timeline_run(&e->tl, e->path, &e->o, emit, e) < 0) {
+	if (ta_timeline_run_api(&e->tl, e->path, &e->o, emit, api, e) < 0) {
 		/* Not a dump after all: the output is still JSON. */
 		fputs("],\n\"displayTimeUnit\": \"ns\"}\n", e->f);
 		return e->tl.v.status;
@@ -220,6 +452,12 @@ static int chrome(struct export *e)
 		snprintf(name, sizeof(name), "thread %" PRIu64, t->tid);
 		chrome_meta(e, "thread_name", t->pid, t->tid,
 			    t->name && t->name[0] ? t->name : name);
+	}
+	for (size_t k = 0; k < e->nfs; k++) {
+		char name[300];
+
+		snprintf(name, sizeof(name), "frames: %s", e->fs[k].name);
+		chrome_meta(e, "thread_name", e->fs[k].pid, e->fs[k].tid, name);
 	}
 	fputs("\n],\n\"displayTimeUnit\": \"ns\"}\n", e->f);
 	if (e->nomem) {
@@ -449,6 +687,12 @@ out:
 	}
 	free(e.jname);
 	free(e.jmod);
+	for (size_t i = 0; i < e.nza; i++)
+		free(e.za[i].text);
+	free(e.za);
+	for (size_t i = 0; i < e.nfs; i++)
+		free(e.fs[i].name);
+	free(e.fs);
 	free(e.buf);
 	free(e.at);
 	ta_tlopts_free(&e.o);
