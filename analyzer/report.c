@@ -39,6 +39,7 @@ struct options {
 	uint64_t top;	      /* rows per table, 0 = all */
 	int srcline;
 	unsigned libcalls; /* --alloc, --locks, --io: TA_LC_* sections */
+	const char *channels; /* --channel, or NULL */
 };
 
 struct report {
@@ -57,7 +58,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent report [--json | --csv] [--sort=total|self|calls|name]\n"
 		   "                         [--threads] [--tid=TID] [--pid=PID] [--function=GLOB] [--top=N]\n"
-		   "                         [--srcline] [--alloc] [--locks] [--io] DUMP\n"
+		   "                         [--srcline] [--alloc] [--locks] [--io]\n"
+		   "                         [--channel=LIST] DUMP\n"
 		   "\n"
 		   "Calls and times per function in a dump written by the agent.\n"
 		   "\n"
@@ -80,6 +82,11 @@ static void usage(FILE *f)
 		   "  --locks          library calls: lock wait time per caller and per lock\n"
 		   "  --io             library calls: I/O bytes and time per fd and per caller\n"
 		   "                   (these three replace the table of functions)\n"
+		   "  --channel=LIST   only rows of these channels, a list as the agent's\n"
+		   "                   TRACEAGENT_CHANNELS takes (\"functions,user\", \"-io\"):\n"
+		   "                   functions are channel functions, library calls their\n"
+		   "                   class (alloc, lock, io, sleep), zones their site's\n"
+		   "                   channel (user or the program's own)\n"
 		   "  -h, --help       this help\n"
 		   "\n"
 		   "Total counts only the outermost activation of a recursive function;\n"
@@ -92,15 +99,87 @@ static void usage(FILE *f)
 
 /* ---- choosing and sorting rows ------------------------------------------------------- */
 
+/*
+ * Whether --channel's list keeps the channel name, read as the agent reads
+ * TRACEAGENT_CHANNELS (agent/api.c): a list that starts with an exclusion
+ * or "all" starts from every channel, any other from none; each item then
+ * takes its channel ("all": every one) in or, with '-', out.
+ */
+static int channel_kept(const char *spec, const char *name)
+{
+	const char *p = spec;
+	size_t nl = strlen(name);
+	int on;
+
+	while (*p == ' ')
+		p++;
+	on = *p == '-' || !strncmp(p, "all", 3);
+	while (*p) {
+		const char *e = p;
+		int neg = 0;
+		size_t len;
+
+		while (*e && *e != ',')
+			e++;
+		while (*p == ' ')
+			p++;
+		if (*p == '-') {
+			neg = 1;
+			p++;
+		}
+		len = (size_t)(e - p);
+		while (len && p[len - 1] == ' ')
+			len--;
+		if ((len == 3 && !strncmp(p, "all", 3)) || (len == nl && !strncmp(p, name, nl)))
+			on = !neg;
+		p = *e ? e + 1 : e;
+	}
+	return on;
+}
+
+/* The channel of a row: a zone's site's, a library call's class, else
+ * "functions". */
+static const char *row_channel(const struct report *r, const struct ta_fstat *f,
+			       const struct ta_fn_name *id, char buf[32])
+{
+	struct ta_process *p = ta_session_process(r->s, f->pid);
+
+	if (!p)
+		return "functions";
+	if (ta_fn_is_zone(id)) {
+		const struct ta_site *site = ta_process_site(p, ta_process_addr(p, f->addr));
+
+		return site ? ta_process_channel_name(p, site->channel, buf) : "user";
+	}
+	if (ta_fn_is_libcall(id)) {
+		const struct ta_libcall *lc = ta_process_libcall(p, ta_process_addr(p, f->addr));
+
+		switch (lc ? lc->cls : 0) {
+		case TA_LC_ALLOC:
+			return "alloc";
+		case TA_LC_LOCK:
+			return "lock";
+		case TA_LC_IO:
+			return "io";
+		case TA_LC_SLEEP:
+			return "sleep";
+		}
+	}
+	return "functions";
+}
+
 static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id)
 {
 	const struct report *r = ctx;
+	char buf[32];
 
 	if (r->thread != UINT32_MAX && f->thread != r->thread)
 		return 0;
 	if (r->opt.have_tid && r->s->threads[f->thread]->tid != r->opt.tid)
 		return 0;
 	if (r->opt.have_pid && f->pid != r->opt.pid)
+		return 0;
+	if (r->opt.channels && !channel_kept(r->opt.channels, row_channel(r, f, id, buf)))
 		return 0;
 	return !r->opt.function || ta_glob_match(r->opt.function, id->name);
 }
@@ -415,7 +494,7 @@ static int print_csv(struct report *r, const struct ta_fn_table *all)
 
 /* ---- arguments -------------------------------------------------------------------------- */
 
-enum { O_ALLOC = TA_OPT_OWN, O_LOCKS, O_IO };
+enum { O_ALLOC = TA_OPT_OWN, O_LOCKS, O_IO, O_CHANNEL };
 
 static const struct ta_opt report_opts[] = {
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
@@ -430,6 +509,7 @@ static const struct ta_opt report_opts[] = {
     {"--alloc", TA_ARG_NONE, O_ALLOC},
     {"--locks", TA_ARG_NONE, O_LOCKS},
     {"--io", TA_ARG_NONE, O_IO},
+    {"--channel", TA_ARG_EQ, O_CHANNEL},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -468,6 +548,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_IO:
 			o->libcalls |= TA_LC_IO;
+			break;
+		case O_CHANNEL:
+			/* Any name: a program's own channels are not known here. */
+			if (!p.val[strspn(p.val, " ,-")])
+				return ta_opts_bad(&p, "is not a list of channels");
+			o->channels = p.val;
 			break;
 		case TA_OPT_TID:
 			if (ta_opts_u64(&p, "is not a thread id", &o->tid))
