@@ -17,5 +17,6 @@ int ta_cmd_export(int argc, char **argv);
 int ta_cmd_flame(int argc, char **argv);
 int ta_cmd_diff(int argc, char **argv);
 int ta_cmd_info(int argc, char **argv);
+int ta_cmd_frames(int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const struct {
 	{"flame", ta_cmd_flame, "an SVG flame graph"},
 	{"diff", ta_cmd_diff, "per-function changes between two dumps"},
 	{"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},
+	{"frames", ta_cmd_frames, "frame times and hitches of the frame marks"},
 };
 
 static void usage(FILE *f)
