@@ -162,8 +162,8 @@ static void text_hist(const struct ta_fset *set, const struct summary *m)
 
 		if (lo > m->max)
 			break;
-		printf("  %12s - %-12s %6" PRIu64 " %.*s\n", ta_fmt_time(a, sizeof(a), lo),
-		       ta_fmt_time(b, sizeof(b), lo + width), count[r], bar,
+		printf("  %12s - %-12s %6" PRIu64 "%s%.*s\n", ta_fmt_time(a, sizeof(a), lo),
+		       ta_fmt_time(b, sizeof(b), lo + width), count[r], bar ? " " : "", bar,
 		       "########################################");
 	}
 }
