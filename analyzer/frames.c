@@ -50,23 +50,25 @@ struct summary {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: traceagent frames [--json] [--set=NAME] [--budget=TIME] [--hitch=FACTOR] DUMP\n"
-		   "\n"
-		   "Frame times and hitches of the frame sets (TA_FRAME_MARK) in a dump.\n"
-		   "\n"
-		   "  --json           one JSON object instead of text\n"
-		   "  --set=NAME       only the frame set NAME (\"frame\" for TA_FRAME_MARK())\n"
-		   "  --budget=TIME    a hitch is a frame longer than TIME (16ms, 500us, ...)\n"
-		   "  --hitch=FACTOR   a hitch is a frame longer than FACTOR times the median\n"
-		   "                   frame (default 2; --budget replaces it)\n"
-		   "  -h, --help       this help\n"
-		   "\n"
-		   "A frame runs from one mark of its set to the next, the first from the\n"
-		   "first event of the thread that marked it.  A hitch's culprits are the\n"
-		   "functions and zones whose self time in it (all threads of the process,\n"
-		   "clipped to the frame) exceeds their median self time per frame, largest\n"
-		   "excess first.  Exit status: 0 for a whole dump, 1 when it is damaged or\n"
-		   "truncated, 2 for usage errors or a file that cannot be opened.\n");
+	fprintf(
+	    f,
+	    "usage: traceagent frames [--json] [--set=NAME] [--budget=TIME] [--hitch=FACTOR] DUMP\n"
+	    "\n"
+	    "Frame times and hitches of the frame sets (TA_FRAME_MARK) in a dump.\n"
+	    "\n"
+	    "  --json           one JSON object instead of text\n"
+	    "  --set=NAME       only the frame set NAME (\"frame\" for TA_FRAME_MARK())\n"
+	    "  --budget=TIME    a hitch is a frame longer than TIME (16ms, 500us, ...)\n"
+	    "  --hitch=FACTOR   a hitch is a frame longer than FACTOR times the median\n"
+	    "                   frame (default 2; --budget replaces it)\n"
+	    "  -h, --help       this help\n"
+	    "\n"
+	    "A frame runs from one mark of its set to the next, the first from the\n"
+	    "first event of the thread that marked it.  A hitch's culprits are the\n"
+	    "functions and zones whose self time in it (all threads of the process,\n"
+	    "clipped to the frame) exceeds their median self time per frame, largest\n"
+	    "excess first.  Exit status: 0 for a whole dump, 1 when it is damaged or\n"
+	    "truncated, 2 for usage errors or a file that cannot be opened.\n");
 }
 
 /* ---- numbers ---------------------------------------------------------------------- */
@@ -168,8 +170,8 @@ static void text_hist(const struct ta_fset *set, const struct summary *m)
 	}
 }
 
-static void text_set(const struct ta_fset *set, const struct summary *m,
-		     const struct options *o, struct culprit *all)
+static void text_set(const struct ta_fset *set, const struct summary *m, const struct options *o,
+		     struct culprit *all)
 {
 	char b[8][32];
 	size_t nhitch = 0;
@@ -196,19 +198,21 @@ static void text_set(const struct ta_fset *set, const struct summary *m,
 		if (set->dur_ns[i] <= m->threshold)
 			continue;
 		printf("    frame %" PRIu32 " at %s: %s\n", i,
-		       ta_fmt_time(b[0], sizeof(b[0]), (uint64_t)(set->start_ns[i] > 0 ? set->start_ns[i] : 0)),
+		       ta_fmt_time(b[0], sizeof(b[0]),
+				   (uint64_t)(set->start_ns[i] > 0 ? set->start_ns[i] : 0)),
 		       ta_fmt_time(b[1], sizeof(b[1]), set->dur_ns[i]));
 		n = culprits(set, i, all, c);
 		for (size_t k = 0; k < n; k++)
-			printf("      +%-12s %s  %s\n", ta_fmt_time(b[2], sizeof(b[2]), c[k].excess_ns),
-			       c[k].f->id.name, ta_base_name(c[k].f->id.module));
+			printf("      +%-12s %s  %s\n",
+			       ta_fmt_time(b[2], sizeof(b[2]), c[k].excess_ns), c[k].f->id.name,
+			       ta_base_name(c[k].f->id.module));
 	}
 }
 
 /* ---- JSON ------------------------------------------------------------------------- */
 
-static void json_set(const struct ta_fset *set, const struct summary *m,
-		     const struct options *o, struct culprit *all, int first)
+static void json_set(const struct ta_fset *set, const struct summary *m, const struct options *o,
+		     struct culprit *all, int first)
 {
 	int any = 0;
 
@@ -337,7 +341,8 @@ int ta_cmd_frames(int argc, char **argv)
 	if (o.json) {
 		printf("{\"dump\": ");
 		ta_json_str(stdout, o.path);
-		printf(", \"complete\": %s, \"frame_sets\": [", ta_view_incomplete(&v) ? "false" : "true");
+		printf(", \"complete\": %s, \"frame_sets\": [",
+		       ta_view_incomplete(&v) ? "false" : "true");
 	}
 	for (size_t k = 0; k < fs.nsets; k++) {
 		struct summary m;

@@ -95,7 +95,7 @@ static int mark_cmp(const void *a, const void *b)
 static int make_sets(struct ta_framestat *fs, struct pass1 *p1, struct ta_session *s,
 		     const char *only)
 {
-	char (*addrname)[32] = calloc(p1->n ? p1->n : 1, sizeof(*addrname));
+	char(*addrname)[32] = calloc(p1->n ? p1->n : 1, sizeof(*addrname));
 
 	if (!addrname)
 		return -1;
@@ -120,8 +120,8 @@ static int make_sets(struct ta_framestat *fs, struct pass1 *p1, struct ta_sessio
 		struct ta_fset *set, *sets;
 		uint64_t first;
 
-		for (j = i + 1; j < p1->n && p1->marks[j].pid == m->pid &&
-				!strcmp(p1->marks[j].name, m->name);
+		for (j = i + 1;
+		     j < p1->n && p1->marks[j].pid == m->pid && !strcmp(p1->marks[j].name, m->name);
 		     j++)
 			;
 		if (only && strcmp(only, m->name))
@@ -530,7 +530,8 @@ int ta_framestat_read(struct ta_framestat *fs, struct ta_view *v, const char *pa
 	memset(fs, 0, sizeof(*fs));
 	/* A pipe could not be read a second time. */
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "traceagent: %s: not a regular file (frames are read in two passes)\n",
+		fprintf(stderr,
+			"traceagent: %s: not a regular file (frames are read in two passes)\n",
 			path);
 		v->status = 2;
 		return -1;

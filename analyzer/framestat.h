@@ -32,7 +32,7 @@ struct ta_fs_fn {
 	struct ta_fn_name id;
 	struct ta_fs_val *v; /* the frames it ran in, by frame; the others are 0 */
 	size_t n;
-	uint64_t calls;	     /* over all frames */
+	uint64_t calls;	      /* over all frames */
 	uint64_t self_p50_ns; /* median over all frames, those without it as 0 */
 	uint64_t self_p99_ns, self_max_ns, self_sum_ns;
 	uint64_t calls_max;
@@ -42,9 +42,9 @@ struct ta_fset {
 	uint32_t pid;
 	char *name;
 	size_t nframes;
-	uint64_t *bounds;   /* nframes + 1 ticks: frame i is [bounds[i], bounds[i + 1]) */
-	int64_t *start_ns;  /* per frame, from the dump's start */
-	uint64_t *dur_ns;   /* per frame */
+	uint64_t *bounds;  /* nframes + 1 ticks: frame i is [bounds[i], bounds[i + 1]) */
+	int64_t *start_ns; /* per frame, from the dump's start */
+	uint64_t *dur_ns;  /* per frame */
 	struct ta_fs_fn *fns;
 	size_t nfns;
 	struct ta_fs_val *vals; /* what fns point into */

@@ -15,8 +15,9 @@
  * The physics thread runs 2 ticks per frame in lockstep with the main
  * thread (it waits on a semaphore the main thread posts at each frame's
  * start and after its update): zone "physics step" (100 us) and
- * TA_FRAME_MARK_NAMED("physics"), 120 of each.  The worker runs a job every third frame (0, 3, ... 57):
- * zone "job" calling crunch() (150 us), 20 of each.
+ * TA_FRAME_MARK_NAMED("physics"), 120 of each.  The worker runs a job
+ * every third frame (0, 3, ... 57): zone "job" calling crunch() (150 us),
+ * 20 of each.
  *
  * Counters: "entities" = 100 + f and "load" = f / 60.0 at every frame f
  * (60 samples each); messages "level 1 loaded" (frame 0) and "level 2
