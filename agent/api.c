@@ -158,7 +158,7 @@ static void chan_switch(uint32_t id, uint32_t on, int record)
 static uint32_t api_lock;
 /* Set (release) when a site or channel is added, cleared by the writer:
  * ta_api_write's check without the lock, once per EVENTS chunk. */
-static uint32_t api_pending;
+static uint32_t api_pending = 1; /* the built-in channels */
 
 static void lock(sigset_t *old)
 {

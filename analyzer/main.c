@@ -22,6 +22,7 @@ static const struct {
 	{"diff", ta_cmd_diff, "per-function changes between two dumps"},
 	{"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},
 	{"counters", ta_cmd_counters, "the manual API's counters: numbers and plots"},
+	{"frames", ta_cmd_frames, "frame times and hitches of the frame marks"},
 };
 
 static void usage(FILE *f)

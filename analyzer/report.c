@@ -21,6 +21,7 @@
 #include "cmdopts.h"
 #include "commands.h"
 #include "common.h"
+#include "framestat.h"
 #include "libreport.h"
 #include "srcline.h"
 
@@ -40,6 +41,8 @@ struct options {
 	int srcline;
 	unsigned libcalls; /* --alloc, --locks, --io: TA_LC_* sections */
 	const char *channels; /* --channel, or NULL */
+	int frames;	   /* --frames: per frame of a frame set */
+	const char *set;   /* --set */
 };
 
 struct report {
@@ -60,6 +63,7 @@ static void usage(FILE *f)
 		   "                         [--threads] [--tid=TID] [--pid=PID] [--function=GLOB] [--top=N]\n"
 		   "                         [--srcline] [--alloc] [--locks] [--io]\n"
 		   "                         [--channel=LIST] DUMP\n"
+		   "       traceagent report --frames [--set=NAME] [--json] [--function=GLOB] [--top=N] DUMP\n"
 		   "\n"
 		   "Calls and times per function in a dump written by the agent.\n"
 		   "\n"
@@ -87,6 +91,11 @@ static void usage(FILE *f)
 		   "                   functions are channel functions, library calls their\n"
 		   "                   class (alloc, lock, io, sleep), zones their site's\n"
 		   "                   channel (user or the program's own)\n"
+		   "  --frames         per frame instead of totals: calls per frame and self\n"
+		   "                   time per frame (avg, p99, max over the frames of the\n"
+		   "                   set \"frame\", else of the first set; see `traceagent\n"
+		   "                   frames`)\n"
+		   "  --set=NAME       with --frames: the frames of the set NAME\n"
 		   "  -h, --help       this help\n"
 		   "\n"
 		   "Total counts only the outermost activation of a recursive function;\n"
@@ -492,9 +501,124 @@ static int print_csv(struct report *r, const struct ta_fn_table *all)
 	return 0;
 }
 
+/* ---- per frame (--frames) ------------------------------------------------------------- */
+
+static int fs_fn_cmp(const void *a, const void *b)
+{
+	const struct ta_fs_fn *x = *(const struct ta_fs_fn *const *)a;
+	const struct ta_fs_fn *y = *(const struct ta_fs_fn *const *)b;
+	int c;
+
+	if (x->self_sum_ns != y->self_sum_ns)
+		return x->self_sum_ns > y->self_sum_ns ? -1 : 1;
+	c = strcmp(x->id.name, y->id.name);
+	return c ? c : strcmp(x->id.module, y->id.module);
+}
+
+static void frames_row(const struct options *o, const struct ta_fset *set,
+		       const struct ta_fs_fn *f, int first)
+{
+	double calls = (double)f->calls / (double)set->nframes;
+	uint64_t avg = f->self_sum_ns / set->nframes;
+	char b[3][32];
+
+	if (o->form != OUT_JSON) {
+		printf("%12.2f %10" PRIu64 " %12s %12s %12s  %s  %s\n", calls, f->calls_max,
+		       ta_fmt_time(b[0], sizeof(b[0]), avg),
+		       ta_fmt_time(b[1], sizeof(b[1]), f->self_p99_ns),
+		       ta_fmt_time(b[2], sizeof(b[2]), f->self_max_ns), f->id.name,
+		       ta_base_name(f->id.module));
+		return;
+	}
+	printf("%s\n   {\"name\": ", first ? "" : ",");
+	ta_json_str(stdout, f->id.name);
+	printf(", \"module\": ");
+	ta_json_str(stdout, f->id.module);
+	printf(", \"calls\": %" PRIu64 ", \"calls_per_frame\": %.4f, \"calls_per_frame_max\": %" PRIu64
+	       ", \"self_per_frame_avg_ns\": %" PRIu64 ", \"self_per_frame_p99_ns\": %" PRIu64
+	       ", \"self_per_frame_max_ns\": %" PRIu64 "}",
+	       f->calls, calls, f->calls_max, avg, f->self_p99_ns, f->self_max_ns);
+}
+
+/* The functions of the set by their self time per frame; -1 without
+ * memory. */
+static int frames_print(const struct options *o, const struct ta_view *v,
+			const struct ta_fset *set)
+{
+	const struct ta_fs_fn **rows = NULL;
+	size_t n = 0;
+
+	if (set && set->nfns && !(rows = malloc(set->nfns * sizeof(*rows))))
+		return -1;
+	for (size_t i = 0; set && i < set->nfns; i++)
+		if (!o->function || ta_glob_match(o->function, set->fns[i].id.name))
+			rows[n++] = &set->fns[i];
+	if (n)
+		qsort(rows, n, sizeof(*rows), fs_fn_cmp);
+	if (o->top && n > o->top)
+		n = (size_t)o->top;
+	if (o->form == OUT_JSON) {
+		printf("{\"dump\": ");
+		ta_json_str(stdout, o->path);
+		printf(", \"complete\": %s,\n  \"frame_set\": ",
+		       ta_view_incomplete(v) ? "false" : "true");
+		if (set) {
+			printf("{\"name\": ");
+			ta_json_str(stdout, set->name);
+			printf(", \"pid\": %" PRIu32 ", \"count\": %zu}", set->pid, set->nframes);
+		} else
+			printf("null");
+		printf(",\n  \"functions\": [");
+	} else if (!set) {
+		if (o->set)
+			printf("no frame set \"%s\" in %s\n", o->set, o->path);
+		else
+			printf("no frame marks in %s\n", o->path);
+	} else {
+		printf("frame set \"%s\" of process %" PRIu32 ": %zu frames\n", set->name, set->pid,
+		       set->nframes);
+		printf("%12s %10s %12s %12s %12s  %-s  %s\n", "calls/frame", "max calls",
+		       "self/frame", "p99", "max", "function", "module");
+	}
+	for (size_t i = 0; i < n; i++)
+		frames_row(o, set, rows[i], !i);
+	if (o->form == OUT_JSON)
+		printf("%s]}\n", n ? "\n  " : "");
+	free(rows);
+	return 0;
+}
+
+/* report --frames: framestat's passes instead of the profile's. */
+static int report_frames(const struct options *o)
+{
+	struct ta_view v;
+	struct ta_framestat fs;
+	int status;
+
+	memset(&v, 0, sizeof(v));
+	if (ta_framestat_read(&fs, &v, o->path, o->set) < 0) {
+		status = v.status;
+		goto out;
+	}
+	status = v.status;
+	ta_view_warnings(&v);
+	if (frames_print(o, &v, ta_framestat_default(&fs)) < 0) {
+		fflush(stdout);
+		fprintf(stderr, "traceagent: %s: out of memory\n", o->path);
+		status = 1;
+	} else if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "traceagent: writing the report: %s\n", strerror(errno));
+		status = 1;
+	}
+out:
+	ta_framestat_free(&fs);
+	ta_view_close(&v);
+	return status;
+}
+
 /* ---- arguments -------------------------------------------------------------------------- */
 
-enum { O_ALLOC = TA_OPT_OWN, O_LOCKS, O_IO, O_CHANNEL };
+enum { O_ALLOC = TA_OPT_OWN, O_LOCKS, O_IO, O_CHANNEL, O_FRAMES, O_SET };
 
 static const struct ta_opt report_opts[] = {
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
@@ -510,6 +634,8 @@ static const struct ta_opt report_opts[] = {
     {"--locks", TA_ARG_NONE, O_LOCKS},
     {"--io", TA_ARG_NONE, O_IO},
     {"--channel", TA_ARG_EQ, O_CHANNEL},
+    {"--frames", TA_ARG_NONE, O_FRAMES},
+    {"--set", TA_ARG_EQ, O_SET},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -555,6 +681,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return ta_opts_bad(&p, "is not a list of channels");
 			o->channels = p.val;
 			break;
+		case O_FRAMES:
+			o->frames = 1;
+			break;
+		case O_SET:
+			if (!p.val[0])
+				return ta_opts_bad(&p, "is not a frame set's name");
+			o->set = p.val;
+			break;
 		case TA_OPT_TID:
 			if (ta_opts_u64(&p, "is not a thread id", &o->tid))
 				return 2;
@@ -582,6 +716,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr,
 			"traceagent report: --alloc, --locks and --io print text or --json, "
 			"not --csv\n");
+		return 2;
+	}
+	if (o->set && !o->frames) {
+		fprintf(stderr, "traceagent report: --set goes with --frames\n");
+		return 2;
+	}
+	if (o->frames && (csv || o->threads || o->libcalls || o->srcline || o->have_tid ||
+			  o->have_pid || o->sort != TA_SORT_TOTAL)) {
+		fprintf(stderr, "traceagent report: --frames takes only --set, --json, --function "
+				"and --top\n");
 		return 2;
 	}
 	if (json && csv) {
@@ -623,6 +767,8 @@ int ta_cmd_report(int argc, char **argv)
 	rc = parse_args(argc, argv, &r.opt);
 	if (rc >= 0)
 		return rc;
+	if (r.opt.frames)
+		return report_frames(&r.opt);
 	ta_profile_init(&r.prof);
 	r.prof.hist = 1;
 	ta_profile_visitor(&r.prof, &v);

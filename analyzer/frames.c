@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * frames.c - `traceagent frames`: frame times per frame set (the frame
+ * marks of the manual API), their spread, and the hitches with the
+ * functions and zones that made them slow.
+ *
+ * framestat.c reads the dump twice and gives each set's frames and, per
+ * function, its self time in every frame.  A hitch is a frame over the
+ * budget (--budget), or by default over FACTOR times the median frame;
+ * its culprits are what spent more self time in it than in its median
+ * frame.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdopts.h"
+#include "commands.h"
+#include "common.h"
+#include "framestat.h"
+
+#define CULPRITS_MAX 5
+#define HIST_ROWS    10
+#define HIST_WIDTH   40
+
+struct options {
+	const char *path;
+	int json;
+	const char *set;
+	int have_budget;
+	uint64_t budget_ns;
+	double factor;
+};
+
+struct culprit {
+	const struct ta_fs_fn *f;
+	uint64_t excess_ns;
+};
+
+/* One set's numbers, in ns. */
+struct summary {
+	uint64_t min, avg, p50, p90, p99, max, sum;
+	double fps;
+	uint64_t threshold; /* frames above it are hitches */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: traceagent frames [--json] [--set=NAME] [--budget=TIME] [--hitch=FACTOR] DUMP\n"
+	    "\n"
+	    "Frame times and hitches of the frame sets (TA_FRAME_MARK) in a dump.\n"
+	    "\n"
+	    "  --json           one JSON object instead of text\n"
+	    "  --set=NAME       only the frame set NAME (\"frame\" for TA_FRAME_MARK())\n"
+	    "  --budget=TIME    a hitch is a frame longer than TIME (16ms, 500us, ...)\n"
+	    "  --hitch=FACTOR   a hitch is a frame longer than FACTOR times the median\n"
+	    "                   frame (default 2; --budget replaces it)\n"
+	    "  -h, --help       this help\n"
+	    "\n"
+	    "A frame runs from one mark of its set to the next, the first from the\n"
+	    "first event of the thread that marked it.  A hitch's culprits are the\n"
+	    "functions and zones whose self time in it (all threads of the process,\n"
+	    "clipped to the frame) exceeds their median self time per frame, largest\n"
+	    "excess first.  Exit status: 0 for a whole dump, 1 when it is damaged or\n"
+	    "truncated, 2 for usage errors or a file that cannot be opened.\n");
+}
+
+/* ---- numbers ---------------------------------------------------------------------- */
+
+static int summarize(const struct ta_fset *set, const struct options *o, struct summary *m)
+{
+	uint64_t *d = malloc(set->nframes * sizeof(*d));
+
+	if (!d)
+		return -1;
+	memcpy(d, set->dur_ns, set->nframes * sizeof(*d));
+	qsort(d, set->nframes, sizeof(*d), ta_fs_u64_cmp);
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; i < set->nframes; i++)
+		m->sum += d[i];
+	m->min = d[0];
+	m->max = d[set->nframes - 1];
+	m->avg = m->sum / set->nframes;
+	m->p50 = ta_fs_rank(d, set->nframes, 0, 50);
+	m->p90 = ta_fs_rank(d, set->nframes, 0, 90);
+	m->p99 = ta_fs_rank(d, set->nframes, 0, 99);
+	m->fps = m->sum ? (double)set->nframes * 1e9 / (double)m->sum : 0;
+	m->threshold = o->have_budget ? o->budget_ns : (uint64_t)((double)m->p50 * o->factor);
+	free(d);
+	return 0;
+}
+
+/* The function's self time in frame i. */
+static uint64_t self_in(const struct ta_fs_fn *f, uint32_t i)
+{
+	size_t lo = 0, hi = f->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->v[mid].frame < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < f->n && f->v[lo].frame == i ? f->v[lo].self_ns : 0;
+}
+
+static int culprit_cmp(const void *a, const void *b)
+{
+	const struct culprit *x = a, *y = b;
+	int c;
+
+	if (x->excess_ns != y->excess_ns)
+		return x->excess_ns > y->excess_ns ? -1 : 1;
+	c = strcmp(x->f->id.name, y->f->id.name);
+	return c ? c : strcmp(x->f->id.module, y->f->id.module);
+}
+
+/* The culprits of frame i, largest excess first: how many (at most
+ * CULPRITS_MAX) into out. */
+static size_t culprits(const struct ta_fset *set, uint32_t i, struct culprit *all,
+		       struct culprit *out)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < set->nfns; k++) {
+		const struct ta_fs_fn *f = &set->fns[k];
+		uint64_t self = self_in(f, i);
+
+		if (self > f->self_p50_ns)
+			all[n++] = (struct culprit){f, self - f->self_p50_ns};
+	}
+	if (n)
+		qsort(all, n, sizeof(*all), culprit_cmp);
+	if (n > CULPRITS_MAX)
+		n = CULPRITS_MAX;
+	memcpy(out, all, n * sizeof(*out));
+	return n;
+}
+
+/* ---- text ------------------------------------------------------------------------- */
+
+static void text_hist(const struct ta_fset *set, const struct summary *m)
+{
+	uint64_t count[HIST_ROWS] = {0}, top = 0;
+	uint64_t width = (m->max - m->min) / HIST_ROWS + 1;
+	char a[32], b[32];
+
+	for (size_t i = 0; i < set->nframes; i++)
+		count[(set->dur_ns[i] - m->min) / width]++;
+	for (int r = 0; r < HIST_ROWS; r++)
+		if (count[r] > top)
+			top = count[r];
+	for (int r = 0; r < HIST_ROWS; r++) {
+		uint64_t lo = m->min + (uint64_t)r * width;
+		int bar = (int)((count[r] * HIST_WIDTH + top - 1) / top);
+
+		if (lo > m->max)
+			break;
+		printf("  %12s - %-12s %6" PRIu64 "%s%.*s\n", ta_fmt_time(a, sizeof(a), lo),
+		       ta_fmt_time(b, sizeof(b), lo + width), count[r], bar ? " " : "", bar,
+		       "########################################");
+	}
+}
+
+static void text_set(const struct ta_fset *set, const struct summary *m, const struct options *o,
+		     struct culprit *all)
+{
+	char b[8][32];
+	size_t nhitch = 0;
+
+	for (size_t i = 0; i < set->nframes; i++)
+		nhitch += set->dur_ns[i] > m->threshold;
+	printf("frame set \"%s\" of process %" PRIu32 ": %zu frames, %.1f fps\n", set->name,
+	       set->pid, set->nframes, m->fps);
+	printf("  min %s  avg %s  p50 %s  p90 %s  p99 %s  max %s\n",
+	       ta_fmt_time(b[0], sizeof(b[0]), m->min), ta_fmt_time(b[1], sizeof(b[1]), m->avg),
+	       ta_fmt_time(b[2], sizeof(b[2]), m->p50), ta_fmt_time(b[3], sizeof(b[3]), m->p90),
+	       ta_fmt_time(b[4], sizeof(b[4]), m->p99), ta_fmt_time(b[5], sizeof(b[5]), m->max));
+	text_hist(set, m);
+	if (o->have_budget)
+		printf("  hitches (over the budget of %s): %zu\n",
+		       ta_fmt_time(b[0], sizeof(b[0]), m->threshold), nhitch);
+	else
+		printf("  hitches (over %g x the median, %s): %zu\n", o->factor,
+		       ta_fmt_time(b[0], sizeof(b[0]), m->threshold), nhitch);
+	for (uint32_t i = 0; i < set->nframes; i++) {
+		struct culprit c[CULPRITS_MAX];
+		size_t n;
+
+		if (set->dur_ns[i] <= m->threshold)
+			continue;
+		printf("    frame %" PRIu32 " at %s: %s\n", i,
+		       ta_fmt_time(b[0], sizeof(b[0]),
+				   (uint64_t)(set->start_ns[i] > 0 ? set->start_ns[i] : 0)),
+		       ta_fmt_time(b[1], sizeof(b[1]), set->dur_ns[i]));
+		n = culprits(set, i, all, c);
+		for (size_t k = 0; k < n; k++)
+			printf("      +%-12s %s  %s\n",
+			       ta_fmt_time(b[2], sizeof(b[2]), c[k].excess_ns), c[k].f->id.name,
+			       ta_base_name(c[k].f->id.module));
+	}
+}
+
+/* ---- JSON ------------------------------------------------------------------------- */
+
+static void json_set(const struct ta_fset *set, const struct summary *m, const struct options *o,
+		     struct culprit *all, int first)
+{
+	int any = 0;
+
+	printf("%s\n  {\"name\": ", first ? "" : ",");
+	ta_json_str(stdout, set->name);
+	printf(", \"pid\": %" PRIu32 ", \"count\": %zu, \"fps\": %.3f, \"min_ns\": %" PRIu64
+	       ", \"avg_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64
+	       ", \"p99_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64 ", \"threshold_ns\": %" PRIu64,
+	       set->pid, set->nframes, m->fps, m->min, m->avg, m->p50, m->p90, m->p99, m->max,
+	       m->threshold);
+	if (o->have_budget)
+		printf(", \"budget_ns\": %" PRIu64, o->budget_ns);
+	else
+		printf(", \"hitch_factor\": %g", o->factor);
+	printf(",\n   \"hitches\": [");
+	for (uint32_t i = 0; i < set->nframes; i++) {
+		struct culprit c[CULPRITS_MAX];
+		size_t n;
+
+		if (set->dur_ns[i] <= m->threshold)
+			continue;
+		printf("%s\n    {\"index\": %" PRIu32 ", \"start_ns\": %" PRId64
+		       ", \"duration_ns\": %" PRIu64 ", \"culprits\": [",
+		       any ? "," : "", i, set->start_ns[i], set->dur_ns[i]);
+		any = 1;
+		n = culprits(set, i, all, c);
+		for (size_t k = 0; k < n; k++) {
+			printf("%s{\"name\": ", k ? ", " : "");
+			ta_json_str(stdout, c[k].f->id.name);
+			printf(", \"module\": ");
+			ta_json_str(stdout, c[k].f->id.module);
+			printf(", \"excess_ns\": %" PRIu64 "}", c[k].excess_ns);
+		}
+		printf("]}");
+	}
+	printf("%s]}", any ? "\n   " : "");
+}
+
+/* ---- arguments -------------------------------------------------------------------- */
+
+enum { O_SET = TA_OPT_OWN, O_BUDGET, O_HITCH };
+
+static const struct ta_opt frames_opts[] = {
+    {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"--set", TA_ARG_EQ, O_SET},
+    {"--budget", TA_ARG_EQ, O_BUDGET},
+    {"--hitch", TA_ARG_EQ, O_HITCH},
+    {NULL, TA_ARG_NONE, 0},
+};
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	struct ta_opts p;
+	int id;
+
+	memset(o, 0, sizeof(*o));
+	o->factor = 2;
+	ta_opts_init(&p, "frames", frames_opts, usage, argc, argv);
+	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+		char *end;
+
+		switch (id) {
+		case TA_OPT_EXIT:
+			return p.status;
+		case TA_OPT_ARG:
+			if (ta_opts_dump(&p, &o->path))
+				return 2;
+			break;
+		case TA_OPT_JSON:
+			o->json = 1;
+			break;
+		case O_SET:
+			if (!p.val[0])
+				return ta_opts_bad(&p, "is not a frame set's name");
+			o->set = p.val;
+			break;
+		case O_BUDGET:
+			if (ta_parse_time(p.val, &o->budget_ns) < 0)
+				return ta_opts_bad(&p, "is not a time (16ms, 500us, ...)");
+			o->have_budget = 1;
+			break;
+		case O_HITCH:
+			errno = 0;
+			o->factor = strtod(p.val, &end);
+			if (errno || end == p.val || *end || !isfinite(o->factor) || o->factor <= 0)
+				return ta_opts_bad(&p, "is not a factor above 0");
+			break;
+		}
+	}
+	if (ta_opts_need_dump(&p, o->path))
+		return 2;
+	return -1;
+}
+
+int ta_cmd_frames(int argc, char **argv)
+{
+	struct options o;
+	struct ta_view v;
+	struct ta_framestat fs;
+	struct culprit *all = NULL;
+	size_t most = 0;
+	int rc, status;
+
+	rc = parse_args(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	memset(&v, 0, sizeof(v));
+	if (ta_framestat_read(&fs, &v, o.path, o.set) < 0) {
+		status = v.status;
+		goto out;
+	}
+	status = v.status;
+	ta_view_warnings(&v);
+	for (size_t k = 0; k < fs.nsets; k++)
+		if (fs.sets[k].nfns > most)
+			most = fs.sets[k].nfns;
+	if (!(all = malloc((most ? most : 1) * sizeof(*all))))
+		goto nomem;
+	/* Not an error: a program may mark no frames in a run. */
+	if (!fs.nsets && !o.json) {
+		if (o.set)
+			printf("no frame set \"%s\" in %s\n", o.set, o.path);
+		else
+			printf("no frame marks in %s\n", o.path);
+	}
+	if (o.json) {
+		printf("{\"dump\": ");
+		ta_json_str(stdout, o.path);
+		printf(", \"complete\": %s, \"frame_sets\": [",
+		       ta_view_incomplete(&v) ? "false" : "true");
+	}
+	for (size_t k = 0; k < fs.nsets; k++) {
+		struct summary m;
+
+		if (summarize(&fs.sets[k], &o, &m) < 0)
+			goto nomem;
+		if (o.json)
+			json_set(&fs.sets[k], &m, &o, all, !k);
+		else {
+			if (k)
+				putchar('\n');
+			text_set(&fs.sets[k], &m, &o, all);
+		}
+	}
+	if (o.json)
+		printf("%s]}\n", fs.nsets ? "\n" : "");
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "traceagent: writing the frames: %s\n", strerror(errno));
+		status = 1;
+	}
+	goto out;
+nomem:
+	fflush(stdout);
+	fprintf(stderr, "traceagent: %s: out of memory\n", o.path);
+	status = 1;
+out:
+	free(all);
+	ta_framestat_free(&fs);
+	ta_view_close(&v);
+	return status;
+}
