@@ -297,7 +297,9 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 
 	if (p)
 		addr = ta_process_addr(p, addr);
+	out->where = NULL;
 	if (site) {
+		out->where = site->where;
 		out->name = site->name[0] ? site->name : "(zone)";
 		out->module = TA_ZONE_MODULE;
 		out->offset = site->id;

@@ -68,6 +68,7 @@ struct ta_fn_name {
 	const char *name;   /* demangled, or "module+0xOFFSET", or "0xADDR" */
 	const char *module; /* module path, "" when no module holds it */
 	uint64_t offset;    /* symbol value (address - bias), or the address */
+	const char *where;  /* a zone's "file:line" (its site's), else NULL */
 };
 
 /* The module of a library call's zone (an interposed function, named by

@@ -244,6 +244,8 @@ static const char *srcline_of(struct report *r, const struct ta_fn_row *w)
 {
 	if (!r->src || !w->id.module[0])
 		return NULL;
+	if (w->id.where)
+		return w->id.where; /* a zone: its site's */
 	return ta_srcline(r->src, w->id.module, w->id.offset);
 }
 

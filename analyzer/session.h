@@ -59,6 +59,7 @@ struct ta_site {
 	uint32_t channel; /* id in the process's channels */
 	uint32_t line;
 	char *name, *file;
+	char *where;  /* "file:line" */
 	uint64_t id;  /* of (kind, name, file, line): the same site in every process */
 	uint64_t seq; /* order of description: a later one replaces an earlier */
 };

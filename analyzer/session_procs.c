@@ -116,6 +116,17 @@ static int sites_chunk(struct ta_process *p, struct ta_reader *r)
 		st.channel = ch >= TA_CHANNELS_MAX ? TA_CHANNEL_USER : (uint32_t)ch;
 		st.line = line > UINT32_MAX ? UINT32_MAX : (uint32_t)line;
 		st.id = site_id(&st);
+		{
+			size_t wl = strlen(st.file) + 16;
+
+			st.where = malloc(wl);
+			if (!st.where) {
+				free(st.name);
+				free(st.file);
+				return -TA_E_NOMEM;
+			}
+			snprintf(st.where, wl, "%s:%u", st.file, st.line);
+		}
 		st.seq = p->sites_seq++;
 		if (p->nsites == p->sites_cap) {
 			size_t cap = p->sites_cap ? 2 * p->sites_cap : 64;
@@ -123,6 +134,7 @@ static int sites_chunk(struct ta_process *p, struct ta_reader *r)
 			if (!ns) {
 				free(st.name);
 				free(st.file);
+				free(st.where);
 				return -TA_E_NOMEM;
 			}
 			p->sites = ns;
@@ -158,6 +170,7 @@ const struct ta_site *ta_process_site(struct ta_process *p, uint64_t addr)
 			if (k && p->sites[k - 1].addr == p->sites[i].addr) {
 				free(p->sites[k - 1].name);
 				free(p->sites[k - 1].file);
+				free(p->sites[k - 1].where);
 				p->sites[k - 1] = p->sites[i];
 			} else {
 				p->sites[k++] = p->sites[i];
@@ -252,6 +265,7 @@ void ta_sess_process_free(struct ta_process *p)
 	for (size_t i = 0; i < p->nsites; i++) {
 		free(p->sites[i].name);
 		free(p->sites[i].file);
+		free(p->sites[i].where);
 	}
 	free(p->sites);
 	for (size_t i = 0; i < TA_CHANNELS_MAX; i++)
