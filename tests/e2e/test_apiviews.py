@@ -204,6 +204,13 @@ class ApiViewsTest(tahelp.Case):
         p = tadump.view(self, "report", "--channel=", dump, status=2)
         self.assertIn("--channel", p.stderr)
 
+    def test_srcline(self):
+        # A zone's source is its site's file and line, not DWARF's.
+        rep = self.report(self.dump(), "--srcline", "--channel=user,net")
+        src = sorted((f["name"], f["srcline"]) for f in rep["functions"])
+        self.assertEqual([(n, s.split("/")[-1]) for n, s in src],
+                         [("send", "apiviews.c:18"), ("work", "apiviews.c:24")])
+
     def test_graph_and_flame(self):
         dump = self.dump()
         g = tadump.view_json(self, "graph", "--json", dump)
