@@ -426,9 +426,15 @@ static void channel_signal_handler(int sig)
 void ta_api_start(void)
 {
 	int sig = ta_cfg.channel_signal;
+	uint32_t n;
 
 	/* The first states, before anything is recorded: no switch events. */
 	switch_all(0);
+	/* What the first CHANNELS chunk says: the built-in channels were
+	 * made before the settings were read, by the initialiser. */
+	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n; i++)
+		chan_first_on[i] = __atomic_load_n(&chan_on[i], __ATOMIC_RELAXED);
 	api_started = 1;
 	if (sig) {
 		struct sigaction old, sa;

@@ -157,7 +157,7 @@ enum ta_ext_kind {
 	TA_EXT_COUNTER = 13,   /* site, type (TA_COUNTER_*), the value's 64 bits */
 	TA_EXT_MESSAGE = 14,   /* site, text */
 	TA_EXT_INSTANT = 15,   /* site */
-	TA_EXT_ZONE_TEXT = 16, /* 0, text: for the innermost open zone */
+	TA_EXT_ZONE_TEXT = 16, /* site (the TEXT one), text: for the innermost zone */
 	TA_EXT_ZONE_VALUE = 17,   /* value: for the innermost open zone */
 	TA_EXT_CHANNEL = 18,      /* channel id, 1 on / 0 off: a switch, here and now */
 	TA_EXT_ZONE_UNMATCHED = 19 /* site of a TA_ZONE_END with no zone begun */

@@ -60,6 +60,7 @@ struct record_opts {
 	const char *mode;     /* --mode, or NULL */
 	const char *libcalls; /* --libcalls, or NULL */
 	const char *patch;    /* --patch, or NULL */
+	const char *channels; /* --channels, or NULL */
 	char **argv;	      /* the program and its arguments */
 };
 
@@ -68,7 +69,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
 		   "                         [--flush-ms N] [--mode lossless|drop]\n"
 		   "                         [--libcalls all|none|CLASS,...] [--patch PATTERNS]\n"
-		   "                         [--] PROG [ARGS...]\n"
+		   "                         [--channels LIST] [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
 		   "-finstrument-functions (or its functions named by --patch) and be\n"
@@ -87,12 +88,16 @@ static void usage(FILE *f)
 		   "                      TRACEAGENT_LIBCALLS\n"
 		   "  --patch PATTERNS    patch these functions' entries at load (x86-64):\n"
 		   "                      GLOB or MODULE:GLOB, comma-separated, TRACEAGENT_PATCH\n"
+		   "  --channels LIST     the channels on at the start: all, -all, NAME, -NAME\n"
+		   "                      in order (a list starting with a name: only those),\n"
+		   "                      TRACEAGENT_CHANNELS\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
 }
 
-enum { O_OUTPUT = TA_OPT_OWN, O_BUFFER, O_MEMORY, O_FLUSH_MS, O_MODE, O_LIBCALLS, O_PATCH };
+enum { O_OUTPUT = TA_OPT_OWN, O_BUFFER, O_MEMORY, O_FLUSH_MS, O_MODE, O_LIBCALLS, O_PATCH,
+       O_CHANNELS };
 
 static const struct ta_opt record_opts[] = {
     {"-o", TA_ARG_NEXT, O_OUTPUT},
@@ -103,6 +108,7 @@ static const struct ta_opt record_opts[] = {
     {"--mode", TA_ARG_EITHER, O_MODE},
     {"--libcalls", TA_ARG_EITHER, O_LIBCALLS},
     {"--patch", TA_ARG_EITHER, O_PATCH},
+    {"--channels", TA_ARG_EITHER, O_CHANNELS},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -111,7 +117,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 {
 	/* By id - O_OUTPUT: every option is a string the agent checks. */
 	const char **value[] = {&o->output, &o->buffer,	  &o->memory, &o->flush_ms,
-				&o->mode,   &o->libcalls, &o->patch};
+				&o->mode,   &o->libcalls, &o->patch,	 &o->channels};
 	struct ta_opts p;
 	int id;
 
@@ -611,6 +617,7 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.flush_ms && set_env("TRACEAGENT_FLUSH_MS", o.flush_ms) < 0) ||
 	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0) ||
 	    (o.libcalls && set_env("TRACEAGENT_LIBCALLS", o.libcalls) < 0) ||
+	    (o.channels && set_env("TRACEAGENT_CHANNELS", o.channels) < 0) ||
 	    (o.patch && set_env("TRACEAGENT_PATCH", o.patch) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);

@@ -353,6 +353,90 @@ static void libcalls(void)
 	dg_free(&g);
 }
 
+/* The manual API: SITES (one address described twice), CHANNELS, zones
+ * as enters and exits of their sites, and every EXT kind of 1.5, a text
+ * cut at TA_TEXT_MAX among them. */
+static void api(void)
+{
+	static const struct {
+		uint64_t addr, kind, ch;
+		const char *name;
+		uint64_t line;
+	} sites[] = {
+	    {BIAS + 0x8000, TA_SITE_ZONE, TA_CHANNEL_USER, "physics", 10},
+	    {BIAS + 0x8040, TA_SITE_FRAME, TA_CHANNEL_USER, "frame", 11},
+	    {BIAS + 0x8080, TA_SITE_COUNTER, 6, "depth", 12},
+	    {BIAS + 0x80c0, TA_SITE_MESSAGE, TA_CHANNEL_USER, "message", 13},
+	    {BIAS + 0x8100, TA_SITE_INSTANT, 6, "checkpoint", 14},
+	    {BIAS + 0x8140, TA_SITE_TEXT, TA_CHANNEL_USER, "", 15},
+	    {BIAS + 0x8180, TA_SITE_ZONE_END, TA_CHANNEL_USER, "", 16},
+	    {BIAS + 0x8000, TA_SITE_ZONE, TA_CHANNEL_USER, "physics again", 17},
+	};
+	static char text[TA_TEXT_MAX];
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct pb b = {0};
+	uint64_t v[TA_EXT_MAX_VALUES], t = 2000, d = 0x3ff0000000000000ull; /* 1.0 */
+	uint32_t n;
+
+	dg_init(&g, 600);
+	preamble(&g, 1500);
+	pb_u(&b, 3);
+	pb_u(&b, TA_CHANNEL_FUNCTIONS);
+	pb_str(&b, "functions");
+	pb_u(&b, 1);
+	pb_u(&b, TA_CHANNEL_USER);
+	pb_str(&b, "user");
+	pb_u(&b, 1);
+	pb_u(&b, 6);
+	pb_str(&b, "net");
+	pb_u(&b, 0);
+	dg_chunk(&g, TA_CHUNK_CHANNELS, b.p, b.len);
+	b.len = 0;
+	pb_u(&b, sizeof(sites) / sizeof(sites[0]));
+	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
+		pb_u(&b, sites[i].addr);
+		pb_u(&b, sites[i].kind);
+		pb_u(&b, sites[i].ch);
+		pb_str(&b, sites[i].name);
+		pb_str(&b, "game.c");
+		pb_u(&b, sites[i].line);
+	}
+	dg_chunk(&g, TA_CHUNK_SITES, b.p, b.len);
+	pb_free(&b);
+	dg_thread_start(&g, 600, 1600, "main");
+	ta_encoder_init(&e, 600);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 10, FN(0), 0);
+	ta_encoder_event(&e, t += 10, BIAS + 0x8000, 0); /* a zone */
+	memset(text, 'x', sizeof(text));
+	n = ta_text_pack(v, BIAS + 0x8140, text, TA_TEXT_MAX, TA_TEXT_F_CUT);
+	ta_encoder_ext(&e, t += 10, TA_EXT_ZONE_TEXT, v, n);
+	ta_encoder_ext(&e, t += 10, TA_EXT_ZONE_VALUE, (const uint64_t[]){42}, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_FRAME, (const uint64_t[]){BIAS + 0x8040}, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_COUNTER,
+		       (const uint64_t[]){BIAS + 0x8080, TA_COUNTER_INT, (uint64_t)-5}, 3);
+	ta_encoder_ext(&e, t += 10, TA_EXT_COUNTER,
+		       (const uint64_t[]){BIAS + 0x8080, TA_COUNTER_DOUBLE, d}, 3);
+	n = ta_text_pack(v, BIAS + 0x80c0, "level 3 loaded", 14, 0);
+	ta_encoder_ext(&e, t += 10, TA_EXT_MESSAGE, v, n);
+	ta_encoder_ext(&e, t += 10, TA_EXT_INSTANT, (const uint64_t[]){BIAS + 0x8100}, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_CHANNEL, (const uint64_t[]){6, 1}, 2);
+	ta_encoder_ext(&e, t += 10, TA_EXT_CHANNEL, (const uint64_t[]){6, 0}, 2);
+	ta_encoder_event(&e, t += 10, BIAS + 0x8000, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_ZONE_UNMATCHED, (const uint64_t[]){BIAS + 0x8180}, 1);
+	/* A site no SITES chunk describes, a text whose length lies. */
+	ta_encoder_ext(&e, t += 10, TA_EXT_INSTANT, (const uint64_t[]){BIAS + 0x9999}, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_MESSAGE, (const uint64_t[]){BIAS + 0x80c0, 900, 0}, 3);
+	ta_encoder_event(&e, t += 10, FN(0), 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 600, t + 5, 4, 0);
+	dg_end(&g, t + 10, 7000000, 4, 0, 1, 0);
+	emit("api", &g);
+	dg_free(&g);
+}
+
 /* Garbage between chunks, an unknown chunk type, a truncated tail. */
 static void damaged(void)
 {
@@ -385,6 +469,7 @@ int main(int argc, char **argv)
 	gap_and_recursion();
 	control_flow();
 	libcalls();
+	api();
 	damaged();
 	for (int i = 2; i < argc; i++)
 		real_dump(argv[i]);

@@ -1505,6 +1505,63 @@ START_TEST(decoder_ctl_hostile)
 }
 END_TEST
 
+/* ---- texts in EXT values (ta_text_pack, ta_text_unpack) ---------------------- */
+
+START_TEST(text_roundtrip_random)
+{
+	struct rng r = {test_seed("text_roundtrip_random")};
+	uint64_t v[TA_EXT_MAX_VALUES + 1];
+	char text[TA_TEXT_MAX], out[TA_TEXT_MAX + 1];
+
+	for (int i = 0; i < 20000; i++) {
+		uint32_t len = (uint32_t)rng_below(&r, TA_TEXT_MAX + 1), n, flags = 9;
+		uint32_t fl = (uint32_t)rng_below(&r, 2);
+		uint64_t site = rng_next(&r);
+
+		for (uint32_t k = 0; k < len; k++)
+			text[k] = (char)(1 + rng_below(&r, 255)); /* no NUL: unpack ends there */
+		n = ta_text_pack(v, site, text, len, fl);
+		REQUIRE(n == TA_TEXT_VALUES(len) && n <= TA_EXT_MAX_VALUES, "len %u: %u values",
+			len, n);
+		REQUIRE(v[0] == site, "len %u: site", len);
+		REQUIRE(ta_text_unpack(v, n, out, &flags) == (int)len, "len %u", len);
+		REQUIRE(flags == fl && !memcmp(out, text, len) && out[len] == 0, "len %u", len);
+		/* The padding of the last value is zeros. */
+		if (len % 8)
+			REQUIRE(v[n - 1] >> (8 * (len % 8)) == 0, "len %u: padding", len);
+	}
+}
+END_TEST
+
+START_TEST(text_unpack_rejects)
+{
+	uint64_t v[TA_EXT_MAX_VALUES + 8] = {0};
+	char out[TA_TEXT_MAX + 1];
+	uint32_t n;
+
+	memset(out, 'q', sizeof(out));
+	/* Fewer than site, length and flags. */
+	ck_assert_int_eq(ta_text_unpack(v, 0, out, NULL), -1);
+	ck_assert_int_eq(ta_text_unpack(v, 2, out, NULL), -1);
+	ck_assert_int_eq(out[0], 0);
+	/* A length beyond TA_TEXT_MAX, whatever the values. */
+	v[1] = TA_TEXT_MAX + 1;
+	ck_assert_int_eq(ta_text_unpack(v, TA_EXT_MAX_VALUES + 8, out, NULL), -1);
+	v[1] = UINT64_MAX;
+	ck_assert_int_eq(ta_text_unpack(v, TA_EXT_MAX_VALUES + 8, out, NULL), -1);
+	/* A length the values do not hold. */
+	v[1] = 17;
+	ck_assert_int_eq(ta_text_unpack(v, 5, out, NULL), -1);
+	ck_assert_int_eq(ta_text_unpack(v, 6, out, NULL), 17);
+	/* The longest text: exactly TA_EXT_MAX_VALUES values. */
+	n = ta_text_pack(v, 1, "", 0, 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(ta_text_unpack(v, n, out, NULL), 0);
+	ck_assert_str_eq(out, "");
+	ck_assert_uint_eq(TA_TEXT_VALUES(TA_TEXT_MAX), TA_EXT_MAX_VALUES);
+}
+END_TEST
+
 static Suite *format_suite(void)
 {
 	Suite *s = suite_create("format");
@@ -1542,6 +1599,8 @@ static Suite *format_suite(void)
 	tcase_add_test(tc, decoder_ctl_hostile);
 	tcase_add_test(tc, decoder_rejects);
 	tcase_add_test(tc, decoder_fuzz);
+	tcase_add_test(tc, text_roundtrip_random);
+	tcase_add_test(tc, text_unpack_rejects);
 	suite_add_tcase(s, tc);
 	return s;
 }

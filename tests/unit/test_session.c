@@ -1059,6 +1059,120 @@ START_TEST(chunk_seq_wraps)
 }
 END_TEST
 
+/* ---- the manual API's chunks (SITES, CHANNELS) ------------------------------- */
+
+static void site_entry(struct pb *b, uint64_t addr, uint64_t kind, uint64_t ch, const char *name,
+		       const char *file, uint64_t line)
+{
+	pb_u(b, addr);
+	pb_u(b, kind);
+	pb_u(b, ch);
+	pb_str(b, name);
+	pb_str(b, file);
+	pb_u(b, line);
+}
+
+START_TEST(sites_later_description_replaces)
+{
+	struct dumpgen g;
+	struct pb b = {0};
+	struct run r;
+	const struct ta_site *st;
+	struct ta_process *p;
+
+	start_dump(&g, 0);
+	pb_u(&b, 2);
+	site_entry(&b, 0x5000, TA_SITE_ZONE, TA_CHANNEL_USER, "old", "a.c", 10);
+	site_entry(&b, 0x6000, TA_SITE_COUNTER, 7, "depth", "b.c", 20);
+	dg_chunk(&g, TA_CHUNK_SITES, b.p, b.len);
+	b.len = 0;
+	/* A library unloaded, another at its place: 0x5000 described again. */
+	pb_u(&b, 1);
+	site_entry(&b, 0x5000, TA_SITE_INSTANT, 99, "new", "c.c", 30);
+	dg_chunk(&g, TA_CHUNK_SITES, b.p, b.len);
+	b.len = 0;
+	pb_u(&b, 3);
+	pb_u(&b, TA_CHANNEL_FUNCTIONS);
+	pb_str(&b, "functions");
+	pb_u(&b, 1);
+	pb_u(&b, 6);
+	pb_str(&b, "net");
+	pb_u(&b, 0);
+	pb_u(&b, 1000); /* beyond TA_CHANNELS_MAX: ignored */
+	pb_str(&b, "far");
+	pb_u(&b, 1);
+	dg_chunk(&g, TA_CHUNK_CHANNELS, b.p, b.len);
+	b.len = 0;
+	/* A later description of a channel: the first holds. */
+	pb_u(&b, 1);
+	pb_u(&b, 6);
+	pb_str(&b, "other");
+	pb_u(&b, 1);
+	dg_chunk(&g, TA_CHUNK_CHANNELS, b.p, b.len);
+	dg_end(&g, 100, 0, 0, 0, 0, 0);
+	ck_assert_int_eq(run_dump(&g, &r), 0);
+	ck_assert_uint_eq(r.s->nerrors, 0);
+	p = ta_session_process(r.s, 100);
+	st = ta_process_site(p, 0x5000);
+	ck_assert_ptr_nonnull(st);
+	ck_assert_str_eq(st->name, "new");
+	ck_assert_str_eq(st->file, "c.c");
+	ck_assert_uint_eq(st->kind, TA_SITE_INSTANT);
+	ck_assert_uint_eq(st->line, 30);
+	/* A channel id beyond the limit reads as user. */
+	ck_assert_uint_eq(st->channel, TA_CHANNEL_USER);
+	st = ta_process_site(p, 0x6000);
+	ck_assert_ptr_nonnull(st);
+	ck_assert_str_eq(st->name, "depth");
+	ck_assert_uint_eq(st->channel, 7);
+	ck_assert_ptr_null(ta_process_site(p, 0x7000));
+	ck_assert_uint_eq(p->nsites, 2);
+	ck_assert_str_eq(p->channels[0].name, "functions");
+	ck_assert_int_eq(p->channels[0].on, 1);
+	ck_assert_str_eq(p->channels[6].name, "net");
+	ck_assert_int_eq(p->channels[6].on, 0);
+	run_free(&r);
+	pb_free(&b);
+	dg_free(&g);
+}
+END_TEST
+
+/* Each malformed payload is an error of its chunk, never a crash. */
+START_TEST(api_chunks_malformed)
+{
+	static const struct {
+		unsigned type;
+		uint8_t bytes[16];
+		size_t len;
+	} bad[] = {
+	    {TA_CHUNK_SITES, {0}, 0},			       /* no count */
+	    {TA_CHUNK_SITES, {0xff, 0xff, 0xff, 0x7f}, 4},      /* a count beyond the bytes */
+	    {TA_CHUNK_SITES, {1, 0x10, 1, 1, 5, 'a'}, 6},       /* a name cut short */
+	    {TA_CHUNK_SITES, {1, 0x10, 1, 1, 1, 'a', 1, 'b'}, 8}, /* no line */
+	    {TA_CHUNK_SITES, {1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}, 7}, /* a varint unended */
+	    {TA_CHUNK_CHANNELS, {0}, 0},
+	    {TA_CHUNK_CHANNELS, {9, 1, 0, 1}, 4},
+	    {TA_CHUNK_CHANNELS, {1, 6, 3, 'n', 'e'}, 5},
+	    {TA_CHUNK_CHANNELS, {1, 6, 3, 'n', 'e', 't'}, 6},   /* no state */
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct dumpgen g;
+		struct run r;
+
+		start_dump(&g, 0);
+		dg_chunk(&g, bad[i].type, bad[i].bytes, bad[i].len);
+		dg_end(&g, 100, 0, 0, 0, 0, 0);
+		ck_assert_int_eq(run_dump(&g, &r), 0);
+		ck_assert_msg(r.s->nerrors == 1, "case %zu: %zu errors", i, r.s->nerrors);
+		ck_assert_msg(r.s->errors[0].code == -TA_E_PAYLOAD, "case %zu: error %d", i,
+			      r.s->errors[0].code);
+		run_free(&r);
+		dg_free(&g);
+	}
+}
+END_TEST
+
 static Suite *session_suite(void)
 {
 	Suite *s = suite_create("session");
@@ -1087,6 +1201,8 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, module_unloaded_and_replaced);
 	tcase_add_test(tc, exec_starts_new_image);
 	tcase_add_test(tc, chunk_seq_wraps);
+	tcase_add_test(tc, sites_later_description_replaces);
+	tcase_add_test(tc, api_chunks_malformed);
 	suite_add_tcase(s, tc);
 	return s;
 }
