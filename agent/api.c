@@ -68,41 +68,6 @@ static const uint32_t never_on;
 static uint32_t spec_alt;
 static int api_started;
 
-/* Whether spec (a comma-separated list: all, -all, NAME, -NAME, applied in
- * order; a list whose first item is a name starts from none) turns the
- * channel name on. */
-static int spec_state(const char *spec, const char *name)
-{
-	const char *p = spec;
-	int on;
-	size_t nl = strlen(name);
-
-	while (*p == ' ')
-		p++;
-	if (!*p)
-		return 1;
-	on = *p == '-' || !strncmp(p, "all", 3);
-	while (*p) {
-		const char *e = p;
-		int neg = 0;
-		size_t len;
-
-		while (*e && *e != ',')
-			e++;
-		while (*p == ' ')
-			p++;
-		if (*p == '-')
-			neg = 1, p++;
-		len = (size_t)(e - p);
-		while (len && p[len - 1] == ' ')
-			len--;
-		if ((len == 3 && !strncmp(p, "all", 3)) || (len == nl && !strncmp(p, name, nl)))
-			on = !neg;
-		p = *e ? e + 1 : e;
-	}
-	return on;
-}
-
 static const char *spec_now(void)
 {
 	return __atomic_load_n(&spec_alt, __ATOMIC_RELAXED) ? ta_cfg.channels_alt
@@ -195,7 +160,7 @@ static uint32_t chan_find(const char *name)
 		return TA_CHANNELS_MAX;
 	memcpy(chan_name[n], name, len);
 	chan_name[n][len] = 0;
-	chan_on[n] = chan_first_on[n] = (uint32_t)spec_state(spec_now(), chan_name[n]);
+	chan_on[n] = chan_first_on[n] = (uint32_t)ta_channel_list_has(spec_now(), chan_name[n]);
 	/* Release: the name before the count (switch_all reads without the
 	 * lock). */
 	__atomic_store_n(&nchan, n + 1, __ATOMIC_RELEASE);
@@ -409,7 +374,7 @@ static void switch_all(int record)
 	const char *spec = spec_now();
 
 	for (uint32_t i = 0; i < n; i++)
-		chan_switch(i, (uint32_t)spec_state(spec, chan_name[i]), record);
+		chan_switch(i, (uint32_t)ta_channel_list_has(spec, chan_name[i]), record);
 }
 
 static void channel_signal_handler(int sig)

@@ -501,25 +501,6 @@ out:
 	return rc;
 }
 
-static int64_t dump_start(const struct ta_session *s)
-{
-	int64_t lo = 0;
-	int any = 0;
-
-	for (size_t i = 0; i < s->nprocs; i++) {
-		const struct ta_process *p = s->procs[i];
-		int64_t t;
-
-		if (!p->have_ticks)
-			continue;
-		t = ta_process_ticks_ns(p, p->min_ticks);
-		if (!any || t < lo)
-			lo = t;
-		any = 1;
-	}
-	return lo;
-}
-
 int ta_framestat_read(struct ta_framestat *fs, struct ta_view *v, const char *path,
 		      const char *only)
 {
@@ -543,7 +524,7 @@ int ta_framestat_read(struct ta_framestat *fs, struct ta_view *v, const char *pa
 	}
 	if (ta_view_open(v, path, &vis) < 0)
 		return -1;
-	start = dump_start(v->s);
+	start = ta_session_start_ns(v->s);
 	for (size_t k = 0; k < fs->nsets && !fs->nomem; k++)
 		if (finish_set(&fs->sets[k], v, start) < 0)
 			fs->nomem = 1;

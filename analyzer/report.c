@@ -108,44 +108,6 @@ static void usage(FILE *f)
 
 /* ---- choosing and sorting rows ------------------------------------------------------- */
 
-/*
- * Whether --channel's list keeps the channel name, read as the agent reads
- * TRACEAGENT_CHANNELS (agent/api.c): a list that starts with an exclusion
- * or "all" starts from every channel, any other from none; each item then
- * takes its channel ("all": every one) in or, with '-', out.
- */
-static int channel_kept(const char *spec, const char *name)
-{
-	const char *p = spec;
-	size_t nl = strlen(name);
-	int on;
-
-	while (*p == ' ')
-		p++;
-	on = *p == '-' || !strncmp(p, "all", 3);
-	while (*p) {
-		const char *e = p;
-		int neg = 0;
-		size_t len;
-
-		while (*e && *e != ',')
-			e++;
-		while (*p == ' ')
-			p++;
-		if (*p == '-') {
-			neg = 1;
-			p++;
-		}
-		len = (size_t)(e - p);
-		while (len && p[len - 1] == ' ')
-			len--;
-		if ((len == 3 && !strncmp(p, "all", 3)) || (len == nl && !strncmp(p, name, nl)))
-			on = !neg;
-		p = *e ? e + 1 : e;
-	}
-	return on;
-}
-
 /* The channel of a row: a zone's site's, a library call's class, else
  * "functions". */
 static const char *row_channel(const struct report *r, const struct ta_fstat *f,
@@ -188,7 +150,7 @@ static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_na
 		return 0;
 	if (r->opt.have_pid && f->pid != r->opt.pid)
 		return 0;
-	if (r->opt.channels && !channel_kept(r->opt.channels, row_channel(r, f, id, buf)))
+	if (r->opt.channels && !ta_channel_list_has(r->opt.channels, row_channel(r, f, id, buf)))
 		return 0;
 	return !r->opt.function || ta_glob_match(r->opt.function, id->name);
 }

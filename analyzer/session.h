@@ -307,6 +307,10 @@ void ta_session_finish(struct ta_session *s);
 
 struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid);
 
+/* The earliest time of any process of the dump, in ns (the origin of the
+ * views' times), after ta_session_finish; 0 without any. */
+int64_t ta_session_start_ns(const struct ta_session *s);
+
 /* The call site described at addr (the latest description), or NULL.
  * Callable while the dump is read: sites described later are not found
  * yet. */

@@ -275,6 +275,25 @@ void ta_sess_process_free(struct ta_process *p)
 	free(p);
 }
 
+int64_t ta_session_start_ns(const struct ta_session *s)
+{
+	int64_t lo = 0;
+	int any = 0;
+
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct ta_process *p = s->procs[i];
+		int64_t t;
+
+		if (!p->have_ticks)
+			continue;
+		t = ta_process_ticks_ns(p, p->min_ticks);
+		if (!any || t < lo)
+			lo = t;
+		any = 1;
+	}
+	return lo;
+}
+
 /* ---- threads --------------------------------------------------------------------- */
 
 static size_t thash(uint32_t pid, uint64_t tid, size_t size)

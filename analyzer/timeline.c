@@ -116,25 +116,6 @@ static int meta_read(struct ta_view *m, const char *path)
 	return 0;
 }
 
-static int64_t dump_start(const struct ta_session *s)
-{
-	int64_t lo = 0;
-	int any = 0;
-
-	for (size_t i = 0; i < s->nprocs; i++) {
-		const struct ta_process *p = s->procs[i];
-		int64_t t;
-
-		if (!p->have_ticks)
-			continue;
-		t = ta_process_ticks_ns(p, p->min_ticks);
-		if (!any || t < lo)
-			lo = t;
-		any = 1;
-	}
-	return lo;
-}
-
 /* ---- the walk ----------------------------------------------------------------------- */
 
 /* Time from the dump's start, wide enough for any ticks. */
@@ -443,7 +424,7 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 		tl->v.status = 1;
 		return -1;
 	}
-	tl->start_ns = dump_start(tl->meta.s);
+	tl->start_ns = ta_session_start_ns(tl->meta.s);
 	ta_fntab_init(&tl->fns, &tl->meta);
 	memset(&vis, 0, sizeof(vis));
 	vis.ctx = tl;

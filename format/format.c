@@ -1129,3 +1129,39 @@ int ta_text_unpack(const uint64_t *v, uint32_t n, char *out, uint32_t *flags)
 		*flags = (uint32_t)v[2];
 	return (int)len;
 }
+
+/* ---- channel lists ------------------------------------------------------------ */
+
+int ta_channel_list_has(const char *list, const char *name)
+{
+	const char *p = list;
+	size_t nl = strlen(name);
+	int on;
+
+	while (*p == ' ')
+		p++;
+	if (!*p)
+		return 1;
+	on = *p == '-' || !strncmp(p, "all", 3);
+	while (*p) {
+		const char *e = p;
+		int neg = 0;
+		size_t len;
+
+		while (*e && *e != ',')
+			e++;
+		while (*p == ' ')
+			p++;
+		if (*p == '-') {
+			neg = 1;
+			p++;
+		}
+		len = (size_t)(e - p);
+		while (len && p[len - 1] == ' ')
+			len--;
+		if ((len == 3 && !strncmp(p, "all", 3)) || (len == nl && !strncmp(p, name, nl)))
+			on = !neg;
+		p = *e ? e + 1 : e;
+	}
+	return on;
+}

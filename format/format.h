@@ -222,6 +222,14 @@ enum ta_site_kind {
 #define TA_CHANNEL_NAME_MAX 31u
 
 /*
+ * Whether a channel list (TRACEAGENT_CHANNELS, `report --channel`) takes
+ * the channel name: a comma-separated list of all, -all, NAME and -NAME,
+ * applied in order; a list whose first item is a name starts from none,
+ * any other (or an empty list) from every channel.
+ */
+int ta_channel_list_has(const char *list, const char *name);
+
+/*
  * Why events were lost (1.4): THREAD_END and END end with `u n` and n
  * counts, one per cause in this order, summing to their `lost`.  A reader
  * shows a cause it does not know by its number.
