@@ -219,7 +219,7 @@ static __attribute__((noinline, cold)) void site_register(struct ta_site_ *s)
 	TA_GUARD_ENTER();
 	/* The settings decide the channel's state: start the agent first. */
 	if (st == TA_S_UNINIT)
-		ta_agent_ensure_started();
+		(void)ta_ring_start();
 	lock(&old);
 	if (s->gate != &s->first)
 		goto out; /* another thread did it meanwhile */
@@ -432,12 +432,14 @@ void ta_api_stop(void)
 int ta_fn_gate_start(void)
 {
 	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED) == 2) {
-		TA_GUARD_ENTER();
-		if (!ta_agent_ensure_started())
+		int ok = ta_ring_start();
+
+		if (ok < 0)
+			return 1; /* a handler in this thread's start: put aside */
+		if (!ok)
 			/* Not tracing: the hooks find that out in their slow
 			 * path, as before there were channels. */
 			__atomic_store_n(&ta_fn_gate, 1, __ATOMIC_RELAXED);
-		TA_GUARD_LEAVE();
 	}
 	return __atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED) == 1;
 }
@@ -765,7 +767,7 @@ TA_PUBLIC int ta_channel_set_(const char *name, int on)
 		return -1;
 	TA_GUARD_ENTER();
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_UNINIT)
-		ta_agent_ensure_started();
+		(void)ta_ring_start();
 	lock(&old);
 	id = chan_find(name);
 	unlock(&old);

@@ -375,6 +375,25 @@ static void count_lost(struct ta_thread *t, enum ta_lost_cause cause)
 	}
 }
 
+int ta_ring_start(void)
+{
+	/* As record_slow does: the thread points at busy_block while the
+	 * agent starts, so that a handler's hook on this thread puts its
+	 * event aside instead of waiting for a start it interrupted. */
+	struct ta_block *b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
+	int ok;
+
+	if (b == &busy_block)
+		return -1; /* nested in this thread's slow path or start */
+	TA_GUARD_ENTER();
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ok = ta_agent_ensure_started();
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ta_cur = b;
+	TA_GUARD_LEAVE();
+	return ok;
+}
+
 void ta_lost_here(unsigned cause)
 {
 	count_lost(self, (enum ta_lost_cause)cause);

@@ -71,6 +71,12 @@ void ta_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN __attribute__((noin
  * agent is not re-entered (it is called from the agent's own wrappers). */
 void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n) TA_HIDDEN;
 
+/* Starts the agent from outside a hook's path (the API, the functions
+ * gate): 1 running, 0 not tracing, -1 when the calling thread is inside
+ * its own slow path or start (a signal handler's), where it cannot wait:
+ * its events are then put aside by ta_record. */
+int ta_ring_start(void) TA_HIDDEN;
+
 /* Counts one event of the calling thread lost for cause (TA_LOST_*). */
 void ta_lost_here(unsigned cause) TA_HIDDEN;
 
