@@ -66,7 +66,6 @@ static uint32_t chan_first_on[TA_CHANNELS_MAX];
 static const uint32_t never_on;
 /* Which of the two settings is in force: 0 TRACEAGENT_CHANNELS, 1 _ALT. */
 static uint32_t spec_alt;
-static int api_started;
 
 static const char *spec_now(void)
 {
@@ -125,14 +124,28 @@ static uint32_t api_lock;
  * ta_api_write's check without the lock, once per EVENTS chunk. */
 static uint32_t api_pending = 1; /* the built-in channels */
 
-static void lock(sigset_t *old)
+/* Takes the lock, giving up after max_tries yields (0: never); 0 when
+ * taken, -1 (signals as they were) when not. */
+static int lock_tries(sigset_t *old, int max_tries)
 {
 	sigset_t all;
+	int tries = 0;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
-	while (__atomic_exchange_n(&api_lock, 1, __ATOMIC_ACQUIRE))
+	while (__atomic_exchange_n(&api_lock, 1, __ATOMIC_ACQUIRE)) {
+		if (max_tries && ++tries > max_tries) {
+			pthread_sigmask(SIG_SETMASK, old, NULL);
+			return -1;
+		}
 		sched_yield();
+	}
+	return 0;
+}
+
+static void lock(sigset_t *old)
+{
+	(void)lock_tries(old, 0);
 }
 
 static void unlock(const sigset_t *old)
@@ -287,14 +300,12 @@ static void wput_str(const char *s, size_t len)
 	wlen += len;
 }
 
-static void wflush(unsigned type, uint64_t count, size_t count_at)
+static void wflush(unsigned type, uint64_t count)
 {
 	/* The count goes first: the records were encoded after room for it. */
-	uint8_t *p = wbuf + count_at;
-	size_t clen = (size_t)(ta_varint_put(p, count) - p);
+	size_t clen = (size_t)(ta_varint_put(wbuf, count) - wbuf);
 
-	memmove(wbuf + count_at + clen, wbuf + count_at + TA_VARINT_MAX,
-		wlen - count_at - TA_VARINT_MAX);
+	memmove(wbuf + clen, wbuf + TA_VARINT_MAX, wlen - TA_VARINT_MAX);
 	wlen -= TA_VARINT_MAX - clen;
 	(void)ta_dump_chunk(type, wbuf, wlen);
 	wlen = 0;
@@ -305,8 +316,7 @@ void ta_api_write(int all)
 	struct site_rec *r, *last;
 	uint32_t n, from;
 	uint64_t count = 0;
-	sigset_t old, full;
-	int tries = 0;
+	sigset_t old;
 
 	/* Acquire: pairs with the release of a registration, whose events the
 	 * caller is about to write. */
@@ -314,15 +324,8 @@ void ta_api_write(int all)
 		return;
 	/* Bounded: the crash handler writes too, and the crashed code may
 	 * hold the lock. */
-	sigfillset(&full);
-	pthread_sigmask(SIG_SETMASK, &full, &old);
-	while (__atomic_exchange_n(&api_lock, 1, __ATOMIC_ACQUIRE)) {
-		if (++tries > 10000) {
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			return;
-		}
-		sched_yield();
-	}
+	if (lock_tries(&old, 10000) < 0)
+		return;
 	__atomic_store_n(&api_pending, 0, __ATOMIC_RELAXED);
 	last = sites_tail;
 	r = all ? sites_head : sites_unwritten;
@@ -340,7 +343,7 @@ void ta_api_write(int all)
 			wput_u(all ? __atomic_load_n(&chan_on[i], __ATOMIC_RELAXED)
 				   : chan_first_on[i]);
 		}
-		wflush(TA_CHUNK_CHANNELS, n - from, 0);
+		wflush(TA_CHUNK_CHANNELS, n - from);
 	}
 	if (!r) {
 		unlock(&old);
@@ -349,7 +352,7 @@ void ta_api_write(int all)
 	wlen = TA_VARINT_MAX;
 	for (; r; r = r == last ? NULL : r->next) {
 		if (wlen + 4 * TA_VARINT_MAX + 2 * TA_SITE_NAME_MAX + 8 > sizeof(wbuf)) {
-			wflush(TA_CHUNK_SITES, count, 0);
+			wflush(TA_CHUNK_SITES, count);
 			wlen = TA_VARINT_MAX;
 			count = 0;
 		}
@@ -362,7 +365,7 @@ void ta_api_write(int all)
 		count++;
 	}
 	if (count)
-		wflush(TA_CHUNK_SITES, count, 0);
+		wflush(TA_CHUNK_SITES, count);
 	unlock(&old);
 }
 
@@ -400,7 +403,6 @@ void ta_api_start(void)
 	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; i < n; i++)
 		chan_first_on[i] = __atomic_load_n(&chan_on[i], __ATOMIC_RELAXED);
-	api_started = 1;
 	if (sig) {
 		struct sigaction old, sa;
 
@@ -776,7 +778,8 @@ TA_PUBLIC int ta_channel_set_(const char *name, int on)
 		errno = saved;
 		return -1;
 	}
-	if (api_started && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
+	/* Running: the settings' states are in place (ta_api_start). */
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
 		chan_switch(id, on != 0, 1);
 	errno = saved;
 	return 0;
