@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "agent.h"
 #include "api.h"
 #include "clock.h"
@@ -150,13 +151,62 @@ static void on_fork_child(void)
 	TA_GUARD_LEAVE();
 }
 
+/*
+ * Opens the dump: the file, or the connection to the collector (a forked
+ * child's own, in_child).  A collector that cannot be reached is said in
+ * one line; the program then runs untraced, or with
+ * TRACEAGENT_OUTPUT_FALLBACK=file writes the usual file instead.
+ */
+static int open_output(int in_child)
+{
+	char file[sizeof(ta_cfg.output)];
+	const char *why;
+	int err, ferr;
+
+	err = in_child ? ta_dump_child_open() : ta_dump_open(ta_cfg.output);
+	if (err == 0)
+		return 0;
+	if (!ta_addr_is_stream(ta_cfg.output)) {
+		ta_warn("cannot create the dump %s: %s; not tracing", ta_cfg.output,
+			err == -EEXIST ? "a file is already there (not overwritten)"
+				       : strerror(-err));
+		return err;
+	}
+	why = ta_dump_open_why();
+	if (!why)
+		why = strerror(-err);
+	if (!ta_cfg.output_fallback) {
+		ta_warn("cannot send the dump of process %d to the collector %s: %s; not tracing "
+			"(TRACEAGENT_OUTPUT_FALLBACK=file writes a file instead)",
+			(int)getpid(), ta_cfg.output, why);
+		return err;
+	}
+	ta_expand_output(TA_DEFAULT_OUTPUT, (long)getpid(), file, sizeof(file));
+	/* why may be gai_strerror's or the open's: said before the next open. */
+	ferr = ta_dump_open(file);
+	if (ferr == 0) {
+		ta_warn("cannot send the dump of process %d to the collector %s: %s; writing %s "
+			"instead",
+			(int)getpid(), ta_cfg.output, why, file);
+		return 0;
+	}
+	ta_warn("cannot send the dump of process %d to the collector %s: %s, nor create %s: %s; "
+		"not tracing",
+		(int)getpid(), ta_cfg.output, why, file,
+		ferr == -EEXIST ? "a file is already there (not overwritten)" : strerror(-ferr));
+	return ferr;
+}
+
 /* The forked child's start: its own process record, clock and module map,
- * and a flusher; the dump is the parent's. */
+ * and a flusher; the dump is the parent's file, or a stream of its own. */
 static int restart_in_child(void)
 {
 	uint64_t t0;
 	int err;
 
+	err = open_output(1);
+	if (err < 0)
+		return err;
 	ta_dump_process();
 	ta_dump_clock();
 	t0 = ta_ticks();
@@ -218,13 +268,9 @@ static int start(void)
 		return err;
 	}
 	/* After an exec, the previous image's dump goes on. */
-	err = ta_dump_adopt() ? 0 : ta_dump_open(ta_cfg.output);
-	if (err < 0) {
-		ta_warn("cannot create the dump %s: %s; not tracing", ta_cfg.output,
-			err == -EEXIST ? "a file is already there (not overwritten)"
-				       : strerror(-err));
+	err = ta_dump_adopt() ? 0 : open_output(0);
+	if (err < 0)
 		return err;
-	}
 	ta_dump_process();
 	ta_dump_clock();
 	t0 = ta_ticks();

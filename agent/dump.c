@@ -6,6 +6,11 @@
  * Every chunk is one write() to an O_APPEND descriptor, so a chunk is
  * either wholly in the file or (killed mid-write, disk full) a truncated
  * tail the analyzer recognises.
+ *
+ * Or the same bytes go to a collector (TRACEAGENT_OUTPUT=tcp://HOST:PORT or
+ * unix:PATH, sink.c): the file header, then each chunk in one sendmsg.  A
+ * stream is one process image's dump: a forked child connects anew and an
+ * exec'd image too (no descriptor is handed over).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -27,6 +32,8 @@
 #include "format.h"
 #include "ring.h"
 #include "settings.h"
+#include "sink.h"
+#include "addr.h"
 
 /* A dump passes 2 GiB (and 4) in a run of minutes: offsets are 64-bit
  * (meson builds with _FILE_OFFSET_BITS=64, 32-bit systems included). */
@@ -38,6 +45,9 @@ static uint32_t dump_seq;
 static uint64_t dump_bytes;
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static char dump_path[4096];
+/* The dump goes to a collector (dump_path is its address): sendmsg, no
+ * file offsets, no handover across exec, a new connection per child. */
+static int dump_stream;
 static int crash_mode; /* locks are tried, not waited on */
 
 /* Compression scratch for chunks written without one of their own,
@@ -120,6 +130,8 @@ static int write_chunk(const uint8_t *hdr, const void *payload, size_t len)
 	size_t total = TA_CHUNK_HEADER_SIZE + len;
 	ssize_t w;
 
+	if (dump_stream)
+		return ta_sink_send(dump_fd, iov, 2);
 	do
 		w = writev(dump_fd, iov, 2);
 	while (w < 0 && errno == EINTR);
@@ -137,29 +149,59 @@ static int write_chunk(const uint8_t *hdr, const void *payload, size_t len)
 			 total - (size_t)w);
 }
 
+/* What the last failed open could not say with an errno. */
+static const char *open_why;
+
+const char *ta_dump_open_why(void)
+{
+	return open_why;
+}
+
 int ta_dump_open(const char *path)
 {
 	uint8_t hdr[TA_FILE_HEADER_SIZE];
-	int fd, err;
+	int fd, err, stream = ta_addr_is_stream(path);
 
+	open_why = NULL;
 	/* O_EXCL|O_NOFOLLOW: never follow a planted symlink, never overwrite
 	 * a file that is there (possibly someone else's). */
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+	if (stream)
+		fd = ta_sink_connect(path, &open_why);
+	else
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+			  0600);
 	if (fd < 0)
-		return -errno;
+		return stream ? fd : -errno;
 	ta_file_header_encode(hdr, (uint32_t)getpid());
-	err = write_all(fd, hdr, sizeof(hdr));
+	if (stream) {
+		struct iovec iov = {hdr, sizeof(hdr)};
+		err = ta_sink_send(fd, &iov, 1);
+	} else {
+		err = write_all(fd, hdr, sizeof(hdr));
+	}
 	if (err < 0) {
 		close(fd);
-		unlink(path);
+		if (!stream)
+			unlink(path);
 		return err;
 	}
 	snprintf(dump_path, sizeof(dump_path), "%s", path);
 	dump_fd = fd;
+	dump_stream = stream;
 	dump_failed = 0;
 	dump_seq = 0;
 	dump_bytes = sizeof(hdr);
 	return 0;
+}
+
+int ta_dump_is_stream(void)
+{
+	return dump_stream;
+}
+
+const char *ta_dump_where(void)
+{
+	return dump_path;
 }
 
 /* LZ4 into z when it pays (not for small chunks); returns what to store. */
@@ -228,8 +270,10 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	h.pid = (uint32_t)getpid();
 	h.seq = dump_seq;
 	ta_chunk_header_encode(hdr, &h, stored);
-	before = lseek(dump_fd, 0, SEEK_END);
+	before = dump_stream ? (off_t)dump_bytes : lseek(dump_fd, 0, SEEK_END);
 	err = write_chunk(hdr, stored, stored_len);
+	if (err < 0 && dump_stream)
+		goto fail;
 	if (err < 0) {
 		/* A full disk may have taken part of the chunk: cut it off, so
 		 * the dump ends on a chunk boundary (whole, but without END:
@@ -243,11 +287,28 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 		}
 		goto fail;
 	}
+	/* The chunk is written (the one place where that is known). */
 	dump_seq++;
 	dump_bytes += sizeof(hdr) + stored_len;
 	goto out;
 fail:
 	dump_failed = 1;
+	if (dump_stream) {
+		/* The program goes on; what was sent is the collector's dump
+		 * (without END: incomplete).  The flusher keeps draining into
+		 * nothing, so no thread waits on a full ring for ever. */
+		char why[64];
+
+		if (err == -EAGAIN)
+			snprintf(why, sizeof(why), "nothing read for %d s", TA_SINK_STALL_S);
+		else
+			snprintf(why, sizeof(why), "%s", strerror(-err));
+		ta_warn("the collector %s stopped taking the dump (chunk %" PRIu32
+			" of process %d, %" PRIu64 " bytes sent): %s; the rest of this run is not "
+			"recorded, the program goes on",
+			dump_path, dump_seq, (int)getpid(), (uint64_t)dump_bytes, why);
+		goto out;
+	}
 	/* The place: the chunk's number among this writer's (the seq of
 	 * its header) and the offset where it began (64-bit: a dump may
 	 * pass 4 GiB). */
@@ -296,6 +357,24 @@ void ta_dump_fork_child(void)
 	memcpy(&dump_lock, &fresh, sizeof(fresh));
 	dump_seq = 0;
 	dump_bytes = 0;
+	/* A stream is the parent's alone: a child that wrote into it would
+	 * interleave its chunks with the parent's.  The child connects anew
+	 * at its restart (ta_dump_child_open) and sends a dump of its own. */
+	if (dump_stream && dump_fd >= 0) {
+		close(dump_fd);
+		dump_fd = -1;
+	}
+}
+
+int ta_dump_child_open(void)
+{
+	char addr[sizeof(dump_path)];
+
+	open_why = NULL;
+	if (!dump_stream)
+		return 0;
+	memcpy(addr, dump_path, sizeof(addr));
+	return ta_dump_open(addr);
 }
 
 /* ---- the handover across exec ------------------------------------------------ */
@@ -327,7 +406,10 @@ char **ta_dump_handover(char *const envp[])
 	char **env, *var;
 
 	/* A new image without the agent would only inherit a descriptor. */
-	if (!envp || dump_fd < 0 || dump_failed || !preloads_agent(envp) || fstat(dump_fd, &st) < 0)
+	/* A stream is not handed over: the new image connects anew, as a
+	 * dump of its own (the old one ended with END, flag exec). */
+	if (!envp || dump_fd < 0 || dump_failed || dump_stream || !preloads_agent(envp) ||
+	    fstat(dump_fd, &st) < 0)
 		return (char **)(uintptr_t)envp;
 	while (envp[n])
 		n++;
@@ -382,6 +464,7 @@ int ta_dump_adopt(void)
 	n = readlink(proc, dump_path, sizeof(dump_path) - 1);
 	dump_path[n > 0 ? n : 0] = 0;
 	dump_fd = fd;
+	dump_stream = 0;
 	dump_failed = 0;
 	/* A new writer in the file: its PROCESS chunk starts a new image of
 	 * this pid (or, in a descendant, a process of its own). */

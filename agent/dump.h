@@ -23,9 +23,17 @@ void ta_buf_u(struct ta_buf *b, uint64_t v) TA_HIDDEN;
 void ta_buf_str(struct ta_buf *b, const char *s, size_t len) TA_HIDDEN;
 void ta_buf_free(struct ta_buf *b) TA_HIDDEN;
 
-/* Creates the dump (O_EXCL|O_NOFOLLOW, 0600) and writes its header;
- * 0 or -errno. */
+/* Creates the dump (O_EXCL|O_NOFOLLOW, 0600), or connects to the
+ * collector path names (tcp://HOST:PORT, unix:PATH: sink.h), and writes
+ * its header; 0 or -errno. */
 int ta_dump_open(const char *path) TA_HIDDEN;
+/* After a failed ta_dump_open: what the errno alone does not say (an
+ * address that does not parse or resolve), else NULL. */
+const char *ta_dump_open_why(void) TA_HIDDEN;
+/* 1 if the dump goes to a collector. */
+int ta_dump_is_stream(void) TA_HIDDEN;
+/* The dump's file or collector address. */
+const char *ta_dump_where(void) TA_HIDDEN;
 /* Compresses (when it pays) and appends one chunk; thread-safe. 0, or
  * -errno after which the dump is closed for writing (said once). */
 int ta_dump_chunk(unsigned type, const void *payload, size_t len) TA_HIDDEN;
@@ -41,8 +49,11 @@ void ta_dump_close(void) TA_HIDDEN;
 uint64_t ta_dump_bytes(void) TA_HIDDEN;
 int ta_dump_failed(void) TA_HIDDEN;
 /* In a forked child: keep writing the shared dump (O_APPEND), as a new
- * writer with its own pid and chunk sequence. */
+ * writer with its own pid and chunk sequence; a stream's is closed. */
 void ta_dump_fork_child(void) TA_HIDDEN;
+/* At a forked child's restart: a stream's child connects anew and sends
+ * its own file header (0, or -errno as ta_dump_open); a file is kept (0). */
+int ta_dump_child_open(void) TA_HIDDEN;
 /* The handover of the dump across exec: the variable that names the
  * descriptor, which is left open (not close-on-exec) for the new image. */
 #define TA_HANDOVER_VAR "TRACEAGENT_DUMP_FD"

@@ -188,6 +188,7 @@ void ta_settings_load(struct ta_settings *s)
 	const char *out = secure_getenv("TRACEAGENT_OUTPUT");
 	const char *fl = secure_getenv("TRACEAGENT_FLUSH_MS");
 	const char *mode = secure_getenv("TRACEAGENT_MODE");
+	const char *fallback;
 	uint64_t block = TA_DEFAULT_BLOCK, mem = TA_DEFAULT_MEMORY;
 
 	s->flush_ms = TA_DEFAULT_FLUSH_MS;
@@ -231,6 +232,12 @@ void ta_settings_load(struct ta_settings *s)
 	s->libcalls = libcalls_setting();
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;
+	fallback = secure_getenv("TRACEAGENT_OUTPUT_FALLBACK");
+	s->output_fallback = 0;
+	if (fallback && !strcmp(fallback, "file"))
+		s->output_fallback = 1;
+	else if (fallback && *fallback && strcmp(fallback, "none"))
+		ta_warn("TRACEAGENT_OUTPUT_FALLBACK='%s' is not file or none; using none", fallback);
 	if (!out || !*out)
 		out = TA_DEFAULT_OUTPUT;
 	if (ta_expand_output(out, (long)getpid(), s->output, sizeof(s->output)) < 0) {

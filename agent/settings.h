@@ -19,7 +19,11 @@ enum ta_mode {
 };
 
 struct ta_settings {
-	char output[4096];     /* TRACEAGENT_OUTPUT, %p expanded */
+	char output[4096];     /* TRACEAGENT_OUTPUT, %p expanded: a file or a
+				  collector (tcp://HOST:PORT, unix:PATH) */
+	int output_fallback;   /* TRACEAGENT_OUTPUT_FALLBACK=file: a collector
+				  that cannot be reached at the start gives
+				  way to TA_DEFAULT_OUTPUT */
 	enum ta_mode mode;     /* TRACEAGENT_MODE */
 	uint64_t flight_bytes; /* TRACEAGENT_FLIGHT_SIZE: kept per thread */
 	int flight_signal;     /* TRACEAGENT_FLIGHT_SIGNAL */

@@ -23,6 +23,7 @@ static const struct {
 	{"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},
 	{"counters", ta_cmd_counters, "the manual API's counters: numbers and plots"},
 	{"frames", ta_cmd_frames, "frame times and hitches of the frame marks"},
+	{"serve", ta_cmd_serve, "collect the dumps traced programs stream to it"},
 };
 
 static void usage(FILE *f)

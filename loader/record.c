@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "cmdopts.h"
 #include "commands.h"
 #include "ta_config.h"
@@ -76,7 +77,8 @@ static void usage(FILE *f)
 		   "dynamically linked.\n"
 		   "\n"
 		   "  -o, --output FILE   the dump (an existing file is replaced; %%p = pid,\n"
-		   "                      %%%% = %%)\n"
+		   "                      %%%% = %%), or a collector: tcp://HOST:PORT,\n"
+		   "                      unix:PATH (see traceagent serve)\n"
 		   "                      default $TRACEAGENT_OUTPUT, else traceagent.<pid>.trace\n"
 		   "  --buffer SIZE       per-thread block size (K/M), TRACEAGENT_BUFFER\n"
 		   "  --memory SIZE       cap on all ring blocks (K/M/G), TRACEAGENT_MEMORY\n"
@@ -490,8 +492,15 @@ static void child_prepare(const char *pattern, int explicit_output, int report_f
 {
 	char path[PATH_MAX];
 	struct stat st;
-	char stale;
+	char stale = 0;
 
+	/* A collector's address (tcp://, unix:) is no file to replace or
+	 * look at: the collector names its dumps. */
+	if (ta_addr_is_stream(pattern)) {
+		while (write(report_fd, &stale, 1) < 0 && errno == EINTR)
+			;
+		return;
+	}
 	expand_output(pattern, getpid(), path, sizeof(path));
 	if (explicit_output && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) < 0)
 		fprintf(stderr, "traceagent: cannot replace %s: %s\n", path, strerror(errno));
@@ -573,7 +582,7 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 	child_pid = 0;
 
 	expand_output(output, pid, path, sizeof(path));
-	if (n == 1 && !stale && access(path, F_OK) == 0)
+	if (n == 1 && !stale && !ta_addr_is_stream(output) && access(path, F_OK) == 0)
 		fprintf(stderr, "traceagent: dump written to %s\n", path);
 
 	if (WIFSIGNALED(status))

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * serve_conn.c - one client of `traceagent serve` (serve.h).
+ *
+ * The dump holds exactly the bytes consumed, from the file header on, so
+ * the stream's offsets are the file's: on an error the file is cut back to
+ * the end of the last good chunk (ta_stream.good) and stays a dump every
+ * command reads, without its END (incomplete).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <lz4.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+/* The first bytes of a compressed payload, decompressed here (one client
+ * at a time: serve has one thread): the fields that are counted or named
+ * lie at the start of their chunks (PROCESS's exe within 8 KiB). */
+static char scratch[8192];
+
+/* The first bytes (at most sizeof(scratch)) of a chunk's raw payload, or
+ * NULL when they cannot be had (not kept, or not decompressing). */
+static const uint8_t *head(const struct ta_stream_ev *ev, size_t *len)
+{
+	size_t want = ev->chunk.raw_size < sizeof(scratch) ? ev->chunk.raw_size : sizeof(scratch);
+	int n;
+
+	if (!ev->payload)
+		return NULL;
+	if (!(ev->chunk.flags & TA_CHUNK_F_LZ4)) {
+		*len = ev->chunk.stored_size;
+		return ev->payload;
+	}
+	n = LZ4_decompress_safe_partial((const char *)ev->payload, scratch,
+					(int)ev->chunk.stored_size, (int)want, (int)sizeof(scratch));
+	if (n < 0)
+		return NULL;
+	*len = (size_t)n < want ? (size_t)n : want;
+	return (const uint8_t *)scratch;
+}
+
+static void sanitise(char *out, size_t size, const uint8_t *s, size_t n)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n && o + 1 < size; i++) {
+		uint8_t ch = s[i];
+		int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			 (ch >= '0' && ch <= '9') || ch == '_' || ch == '+' || ch == '-' ||
+			 (ch == '.' && o > 0);
+		out[o++] = ok ? (char)ch : '_';
+	}
+	if (o == 0 && size > 7) {
+		memcpy(out, "unknown", 7);
+		o = 7;
+	}
+	out[o] = 0;
+}
+
+void ta_sv_conn_init(struct ta_sv_conn *c, int dir_fd, const char *host, uint64_t quota)
+{
+	memset(c, 0, sizeof(*c));
+	ta_stream_init(&c->st, TA_SV_KEEP_MAX);
+	c->dir_fd = dir_fd;
+	c->fd = -1;
+	c->quota = quota;
+	sanitise(c->host, sizeof(c->host), (const uint8_t *)host, strlen(host));
+	memcpy(c->prog, "unknown", 8);
+}
+
+static int cut(struct ta_sv_conn *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Back to the last whole chunk within the quota: the dump stays whole. */
+static void cut_back(struct ta_sv_conn *c, uint64_t to)
+{
+	if (c->fd >= 0 && c->written > to && ftruncate(c->fd, (off_t)to) == 0)
+		c->written = to;
+	if (c->fd < 0 && c->pend_len > to)
+		c->pend_len = (size_t)to;
+}
+
+static int cut(struct ta_sv_conn *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->cut)
+		return c->cut;
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+	c->cut = err;
+	cut_back(c, c->quota ? c->keep : c->st.good);
+	return err;
+}
+
+void ta_sv_conn_cut(struct ta_sv_conn *c, const char *why)
+{
+	cut(c, -TA_E_TRUNCATED, "%s", why);
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The dump's name: HOST-PROG-PID-YYYYmmddTHHMMSS.trace (UTC), with -2,
+ * -3... when a file is there already (never overwritten). */
+static int create_dump(struct ta_sv_conn *c, uint64_t start_ns)
+{
+	time_t t = (time_t)(start_ns / 1000000000u);
+	char stamp[32];
+	struct tm tm;
+
+	if (!start_ns)
+		t = time(NULL);
+	if (!gmtime_r(&t, &tm) || !strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm))
+		strcpy(stamp, "0");
+	for (unsigned i = 1; i <= 1000; i++) {
+		if (i == 1)
+			snprintf(c->file, sizeof(c->file), "%s-%s-%" PRIu64 "-%s.trace", c->host,
+				 c->prog, c->pid, stamp);
+		else
+			snprintf(c->file, sizeof(c->file), "%s-%s-%" PRIu64 "-%s-%u.trace", c->host,
+				 c->prog, c->pid, stamp, i);
+		c->fd = openat(c->dir_fd, c->file,
+			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (c->fd >= 0)
+			break;
+		if (errno != EEXIST)
+			return cut(c, -TA_E_IO, "cannot create %s: %s", c->file, strerror(errno));
+	}
+	if (c->fd < 0)
+		return cut(c, -TA_E_IO, "cannot create %s: 1000 dumps of that name are there",
+			   c->file);
+	if (write_all(c->fd, c->pend, c->pend_len) < 0)
+		return cut(c, -TA_E_IO, "cannot write %s: %s", c->file, strerror(errno));
+	free(c->pend);
+	c->pend = NULL;
+	c->pend_len = 0;
+	return 0;
+}
+
+/* Bytes consumed go to the dump (or wait for its name). */
+static int emit(struct ta_sv_conn *c, const uint8_t *p, size_t n)
+{
+	if (c->fd >= 0) {
+		if (write_all(c->fd, p, n) < 0)
+			return cut(c, -TA_E_IO, "cannot write %s at byte %" PRIu64 ": %s",
+				   c->file, c->written, strerror(errno));
+	} else {
+		if (c->pend_len + n > TA_SV_PEND_MAX)
+			return cut(c, -TA_E_TOOBIG,
+				   "no PROCESS chunk in the first %u bytes", TA_SV_PEND_MAX);
+		if (!c->pend) {
+			c->pend = malloc(TA_SV_PEND_MAX);
+			if (!c->pend)
+				return cut(c, -TA_E_NOMEM, "out of memory");
+		}
+		memcpy(c->pend + c->pend_len, p, n);
+		c->pend_len += n;
+	}
+	c->written += n;
+	return 0;
+}
+
+static void on_process(struct ta_sv_conn *c, const struct ta_stream_ev *ev, uint64_t *start_ns)
+{
+	uint64_t pid, ppid, v, exe_len;
+	const uint8_t *p, *exe, *arch;
+	struct ta_reader r;
+	size_t len;
+
+	p = head(ev, &len);
+	if (!p)
+		return;
+	ta_reader_init(&r, p, len);
+	ta_get_varint(&r, &pid);
+	ta_get_varint(&r, &ppid);
+	ta_get_varint(&r, start_ns);
+	ta_get_varint(&r, &v); /* ticks */
+	ta_get_varint(&r, &v); /* clock source */
+	ta_get_varint(&r, &v); /* nominal hz */
+	ta_get_bytes(&r, &arch, &v);
+	if (ta_get_bytes(&r, &exe, &exe_len) < 0) {
+		*start_ns = 0;
+		return;
+	}
+	c->pid = pid;
+	if (exe_len) {
+		const uint8_t *slash = exe + exe_len;
+		while (slash > exe && slash[-1] != '/')
+			slash--;
+		exe_len -= (uint64_t)(slash - exe);
+		exe = slash;
+	}
+	sanitise(c->prog, sizeof(c->prog), exe, exe_len > 40 ? 40 : exe_len);
+}
+
+/* The fixed fields of EVENTS (tid, seq, first ticks, n_events) and END
+ * (ticks, ns, events, lost, threads). */
+static int get_fields(const struct ta_stream_ev *ev, uint64_t *f, int n)
+{
+	struct ta_reader r;
+	const uint8_t *p;
+	size_t len;
+
+	p = head(ev, &len);
+	if (!p)
+		return -1;
+	ta_reader_init(&r, p, len);
+	for (int i = 0; i < n; i++)
+		ta_get_varint(&r, &f[i]);
+	return r.err ? -1 : 0;
+}
+
+static int on_chunk(struct ta_sv_conn *c, const struct ta_stream_ev *ev)
+{
+	uint64_t f[5];
+
+	c->last_end = 0;
+	switch (ev->chunk.type) {
+	case TA_CHUNK_EVENTS:
+		if (get_fields(ev, f, 4) == 0)
+			c->events += f[3];
+		else
+			c->events_unknown = 1;
+		break;
+	case TA_CHUNK_THREAD_START:
+		c->threads++;
+		break;
+	case TA_CHUNK_END:
+		if (get_fields(ev, f, 5) == 0) {
+			c->end_events = f[2];
+			c->end_threads = f[4];
+			c->saw_end = 1;
+			c->last_end = 1;
+		}
+		break;
+	default:
+		break;
+	}
+	if (c->fd < 0) {
+		uint64_t start_ns = 0;
+
+		/* The first chunk names the dump: the agent's is PROCESS. */
+		c->pid = c->hdr_pid;
+		if (ev->chunk.type == TA_CHUNK_PROCESS)
+			on_process(c, ev, &start_ns);
+		if (create_dump(c, start_ns) < 0)
+			return c->cut;
+	}
+	if (!c->quota || c->st.good <= c->quota)
+		c->keep = c->st.good;
+	return 0;
+}
+
+int ta_sv_conn_feed(struct ta_sv_conn *c, const uint8_t *p, size_t n)
+{
+	size_t off = 0;
+
+	if (c->cut)
+		return c->cut;
+	for (;;) {
+		struct ta_stream_ev ev;
+		size_t k = ta_stream_feed(&c->st, p + off, n - off, &ev);
+
+		if (k && emit(c, p + off, k) < 0)
+			return c->cut;
+		off += k;
+		switch (ev.what) {
+		case TA_STREAM_MORE:
+			break;
+		case TA_STREAM_HEADER:
+			c->hdr_pid = ev.file.pid;
+			if (!c->quota || c->st.good <= c->quota)
+				c->keep = c->st.good;
+			break;
+		case TA_STREAM_CHUNK:
+			if (on_chunk(c, &ev) < 0)
+				return c->cut;
+			break;
+		case TA_STREAM_ERROR:
+			return cut(c, ev.err, "not a dump stream at byte %" PRIu64 ": %s",
+				   c->st.offset, ta_strerror(ev.err));
+		}
+		if (c->quota && c->written > c->quota)
+			return cut(c, -TA_E_TOOBIG, "over the quota of %" PRIu64 " bytes",
+				   c->quota);
+		if (ev.what == TA_STREAM_MORE)
+			return 0;
+	}
+}
+
+int ta_sv_conn_midway(const struct ta_sv_conn *c)
+{
+	return !c->cut && (c->fd < 0 || !ta_stream_at_boundary(&c->st));
+}
+
+int ta_sv_conn_close(struct ta_sv_conn *c)
+{
+	int complete = !c->cut && c->last_end && ta_stream_at_boundary(&c->st);
+
+	if (!c->cut)
+		cut_back(c, c->st.good);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	return complete;
+}
+
+uint64_t ta_sv_conn_events(const struct ta_sv_conn *c)
+{
+	return c->saw_end && c->last_end ? c->end_events : c->events;
+}
+
+uint64_t ta_sv_conn_threads(const struct ta_sv_conn *c)
+{
+	return c->saw_end && c->last_end ? c->end_threads : c->threads;
+}
+
+void ta_sv_conn_free(struct ta_sv_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	ta_stream_free(&c->st);
+	free(c->pend);
+	c->pend = NULL;
+}
