@@ -23,6 +23,7 @@ static const struct {
 	{"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},
 	{"counters", ta_cmd_counters, "the manual API's counters: numbers and plots"},
 	{"frames", ta_cmd_frames, "frame times and hitches of the frame marks"},
+	{"top", ta_cmd_top, "a live view of a running program or a growing dump"},
 };
 
 static void usage(FILE *f)
