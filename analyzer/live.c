@@ -564,6 +564,14 @@ int ta_live_at_boundary(const struct ta_live *L)
 	return ta_stream_at_boundary(&L->st);
 }
 
+int ta_live_ended(const struct ta_live *L)
+{
+	for (size_t i = 0; i < L->s->nprocs; i++)
+		if (!L->s->procs[i]->has_end)
+			return 0;
+	return L->s->nprocs > 0;
+}
+
 uint64_t ta_live_events(const struct ta_live *L)
 {
 	return L->events;

@@ -83,6 +83,8 @@ void ta_live_free(struct ta_live *L);
 int ta_live_feed(struct ta_live *L, const uint8_t *p, size_t n, uint64_t *off);
 /* Whether the bytes fed so far end between chunks. */
 int ta_live_at_boundary(const struct ta_live *L);
+/* Whether every process seen so far wrote its END chunk (none: 0). */
+int ta_live_ended(const struct ta_live *L);
 /* Function events decoded so far (the throughput's measure). */
 uint64_t ta_live_events(const struct ta_live *L);
 /* The pid of the dump's file header, 0 before it arrived. */

@@ -846,10 +846,10 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 		snprintf(what, sizeof(what), "%s%s", o->serve, s->fd < 0 ? " (waiting)" : "");
 	else
 		snprintf(what, sizeof(what), "%s", s->path);
-	line(&b, 1, "traceagent top - %s   %.1fs   interval %s   sort: %s%s%s%s", what,
-	     (double)since_ns / 1e9, ta_fmt_time(t[0], sizeof(t[0]), o->interval_ns),
-	     heads[o->sort], scr.filter[0] ? "   filter: " : "", scr.filter,
-	     scr.paused ? "   [paused]" : "");
+	/* What the keys change first: a narrow terminal cuts the rest. */
+	line(&b, 1, "traceagent top   sort: %s%s%s%s   interval %s   %.1fs   %s", heads[o->sort],
+	     scr.filter[0] ? "   filter: " : "", scr.filter, scr.paused ? "   [paused]" : "",
+	     ta_fmt_time(t[0], sizeof(t[0]), o->interval_ns), (double)since_ns / 1e9, what);
 	ta_fmt_lost_by(lost, sizeof(lost), sn->lost_by);
 	line(&b, 0, "events/s %s   events %" PRIu64 "   threads %zu   processes %zu   lost %" PRIu64 "%s%s%s",
 	     rate(t[1], sizeof(t[1]), per_s(sn->ievents, sn->interval_ns)), sn->events,
@@ -1029,6 +1029,7 @@ static int run(struct options *o, struct source *s, struct ta_live *L)
 {
 	uint8_t *buf = malloc(READ_SIZE);
 	uint64_t start = now_ns(), last = start, next = start + o->interval_ns, shown = 0;
+	uint64_t snap_offset = UINT64_MAX;
 	struct ta_live_snap sn;
 	int have_snap = 0, quit = 0, done = 0, status = 0, redraw = 0;
 
@@ -1055,7 +1056,16 @@ static int run(struct options *o, struct source *s, struct ta_live *L)
 			next = now_ns(); /* the final state now */
 		}
 		now = now_ns();
+		/* --batch on a dump: its end is when every process in it wrote
+		 * its END and nothing came for a whole interval (a forked
+		 * child still running would have written by then). */
+		if (now >= next && !done && o->batch && s->kind == SRC_DUMP &&
+		    s->offset == snap_offset && ta_live_ended(L) && ta_live_at_boundary(L)) {
+			s->eof = 1;
+			done = 1;
+		}
 		if (now >= next && !(done && have_snap && done == 2)) {
+			snap_offset = s->offset;
 			if (ta_live_snap(L, now - last, &sn) < 0) {
 				fprintf(stderr, "traceagent top: out of memory\n");
 				status = 1;
