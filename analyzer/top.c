@@ -444,6 +444,7 @@ static int listen_on(struct source *s, const char *addr)
 {
 	int fd = -1, one = 1;
 
+	snprintf(s->path, sizeof(s->path), "%s", addr); /* what messages name */
 	if (!strncmp(addr, "unix:", 5)) {
 		struct sockaddr_un un = {.sun_family = AF_UNIX};
 		struct stat st;
@@ -1197,7 +1198,7 @@ int ta_cmd_top(int argc, char **argv)
 	}
 	r = run(&o, &s, L);
 	term_restore();
-	if (s.bad && scr.threads >= 0 && !o.batch)
+	if (s.bad && !o.batch)
 		fprintf(stderr, "traceagent top: %s\n", s.why);
 	if (o.keep && s.kind == SRC_PROG)
 		fprintf(stderr, "traceagent top: dump kept in %s\n", s.path);
