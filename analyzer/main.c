@@ -24,6 +24,7 @@ static const struct {
 	{"counters", ta_cmd_counters, "the manual API's counters: numbers and plots"},
 	{"frames", ta_cmd_frames, "frame times and hitches of the frame marks"},
 	{"serve", ta_cmd_serve, "collect the dumps traced programs stream to it"},
+	{"top", ta_cmd_top, "a live view of a running program or a growing dump"},
 };
 
 static void usage(FILE *f)

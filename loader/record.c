@@ -179,7 +179,7 @@ static char *dir_of(const char *path, char *buf, size_t size)
  * build never picks up an older installed copy.  Returns 0 with the
  * absolute path in out, or -1 after printing why.
  */
-static int find_agent(char out[PATH_MAX])
+int ta_record_find_agent(char out[PATH_MAX])
 {
 	const char *env = getenv("TRACEAGENT_LIB");
 	char exe[PATH_MAX], exe_dir[PATH_MAX], bindir[PATH_MAX], cand[PATH_MAX * 2];
@@ -393,7 +393,7 @@ static int set_env(const char *name, const char *value)
 	return 0;
 }
 
-static int set_preload(const char *agent)
+int ta_record_set_preload(const char *agent)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char *value;
@@ -606,7 +606,7 @@ int ta_cmd_record(int argc, char **argv)
 	r = check_program(o.argv[0], prog_path);
 	if (r)
 		return r;
-	if (find_agent(agent) < 0 || set_preload(agent) < 0)
+	if (ta_record_find_agent(agent) < 0 || ta_record_set_preload(agent) < 0)
 		return EXIT_LOADER;
 
 	/* Without -o, a TRACEAGENT_OUTPUT already in the environment stands. */

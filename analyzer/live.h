@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * live.h - a dump aggregated as it arrives (live.c), for `traceagent top`.
+ *
+ * Bytes of a dump, in pieces of any size (the growing end of a file, a
+ * socket), go through format/stream.c into whole chunks.  The metadata
+ * chunks go to a session (session.h), which names things; EVENTS chunks
+ * are decoded here, in batches, into per-thread rows: calls and self
+ * time (time on top of the thread's stack, up to the chunk's last event)
+ * per function or zone address.  A snapshot (ta_live_snap) merges the
+ * rows by name over threads and processes and gives, per function, what
+ * the last interval added and the totals since the start.
+ *
+ * Each EVENTS chunk carries its stack snapshot, so any chunk decodes
+ * alone; a thread's state carries over between its chunks only to charge
+ * the time between them.  Nothing is allocated per event: rows grow with
+ * functions and threads, not with the trace's length.
+ */
+#ifndef TA_LIVE_H
+#define TA_LIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "stream.h"
+
+/* One function or zone, merged over threads and processes, in a snapshot. */
+struct ta_live_fn {
+	const char *name;
+	const char *module; /* path, "[zone]", "[libcall]" or "" */
+	uint64_t icalls, iself_ns; /* the last interval */
+	uint64_t calls, self_ns;   /* since the start */
+};
+
+/* One thread in a snapshot. */
+struct ta_live_thr {
+	uint32_t pid;
+	uint64_t tid;
+	const char *name; /* its THREAD_NAME, or "" */
+	uint64_t ievents, events, lost;
+	const char *hot; /* its function with the most self time in the interval, or "" */
+	uint64_t hot_self_ns;
+	int ended;
+};
+
+/* The frame marks (TA_FRAME_MARK) of the last interval, of one frame set:
+ * the first named "frame", else the first seen. */
+struct ta_live_frames {
+	const char *set; /* NULL: the program marks no frames */
+	uint64_t frames, iframes;
+	uint64_t p50_ns, p99_ns, max_ns;
+	uint64_t hitches; /* frames of the interval over twice its median
+			     (framestat's default, `frames --hitch=2`) */
+};
+
+struct ta_live_snap {
+	uint64_t seq;	      /* 1, 2, ... */
+	uint64_t interval_ns; /* wall time since the previous snapshot */
+	uint64_t ievents, events;
+	uint64_t lost;
+	uint64_t lost_by[TA_LOST_NCAUSES + 1]; /* as the processes' END chunks say */
+	size_t nprocs, nthreads_live;
+	int ended; /* every process seen wrote its END */
+	struct ta_live_fn *fns;
+	size_t nfns;
+	struct ta_live_thr *thr;
+	size_t nthr;
+	struct ta_live_frames fr;
+};
+
+struct ta_live;
+
+/* A new aggregator, or NULL without memory. */
+struct ta_live *ta_live_new(void);
+void ta_live_free(struct ta_live *L);
+/*
+ * Takes n more bytes of the dump.  Returns 0, or a negative TA_E_ code
+ * when the stream is unusable from there on (*off: where; the chunks
+ * before it were taken).  A partial chunk at the end is kept for the next
+ * call.
+ */
+int ta_live_feed(struct ta_live *L, const uint8_t *p, size_t n, uint64_t *off);
+/* Whether the bytes fed so far end between chunks. */
+int ta_live_at_boundary(const struct ta_live *L);
+/* Whether every process seen so far wrote its END chunk (none: 0). */
+int ta_live_ended(const struct ta_live *L);
+/* Function events decoded so far (the throughput's measure). */
+uint64_t ta_live_events(const struct ta_live *L);
+/* The pid of the dump's file header, 0 before it arrived. */
+uint32_t ta_live_pid(const struct ta_live *L);
+/*
+ * Closes an interval of interval_ns and fills snap (its arrays owned by L,
+ * valid until the next ta_live_snap).  Returns 0, or -TA_E_NOMEM.
+ */
+int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *snap);
+
+#endif
