@@ -19,5 +19,6 @@ int ta_cmd_diff(int argc, char **argv);
 int ta_cmd_info(int argc, char **argv);
 int ta_cmd_counters(int argc, char **argv);
 int ta_cmd_frames(int argc, char **argv);
+int ta_cmd_ctl(int argc, char **argv);
 
 #endif

@@ -23,6 +23,7 @@ static const struct {
 	{"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},
 	{"counters", ta_cmd_counters, "the manual API's counters: numbers and plots"},
 	{"frames", ta_cmd_frames, "frame times and hitches of the frame marks"},
+	{"ctl", ta_cmd_ctl, "control a traced process: pause, resume, flush, status, stream"},
 };
 
 static void usage(FILE *f)
