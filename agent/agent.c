@@ -27,6 +27,7 @@
 #include "api.h"
 #include "clock.h"
 #include "crash.h"
+#include "ctl.h"
 #include "dump.h"
 #include "flusher.h"
 #include "format.h"
@@ -144,6 +145,7 @@ static void on_fork_child(void)
 	TA_GUARD_ENTER();
 	ta_pid = (uint32_t)getpid();
 	ta_flusher_forget();
+	ta_control_fork_child();
 	ta_dump_fork_child();
 	ta_modules_forget();
 	ta_ring_fork_child();
@@ -220,6 +222,8 @@ static int restart_in_child(void)
 			(int)getpid(), strerror(-err));
 		return err;
 	}
+	/* Its own control socket, under its own pid. */
+	ta_control_start();
 	return 0;
 }
 
@@ -292,6 +296,7 @@ static int start(void)
 		ta_dump_close();
 		return err;
 	}
+	ta_control_start();
 	return 0;
 }
 
@@ -388,8 +393,11 @@ void ta_agent_shutdown(void)
 	/* Library calls made from here on (later destructors, other
 	 * threads) go straight to libc. */
 	ta_libcalls_enable(0);
-	ta_api_stop();
 	TA_GUARD_ENTER();
+	/* No command runs while the end is written (a resume would open
+	 * the gates again). */
+	ta_control_stop();
+	ta_api_stop();
 	ta_flusher_stop();
 	/* The exiting thread's own frames are done: end its ring so that it
 	 * is drained as exited. */
@@ -399,6 +407,8 @@ void ta_agent_shutdown(void)
 	ta_patch_dump();
 	ta_agent_write_end(0);
 	ta_dump_close();
+	/* A stream's reader gets the end too. */
+	ta_control_finish();
 	ta_patch_report_end();
 	TA_GUARD_LEAVE();
 	errno = saved;

@@ -35,6 +35,7 @@
 
 #include "agent.h"
 #include "api.h"
+#include "clock.h"
 #include "dump.h"
 #include "format.h"
 #include "ring.h"
@@ -53,9 +54,14 @@ uint32_t ta_fn_gate = 2;
 /* ---- channels ------------------------------------------------------------------ */
 
 /* Each channel's on/off word, which sites' gates point at (relaxed
- * atomics: see ta_fn_gate).  Names are written before nchan is raised
+ * atomics: see ta_fn_gate): what the channel wants (chan_want) unless the
+ * recording is paused, then 0.  Names are written before nchan is raised
  * (release) and never change. */
 static uint32_t chan_on[TA_CHANNELS_MAX];
+static uint32_t chan_want[TA_CHANNELS_MAX];
+/* `traceagent ctl PID pause` (control.c): every gate reads off; changed
+ * under the registry's lock, with chan_on. */
+static uint32_t paused;
 static char chan_name[TA_CHANNELS_MAX][TA_CHANNEL_NAME_MAX + 1] = {
     "functions", "user", "alloc", "lock", "io", "sleep"};
 static uint32_t nchan = TA_CHANNEL_FIRST_OWN;
@@ -98,19 +104,33 @@ static void chan_effect(uint32_t id, uint32_t on)
 		ta_libcalls_enable(1);
 }
 
+static void lock(sigset_t *old);
+static void unlock(const sigset_t *old);
+
 /* Switches channel id; recorded (when record is set) so that the channel's
- * events of this thread fall strictly between its on and its off. */
+ * events of this thread fall strictly between its on and its off.  While
+ * paused, only what resume restores changes (nothing is recorded).  The
+ * lock orders the switch with pause and resume; the events are recorded
+ * outside it (a lossless ring may wait for the flusher, which takes it). */
 static void chan_switch(uint32_t id, uint32_t on, int record)
 {
 	uint64_t v[2] = {id, on};
+	sigset_t old;
+	int live;
 
-	if (__atomic_load_n(&chan_on[id], __ATOMIC_RELAXED) == on)
+	if (__atomic_load_n(&chan_want[id], __ATOMIC_RELAXED) == on)
 		return;
-	if (on && record)
+	if (on && record && !__atomic_load_n(&paused, __ATOMIC_RELAXED))
 		ta_record_ext(TA_EXT_CHANNEL, v, 2);
-	__atomic_store_n(&chan_on[id], on, __ATOMIC_RELAXED);
-	chan_effect(id, on);
-	if (!on && record)
+	lock(&old);
+	__atomic_store_n(&chan_want[id], on, __ATOMIC_RELAXED);
+	live = !__atomic_load_n(&paused, __ATOMIC_RELAXED);
+	if (live) {
+		__atomic_store_n(&chan_on[id], on, __ATOMIC_RELAXED);
+		chan_effect(id, on);
+	}
+	unlock(&old);
+	if (!on && record && live)
 		ta_record_ext(TA_EXT_CHANNEL, v, 2);
 }
 
@@ -173,7 +193,8 @@ static uint32_t chan_find(const char *name)
 		return TA_CHANNELS_MAX;
 	memcpy(chan_name[n], name, len);
 	chan_name[n][len] = 0;
-	chan_on[n] = chan_first_on[n] = (uint32_t)ta_channel_list_has(spec_now(), chan_name[n]);
+	chan_want[n] = chan_first_on[n] = (uint32_t)ta_channel_list_has(spec_now(), chan_name[n]);
+	chan_on[n] = __atomic_load_n(&paused, __ATOMIC_RELAXED) ? 0 : chan_want[n];
 	/* Release: the name before the count (switch_all reads without the
 	 * lock). */
 	__atomic_store_n(&nchan, n + 1, __ATOMIC_RELEASE);
@@ -311,7 +332,9 @@ static void wflush(unsigned type, uint64_t count)
 	wlen = 0;
 }
 
-void ta_api_write(int all)
+/* all: every site and channel; keep: for a control-socket stream's reader
+ * alone (tap.c), leaving what the dump is still owed as it is. */
+static void api_write(int all, int keep)
 {
 	struct site_rec *r, *last;
 	uint32_t n, from;
@@ -326,13 +349,15 @@ void ta_api_write(int all)
 	 * hold the lock. */
 	if (lock_tries(&old, 10000) < 0)
 		return;
-	__atomic_store_n(&api_pending, 0, __ATOMIC_RELAXED);
 	last = sites_tail;
 	r = all ? sites_head : sites_unwritten;
-	sites_unwritten = NULL;
 	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
 	from = all ? 0 : chan_written;
-	chan_written = n;
+	if (!keep) {
+		__atomic_store_n(&api_pending, 0, __ATOMIC_RELAXED);
+		sites_unwritten = NULL;
+		chan_written = n;
+	}
 	/* The lock stays held: wbuf is one for all writers. */
 
 	if (from < n) {
@@ -340,7 +365,7 @@ void ta_api_write(int all)
 		for (uint32_t i = from; i < n; i++) {
 			wput_u(i);
 			wput_str(chan_name[i], strlen(chan_name[i]));
-			wput_u(all ? __atomic_load_n(&chan_on[i], __ATOMIC_RELAXED)
+			wput_u(all ? __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED)
 				   : chan_first_on[i]);
 		}
 		wflush(TA_CHUNK_CHANNELS, n - from);
@@ -367,6 +392,126 @@ void ta_api_write(int all)
 	if (count)
 		wflush(TA_CHUNK_SITES, count);
 	unlock(&old);
+}
+
+void ta_api_write(int all)
+{
+	api_write(all, 0);
+	/* A forked child of a paused process starts paused: its part of the
+	 * dump says so. */
+	if (all && __atomic_load_n(&paused, __ATOMIC_RELAXED))
+		ta_api_mark(TA_MARK_PAUSE, ta_ticks(), NULL, 0);
+}
+
+void ta_api_write_tap(void)
+{
+	api_write(1, 1);
+}
+
+void ta_api_mark(uint32_t kind, uint64_t ticks, const uint64_t *v, uint32_t n)
+{
+	struct ta_buf b = {0};
+
+	ta_buf_u(&b, ticks);
+	ta_buf_u(&b, kind);
+	for (uint32_t i = 0; i < n; i++)
+		ta_buf_u(&b, v[i]);
+	if (!b.oom)
+		(void)ta_dump_chunk(TA_CHUNK_MARK, b.p, b.len);
+	ta_buf_free(&b);
+}
+
+/* ---- pause and resume (the control socket) ----------------------------------------- */
+
+static uint64_t pause_ticks;
+
+int ta_api_pause(int on)
+{
+	sigset_t old;
+	uint32_t n;
+	uint64_t now;
+
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
+		return -1;
+	if (__atomic_load_n(&paused, __ATOMIC_RELAXED) == (uint32_t)!!on)
+		return 0;
+	if (!on) {
+		/* The mark before any gate opens: the resumed events are in
+		 * chunks after it. */
+		uint64_t v = pause_ticks;
+
+		ta_api_mark(TA_MARK_RESUME, ta_ticks(), &v, 1);
+	}
+	lock(&old);
+	__atomic_store_n(&paused, (uint32_t)!!on, __ATOMIC_RELAXED);
+	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n; i++)
+		__atomic_store_n(&chan_on[i], on ? 0 : __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+	__atomic_store_n(&ta_fn_gate,
+			 on ? 0 : __atomic_load_n(&chan_want[TA_CHANNEL_FUNCTIONS], __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	ta_libcalls_enable(1); /* the mask reads chan_on: 0 while paused */
+	unlock(&old);
+	if (on) {
+		/* After every gate reads off: what a hook records later is a
+		 * thread that read its gate just before (documented). */
+		now = ta_ticks();
+		pause_ticks = now;
+		ta_api_mark(TA_MARK_PAUSE, now, NULL, 0);
+	}
+	return 0;
+}
+
+uint64_t ta_api_pause_ticks(void)
+{
+	return pause_ticks;
+}
+
+int ta_api_paused(void)
+{
+	return (int)__atomic_load_n(&paused, __ATOMIC_RELAXED);
+}
+
+int ta_api_channels_set(const char *spec)
+{
+	uint32_t n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t on = (uint32_t)ta_channel_list_has(spec, chan_name[i]);
+		uint64_t v[2] = {i, on};
+
+		if (__atomic_load_n(&chan_want[i], __ATOMIC_RELAXED) == on)
+			continue;
+		/* On: the mark before the first event; off: after the last. */
+		if (on)
+			ta_api_mark(TA_MARK_CHANNEL, ta_ticks(), v, 2);
+		chan_switch(i, on, 0);
+		if (!on)
+			ta_api_mark(TA_MARK_CHANNEL, ta_ticks(), v, 2);
+	}
+	return 0;
+}
+
+size_t ta_api_channels_text(char *out, size_t size)
+{
+	uint32_t n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	size_t len = 0;
+
+	if (size)
+		out[0] = 0;
+	for (uint32_t i = 0; i < n && size; i++) {
+		int k = snprintf(out + len, size - len, "%s%s=%s", i ? "," : "", chan_name[i],
+				 __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED) ? "on" : "off");
+		if (k < 0 || (size_t)k >= size - len) {
+			out[len] = 0;
+			break;
+		}
+		len += (size_t)k;
+	}
+	return len;
 }
 
 /* ---- the switching signal ------------------------------------------------------- */
@@ -396,13 +541,19 @@ void ta_api_start(void)
 	int sig = ta_cfg.channel_signal;
 	uint32_t n;
 
+	/* TRACEAGENT_START=paused: every gate reads off from the start, and
+	 * `traceagent ctl PID resume` opens them. */
+	if (ta_cfg.start_paused)
+		__atomic_store_n(&paused, 1, __ATOMIC_RELAXED);
 	/* The first states, before anything is recorded: no switch events. */
 	switch_all(0);
+	if (ta_cfg.start_paused)
+		__atomic_store_n(&ta_fn_gate, 0, __ATOMIC_RELAXED);
 	/* What the first CHANNELS chunk says: the built-in channels were
 	 * made before the settings were read, by the initialiser. */
 	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; i < n; i++)
-		chan_first_on[i] = __atomic_load_n(&chan_on[i], __ATOMIC_RELAXED);
+		chan_first_on[i] = __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED);
 	if (sig) {
 		struct sigaction old, sa;
 
@@ -423,6 +574,10 @@ void ta_api_start(void)
 		}
 	}
 	ta_api_write(0);
+	if (ta_cfg.start_paused) {
+		pause_ticks = ta_ticks();
+		ta_api_mark(TA_MARK_PAUSE, pause_ticks, NULL, 0);
+	}
 }
 
 void ta_api_stop(void)

@@ -6,6 +6,7 @@
 #ifndef TA_API_H
 #define TA_API_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "compiler.h"
@@ -41,6 +42,27 @@ uint32_t ta_api_lc_mask(void) TA_HIDDEN;
  * exec and exit paths, the crash handler: no malloc.
  */
 void ta_api_write(int all) TA_HIDDEN;
+/* The same for a control-socket stream's reader alone (tap.c): every site
+ * and channel, what the dump is owed left as it is. */
+void ta_api_write_tap(void) TA_HIDDEN;
+/* A MARK chunk (format.h's TA_MARK_*): kind at ticks, n values. */
+void ta_api_mark(uint32_t kind, uint64_t ticks, const uint64_t *v, uint32_t n) TA_HIDDEN;
+/*
+ * `traceagent ctl PID pause` / `resume` (control.c): on, every gate reads
+ * off (ta_fn_gate 0, every channel word 0, ta_lc_on 0) while the channels
+ * keep what they want; off, they are restored.  Marked in the dump.
+ * 0, or -1 when the agent is not running.
+ */
+int ta_api_pause(int on) TA_HIDDEN;
+int ta_api_paused(void) TA_HIDDEN;
+/* When the pause in force began (ticks). */
+uint64_t ta_api_pause_ticks(void) TA_HIDDEN;
+/* `ctl PID channels LIST`: every channel as the list says (the syntax of
+ * TRACEAGENT_CHANNELS), each switch marked; while paused, what resume
+ * restores.  0, or -1 when the agent is not running. */
+int ta_api_channels_set(const char *spec) TA_HIDDEN;
+/* "name=on,name=off,..." (what each channel wants) into out; its length. */
+size_t ta_api_channels_text(char *out, size_t size) TA_HIDDEN;
 /* The agent stopped: every channel reads off, so the macros cost their
  * load and branch only. */
 void ta_api_stop(void) TA_HIDDEN;

@@ -34,6 +34,7 @@
 #include "settings.h"
 #include "sink.h"
 #include "addr.h"
+#include "tap.h"
 
 /* A dump passes 2 GiB (and 4) in a run of minutes: offsets are 64-bit
  * (meson builds with _FILE_OFFSET_BITS=64, 32-bit systems included). */
@@ -270,6 +271,10 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	h.pid = (uint32_t)getpid();
 	h.seq = dump_seq;
 	ta_chunk_header_encode(hdr, &h, stored);
+	/* A control-socket stream's reader gets a copy (tap.c); the chunks
+	 * made for it alone go nowhere else. */
+	if (ta_tap_chunk(hdr, stored, stored_len))
+		goto out;
 	before = dump_stream ? (off_t)dump_bytes : lseek(dump_fd, 0, SEEK_END);
 	err = write_chunk(hdr, stored, stored_len);
 	if (err < 0 && dump_stream)

@@ -36,6 +36,7 @@ static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 struct scan {
 	int first;
 	uint64_t load_ticks;
+	int all; /* every object, the known ones left as they are (the tap's) */
 };
 
 /* Forgets known[i], writing that it is gone. */
@@ -125,7 +126,7 @@ static int one_module(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (!path)
 		path = "";
-	if (!learn(info->dlpi_addr, path))
+	if (!sc->all && !learn(info->dlpi_addr, path))
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		nranges += info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
@@ -160,7 +161,7 @@ void ta_modules_forget(void)
 
 void ta_dump_modules(uint64_t load_ticks, uint64_t unload_ticks)
 {
-	struct scan sc = {1, load_ticks};
+	struct scan sc = {1, load_ticks, 0};
 
 	pthread_mutex_lock(&modules_lock);
 	for (size_t i = 0; i < nknown; i++)
@@ -172,5 +173,14 @@ void ta_dump_modules(uint64_t load_ticks, uint64_t unload_ticks)
 	for (size_t i = nknown; i-- > 0;)
 		if (!known[i].seen)
 			unload(i, unload_ticks);
+	pthread_mutex_unlock(&modules_lock);
+}
+
+void ta_dump_modules_all(uint64_t load_ticks)
+{
+	struct scan sc = {1, load_ticks, 1};
+
+	pthread_mutex_lock(&modules_lock);
+	dl_iterate_phdr(one_module, &sc);
 	pthread_mutex_unlock(&modules_lock);
 }

@@ -15,6 +15,9 @@
  * and a MODULE_UNLOAD stamped unload_ticks for each written before that is
  * gone (a dlclose returned by then). */
 void ta_dump_modules(uint64_t load_ticks, uint64_t unload_ticks) TA_HIDDEN;
+/* Every object loaded now, stamped load_ticks, for a control-socket
+ * stream's reader (tap.c): what the dump knows is left as it is. */
+void ta_dump_modules_all(uint64_t load_ticks) TA_HIDDEN;
 /* In a forked child: the module map is written again, under its pid. */
 void ta_modules_forget(void) TA_HIDDEN;
 

@@ -101,6 +101,11 @@ uint32_t ta_block_events(void)
 	return pool_events;
 }
 
+uint64_t ta_pool_used_bytes(void)
+{
+	return (uint64_t)__atomic_load_n(&pool_in_use, __ATOMIC_RELAXED) * pool_block_bytes;
+}
+
 uint64_t ta_pool_peak_bytes(void)
 {
 	return (uint64_t)__atomic_load_n(&pool_peak, __ATOMIC_RELAXED) * pool_block_bytes;

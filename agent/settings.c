@@ -183,6 +183,22 @@ static void string_setting(const char *name, char *out, size_t size)
 	strcpy(out, v);
 }
 
+/* A setting of two words: 1 for yes, 0 for no, def when unset or neither
+ * (said). */
+static int onoff_setting(const char *name, const char *yes, const char *no, int def)
+{
+	const char *v = secure_getenv(name);
+
+	if (!v || !*v)
+		return def;
+	if (!strcmp(v, yes))
+		return 1;
+	if (!strcmp(v, no))
+		return 0;
+	ta_warn("%s='%.64s' is not %s or %s; using %s", name, v, yes, no, def ? yes : no);
+	return def;
+}
+
 void ta_settings_load(struct ta_settings *s)
 {
 	const char *out = secure_getenv("TRACEAGENT_OUTPUT");
@@ -230,6 +246,8 @@ void ta_settings_load(struct ta_settings *s)
 	string_setting("TRACEAGENT_CHANNELS", s->channels, sizeof(s->channels));
 	string_setting("TRACEAGENT_CHANNELS_ALT", s->channels_alt, sizeof(s->channels_alt));
 	s->libcalls = libcalls_setting();
+	s->control = onoff_setting("TRACEAGENT_CONTROL", "on", "off", 1);
+	s->start_paused = !onoff_setting("TRACEAGENT_START", "running", "paused", 1);
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;
 	fallback = secure_getenv("TRACEAGENT_OUTPUT_FALLBACK");

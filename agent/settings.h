@@ -34,6 +34,8 @@ struct ta_settings {
 	char channels[1024];     /* TRACEAGENT_CHANNELS ("" = all) */
 	char channels_alt[1024]; /* TRACEAGENT_CHANNELS_ALT */
 	int channel_signal;      /* TRACEAGENT_CHANNEL_SIGNAL, 0 = none */
+	int control;             /* TRACEAGENT_CONTROL: 1 on (default), 0 off */
+	int start_paused;        /* TRACEAGENT_START=paused */
 };
 
 #define TA_DEFAULT_OUTPUT   "traceagent.%p.trace"

@@ -25,6 +25,7 @@ static const struct {
 	{"frames", ta_cmd_frames, "frame times and hitches of the frame marks"},
 	{"serve", ta_cmd_serve, "collect the dumps traced programs stream to it"},
 	{"top", ta_cmd_top, "a live view of a running program or a growing dump"},
+	{"ctl", ta_cmd_ctl, "control a traced process: pause, resume, flush, status, stream"},
 };
 
 static void usage(FILE *f)

@@ -140,7 +140,20 @@ struct ta_process {
 		uint64_t start, end, ticks;
 	} * unloaded;
 	size_t nunloaded, unloaded_cap;
+
+	/* The recording's pauses (MARK chunks, 1.6: `traceagent ctl PID
+	 * pause`), in order: [from, to), to UINT64_MAX while open; before:
+	 * the paused ticks of the ones before.  Calls open across them are
+	 * not charged them (ta_process_paused). */
+	struct ta_pause {
+		uint64_t from, to, before;
+	} * pauses;
+	size_t npauses, pauses_cap;
+	uint64_t channel_marks; /* channels switched through the control socket */
 };
+
+/* The paused ticks of p within [a, b). */
+uint64_t ta_process_paused(const struct ta_process *p, uint64_t a, uint64_t b);
 
 /* Address tags (above every user-space address). */
 #define TA_ADDR_TAG_SHIFT 56
@@ -275,6 +288,8 @@ struct ta_session {
 
 	struct ta_decoder dec;
 	struct ta_visitor v;
+	/* The process whose frames the walk is closing (its pauses). */
+	const struct ta_process *walk_proc;
 };
 
 /* Returns a new empty session, or NULL without memory.  v may be NULL (no

@@ -26,6 +26,18 @@ static inline void ta_sess_note_ticks(struct ta_process *p, uint64_t ticks)
 		p->max_ticks = ticks;
 }
 
+/* Ticks from enter to exit, the process's pauses taken out. */
+static inline uint64_t ta_sess_span(const struct ta_process *p, uint64_t enter, uint64_t exit)
+{
+	uint64_t d = exit > enter ? exit - enter : 0;
+
+	if (__builtin_expect(p != NULL && p->npauses != 0, 0) && d) {
+		uint64_t g = ta_process_paused(p, enter, exit);
+		d = g < d ? d - g : 0;
+	}
+	return d;
+}
+
 /* session_procs.c: the thread and process tables. */
 struct ta_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, uint64_t tid);
 void ta_sess_thread_free(struct ta_thread *t);

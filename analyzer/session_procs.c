@@ -223,6 +223,95 @@ static int channels_chunk(struct ta_process *p, struct ta_reader *r)
 	return 0;
 }
 
+/* ---- pauses (MARK chunks, 1.6) --------------------------------------------------- */
+
+/* Paused ticks before t. */
+static uint64_t paused_before(const struct ta_process *p, uint64_t t)
+{
+	size_t lo = 0, hi = p->npauses;
+	const struct ta_pause *q;
+
+	/* lo: the pauses that began before t. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->pauses[mid].from < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	q = &p->pauses[lo - 1];
+	return q->before + ((t < q->to ? t : q->to) - q->from);
+}
+
+uint64_t ta_process_paused(const struct ta_process *p, uint64_t a, uint64_t b)
+{
+	return b > a ? paused_before(p, b) - paused_before(p, a) : 0;
+}
+
+/* The pause still open ends at ticks (the image or the process ended). */
+static void pause_close(struct ta_process *p, uint64_t ticks)
+{
+	struct ta_pause *q = p->npauses ? &p->pauses[p->npauses - 1] : NULL;
+
+	if (q && q->to == UINT64_MAX)
+		q->to = ticks > q->from ? ticks : q->from;
+}
+
+static int pause_add(struct ta_process *p, uint64_t from, uint64_t to)
+{
+	struct ta_pause *q = p->npauses ? &p->pauses[p->npauses - 1] : NULL;
+	uint64_t before = q ? q->before + (q->to - q->from) : 0;
+
+	/* In order and apart, or a damaged dump's: ignored. */
+	if (q && (q->to == UINT64_MAX || from < q->to))
+		return 0;
+	if (to < from)
+		return -TA_E_PAYLOAD;
+	if (p->npauses == p->pauses_cap) {
+		size_t cap = p->pauses_cap ? 2 * p->pauses_cap : 8;
+		struct ta_pause *n = realloc(p->pauses, cap * sizeof(*n));
+		if (!n)
+			return -TA_E_NOMEM;
+		p->pauses = n;
+		p->pauses_cap = cap;
+	}
+	p->pauses[p->npauses].from = from;
+	p->pauses[p->npauses].to = to;
+	p->pauses[p->npauses].before = before;
+	p->npauses++;
+	return 0;
+}
+
+static int mark_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t ticks, kind, v = 0;
+	struct ta_pause *q;
+
+	if (ta_get_varint(r, &ticks) < 0 || ta_get_varint(r, &kind) < 0)
+		return -TA_E_PAYLOAD;
+	switch (kind) {
+	case TA_MARK_PAUSE:
+		return pause_add(p, ticks, UINT64_MAX);
+	case TA_MARK_RESUME:
+		if (ta_get_varint(r, &v) < 0)
+			return -TA_E_PAYLOAD;
+		q = p->npauses ? &p->pauses[p->npauses - 1] : NULL;
+		if (q && q->to == UINT64_MAX) {
+			pause_close(p, ticks);
+			return 0;
+		}
+		/* Its pause was not seen (a stream begun during it). */
+		return v <= ticks ? pause_add(p, v, ticks) : -TA_E_PAYLOAD;
+	case TA_MARK_CHANNEL:
+		p->channel_marks++;
+		return 0;
+	default:
+		return 0; /* a later version's kind */
+	}
+}
+
 const char *ta_process_channel_name(const struct ta_process *p, uint32_t id, char buf[32])
 {
 	static const char *const builtin[TA_CHANNEL_FIRST_OWN] = {"functions", "user", "alloc",
@@ -272,6 +361,7 @@ void ta_sess_process_free(struct ta_process *p)
 		free(p->channels[i].name);
 	free(p->map);
 	free(p->unloaded);
+	free(p->pauses);
 	free(p);
 }
 
@@ -840,6 +930,8 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 		return -TA_E_PAYLOAD;
 	p->end_ticks = v[0];
 	p->end_ns = v[1];
+	/* Paused to the end. */
+	pause_close(p, v[0]);
 	p->end_events = p->base_events + v[2];
 	p->end_lost = p->base_lost + v[3];
 	p->end_threads = p->base_threads + v[4];
@@ -928,6 +1020,7 @@ static int new_image(struct ta_session *s, struct ta_process *p)
 	}
 	p->has_end = 0;
 	p->next_chunk_seq = 0;
+	pause_close(p, at);
 	return 0;
 }
 
@@ -1002,6 +1095,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_CHANNELS:
 		rc = channels_chunk(p, &r);
+		break;
+	case TA_CHUNK_MARK:
+		rc = mark_chunk(p, &r);
 		break;
 	default:
 		s->unknown_chunks++; /* a later minor version's addition */

@@ -108,7 +108,7 @@ static TA_INLINE void frame_pop_w(struct ta_session *s, struct ta_thread *t, uin
 	x.addr = f->addr;
 	x.enter = f->enter;
 	x.exit = ticks;
-	x.duration = ticks > f->enter ? ticks - f->enter : 0;
+	x.duration = ta_sess_span(s->walk_proc, f->enter, ticks);
 	x.self = x.duration > f->child ? x.duration - f->child : 0;
 	x.depth = t->depth;
 	x.flags = flags;
@@ -284,7 +284,7 @@ static TA_INLINE int walk_profile(struct ta_session *s, struct ta_thread *t,
 			x.addr = f->addr;
 			x.enter = f->enter;
 			x.exit = ev->ticks;
-			x.duration = ev->ticks > f->enter ? ev->ticks - f->enter : 0;
+			x.duration = ta_sess_span(s->walk_proc, f->enter, ev->ticks);
 			x.self = x.duration > f->child ? x.duration - f->child : 0;
 			x.depth = depth;
 			x.flags = 0;
@@ -327,6 +327,7 @@ int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct 
 	if (t->have_chunks && d->chunk_seq != t->next_seq)
 		t->chunks_missing += d->chunk_seq > t->next_seq ? d->chunk_seq - t->next_seq : 1;
 	t->next_seq = d->chunk_seq + 1;
+	s->walk_proc = p;
 	stack_sync(s, t, d, p);
 	t->have_chunks = 1;
 	ta_sess_note_ticks(p, d->first_ticks);
@@ -368,6 +369,7 @@ void ta_sess_thread_close(struct ta_session *s, struct ta_thread *t)
 	uint64_t end = t->last_ticks;
 	struct ta_process *p = ta_session_process(s, t->pid);
 
+	s->walk_proc = p;
 	if (t->has_end && (!t->have_ticks || t->end_ticks > end))
 		end = t->end_ticks;
 	if (p && p->crash) {

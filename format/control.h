@@ -23,6 +23,28 @@
  *   stream           "ok stream", then a whole dump (file header, the
  *                    process's state, then every chunk from now on) on
  *                    the same connection until either side closes
+ *
+ * Exact answers (agent/control.c):
+ *   pause, resume, channels LIST, flush, dump: "ok\n" once done (flush and
+ *     dump: once the rings are in the dump; the same in every mode).
+ *   status: these lines, in this order, then "ok\n":
+ *     events N          function events written to the dump so far
+ *     lost N
+ *     threads N         threads whose events were written
+ *     memory USED/CAP   ring bytes in use / TRACEAGENT_MEMORY
+ *     output PATH
+ *     mode lossless|drop|flight
+ *     paused yes|no
+ *     channels NAME=on|off,...   what each channel wants (resume restores it)
+ *     stream on|off DROPPED      a stream's reader, chunks dropped for it
+ *   stream: "ok stream\n" then the dump's bytes; "error: a stream is being
+ *     sent already (one reader at a time)" when there is one.
+ *   errors: "error: permission denied" (another uid), "error: unknown
+ *     command 'WORD' (...)", "error: the line is longer than 1024 bytes",
+ *     "error: the line has no end ('\n')" (closed before it), "error: X
+ *     takes no arguments", "error: channels needs a list, ...", "error: the
+ *     agent is not recording (it is stopping)".  A client silent for 2 s is
+ *     closed without an answer.
  */
 #ifndef TA_CONTROL_H
 #define TA_CONTROL_H

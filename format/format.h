@@ -23,7 +23,7 @@
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
 #define TA_FORMAT_MAJOR 1 /* incompatible changes */
-#define TA_FORMAT_MINOR 5 /* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MINOR 6 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -94,7 +94,8 @@ struct ta_chunk_header {
 	X(PATCH, 11, "patch")       /* functions patched at load, refusals */ \
 	X(LIBCALLS, 12, "libcalls") /* the library functions interposed */   \
 	X(SITES, 13, "sites")       /* the manual API's call sites (1.5) */  \
-	X(CHANNELS, 14, "channels") /* the channels and their first state */
+	X(CHANNELS, 14, "channels") /* the channels and their first state */ \
+	X(MARK, 15, "mark")         /* process-wide: pause, resume, switch (1.6) */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,
@@ -220,6 +221,20 @@ enum ta_site_kind {
 #define TA_CHANNEL_FIRST_OWN 6u
 #define TA_CHANNELS_MAX 64u
 #define TA_CHANNEL_NAME_MAX 31u
+
+/*
+ * Process-wide marks (MARK chunk, 1.6), made by `traceagent ctl` through
+ * the control socket: u ticks (when), u kind, then the kind's values.
+ *   PAUSE    recording stopped at ticks (until the next RESUME, or the end)
+ *   RESUME   u pause_ticks: recording went on at ticks after the pause
+ *            that began at pause_ticks (a reader that missed the PAUSE
+ *            mark, a stream begun during the pause, learns of it here)
+ *   CHANNEL  u id, u on: a channel switched by the control socket (its
+ *            events of every thread are not recorded while it is off)
+ */
+#define TA_MARK_PAUSE 1u
+#define TA_MARK_RESUME 2u
+#define TA_MARK_CHANNEL 3u
 
 /*
  * Whether a channel list (TRACEAGENT_CHANNELS, `report --channel`) takes

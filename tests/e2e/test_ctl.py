@@ -1,0 +1,300 @@
+# SPDX-License-Identifier: MIT
+"""`traceagent ctl PID COMMAND` and the agent's control socket (issue 16),
+on tests/programs/ctlphases.c, which runs one phase per line of its input
+(N calls of work() in phase()) and answers "done N": the test knows where
+the program is at each command, so every count is exact."""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import tahelp
+
+
+class Traced:
+    """ctlphases running with the agent, driven line by line."""
+
+    def __init__(self, case, lvl="O2", env=None, xdg=None):
+        self.case = case
+        self.dump = case.fresh("ctl")
+        # The sockets in the test's own directory (0700), unless asked.
+        self.xdg = case.dir if xdg is None else xdg
+        e = {"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": self.dump,
+             "XDG_RUNTIME_DIR": self.xdg}
+        e.update(env or {})
+        self.proc = subprocess.Popen([case.prog("ctlphases-" + lvl)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=tahelp.clean_env(e), cwd=case.dir,
+                                     preexec_fn=tahelp.no_core)
+        case.addCleanup(self.cleanup)
+        self.out = [self.proc.stdout.readline()]
+        case.assertEqual(self.out[0], "ready\n")
+
+    def line(self, s, expect=None):
+        self.proc.stdin.write(s + "\n")
+        self.proc.stdin.flush()
+        got = self.proc.stdout.readline()
+        self.out.append(got)
+        if expect is not None:
+            self.case.assertEqual(got, expect)
+        return got
+
+    def cleanup(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            f.close()
+
+    def env(self):
+        return tahelp.clean_env({"XDG_RUNTIME_DIR": self.xdg})
+
+    def sock(self):
+        return socket_path(self.proc.pid, self.xdg)
+
+    def phase(self, n):
+        self.line(str(n), "done %d\n" % n)
+
+    def ctl(self, *args, status=0):
+        p = subprocess.run([tahelp.TRACEAGENT, "ctl", str(self.proc.pid)] + list(args),
+                           env=self.env(), capture_output=True, text=True,
+                           timeout=tahelp.TIMEOUT)
+        self.case.assertEqual(p.returncode, status, "ctl %s: %s" % (args, p.stderr))
+        return p
+
+    def finish(self):
+        self.proc.stdin.close()
+        rest = self.proc.stdout.read()
+        err = self.proc.stderr.read()
+        self.case.assertEqual(self.proc.wait(timeout=tahelp.TIMEOUT), 0, err)
+        self.case.assertEqual(err, "")
+        self.case.assertEqual(rest, "bye\n")
+        return "".join(self.out) + rest
+
+
+def socket_path(pid, xdg):
+    if xdg.startswith("/"):
+        return os.path.join(xdg, "traceagent", "%d.sock" % pid)
+    return "/tmp/traceagent-%d/%d.sock" % (os.getuid(), pid)
+
+
+class CtlTest(tahelp.Case):
+
+    def calls(self, dump):
+        rep = self.report(dump)
+        self.assert_whole(rep)
+        return self.functions(rep)
+
+    def test_pause_resume_records_exactly_between(self):
+        for lvl in tahelp.LEVELS:
+            with self.subTest(lvl=lvl):
+                t = Traced(self, lvl)
+                t.phase(10)
+                self.assertEqual(t.ctl("pause").stdout, "ok\n")
+                t.phase(100)
+                self.assertEqual(t.ctl("resume").stdout, "ok\n")
+                t.phase(1000)
+                t.ctl("pause")
+                t.phase(7)
+                t.ctl("resume")
+                t.finish()
+                f = self.calls(t.dump)
+                self.assertEqual(f["work"]["calls"], 1010)
+                self.assertEqual(f["phase"]["calls"], 2)
+
+    def test_start_paused_then_resume(self):
+        t = Traced(self, env={"TRACEAGENT_START": "paused"})
+        t.phase(10)
+        self.assertIn("paused yes\n", t.ctl("status").stdout)
+        t.ctl("resume")
+        t.phase(100)
+        t.finish()
+        f = self.calls(t.dump)
+        self.assertEqual(f["work"]["calls"], 100)
+        self.assertEqual(f["phase"]["calls"], 1)
+
+    def test_open_call_not_charged_the_pause(self):
+        t = Traced(self)
+        t.line("hold", "holding\n")
+        t.ctl("pause")
+        time.sleep(1.5)
+        t.ctl("resume")
+        t.line("", "held\n")
+        t.finish()
+        f = self.calls(t.dump)
+        self.assertEqual(f["hold"]["calls"], 1)
+        # Open across a pause of 1.5 s: without it, hold took a few ms.
+        self.assertLess(f["hold"]["total_ns"], 1.0e9, f["hold"])
+        self.assertLess(f["main"]["total_ns"], 1.0e9, f["main"])
+
+    def test_other_user_refused(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root: connecting as another user (uid 65534) is refused")
+        # In /tmp/traceagent-0, which the other user can be let into.
+        t = Traced(self, xdg="")
+        path = t.sock()
+        # Let the other user reach the socket, so that the agent's own
+        # check (SO_PEERCRED) is what refuses it; the directory as it was
+        # after (the agent refuses a directory others may enter).
+        os.chmod(os.path.dirname(path), 0o711)
+        self.addCleanup(os.chmod, os.path.dirname(path), 0o700)
+        os.chmod(path, 0o777)
+        r, w = os.pipe()
+        child = os.fork()
+        if child == 0:
+            answer = b"no answer"
+            try:
+                os.close(r)
+                os.setgid(65534)
+                os.setuid(65534)
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(path)
+                s.settimeout(10)
+                try:
+                    s.sendall(b"pause\n")
+                except BrokenPipeError:
+                    pass  # refused before the line was read: the answer is there
+                answer = s.recv(200)
+            except Exception as e:  # noqa: BLE001 - reported to the parent
+                answer = repr(e).encode()
+            os.write(w, answer)
+            os._exit(0)
+        os.close(w)
+        answer = os.read(r, 200)
+        os.close(r)
+        os.waitpid(child, 0)
+        self.assertEqual(answer, b"error: permission denied\n")
+        t.phase(10)  # not paused
+        t.finish()
+        self.assertEqual(self.calls(t.dump)["work"]["calls"], 10)
+
+    def test_dump_in_flight_mode_writes_the_rings(self):
+        t = Traced(self, env={"TRACEAGENT_MODE": "flight"})
+        t.phase(10)
+        t.phase(20)
+        self.assertEqual(t.ctl("dump").stdout, "ok\n")
+        # Killed: only what `dump` wrote is there.
+        t.proc.kill()
+        t.proc.wait()
+        p = self.report_raw(t.dump, "--json")
+        self.assertIn('"name": "work"', p.stdout, p.stderr)
+        import json
+        rep = json.loads(p.stdout)
+        self.assertFalse(rep["complete"])
+        self.assertEqual(self.functions(rep)["work"]["calls"], 30)
+
+    def test_status_after_flush_and_channels(self):
+        t = Traced(self)
+        t.phase(10)
+        t.phase(1000)
+        self.assertEqual(t.ctl("flush").stdout, "ok\n")
+        st = t.ctl("status").stdout.splitlines()
+        keys = [l.split(" ", 1)[0] for l in st]
+        self.assertEqual(keys, ["events", "lost", "threads", "memory", "output", "mode",
+                                "paused", "channels", "stream", "ok"])
+        # main's enter, then each phase's enter and exit and its calls'.
+        self.assertEqual(st[0], "events %d" % (1 + 2 * 11 + 2 * 1001))
+        self.assertEqual(st[1:3], ["lost 0", "threads 1"])
+        self.assertEqual(st[4:7], ["output " + t.dump, "mode lossless", "paused no"])
+        self.assertEqual(st[7], "channels functions=on,user=on,alloc=on,lock=on,io=on,sleep=on")
+        t.ctl("channels", "-functions")
+        self.assertIn("channels functions=off,", t.ctl("status").stdout)
+        t.phase(7)
+        t.ctl("channels", "all")
+        t.phase(5)
+        t.finish()
+        f = self.calls(t.dump)
+        self.assertEqual(f["work"]["calls"], 1015)
+        self.assertEqual(f["phase"]["calls"], 3)
+
+    def test_usage_and_errors(self):
+        t = Traced(self)
+        p = t.ctl("bogus", status=1)
+        self.assertIn("unknown command 'bogus'", p.stderr)
+        self.assertIn("process %d" % t.proc.pid, p.stderr)
+        t.ctl("pause", "now", status=1)
+        t.ctl(status=2)
+        t.finish()
+        p = subprocess.run([tahelp.TRACEAGENT, "ctl", str(t.proc.pid), "status"],
+                           env=t.env(), capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "traceagent ctl: no traced process %d listening at %s\n"
+                         % (t.proc.pid, t.sock()))
+
+    def test_control_off(self):
+        t = Traced(self, env={"TRACEAGENT_CONTROL": "off"})
+        self.assertFalse(os.path.exists(t.sock()))
+        p = t.ctl("status", status=1)
+        self.assertIn("no traced process %d listening" % t.proc.pid, p.stderr)
+        t.phase(10)
+        t.finish()
+        self.assertEqual(self.calls(t.dump)["work"]["calls"], 10)
+
+    def test_hostile_clients(self):
+        plain = self.run_plain([self.prog("ctlphases-O2")], stdin="10\n20\n")
+        t = Traced(self)
+        path = t.sock()
+
+        def conn():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            s.settimeout(10)
+            return s
+
+        # A line that does not end: dropped after ~2 s; meanwhile the
+        # program runs on.
+        silent = conn()
+        silent.sendall(b"pau")
+        t.phase(10)
+        # A long line: refused.
+        s = conn()
+        s.sendall(b"x" * 5000)
+        self.assertEqual(s.recv(200), b"error: the line is longer than 1024 bytes\n")
+        s.close()
+        # Garbage, binary.
+        s = conn()
+        s.sendall(b"\xff\x01garbage\n")
+        self.assertTrue(s.recv(200).startswith(b"error: unknown command '?"))
+        s.close()
+        # Many connections that say nothing and go.
+        for _ in range(200):
+            conn().close()
+        self.assertEqual(silent.recv(200), b"")  # dropped
+        silent.close()
+        self.assertEqual(t.ctl("status").stdout.splitlines()[-1], "ok")
+        t.phase(20)
+        out = t.finish()
+        self.assertEqual(out, plain.stdout)
+        self.assertEqual(self.calls(t.dump)["work"]["calls"], 30)
+
+    def test_stream_is_a_dump(self):
+        t = Traced(self)
+        t.phase(10)
+        t.ctl("flush")
+        out = self.path("stream.trace")
+        with open(out, "wb") as f:
+            st = subprocess.Popen([tahelp.TRACEAGENT, "ctl", str(t.proc.pid), "stream"],
+                                  stdout=f, stderr=subprocess.PIPE, env=t.env())
+            # The stream is on once status says so.
+            for _ in range(200):
+                if "stream on" in t.ctl("status").stdout:
+                    break
+                time.sleep(0.05)
+            t.phase(1000)
+            t.phase(20)
+            t.finish()
+            self.assertEqual(st.wait(timeout=tahelp.TIMEOUT), 0, st.stderr.read())
+        f = self.calls(out)
+        self.assertEqual(f["work"]["calls"], 1020)
+        self.assertEqual(f["phase"]["calls"], 2)
+        # The file dump is whole as ever.
+        self.assertEqual(self.calls(t.dump)["work"]["calls"], 1030)
+        p = subprocess.run([tahelp.TRACEAGENT, "ctl", "1", "stream"], env=tahelp.clean_env(),
+                           capture_output=True, stdin=subprocess.DEVNULL)
+        self.assertIn(p.returncode, (1, 2))
+
+
+if __name__ == "__main__":
+    tahelp.main()
