@@ -34,6 +34,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "export_pb.h"
 #include "pbenc.h"
@@ -52,6 +53,7 @@ enum {
 	PK_CLOCK_SNAPSHOT = 6,
 	PK_TRACK_EVENT = 11,
 	PK_TRACK_DESCRIPTOR = 60,
+	PK_COMPRESSED = 50,
 	/* TracePacketDefaults */
 	DEF_CLOCK_ID = 58,
 	DEF_TRACK_EVENT = 11,
@@ -95,7 +97,7 @@ enum {
 	THD_NAME = 5,
 };
 
-enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
+enum { SEQ_CLEARED = 1 };
 enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 enum { CLOCK_MONO = 3, CLOCK_BOOT = 6, CLOCK_SEQ = 64 };
 
@@ -108,7 +110,10 @@ enum { CLOCK_MONO = 3, CLOCK_BOOT = 6, CLOCK_SEQ = 64 };
 /* The sequence of the trace-wide packets (clock, descriptors). */
 #define SEQ_GLOBAL 1u
 
-#define FLUSH_BYTES (1u << 16)
+/* Packets are deflated in bundles of this many bytes: each bundle's
+ * packet must stay under 512 KiB, and deflate never grows 256 KiB by more
+ * than a few hundred bytes. */
+#define BUNDLE_BYTES (256u << 10)
 
 struct pf_thread {
 	uint32_t seq;	 /* 0 until its first packet */
@@ -148,6 +153,9 @@ struct pf_zone {
 struct pf {
 	FILE *f;
 	struct ta_pb pb;
+	z_stream z;
+	uint8_t *zbuf; /* a bundle deflated */
+	size_t zcap;
 	struct ta_timeline tl;
 	int64_t t0; /* the dump's start on CLOCK_MONOTONIC */
 	uint32_t next_seq;
@@ -169,14 +177,58 @@ struct pf {
 
 /* ---- the buffer ---------------------------------------------------------------- */
 
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	for (; v >= 0x80; v >>= 7)
+		p[n++] = (uint8_t)(v | 0x80);
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Writes the packets the encoder holds (when there are enough of them, or
+ * force) deflated as the compressed_packets of one packet. */
 static void flush(struct pf *x, int force)
 {
-	if (ta_pb_failed(&x->pb))
+	uint8_t head[32], key[4], len[10];
+	size_t n, nkey, nlen, out, bound;
+
+	if (ta_pb_failed(&x->pb) || !x->pb.len || (!force && x->pb.len < BUNDLE_BYTES))
 		return;
-	if (x->pb.len && (force || x->pb.len >= FLUSH_BYTES)) {
-		fwrite(x->pb.buf, 1, x->pb.len, x->f);
-		ta_pb_reset(&x->pb);
+	bound = deflateBound(&x->z, (uLong)x->pb.len);
+	if (bound > x->zcap) {
+		uint8_t *z = realloc(x->zbuf, bound);
+
+		if (!z) {
+			x->nomem = 1;
+			return;
+		}
+		x->zbuf = z;
+		x->zcap = bound;
 	}
+	x->z.next_in = x->pb.buf;
+	x->z.avail_in = (uInt)x->pb.len;
+	x->z.next_out = x->zbuf;
+	x->z.avail_out = (uInt)x->zcap;
+	if (deflate(&x->z, Z_FINISH) != Z_STREAM_END || deflateReset(&x->z) != Z_OK) {
+		x->nomem = 1;
+		return;
+	}
+	out = x->zcap - x->z.avail_out;
+	/* Trace.packet { compressed_packets: BYTES }: its key and length, then
+	 * the field's, then the bytes. */
+	nkey = put_varint(key, PK_COMPRESSED << 3 | 2);
+	nlen = put_varint(len, out);
+	n = put_varint(head, TRACE_PACKET << 3 | 2);
+	n += put_varint(head + n, nkey + nlen + out);
+	memcpy(head + n, key, nkey);
+	n += nkey;
+	memcpy(head + n, len, nlen);
+	n += nlen;
+	fwrite(head, 1, n, x->f);
+	fwrite(x->zbuf, 1, out, x->f);
+	ta_pb_reset(&x->pb);
 }
 
 /* A bit set by index: 1 when bit i was already set; -1 without memory. */
@@ -283,7 +335,6 @@ static struct pf_thread *packet(struct pf *x, const struct ta_thread *t, int64_t
 		pt->last = at;
 	}
 	ta_pb_varint(b, PK_SEQ_ID, pt->seq);
-	ta_pb_varint(b, PK_SEQ_FLAGS, SEQ_NEEDS_STATE);
 	return pt;
 }
 
@@ -789,6 +840,11 @@ int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 	memset(&x, 0, sizeof(x));
 	x.f = f;
 	ta_pb_init(&x.pb);
+	/* Speed over size: the bundles are small and very repetitive. */
+	if (deflateInit(&x.z, Z_BEST_SPEED) != Z_OK) {
+		fprintf(stderr, "traceagent: %s: out of memory\n", path);
+		return 1;
+	}
 	if (ta_timeline_run_api(&x.tl, path, o, emit_first, api_first, &x) < 0) {
 		status = x.tl.v.status;
 		goto out;
@@ -809,6 +865,8 @@ int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 out:
 	ta_timeline_close(&x.tl);
 	ta_pb_free(&x.pb);
+	deflateEnd(&x.z);
+	free(x.zbuf);
 	for (uint32_t i = 0; i < x.nth; i++) {
 		free(x.th[i].named);
 		free(x.th[i].catted);
