@@ -7,6 +7,13 @@
  * thread names; it streams through the timeline (timeline.c), so memory
  * stays flat whatever the size of the dump.  --format=folded writes folded
  * stacks, one line per distinct call path of the call tree (calltree.c).
+ * --format=perfetto (perfetto.c) and --format=pprof (pprof.c) write
+ * protocol buffers.
+ *
+ * Viewers show a Chrome event's args as part of its name (speedscope
+ * names a frame "main {\"module\":...}"): a call's module goes in its
+ * category, and a call has args only when there is more to say (a zone's
+ * text and value, a call still open at the end).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +27,7 @@
 
 #include "cmdopts.h"
 #include "commands.h"
+#include "export_pb.h"
 #include "timeline.h"
 
 /* Where viewers of Chrome traces start to fail (chrome://tracing) or
@@ -27,20 +35,20 @@
 #define BIG_EVENTS 1000000u
 #define BIG_BYTES  (256ull << 20)
 
-enum format { FMT_NONE, FMT_CHROME, FMT_FOLDED };
+enum format { FMT_NONE, FMT_CHROME, FMT_FOLDED, FMT_PERFETTO, FMT_PPROF };
 
 struct export
 {
 	const char *path, *out;
 	enum format fmt;
-	int by_calls, threads;
+	int by_calls, threads, srcline;
 	int folded_only; /* --by or --threads was given */
 	struct ta_tlopts o;
 	FILE *f;
 
 	/* chrome */
 	struct ta_timeline tl;
-	char **jname, **jmod; /* by function id: JSON strings, once made */
+	char **jname, **jcat; /* by function id: JSON name and category, once made */
 	uint32_t nj;
 	uint64_t events, bytes;
 	int warned, nomem;
@@ -86,23 +94,32 @@ struct frame_set {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: traceagent export --format=chrome|folded -o FILE [OPTIONS] DUMP\n"
+		"usage: traceagent export --format=chrome|folded|perfetto|pprof -o FILE [OPTIONS] DUMP\n"
 		"\n"
 		"  --format=chrome       Chrome Trace Event JSON (Perfetto UI, chrome://tracing,\n"
 		"                        speedscope): one complete event per call, times in us\n"
 		"  --format=folded       folded stacks (flamegraph.pl, speedscope): one line\n"
 		"                        per distinct call path, \"root;...;leaf VALUE\"\n"
+		"  --format=perfetto     Perfetto's native trace (protobuf; Perfetto UI,\n"
+		"                        trace_processor): slices per thread, interned names\n"
+		"  --format=pprof        pprof's profile (gzip'd protobuf; go tool pprof,\n"
+		"                        speedscope, Pyroscope): one sample per call path,\n"
+		"                        values calls, total and self time in ns\n"
 		"  -o FILE, --output=FILE  where to write ('-' for the standard output)\n"
 		"  --tid=TID[,TID...]    only these threads\n"
 		"\n"
-		"chrome:\n"
+		"chrome and perfetto:\n"
 		"  --time-range=START-END  only calls that overlap this time, from the\n"
 		"                        dump's start (10ms-1.5s, 200us-, -2s)\n"
 		"  --min-duration=TIME   only calls that lasted at least TIME (10us)\n"
 		"  The manual API: messages, instants and channel switches are instant\n"
 		"  events (\"i\"), counters counter events (\"C\"), the frames of each set\n"
 		"  slices on a track \"frames: SET\", zones slices (cat \"zone\") with their\n"
-		"  text and value in args.\n"
+		"  text and value in args.  A call's category is \"function,MODULE\",\n"
+		"  \"libcall\" or \"zone\".\n"
+		"\n"
+		"pprof:\n"
+		"  --srcline             each function's source file and line\n"
 		"\n"
 		"folded:\n"
 		"  --by=time|calls       VALUE is the path's self time in ns (default) or\n"
@@ -136,6 +153,7 @@ static char *json_dup(const char *s)
 static int json_names(struct export *e, uint32_t id)
 {
 	const struct ta_fn *fn = &e->tl.fns.fn[id];
+	char cat[300];
 
 	if (id >= e->nj) {
 		uint32_t n = e->nj ? e->nj : 256;
@@ -146,22 +164,22 @@ static int json_names(struct export *e, uint32_t id)
 		a = realloc(e->jname, n * sizeof(*a));
 		if (a)
 			e->jname = a;
-		b = realloc(e->jmod, n * sizeof(*b));
+		b = realloc(e->jcat, n * sizeof(*b));
 		if (b)
-			e->jmod = b;
+			e->jcat = b;
 		if (!a || !b)
 			return -1;
 		memset(e->jname + e->nj, 0, (n - e->nj) * sizeof(*a));
-		memset(e->jmod + e->nj, 0, (n - e->nj) * sizeof(*b));
+		memset(e->jcat + e->nj, 0, (n - e->nj) * sizeof(*b));
 		e->nj = n;
 	}
 	if (!e->jname[id]) {
 		e->jname[id] = json_dup(fn->name);
-		e->jmod[id] = json_dup(ta_base_name(fn->module));
-		if (!e->jname[id] || !e->jmod[id]) {
+		e->jcat[id] = json_dup(ta_export_category(fn->module, cat, sizeof(cat)));
+		if (!e->jname[id] || !e->jcat[id]) {
 			free(e->jname[id]);
-			free(e->jmod[id]);
-			e->jname[id] = e->jmod[id] = NULL;
+			free(e->jcat[id]);
+			e->jname[id] = e->jcat[id] = NULL;
 			return -1;
 		}
 	}
@@ -202,7 +220,7 @@ static const char *zone_args(struct export *e, const struct ta_tlcall *c, char *
 static void chrome_event(struct export *e, const struct ta_tlcall *c)
 {
 	char ts[32], dur[32], args[TA_TEXT_MAX * 6 + 64];
-	const char *module;
+	const char *zone = "", *open = c->flags & TA_VISIT_OPEN ? "\"open\": true" : "";
 	int n;
 
 	if (c->kind == TA_TL_ENTER)
@@ -211,19 +229,19 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 		e->nomem = 1;
 		return;
 	}
-	module = e->tl.fns.fn[c->fn].module;
-	n = fprintf(
-	    e->f,
-	    "%s{\"ph\": \"X\", \"name\": %s, \"cat\": \"%s\", \"pid\": %" PRIu32
-	    ", \"tid\": %" PRIu64 ", \"ts\": %s, \"dur\": %s, \"args\": {\"module\": %s%s%s}}",
-	    e->events ? ",\n" : "\n", e->jname[c->fn],
-	    !strcmp(module, TA_LIBCALL_MODULE) ? "libcall"
-	    : !strcmp(module, TA_ZONE_MODULE)  ? "zone"
-					       : "function",
-	    c->t->pid, c->t->tid,
-	    fmt_us(ts, sizeof(ts), c->start_ns), fmt_us(dur, sizeof(dur), (int64_t)c->dur_ns),
-	    e->jmod[c->fn], c->flags & TA_VISIT_OPEN ? ", \"open\": true" : "",
-	    e->nza ? zone_args(e, c, args, sizeof(args)) : "");
+	if (e->nza) {
+		zone = zone_args(e, c, args, sizeof(args));
+		/* zone_args writes ", ..." to follow another arg. */
+		if (*zone && !*open)
+			zone += 2;
+	}
+	n = fprintf(e->f,
+		    "%s{\"ph\": \"X\", \"name\": %s, \"cat\": %s, \"pid\": %" PRIu32
+		    ", \"tid\": %" PRIu64 ", \"ts\": %s, \"dur\": %s%s%s%s%s}",
+		    e->events ? ",\n" : "\n", e->jname[c->fn], e->jcat[c->fn], c->t->pid,
+		    c->t->tid, fmt_us(ts, sizeof(ts), c->start_ns),
+		    fmt_us(dur, sizeof(dur), (int64_t)c->dur_ns),
+		    *open || *zone ? ", \"args\": {" : "", open, zone, *open || *zone ? "}" : "");
 	e->events++;
 	e->bytes += n > 0 ? (uint64_t)n : 0;
 	if (!e->warned && (e->events > BIG_EVENTS || e->bytes > BIG_BYTES)) {
@@ -231,7 +249,7 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 		fprintf(stderr,
 			"traceagent export: %s: over %s so far; chrome://tracing and Perfetto "
 			"struggle past about 1M events or 256 MB: --time-range, --min-duration "
-			"or --tid make a smaller export\n",
+			"or --tid make a smaller export (or --format=perfetto)\n",
 			e->out, e->events > BIG_EVENTS ? "1M events" : "256 MB");
 	}
 }
@@ -576,12 +594,14 @@ static const struct ta_opt export_opts[] = {
     {"--min-duration", TA_ARG_EQ, TA_OPT_MIN_DURATION}, /* ta_tlopts_take */
     {"--by", TA_ARG_EQ, O_BY},
     {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
+    {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct export *e)
 {
-	static const char *const formats[] = {"chrome", "folded", NULL};
+	static const char *const formats[] = {"chrome", "folded", "perfetto", "pprof", NULL};
+	static const enum format fmts[] = {FMT_CHROME, FMT_FOLDED, FMT_PERFETTO, FMT_PPROF};
 	static const char *const bys[] = {"time", "calls", NULL};
 	const unsigned chrome_only = TA_TLOPT_RANGE | TA_TLOPT_MINDUR;
 	struct ta_opts p;
@@ -602,7 +622,7 @@ static int parse_args(int argc, char **argv, struct export *e)
 		case O_FORMAT:
 			if (ta_opts_choice(&p, formats, &k))
 				return 2;
-			e->fmt = k ? FMT_FOLDED : FMT_CHROME;
+			e->fmt = fmts[k];
 			break;
 		case TA_OPT_OUTPUT:
 			e->out = p.val;
@@ -617,6 +637,9 @@ static int parse_args(int argc, char **argv, struct export *e)
 			e->threads = 1;
 			e->folded_only = 1;
 			break;
+		case TA_OPT_SRCLINE:
+			e->srcline = 1;
+			break;
 		case TA_OPT_TID:
 		case TA_OPT_TIME_RANGE:
 		case TA_OPT_MIN_DURATION:
@@ -626,17 +649,22 @@ static int parse_args(int argc, char **argv, struct export *e)
 		}
 	}
 	if (e->fmt == FMT_NONE) {
-		fprintf(stderr, "traceagent export: say --format=chrome or --format=folded\n");
+		fprintf(stderr, "traceagent export: say --format=chrome, folded, perfetto or pprof\n");
 		usage(stderr);
 		return 2;
 	}
-	if (e->fmt == FMT_FOLDED && (e->o.given & chrome_only)) {
+	if ((e->fmt == FMT_FOLDED || e->fmt == FMT_PPROF) && (e->o.given & chrome_only)) {
 		fprintf(stderr, "traceagent export: --time-range and --min-duration are for "
-				"--format=chrome (folded stacks sum the whole run)\n");
+				"--format=chrome and perfetto (%s sums the whole run)\n",
+			e->fmt == FMT_PPROF ? "a profile" : "folded stacks");
 		return 2;
 	}
-	if (e->fmt == FMT_CHROME && e->folded_only) {
+	if (e->fmt != FMT_FOLDED && e->folded_only) {
 		fprintf(stderr, "traceagent export: --by and --threads are for --format=folded\n");
+		return 2;
+	}
+	if (e->fmt != FMT_PPROF && e->srcline) {
+		fprintf(stderr, "traceagent export: --srcline is for --format=pprof\n");
 		return 2;
 	}
 	if (!e->out) {
@@ -671,7 +699,20 @@ int ta_cmd_export(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
-	status = e.fmt == FMT_CHROME ? chrome(&e) : folded(&e);
+	switch (e.fmt) {
+	case FMT_CHROME:
+		status = chrome(&e);
+		break;
+	case FMT_FOLDED:
+		status = folded(&e);
+		break;
+	case FMT_PERFETTO:
+		status = ta_export_perfetto(e.f, e.path, &e.o);
+		break;
+	default:
+		status = ta_export_pprof(e.f, e.path, &e.o.tids, e.srcline);
+		break;
+	}
 	if (fflush(e.f) != 0 || ferror(e.f) || (e.f != stdout && fclose(e.f) != 0)) {
 		fprintf(stderr, "traceagent: %s: %s\n", e.out, strerror(errno));
 		status = status ? status : 1;
@@ -683,10 +724,10 @@ out:
 		ta_timeline_close(&e.tl);
 	for (uint32_t i = 0; i < e.nj; i++) {
 		free(e.jname[i]);
-		free(e.jmod[i]);
+		free(e.jcat[i]);
 	}
 	free(e.jname);
-	free(e.jmod);
+	free(e.jcat);
 	for (size_t i = 0; i < e.nza; i++)
 		free(e.za[i].text);
 	free(e.za);
