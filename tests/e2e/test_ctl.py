@@ -383,7 +383,7 @@ class Family:
     """ctlfamily with the agent: the parent on stdin, a forked child on a
     FIFO, their answers on one pipe."""
 
-    def __init__(self, case, lvl="O2"):
+    def __init__(self, case, lvl="O2", env=None):
         self.case = case
         self.dump = case.fresh("family")
         self.xdg = case.dir
@@ -391,6 +391,7 @@ class Family:
         # No library calls: a status's events are the functions' alone.
         e = {"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": self.dump,
              "XDG_RUNTIME_DIR": self.xdg, "TRACEAGENT_LIBCALLS": "none"}
+        e.update(env or {})
         self.proc = subprocess.Popen([case.prog("ctlfamily-" + lvl)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=tahelp.clean_env(e), cwd=case.dir,
