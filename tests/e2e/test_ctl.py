@@ -378,6 +378,64 @@ class CtlTest(tahelp.Case):
         self.assert_whole(rep)
         self.assert_calls(self.functions(rep), {"work": 5 * big + 15, "phase": 7})
 
+    def info(self, dump):
+        import json
+        p = subprocess.run([tahelp.TRACEAGENT, "info", "--json", dump], env=tahelp.clean_env(),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        js = json.loads(p.stdout)["processes"]
+        p = subprocess.run([tahelp.TRACEAGENT, "info", dump], env=tahelp.clean_env(),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        text = [l for l in p.stdout.splitlines() if l.startswith("  control:")]
+        return js, text
+
+    def test_info_pauses_and_switches(self):
+        t0 = time.monotonic()
+        t = Traced(self)
+        t.phase(10)
+        t.ctl("pause")
+        time.sleep(0.3)
+        t.phase(100)
+        t.ctl("resume")
+        t.ctl("channels", "-functions")
+        t.phase(7)
+        t.ctl("channels", "all")
+        t.ctl("pause")
+        t.ctl("resume")
+        t.ctl("channels", "-io")
+        t.phase(5)
+        t.finish()
+        wall = time.monotonic() - t0
+        js, text = self.info(t.dump)
+        p = js[0]
+        self.assertEqual((p["pauses"], p["ctl_channel_switches"]), (2, 3))
+        # At least the sleep, at most the whole run.
+        self.assertGreaterEqual(p["paused_ns"], 300000000)
+        self.assertLessEqual(p["paused_ns"], wall * 1e9)
+        self.assertEqual(len(text), 1, text)
+        self.assertRegex(text[0], r"^  control:     pauses 2, paused [0-9.]+ m?s; "
+                                  r"channel switches 3 \(traceagent ctl\)$")
+        # Never paused nor switched: zeros, and no line.
+        r = self.run_preload([self.prog("ctlphases-O2")], stdin="3\n")
+        js, text = self.info(r.dump)
+        self.assertEqual((js[0]["pauses"], js[0]["paused_ns"], js[0]["ctl_channel_switches"]),
+                         (0, 0, 0))
+        self.assertEqual(text, [])
+
+    def test_info_paused_never_resumed(self):
+        # Started paused and never resumed: one pause, to the end.
+        t = Traced(self, env={"TRACEAGENT_START": "paused"})
+        t.phase(10)
+        time.sleep(0.2)
+        t.phase(10)
+        t.finish()
+        js, text = self.info(t.dump)
+        self.assertEqual((js[0]["pauses"], js[0]["ctl_channel_switches"]), (1, 0))
+        self.assertGreaterEqual(js[0]["paused_ns"], 200000000)
+        self.assertEqual(len(text), 1, text)
+        self.assertTrue(text[0].startswith("  control:     pauses 1, paused "), text)
+
 
 class Family:
     """ctlfamily with the agent: the parent on stdin, a forked child on a
