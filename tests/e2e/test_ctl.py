@@ -343,6 +343,38 @@ class CtlTest(tahelp.Case):
                           {"work": 5 + 3 + 2, "child_work": 7, "exec_work": 9 + 4,
                            "phase": 3 + 1 + 2, "forked": 1})
 
+    def test_fork_while_paused(self):
+        # A child forked while its parent is paused (or has functions off)
+        # restarts at its first hook all the same: it listens, is paused
+        # as its parent was, and records once resumed.
+        for how in ("pause", "channels"):
+            with self.subTest(how=how):
+                fifo = self.path("paused-%s.fifo" % how)
+                os.mkfifo(fifo)
+                f = Family(self)
+                if how == "pause":
+                    f.ctl(f.pid, "pause")
+                else:
+                    f.ctl(f.pid, "channels", "-functions")
+                f.say("fork " + fifo)
+                child = int(f.answer().split()[2])
+                f.child = open(fifo, "w")
+                self.assertEqual(f.answer(), "child %d ready\n" % child)
+                f.say("4", "child %d done 4\n" % child, to_child=True)
+                st = f.ctl(child, "status").stdout
+                self.assertIn("paused %s\n" % ("yes" if how == "pause" else "no"), st)
+                f.ctl(child, "resume" if how == "pause" else "channels", *(
+                    () if how == "pause" else ("all",)))
+                f.say("6", "child %d done 6\n" % child, to_child=True)
+                f.child.close()
+                self.assertEqual(f.answer(), "child %d bye\n" % child)
+                # The parent as it was, so that its main's exit is recorded.
+                f.ctl(f.pid, *(("resume",) if how == "pause" else ("channels", "all")))
+                f.finish()
+                rep = self.report(f.dump)
+                self.assert_whole(rep, processes=2)
+                self.assert_calls(self.functions(rep), {"child_work": 6, "phase": 1})
+
     def test_stream_reader_that_never_reads(self):
         # A reader that asks for the stream and takes nothing: its queue
         # fills and whole chunks are dropped for it; the program, its output,
