@@ -149,6 +149,9 @@ static void on_fork_child(void)
 	ta_dump_fork_child();
 	ta_modules_forget();
 	ta_ring_fork_child();
+	/* Paused or with functions off, the hooks would never get to the
+	 * restart: the child would have no socket to be resumed on. */
+	ta_api_fork_child();
 	__atomic_store_n(&ta_state, TA_S_FORKED, __ATOMIC_RELEASE);
 	TA_GUARD_LEAVE();
 }
@@ -222,6 +225,8 @@ static int restart_in_child(void)
 			(int)getpid(), strerror(-err));
 		return err;
 	}
+	/* The hooks' gate as the parent's pause and channels had it. */
+	ta_api_restarted();
 	/* Its own control socket, under its own pid. */
 	ta_control_start();
 	return 0;

@@ -473,6 +473,28 @@ int ta_api_paused(void)
 	return (int)__atomic_load_n(&paused, __ATOMIC_RELAXED);
 }
 
+void ta_api_fork_child(void)
+{
+	/* One thread here: nothing reads the gate concurrently. */
+	__atomic_store_n(&ta_fn_gate, 2, __ATOMIC_RELAXED);
+}
+
+void ta_api_restarted(void)
+{
+	/* Inside the restart (agent state STARTING): the pause and the
+	 * channels are the parent's at the fork.  A child forked paused is
+	 * paused from its start, in its own dump too. */
+	if (__atomic_load_n(&paused, __ATOMIC_RELAXED)) {
+		pause_ticks = ta_ticks();
+		ta_api_mark(TA_MARK_PAUSE, pause_ticks, NULL, 0);
+	}
+	__atomic_store_n(&ta_fn_gate,
+			 __atomic_load_n(&paused, __ATOMIC_RELAXED)
+				 ? 0
+				 : __atomic_load_n(&chan_want[TA_CHANNEL_FUNCTIONS], __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+}
+
 int ta_api_channels_set(const char *spec)
 {
 	uint32_t n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);

@@ -57,6 +57,11 @@ int ta_api_pause(int on) TA_HIDDEN;
 int ta_api_paused(void) TA_HIDDEN;
 /* When the pause in force began (ticks). */
 uint64_t ta_api_pause_ticks(void) TA_HIDDEN;
+/* A forked child: the hooks' gate reads "not started" (2), whatever the
+ * parent's pause or channels made it, so that the child's first hook
+ * restarts the agent; ta_api_restarted then sets it as they want. */
+void ta_api_fork_child(void) TA_HIDDEN;
+void ta_api_restarted(void) TA_HIDDEN;
 /* `ctl PID channels LIST`: every channel as the list says (the syntax of
  * TRACEAGENT_CHANNELS), each switch marked; while paused, what resume
  * restores.  0, or -1 when the agent is not running. */

@@ -38,7 +38,8 @@ static void usage(FILE *f)
 		   "\n"
 		   "What a dump holds: per process the command line, pid, start time, duration,\n"
 		   "clock and calibration, the agent's settings, threads and modules; for the\n"
-		   "file its format version, chunks, sizes, completeness and errors; and\n"
+		   "file its format version, chunks, sizes, completeness and errors; the\n"
+		   "pauses and channel switches made through `traceagent ctl`; and\n"
 		   "the manual API's events per channel (zones, messages, instants,\n"
 		   "counter samples, frame marks, switches) and zone ENDs without a zone.\n"
 		   "\n"
@@ -251,6 +252,23 @@ static uint64_t process_duration_ns(const struct ta_process *p)
 	a = ta_process_ticks_ns(p, p->min_ticks);
 	b = ta_process_ticks_ns(p, p->max_ticks);
 	return b > a ? (uint64_t)(b - a) : 0;
+}
+
+/* The recording's pauses (`traceagent ctl PID pause`): their number and
+ * paused time; one still open at the dump's end (a pause never resumed
+ * in a dump without END) counts up to the last time seen. */
+static uint64_t paused_ns(const struct ta_process *p)
+{
+	uint64_t ticks = 0;
+
+	for (size_t i = 0; i < p->npauses; i++) {
+		const struct ta_pause *q = &p->pauses[i];
+		uint64_t to = q->to != UINT64_MAX ? q->to : p->max_ticks;
+
+		if (to > q->from)
+			ticks += to - q->from;
+	}
+	return ta_process_dur_ns(p, ticks);
 }
 
 struct counts {
@@ -483,6 +501,10 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		printf("  end:         missing (the program was killed or is still running)\n");
 	if (p->chunks_missing)
 		printf("  missing:     %" PRIu64 " chunks\n", p->chunks_missing);
+	if (p->npauses || p->channel_marks)
+		printf("  control:     pauses %zu, paused %s; channel switches %" PRIu64
+		       " (traceagent ctl)\n",
+		       p->npauses, ta_fmt_time(b[0], sizeof(b[0]), paused_ns(p)), p->channel_marks);
 	if (p->crash)
 		text_crash(v, p);
 	if (p->patch)
@@ -691,6 +713,9 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	       c.events, c.lost, ta_process_lost_no_ring(s, p), p->chunks_missing);
 	ta_print_lost_by_json(p->end_lost_by);
 	printf(",\n");
+	printf("    \"pauses\": %zu, \"paused_ns\": %" PRIu64 ", \"ctl_channel_switches\": %" PRIu64
+	       ",\n",
+	       p->npauses, paused_ns(p), p->channel_marks);
 	if (p->crash)
 		json_crash(v, p);
 	else

@@ -295,6 +295,235 @@ class CtlTest(tahelp.Case):
                            capture_output=True, stdin=subprocess.DEVNULL)
         self.assertIn(p.returncode, (1, 2))
 
+    def test_fork_and_exec_answer_on_their_own_pid(self):
+        fifo = self.path("child.fifo")
+        os.mkfifo(fifo)
+        f = Family(self)
+        parent = f.pid
+        f.say("5", "parent %d done 5\n" % parent)
+        f.say("fork " + fifo)
+        w = f.answer()
+        self.assertTrue(w.startswith("forked "), w)
+        child = int(w.split()[2])
+        f.child = open(fifo, "w")
+        self.assertEqual(f.answer(), "child %d ready\n" % child)
+        # The child listens under its own pid, a process of its own.
+        st = f.ctl(child, "status").stdout.splitlines()
+        self.assertEqual((st[6], st[-1]), ("paused no", "ok"))
+        # Pausing the parent does not pause the child.
+        f.ctl(parent, "pause")
+        self.assertIn("paused yes\n", f.ctl(parent, "status").stdout)
+        self.assertIn("paused no\n", f.ctl(child, "status").stdout)
+        f.say("100", "parent %d done 100\n" % parent)
+        f.say("7", "child %d done 7\n" % child, to_child=True)
+        f.ctl(parent, "resume")
+        f.say("3", "parent %d done 3\n" % parent)
+        # Pausing the child does not pause the parent.
+        f.ctl(child, "pause")
+        f.say("50", "child %d done 50\n" % child, to_child=True)
+        f.say("2", "parent %d done 2\n" % parent)
+        f.ctl(child, "resume")
+        # The exec'ed image answers on the same pid, anew: not paused,
+        # and its own events only (main's enter, phase's and exec_work's).
+        f.say("exec", "exec %d ready\n" % child, to_child=True)
+        f.say("9", "exec %d done 9\n" % child, to_child=True)
+        self.assertEqual(f.ctl(child, "flush").stdout, "ok\n")
+        st = f.ctl(child, "status").stdout.splitlines()
+        self.assertEqual((st[0], st[6]), ("events %d" % (1 + 2 + 2 * 9), "paused no"))
+        f.ctl(child, "pause")
+        f.say("11", "exec %d done 11\n" % child, to_child=True)
+        f.ctl(child, "resume")
+        f.say("4", "exec %d done 4\n" % child, to_child=True)
+        f.child.close()
+        self.assertEqual(f.answer(), "exec %d bye\n" % child)
+        f.finish()
+        rep = self.report(f.dump)
+        self.assert_whole(rep, processes=2)
+        self.assert_calls(self.functions(rep),
+                          {"work": 5 + 3 + 2, "child_work": 7, "exec_work": 9 + 4,
+                           "phase": 3 + 1 + 2, "forked": 1})
+
+    def test_fork_while_paused(self):
+        # A child forked while its parent is paused (or has functions off)
+        # restarts at its first hook all the same: it listens, is paused
+        # as its parent was, and records once resumed.
+        for how in ("pause", "channels"):
+            with self.subTest(how=how):
+                fifo = self.path("paused-%s.fifo" % how)
+                os.mkfifo(fifo)
+                f = Family(self)
+                if how == "pause":
+                    f.ctl(f.pid, "pause")
+                else:
+                    f.ctl(f.pid, "channels", "-functions")
+                f.say("fork " + fifo)
+                child = int(f.answer().split()[2])
+                f.child = open(fifo, "w")
+                self.assertEqual(f.answer(), "child %d ready\n" % child)
+                f.say("4", "child %d done 4\n" % child, to_child=True)
+                st = f.ctl(child, "status").stdout
+                self.assertIn("paused %s\n" % ("yes" if how == "pause" else "no"), st)
+                f.ctl(child, "resume" if how == "pause" else "channels", *(
+                    () if how == "pause" else ("all",)))
+                f.say("6", "child %d done 6\n" % child, to_child=True)
+                f.child.close()
+                self.assertEqual(f.answer(), "child %d bye\n" % child)
+                # The parent as it was, so that its main's exit is recorded.
+                f.ctl(f.pid, *(("resume",) if how == "pause" else ("channels", "all")))
+                f.finish()
+                rep = self.report(f.dump)
+                self.assert_whole(rep, processes=2)
+                self.assert_calls(self.functions(rep), {"child_work": 6, "phase": 1})
+
+    def test_stream_reader_that_never_reads(self):
+        # A reader that asks for the stream and takes nothing: its queue
+        # fills and whole chunks are dropped for it; the program, its output,
+        # exit status and file dump are as without it.
+        big = 6000000  # 12M events, about 2.4 MiB of chunks; 5 times the 8 MiB queue
+        plain = self.run_plain([self.prog("ctlphases-O2")],
+                               stdin="10\n" + ("%d\n" % big) * 5 + "5\n")
+        t = Traced(self)
+        t.phase(10)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(t.sock())
+        s.sendall(b"stream\n")
+        for _ in range(200):
+            if "stream on" in t.ctl("status").stdout:
+                break
+            time.sleep(0.05)
+        for _ in range(5):
+            t.phase(big)
+        t.ctl("flush")
+        st = dict(l.split(" ", 1) for l in t.ctl("status").stdout.splitlines()[:-1])
+        on, dropped = st["stream"].split()
+        self.assertEqual(on, "on")
+        self.assertGreater(int(dropped), 0, st)
+        # Status, pause and resume still answer while the reader is stuck.
+        t.ctl("pause")
+        t.ctl("resume")
+        t.phase(5)
+        out = t.finish()
+        s.close()
+        self.assertEqual(out, plain.stdout)
+        rep = self.report(t.dump)
+        self.assert_whole(rep)
+        self.assert_calls(self.functions(rep), {"work": 5 * big + 15, "phase": 7})
+
+    def info(self, dump):
+        import json
+        p = subprocess.run([tahelp.TRACEAGENT, "info", "--json", dump], env=tahelp.clean_env(),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        js = json.loads(p.stdout)["processes"]
+        p = subprocess.run([tahelp.TRACEAGENT, "info", dump], env=tahelp.clean_env(),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        text = [l for l in p.stdout.splitlines() if l.startswith("  control:")]
+        return js, text
+
+    def test_info_pauses_and_switches(self):
+        t0 = time.monotonic()
+        t = Traced(self)
+        t.phase(10)
+        t.ctl("pause")
+        time.sleep(0.3)
+        t.phase(100)
+        t.ctl("resume")
+        t.ctl("channels", "-functions")
+        t.phase(7)
+        t.ctl("channels", "all")
+        t.ctl("pause")
+        t.ctl("resume")
+        t.ctl("channels", "-io")
+        t.phase(5)
+        t.finish()
+        wall = time.monotonic() - t0
+        js, text = self.info(t.dump)
+        p = js[0]
+        self.assertEqual((p["pauses"], p["ctl_channel_switches"]), (2, 3))
+        # At least the sleep, at most the whole run.
+        self.assertGreaterEqual(p["paused_ns"], 300000000)
+        self.assertLessEqual(p["paused_ns"], wall * 1e9)
+        self.assertEqual(len(text), 1, text)
+        self.assertRegex(text[0], r"^  control:     pauses 2, paused [0-9.]+ m?s; "
+                                  r"channel switches 3 \(traceagent ctl\)$")
+        # Never paused nor switched: zeros, and no line.
+        r = self.run_preload([self.prog("ctlphases-O2")], stdin="3\n")
+        js, text = self.info(r.dump)
+        self.assertEqual((js[0]["pauses"], js[0]["paused_ns"], js[0]["ctl_channel_switches"]),
+                         (0, 0, 0))
+        self.assertEqual(text, [])
+
+    def test_info_paused_never_resumed(self):
+        # Started paused and never resumed: one pause, to the end.
+        t = Traced(self, env={"TRACEAGENT_START": "paused"})
+        t.phase(10)
+        time.sleep(0.2)
+        t.phase(10)
+        t.finish()
+        js, text = self.info(t.dump)
+        self.assertEqual((js[0]["pauses"], js[0]["ctl_channel_switches"]), (1, 0))
+        self.assertGreaterEqual(js[0]["paused_ns"], 200000000)
+        self.assertEqual(len(text), 1, text)
+        self.assertTrue(text[0].startswith("  control:     pauses 1, paused "), text)
+
+
+class Family:
+    """ctlfamily with the agent: the parent on stdin, a forked child on a
+    FIFO, their answers on one pipe."""
+
+    def __init__(self, case, lvl="O2", env=None):
+        self.case = case
+        self.dump = case.fresh("family")
+        self.xdg = case.dir
+        self.child = None
+        # No library calls: a status's events are the functions' alone.
+        e = {"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": self.dump,
+             "XDG_RUNTIME_DIR": self.xdg, "TRACEAGENT_LIBCALLS": "none"}
+        e.update(env or {})
+        self.proc = subprocess.Popen([case.prog("ctlfamily-" + lvl)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=tahelp.clean_env(e), cwd=case.dir,
+                                     preexec_fn=tahelp.no_core)
+        self.pid = self.proc.pid
+        case.addCleanup(self.cleanup)
+        case.assertEqual(self.answer(), "parent %d ready\n" % self.pid)
+
+    def answer(self):
+        return self.proc.stdout.readline()
+
+    def say(self, line, expect=None, to_child=False):
+        f = self.child if to_child else self.proc.stdin
+        f.write(line + "\n")
+        f.flush()
+        if expect is not None:
+            self.case.assertEqual(self.answer(), expect)
+
+    def ctl(self, pid, *args):
+        p = subprocess.run([tahelp.TRACEAGENT, "ctl", str(pid)] + list(args),
+                           env=tahelp.clean_env({"XDG_RUNTIME_DIR": self.xdg}),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.case.assertEqual(p.returncode, 0, "ctl %d %s: %s" % (pid, args, p.stderr))
+        return p
+
+    def finish(self):
+        self.proc.stdin.close()
+        rest = self.proc.stdout.read()
+        err = self.proc.stderr.read()
+        self.case.assertEqual(self.proc.wait(timeout=tahelp.TIMEOUT), 0, err)
+        self.case.assertEqual(err, "")
+        self.case.assertEqual(rest, "parent %d bye\n" % self.pid)
+
+    def cleanup(self):
+        if self.child and not self.child.closed:
+            self.child.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            f.close()
+
 
 if __name__ == "__main__":
     tahelp.main()

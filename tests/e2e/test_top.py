@@ -357,6 +357,120 @@ class TopTest(tahelp.Case):
         with open(self.path("before.txt")) as a, open(self.path("after.txt")) as b:
             self.assertEqual(a.read(), b.read())
 
+    # ---- against the real agent -------------------------------------------------
+
+    def test_pid_real_agent(self):
+        # Started paused, so that what the stream shows is exactly what
+        # the file dump holds: top -p, then resume, known phases, the end.
+        from test_ctl import Family
+        f = Family(self, env={"TRACEAGENT_START": "paused"})
+        top = subprocess.Popen([TRACEAGENT, "top", "--batch", "--interval", "0.1",
+                                "--sort=self-all", "-p", str(f.pid)],
+                               env=tahelp.clean_env({"XDG_RUNTIME_DIR": f.xdg}), cwd=self.dir,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: top.poll() is None and top.kill())
+        for _ in range(400):
+            if "stream on" in f.ctl(f.pid, "status").stdout:
+                break
+            self.assertIsNone(top.poll(), top.stderr.read() if top.poll() is not None else "")
+            time.sleep(0.05)
+        f.say("10", "parent %d done 10\n" % f.pid)  # paused: in neither
+        f.ctl(f.pid, "resume")
+        f.say("hot 300", "parent %d hot 300\n" % f.pid)
+        f.say("1000", "parent %d done 1000\n" % f.pid)
+        f.finish()
+        out, err = top.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(top.returncode, 0, err)
+        snaps = parse_batch(out)
+        last = snaps[-1]
+        self.assertEqual(last["ended"], ["complete"])
+        self.assertEqual(last["order"][0], "hot", last["order"])
+        got = {n: last["rows"][n]["calls_all"] for n in ("hot", "work", "phase")}
+        self.assertEqual(got, {"hot": 300, "work": 1000, "phase": 1})
+        rep = self.report(f.dump)
+        self.assert_whole(rep)
+        self.assert_calls(self.functions(rep), {"hot": 300, "work": 1000, "phase": 1})
+
+    def wait_listening(self, addr, proc):
+        """Until addr (unix:PATH or tcp://127.0.0.1:PORT) has a listening
+        socket: its file, or a LISTEN row in /proc/net/tcp."""
+        deadline = time.time() + 30
+        while True:
+            if addr.startswith("unix:"):
+                if os.path.exists(addr[5:]):
+                    return
+            else:
+                port = "%04X" % int(addr.rsplit(":", 1)[1])
+                with open("/proc/net/tcp") as f:
+                    for l in f.readlines()[1:]:
+                        w = l.split()
+                        if w[1] == "0100007F:" + port and w[3] == "0A":
+                            return
+            self.assertIsNone(proc.poll(), "it ended")
+            self.assertLess(time.time(), deadline, "nobody listens at " + addr)
+            time.sleep(0.02)
+
+    def real_serve_case(self, addr):
+        env = {"LD_PRELOAD": AGENT, "TRACEAGENT_OUTPUT": addr, "PHASE_MS": "150"}
+        top = subprocess.Popen([TRACEAGENT, "top", "--batch", "--interval", "0.1",
+                                "--serve=" + addr],
+                               env=tahelp.clean_env(), cwd=self.dir, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: top.poll() is None and top.kill())
+        # The program starts once top listens, seen without connecting
+        # (top takes the first connection as its client).
+        self.wait_listening(addr, top)
+        prog = subprocess.run([self.phases()], env=tahelp.clean_env(env), cwd=self.dir,
+                              capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(prog.returncode, 0, prog.stderr)
+        self.assertEqual(prog.stderr, "")
+        out, err = top.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(top.returncode, 0, err)
+        snaps = parse_batch(out)
+        self.assertEqual(snaps[-1]["ended"], ["complete"])
+        self.assert_final(snaps, own_counts(prog.stdout))
+
+
+    def test_serve_real_agent_unix(self):
+        self.real_serve_case("unix:" + self.path("real.sock"))
+
+    def test_serve_real_agent_tcp(self):
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        self.real_serve_case("tcp://127.0.0.1:%d" % port)
+
+    def test_follow_what_serve_writes(self):
+        # serve writes the stream of a running program; top follows the
+        # dump as it grows, to its END, with the program's own counts.
+        from test_serve import Serve
+        srv = Serve(self)
+        env = tahelp.clean_env({"LD_PRELOAD": AGENT, "TRACEAGENT_OUTPUT": srv.addr,
+                                "PHASE_MS": "400"})
+        prog = subprocess.Popen([self.phases("O0")], env=env, cwd=self.dir,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: prog.poll() is None and prog.kill())
+        deadline = time.time() + 30
+        while not os.listdir(srv.dir):
+            self.assertLess(time.time(), deadline, "serve wrote no dump")
+            time.sleep(0.01)
+        dump = os.path.join(srv.dir, os.listdir(srv.dir)[0])
+        top = subprocess.Popen([TRACEAGENT, "top", "--batch", "--interval", "0.25", "-n", "200",
+                                dump],
+                               env=tahelp.clean_env(), cwd=self.dir, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        out, perr = prog.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual((prog.returncode, perr), (0, ""))
+        tout, terr = top.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(top.returncode, 0, terr)
+        snaps = parse_batch(tout)
+        self.assertLess(snaps[0]["events"], snaps[-1]["events"])
+        self.assertEqual(snaps[-1]["ended"], ["complete"])
+        self.assert_final(snaps, own_counts(out))
+        srv.wait_lines(1)
+        self.assertTrue(srv.lines()[0].endswith(", complete, " + dump), srv.lines())
+
 
 if __name__ == "__main__":
     tahelp.main()
