@@ -569,8 +569,14 @@ void ta_api_start(void)
 		__atomic_store_n(&paused, 1, __ATOMIC_RELAXED);
 	/* The first states, before anything is recorded: no switch events. */
 	switch_all(0);
-	if (ta_cfg.start_paused)
-		__atomic_store_n(&ta_fn_gate, 0, __ATOMIC_RELAXED);
+	/* The hooks' gate in every case: a channel whose word already reads
+	 * what the settings ask is not switched, and the gate still reads
+	 * "not started" (2), which would send every hook out of line. */
+	__atomic_store_n(&ta_fn_gate,
+			 ta_cfg.start_paused
+				 ? 0
+				 : __atomic_load_n(&chan_want[TA_CHANNEL_FUNCTIONS], __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
 	/* What the first CHANNELS chunk says: the built-in channels were
 	 * made before the settings were read, by the initialiser. */
 	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
