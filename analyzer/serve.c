@@ -368,6 +368,8 @@ int ta_cmd_serve(int argc, char **argv)
 	sigset_t block, old;
 	uint8_t *buf;
 	size_t n = 0;
+	int64_t refused_ms = INT64_MIN / 2; /* the last "refused" line */
+	uint64_t refused_quiet = 0;	    /* refused since, without a line */
 	int r, lfd, dir_fd, ended = 0;
 
 	r = parse_args(argc, argv, &o);
@@ -447,7 +449,7 @@ int ta_cmd_serve(int argc, char **argv)
 			    now - c->last_ms < (int64_t)o.timeout_s * 1000)
 				continue;
 			snprintf(why, sizeof(why), "stalled: nothing for %" PRIu64 " s %s", o.timeout_s,
-				 c->conn.fd < 0 ? "before its first chunk" : "in the middle of a chunk");
+				 !c->conn.named ? "before its first chunk" : "in the middle of a chunk");
 			finish(c, o.dir, why);
 			ended = 1;
 		}
@@ -459,7 +461,9 @@ int ta_cmd_serve(int argc, char **argv)
 				i++;
 		}
 		if (r > 0 && (pfd[0].revents & POLLIN)) {
-			for (;;) {
+			/* A bounded number per round: a flood of connections
+			 * does not keep the clients waiting. */
+			for (int a = 0; a < 256; a++) {
 				char peer[80], host[64];
 				int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
@@ -467,8 +471,19 @@ int ta_cmd_serve(int argc, char **argv)
 					break;
 				describe_peer(cfd, peer, sizeof(peer), host, sizeof(host));
 				if (n >= o.max_clients) {
-					say("%s refused: %" PRIu64 " clients connected already (--max-clients)",
-					    peer, o.max_clients);
+					/* One line a second at most, whatever the flood. */
+					if (now - refused_ms >= 1000) {
+						say("%s refused: %" PRIu64
+						    " clients connected already (--max-clients)"
+						    "%s%.0" PRIu64 "%s",
+						    peer, o.max_clients, refused_quiet ? "; " : "",
+						    refused_quiet,
+						    refused_quiet ? " more refused since the last line" : "");
+						refused_ms = now;
+						refused_quiet = 0;
+					} else {
+						refused_quiet++;
+					}
 					close(cfd);
 					continue;
 				}
