@@ -449,6 +449,19 @@ static void stack_pop(struct thr *t, uint64_t n)
 	t->depth -= n < t->depth ? (uint32_t)n : t->depth;
 }
 
+/* ticks in ns at rate ns per tick, saturated: a stream's clock pairs can
+ * claim any rate, and an out-of-range conversion is undefined. */
+static uint64_t to_ns(uint64_t ticks, long double rate)
+{
+	long double v = (long double)ticks * rate;
+
+	if (!(v > 0))
+		return 0; /* negative or NaN */
+	if (v >= 18446744073709551615.0L)
+		return UINT64_MAX;
+	return (uint64_t)v;
+}
+
 /* ---- frames ------------------------------------------------------------------------ */
 
 static void frame_mark(struct ta_live *L, struct thr *t, uint64_t ticks, uint64_t site)
@@ -483,7 +496,7 @@ static void frame_mark(struct ta_live *L, struct thr *t, uint64_t ticks, uint64_
 		}
 		if (L->nftimes < L->ftimes_cap)
 			L->ftimes[L->nftimes++] =
-			    (uint64_t)((long double)(ticks - p->last_mark) * p->ns_per_tick);
+			    to_ns(ticks - p->last_mark, p->ns_per_tick);
 		L->frames++;
 	}
 	p->last_mark = ticks;
@@ -931,12 +944,12 @@ int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *s
 			f = &L->fns[r->fn];
 			f->calls += r->calls;
 			f->icalls += r->calls - r->pcalls;
-			f->self_ns += (uint64_t)((long double)r->self * rate);
-			f->iself_ns += (uint64_t)((long double)(r->self - r->pself) * rate);
+			f->self_ns += to_ns(r->self, rate);
+			f->iself_ns += to_ns(r->self - r->pself, rate);
 			if (r->self - r->pself > hot) {
 				hot = r->self - r->pself;
 				o->hot = f->name;
-				o->hot_self_ns = (uint64_t)((long double)hot * rate);
+				o->hot_self_ns = to_ns(hot, rate);
 			}
 			r->pcalls = r->calls;
 			r->pself = r->self;
