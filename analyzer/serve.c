@@ -368,8 +368,6 @@ int ta_cmd_serve(int argc, char **argv)
 	sigset_t block, old;
 	uint8_t *buf;
 	size_t n = 0;
-	int64_t refused_ms = INT64_MIN / 2; /* the last "refused" line */
-	uint64_t refused_quiet = 0;	    /* refused since, without a line */
 	int r, lfd, dir_fd, ended = 0;
 
 	r = parse_args(argc, argv, &o);
@@ -471,19 +469,8 @@ int ta_cmd_serve(int argc, char **argv)
 					break;
 				describe_peer(cfd, peer, sizeof(peer), host, sizeof(host));
 				if (n >= o.max_clients) {
-					/* One line a second at most, whatever the flood. */
-					if (now - refused_ms >= 1000) {
-						say("%s refused: %" PRIu64
-						    " clients connected already (--max-clients)"
-						    "%s%.0" PRIu64 "%s",
-						    peer, o.max_clients, refused_quiet ? "; " : "",
-						    refused_quiet,
-						    refused_quiet ? " more refused since the last line" : "");
-						refused_ms = now;
-						refused_quiet = 0;
-					} else {
-						refused_quiet++;
-					}
+					say("%s refused: %" PRIu64 " clients connected already (--max-clients)",
+					    peer, o.max_clients);
 					close(cfd);
 					continue;
 				}
