@@ -26,7 +26,17 @@ struct row {
 	uint64_t addr;
 	uint64_t calls, self;
 	uint64_t pcalls, pself; /* at the previous snapshot */
-	int64_t fn;		/* index in L->fns once named, else -1 */
+	int32_t fn;		/* index in L->fns once named, else -1 */
+	int32_t other;		/* the thread's "(other functions)" */
+};
+
+/* The caps (live.h) hit, as bits of ta_live.capped. */
+enum {
+	CAP_PROCS = 1,
+	CAP_THREADS = 2,
+	CAP_ROWS = 4,
+	CAP_STACK = 8,
+	CAP_META = 16,
 };
 
 struct proc {
@@ -48,6 +58,8 @@ struct thr {
 	struct ta_htab by_addr;
 	uint32_t *stack; /* row indices, bottom first */
 	uint32_t depth, scap;
+	uint64_t deep;	  /* frames above the stack, past the stacks' budget */
+	int64_t other_row; /* its "(other functions)" row, or -1 */
 	uint64_t last_ticks;
 	int have_last;
 	uint64_t next_seq;
@@ -70,8 +82,16 @@ struct ta_live {
 	struct thr **thr;
 	size_t nthr, thr_cap;
 	struct ta_htab thr_by_id;
+	struct thr *other_thr; /* the threads past TA_LIVE_THREADS_MAX */
 	struct proc **procs;
 	size_t nprocs, procs_cap;
+	struct proc *other_proc; /* the processes past TA_LIVE_PROCS_MAX */
+	uint64_t nrows;		 /* over all threads */
+	uint64_t stack_total;	 /* stack entries allocated over all threads */
+	uint64_t meta;		 /* metadata given to the session (TA_LIVE_META_MAX) */
+	unsigned capped, pcapped; /* CAP_ bits, and at the previous snapshot */
+	char capmsg[480];
+	int no_files;
 
 	uint64_t events, pevents;
 
@@ -197,6 +217,11 @@ static void thr_free(struct thr *t)
 	free(t);
 }
 
+void ta_live_no_files(struct ta_live *L)
+{
+	L->no_files = 1;
+}
+
 void ta_live_free(struct ta_live *L)
 {
 	if (!L)
@@ -211,10 +236,13 @@ void ta_live_free(struct ta_live *L)
 	for (size_t i = 0; i < L->nthr; i++)
 		thr_free(L->thr[i]);
 	free(L->thr);
+	if (L->other_thr)
+		thr_free(L->other_thr);
 	ta_htab_free(&L->thr_by_id);
 	for (size_t i = 0; i < L->nprocs; i++)
 		free(L->procs[i]);
 	free(L->procs);
+	free(L->other_proc);
 	free(L->fns);
 	free(L->fn_hash);
 	ta_htab_free(&L->fn_by_name);
@@ -237,6 +265,15 @@ static struct proc *proc_get(struct ta_live *L, uint32_t pid)
 	for (size_t i = 0; i < L->nprocs; i++)
 		if (L->procs[i]->pid == pid)
 			return L->procs[i];
+	if (L->nprocs >= TA_LIVE_PROCS_MAX) {
+		L->capped |= CAP_PROCS;
+		if (!L->other_proc) {
+			L->other_proc = calloc(1, sizeof(*L->other_proc));
+			if (L->other_proc)
+				L->other_proc->ns_per_tick = 1;
+		}
+		return L->other_proc;
+	}
 	if (L->nprocs == L->procs_cap) {
 		size_t cap = L->procs_cap ? 2 * L->procs_cap : 8;
 		struct proc **n = realloc(L->procs, cap * sizeof(*n));
@@ -255,6 +292,23 @@ static struct proc *proc_get(struct ta_live *L, uint32_t pid)
 	return p;
 }
 
+static struct thr *thr_alloc(struct ta_live *L, uint32_t pid, uint64_t tid)
+{
+	struct thr *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	t->tid = tid;
+	t->other_row = -1;
+	t->proc = proc_get(L, pid);
+	if (!t->proc) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
 static struct thr *thr_get(struct ta_live *L, uint32_t pid, uint64_t tid)
 {
 	struct thr_id key = {pid, tid};
@@ -266,6 +320,14 @@ static struct thr *thr_get(struct ta_live *L, uint32_t pid, uint64_t tid)
 	k = ta_htab_find(&L->thr_by_id, thr_key(pid, tid), thr_eq, L->thr, &key);
 	if (ta_htab_at(&L->thr_by_id, k))
 		return L->thr[ta_htab_at(&L->thr_by_id, k) - 1];
+	if (L->nthr >= TA_LIVE_THREADS_MAX) {
+		/* One thread for all the others: its stack is whichever
+		 * chunk came last, its rows their sum. */
+		L->capped |= CAP_THREADS;
+		if (!L->other_thr)
+			L->other_thr = thr_alloc(L, 0, UINT64_MAX);
+		return L->other_thr;
+	}
 	if (L->nthr == L->thr_cap) {
 		size_t cap = L->thr_cap ? 2 * L->thr_cap : 16;
 		struct thr **n = realloc(L->thr, cap * sizeof(*n));
@@ -275,27 +337,57 @@ static struct thr *thr_get(struct ta_live *L, uint32_t pid, uint64_t tid)
 		L->thr = n;
 		L->thr_cap = cap;
 	}
-	t = calloc(1, sizeof(*t));
+	t = thr_alloc(L, pid, tid);
 	if (!t)
 		return NULL;
-	t->pid = pid;
-	t->tid = tid;
-	t->proc = proc_get(L, pid);
-	if (!t->proc) {
-		free(t);
-		return NULL;
-	}
 	ta_htab_put(&L->thr_by_id, k, L->nthr);
 	L->thr[L->nthr++] = t;
 	return t;
 }
 
+static int rows_room(struct thr *t)
+{
+	if (t->nrows == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		struct row *n = realloc(t->rows, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		t->rows = n;
+		t->cap = cap;
+	}
+	return 0;
+}
+
+/* Past TA_LIVE_ROWS_MAX: the thread's "(other functions)" row, made the
+ * first time (out of the table: no address finds it). */
+static int64_t row_other(struct ta_live *L, struct thr *t)
+{
+	L->capped |= CAP_ROWS;
+	if (t->other_row < 0) {
+		if (rows_room(t) < 0)
+			return -1;
+		t->rows[t->nrows] = (struct row){.fn = -1, .other = 1};
+		t->other_row = (int64_t)t->nrows++;
+	}
+	return t->other_row;
+}
+
 /* The row of addr on thread t, added when new: its index, or -1 without
  * memory. */
-static inline int64_t row_get(struct thr *t, uint64_t addr)
+static inline int64_t row_get(struct ta_live *L, struct thr *t, uint64_t addr)
 {
 	size_t k;
 
+	if (L->nrows >= TA_LIVE_ROWS_MAX) {
+		/* No row is added any more: the table has room as it is. */
+		if (t->by_addr.nslots) {
+			k = ta_htab_find(&t->by_addr, mix(addr), row_eq, t->rows, &addr);
+			if (ta_htab_at(&t->by_addr, k))
+				return ta_htab_at(&t->by_addr, k) - 1;
+		}
+		return row_other(L, t);
+	}
 	if (ta_htab_reserve(&t->by_addr, t->nrows, 64, row_hash, t->rows) < 0)
 		return -1;
 	k = ta_htab_find(&t->by_addr, mix(addr), row_eq, t->rows, &addr);
@@ -312,24 +404,62 @@ static inline int64_t row_get(struct thr *t, uint64_t addr)
 	}
 	t->rows[t->nrows] = (struct row){.addr = addr, .fn = -1};
 	ta_htab_put(&t->by_addr, k, t->nrows);
+	L->nrows++;
 	return (int64_t)t->nrows++;
 }
 
-static int stack_room(struct thr *t, uint32_t need)
+/* Room for need stack entries on t: 0, 1 when the stacks' budget allows
+ * less (t->scap is what there is; the first 64 of a thread are always
+ * allowed), or -1 without memory. */
+static int stack_room(struct ta_live *L, struct thr *t, uint32_t need)
 {
-	uint32_t cap = t->scap ? t->scap : 64;
+	uint64_t cap = t->scap ? t->scap : 64;
 	uint32_t *n;
 
 	if (need <= t->scap)
 		return 0;
 	while (cap < need)
 		cap *= 2;
+	while (cap > 64 && L->stack_total - t->scap + cap > TA_LIVE_STACK_MAX)
+		cap /= 2;
+	if (cap <= t->scap) {
+		L->capped |= CAP_STACK;
+		return 1;
+	}
 	n = realloc(t->stack, cap * sizeof(*n));
 	if (!n)
 		return -1;
+	L->stack_total += cap - t->scap;
 	t->stack = n;
-	t->scap = cap;
+	t->scap = (uint32_t)cap;
+	if (cap < need) {
+		L->capped |= CAP_STACK;
+		return 1;
+	}
 	return 0;
+}
+
+/* Pops n frames: those past the budget first. */
+static void stack_pop(struct thr *t, uint64_t n)
+{
+	uint64_t d = n < t->deep ? n : t->deep;
+
+	t->deep -= d;
+	n -= d;
+	t->depth -= n < t->depth ? (uint32_t)n : t->depth;
+}
+
+/* ticks in ns at rate ns per tick, saturated: a stream's clock pairs can
+ * claim any rate, and an out-of-range conversion is undefined. */
+static uint64_t to_ns(uint64_t ticks, long double rate)
+{
+	long double v = (long double)ticks * rate;
+
+	if (!(v > 0))
+		return 0; /* negative or NaN */
+	if (v >= 18446744073709551615.0L)
+		return UINT64_MAX;
+	return (uint64_t)v;
 }
 
 /* ---- frames ------------------------------------------------------------------------ */
@@ -366,7 +496,7 @@ static void frame_mark(struct ta_live *L, struct thr *t, uint64_t ticks, uint64_
 		}
 		if (L->nftimes < L->ftimes_cap)
 			L->ftimes[L->nftimes++] =
-			    (uint64_t)((long double)(ticks - p->last_mark) * p->ns_per_tick);
+			    to_ns(ticks - p->last_mark, p->ns_per_tick);
 		L->frames++;
 	}
 	p->last_mark = ticks;
@@ -411,7 +541,7 @@ static int events_chunk(struct ta_live *L, uint32_t pid, const uint8_t *payload,
 	if (rc < 0)
 		return 0; /* a malformed chunk: nothing of it is shown */
 	t = thr_get(L, pid, d->tid);
-	if (!t || stack_room(t, d->snapshot_depth + 1) < 0)
+	if (!t || stack_room(L, t, d->snapshot_depth + 1) < 0)
 		return -TA_E_NOMEM;
 	if (!t->proc->rate_known)
 		proc_rate(L, t->proc);
@@ -419,9 +549,15 @@ static int events_chunk(struct ta_live *L, uint32_t pid, const uint8_t *payload,
 	 * previous chunk was on top of this same stack, so it is charged
 	 * from the last event of that chunk when none went missing. */
 	t->depth = 0;
+	t->deep = 0;
 	for (uint32_t i = 0; i < d->snapshot_depth; i++) {
-		int64_t r = row_get(t, d->snapshot[i]);
+		int64_t r;
 
+		if (t->depth == t->scap) {
+			t->deep += d->snapshot_depth - i;
+			break;
+		}
+		r = row_get(L, t, d->snapshot[i]);
 		if (r < 0)
 			return -TA_E_NOMEM;
 		t->stack[t->depth++] = (uint32_t)r;
@@ -436,7 +572,6 @@ static int events_chunk(struct ta_live *L, uint32_t pid, const uint8_t *payload,
 
 		for (size_t i = 0; i < n; i++) {
 			const struct ta_event *e = &L->ev[i];
-			uint32_t pop;
 
 			if (e->ticks > last) {
 				if (t->depth)
@@ -445,20 +580,25 @@ static int events_chunk(struct ta_live *L, uint32_t pid, const uint8_t *payload,
 			}
 			switch (e->kind) {
 			case TA_EV_ENTER: {
-				int64_t r = row_get(t, e->addr);
+				int64_t r = row_get(L, t, e->addr);
+				int room = 0;
 
 				if (r < 0)
 					return -TA_E_NOMEM;
-				if (t->depth == t->scap && stack_room(t, t->depth + 1) < 0)
-					return -TA_E_NOMEM;
+				if (t->deep || (t->depth == t->scap &&
+						(room = stack_room(L, t, t->depth + 1)) != 0)) {
+					if (room < 0)
+						return -TA_E_NOMEM;
+					t->deep++;
+				} else {
+					t->stack[t->depth++] = (uint32_t)r;
+				}
 				t->rows[r].calls++;
-				t->stack[t->depth++] = (uint32_t)r;
 				nev++;
 				break;
 			}
 			case TA_EV_EXIT:
-				pop = e->popped < t->depth ? e->popped : t->depth;
-				t->depth -= pop;
+				stack_pop(t, e->popped);
 				nev++;
 				break;
 			default:
@@ -468,8 +608,7 @@ static int events_chunk(struct ta_live *L, uint32_t pid, const uint8_t *payload,
 				} else if (e->ext == TA_EXT_FRAME && e->value >= 1) {
 					frame_mark(L, t, e->ticks, d->ext_values[0]);
 				} else if (e->ext == TA_EXT_LONGJMP || e->ext == TA_EXT_CATCH) {
-					pop = e->popped < t->depth ? e->popped : t->depth;
-					t->depth -= pop;
+					stack_pop(t, e->popped);
 				}
 				break;
 			}
@@ -512,6 +651,25 @@ static int take_chunk(struct ta_live *L, const struct ta_stream_ev *ev)
 	}
 	if (h->type == TA_CHUNK_EVENTS)
 		return events_chunk(L, h->pid, payload, len);
+	/* What the session keeps grows with the metadata it is given: a
+	 * process, a thread, or bytes past their caps are left out (an END
+	 * is small and says the process ended). */
+	if (L->s->nprocs >= TA_LIVE_PROCS_MAX && !ta_session_process(L->s, h->pid)) {
+		L->capped |= CAP_PROCS;
+		return 0;
+	}
+	if ((h->type == TA_CHUNK_THREAD_START || h->type == TA_CHUNK_THREAD_NAME) &&
+	    L->s->nthreads >= TA_LIVE_THREADS_MAX) {
+		L->capped |= CAP_THREADS;
+		return 0;
+	}
+	if (h->type != TA_CHUNK_END) {
+		if (L->meta + len + 256 > TA_LIVE_META_MAX) {
+			L->capped |= CAP_META;
+			return 0;
+		}
+		L->meta += len + 256;
+	}
 	c.payload = payload;
 	c.len = len;
 	if (ta_session_chunk(L->s, &c) < 0)
@@ -584,9 +742,12 @@ uint32_t ta_live_pid(const struct ta_live *L)
 
 /* ---- naming ------------------------------------------------------------------------ */
 
-static const char *own_name(struct ta_live *L, uint64_t addr)
+/* A name made up for addr: "module+0xOFFSET" with a module's path, else
+ * "0xADDR". */
+static const char *own_name(struct ta_live *L, const char *path, uint64_t addr)
 {
 	char *s;
+	int n;
 
 	if (L->nown == L->own_cap) {
 		size_t cap = L->own_cap ? 2 * L->own_cap : 16;
@@ -597,7 +758,14 @@ static const char *own_name(struct ta_live *L, uint64_t addr)
 		L->own = o;
 		L->own_cap = cap;
 	}
-	if (asprintf(&s, "0x%" PRIx64, addr) < 0)
+	if (path) {
+		const char *base = strrchr(path, '/');
+
+		n = asprintf(&s, "%s+0x%" PRIx64, base ? base + 1 : path, addr);
+	} else {
+		n = asprintf(&s, "0x%" PRIx64, addr);
+	}
+	if (n < 0)
 		return "?";
 	L->own[L->nown++] = s;
 	return s;
@@ -640,17 +808,20 @@ static void name_addr(struct ta_live *L, uint32_t pid, uint64_t addr, const char
 	} else if (lc) {
 		*name = lc->name;
 		*module = TA_LIBCALL_MODULE;
+	} else if (m && L->no_files) {
+		*name = own_name(L, m->path, addr - m->bias);
+		*module = m->path;
 	} else if (m) {
 		*name = ta_resolve(L->res, m->path, m->build_id, m->build_id_len, addr - m->bias)->name;
 		*module = m->path;
 	} else {
-		*name = own_name(L, addr);
+		*name = own_name(L, NULL, addr);
 		*module = "";
 	}
 }
 
 /* The merged function of (name, module): its index, or -1 without memory. */
-static int64_t fn_get(struct ta_live *L, const char *name, const char *module)
+static int32_t fn_get(struct ta_live *L, const char *name, const char *module)
 {
 	struct fn_key key = {L, name, module};
 	uint64_t h = str_hash(name, module);
@@ -660,7 +831,7 @@ static int64_t fn_get(struct ta_live *L, const char *name, const char *module)
 		return -1;
 	k = ta_htab_find(&L->fn_by_name, h, fn_eq, NULL, &key);
 	if (ta_htab_at(&L->fn_by_name, k))
-		return ta_htab_at(&L->fn_by_name, k) - 1;
+		return (int32_t)(ta_htab_at(&L->fn_by_name, k) - 1);
 	if (L->nfns == L->fns_cap) {
 		size_t cap = L->fns_cap ? 2 * L->fns_cap : 64;
 		struct ta_live_fn *n = realloc(L->fns, cap * sizeof(*n));
@@ -678,18 +849,43 @@ static int64_t fn_get(struct ta_live *L, const char *name, const char *module)
 	L->fns[L->nfns] = (struct ta_live_fn){.name = name, .module = module};
 	L->fn_hash[L->nfns] = h;
 	ta_htab_put(&L->fn_by_name, k, L->nfns);
-	return (int64_t)L->nfns++;
+	return (int32_t)L->nfns++;
 }
 
 /* ---- snapshots ------------------------------------------------------------------------ */
 
-static const struct ta_thread *session_thread(const struct ta_session *s, uint32_t pid,
-					      uint64_t tid)
+/* The line naming the caps hit (live.h). */
+static const char *cap_text(struct ta_live *L)
 {
-	for (size_t i = s->nthreads; i-- > 0;)
-		if (s->threads[i]->pid == pid && s->threads[i]->tid == tid)
-			return s->threads[i];
-	return NULL;
+	char *o = L->capmsg, *end = L->capmsg + sizeof(L->capmsg);
+	const char *sep = " ";
+
+	if (!L->capped)
+		return NULL;
+#define ADD(...)                                                                          \
+	do {                                                                              \
+		int n_ = snprintf(o, (size_t)(end - o), __VA_ARGS__);                     \
+		if (n_ > 0)                                                               \
+			o += n_ < end - o ? n_ : end - o - 1;                             \
+		sep = "; ";                                                               \
+	} while (0)
+	ADD("limits reached:");
+	sep = " ";
+	if (L->capped & CAP_THREADS)
+		ADD("%s%u threads (the rest counted as " TA_LIVE_OTHER_THREADS ")", sep,
+		    TA_LIVE_THREADS_MAX);
+	if (L->capped & CAP_ROWS)
+		ADD("%s%u functions over the threads (the rest counted as " TA_LIVE_OTHER_FNS ")",
+		    sep, TA_LIVE_ROWS_MAX);
+	if (L->capped & CAP_PROCS)
+		ADD("%s%u processes (the rest unnamed)", sep, TA_LIVE_PROCS_MAX);
+	if (L->capped & CAP_STACK)
+		ADD("%s%u stack frames (deeper calls counted, their time charged below)", sep,
+		    TA_LIVE_STACK_MAX);
+	if (L->capped & CAP_META)
+		ADD("%s%u MiB of metadata (the rest left out)", sep, TA_LIVE_META_MAX >> 20);
+#undef ADD
+	return L->capmsg;
 }
 
 int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *snap)
@@ -703,25 +899,29 @@ int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *s
 		L->fns[i].icalls = L->fns[i].calls = 0;
 		L->fns[i].iself_ns = L->fns[i].self_ns = 0;
 	}
-	if (L->nthr > L->snap_thr_cap) {
-		struct ta_live_thr *n = realloc(L->snap_thr, L->nthr * sizeof(*n));
+	size_t nthr = L->nthr + (L->other_thr != NULL);
+
+	if (nthr > L->snap_thr_cap) {
+		struct ta_live_thr *n = realloc(L->snap_thr, nthr * sizeof(*n));
 
 		if (!n)
 			return -TA_E_NOMEM;
 		L->snap_thr = n;
-		L->snap_thr_cap = L->nthr;
+		L->snap_thr_cap = nthr;
 	}
-	for (size_t i = 0; i < L->nthr; i++) {
-		struct thr *t = L->thr[i];
+	for (size_t i = 0; i < nthr; i++) {
+		struct thr *t = i < L->nthr ? L->thr[i] : L->other_thr;
 		struct ta_live_thr *o = &L->snap_thr[i];
 		const long double rate = t->proc->ns_per_tick;
 		uint64_t hot = 0;
 
-		if (!t->sth)
-			t->sth = session_thread(L->s, t->pid, t->tid);
+		if (!t->sth && t != L->other_thr)
+			t->sth = ta_session_thread(L->s, t->pid, t->tid);
 		*o = (struct ta_live_thr){.pid = t->pid,
 					  .tid = t->tid,
-					  .name = t->sth && t->sth->name ? t->sth->name : "",
+					  .name = t == L->other_thr		 ? TA_LIVE_OTHER_THREADS
+						  : t->sth && t->sth->name ? t->sth->name
+									   : "",
 					  .ievents = t->events - t->pevents,
 					  .events = t->events,
 					  .lost = t->lost,
@@ -733,9 +933,10 @@ int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *s
 			struct ta_live_fn *f;
 
 			if (r->fn < 0) {
-				const char *name, *module;
+				const char *name = TA_LIVE_OTHER_FNS, *module = "";
 
-				name_addr(L, t->pid, r->addr, &name, &module);
+				if (!r->other)
+					name_addr(L, t->pid, r->addr, &name, &module);
 				r->fn = fn_get(L, name, module);
 				if (r->fn < 0)
 					return -TA_E_NOMEM;
@@ -743,19 +944,22 @@ int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *s
 			f = &L->fns[r->fn];
 			f->calls += r->calls;
 			f->icalls += r->calls - r->pcalls;
-			f->self_ns += (uint64_t)((long double)r->self * rate);
-			f->iself_ns += (uint64_t)((long double)(r->self - r->pself) * rate);
+			f->self_ns += to_ns(r->self, rate);
+			f->iself_ns += to_ns(r->self - r->pself, rate);
 			if (r->self - r->pself > hot) {
 				hot = r->self - r->pself;
 				o->hot = f->name;
-				o->hot_self_ns = (uint64_t)((long double)hot * rate);
+				o->hot_self_ns = to_ns(hot, rate);
 			}
 			r->pcalls = r->calls;
 			r->pself = r->self;
 		}
 	}
 	snap->thr = L->snap_thr;
-	snap->nthr = L->nthr;
+	snap->nthr = nthr;
+	snap->capped = cap_text(L);
+	snap->capped_new = L->capped != L->pcapped;
+	L->pcapped = L->capped;
 	snap->fns = L->fns;
 	snap->nfns = L->nfns;
 	snap->events = L->events;

@@ -15,6 +15,16 @@
  * alone; a thread's state carries over between its chunks only to charge
  * the time between them.  Nothing is allocated per event: rows grow with
  * functions and threads, not with the trace's length.
+ *
+ * The stream is hostile (a socket anyone of the user's can write to): what
+ * it claims is capped, so that the memory stays bounded whatever it sends.
+ * Past a cap the rest is counted, not dropped: threads beyond
+ * TA_LIVE_THREADS_MAX under one "(other threads)" thread, addresses beyond
+ * TA_LIVE_ROWS_MAX (thread x function pairs) under "(other functions)" of
+ * their thread; processes beyond TA_LIVE_PROCS_MAX and metadata beyond
+ * TA_LIVE_META_MAX are left out of the session (names, clocks); a stack
+ * deeper than the stacks' budget counts its calls and charges their time to
+ * the deepest frame kept.  ta_live_snap says which caps were hit.
  */
 #ifndef TA_LIVE_H
 #define TA_LIVE_H
@@ -26,6 +36,17 @@
 #include "stream.h"
 
 /* One function or zone, merged over threads and processes, in a snapshot. */
+#define TA_LIVE_PROCS_MAX 256u		/* processes per stream */
+#define TA_LIVE_THREADS_MAX 4096u	/* threads per stream */
+#define TA_LIVE_ROWS_MAX (1u << 19)	/* distinct (thread, address) pairs */
+#define TA_LIVE_STACK_MAX (4u << 20)	/* stack entries over all threads */
+#define TA_LIVE_META_MAX (64u << 20)	/* metadata bytes given to the session
+					   (payload + 256 per chunk) */
+
+/* The name of what is counted past a cap. */
+#define TA_LIVE_OTHER_THREADS "(other threads)"
+#define TA_LIVE_OTHER_FNS "(other functions)"
+
 struct ta_live_fn {
 	const char *name;
 	const char *module; /* path, "[zone]", "[libcall]" or "" */
@@ -67,6 +88,10 @@ struct ta_live_snap {
 	struct ta_live_thr *thr;
 	size_t nthr;
 	struct ta_live_frames fr;
+	/* NULL, or which caps were hit since the start, as one line of text
+	 * ("limits reached: ..."); capped_new: hit since the last snapshot. */
+	const char *capped;
+	int capped_new;
 };
 
 struct ta_live;
@@ -74,6 +99,10 @@ struct ta_live;
 /* A new aggregator, or NULL without memory. */
 struct ta_live *ta_live_new(void);
 void ta_live_free(struct ta_live *L);
+/* Names functions without reading any file (a module's functions become
+ * "module+0xOFFSET"): for the fuzzer, which must not open the paths a
+ * stream names.  Call before the first snapshot. */
+void ta_live_no_files(struct ta_live *L);
 /*
  * Takes n more bytes of the dump.  Returns 0, or a negative TA_E_ code
  * when the stream is unusable from there on (*off: where; the chunks

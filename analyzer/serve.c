@@ -447,7 +447,7 @@ int ta_cmd_serve(int argc, char **argv)
 			    now - c->last_ms < (int64_t)o.timeout_s * 1000)
 				continue;
 			snprintf(why, sizeof(why), "stalled: nothing for %" PRIu64 " s %s", o.timeout_s,
-				 c->conn.fd < 0 ? "before its first chunk" : "in the middle of a chunk");
+				 !c->conn.named ? "before its first chunk" : "in the middle of a chunk");
 			finish(c, o.dir, why);
 			ended = 1;
 		}
@@ -459,7 +459,9 @@ int ta_cmd_serve(int argc, char **argv)
 				i++;
 		}
 		if (r > 0 && (pfd[0].revents & POLLIN)) {
-			for (;;) {
+			/* A bounded number per round: a flood of connections
+			 * does not keep the clients waiting. */
+			for (int a = 0; a < 256; a++) {
 				char peer[80], host[64];
 				int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 

@@ -23,12 +23,18 @@
 #define TA_SV_KEEP_MAX (1536u << 10)
 #define TA_SV_PEND_MAX (256u << 10)
 
+/* A dir_fd for a client whose dump is named and counted but written
+ * nowhere: the dump is then the first c->written bytes fed (the fuzzer's
+ * mode, tests/fuzz/fuzz_serve.c). */
+#define TA_SV_NOWHERE (-2)
+
 struct ta_sv_conn {
 	struct ta_stream st;
 	int dir_fd;	     /* where the dumps go */
 	char host[64];	     /* the sender's host, as the dump's name says it */
 	uint64_t quota;	     /* bytes of dump at most; 0: no limit */
-	int fd;		     /* the dump, or -1 before it is named */
+	int fd;		     /* the dump, or -1 before it is named or with TA_SV_NOWHERE */
+	int named;	     /* the dump was named (and created) */
 	char file[256];	     /* its name in the directory */
 	uint8_t *pend;	     /* bytes before the dump is named */
 	size_t pend_len;
@@ -45,7 +51,8 @@ struct ta_sv_conn {
 	char why[200];			  /* why it was cut off */
 };
 
-/* quota 0: none.  host: any text (sanitised for the file name). */
+/* quota 0: none.  host: any text (sanitised for the file name).  dir_fd:
+ * where the dumps go, or TA_SV_NOWHERE. */
 void ta_sv_conn_init(struct ta_sv_conn *c, int dir_fd, const char *host, uint64_t quota);
 /* Takes n bytes.  0, or a negative TA_E_* code once the client is cut off
  * (c->why says why; the dump keeps its whole chunks); later calls do

@@ -82,10 +82,12 @@ static int cut(struct ta_sv_conn *c, int err, const char *fmt, ...)
 /* Back to the last whole chunk within the quota: the dump stays whole. */
 static void cut_back(struct ta_sv_conn *c, uint64_t to)
 {
-	if (c->fd >= 0 && c->written > to && ftruncate(c->fd, (off_t)to) == 0)
+	if (c->named && c->written > to && (c->fd < 0 || ftruncate(c->fd, (off_t)to) == 0))
 		c->written = to;
-	if (c->fd < 0 && c->pend_len > to)
+	if (!c->named && c->pend_len > to) {
 		c->pend_len = (size_t)to;
+		c->written = to;
+	}
 }
 
 static int cut(struct ta_sv_conn *c, int err, const char *fmt, ...)
@@ -133,6 +135,12 @@ static int create_dump(struct ta_sv_conn *c, uint64_t start_ns)
 		t = time(NULL);
 	if (!gmtime_r(&t, &tm) || !strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm))
 		strcpy(stamp, "0");
+	if (c->dir_fd == TA_SV_NOWHERE) {
+		snprintf(c->file, sizeof(c->file), "%s-%s-%" PRIu64 "-%s.trace", c->host, c->prog,
+			 c->pid, stamp);
+		c->named = 1;
+		goto written;
+	}
 	for (unsigned i = 1; i <= 1000; i++) {
 		if (i == 1)
 			snprintf(c->file, sizeof(c->file), "%s-%s-%" PRIu64 "-%s.trace", c->host,
@@ -150,8 +158,10 @@ static int create_dump(struct ta_sv_conn *c, uint64_t start_ns)
 	if (c->fd < 0)
 		return cut(c, -TA_E_IO, "cannot create %s: 1000 dumps of that name are there",
 			   c->file);
+	c->named = 1;
 	if (write_all(c->fd, c->pend, c->pend_len) < 0)
 		return cut(c, -TA_E_IO, "cannot write %s: %s", c->file, strerror(errno));
+written:
 	free(c->pend);
 	c->pend = NULL;
 	c->pend_len = 0;
@@ -161,8 +171,8 @@ static int create_dump(struct ta_sv_conn *c, uint64_t start_ns)
 /* Bytes consumed go to the dump (or wait for its name). */
 static int emit(struct ta_sv_conn *c, const uint8_t *p, size_t n)
 {
-	if (c->fd >= 0) {
-		if (write_all(c->fd, p, n) < 0)
+	if (c->named) {
+		if (c->fd >= 0 && write_all(c->fd, p, n) < 0)
 			return cut(c, -TA_E_IO, "cannot write %s at byte %" PRIu64 ": %s",
 				   c->file, c->written, strerror(errno));
 	} else {
@@ -257,7 +267,7 @@ static int on_chunk(struct ta_sv_conn *c, const struct ta_stream_ev *ev)
 	default:
 		break;
 	}
-	if (c->fd < 0) {
+	if (!c->named) {
 		uint64_t start_ns = 0;
 
 		/* The first chunk names the dump: the agent's is PROCESS. */
@@ -311,7 +321,7 @@ int ta_sv_conn_feed(struct ta_sv_conn *c, const uint8_t *p, size_t n)
 
 int ta_sv_conn_midway(const struct ta_sv_conn *c)
 {
-	return !c->cut && (c->fd < 0 || !ta_stream_at_boundary(&c->st));
+	return !c->cut && (!c->named || !ta_stream_at_boundary(&c->st));
 }
 
 int ta_sv_conn_close(struct ta_sv_conn *c)

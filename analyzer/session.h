@@ -321,6 +321,9 @@ void ta_session_error(struct ta_session *s, int code, const struct ta_chunk *c, 
 void ta_session_finish(struct ta_session *s);
 
 struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid);
+/* The latest thread instance of (pid, tid) read so far, or NULL: a hash
+ * lookup, callable while the dump is read. */
+struct ta_thread *ta_session_thread(const struct ta_session *s, uint32_t pid, uint64_t tid);
 
 /* The earliest time of any process of the dump, in ns (the origin of the
  * views' times), after ta_session_finish; 0 without any. */

@@ -466,6 +466,11 @@ static struct ta_thread *thread_new(struct ta_session *s, uint32_t pid, uint64_t
 	return t;
 }
 
+struct ta_thread *ta_session_thread(const struct ta_session *s, uint32_t pid, uint64_t tid)
+{
+	return thread_find(s, pid, tid);
+}
+
 struct ta_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, uint64_t tid)
 {
 	struct ta_thread *t = thread_find(s, pid, tid);

@@ -727,6 +727,9 @@ static void batch_print(const struct ta_live_snap *sn, const struct options *o, 
 	       "%s%s%s\n",
 	       per_s(sn->ievents, sn->interval_ns), sn->events, sn->nthreads_live, sn->nprocs,
 	       sn->lost, lost[0] ? " (" : "", lost, lost[0] ? ")" : "");
+	/* Once, when a cap on what the stream claims is first hit (live.h). */
+	if (sn->capped && sn->capped_new)
+		printf("%s\n", sn->capped);
 	if (sn->fr.set)
 		printf("frames %s count %" PRIu64 " interval %" PRIu64 " p50_ns %" PRIu64
 		       " p99_ns %" PRIu64 " max_ns %" PRIu64 " hitches %" PRIu64 "\n",
@@ -855,6 +858,8 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 	line(&b, 0, "events/s %s   events %" PRIu64 "   threads %zu   processes %zu   lost %" PRIu64 "%s%s%s",
 	     rate(t[1], sizeof(t[1]), per_s(sn->ievents, sn->interval_ns)), sn->events,
 	     sn->nthreads_live, sn->nprocs, sn->lost, lost[0] ? " (" : "", lost, lost[0] ? ")" : "");
+	if (sn->capped)
+		line(&b, 0, "%s", sn->capped);
 	if (sn->fr.set)
 		line(&b, 0, "frames %s: %s/s   p50 %s   p99 %s   max %s   hitches %" PRIu64, sn->fr.set,
 		     rate(t[2], sizeof(t[2]), per_s(sn->fr.iframes, sn->interval_ns)),

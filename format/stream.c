@@ -21,6 +21,7 @@ void ta_stream_free(struct ta_stream *s)
 {
 	free(s->payload);
 	s->payload = NULL;
+	s->payload_cap = 0;
 }
 
 static size_t fail(struct ta_stream *s, struct ta_stream_ev *ev, int err, size_t used)
@@ -56,8 +57,24 @@ static size_t chunk_header(struct ta_stream *s, struct ta_stream_ev *ev, size_t 
 	s->payload_len = 0;
 	s->payload_left = s->ch.stored_size;
 	s->crc = ta_crc32c(0, s->hdr, 28);
+	/* The buffer grows with the chunks kept, up to keep_max: a stream
+	 * of small chunks costs little, whatever keep_max allows. */
+	if (s->ch.stored_size <= s->keep_max && s->ch.stored_size > s->payload_cap) {
+		size_t cap = s->payload_cap ? s->payload_cap : 4096;
+		uint8_t *n;
+
+		while (cap < s->ch.stored_size)
+			cap *= 2;
+		if (cap > s->keep_max)
+			cap = s->keep_max;
+		n = realloc(s->payload, cap);
+		if (!n)
+			return fail(s, ev, -TA_E_NOMEM, used);
+		s->payload = n;
+		s->payload_cap = cap;
+	}
 	if (s->ch.stored_size <= s->keep_max && !s->payload) {
-		s->payload = malloc(s->keep_max ? s->keep_max : 1);
+		s->payload = malloc(1);
 		if (!s->payload)
 			return fail(s, ev, -TA_E_NOMEM, used);
 	}

@@ -44,7 +44,7 @@ struct ta_stream {
 	size_t hdr_len;
 	struct ta_chunk_header ch;
 	uint8_t *payload; /* keep_max bytes at most */
-	size_t payload_len;
+	size_t payload_cap, payload_len;
 	uint32_t payload_left; /* stored bytes of the chunk still to come */
 	uint32_t crc;	       /* running CRC-32C of header and payload */
 	size_t keep_max;

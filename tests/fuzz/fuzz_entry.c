@@ -122,6 +122,19 @@ out:
 	return rc;
 }
 
+int ta_fuzz_repair(const uint8_t *in, size_t n, int compress, uint8_t **out, size_t *len)
+{
+	struct out o = {0};
+
+	if (repair(in, n, compress, &o) < 0) {
+		free(o.p);
+		return -1;
+	}
+	*out = o.p;
+	*len = o.len;
+	return 0;
+}
+
 /* ---- a visitor that checks the walk --------------------------------------------- */
 
 struct checker {

@@ -31,5 +31,9 @@
 #include <stdint.h>
 
 int ta_fuzz_dump(const uint8_t *data, size_t size);
+/* The bytes in[0..n) with their chunks' checksums repaired as mode 1 does
+ * (mode 2 with compress), in a malloc'd *out of *len bytes: 0, or -1
+ * without memory. */
+int ta_fuzz_repair(const uint8_t *in, size_t n, int compress, uint8_t **out, size_t *len);
 
 #endif
