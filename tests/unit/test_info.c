@@ -148,6 +148,7 @@ START_TEST(json)
 	    "\"flush_ms\": 20, \"mode\": \"lossless\", \"libcalls\": \"none\"},\n"
 	    "    \"events\": 6, \"lost\": 5, \"lost_no_ring\": 0, \"chunks_missing\": 0, "
 	    "\"lost_by_cause\": {\"dropped\": 0, \"no-ring\": 0, \"nested\": 0, \"stopped\": 0, \"zone-depth\": 0},\n"
+	    "    \"pauses\": 0, \"paused_ns\": 0, \"ctl_channel_switches\": 0,\n"
 	    "    \"crash\": null,\n"
 	    "    \"patch\": null,\n"
 	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false},\n"
