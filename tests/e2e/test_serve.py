@@ -229,6 +229,62 @@ class ServeTest(tahelp.Case):
         self.assertEqual(serve.proc.poll(), None)
         self.assertEqual(serve.stop(), 0)
 
+    def slow_collector(self, path, dump):
+        """A collector on unix:path that reads 8 KiB every 5 ms (1.6 MB/s)
+        into dump; returns the thread (joined when the sender closes)."""
+        import threading
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+
+        def run():
+            conn, _ = srv.accept()
+            with conn, open(dump, "wb") as out:
+                while True:
+                    b = conn.recv(8192)
+                    if not b:
+                        break
+                    out.write(b)
+                    time.sleep(0.005)
+            srv.close()
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t
+
+    def test_slow_collector(self):
+        """A collector slower than the program: lossless waits at the memory
+        cap, as with a slow disk (nothing lost, exact counts, the waits in
+        the dump); drop mode drops and counts, every event accounted for."""
+        n = 29
+        events = 2 * (fib_calls(n) + 1)  # fib's and main's enters and exits
+        for mode in ("lossless", "drop"):
+            with self.subTest(mode=mode):
+                sock = self.path("slow-%s.sock" % mode)
+                dump = self.path("slow-%s.trace" % mode)
+                t = self.slow_collector(sock, dump)
+                p = subprocess.run([self.prog("fib-O2"), str(n)], env=clean_env({
+                    "LD_PRELOAD": AGENT, "TRACEAGENT_OUTPUT": "unix:" + sock,
+                    "TRACEAGENT_MODE": mode, "TRACEAGENT_MEMORY": "1M",
+                    "TRACEAGENT_BUFFER": "16K"}), stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
+                t.join(TIMEOUT)
+                self.assertEqual((p.returncode, p.stderr), (0, ""))
+                info = json.loads(subprocess.run([TRACEAGENT, "info", "--json", dump],
+                                                 stdout=subprocess.PIPE, check=True,
+                                                 text=True).stdout)
+                self.assertTrue(info["complete"], info)
+                self.assertEqual(info["events"] + info["lost"], events)
+                if mode == "lossless":
+                    self.assertEqual(info["lost"], 0)
+                    waited = sum(th["wait_ns"] for pr in info["processes"]
+                                 for th in pr["threads"])
+                    self.assertGreater(waited, 0, "no wait at the cap: not a slow collector")
+                    self.assert_calls(self.functions(self.report(dump)),
+                                      {"fib": fib_calls(n), "main": 1})
+                else:
+                    self.assertGreater(info["lost"], 0)
+                    self.assertEqual(info["lost_by_cause"]["dropped"], info["lost"])
+
     def test_collector_down(self):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
