@@ -159,7 +159,9 @@ class AttachTest(tahelp.Case):
         size1 = os.path.getsize(dump)
         self.assertGreater(size1, size)
         time.sleep(0.3)
-        self.assertEqual(os.path.getsize(dump), size1)
+        # A thread that read its gate just before the pause may record one
+        # event after the mark (README, ctl): a chunk at most, no stream.
+        self.assertLess(os.path.getsize(dump) - size1, 1024)
         status, out, err = t.quit()
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
 
