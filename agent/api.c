@@ -634,8 +634,44 @@ int ta_fn_gate_start(void)
 /* TA_ZONE_BEGIN's zones open on this thread: each site's address, bit 0
  * set when the zone was recorded (its channel was on). */
 #define ZSTACK_MAX 256
-static __thread uint64_t zstack[ZSTACK_MAX] __attribute__((tls_model("initial-exec")));
+/* Mapped at the thread's first TA_ZONE_BEGIN, not a TLS array: the agent's
+ * whole TLS must fit in the static TLS glibc keeps for a library dlopen'ed
+ * later (about 512 bytes; `traceagent attach`).  mmap, not malloc: a
+ * signal handler may open the thread's first zone.  Unmapped when the
+ * thread exits (ta_api_thread_exit). */
+static __thread uint64_t *zstack __attribute__((tls_model("initial-exec")));
 static __thread uint32_t zdepth __attribute__((tls_model("initial-exec")));
+#define ZSTACK_BYTES (ZSTACK_MAX * sizeof(uint64_t))
+
+/* The thread's zone stack; NULL if it cannot be mapped.  A handler that
+ * maps it between this thread's mmap and its exchange wins; the loser
+ * unmaps its own (relaxed: only this thread and its handlers use it). */
+static uint64_t *zstack_get(void)
+{
+	uint64_t *z = __atomic_load_n(&zstack, __ATOMIC_RELAXED), *none = NULL;
+	void *p;
+
+	if (TA_LIKELY(z != NULL))
+		return z;
+	p = mmap(NULL, ZSTACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (!__atomic_compare_exchange_n(&zstack, &none, (uint64_t *)p, 0, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED)) {
+		munmap(p, ZSTACK_BYTES);
+		return none;
+	}
+	return p;
+}
+
+void ta_api_thread_exit(void)
+{
+	uint64_t *z = __atomic_exchange_n(&zstack, NULL, __ATOMIC_RELAXED);
+
+	if (z)
+		munmap(z, ZSTACK_BYTES);
+	zdepth = 0;
+}
 
 TA_PUBLIC struct ta_site_ *ta_zone_enter_(struct ta_site_ *s)
 {
@@ -657,12 +693,14 @@ TA_PUBLIC void ta_zone_begin_(struct ta_site_ *s)
 	uint32_t d = zdepth++;
 
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (d >= ZSTACK_MAX) {
+	uint64_t *zs = zstack_get();
+
+	if (d >= ZSTACK_MAX || !zs) {
 		if (on)
 			ta_lost_here(TA_LOST_ZONE_DEPTH);
 		return;
 	}
-	zstack[d] = (uint64_t)(uintptr_t)s | (uint64_t)on;
+	zs[d] = (uint64_t)(uintptr_t)s | (uint64_t)on;
 	if (on)
 		ta_record((uint64_t)(uintptr_t)s);
 }
@@ -680,7 +718,7 @@ TA_PUBLIC void ta_zone_end_(struct ta_site_ *s)
 		ta_record_ext(TA_EXT_ZONE_UNMATCHED, &v, 1);
 		return;
 	}
-	z = d <= ZSTACK_MAX ? zstack[d - 1] : 0;
+	z = d <= ZSTACK_MAX && zstack ? zstack[d - 1] : 0;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	zdepth = d - 1;
 	if (z & 1)

@@ -62,6 +62,8 @@ uint64_t ta_api_pause_ticks(void) TA_HIDDEN;
  * restarts the agent; ta_api_restarted then sets it as they want. */
 void ta_api_fork_child(void) TA_HIDDEN;
 void ta_api_restarted(void) TA_HIDDEN;
+/* The exiting thread's zone stack is unmapped (ring.c's ta_thread_exit). */
+void ta_api_thread_exit(void) TA_HIDDEN;
 /* `ctl PID channels LIST`: every channel as the list says (the syntax of
  * TRACEAGENT_CHANNELS), each switch marked; while paused, what resume
  * restores.  0, or -1 when the agent is not running. */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "attach.h"
 #include "api.h"
 #include "control.h"
 #include "ctl.h"
@@ -218,6 +219,19 @@ static int serve(int c)
 			ta_dump_clock();
 			says(c, "ok\n");
 		}
+	} else if (!strcmp(line, "attach") || !strcmp(line, "detach")) {
+		const char *why = NULL;
+
+		if (args) {
+			says(c, "error: attach and detach take no arguments\n");
+		} else if (ta_attach_command(line[0] == 'a', &why) < 0) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg), "error: %s\n", why);
+			says(c, msg);
+		} else {
+			says(c, "ok\n");
+		}
 	} else if (!strcmp(line, "status")) {
 		if (args)
 			says(c, "error: status takes no arguments\n");
@@ -240,7 +254,7 @@ static int serve(int c)
 		clean(word, line, 33);
 		snprintf(msg, sizeof(msg),
 			 "error: unknown command '%s' (pause, resume, channels, flush, dump, "
-			 "status, stream)\n",
+			 "status, stream, attach, detach)\n",
 			 word);
 		says(c, msg);
 	}

@@ -31,3 +31,11 @@ void __cyg_profile_func_exit(void *fn, void *call_site)
 	if (ta_fn_on())
 		ta_record((uint64_t)(uintptr_t)fn | TA_REC_EXIT);
 }
+
+/* For `traceagent attach` (attach.c), which points the GOT entries of the
+ * program's modules here: by name, a library loaded by dlopen would find
+ * glibc's empty hooks first. */
+extern __typeof(__cyg_profile_func_enter) ta_hook_enter
+    __attribute__((alias("__cyg_profile_func_enter"), visibility("hidden")));
+extern __typeof(__cyg_profile_func_exit) ta_hook_exit
+    __attribute__((alias("__cyg_profile_func_exit"), visibility("hidden")));

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "api.h"
 #include "clock.h"
 #include "compiler.h"
 #include "crash.h"
@@ -554,7 +555,10 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
  * thread's next event take the slow path, which appends the events put
  * aside after the interrupted one: the stream stays in time order.
  */
-#define NEST_MAX 256
+/* 8, not more: the agent's whole TLS must fit in the static TLS that glibc
+ * keeps for a library dlopen'ed later (about 512 bytes), which is how
+ * `traceagent attach` loads it; the reserve below takes the rest. */
+#define NEST_MAX 8
 static __thread struct ta_rec nest_buf[NEST_MAX] __attribute__((tls_model("initial-exec")));
 /*
  * The reserve beyond nest_buf: a storm of handlers inside one
@@ -812,6 +816,7 @@ void ta_thread_exit(void)
 	struct ta_thread *t = self;
 	struct ta_block *b;
 
+	ta_api_thread_exit();
 	if (!t)
 		return;
 	/* For good: the library calls of a thread that is going (the TLS

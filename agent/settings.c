@@ -16,6 +16,44 @@
 
 struct ta_settings ta_cfg;
 
+const char *ta_settings_attach;
+
+/*
+ * A variable's value: the environment's, or under `traceagent attach` the
+ * attach's settings (ta_settings_attach: "NAME=VALUE" lines), the
+ * environment of a program started without the agent saying nothing.
+ */
+static const char *setting_env(const char *name)
+{
+	static char vals[8][512];
+	static unsigned next;
+	const char *p = ta_settings_attach;
+	size_t n = strlen(name);
+
+	if (!p)
+		return secure_getenv(name);
+	while (*p) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		if (len > n && !strncmp(p, name, n) && p[n] == '=') {
+			/* Read at the start, by the one thread starting the
+			 * agent; ta_settings_load holds at most 4 values at
+			 * once: 8 buffers in turn. */
+			char *val = vals[next++ % 8];
+
+			len -= n + 1;
+			if (len >= sizeof(vals[0]))
+				len = sizeof(vals[0]) - 1;
+			memcpy(val, p + n + 1, len);
+			val[len] = 0;
+			return val;
+		}
+		p += len + (e != NULL);
+	}
+	return NULL;
+}
+
 int ta_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
@@ -80,7 +118,7 @@ int ta_expand_output(const char *pattern, long pid, char *out, size_t size)
 
 static void size_setting(const char *name, uint64_t min, uint64_t max, uint64_t *val)
 {
-	const char *s = secure_getenv(name);
+	const char *s = setting_env(name);
 	uint64_t v;
 
 	if (!s)
@@ -103,7 +141,7 @@ static uint32_t libcalls_setting(void)
 		uint32_t mask;
 	} words[] = {{"all", TA_LC_ALL},     {"none", 0},	  {"alloc", TA_LC_ALLOC},
 		     {"lock", TA_LC_LOCK},   {"io", TA_LC_IO},	  {"sleep", TA_LC_SLEEP}};
-	const char *v = secure_getenv("TRACEAGENT_LIBCALLS");
+	const char *v = setting_env("TRACEAGENT_LIBCALLS");
 	uint32_t mask = 0;
 
 	if (!v || !*v)
@@ -133,7 +171,7 @@ static uint32_t libcalls_setting(void)
  * real-time number; def when unset or not one of those (said). */
 static int signal_setting(const char *name, int def)
 {
-	const char *v = secure_getenv(name), *p = v;
+	const char *v = setting_env(name), *p = v;
 	int n = -1;
 
 	if (!v || !*v)
@@ -171,7 +209,7 @@ static int signal_setting(const char *name, int def)
 /* A string setting, cut to size (said). */
 static void string_setting(const char *name, char *out, size_t size)
 {
-	const char *v = secure_getenv(name);
+	const char *v = setting_env(name);
 
 	out[0] = 0;
 	if (!v)
@@ -187,7 +225,7 @@ static void string_setting(const char *name, char *out, size_t size)
  * (said). */
 static int onoff_setting(const char *name, const char *yes, const char *no, int def)
 {
-	const char *v = secure_getenv(name);
+	const char *v = setting_env(name);
 
 	if (!v || !*v)
 		return def;
@@ -201,9 +239,9 @@ static int onoff_setting(const char *name, const char *yes, const char *no, int 
 
 void ta_settings_load(struct ta_settings *s)
 {
-	const char *out = secure_getenv("TRACEAGENT_OUTPUT");
-	const char *fl = secure_getenv("TRACEAGENT_FLUSH_MS");
-	const char *mode = secure_getenv("TRACEAGENT_MODE");
+	const char *out = setting_env("TRACEAGENT_OUTPUT");
+	const char *fl = setting_env("TRACEAGENT_FLUSH_MS");
+	const char *mode = setting_env("TRACEAGENT_MODE");
 	const char *fallback;
 	uint64_t block = TA_DEFAULT_BLOCK, mem = TA_DEFAULT_MEMORY;
 
@@ -250,7 +288,7 @@ void ta_settings_load(struct ta_settings *s)
 	s->start_paused = !onoff_setting("TRACEAGENT_START", "running", "paused", 1);
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;
-	fallback = secure_getenv("TRACEAGENT_OUTPUT_FALLBACK");
+	fallback = setting_env("TRACEAGENT_OUTPUT_FALLBACK");
 	s->output_fallback = 0;
 	if (fallback && !strcmp(fallback, "file"))
 		s->output_fallback = 1;

@@ -50,6 +50,9 @@ struct ta_settings {
 /* Reads the environment (secure_getenv); prints one line per bad value and
  * keeps the default for it. */
 void ta_settings_load(struct ta_settings *s) TA_HIDDEN;
+/* Under `traceagent attach`: the settings as "NAME=VALUE" lines, read in
+ * place of the environment (agent/attach.c); NULL otherwise. */
+extern const char *ta_settings_attach TA_HIDDEN;
 /* Parses "64K", "1M", "2G", "4096"; 0 on success. */
 int ta_parse_size(const char *s, uint64_t *out) TA_HIDDEN;
 /* Expands %p and %% of a pattern; 0, or -1 if it does not fit. */

@@ -12,6 +12,7 @@
 #include <limits.h>
 
 int ta_cmd_record(int argc, char **argv);
+int ta_cmd_attach(int argc, char **argv);
 int ta_cmd_report(int argc, char **argv);
 int ta_cmd_graph(int argc, char **argv);
 int ta_cmd_replay(int argc, char **argv);

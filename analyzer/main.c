@@ -14,6 +14,7 @@ static const struct {
 	const char *summary;
 } commands[] = {
 	{"record", ta_cmd_record, "run a program with the agent preloaded"},
+	{"attach", ta_cmd_attach, "trace a running process for a while, then leave it"},
 	{"report", ta_cmd_report, "per-function calls and times of a dump"},
 	{"graph", ta_cmd_graph, "the call tree by call path"},
 	{"replay", ta_cmd_replay, "the timeline of calls per thread"},

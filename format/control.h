@@ -20,6 +20,12 @@
  *   dump             flight mode: write the rings now
  *   status           "KEY VALUE" lines: events, lost, threads, memory,
  *                    output, channels, paused, mode
+ *   attach           `traceagent attach`: a window begins (recording
+ *                    resumed; an injected agent's hooks put in place);
+ *                    "error: the process is being traced by another
+ *                    attach already" while one holds it
+ *   detach           the window ends: hooks taken out, paused, flushed;
+ *                    "error: the process is not being attached to"
  *   stream           "ok stream", then a whole dump (file header, the
  *                    process's state, then every chunk from now on) on
  *                    the same connection until either side closes

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attach.c - the agent brought into a running process by `traceagent
+ * attach` (loader/attach.c): started explicitly, its hooks put in place of
+ * glibc's empty ones in every module's GOT, and taken out again at detach.
+ *
+ * The loader calls ta_attach_start() in the target (on a thread it
+ * interrupted with ptrace) after dlopen'ing the agent; from then on it talks
+ * to the agent through the control socket: `detach` ends a window, `attach`
+ * begins another (format/control.h).  A window ends with a pause and a
+ * flush: the dump stays open, and the next window goes on in it after the
+ * pause mark (the END is written when the process ends).
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "api.h"
+#include "attach.h"
+#include "clock.h"
+#include "dump.h"
+#include "flusher.h"
+#include "ring.h"
+#include "settings.h"
+
+#define TA_PUBLIC __attribute__((visibility("default"), no_instrument_function))
+
+TA_PUBLIC int ta_attach_start(const char *settings);
+/* The agent's own hooks (hooks.c's hidden aliases): __cyg_profile_func_*
+ * by name would be the first definition in the process, glibc's empty
+ * ones, for a library loaded by dlopen.  Weak: the unit tests link the
+ * agent's core without hooks.c. */
+extern void ta_hook_enter(void *fn, void *call_site) __attribute__((weak)) TA_HIDDEN;
+extern void ta_hook_exit(void *fn, void *call_site) __attribute__((weak)) TA_HIDDEN;
+
+#if defined(__x86_64__)
+#define R_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define R_GLOB_DAT R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define R_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define R_GLOB_DAT R_AARCH64_GLOB_DAT
+#endif
+
+/* A GOT entry pointed at our hook, and what it held. */
+struct got_slot {
+	uintptr_t *at;
+	uintptr_t old;
+	int relro; /* read-only but while we write */
+};
+
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct got_slot *slots;
+static size_t nslots, cap_slots;
+static int attached;   /* a `traceagent attach` holds the process (under attach_lock) */
+static int redirected; /* the GOT entries point at our hooks (under attach_lock) */
+static char config[4096];
+int ta_attach_injected;
+
+/* Writes v at *at, with the page made writable for the write if it is not
+ * (full RELRO: read-only after relocation); its protection is put back. */
+static int got_write(uintptr_t *at, uintptr_t v, int relro)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t page = (uintptr_t)at & ~(uintptr_t)(pg - 1);
+
+	if (relro && mprotect((void *)page, (size_t)pg, PROT_READ | PROT_WRITE) < 0)
+		return -errno;
+	/* Relaxed but atomic: a thread calling through the entry reads the
+	 * old hook or the new one, both complete functions. */
+	__atomic_store_n(at, v, __ATOMIC_RELAXED);
+	if (relro)
+		mprotect((void *)page, (size_t)pg, PROT_READ);
+	return 0;
+}
+
+struct scan {
+	uintptr_t self_base;
+	int err;
+};
+
+/* One module: its relocations against the two hooks, JUMP_SLOT (the PLT's
+ * entries) and GLOB_DAT (-fno-plt, or an address taken). */
+static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct scan *sc = arg;
+	const ElfW(Phdr) *dynph = NULL;
+	uintptr_t relro_lo = 0, relro_hi = 0;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const ElfW(Rela) *rels[2] = {NULL, NULL};
+	size_t relsz[2] = {0, 0};
+
+	(void)size;
+	if (info->dlpi_addr == sc->self_base)
+		return 0; /* ourselves */
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			dynph = ph;
+		else if (ph->p_type == PT_GNU_RELRO) {
+			relro_lo = info->dlpi_addr + ph->p_vaddr;
+			relro_hi = relro_lo + ph->p_memsz;
+		}
+	}
+	if (!dynph)
+		return 0;
+	for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + dynph->p_vaddr);
+	     d->d_tag != DT_NULL; d++) {
+		/* glibc relocates these tags to addresses already (but the
+		 * vDSO's, which imports nothing). */
+		switch (d->d_tag) {
+		case DT_SYMTAB:
+			symtab = (const ElfW(Sym) *)d->d_un.d_ptr;
+			break;
+		case DT_STRTAB:
+			strtab = (const char *)d->d_un.d_ptr;
+			break;
+		case DT_JMPREL:
+			rels[0] = (const ElfW(Rela) *)d->d_un.d_ptr;
+			break;
+		case DT_PLTRELSZ:
+			relsz[0] = d->d_un.d_val;
+			break;
+		case DT_RELA:
+			rels[1] = (const ElfW(Rela) *)d->d_un.d_ptr;
+			break;
+		case DT_RELASZ:
+			relsz[1] = d->d_un.d_val;
+			break;
+		}
+	}
+	if (!symtab || !strtab || (uintptr_t)symtab < info->dlpi_addr)
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; rels[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
+			const ElfW(Rela) *r = &rels[k][i];
+			unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
+			const char *name;
+			uintptr_t hook;
+			uintptr_t *at;
+			struct got_slot *ns;
+
+			if (type != R_JUMP_SLOT && type != R_GLOB_DAT)
+				continue;
+			name = strtab + symtab[ELF64_R_SYM(r->r_info)].st_name;
+			if (!strcmp(name, "__cyg_profile_func_enter"))
+				hook = (uintptr_t)&ta_hook_enter;
+			else if (!strcmp(name, "__cyg_profile_func_exit"))
+				hook = (uintptr_t)&ta_hook_exit;
+			else
+				continue;
+			at = (uintptr_t *)(info->dlpi_addr + r->r_offset);
+			ns = ta_grow(slots, nslots, &cap_slots, sizeof(*slots), 16);
+			if (!ns) {
+				sc->err = -ENOMEM;
+				return 1;
+			}
+			slots = ns;
+			slots[nslots].at = at;
+			slots[nslots].old = __atomic_load_n(at, __ATOMIC_RELAXED);
+			slots[nslots].relro = (uintptr_t)at >= relro_lo && (uintptr_t)at < relro_hi;
+			if (got_write(at, hook, slots[nslots].relro) < 0)
+				continue;
+			nslots++;
+		}
+	}
+	return 0;
+}
+
+/* Under attach_lock. */
+static int redirect(void)
+{
+	struct scan sc = {0, 0};
+	Dl_info di;
+
+	if (redirected)
+		return 0;
+	if (!&ta_hook_enter || !&ta_hook_exit)
+		return -ENOSYS;
+	if (dladdr((void *)&redirect, &di) && di.dli_fbase) {
+		/* dlpi_addr is the load bias; for a shared library that is
+		 * its base. */
+		sc.self_base = (uintptr_t)di.dli_fbase;
+	}
+	nslots = 0;
+	dl_iterate_phdr(scan_module, &sc);
+	redirected = 1;
+	return sc.err;
+}
+
+/* Under attach_lock: every entry as it was.  A thread that read our hook's
+ * address just before finishes that call in our hook, which stays loaded. */
+static void restore(void)
+{
+	for (size_t i = nslots; i-- > 0;)
+		(void)got_write(slots[i].at, slots[i].old, slots[i].relro);
+	nslots = 0;
+	redirected = 0;
+}
+
+/* The settings of an attach: "NAME=VALUE" lines, read in place of the
+ * environment.  Returns 0 when the agent runs and this attach holds it,
+ * -EBUSY when another attach does, another negative errno when the agent
+ * cannot start (said on stderr of the target). */
+TA_PUBLIC int ta_attach_start(const char *settings)
+{
+	int err = 0;
+
+	TA_GUARD_ENTER();
+	pthread_mutex_lock(&attach_lock);
+	if (attached) {
+		err = -EBUSY;
+		goto out;
+	}
+	if (settings) {
+		size_t n = strlen(settings);
+
+		if (n >= sizeof(config))
+			n = sizeof(config) - 1;
+		memcpy(config, settings, n);
+		config[n] = 0;
+		ta_settings_attach = config;
+	}
+	if (!ta_agent_ensure_started()) {
+		ta_settings_attach = NULL;
+		err = -ENOTRECOVERABLE;
+		goto out;
+	}
+	ta_settings_attach = NULL;
+	ta_attach_injected = 1;
+	err = redirect();
+	if (err < 0) {
+		restore();
+		goto out;
+	}
+	ta_api_pause(0);
+	attached = 1;
+out:
+	pthread_mutex_unlock(&attach_lock);
+	TA_GUARD_LEAVE();
+	return err;
+}
+
+int ta_attach_command(int on, const char **why)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&attach_lock);
+	if (on) {
+		if (attached) {
+			*why = "the process is being traced by another attach already";
+			err = -EBUSY;
+		} else if (ta_api_pause(0) < 0) {
+			*why = "the agent is not recording (it is stopping)";
+			err = -ESRCH;
+		} else {
+			/* An agent that was injected has its hooks taken out
+			 * between windows; a preloaded one never had to. */
+			if (nslots || ta_attach_injected)
+				err = redirect();
+			attached = 1;
+		}
+	} else if (!attached) {
+		*why = "the process is not being attached to";
+		err = -ENOENT;
+	} else {
+		restore();
+		ta_api_pause(1);
+		ta_flusher_drain(0);
+		ta_dump_clock();
+		attached = 0;
+	}
+	pthread_mutex_unlock(&attach_lock);
+	return err;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attach.h - `traceagent attach`'s side in the agent (attach.c): the
+ * control socket's `attach` and `detach` commands.
+ */
+#ifndef TA_ATTACH_H
+#define TA_ATTACH_H
+
+#include "compiler.h"
+
+/* `attach` (on) begins a window: the hooks in place (an injected agent),
+ * recording resumed; `detach` ends it: the hooks taken out, recording
+ * paused, everything recorded written.  0, or a negative errno with *why
+ * the control socket's answer (-EBUSY: another attach holds the process). */
+int ta_attach_command(int on, const char **why) TA_HIDDEN;
+/* 1 once ta_attach_start ran: the agent was brought in by dlopen. */
+extern int ta_attach_injected TA_HIDDEN;
+
+#endif

@@ -1,0 +1,654 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attach.c - `traceagent attach PID`: traces a running process for a while
+ * and leaves it as it was.
+ *
+ * A process that runs the agent already (its control socket answers) is
+ * driven through the socket: `attach` (resume), then `detach` (pause and
+ * flush).  Any other is injected: one thread is stopped with ptrace, made
+ * to call dlopen(agent) and ta_attach_start(settings) on its own stack
+ * below the red zone, and given back its registers exactly (a system call
+ * it was in restarts as the kernel restarts it after a signal); then the
+ * socket as above.  x86-64 only for the injection.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "control.h"
+
+static volatile sig_atomic_t stop_now;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_now = 1;
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("traceagent: attach: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+/* A "Key:\tvalue" line of /proc/PID/status, as text; 0 if found. */
+static int status_field(long pid, const char *key, char *out, size_t size)
+{
+	char path[64], line[512];
+	size_t kl = strlen(key);
+	FILE *f;
+	int found = -1;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, kl) && line[kl] == ':') {
+			char *v = line + kl + 1;
+			while (*v == '\t' || *v == ' ')
+				v++;
+			v[strcspn(v, "\n")] = 0;
+			snprintf(out, size, "%s", v);
+			found = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* The start of the mapping at file offset 0 of the first object whose path
+ * ends with one of the names (libc.so.6) or equals path; its path in file. */
+static uintptr_t map_base(long pid, const char *suffix, const char *exact, char *file,
+			  size_t size)
+{
+	char path[64], line[PATH_MAX + 128];
+	uintptr_t base = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off;
+		char *p = strchr(line, '/');
+		size_t n;
+
+		if (!p || sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &off) != 3 || off != 0)
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		n = strlen(p);
+		if ((exact && !strcmp(p, exact)) ||
+		    (suffix && n >= strlen(suffix) && !strcmp(p + n - strlen(suffix), suffix))) {
+			base = lo;
+			if (file && n < size)
+				memcpy(file, p, n + 1);
+			else if (file)
+				base = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return base;
+}
+
+/* The value of the dynamic symbol name in the ELF file at path (its
+ * offset from the load base for a shared object); 0 if not found. */
+static uint64_t elf_dynsym(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	const uint8_t *m;
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh;
+	uint64_t v = 0;
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return 0;
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return 0;
+	eh = (const Elf64_Ehdr *)m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > (uint64_t)st.st_size)
+		goto out;
+	sh = (const Elf64_Shdr *)(m + eh->e_shoff);
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		const Elf64_Sym *sym;
+		const char *str;
+		uint64_t n;
+
+		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		if (sh[i].sh_offset + sh[i].sh_size > (uint64_t)st.st_size ||
+		    sh[sh[i].sh_link].sh_offset + sh[sh[i].sh_link].sh_size > (uint64_t)st.st_size)
+			break;
+		sym = (const Elf64_Sym *)(m + sh[i].sh_offset);
+		str = (const char *)(m + sh[sh[i].sh_link].sh_offset);
+		n = sh[i].sh_size / sizeof(Elf64_Sym);
+		for (uint64_t k = 0; k < n; k++) {
+			if (sym[k].st_name < sh[sh[i].sh_link].sh_size && sym[k].st_shndx != SHN_UNDEF &&
+			    ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC &&
+			    !strcmp(str + sym[k].st_name, name)) {
+				v = sym[k].st_value;
+				break;
+			}
+		}
+		break;
+	}
+out:
+	munmap((void *)(uintptr_t)m, (size_t)st.st_size);
+	return v;
+}
+
+/* The target's control socket, connected as the target's user (root
+ * attaching to another user's process: the agent answers its own user
+ * only); -1 if nobody listens. */
+static int ctl_connect(long pid, uid_t uid)
+{
+	char envp[64], env[65536], dir[PATH_MAX], path[PATH_MAX];
+	const char *places[2] = {NULL, NULL};
+	ssize_t n = 0;
+	int fd;
+
+	snprintf(envp, sizeof(envp), "/proc/%ld/environ", pid);
+	fd = open(envp, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, env, sizeof(env) - 1);
+		close(fd);
+	}
+	if (n < 0)
+		n = 0;
+	env[n] = 0;
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(env + i) + 1)
+		if (!strncmp(env + i, "XDG_RUNTIME_DIR=", 16))
+			places[0] = env + i + 16;
+	for (int k = 0; k < 2; k++) {
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		uid_t me = geteuid();
+		int ok;
+
+		if (k == 1 && !places[0])
+			break;
+		if (ta_ctl_dir(dir, sizeof(dir), k == 0 ? places[0] : NULL, uid) < 0 ||
+		    ta_ctl_path(path, sizeof(path), dir, pid) < 0)
+			continue;
+		if (strlen(path) >= sizeof(sun.sun_path))
+			continue;
+		memcpy(sun.sun_path, path, strlen(path) + 1);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -1;
+		if (me == 0 && uid != 0 && seteuid(uid) < 0) {
+			close(fd);
+			return -1;
+		}
+		ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+		if (me == 0 && uid != 0 && seteuid(0) < 0) {
+			close(fd);
+			return -1;
+		}
+		if (ok)
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+/* One command on the target's socket; its answer's last line in ans. */
+static int ctl_say(long pid, uid_t uid, const char *cmd, char *ans, size_t size)
+{
+	char buf[4096];
+	size_t got = 0;
+	int fd = ctl_connect(pid, uid);
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd)) {
+		close(fd);
+		return -1;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + got, sizeof(buf) - 1 - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (got == sizeof(buf) - 1)
+			break;
+	}
+	close(fd);
+	buf[got] = 0;
+	while (got && buf[got - 1] == '\n')
+		buf[--got] = 0;
+	{
+		char *last = strrchr(buf, '\n');
+		const char *l = last ? last + 1 : buf;
+		size_t ln = strlen(l) < size - 1 ? strlen(l) : size - 1;
+
+		memcpy(ans, l, ln);
+		ans[ln] = 0;
+	}
+	return 0;
+}
+
+#if defined(__x86_64__)
+/* Signals that stopped the thread while we held it: given back at the end. */
+static int pending[64], npending;
+
+static void keep_signal(int sig)
+{
+	for (int i = 0; i < npending; i++)
+		if (pending[i] == sig)
+			return;
+	if (npending < 64)
+		pending[npending++] = sig;
+}
+
+/* Calls fn(a0, a1) in the stopped thread, on its stack below sp_base;
+ * the result in *ret.  0, or -1 (said). */
+static int remote_call(pid_t pid, const struct user_regs_struct *saved, uint64_t sp_base,
+		       uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret)
+{
+	struct user_regs_struct r = *saved;
+	uint64_t zero = 0;
+	int st;
+
+	r.rsp = (sp_base & ~15ull) - 8; /* as after a call: rsp+8 16-aligned */
+	r.rip = fn;
+	r.rdi = a0;
+	r.rsi = a1;
+	r.rax = 0;
+	/* No system call to restart into our call. */
+	r.orig_rax = (uint64_t)-1;
+	if (ptrace(PTRACE_POKEDATA, pid, (void *)r.rsp, (void *)zero) < 0 ||
+	    ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
+		return fail("process %d: cannot set up the call: %s", pid, strerror(errno));
+	for (;;) {
+		if (waitpid(pid, &st, __WALL) < 0)
+			return fail("process %d: waitpid: %s", pid, strerror(errno));
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return fail("process %d ended during the attach", pid);
+		if (!WIFSTOPPED(st))
+			continue;
+		if (WSTOPSIG(st) == SIGSEGV && st >> 16 == 0) {
+			if (ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0)
+				return fail("process %d: cannot read the registers: %s", pid,
+					    strerror(errno));
+			if (r.rip != 0)
+				return fail("process %d crashed in the attach's call at %#llx", pid,
+					    (unsigned long long)r.rip);
+			*ret = r.rax;
+			return 0;
+		}
+		/* Another signal: held for later (its handler must not run
+		 * on our call's frame); an event stop: go on. */
+		if (st >> 16 == 0)
+			keep_signal(WSTOPSIG(st));
+		if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
+			return fail("process %d: %s", pid, strerror(errno));
+	}
+}
+
+static int put_string(pid_t pid, uint64_t at, const char *s)
+{
+	struct iovec l = {(void *)(uintptr_t)s, strlen(s) + 1};
+	struct iovec rm = {(void *)(uintptr_t)at, strlen(s) + 1};
+
+	return process_vm_writev(pid, &l, 1, &rm, 1, 0) == (ssize_t)(strlen(s) + 1) ? 0 : -1;
+}
+
+/* dlopen(agent) and ta_attach_start(settings) in process pid.  0, or 1
+ * after saying why. */
+static int inject(pid_t pid, const char *agent, const char *settings)
+{
+	char libc[PATH_MAX], libc_seen[PATH_MAX + 32], agent_seen[PATH_MAX + 32];
+	struct user_regs_struct saved;
+	uintptr_t libc_base, agent_base;
+	uint64_t dlopen_off, start_off, sp, path_at, set_at, ret;
+	int st, sig = 0, rc = 1;
+
+	libc_base = map_base(pid, "/libc.so.6", NULL, libc, sizeof(libc));
+	if (!libc_base)
+		return fail("process %d is statically linked (no libc.so.6 in its maps): the "
+			    "agent cannot be loaded into it",
+			    pid);
+	/* The files as the target sees them (its mount namespace). */
+	snprintf(libc_seen, sizeof(libc_seen), "/proc/%d/root%s", pid, libc);
+	snprintf(agent_seen, sizeof(agent_seen), "/proc/%d/root%s", pid, agent);
+	if (access(agent_seen, R_OK) < 0)
+		return fail("process %d cannot reach the agent %s (in its mount namespace): %s",
+			    pid, agent, strerror(errno));
+	dlopen_off = elf_dynsym(libc_seen, "dlopen");
+	if (!dlopen_off)
+		return fail("process %d: no dlopen in %s (glibc 2.34 or later is needed)", pid,
+			    libc);
+	start_off = elf_dynsym(agent_seen, "ta_attach_start");
+	if (!start_off)
+		return fail("the agent %s has no ta_attach_start", agent);
+	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0) {
+		char scope[16] = "?";
+		int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t n = read(fd, scope, sizeof(scope) - 1);
+			scope[n > 0 ? n : 0] = 0;
+			scope[strcspn(scope, "\n")] = 0;
+			close(fd);
+		}
+		return fail("cannot ptrace process %d: %s (kernel.yama.ptrace_scope is %s; "
+			    "attach needs the process's user with ptrace_scope 0, or "
+			    "CAP_SYS_PTRACE)",
+			    pid, strerror(errno), scope);
+	}
+	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0) {
+		fail("process %d: PTRACE_INTERRUPT: %s", pid, strerror(errno));
+		goto detach;
+	}
+	for (;;) {
+		if (waitpid(pid, &st, __WALL) < 0) {
+			fail("process %d: waitpid: %s", pid, strerror(errno));
+			goto detach;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return fail("process %d ended during the attach", pid);
+		if (!WIFSTOPPED(st))
+			continue;
+		if (st >> 16 == PTRACE_EVENT_STOP)
+			break;
+		/* A signal on its way to the program: held, given at the end;
+		 * the thread is stopped, which is all we need. */
+		if (st >> 16 == 0)
+			keep_signal(WSTOPSIG(st));
+		break;
+	}
+	if (ptrace(PTRACE_GETREGS, pid, NULL, &saved) < 0) {
+		fail("process %d: cannot read the registers: %s", pid, strerror(errno));
+		goto detach;
+	}
+	/* Below the red zone (128 bytes), with room to spare. */
+	sp = (saved.rsp - 1024) & ~15ull;
+	path_at = sp - 4096;
+	set_at = path_at - 8192;
+	if (put_string(pid, path_at, agent) < 0 || put_string(pid, set_at, settings) < 0) {
+		fail("process %d: cannot write to its stack: %s", pid, strerror(errno));
+		goto restore;
+	}
+	if (remote_call(pid, &saved, set_at - 256, libc_base + dlopen_off, path_at,
+			RTLD_NOW, &ret) != 0)
+		goto restore;
+	if (!ret) {
+		fail("process %d: dlopen of the agent %s failed in the process", pid, agent);
+		goto restore;
+	}
+	agent_base = map_base(pid, NULL, agent, NULL, 0);
+	if (!agent_base) {
+		fail("process %d: the agent %s is not in its maps after dlopen", pid, agent);
+		goto restore;
+	}
+	if (remote_call(pid, &saved, set_at - 256, agent_base + start_off, set_at, 0, &ret) != 0)
+		goto restore;
+	if ((int)ret == -EBUSY)
+		fail("process %d is being traced by another attach already", pid);
+	else if ((int)ret < 0)
+		fail("process %d: the agent could not start there (%s); see the process's stderr",
+		     pid, strerror(-(int)ret));
+	else
+		rc = 0;
+restore:
+	if (ptrace(PTRACE_SETREGS, pid, NULL, &saved) < 0)
+		fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
+detach:
+	if (npending)
+		sig = pending[--npending];
+	ptrace(PTRACE_DETACH, pid, NULL, (void *)(uintptr_t)sig);
+	while (npending)
+		kill(pid, pending[--npending]);
+	return rc;
+}
+#endif
+
+static int parse_duration(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v <= 0)
+		return -1;
+	if (!strcmp(end, "ms"))
+		v /= 1000;
+	else if (!strcmp(end, "m"))
+		v *= 60;
+	else if (*end && strcmp(end, "s"))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void add_setting(char *set, size_t size, const char *name, const char *v)
+{
+	size_t n = strlen(set);
+
+	if (v && n + strlen(name) + strlen(v) + 2 < size) {
+		memcpy(set + n, name, strlen(name));
+		n += strlen(name);
+		set[n++] = '=';
+		memcpy(set + n, v, strlen(v));
+		n += strlen(v);
+		set[n++] = '\n';
+		set[n] = 0;
+	}
+}
+
+int ta_cmd_attach(int argc, char **argv)
+{
+	const char *out = NULL, *patch = NULL, *channels = NULL, *mode = NULL;
+	char agent[PATH_MAX], val[256], exe[64], ans[512], settings[4096] = "", cwd[PATH_MAX];
+	double duration = 0;
+	long pid = 0;
+	uid_t uid;
+	struct sigaction sa;
+	struct timespec t0;
+	unsigned char eh[20];
+	int fd, rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char **slot = NULL;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			printf("usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] [--duration TIME] "
+			       "[--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
+			       "Traces the running process PID until Ctrl-C or TIME (10, 10s, 500ms, "
+			       "2m),\nthen leaves it as it was.\n");
+			return 0;
+		}
+		if (!strcmp(a, "-o"))
+			slot = &out;
+		else if (!strcmp(a, "--patch"))
+			slot = &patch;
+		else if (!strcmp(a, "--channels"))
+			slot = &channels;
+		else if (!strcmp(a, "--mode"))
+			slot = &mode;
+		else if (!strcmp(a, "--duration")) {
+			if (i + 1 >= argc || parse_duration(argv[++i], &duration) < 0) {
+				fprintf(stderr, "traceagent: attach: --duration takes a time (10, 10s, "
+						"500ms, 2m)\n");
+				return 2;
+			}
+			continue;
+		} else if (a[0] != '-' && !pid) {
+			char *end;
+			pid = strtol(a, &end, 10);
+			if (*end || pid <= 0) {
+				fprintf(stderr, "traceagent: attach: '%s' is not a process id\n", a);
+				return 2;
+			}
+			continue;
+		} else {
+			fprintf(stderr, "traceagent: attach: unknown option '%s' (--help)\n", a);
+			return 2;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "traceagent: attach: %s needs a value\n", a);
+			return 2;
+		}
+		*slot = argv[++i];
+	}
+	if (!pid) {
+		fprintf(stderr, "usage: traceagent attach PID [-o FILE] [--duration TIME] ...\n");
+		return 2;
+	}
+	if (mode && strcmp(mode, "lossless") && strcmp(mode, "drop") && strcmp(mode, "flight")) {
+		fprintf(stderr, "traceagent: attach: --mode is lossless, drop or flight\n");
+		return 2;
+	}
+	if (status_field(pid, "Uid", val, sizeof(val)) < 0)
+		return fail("no process %ld", pid);
+	{
+		unsigned ruid, euid;
+		if (sscanf(val, "%u %u", &ruid, &euid) != 2)
+			return fail("process %ld: cannot read its status", pid);
+		if (ruid != euid)
+			return fail("process %ld is set-user-ID (uid %u, effective %u): never traced",
+				    pid, ruid, euid);
+		uid = euid;
+		if (status_field(pid, "Gid", val, sizeof(val)) == 0 &&
+		    sscanf(val, "%u %u", &ruid, &euid) == 2 && ruid != euid)
+			return fail("process %ld is set-group-ID: never traced", pid);
+	}
+	if (geteuid() != 0 && uid != geteuid())
+		return fail("permission denied: process %ld belongs to uid %u (attach needs the "
+			    "same user, or CAP_SYS_PTRACE)",
+			    pid, (unsigned)uid);
+	if (status_field(pid, "TracerPid", val, sizeof(val)) == 0 && strcmp(val, "0"))
+		return fail("process %ld is being traced by process %s already (a debugger?)",
+			    pid, val);
+	snprintf(exe, sizeof(exe), "/proc/%ld/exe", pid);
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail("process %ld: cannot read %s: %s", pid, exe, strerror(errno));
+	if (read(fd, eh, sizeof(eh)) != (ssize_t)sizeof(eh)) {
+		close(fd);
+		return fail("process %ld: %s is not an ELF file", pid, exe);
+	}
+	close(fd);
+	{
+		unsigned mach = eh[18] | (unsigned)eh[19] << 8;
+#if defined(__x86_64__)
+		unsigned mine = EM_X86_64;
+#elif defined(__aarch64__)
+		unsigned mine = EM_AARCH64;
+#else
+		unsigned mine = 0;
+#endif
+		if (memcmp(eh, ELFMAG, SELFMAG) || eh[EI_CLASS] != ELFCLASS64 || mach != mine)
+			return fail("process %ld is of another architecture (ELF machine %u)", pid,
+				    mach);
+	}
+
+	/* Settings: the output relative to our directory, not the target's. */
+	if (out && !strstr(out, "://") && strncmp(out, "unix:", 5) && out[0] != '/' &&
+	    getcwd(cwd, sizeof(cwd))) {
+		static char abs[PATH_MAX * 2];
+		if (strlen(cwd) + strlen(out) + 2 > 2048)
+			return fail("the output path %s/%s is too long", cwd, out);
+		snprintf(abs, sizeof(abs), "%s/%s", cwd, out);
+		out = abs;
+	}
+	add_setting(settings, sizeof(settings), "TRACEAGENT_OUTPUT", out);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_MODE", mode);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_CHANNELS", channels);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_PATCH", patch);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (ctl_say(pid, uid, "attach\n", ans, sizeof(ans)) == 0) {
+		/* The agent runs there already. */
+		if (strcmp(ans, "ok"))
+			return fail("process %ld: %s", pid,
+				    !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
+		if (out || mode || patch)
+			fprintf(stderr, "traceagent: attach: process %ld runs the agent already: "
+					"it records into its own output with its own settings\n",
+				pid);
+		if (channels) {
+			char cmd[TA_CTL_LINE_MAX];
+			snprintf(cmd, sizeof(cmd), "channels %s\n", channels);
+			if (ctl_say(pid, uid, cmd, ans, sizeof(ans)) < 0 || strcmp(ans, "ok"))
+				fail("process %ld: channels %s: %s", pid, channels, ans);
+		}
+	} else {
+#if defined(__x86_64__)
+		if (ta_record_find_agent(agent) < 0)
+			return 1;
+		rc = inject((pid_t)pid, agent, settings);
+		if (rc)
+			return rc;
+#else
+		return fail("injecting the agent is implemented for x86-64 only; start the "
+			    "program with the agent (TRACEAGENT_START=paused) to attach to it");
+#endif
+	}
+	fprintf(stderr, "traceagent: attached to process %ld%s\n", pid,
+		duration ? "" : "; Ctrl-C detaches");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!stop_now) {
+		struct timespec now, nap = {0, 20 * 1000 * 1000};
+		char p[64];
+
+		snprintf(p, sizeof(p), "/proc/%ld", pid);
+		if (access(p, F_OK) < 0) {
+			fprintf(stderr, "traceagent: process %ld has ended\n", pid);
+			return 0;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (duration && (double)(now.tv_sec - t0.tv_sec) +
+					(double)(now.tv_nsec - t0.tv_nsec) / 1e9 >=
+				    duration)
+			break;
+		nanosleep(&nap, NULL);
+	}
+	if (ctl_say(pid, uid, "detach\n", ans, sizeof(ans)) < 0)
+		return fail("process %ld: its control socket does not answer: cannot detach", pid);
+	if (strcmp(ans, "ok"))
+		return fail("process %ld: detach: %s", pid, ans);
+	fprintf(stderr, "traceagent: detached from process %ld\n", pid);
+	return 0;
+}

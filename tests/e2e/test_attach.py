@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: MIT
+"""`traceagent attach PID` (issue 17) on tests/programs/attachme.c, a
+long-running program whose busy threads count their own calls of mid() and
+leaf() (leaf twice per mid), with threads blocked in nanosleep, a futex and
+epoll_wait, the main thread in read, and a SIGALRM timer: any EINTR ends it
+with "FAIL"."""
+
+import os
+import platform
+import subprocess
+import time
+
+import tahelp
+
+DONE = "done: leaf = 2 * mid: yes, alarms: yes\n"
+
+
+class Target:
+    def __init__(self, case, nthreads=4, env=None):
+        self.case = case
+        self.proc = subprocess.Popen([case.prog("attachme-O2"), str(nthreads)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env=tahelp.clean_env(env), cwd=case.dir,
+                                     preexec_fn=tahelp.no_core)
+        case.addCleanup(self.cleanup)
+        case.assertEqual(self.proc.stdout.readline(), "ready\n")
+
+    def count(self):
+        self.proc.stdin.write("count\n")
+        self.proc.stdin.flush()
+        w = self.proc.stdout.readline().split()
+        self.case.assertEqual((w[0], w[2]), ("mid", "leaf"), w)
+        return int(w[1]), int(w[3])
+
+    def quit(self):
+        out, err = self.proc.communicate("quit\n", timeout=tahelp.TIMEOUT)
+        return self.proc.returncode, out, err
+
+    def cleanup(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            f.close()
+
+
+class AttachTest(tahelp.Case):
+    def setUp(self):
+        super().setUp()
+        if platform.machine() != "x86_64":
+            self.skipTest("the injection is implemented for x86-64 only")
+        self.skip_if_emulated("qemu-user does not let one guest ptrace another")
+
+    def attach(self, pid, *args, status=0, user=None):
+        p = subprocess.run([tahelp.TRACEAGENT, "attach", str(pid)] + list(args),
+                           env=tahelp.clean_env(), capture_output=True, text=True,
+                           timeout=tahelp.TIMEOUT, cwd=self.dir,
+                           preexec_fn=user)
+        self.assertEqual(p.returncode, status, p.stderr)
+        return p
+
+    def test_window_then_again(self):
+        t = Target(self)
+        dump = self.fresh("attach")
+        m0, _ = t.count()
+        p = self.attach(t.proc.pid, "-o", dump, "--duration", "0.5")
+        self.assertIn("traceagent: attached to process %d" % t.proc.pid, p.stderr)
+        self.assertIn("traceagent: detached from process %d" % t.proc.pid, p.stderr)
+        m1, _ = t.count()
+        rep = self.report(dump)
+        f = self.functions(rep)
+        mid, leaf = f["mid"]["calls"], f["leaf"]["calls"]
+        # Entered inside the window: no more than the program counted
+        # between the edges, and leaf twice per mid but for the calls
+        # open at the edges (one mid per busy thread at each edge).
+        self.assertGreater(mid, 0)
+        self.assertLessEqual(mid, m1 - m0)
+        self.assertLessEqual(abs(leaf - 2 * mid), 2 * 2 * 4)
+        # After the detach, nothing more is recorded.
+        size = os.path.getsize(dump)
+        t.count()
+        time.sleep(0.3)
+        self.assertEqual(os.path.getsize(dump), size)
+        # Again: the agent there is reused (the same dump goes on).
+        p = self.attach(t.proc.pid, "--duration", "0.3")
+        self.assertGreater(os.path.getsize(dump), size)
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+        rep = self.report(dump)
+        self.assertTrue(rep["complete"])
+
+    def test_cycles(self):
+        t = Target(self, nthreads=8)
+        dump = self.fresh("cycles")
+        self.attach(t.proc.pid, "-o", dump, "--duration", "0.05")
+        fds = len(os.listdir("/proc/%d/fd" % t.proc.pid))
+
+        def rss():
+            with open("/proc/%d/status" % t.proc.pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+        r0 = rss()
+        for _ in range(9):
+            self.attach(t.proc.pid, "--duration", "0.05")
+        self.assertEqual(len(os.listdir("/proc/%d/fd" % t.proc.pid)), fds)
+        # Rings are reused: a few MiB of slack for blocks touched anew.
+        self.assertLess(rss() - r0, 32 * 1024)
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+    def test_second_attach_refused(self):
+        t = Target(self)
+        dump = self.fresh("busy")
+        first = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump,
+                                  "--duration", "3"], env=tahelp.clean_env(),
+                                 stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        try:
+            for _ in range(200):
+                if os.path.exists(dump):
+                    break
+                time.sleep(0.02)
+            p = self.attach(t.proc.pid, status=1)
+            self.assertEqual(p.stderr, "traceagent: attach: process %d: the process is being "
+                             "traced by another attach already\n" % t.proc.pid)
+        finally:
+            first.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(first.returncode, 0)
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+    def test_refusals(self):
+        p = self.attach(999999999, status=1)
+        self.assertEqual(p.stderr, "traceagent: attach: no process 999999999\n")
+        if os.geteuid() == 0:
+            t = Target(self)
+
+            def nobody():
+                os.setgid(65534)
+                os.setuid(65534)
+            p = self.attach(t.proc.pid, user=nobody, status=1)
+            self.assertIn("permission denied: process %d belongs to uid 0" % t.proc.pid,
+                          p.stderr)
+            status, out, err = t.quit()
+            self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+    def test_preloaded_paused(self):
+        dump = self.fresh("pre")
+        t = Target(self, env={"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": dump,
+                              "TRACEAGENT_START": "paused", "XDG_RUNTIME_DIR": self.dir})
+        for _ in range(200):
+            if os.path.exists(dump):
+                break
+            time.sleep(0.02)
+        size = os.path.getsize(dump)
+        p = self.attach(t.proc.pid, "--duration", "0.3")
+        # Paused again: nothing more after the detach's flush.
+        size1 = os.path.getsize(dump)
+        self.assertGreater(size1, size)
+        time.sleep(0.3)
+        # A thread that read its gate just before the pause may record one
+        # event after the mark (README, ctl): a chunk at most, no stream.
+        self.assertLess(os.path.getsize(dump) - size1, 1024)
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+
+if __name__ == "__main__":
+    tahelp.main()

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attachme - a long-running program for `traceagent attach`: N busy threads
+ * call leaf() and mid() and count their calls; other threads block in
+ * nanosleep, a futex (a condition variable) and epoll_wait, the main thread
+ * in read on stdin; a SIGALRM timer ticks with a handler.  Every return
+ * value is checked: an EINTR is a failure.  Lines on stdin: "count" prints
+ * the counters, "quit" ends with the final line.
+ * Usage: attachme NTHREADS
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static unsigned long n_leaf, n_mid, n_alarm;
+static int quit;
+
+static void bad(const char *what, int err)
+{
+	printf("FAIL %s: %s\n", what, strerror(err));
+	fflush(stdout);
+	_exit(3);
+}
+
+void leaf(void);
+void mid(void);
+
+__attribute__((noinline)) void leaf(void)
+{
+	__atomic_fetch_add(&n_leaf, 1, __ATOMIC_RELAXED);
+}
+
+__attribute__((noinline)) void mid(void)
+{
+	__atomic_fetch_add(&n_mid, 1, __ATOMIC_RELAXED);
+	leaf();
+	leaf();
+}
+
+static void *busy(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&quit, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = {0, 100000};
+		for (int i = 0; i < 100; i++)
+			mid();
+		if (nanosleep(&ts, NULL) < 0)
+			bad("nanosleep (busy)", errno);
+	}
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&quit, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = {0, 300 * 1000 * 1000};
+		if (nanosleep(&ts, NULL) < 0)
+			bad("nanosleep", errno);
+	}
+	return NULL;
+}
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+
+static void *waiter(void *arg)
+{
+	int err;
+
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	while (!__atomic_load_n(&quit, __ATOMIC_ACQUIRE))
+		if ((err = pthread_cond_wait(&cv, &mu)) != 0)
+			bad("pthread_cond_wait", err);
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+static int ep;
+
+static void *poller(void *arg)
+{
+	struct epoll_event ev;
+
+	(void)arg;
+	while (!__atomic_load_n(&quit, __ATOMIC_ACQUIRE))
+		if (epoll_wait(ep, &ev, 1, 200) < 0)
+			bad("epoll_wait", errno);
+	return NULL;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	__atomic_fetch_add(&n_alarm, 1, __ATOMIC_RELAXED);
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 4;
+	pthread_t t[64 + 3];
+	struct sigaction sa;
+	struct itimerval it = {{0, 10000}, {0, 10000}};
+	char line[64];
+	sigset_t set;
+
+	if (n < 1 || n > 64)
+		n = 4;
+	ep = epoll_create1(0);
+	if (ep < 0)
+		bad("epoll_create1", errno);
+	/* Only the main thread takes SIGALRM (its read is restarted:
+	 * SA_RESTART); the other threads block it. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	for (int i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, busy, NULL);
+	pthread_create(&t[n], NULL, sleeper, NULL);
+	pthread_create(&t[n + 1], NULL, waiter, NULL);
+	pthread_create(&t[n + 2], NULL, poller, NULL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		if (!fgets(line, sizeof(line), stdin)) {
+			if (ferror(stdin))
+				bad("read", errno);
+			break;
+		}
+		if (!strncmp(line, "count", 5)) {
+			printf("mid %lu leaf %lu\n", __atomic_load_n(&n_mid, __ATOMIC_RELAXED),
+			       __atomic_load_n(&n_leaf, __ATOMIC_RELAXED));
+			fflush(stdout);
+		} else if (!strncmp(line, "quit", 4)) {
+			break;
+		}
+	}
+	setitimer(ITIMER_REAL, &(struct itimerval){{0, 0}, {0, 0}}, NULL);
+	__atomic_store_n(&quit, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&mu);
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	for (int i = 0; i < n + 3; i++)
+		pthread_join(t[i], NULL);
+	printf("done: leaf = 2 * mid: %s, alarms: %s\n", n_leaf == 2 * n_mid ? "yes" : "no",
+	       n_alarm > 0 ? "yes" : "no");
+	return 0;
+}
