@@ -28,7 +28,7 @@ class SignalTest(tahelp.Case):
 
     def test_deep_handlers_in_a_hook(self):
         """Each timer signal's handler records ~800 events (and a handler
-        inside it as many), far more than the 256 slots put aside for
+        inside it as many), far more than the 8 slots in TLS put aside for
         events nested in a hook; landing in a hook's claim or in its slow
         path, they used to be counted lost (a few thousand a run).
         Lossless: none may be."""
