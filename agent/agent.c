@@ -6,7 +6,9 @@
  * Starting lazily, at the first instrumented call rather than in a
  * constructor, means a process that runs no instrumented code (a shell
  * under `traceagent record`, a program it executes) creates no dump and
- * prints nothing: loading the agent changes nothing for it.
+ * prints nothing: loading the agent changes nothing for it.  Library calls
+ * of the classes TRACEAGENT_LIBCALLS names explicitly start it too
+ * (libcalls.c), the default classes do not.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
