@@ -6,7 +6,9 @@
  * Starting lazily, at the first instrumented call rather than in a
  * constructor, means a process that runs no instrumented code (a shell
  * under `traceagent record`, a program it executes) creates no dump and
- * prints nothing: loading the agent changes nothing for it.
+ * prints nothing: loading the agent changes nothing for it.  Library calls
+ * of the classes TRACEAGENT_LIBCALLS names explicitly start it too
+ * (libcalls.c), the default classes do not.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -18,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +44,7 @@
 uint32_t ta_state;
 uint32_t ta_pid;
 uint32_t ta_lc_on;
+uint32_t ta_lc_asked;
 
 void ta_libcalls_enable(int on)
 {
@@ -140,8 +145,9 @@ static void on_fork_child(void)
 	 * agent (a thread cannot be created safely from here). */
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
 		return;
-	/* Library calls wait for the restart too. */
-	ta_libcalls_enable(0);
+	/* Library calls wait for the restart too; the classes asked for
+	 * explicitly make it, as they start the agent (libcalls.c). */
+	__atomic_store_n(&ta_lc_on, ta_lc_asked, __ATOMIC_RELAXED);
 	TA_GUARD_ENTER();
 	ta_pid = (uint32_t)getpid();
 	ta_flusher_forget();
@@ -305,6 +311,34 @@ static int start(void)
 	return 0;
 }
 
+/*
+ * Tells `traceagent record` that this process started the agent, so that
+ * the loader can say why the program it ran wrote no dump when it never did
+ * (loader/record.c).  TRACEAGENT_RECORD_NOTIFY names a pipe of the loader's
+ * (/proc/PID/fd/N): one 8-byte record, pid and outcome, written whole
+ * (below PIPE_BUF), never waited for; anything but a pipe is left alone.
+ */
+static void tell_loader(int ok)
+{
+	const char *path = secure_getenv("TRACEAGENT_RECORD_NOTIFY");
+	uint32_t rec[2] = {(uint32_t)getpid(), (uint32_t)ok};
+	struct stat st;
+	int fd;
+
+	if (!path || !*path)
+		return;
+	TA_GUARD_ENTER(); /* the agent's open and write, not the program's */
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0) {
+		if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+		    write(fd, rec, sizeof(rec)) < 0) {
+			/* A loader gone or a full pipe: it only loses a remark. */
+		}
+		close(fd);
+	}
+	TA_GUARD_LEAVE();
+}
+
 int ta_agent_ensure_started(void)
 {
 	uint32_t s = __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE);
@@ -317,8 +351,11 @@ int ta_agent_ensure_started(void)
 		errno = saved;
 		/* Release: threads waiting below then see the pool and dump. */
 		__atomic_store_n(&ta_state, ok ? TA_S_RUNNING : TA_S_STOPPED, __ATOMIC_RELEASE);
-		if (ok)
-			ta_libcalls_enable(1);
+		/* Off when it could not start: the classes that were to start
+		 * it would otherwise try again at every call. */
+		ta_libcalls_enable(ok);
+		tell_loader(ok);
+		errno = saved;
 		return ok;
 	}
 	/* Another thread is starting the agent: it takes milliseconds. */

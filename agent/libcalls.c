@@ -203,12 +203,26 @@ static inline void *lc_real(unsigned i)
 
 #define REAL(name) ((__typeof__(&name))lc_real(LC_##name))
 
-/* Resolved before the program's constructors where possible, so a first
- * call from a signal handler does not have to run dlsym. */
+/*
+ * Resolved before the program's constructors where possible, so a first
+ * call from a signal handler does not have to run dlsym.
+ *
+ * Then the classes TRACEAGENT_LIBCALLS names explicitly are armed: their
+ * first call goes to the recording path, whose slow path starts the agent
+ * (ring.c), so an uninstrumented program's library calls are recorded.
+ * The default classes (io, sleep) arm nothing: a shell or any other
+ * uninstrumented program under `traceagent record` makes reads and writes,
+ * and must still create no dump unless library calls were asked for.
+ * Relaxed store: the agent is not running, and ensure_started's enable
+ * replaces the value with the settings' classes once it is.
+ */
 __attribute__((constructor(101))) static void lc_init(void)
 {
 	for (unsigned i = 0; i < LC_COUNT; i++)
 		(void)lc_real(i);
+	ta_lc_asked = ta_settings_libcalls_asked();
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_UNINIT)
+		__atomic_store_n(&ta_lc_on, ta_lc_asked, __ATOMIC_RELAXED);
 }
 
 /* ---- the arena for dlsym's allocations --------------------------------------- */

@@ -133,8 +133,9 @@ static void size_setting(const char *name, uint64_t min, uint64_t max, uint64_t 
 }
 
 /* "all", "none", or a comma-separated list of classes; a bad word is
- * named and the default kept. */
-static uint32_t libcalls_setting(void)
+ * named (when warn) and the default kept.  *explicit: the variable says
+ * which classes (set, not empty, and valid). */
+static uint32_t libcalls_parse(int warn, int *explicit)
 {
 	static const struct {
 		const char *name;
@@ -144,6 +145,7 @@ static uint32_t libcalls_setting(void)
 	const char *v = setting_env("TRACEAGENT_LIBCALLS");
 	uint32_t mask = 0;
 
+	*explicit = 0;
 	if (!v || !*v)
 		return TA_DEFAULT_LIBCALLS;
 	for (const char *p = v; *p;) {
@@ -154,6 +156,8 @@ static uint32_t libcalls_setting(void)
 			if (strlen(words[i].name) == n && !strncmp(p, words[i].name, n))
 				break;
 		if (i == sizeof(words) / sizeof(words[0])) {
+			if (!warn)
+				return TA_DEFAULT_LIBCALLS;
 			ta_warn("TRACEAGENT_LIBCALLS: '%.*s' is not all, none, alloc, lock, io or "
 				"sleep; using the default",
 				(int)(n > 64 ? 64 : n), p);
@@ -164,7 +168,23 @@ static uint32_t libcalls_setting(void)
 		if (*p == ',')
 			p++;
 	}
+	*explicit = 1;
 	return mask;
+}
+
+static uint32_t libcalls_setting(void)
+{
+	int explicit;
+
+	return libcalls_parse(1, &explicit);
+}
+
+uint32_t ta_settings_libcalls_asked(void)
+{
+	int explicit;
+	uint32_t mask = libcalls_parse(0, &explicit);
+
+	return explicit ? mask : 0;
 }
 
 /* A signal by name (USR1, USR2, HUP, PROF, with or without SIG) or

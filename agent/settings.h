@@ -53,6 +53,10 @@ void ta_settings_load(struct ta_settings *s) TA_HIDDEN;
 /* Under `traceagent attach`: the settings as "NAME=VALUE" lines, read in
  * place of the environment (agent/attach.c); NULL otherwise. */
 extern const char *ta_settings_attach TA_HIDDEN;
+/* The library-call classes TRACEAGENT_LIBCALLS names explicitly, quietly
+ * (0 when unset, empty, none or bad: ta_settings_load says why later).
+ * Those calls start the agent as a hook does (libcalls.c). */
+uint32_t ta_settings_libcalls_asked(void) TA_HIDDEN;
 /* Parses "64K", "1M", "2G", "4096"; 0 on success. */
 int ta_parse_size(const char *s, uint64_t *out) TA_HIDDEN;
 /* Expands %p and %% of a pattern; 0, or -1 if it does not fit. */

@@ -11,9 +11,11 @@
  * protocol buffers.
  *
  * Viewers show a Chrome event's args as part of its name (speedscope
- * names a frame "main {\"module\":...}"): a call's module goes in its
- * category, and a call has args only when there is more to say (a zone's
- * text and value, a call still open at the end).
+ * names a frame "main {\"module\":...}", and "main {}" for empty args):
+ * no slice has args.  A call's module goes in its category, a call still
+ * open at the end adds ",open" to it, and a zone's text and value go in an
+ * instant event of their own at the zone's start (cat "zone,args"), which
+ * speedscope ignores and Perfetto and chrome://tracing show on the track.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -114,9 +116,11 @@ static void usage(FILE *f)
 		"  --min-duration=TIME   only calls that lasted at least TIME (10us)\n"
 		"  The manual API: messages, instants and channel switches are instant\n"
 		"  events (\"i\"), counters counter events (\"C\"), the frames of each set\n"
-		"  slices on a track \"frames: SET\", zones slices (cat \"zone\") with their\n"
-		"  text and value in args.  A call's category is \"function,MODULE\",\n"
-		"  \"libcall\" or \"zone\".\n"
+		"  slices on a track \"frames: SET\", zones slices (cat \"zone\"), their\n"
+		"  text and value in args of an instant at the zone's start (cat\n"
+		"  \"zone,args\").  A call's category is \"function,MODULE\", \"libcall\" or\n"
+		"  \"zone\", with \",open\" for a call still open at the end; slices have no\n"
+		"  args (speedscope would glue them to the names).\n"
 		"\n"
 		"pprof:\n"
 		"  --srcline             each function's source file and line\n"
@@ -196,7 +200,7 @@ static const char *fmt_us(char *buf, size_t n, int64_t ns)
 }
 
 /* The zone args of a slice, removed from the waiting ones: ", \"text\": ..."
- * into buf, or "". */
+ * into buf (the args of the instant written before the slice), or "". */
 static const char *zone_args(struct export *e, const struct ta_tlcall *c, char *buf, size_t n)
 {
 	buf[0] = 0;
@@ -220,8 +224,8 @@ static const char *zone_args(struct export *e, const struct ta_tlcall *c, char *
 static void chrome_event(struct export *e, const struct ta_tlcall *c)
 {
 	char ts[32], dur[32], args[TA_TEXT_MAX * 6 + 64];
-	const char *zone = "", *open = c->flags & TA_VISIT_OPEN ? "\"open\": true" : "";
-	int n;
+	const char *zone = "";
+	int open = !!(c->flags & TA_VISIT_OPEN), n, catlen;
 
 	if (c->kind == TA_TL_ENTER)
 		return;
@@ -229,19 +233,27 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 		e->nomem = 1;
 		return;
 	}
-	if (e->nza) {
+	fmt_us(ts, sizeof(ts), c->start_ns);
+	if (e->nza)
 		zone = zone_args(e, c, args, sizeof(args));
+	if (*zone) {
 		/* zone_args writes ", ..." to follow another arg. */
-		if (*zone && !*open)
-			zone += 2;
+		n = fprintf(e->f,
+			    "%s{\"ph\": \"i\", \"s\": \"t\", \"name\": %s, \"cat\": \"zone,args\", "
+			    "\"pid\": %" PRIu32 ", \"tid\": %" PRIu64 ", \"ts\": %s, \"args\": {%s}}",
+			    e->events ? ",\n" : "\n", e->jname[c->fn], c->t->pid, c->t->tid, ts,
+			    zone + 2);
+		e->events++;
+		e->bytes += n > 0 ? (uint64_t)n : 0;
 	}
+	/* jcat is a JSON string: ",open" goes before its closing quote. */
+	catlen = (int)strlen(e->jcat[c->fn]) - (open ? 1 : 0);
 	n = fprintf(e->f,
-		    "%s{\"ph\": \"X\", \"name\": %s, \"cat\": %s, \"pid\": %" PRIu32
-		    ", \"tid\": %" PRIu64 ", \"ts\": %s, \"dur\": %s%s%s%s%s}",
-		    e->events ? ",\n" : "\n", e->jname[c->fn], e->jcat[c->fn], c->t->pid,
-		    c->t->tid, fmt_us(ts, sizeof(ts), c->start_ns),
-		    fmt_us(dur, sizeof(dur), (int64_t)c->dur_ns),
-		    *open || *zone ? ", \"args\": {" : "", open, zone, *open || *zone ? "}" : "");
+		    "%s{\"ph\": \"X\", \"name\": %s, \"cat\": %.*s%s, \"pid\": %" PRIu32
+		    ", \"tid\": %" PRIu64 ", \"ts\": %s, \"dur\": %s}",
+		    e->events ? ",\n" : "\n", e->jname[c->fn], catlen, e->jcat[c->fn],
+		    open ? ",open\"" : "", c->t->pid, c->t->tid, ts,
+		    fmt_us(dur, sizeof(dur), (int64_t)c->dur_ns));
 	e->events++;
 	e->bytes += n > 0 ? (uint64_t)n : 0;
 	if (!e->warned && (e->events > BIG_EVENTS || e->bytes > BIG_BYTES)) {
@@ -410,11 +422,11 @@ static void api(void *ctx, const struct ta_tlapi *a)
 			ta_json_str(e->f, name);
 			fprintf(e->f,
 				", \"cat\": \"frame\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64
-				", \"ts\": %s, \"dur\": %s, \"args\": {\"set\": ",
+				", \"ts\": %s, \"dur\": %s}",
 				fs->pid, fs->tid, fmt_us(ts, sizeof(ts), fs->last_ns),
 				fmt_us(dur, sizeof(dur), a->ns - fs->last_ns));
-			ta_json_str(e->f, ev->name);
-			fputs("}}", e->f);
+			/* No args (the set is the track's name): viewers would
+			 * glue them to the slice's name. */
 			e->events++;
 		}
 		fs->last_ns = a->ns;

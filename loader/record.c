@@ -73,8 +73,8 @@ static void usage(FILE *f)
 		   "                         [--channels LIST] [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
-		   "-finstrument-functions (or its functions named by --patch) and be\n"
-		   "dynamically linked.\n"
+		   "-finstrument-functions (or its functions named by --patch, or its library\n"
+		   "calls asked for with --libcalls) and be dynamically linked.\n"
 		   "\n"
 		   "  -o, --output FILE   the dump (an existing file is replaced; %%p = pid,\n"
 		   "                      %%%% = %%), or a collector: tcp://HOST:PORT,\n"
@@ -509,12 +509,116 @@ static void child_prepare(const char *pattern, int explicit_output, int report_f
 		;
 }
 
+/* ---- what became of the dumps ------------------------------------------- */
+
+/*
+ * The pipe the agents of the program and its descendants tell when they
+ * start (agent.c's tell_loader): its read end, kept here, is reached by
+ * path, /proc/OUR-PID/fd/N, so the program inherits no descriptor.
+ * Returns the read end, or -1 (the loader then cannot tell a program that
+ * ran no instrumented code from an agent that failed and said so).
+ */
+static int notify_open(void)
+{
+	char path[64];
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	close(p[1]);
+	snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)getpid(), p[0]);
+	if (access(path, W_OK) < 0 || set_env("TRACEAGENT_RECORD_NOTIFY", path) < 0) {
+		close(p[0]);
+		return -1;
+	}
+	return p[0];
+}
+
+#define MAX_CHILD_DUMPS 4 /* named in the line; the rest are counted */
+
+struct started {
+	int self;	/* the program's own process started the agent */
+	int children;	/* other processes that started it */
+	pid_t child[MAX_CHILD_DUMPS]; /* the first of them */
+};
+
+/* Reads the agents' records: pid, then 1 when it started (0: it could not,
+ * and said why itself). */
+static void notify_read(int fd, pid_t pid, struct started *st)
+{
+	uint32_t rec[2];
+
+	memset(st, 0, sizeof(*st));
+	while (read(fd, rec, sizeof(rec)) == (ssize_t)sizeof(rec)) {
+		if ((pid_t)rec[0] == pid) {
+			st->self = 1;
+			continue;
+		}
+		if (!rec[1])
+			continue;
+		/* An exec'd image starts again under the same pid. */
+		int seen = 0;
+		for (int i = 0; i < st->children && i < MAX_CHILD_DUMPS; i++)
+			seen |= st->child[i] == (pid_t)rec[0];
+		if (seen)
+			continue;
+		if (st->children < MAX_CHILD_DUMPS)
+			st->child[st->children] = (pid_t)rec[0];
+		st->children++;
+	}
+}
+
+/*
+ * The line for a program whose own process never started the agent: it
+ * wrote no dump, and says why.  The loader speaks for the program it ran:
+ * its children's agents speak for themselves, but a dump they wrote is
+ * named here, since the program's own is missing.
+ */
+static void say_no_dump(const struct record_opts *o, const char *output, const struct started *st)
+{
+	const char *prog = o->argv[0];
+	char path[PATH_MAX], names[1024] = "";
+	size_t len = 0;
+	int named = 0;
+
+	for (int i = 0; i < st->children && i < MAX_CHILD_DUMPS; i++) {
+		expand_output(output, st->child[i], path, sizeof(path));
+		if (ta_addr_is_stream(output) || access(path, F_OK) < 0)
+			continue;
+		int n = snprintf(names + len, sizeof(names) - len, "%s%s", named ? ", " : "", path);
+		if (n < 0 || (size_t)n >= sizeof(names) - len)
+			break;
+		len += (size_t)n;
+		named++;
+	}
+	if (named) {
+		fprintf(stderr,
+			"traceagent: %s ran no instrumented code; processes it started wrote %s%s\n",
+			prog, names, st->children > named ? " and more" : "");
+		return;
+	}
+	if (o->libcalls && strcmp(o->libcalls, "none")) {
+		fprintf(stderr,
+			"traceagent: %s ran no instrumented code and made no library call of those "
+			"recorded (%s): no dump written (build with -finstrument-functions, or trace "
+			"its functions with --patch)\n",
+			prog, o->libcalls);
+		return;
+	}
+	fprintf(stderr,
+		"traceagent: %s ran no instrumented code: no dump written (build with "
+		"-finstrument-functions, or trace its functions with --patch, or its library "
+		"calls with --libcalls)\n",
+		prog);
+}
+
 static int run(const struct record_opts *o, const char *prog_path, const char *output,
 	       int explicit_output)
 {
 	struct sigaction old_act[NFORWARDED], act;
 	sigset_t block, old_mask;
-	int report[2], status, installed[NFORWARDED];
+	int report[2], status, installed[NFORWARDED], notify;
+	struct started started;
 	char stale = 0, path[PATH_MAX];
 	pid_t pid;
 	ssize_t n;
@@ -523,6 +627,7 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 		fprintf(stderr, "traceagent: pipe: %s\n", strerror(errno));
 		return EXIT_LOADER;
 	}
+	notify = notify_open();
 
 	/* Signals wait until child_pid is known (A), so none is lost. */
 	sigemptyset(&block);
@@ -582,8 +687,14 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 	child_pid = 0;
 
 	expand_output(output, pid, path, sizeof(path));
+	if (notify >= 0) {
+		notify_read(notify, pid, &started);
+		close(notify);
+	}
 	if (n == 1 && !stale && !ta_addr_is_stream(output) && access(path, F_OK) == 0)
 		fprintf(stderr, "traceagent: dump written to %s\n", path);
+	else if (n == 1 && notify >= 0 && !started.self)
+		say_no_dump(o, output, &started);
 
 	if (WIFSIGNALED(status))
 		die_of_signal(WTERMSIG(status));

@@ -267,7 +267,7 @@ class PerfettoTest(tahelp.Case):
                 with open(out) as fh:
                     doc = json.load(fh)
                 want = sorted((x["tid"], x["name"], round(x["ts"] * 1000),
-                               round(x["dur"] * 1000), "args" in x)
+                               round(x["dur"] * 1000), x["cat"].endswith(",open"))
                               for x in doc["traceEvents"] if x["ph"] == "X")
                 tids = {u: one(t, "tid") for u, t in tr.threads().items()}
                 got = sorted((tids[s["track"]], s["name"], s["start"] - tr.t0,

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: MIT
+"""A newcomer's first trace: `traceagent record` of a program with no
+instrumented code says in one line why no dump was written, and exits with
+the program's status; with --libcalls that program's library calls are
+recorded (the agent starts at the first one); a shell under record, asked
+for nothing, still creates no dump; record speaks for the program it ran,
+naming the dumps its children wrote when it wrote none itself."""
+
+import glob
+import os
+
+import tahelp
+
+WHY = ("traceagent: %s ran no instrumented code: no dump written (build with "
+       "-finstrument-functions, or trace its functions with --patch, or its library calls "
+       "with --libcalls)")
+LIB = "[libcall]"
+
+
+class FirstTraceTest(tahelp.Case):
+
+    def plain(self):
+        return self.prog("plainio")
+
+    def traces(self):
+        return sorted(glob.glob(self.path("*.trace")))
+
+    def test_uninstrumented_says_why(self):
+        """The exact line, the program's status and output, no dump, for a
+        program named by path and one found in PATH."""
+        lines = "".join("line %d\n" % i for i in range(3))
+        r = self.run_record([self.plain(), "3", "7"])
+        self.assertEqual((r.returncode, r.stdout), (7, lines))
+        self.assertEqual(r.stderr_lines(), [WHY % self.plain()])
+        self.assertEqual(self.traces(), [])
+        r = self.run_record(["plainio", "3", "0"], dump=False,
+                            env={"PATH": os.path.dirname(self.plain()) + ":/usr/bin:/bin"})
+        self.assertEqual((r.returncode, r.stdout), (0, lines))
+        self.assertEqual(r.stderr_lines(), [WHY % "plainio"])
+        self.assertEqual(self.traces(), [])
+
+    def test_host_true(self):
+        self.need_host_program("true")
+        r = self.run_record(["true"])
+        self.assertEqual((r.returncode, r.stdout), (0, ""))
+        self.assertEqual(r.stderr_lines(), [WHY % "true"])
+        self.assertFalse(os.path.exists(r.dump))
+
+    def test_libcalls_recorded(self):
+        """--libcalls io and all: the 5 writes of the uninstrumented program
+        are in the dump, exactly, and the loader names the dump."""
+        for classes in ("io", "all"):
+            with self.subTest(classes=classes):
+                r = self.run_record([self.plain(), "5", "3"], ["--libcalls", classes])
+                self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertEqual(r.stdout, "".join("line %d\n" % i for i in range(5)))
+                self.assertEqual(r.stderr_lines(), ["traceagent: dump written to " + r.dump])
+                rep = self.report(r.dump)
+                self.assert_whole(rep)
+                funcs = self.functions(rep)
+                self.assertEqual(funcs["write"]["calls"], 5)
+                self.assertEqual(funcs["write"]["module"], LIB)
+                if classes == "io":
+                    self.assertEqual(sorted(funcs), ["write"])
+                io = self.lc_io(r.dump)
+                self.assertEqual([(f["fd"], f["calls"], f["bytes_done"]) for f in io["fds"]],
+                                 [("1", 5, 5 * len("line 0\n"))])
+
+    def lc_io(self, dump):
+        import json
+        p = self.report_raw(dump, "--io", "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)["io"]
+
+    def test_libcalls_env_preload(self):
+        """TRACEAGENT_LIBCALLS set explicitly starts the agent without
+        record too; the default classes (io, sleep) do not."""
+        out = self.fresh("env")
+        r = self.run_preload([self.plain(), "4"], dump=out,
+                             env={"TRACEAGENT_LIBCALLS": "io,sleep"})
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assert_calls(self.functions(self.report(out)), {"write": 4})
+        out = self.fresh("default")
+        r = self.run_preload([self.plain(), "4"], dump=out)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertFalse(os.path.exists(out))
+
+    def test_libcalls_nothing_recorded(self):
+        """Asked for a class the program never calls: no dump, and the line
+        says so without suggesting --libcalls."""
+        r = self.run_record([self.plain(), "2"], ["--libcalls", "lock"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr_lines(), [
+            "traceagent: %s ran no instrumented code and made no library call of those "
+            "recorded (lock): no dump written (build with -finstrument-functions, or trace "
+            "its functions with --patch)" % self.plain()])
+        self.assertFalse(os.path.exists(r.dump))
+
+    def test_shell_creates_no_dump(self):
+        """A script under record with nothing asked: the shell reads and
+        writes (the default classes), and no process creates a dump; the
+        line names the script."""
+        self.need_host_program("/bin/sh")
+        script = self.path("run-plain")
+        with open(script, "w") as fh:
+            fh.write("#!/bin/sh\n%s 2\necho done\n" % self.plain())
+        os.chmod(script, 0o755)
+        r = self.run_record([script], dump=self.path("sh-%p.trace"))
+        self.assertEqual((r.returncode, r.stdout), (0, "line 0\nline 1\ndone\n"))
+        self.assertEqual(r.stderr_lines(), [WHY % script])
+        self.assertEqual(self.traces(), [])
+
+    def test_children_dumps_named(self):
+        """A shell that ran no instrumented code but started traced
+        programs: one line naming their dumps (not the shell's)."""
+        self.need_host_program("/bin/sh")
+        fib = self.prog("fib-O0")
+        r = self.run_record(["/bin/sh", "-c", "%s 5; %s 6; true" % (fib, fib)],
+                            dump=self.path("kid-%p.trace"))
+        self.assertEqual((r.returncode, r.stdout), (0, "fib(5) = 5\nfib(6) = 8\n"), r.stderr)
+        dumps = self.traces()
+        self.assertEqual(len(dumps), 2, dumps)
+        lines = r.stderr_lines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        prefix = "traceagent: /bin/sh ran no instrumented code; processes it started wrote "
+        self.assertTrue(lines[0].startswith(prefix), lines[0])
+        self.assertEqual(sorted(lines[0][len(prefix):].split(", ")), dumps)
+
+    def test_agent_failure_not_blamed_on_program(self):
+        """An instrumented program whose agent cannot write its dump says
+        so itself: the loader adds nothing."""
+        dump = self.path("no-such-dir/x.trace")
+        r = self.run_record([self.prog("fib-O0"), "5"], dump=dump)
+        self.assertEqual((r.returncode, r.stdout), (0, "fib(5) = 5\n"))
+        lines = r.stderr_lines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn("cannot create the dump", lines[0])
+
+
+if __name__ == "__main__":
+    tahelp.main()
