@@ -132,14 +132,19 @@ class CtlTest(tahelp.Case):
     def test_other_user_refused(self):
         if os.geteuid() != 0:
             self.skipTest("needs root: connecting as another user (uid 65534) is refused")
-        # In /tmp/traceagent-0, which the other user can be let into.
-        t = Traced(self, xdg="")
+        # In a runtime directory of this test's own under /tmp, which the
+        # other user can be let into (not /tmp/traceagent-0: other tests
+        # running at the same time use it, and the agent refuses it open).
+        import shutil
+        import tempfile
+        xdg = tempfile.mkdtemp(prefix="ta-ctl-other.")
+        self.addCleanup(shutil.rmtree, xdg, True)
+        os.chmod(xdg, 0o711)
+        t = Traced(self, xdg=xdg)
         path = t.sock()
         # Let the other user reach the socket, so that the agent's own
-        # check (SO_PEERCRED) is what refuses it; the directory as it was
-        # after (the agent refuses a directory others may enter).
+        # check (SO_PEERCRED) is what refuses it.
         os.chmod(os.path.dirname(path), 0o711)
-        self.addCleanup(os.chmod, os.path.dirname(path), 0o700)
         os.chmod(path, 0o777)
         r, w = os.pipe()
         child = os.fork()
