@@ -18,10 +18,10 @@ GENDUMP = os.path.join(os.path.dirname(os.path.dirname(TRACEAGENT)), "tests", "u
 
 
 class Jobs(Case):
-    def outputs(self, dump, argv, out_file=None):
+    def outputs(self, dump, argv, out_file=None, jobs=JOBS):
         """(status, stdout, stderr, the written file) of argv with each -j."""
         res = {}
-        for j in JOBS:
+        for j in jobs:
             args = [TRACEAGENT] + argv[:1] + ["-j", j] + argv[1:]
             if out_file:
                 args = [a.replace("@OUT", out_file) for a in args]
@@ -36,8 +36,10 @@ class Jobs(Case):
         return res
 
     def same(self, dump, argv, out_file=None):
-        res = self.outputs(dump, argv, out_file)
-        for j in JOBS[1:]:
+        # -j4 only for report, the command with workers of its own.
+        jobs = JOBS if argv[0] == "report" else JOBS[:2]
+        res = self.outputs(dump, argv, out_file, jobs)
+        for j in jobs[1:]:
             self.assertEqual(res[j], res["1"], "%s -j%s differs from -j1 on %s"
                              % (" ".join(argv), j, dump))
         return res["1"]
@@ -45,7 +47,7 @@ class Jobs(Case):
     def all_commands(self, dump, pipe_ok=True):
         out = self.path("out")
         for argv in (["report"], ["report", "--json"], ["report", "--json", "--threads"],
-                     ["report", "--csv", "--sort=self"], ["graph", "--json"], ["graph"],
+                     ["graph", "--json"],
                      ["info", "--json"], ["counters", "--json"]):
             self.same(dump, argv)
         for fmt in ("chrome", "perfetto", "pprof", "folded"):
@@ -55,12 +57,13 @@ class Jobs(Case):
         self.same(dump, ["frames", "--json"])
 
     def test_samples(self):
-        runs = (("fib-O2", ["20"]), ("threads-O2", []), ("fork-O2", []), ("exec-O2", []),
+        runs = (("fib-O2", ["20"]), ("threads-O2", []), ("fork-O2", []), ("exec-O2", [self.prog("fib-O2"), "12"]),
                 ("longjmp-O2", []), ("jumps-O0", ["1"]), ("apiviews-O2", []),
-                ("gameloop-O2", []), ("libcalls-O2", []))
+                ("gameloop-O2", []), ("libcalls-O2", ["alloc"]))
         for prog, argv in runs:
             with self.subTest(prog=prog):
-                r = self.traced("preload", [self.prog(prog)] + argv)
+                r = self.traced("preload", [self.prog(prog)] + argv,
+                                env={"TRACEAGENT_LIBCALLS": "all"})
                 st = self.same(r.dump, ["report", "--json"])
                 self.assertEqual(st[0], 0, st[2])
                 self.all_commands(r.dump)
@@ -83,7 +86,7 @@ class Jobs(Case):
         return out
 
     def test_damage(self):
-        src = self.big(3000000, 3)
+        src = self.big(1500000, 3)
         cs = chunks(src)
         ev = [c for c in cs if c[1] == tadump.EVENTS]
         self.assertGreater(len(ev), 20)
@@ -119,7 +122,9 @@ class Jobs(Case):
             with self.subTest(variant=name):
                 dump = self.variant(src, name, edit)
                 st = self.same(dump, ["report", "--json", "--threads"])
-                self.assertEqual(st[0], 0 if name == "whole" else 1, (name, st[2]))
+                # Damage is an error; a loss or a missing END a warning.
+                self.assertEqual(st[0], 1 if name in ("badcrc", "truncated") else 0,
+                                 (name, st[2]))
                 for argv in (["report"], ["graph", "--json"], ["info", "--json"]):
                     self.same(dump, argv)
                 self.same(dump, ["export", "--format=folded", "-o", "@OUT"], self.path("f"))
