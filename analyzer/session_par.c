@@ -219,14 +219,14 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 		sl = &pp.slots[pp.head % pp.nslots];
 		pthread_mutex_lock(&pp.mu);
 		while (sl->state != SLOT_DONE) {
-			struct slot *mine = sl->state == SLOT_QUEUED ? take(&pp) : NULL;
+			/* While a worker has it, the reader does the next
+			 * chunk that nobody took (this one, if queued). */
+			struct slot *mine = take(&pp);
 
 			if (!mine) {
 				pthread_cond_wait(&pp.done, &pp.mu);
 				continue;
 			}
-			/* Nobody took it yet: the next in order is this one, or
-			 * one before it is done and this one queued after. */
 			pthread_mutex_unlock(&pp.mu);
 			slot_work(&pp, mine);
 			pthread_mutex_lock(&pp.mu);
