@@ -3,11 +3,29 @@
  * cmdopts.c - the subcommands' option parser and the values they share;
  * see cmdopts.h.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmdopts.h"
+#include "session.h"
+
+#define JOBS_MAX 1024u
+
+/* The CPUs this process may run on (taskset, a container's cpuset). */
+static unsigned cpus_usable(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
 
 void ta_opts_init(struct ta_opts *p, const char *cmd, const struct ta_opt *table,
 		  void (*usage)(FILE *f), int argc, char **argv)
@@ -19,6 +37,40 @@ void ta_opts_init(struct ta_opts *p, const char *cmd, const struct ta_opt *table
 	p->argc = argc;
 	p->argv = argv;
 	p->i = 1;
+	/* -j's default: a worker per CPU (the dump reader's; see session.h). */
+	ta_session_jobs = cpus_usable();
+	if (ta_session_jobs > 64)
+		ta_session_jobs = 64;
+}
+
+/* -j N, -jN, --jobs N, --jobs=N (every analysis command takes it): 1 if a
+ * was it (taken, with its value), 0 if not, or TA_OPT_EXIT / MISSING. */
+static int jobs_option(struct ta_opts *p, const char *a)
+{
+	static const struct ta_opt jobs = {"--jobs", TA_ARG_EITHER, 0};
+	uint64_t n;
+
+	if (!strncmp(a, "-j", 2) && a[2] != '-')
+		p->val = a[2] ? a + 2 : NULL;
+	else if (!strcmp(a, "--jobs"))
+		p->val = NULL;
+	else if (!strncmp(a, "--jobs=", 7))
+		p->val = a + 7;
+	else
+		return 0;
+	p->opt = &jobs;
+	if (!p->val) {
+		if (p->i >= p->argc)
+			return TA_OPT_MISSING;
+		p->val = p->argv[p->i++];
+	}
+	if (ta_opts_u64(p, "is not a number of jobs from 1 to 1024", &n) ||
+	    (!n || n > JOBS_MAX ? ta_opts_bad(p, "is not a number of jobs from 1 to 1024") : 0)) {
+		p->status = 2;
+		return TA_OPT_EXIT;
+	}
+	ta_session_jobs = (unsigned)n;
+	return 1;
 }
 
 /* The entry that takes word a (its value in *val), or NULL.  A missing
@@ -48,6 +100,8 @@ int ta_opts_next(struct ta_opts *p)
 	const char *a;
 
 	for (;;) {
+		int j;
+
 		p->opt = NULL;
 		p->val = NULL;
 		if (p->i >= p->argc)
@@ -63,6 +117,11 @@ int ta_opts_next(struct ta_opts *p)
 			return TA_OPT_ARG;
 		}
 		p->i++;
+		if (!leading && (j = jobs_option(p, a)) != 0) {
+			if (j < 0)
+				return j;
+			continue;
+		}
 		if (strcmp(a, "--"))
 			break;
 		if (leading)

@@ -267,9 +267,10 @@ uint64_t ta_dump_offset(const struct ta_dump *d)
 	return here(d);
 }
 
-int ta_dump_next(struct ta_dump *d, struct ta_chunk *c)
+/* The next chunk with its payload as stored (c->payload into the read
+ * buffer); ta_dump_next and ta_dump_next_stored share it. */
+static int next_stored(struct ta_dump *d, struct ta_chunk *c)
 {
-	const uint8_t *hdr, *stored;
 	size_t total;
 	ssize_t n;
 	int rc;
@@ -299,37 +300,54 @@ int ta_dump_next(struct ta_dump *d, struct ta_chunk *c)
 		 * size that was wrong. */
 		return damaged(d, c, -TA_E_TOOBIG, -TA_E_TRUNCATED);
 	}
-	hdr = d->buf + d->pos;
-	stored = hdr + TA_CHUNK_HEADER_SIZE;
-	if (ta_chunk_verify(hdr, &c->h, stored) < 0)
+	if (ta_chunk_verify(d->buf + d->pos, &c->h, d->buf + d->pos + TA_CHUNK_HEADER_SIZE) < 0)
 		return damaged(d, c, -TA_E_CHECKSUM, -TA_E_CHECKSUM);
 	/* From here the chunk's extent is trusted: a bad payload skips just
 	 * this chunk. */
+	c->payload = d->buf + d->pos + TA_CHUNK_HEADER_SIZE;
+	c->len = c->h.stored_size;
 	d->pos += total;
-	if (!(c->h.flags & TA_CHUNK_F_LZ4)) {
-		c->payload = stored;
-		c->len = c->h.stored_size;
-		return 1;
-	}
-	if (c->h.raw_size > d->raw_cap) {
-		uint8_t *b = realloc(d->raw, c->h.raw_size);
+	return 1;
+}
 
-		if (!b) {
-			d->dead = 1;
+int ta_dump_next_stored(struct ta_dump *d, struct ta_chunk *c)
+{
+	return next_stored(d, c);
+}
+
+int ta_chunk_decompress(struct ta_chunk *c, uint8_t **buf, size_t *cap)
+{
+	if (!(c->h.flags & TA_CHUNK_F_LZ4))
+		return 0;
+	if (c->h.raw_size > *cap) {
+		uint8_t *b = realloc(*buf, c->h.raw_size);
+
+		if (!b)
 			return -TA_E_NOMEM;
-		}
-		d->raw = b;
-		d->raw_cap = c->h.raw_size;
+		*buf = b;
+		*cap = c->h.raw_size;
 	}
 	/* The bound is the raw size and the result must be exactly it. */
-	if (LZ4_decompress_safe((const char *)stored, (char *)d->raw, (int)c->h.stored_size,
+	if (LZ4_decompress_safe((const char *)c->payload, (char *)*buf, (int)c->h.stored_size,
 				(int)c->h.raw_size) != (int)c->h.raw_size) {
-		c->skipped = total;
+		c->skipped = TA_CHUNK_HEADER_SIZE + (uint64_t)c->h.stored_size;
 		return -TA_E_DECOMPRESS;
 	}
-	c->payload = d->raw;
+	c->payload = *buf;
 	c->len = c->h.raw_size;
-	return 1;
+	return 0;
+}
+
+int ta_dump_next(struct ta_dump *d, struct ta_chunk *c)
+{
+	int rc = next_stored(d, c);
+
+	if (rc <= 0)
+		return rc;
+	rc = ta_chunk_decompress(c, &d->raw, &d->raw_cap);
+	if (rc == -TA_E_NOMEM)
+		d->dead = 1;
+	return rc < 0 ? rc : 1;
 }
 
 void ta_dump_close(struct ta_dump *d)

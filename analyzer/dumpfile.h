@@ -71,6 +71,17 @@ const struct ta_file_header *ta_dump_header(const struct ta_dump *d);
  */
 int ta_dump_next(struct ta_dump *d, struct ta_chunk *c);
 
+/* As ta_dump_next, but an LZ4 chunk's payload stays as stored (c->payload
+ * and c->len the stored bytes, valid until the next call): the parallel
+ * reader decompresses it in a worker with ta_chunk_decompress. */
+int ta_dump_next_stored(struct ta_dump *d, struct ta_chunk *c);
+
+/* Decompresses an LZ4 chunk that ta_dump_next_stored returned (nothing to
+ * do for another) into *buf (grown as needed; *cap its size, the caller
+ * owns it) and points c->payload and c->len at the result.  0, or
+ * -TA_E_DECOMPRESS (c->skipped set as ta_dump_next does) or -TA_E_NOMEM. */
+int ta_chunk_decompress(struct ta_chunk *c, uint8_t **buf, size_t *cap);
+
 /* Bytes of the file consumed so far (the offset of the next chunk). */
 uint64_t ta_dump_offset(const struct ta_dump *d);
 

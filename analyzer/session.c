@@ -45,6 +45,8 @@ void ta_session_error(struct ta_session *s, int code, const struct ta_chunk *c, 
 
 /* ---- reading a dump ----------------------------------------------------------- */
 
+unsigned ta_session_jobs = 1;
+
 int ta_session_read(struct ta_session *s, const char *path, uint64_t *err_offset)
 {
 	struct ta_dump *d;
@@ -56,6 +58,10 @@ int ta_session_read(struct ta_session *s, const char *path, uint64_t *err_offset
 	if (rc < 0)
 		return rc;
 	s->fh = *ta_dump_header(d);
+	if (ta_session_jobs > 1) {
+		rc = ta_sess_read_par(s, d, ta_session_jobs, err_offset);
+		goto out;
+	}
 	for (;;) {
 		rc = ta_dump_next(d, &c);
 		if (rc == 0)
@@ -76,6 +82,7 @@ int ta_session_read(struct ta_session *s, const char *path, uint64_t *err_offset
 			break;
 		}
 	}
+out:
 	s->file_bytes = ta_dump_offset(d);
 	{
 		int e = errno;

@@ -290,7 +290,15 @@ struct ta_session {
 	struct ta_visitor v;
 	/* The process whose frames the walk is closing (its pauses). */
 	const struct ta_process *walk_proc;
+	/* The parallel reader's sums of the EVENTS chunk being taken, or
+	 * NULL (session_int.h). */
+	struct ta_chunk_part *part;
 };
+
+/* Workers that ta_session_read decodes EVENTS chunks with (1: none, the
+ * chunks read and walked in one thread); the commands' -j sets it.  The
+ * results are the same whatever it is. */
+extern unsigned ta_session_jobs;
 
 /* Returns a new empty session, or NULL without memory.  v may be NULL (no
  * visits); it is copied. */

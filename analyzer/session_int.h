@@ -48,4 +48,63 @@ void ta_sess_process_free(struct ta_process *p);
 int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p);
 void ta_sess_thread_close(struct ta_session *s, struct ta_thread *t);
 
+/* ---- the parallel reader (session_par.c) and its per-chunk profiles ---- */
+
+/* A function of one EVENTS chunk, summed by a worker (calls completed in
+ * the chunk; those that began before it are left to the merge). */
+struct ta_part_fn {
+	uint64_t addr;
+	uint64_t calls, unwound, total, self, min, max, sum;
+	uint32_t active0, active; /* on the stack at the chunk's start, now */
+	struct ta_hist hist;
+};
+
+/* A frame of the worker's stack: below nph, one the chunk's snapshot
+ * says was open at its start (its enter and child time are the merge's). */
+struct ta_part_frame {
+	uint64_t addr, enter, child;
+	uint32_t fn; /* index in fns + 1, or 0 */
+};
+
+/* An exit of a frame open at the chunk's start, in order. */
+struct ta_part_edge {
+	uint64_t ticks, child; /* child: time in callees within this chunk */
+	unsigned flags;
+};
+
+/*
+ * What a worker makes of one EVENTS chunk for the profile visitor, on the
+ * assumption that the thread's stack at its start is its snapshot; the
+ * merge checks that (else the chunk is walked again in order).
+ */
+struct ta_chunk_part {
+	int ok;	  /* usable: decoded whole, no overflow, no deeper than allowed */
+	int hist; /* the histograms were filled */
+	struct ta_decoder dec;
+	struct ta_part_fn *fns;
+	size_t nfns, fns_cap;
+	uint32_t *slot; /* addr -> index + 1 */
+	size_t nslots;
+	struct ta_part_frame *stack;
+	uint32_t depth, cap, nph, used;
+	struct ta_part_edge *edges;
+	size_t nedges, edges_cap;
+	uint64_t events, unmatched, lost, last_ticks;
+	int have_ticks;
+};
+
+void ta_sess_part_init(struct ta_chunk_part *cp);
+void ta_sess_part_free(struct ta_chunk_part *cp);
+/* 0: the session's visitor is not the profile; 1: it is; 2: with histograms. */
+int ta_sess_part_mode(const struct ta_session *s);
+/* The worker's side: sums the chunk's payload (sets cp->ok). */
+void ta_sess_part_build(struct ta_chunk_part *cp, const uint8_t *payload, size_t len, int hist);
+/* The merge's side (ta_sess_events_chunk, for s->part): 1 when the sums
+ * were taken, 0 when the chunk must be walked, or -TA_E_NOMEM. */
+int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p,
+		       struct ta_chunk_part *cp);
+/* session_par.c: ta_session_read's loop with jobs workers. */
+int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
+		     uint64_t *err_offset);
+
 #endif

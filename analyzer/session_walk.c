@@ -312,8 +312,15 @@ int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct 
 {
 	struct ta_decoder *d = &s->dec;
 	struct ta_thread *t;
-	int rc = ta_decoder_begin(d, c->payload, c->len), rc2;
+	int rc, rc2;
 
+	if (s->part) {
+		/* A worker summed it already: taken unless it must be walked. */
+		rc = ta_sess_part_apply(s, c, p, s->part);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	}
+	rc = ta_decoder_begin(d, c->payload, c->len);
 	s->events_chunks++;
 	if (rc < 0) {
 		if (rc == -TA_E_NOMEM)
@@ -595,4 +602,400 @@ void ta_profile_visitor(struct ta_profile *p, struct ta_visitor *v)
 	v->ctx = p;
 	v->enter = profile_enter;
 	v->exit = p->hist ? profile_exit_hist : profile_exit;
+}
+
+/* ---- per-chunk profiles, for the parallel reader ------------------------------------ */
+
+/*
+ * A worker sums one EVENTS chunk as the profile would, from the chunk's
+ * snapshot as the stack, with no state but its own: the calls that begin
+ * and end in the chunk are summed per function; the exits of frames that
+ * were open at its start (the snapshot's) are kept in order, with the time
+ * their callees took in the chunk, for the merge to end them on the real
+ * frames, whose enter times only it knows; the frames still open at the
+ * end are pushed by the merge.  A function's outermost activation is found
+ * as in the walk: the snapshot says how many of its frames are open at the
+ * start.  The merge takes the result only where the walk would have done
+ * the same (ta_sess_part_apply's checks); anything else is walked again.
+ */
+void ta_sess_part_init(struct ta_chunk_part *cp)
+{
+	memset(cp, 0, sizeof(*cp));
+	ta_decoder_init(&cp->dec);
+}
+
+static void part_reset(struct ta_chunk_part *cp)
+{
+	for (size_t i = 0; i < cp->nfns; i++)
+		ta_hist_free(&cp->fns[i].hist);
+	cp->nfns = 0;
+	if (cp->nslots)
+		memset(cp->slot, 0, cp->nslots * sizeof(*cp->slot));
+	/* Stale slots must not look like the frame before (the fast push
+	 * below reuses a slot's function). */
+	for (uint32_t i = 0; i < cp->used && i < cp->cap; i++)
+		cp->stack[i].fn = 0;
+	cp->used = 0;
+	cp->depth = cp->nph = 0;
+	cp->nedges = 0;
+	cp->events = cp->unmatched = cp->lost = cp->last_ticks = 0;
+	cp->have_ticks = 0;
+	cp->ok = 0;
+}
+
+void ta_sess_part_free(struct ta_chunk_part *cp)
+{
+	part_reset(cp);
+	free(cp->fns);
+	free(cp->slot);
+	free(cp->stack);
+	free(cp->edges);
+	ta_decoder_free(&cp->dec);
+	memset(cp, 0, sizeof(*cp));
+}
+
+int ta_sess_part_mode(const struct ta_session *s)
+{
+	if (s->v.enter != profile_enter || s->v.lost || s->v.ext)
+		return 0;
+	if (s->v.exit == profile_exit_hist)
+		return 2;
+	return s->v.exit == profile_exit ? 1 : 0;
+}
+
+static size_t part_hash(uint64_t addr, size_t nslots)
+{
+	return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 20) & (nslots - 1);
+}
+
+/* The chunk's entry of addr (index + 1), a new one if need be; 0 without
+ * memory. */
+static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint64_t addr)
+{
+	struct ta_part_fn *f;
+	size_t k;
+
+	if (cp->nslots) {
+		for (k = part_hash(addr, cp->nslots); cp->slot[k]; k = (k + 1) & (cp->nslots - 1))
+			if (cp->fns[cp->slot[k] - 1].addr == addr)
+				return cp->slot[k];
+	}
+	if ((cp->nfns + 1) * 2 > cp->nslots) {
+		size_t n = cp->nslots ? cp->nslots * 2 : 256;
+		uint32_t *slot = calloc(n, sizeof(*slot));
+
+		if (!slot)
+			return 0;
+		for (size_t i = 0; i < cp->nfns; i++) {
+			for (k = part_hash(cp->fns[i].addr, n); slot[k]; k = (k + 1) & (n - 1))
+				;
+			slot[k] = (uint32_t)i + 1;
+		}
+		free(cp->slot);
+		cp->slot = slot;
+		cp->nslots = n;
+	}
+	if (cp->nfns == cp->fns_cap) {
+		size_t cap = cp->fns_cap ? cp->fns_cap * 2 : 64;
+		struct ta_part_fn *v = realloc(cp->fns, cap * sizeof(*v));
+
+		if (!v)
+			return 0;
+		cp->fns = v;
+		cp->fns_cap = cap;
+	}
+	f = &cp->fns[cp->nfns];
+	memset(f, 0, sizeof(*f));
+	f->addr = addr;
+	f->min = UINT64_MAX;
+	for (k = part_hash(addr, cp->nslots); cp->slot[k]; k = (k + 1) & (cp->nslots - 1))
+		;
+	cp->slot[k] = (uint32_t)++cp->nfns;
+	return (uint32_t)cp->nfns;
+}
+
+static __attribute__((noinline)) int part_grow(struct ta_chunk_part *cp)
+{
+	uint32_t cap = cp->cap ? cp->cap * 2 : 64;
+	struct ta_part_frame *st;
+
+	/* The walk would count frames past FRAMES_MAX as overflow: the merge
+	 * walks such a chunk again. */
+	if (cp->cap >= FRAMES_MAX)
+		return -1;
+	if (cap > FRAMES_MAX)
+		cap = FRAMES_MAX;
+	st = realloc(cp->stack, cap * sizeof(*st));
+	if (!st)
+		return -1;
+	memset(st + cp->cap, 0, (cap - cp->cap) * sizeof(*st));
+	cp->stack = st;
+	cp->cap = cap;
+	return 0;
+}
+
+/* Ends the top frame at ticks, as frame_pop_w would. */
+static TA_INLINE int part_pop(struct ta_chunk_part *cp, uint64_t ticks, unsigned flags, int hist)
+{
+	struct ta_part_frame *f = &cp->stack[--cp->depth];
+	struct ta_part_fn *fn = &cp->fns[f->fn - 1];
+	uint64_t dur, self;
+
+	if (cp->depth < cp->nph) {
+		/* Opened before the chunk: the merge ends it. */
+		if (cp->nedges == cp->edges_cap) {
+			size_t cap = cp->edges_cap ? cp->edges_cap * 2 : 64;
+			struct ta_part_edge *e = realloc(cp->edges, cap * sizeof(*e));
+
+			if (!e)
+				return -1;
+			cp->edges = e;
+			cp->edges_cap = cap;
+		}
+		cp->edges[cp->nedges].ticks = ticks;
+		cp->edges[cp->nedges].child = f->child;
+		cp->edges[cp->nedges].flags = flags;
+		cp->nedges++;
+		cp->nph = cp->depth;
+		fn->active--;
+		return 0;
+	}
+	dur = ticks > f->enter ? ticks - f->enter : 0;
+	self = dur > f->child ? dur - f->child : 0;
+	if (cp->depth)
+		cp->stack[cp->depth - 1].child += dur;
+	fn->calls++;
+	fn->sum += dur;
+	fn->self += self;
+	if (dur < fn->min)
+		fn->min = dur;
+	if (dur > fn->max)
+		fn->max = dur;
+	if (--fn->active == 0)
+		fn->total += dur;
+	if (flags & TA_VISIT_UNWOUND)
+		fn->unwound++;
+	if (hist)
+		ta_hist_add(&fn->hist, dur);
+	return 0;
+}
+
+static TA_INLINE int part_pops(struct ta_chunk_part *cp, uint64_t n, uint64_t ticks,
+			       unsigned flags, int hist)
+{
+	while (n-- && cp->depth)
+		if (part_pop(cp, ticks, flags, hist) < 0)
+			return -1;
+	return 0;
+}
+
+static TA_INLINE int part_events(struct ta_chunk_part *cp, const struct ta_event *evs, size_t n,
+				 int hist)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct ta_event *ev = &evs[i];
+		struct ta_part_frame *f;
+
+		switch (ev->kind) {
+		case TA_EV_ENTER:
+			if (cp->depth == cp->cap && part_grow(cp) < 0)
+				return -1;
+			f = &cp->stack[cp->depth];
+			if (f->addr != ev->addr || !f->fn) {
+				f->fn = part_fn(cp, ev->addr);
+				if (!f->fn)
+					return -1;
+				f->addr = ev->addr;
+			}
+			cp->fns[f->fn - 1].active++;
+			f->enter = ev->ticks;
+			f->child = 0;
+			cp->depth++;
+			if (cp->depth > cp->used)
+				cp->used = cp->depth;
+			break;
+		case TA_EV_EXIT:
+			if (__builtin_expect(ev->popped == 1 && cp->depth, 1)) {
+				if (part_pop(cp, ev->ticks, 0, hist) < 0)
+					return -1;
+			} else if (ev->popped) {
+				if (part_pops(cp, ev->popped, ev->ticks, 0, hist) < 0)
+					return -1;
+			} else {
+				cp->unmatched++;
+			}
+			break;
+		default:
+			cp->events--; /* not a function event */
+			if (ev->popped &&
+			    part_pops(cp, ev->popped, ev->ticks, TA_VISIT_UNWOUND, hist) < 0)
+				return -1;
+			if (ev->ext == TA_EXT_LOST)
+				cp->lost += ev->value;
+			break;
+		}
+	}
+	return 0;
+}
+
+void ta_sess_part_build(struct ta_chunk_part *cp, const uint8_t *payload, size_t len, int hist)
+{
+	struct ta_decoder *d = &cp->dec;
+	int rc;
+
+	part_reset(cp);
+	cp->hist = hist;
+	if (ta_decoder_begin(d, payload, len) < 0 || d->stack.overflow)
+		return;
+	for (uint32_t i = 0; i < d->snapshot_depth; i++) {
+		struct ta_part_frame *f;
+
+		if (cp->depth == cp->cap && part_grow(cp) < 0)
+			return;
+		f = &cp->stack[cp->depth++];
+		f->addr = d->snapshot[i];
+		f->fn = part_fn(cp, f->addr);
+		if (!f->fn)
+			return;
+		cp->fns[f->fn - 1].active0++;
+		cp->fns[f->fn - 1].active++;
+		f->enter = f->child = 0;
+	}
+	cp->nph = cp->used = cp->depth;
+	do {
+		struct ta_event evs[256];
+		size_t n = ta_decoder_batch(d, evs, 256, &rc);
+
+		cp->events += n;
+		if (hist ? part_events(cp, evs, n, 1) < 0 : part_events(cp, evs, n, 0) < 0)
+			return;
+		if (n) {
+			cp->last_ticks = evs[n - 1].ticks;
+			cp->have_ticks = 1;
+		}
+	} while (rc == 0);
+	/* A malformed chunk is walked again, which reports it. */
+	cp->ok = rc > 0;
+}
+
+/* The real profile entry of the chunk's function fn of thread t, made if
+ * need be, its active count left to the caller: index + 1, or 0. */
+static uint32_t part_real(struct ta_profile *p, struct ta_thread *t, uint64_t addr)
+{
+	uintptr_t u = profile_enter(p, t, 0, 0, addr, 0);
+
+	p->lookups--;
+	if (u != NO_STAT)
+		p->f[u - 1].active--;
+	return (uint32_t)u;
+}
+
+/*
+ * Takes a worker's sums for the EVENTS chunk c of process p in place of
+ * walking it: 1 when taken, 0 when the chunk must be walked (nothing was
+ * changed but the thread made), or -TA_E_NOMEM.
+ */
+int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p,
+		       struct ta_chunk_part *cp)
+{
+	struct ta_profile *prof = s->v.ctx;
+	struct ta_decoder *d = &cp->dec;
+	struct ta_thread *t;
+	uint32_t *real;
+
+	if (!cp->ok || ta_sess_part_mode(s) != 1 + cp->hist || p->nunloaded || p->npauses)
+		return 0;
+	t = ta_sess_thread_get(s, c->h.pid, d->tid);
+	if (!t)
+		return -TA_E_NOMEM;
+	/* What stack_sync takes as is: the stack is the snapshot, every frame
+	 * with its profile entry (so its function's active count holds it). */
+	if (t->overflow || t->inherited || t->depth != d->snapshot_depth)
+		return 0;
+	for (uint32_t k = 0; k < t->depth; k++)
+		if (t->stack[k].addr != d->snapshot[k] || t->stack[k].user == NO_STAT)
+			return 0;
+	real = cp->nfns ? malloc(cp->nfns * sizeof(*real)) : NULL;
+	if (cp->nfns && !real)
+		return -TA_E_NOMEM;
+	/* In the order the walk would have made them. */
+	for (size_t i = 0; i < cp->nfns; i++) {
+		real[i] = part_real(prof, t, cp->fns[i].addr);
+		if (!real[i]) {
+			free(real);
+			return -TA_E_NOMEM;
+		}
+	}
+
+	s->events_chunks++;
+	if (t->have_chunks && d->chunk_seq != t->next_seq)
+		t->chunks_missing += d->chunk_seq > t->next_seq ? d->chunk_seq - t->next_seq : 1;
+	t->next_seq = d->chunk_seq + 1;
+	s->walk_proc = p;
+	t->have_chunks = 1;
+	ta_sess_note_ticks(p, d->first_ticks);
+
+	/* The frames of before that ended here, in order, on the real stack. */
+	for (size_t i = 0; i < cp->nedges; i++) {
+		t->stack[t->depth - 1].child += cp->edges[i].child;
+		frame_pop_w(s, t, cp->edges[i].ticks, cp->edges[i].flags, WALK_ANY);
+	}
+	for (size_t i = 0; i < cp->nfns; i++) {
+		const struct ta_part_fn *pf = &cp->fns[i];
+		struct ta_fstat *f = &prof->f[real[i] - 1];
+
+		if (!pf->calls)
+			continue;
+		f->calls += pf->calls;
+		f->sum += pf->sum;
+		f->self += pf->self;
+		f->total += pf->total;
+		f->unwound += pf->unwound;
+		if (pf->min < f->min)
+			f->min = pf->min;
+		if (pf->max > f->max)
+			f->max = pf->max;
+		if (pf->hist.count) {
+			/* Room for the chunk's buckets, if there is none yet. */
+			if ((!f->hist.count || pf->hist.lo < f->hist.lo ||
+			     pf->hist.hi > f->hist.hi) &&
+			    (ta_hist_reserve(&f->hist, pf->hist.lo) < 0 ||
+			     ta_hist_reserve(&f->hist, pf->hist.hi - 1) < 0)) {
+				free(real);
+				return -TA_E_NOMEM;
+			}
+			for (uint32_t b = pf->hist.lo; b < pf->hist.hi; b++)
+				f->hist.count[b - f->hist.lo] += pf->hist.count[b - pf->hist.lo];
+		}
+	}
+	/* What is left of the snapshot's frames got time in callees here. */
+	for (uint32_t k = 0; k < cp->nph; k++)
+		t->stack[k].child += cp->stack[k].child;
+	/* The frames opened here and still open. */
+	for (uint32_t k = cp->nph; k < cp->depth; k++) {
+		const struct ta_part_frame *pf = &cp->stack[k];
+		struct ta_frame *f;
+
+		if (t->depth == t->cap && stack_grow(t) < 0) {
+			free(real);
+			return -TA_E_NOMEM;
+		}
+		f = &t->stack[t->depth++];
+		f->addr = pf->addr;
+		f->enter = pf->enter;
+		f->child = pf->child;
+		f->user = real[pf->fn - 1];
+		prof->f[f->user - 1].active++;
+	}
+	free(real);
+	t->unmatched += cp->unmatched;
+	t->lost += cp->lost;
+	t->events += cp->events;
+	if (cp->have_ticks) {
+		t->last_ticks = cp->last_ticks;
+		t->have_ticks = 1;
+	}
+	if (t->have_ticks)
+		ta_sess_note_ticks(p, t->last_ticks);
+	return 1;
 }
