@@ -28,6 +28,11 @@
 
 enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE };
 
+/* The window's bytes beyond its first chunk, and the largest buffers a
+ * slot keeps for the next chunk: memory stays that of a few chunks. */
+#define WINDOW_BYTES (8u << 20)
+#define KEEP_BYTES (4u << 20)
+
 struct slot {
 	enum slot_state state;
 	int rc;	       /* ta_dump_next_stored's */
@@ -47,6 +52,7 @@ struct par {
 	struct slot *slots;
 	size_t nslots;
 	uint64_t head, tail, next; /* merge, fill, and the next to hand out */
+	size_t held; /* bytes the chunks in [head, tail) take, stored and raw */
 	int quit;
 	int mode; /* ta_sess_part_mode */
 };
@@ -112,6 +118,8 @@ static int fill(struct par *pp, struct ta_dump *d)
 
 	sl->rc = rc;
 	sl->at = ta_dump_offset(d);
+	if (rc == 1)
+		pp->held += sl->c.len + ((sl->c.h.flags & TA_CHUNK_F_LZ4) ? sl->c.h.raw_size : 0);
 	sl->zrc = 0;
 	sl->summed = 0;
 	if (rc == 1) {
@@ -212,7 +220,12 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 	for (;;) {
 		struct slot *sl;
 
-		while (more && pp.tail - pp.head < pp.nslots)
+		/* A window of a few chunks per job, and of WINDOW_BYTES at most
+		 * beyond the first: chunks of the agent's size (1 MiB) fill the
+		 * slots, the largest a dump may hold (16 MiB) go one at a time,
+		 * as without workers. */
+		while (more && pp.tail - pp.head < pp.nslots &&
+		       (pp.tail == pp.head || pp.held < WINDOW_BYTES))
 			more = fill(&pp, d);
 		if (pp.head == pp.tail)
 			break;
@@ -236,6 +249,20 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 		pthread_mutex_unlock(&pp.mu);
 		rc = merge(s, sl, err_offset);
 		sl->state = SLOT_FREE;
+		if (sl->rc == 1)
+			pp.held -= sl->c.len +
+				   ((sl->c.h.flags & TA_CHUNK_F_LZ4) ? sl->c.h.raw_size : 0);
+		/* The buffers of an outsized chunk are not kept for the next. */
+		if (sl->stored_cap > KEEP_BYTES) {
+			free(sl->stored);
+			sl->stored = NULL;
+			sl->stored_cap = 0;
+		}
+		if (sl->raw_cap > KEEP_BYTES) {
+			free(sl->raw);
+			sl->raw = NULL;
+			sl->raw_cap = 0;
+		}
 		pp.head++;
 		if (rc <= 0)
 			break;
