@@ -87,7 +87,7 @@ static int status_field(long pid, const char *key, char *out, size_t size)
 
 /* The start of the mapping at file offset 0 of the first object whose path
  * ends with one of the names (libc.so.6) or equals path; its path in file. */
-static uintptr_t map_base(long pid, const char *suffix, const char *exact, char *file,
+static __attribute__((unused)) uintptr_t map_base(long pid, const char *suffix, const char *exact, char *file,
 			  size_t size)
 {
 	char path[64], line[PATH_MAX + 128];
@@ -123,7 +123,8 @@ static uintptr_t map_base(long pid, const char *suffix, const char *exact, char 
 
 /* The value of the dynamic symbol name in the ELF file at path (its
  * offset from the load base for a shared object); 0 if not found. */
-static uint64_t elf_dynsym(const char *path, const char *name)
+/* (Used by the injection, x86-64 only so far.) */
+static __attribute__((unused)) uint64_t elf_dynsym(const char *path, const char *name)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -622,6 +623,8 @@ int ta_cmd_attach(int argc, char **argv)
 		if (rc)
 			return rc;
 #else
+		(void)agent;
+		(void)rc;
 		return fail("injecting the agent is implemented for x86-64 only; start the "
 			    "program with the agent (TRACEAGENT_START=paused) to attach to it");
 #endif
