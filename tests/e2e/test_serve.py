@@ -217,14 +217,18 @@ class ServeTest(tahelp.Case):
         # too): serve's memory stays bounded.
         junk = os.urandom(200000)
         hdr = open(ok[0]["file"], "rb").read(32 + 32 + 1000)
-        for i in range(200):
-            c = socket.create_connection((host, int(port)))
-            try:
-                c.sendall(hdr if i % 2 else junk)
-            except OSError:
-                pass
-            c.close()
-        serve.wait_lines(4 + 200)
+        # In batches under --max-clients, each batch's lines awaited: on a
+        # loaded machine serve may not have closed the last ones yet, and
+        # a connection over the limit is refused on stderr, not logged.
+        for b in range(50):
+            for i in range(4):
+                c = socket.create_connection((host, int(port)))
+                try:
+                    c.sendall(hdr if i % 2 else junk)
+                except OSError:
+                    pass
+                c.close()
+            serve.wait_lines(4 + 4 * (b + 1))
         self.assertLess(serve.vm_hwm_kib(), 64 * 1024)
         self.assertEqual(serve.proc.poll(), None)
         self.assertEqual(serve.stop(), 0)
