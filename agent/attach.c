@@ -7,9 +7,13 @@
  * The loader calls ta_attach_start() in the target (on a thread it
  * interrupted with ptrace) after dlopen'ing the agent; from then on it talks
  * to the agent through the control socket: `detach` ends a window, `attach`
- * begins another (format/control.h).  A window ends with a pause and a
- * flush: the dump stays open, and the next window goes on in it after the
- * pause mark (the END is written when the process ends).
+ * begins another (format/control.h).  A window of an injected agent ends
+ * with the dump finished and closed, the flusher gone and the rings'
+ * memory returned (agent.c's ta_agent_detach); the next `traceagent
+ * attach` calls ta_attach_start again (dlopen finds the agent loaded) with
+ * its own settings, and a new dump starts.  A preloaded agent's window
+ * ends with a pause and a flush: its dump stays open until the process
+ * ends.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -230,7 +234,14 @@ TA_PUBLIC int ta_attach_start(const char *settings)
 		config[n] = 0;
 		ta_settings_attach = config;
 	}
-	if (!ta_agent_ensure_started()) {
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_DETACHED) {
+		/* A window before this one ended: a new dump, the same
+		 * agent. */
+		err = ta_agent_reattach();
+		ta_settings_attach = NULL;
+		if (err < 0)
+			goto out;
+	} else if (!ta_agent_ensure_started()) {
 		ta_settings_attach = NULL;
 		err = -ENOTRECOVERABLE;
 		goto out;
@@ -259,6 +270,12 @@ int ta_attach_command(int on, const char **why)
 		if (attached) {
 			*why = "the process is being traced by another attach already";
 			err = -EBUSY;
+		} else if (ta_attach_injected &&
+			   __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_DETACHED) {
+			/* Its settings (the output above all) come with
+			 * ta_attach_start: the loader calls it again. */
+			*why = TA_ATTACH_IDLE;
+			err = -EAGAIN;
 		} else if (ta_api_pause(0) < 0) {
 			*why = "the agent is not recording (it is stopping)";
 			err = -ESRCH;
@@ -272,8 +289,17 @@ int ta_attach_command(int on, const char **why)
 	} else if (!attached) {
 		*why = "the process is not being attached to";
 		err = -ENOENT;
-	} else {
+	} else if (ta_attach_injected) {
+		/* The hooks out first; a thread that read an entry just
+		 * before finishes that hook, which finds the agent detached
+		 * (or records one more event, which the final drain may
+		 * miss: ring.c's ta_ring_detach keeps its block safe). */
 		restore();
+		(void)ta_agent_detach();
+		attached = 0;
+	} else {
+		/* A preloaded agent: paused, everything written, the dump
+		 * open for the rest of the process's life. */
 		ta_api_pause(1);
 		ta_flusher_drain(0);
 		ta_dump_clock();

@@ -13,6 +13,10 @@
  * paused, everything recorded written.  0, or a negative errno with *why
  * the control socket's answer (-EBUSY: another attach holds the process). */
 int ta_attach_command(int on, const char **why) TA_HIDDEN;
+/* The `attach` command's answer for an injected agent between windows:
+ * the loader then calls ta_attach_start again with the new settings
+ * (loader/attach.c matches it). */
+#define TA_ATTACH_IDLE "the agent is idle between attach windows"
 /* 1 once ta_attach_start ran: the agent was brought in by dlopen. */
 extern int ta_attach_injected TA_HIDDEN;
 

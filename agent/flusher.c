@@ -626,3 +626,24 @@ void ta_flusher_forget(void)
 	total_events = total_lost = total_threads = 0;
 	memset(total_lost_by, 0, sizeof(total_lost_by));
 }
+
+void ta_flusher_release(void)
+{
+	pthread_mutex_lock(&drain_lock);
+	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->all_next) {
+		struct ta_flush_state *fs = t->fs;
+
+		if (!fs)
+			continue;
+		t->fs = NULL;
+		ta_encoder_free(&fs->enc);
+		ta_zbuf_free(&fs->z);
+		free(fs);
+	}
+	pthread_mutex_unlock(&drain_lock);
+	total_events = total_lost = total_threads = 0;
+	memset(total_lost_by, 0, sizeof(total_lost_by));
+	kick_word = 0;
+	__atomic_store_n(&dump_requested, 0, __ATOMIC_RELAXED);
+}

@@ -589,6 +589,23 @@ int ta_cmd_attach(int argc, char **argv)
 		snprintf(abs, sizeof(abs), "%s/%s", cwd, out);
 		out = abs;
 	}
+	if (!out && getcwd(cwd, sizeof(cwd))) {
+		/* The agent's default name, in our directory; a window after
+		 * the first (a dump of the process is there already) gets a
+		 * number: traceagent.PID.2.trace, .3, ...  Never overwritten
+		 * (the agent opens it O_EXCL). */
+		static char def[PATH_MAX + 64];
+
+		for (int n = 1; n < 10000; n++) {
+			if (n == 1)
+				snprintf(def, sizeof(def), "%s/traceagent.%ld.trace", cwd, pid);
+			else
+				snprintf(def, sizeof(def), "%s/traceagent.%ld.%d.trace", cwd, pid, n);
+			if (access(def, F_OK) < 0 && errno == ENOENT)
+				break;
+		}
+		out = def;
+	}
 	add_setting(settings, sizeof(settings), "TRACEAGENT_OUTPUT", out);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_MODE", mode);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_CHANNELS", channels);
@@ -599,7 +616,11 @@ int ta_cmd_attach(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	if (ctl_say(pid, uid, "attach\n", ans, sizeof(ans)) == 0) {
+	/* An agent we injected earlier and that is idle between windows
+	 * answers with agent/attach.h's TA_ATTACH_IDLE: it is called again,
+	 * as the first time, with this attach's settings. */
+	if (ctl_say(pid, uid, "attach\n", ans, sizeof(ans)) == 0 &&
+	    strcmp(ans, "error: the agent is idle between attach windows")) {
 		/* The agent runs there already. */
 		if (strcmp(ans, "ok"))
 			return fail("process %ld: %s", pid,
