@@ -107,6 +107,27 @@ class AttachTest(tahelp.Case):
         # Nothing written at the exit: the dumps were finished at detach.
         self.assertEqual(os.path.getsize(dump), size)
 
+    def test_open_at_start(self):
+        """The calls open when the attach came (the opener thread sleeps in
+        outer() nearly always): counted as such by info and report; the
+        thread's name, set before the attach, is in the dump."""
+        t = Target(self)
+        dump = self.fresh("open")
+        self.attach(t.proc.pid, "-o", dump, "--duration", "0.5")
+        proc = self.info(dump)["processes"][0]
+        self.assertTrue(proc["attached"])
+        n = proc["open_at_start"]
+        self.assertGreaterEqual(n, 1)
+        names = [th["name"] for th in proc["threads"]]
+        self.assertIn("opener", names)
+        p = self.report_raw(dump)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("warning: %d calls were open when tracing started (the process was "
+                      "attached to while inside them): their exits were ignored\n" % n, p.stderr)
+        self.assertNotIn("without a recorded entry", p.stderr)
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
     def test_cycles(self):
         """10 windows on 8 busy threads: each a whole dump of its own; after
         each detach the process has its threads, its descriptors and about
