@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "dump.h"
 #include "api.h"
+#include "attach.h"
 #include "flusher.h"
 #include "format.h"
 #include "ring.h"
@@ -552,6 +553,9 @@ static void *flusher_main(void *arg)
 			if (full)
 				last_full = t;
 		}
+		/* An injected agent learns of dlopen'ed modules here (it has
+		 * no dlopen interposer: attach.c). */
+		ta_attach_poll();
 		now = mono_ms();
 		if (ta_cfg.mode != TA_MODE_FLIGHT && now - last_clock >= clock_gap) {
 			ta_dump_clock();

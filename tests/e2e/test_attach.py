@@ -34,6 +34,11 @@ class Target:
         self.case.assertEqual((w[0], w[2]), ("mid", "leaf"), w)
         return int(w[1]), int(w[3])
 
+    def say(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().rstrip("\n")
+
     def quit(self):
         out, err = self.proc.communicate("quit\n", timeout=tahelp.TIMEOUT)
         return self.proc.returncode, out, err
@@ -127,6 +132,52 @@ class AttachTest(tahelp.Case):
         self.assertNotIn("without a recorded entry", p.stderr)
         status, out, err = t.quit()
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+    def test_dlopen_in_window(self):
+        """A module dlopen'ed inside a window gets its hooks too (`ctl
+        flush` makes the agent look at once, as the flusher does every
+        pass); one loaded before a later window is there from its start;
+        after each detach its calls are not recorded."""
+        t = Target(self)
+        lib = os.path.join(os.path.dirname(t.case.prog("attachme-O2")), "libsample.so")
+        dump = self.fresh("dl")
+        first = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump],
+                                 env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
+                                 cwd=self.dir)
+        try:
+            self.assertIn("attached", first.stderr.readline())
+            self.assertEqual(t.say("load %s 0" % lib), "square 0 sum 0")
+            self.ctl(t.proc.pid, "flush")
+            self.assertEqual(t.say("load %s 1000" % lib), "square 1000 sum 332833500")
+        finally:
+            first.send_signal(2)
+            first.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(first.returncode, 0)
+        self.assertEqual(t.say("load %s 7" % lib), "square 7 sum 91")
+        f = self.functions(self.report(dump))
+        self.assertEqual((f["sample_square"]["calls"], f["sample_twice"]["calls"]),
+                         (1000, 1000))
+        dump2 = self.fresh("dl2")
+        second = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump2],
+                                  env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
+                                  cwd=self.dir)
+        try:
+            self.assertIn("attached", second.stderr.readline())
+            self.assertEqual(t.say("load %s 500" % lib), "square 500 sum 41541750")
+        finally:
+            second.send_signal(2)
+            second.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(t.say("load %s 3" % lib), "square 3 sum 5")
+        f = self.functions(self.report(dump2))
+        self.assertEqual(f["sample_square"]["calls"], 500)
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+    def ctl(self, pid, *cmd):
+        p = subprocess.run([tahelp.TRACEAGENT, "ctl", str(pid)] + list(cmd),
+                           env=tahelp.clean_env(), capture_output=True, text=True,
+                           timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
 
     def test_cycles(self):
         """10 windows on 8 busy threads: each a whole dump of its own; after
