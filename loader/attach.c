@@ -265,6 +265,24 @@ static int ctl_say(long pid, uid_t uid, const char *cmd, char *ans, size_t size)
 	return 0;
 }
 
+/* ptrace refused (err): the message names the settings that decide it. */
+static int denied(long pid, int err)
+{
+	char scope[32] = "not set (no Yama)";
+	int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		ssize_t n = read(fd, scope, sizeof(scope) - 1);
+		scope[n > 0 ? n : 0] = 0;
+		scope[strcspn(scope, "\n")] = 0;
+		close(fd);
+	}
+	return fail("cannot ptrace process %ld: %s (kernel.yama.ptrace_scope is %s; attach needs "
+		    "the process's user with ptrace_scope 0, or CAP_SYS_PTRACE, also for a "
+		    "process that made itself non-dumpable)",
+		    pid, strerror(err), scope);
+}
+
 #if defined(__x86_64__)
 /* Signals that stopped the thread while we held it: given back at the end. */
 static int pending[64], npending;
@@ -341,6 +359,20 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	uint64_t dlopen_off, start_off, sp, path_at, set_at, ret;
 	int st, sig = 0, rc = 1;
 
+	{
+		/* Its maps are read under the same rule as ptrace (a
+		 * non-dumpable process's are not): said as such, not as a
+		 * missing libc below. */
+		char maps[64];
+		int fd;
+
+		snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+		fd = open(maps, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return errno == ENOENT ? fail("process %d ended during the attach", pid)
+					       : denied(pid, errno);
+		close(fd);
+	}
 	libc_base = map_base(pid, "/libc.so.6", NULL, libc, sizeof(libc));
 	if (!libc_base)
 		return fail("process %d is statically linked (no libc.so.6 in its maps): the "
@@ -359,20 +391,8 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	start_off = elf_dynsym(agent_seen, "ta_attach_start");
 	if (!start_off)
 		return fail("the agent %s has no ta_attach_start", agent);
-	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0) {
-		char scope[16] = "?";
-		int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			ssize_t n = read(fd, scope, sizeof(scope) - 1);
-			scope[n > 0 ? n : 0] = 0;
-			scope[strcspn(scope, "\n")] = 0;
-			close(fd);
-		}
-		return fail("cannot ptrace process %d: %s (kernel.yama.ptrace_scope is %s; "
-			    "attach needs the process's user with ptrace_scope 0, or "
-			    "CAP_SYS_PTRACE)",
-			    pid, strerror(errno), scope);
-	}
+	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0)
+		return denied(pid, errno);
 	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0) {
 		fail("process %d: PTRACE_INTERRUPT: %s", pid, strerror(errno));
 		goto detach;
@@ -558,7 +578,25 @@ int ta_cmd_attach(int argc, char **argv)
 		return fail("process %ld is being traced by process %s already (a debugger?)",
 			    pid, val);
 	snprintf(exe, sizeof(exe), "/proc/%ld/exe", pid);
+	{
+		/* A program of another architecture runs under qemu-user: the
+		 * process is qemu's (of ours, statically linked), the code
+		 * the guest's, which no dlopen of ours can enter. */
+		char target[PATH_MAX];
+		ssize_t n = readlink(exe, target, sizeof(target) - 1);
+		const char *b;
+
+		target[n > 0 ? n : 0] = 0;
+		b = strrchr(target, '/');
+		b = b ? b + 1 : target;
+		if (!strncmp(b, "qemu-", 5))
+			return fail("process %ld runs under %s (a program of another "
+				    "architecture): the agent cannot be loaded into it",
+				    pid, b);
+	}
 	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && (errno == EACCES || errno == EPERM))
+		return denied(pid, errno);
 	if (fd < 0)
 		return fail("process %ld: cannot read %s: %s", pid, exe, strerror(errno));
 	if (read(fd, eh, sizeof(eh)) != (ssize_t)sizeof(eh)) {

@@ -5,10 +5,14 @@ leaf() (leaf twice per mid), with threads blocked in nanosleep, a futex and
 epoll_wait, the main thread in read, and a SIGALRM timer: any EINTR ends it
 with "FAIL"."""
 
+import ctypes
 import json
 import os
 import platform
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 
 import tahelp
@@ -248,6 +252,131 @@ class AttachTest(tahelp.Case):
                           p.stderr)
             status, out, err = t.quit()
             self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+    def sleeper(self, argv, preexec=None):
+        """A process left running for the test's length (killed after)."""
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, preexec_fn=preexec)
+
+        def end():
+            proc.kill()
+            proc.wait()
+        self.addCleanup(end)
+        return proc
+
+    def test_refused_traced(self):
+        """A process being ptraced already (TRACEME then exec: this test is
+        its tracer, and it stops at the exec)."""
+        def traceme():
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.ptrace(0, 0, None, None)  # PTRACE_TRACEME
+        proc = self.sleeper(["sleep", "30"], preexec=traceme)
+        for _ in range(200):
+            with open("/proc/%d/status" % proc.pid) as f:
+                if "\nTracerPid:\t%d\n" % os.getpid() in f.read():
+                    break
+            time.sleep(0.01)
+        p = self.attach(proc.pid, status=1)
+        self.assertEqual(p.stderr, "traceagent: attach: process %d is being traced by process "
+                         "%d already (a debugger?)\n" % (proc.pid, os.getpid()))
+
+    def test_refused_static(self):
+        src = os.path.join(self.dir, "static.c")
+        exe = os.path.join(self.dir, "static")
+        with open(src, "w") as f:
+            f.write("#include <unistd.h>\nint main(void) { pause(); return 0; }\n")
+        if subprocess.run(["cc", "-static", "-o", exe, src], capture_output=True).returncode:
+            self.skipTest("cc -static does not link here (no libc.a)")
+        proc = self.sleeper([exe])
+        p = self.attach(proc.pid, status=1)
+        self.assertEqual(p.stderr, "traceagent: attach: process %d is statically linked (no "
+                         "libc.so.6 in its maps): the agent cannot be loaded into it\n"
+                         % proc.pid)
+
+    def test_refused_other_arch(self):
+        """A program of another architecture runs under qemu-user here
+        (binfmt_misc or called explicitly): refused as such."""
+        qemu = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
+        gcc = shutil.which("aarch64-linux-gnu-gcc")
+        if platform.machine() == "aarch64" or not qemu or not gcc:
+            self.skipTest("needs qemu-aarch64 and aarch64-linux-gnu-gcc on x86-64")
+        src = os.path.join(self.dir, "other.c")
+        exe = os.path.join(self.dir, "other")
+        with open(src, "w") as f:
+            f.write("#include <unistd.h>\nint main(void) { pause(); return 0; }\n")
+        if subprocess.run([gcc, "-static", "-o", exe, src], capture_output=True).returncode:
+            self.skipTest("aarch64-linux-gnu-gcc -static does not link here")
+        proc = self.sleeper([qemu, exe])
+        p = self.attach(proc.pid, status=1)
+        self.assertEqual(p.stderr, "traceagent: attach: process %d runs under %s (a program of "
+                         "another architecture): the agent cannot be loaded into it\n"
+                         % (proc.pid, os.path.basename(os.path.realpath(qemu))))
+
+    def test_refused_setuid(self):
+        """A set-user-ID program (a setuid-root copy of sleep run by nobody)."""
+        if os.geteuid() != 0:
+            self.skipTest("making a set-user-ID program needs root")
+        d = tempfile.mkdtemp(prefix="ta-suid-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, d)
+        os.chmod(d, 0o755)
+        exe = os.path.join(d, "sleep")
+        shutil.copy(shutil.which("sleep"), exe)
+        os.chmod(exe, 0o4755)
+
+        def nobody():
+            os.setgid(65534)
+            os.setuid(65534)
+        proc = self.sleeper([exe, "30"], preexec=nobody)
+        for _ in range(200):
+            with open("/proc/%d/status" % proc.pid) as f:
+                uid = [l for l in f if l.startswith("Uid:")][0].split()
+            if uid[1:3] == ["65534", "0"]:
+                break
+            time.sleep(0.01)
+        else:
+            self.skipTest("the set-user-ID bit is not honoured here (nosuid /tmp?)")
+        p = self.attach(proc.pid, status=1)
+        self.assertEqual(p.stderr, "traceagent: attach: process %d is set-user-ID (uid 65534, "
+                         "effective 0): never traced\n" % proc.pid)
+
+    def test_refused_not_dumpable(self):
+        """ptrace refused: a process of the same user that made itself
+        non-dumpable (as root, both run as nobody, without CAP_SYS_PTRACE).
+        The message names kernel.yama.ptrace_scope with its value; a test
+        cannot change that setting in a container."""
+        user = None
+        if os.geteuid() == 0:
+            def user():
+                os.setgid(65534)
+                os.setuid(65534)
+        d = tempfile.mkdtemp(prefix="ta-nodump-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, d)
+        os.chmod(d, 0o755)
+        src, exe = os.path.join(d, "nodump.c"), os.path.join(d, "nodump")
+        with open(src, "w") as f:
+            f.write("#include <stdio.h>\n#include <sys/prctl.h>\n#include <unistd.h>\n"
+                    "int main(void) { prctl(PR_SET_DUMPABLE, 0); puts(\"\"); fflush(stdout); "
+                    "pause(); return 0; }\n")
+        subprocess.run(["cc", "-o", exe, src], check=True)
+        proc = subprocess.Popen([exe], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                preexec_fn=user)
+
+        def end():
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+        self.addCleanup(end)
+        self.assertEqual(proc.stdout.readline(), "\n".encode())
+        try:
+            with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+                scope = f.read().strip()
+        except OSError:
+            scope = "not set (no Yama)"
+        p = self.attach(proc.pid, status=1, user=user)
+        self.assertEqual(p.stderr, "traceagent: attach: cannot ptrace process %d: Permission "
+                         "denied (kernel.yama.ptrace_scope is %s; attach needs the process's "
+                         "user with ptrace_scope 0, or CAP_SYS_PTRACE, also for a process "
+                         "that made itself non-dumpable)\n" % (proc.pid, scope))
 
     def test_preloaded_paused(self):
         dump = self.fresh("pre")
