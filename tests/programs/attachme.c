@@ -8,7 +8,9 @@
  * nearly always inside outer(), which sleeps 100 ms a call: a call open
  * when an attach comes.  Lines on stdin: "count" prints the counters,
  * "load LIB N" dlopens LIB (libsample) and calls its sample_square N times,
- * "quit" ends with the final line.
+ * "time N" calls mid() N times on the main thread and prints the ns per
+ * instrumented call (three a mid: scripts/bench's attach part), "quit" ends
+ * with the final line.
  * Usage: attachme NTHREADS
  */
 #define _GNU_SOURCE
@@ -196,6 +198,18 @@ int main(int argc, char **argv)
 
 			if (sscanf(line + 5, "%511s %d", path, &k) == 2)
 				load(path, k);
+		} else if (!strncmp(line, "time ", 5)) {
+			long k = atol(line + 5);
+			struct timespec a, b;
+
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			for (long i = 0; i < k; i++)
+				mid();
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			printf("ns %.3f\n", ((double)(b.tv_sec - a.tv_sec) * 1e9 +
+					     (double)(b.tv_nsec - a.tv_nsec)) /
+						(3.0 * (double)(k > 0 ? k : 1)));
+			fflush(stdout);
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}
