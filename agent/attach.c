@@ -34,12 +34,16 @@
 #include "dump.h"
 #include "flusher.h"
 #include "modules.h"
+#include "patch.h"
 #include "ring.h"
 #include "settings.h"
 
 #define TA_PUBLIC __attribute__((visibility("default"), no_instrument_function))
 
 TA_PUBLIC int ta_attach_start(const char *settings);
+TA_PUBLIC int ta_attach_patch_prepare(const char *spec);
+TA_PUBLIC int ta_attach_patch_commit(const uint64_t *pcs, uint64_t npcs);
+TA_PUBLIC void ta_attach_patch_restore(void);
 /* The agent's own hooks (hooks.c's hidden aliases): __cyg_profile_func_*
  * by name would be the first definition in the process, glibc's empty
  * ones, for a library loaded by dlopen.  Weak: the unit tests link the
@@ -70,6 +74,7 @@ static int attached;   /* a `traceagent attach` holds the process (under attach_
 static int redirected; /* the GOT entries point at our hooks (under attach_lock) */
 static char config[4096];
 int ta_attach_injected;
+static int patch_forget; /* the patches were taken out: forget the modules at detach */
 
 /* dl_iterate_phdr's counts of objects loaded and unloaded so far: a
  * change means a dlopen or dlclose since the last look (ta_attach_poll). */
@@ -419,6 +424,8 @@ int ta_attach_command(int on, const char **why)
 		 * miss: ring.c's ta_ring_detach keeps its block safe). */
 		restore();
 		(void)ta_agent_detach();
+		if (__atomic_exchange_n(&patch_forget, 0, __ATOMIC_RELAXED))
+			ta_patch_attach_forget();
 		attached = 0;
 	} else {
 		/* A preloaded agent: paused, everything written, the dump
@@ -430,4 +437,33 @@ int ta_attach_command(int on, const char **why)
 	}
 	pthread_mutex_unlock(&attach_lock);
 	return err;
+}
+
+/* `--patch` (loader/attach.c's patch_in and patch_out, by ptrace): the
+ * plan with the threads running, the writes and the restore with all of
+ * them stopped.  Only while this attach holds the process. */
+TA_PUBLIC int ta_attach_patch_prepare(const char *spec)
+{
+	int n;
+
+	if (!__atomic_load_n(&attached, __ATOMIC_RELAXED))
+		return -ENOENT;
+	TA_GUARD_ENTER();
+	n = ta_patch_attach_prepare(spec);
+	TA_GUARD_LEAVE();
+	return n;
+}
+
+TA_PUBLIC int ta_attach_patch_commit(const uint64_t *pcs, uint64_t npcs)
+{
+	/* No lock: the thread that holds attach_lock may be stopped. */
+	return ta_patch_attach_commit(pcs, (size_t)npcs);
+}
+
+TA_PUBLIC void ta_attach_patch_restore(void)
+{
+	ta_patch_attach_restore();
+	/* A later attach patches the modules again (the forgetting takes the
+	 * patcher's lock: done when the agent detaches, threads running). */
+	__atomic_store_n(&patch_forget, 1, __ATOMIC_RELAXED);
 }

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -349,6 +350,201 @@ static int put_string(pid_t pid, uint64_t at, const char *s)
 	return process_vm_writev(pid, &l, 1, &rm, 1, 0) == (ssize_t)(strlen(s) + 1) ? 0 : -1;
 }
 
+/* A thread held stopped, and the signal it was stopped with (given back). */
+struct held {
+	pid_t tid;
+	int sig;
+	uint64_t pc;
+};
+
+/* Seizes and stops thread tid; 0, or -1 (it ended, or cannot be held). */
+static int hold(pid_t tid, struct held *h)
+{
+	struct user_regs_struct r;
+	int st;
+
+	h->tid = tid;
+	h->sig = 0;
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+		return -1;
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0)
+		goto fail;
+	for (;;) {
+		if (waitpid(tid, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+			return -1;
+		if (WIFSTOPPED(st))
+			break;
+	}
+	/* A signal on its way: stopped all the same; given back after. */
+	if (st >> 16 == 0)
+		h->sig = WSTOPSIG(st);
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0)
+		goto fail;
+	h->pc = r.rip;
+	return 0;
+fail:
+	ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)h->sig);
+	return -1;
+}
+
+/*
+ * Calls fn(a0 or the string s, a1) in process pid (on its main thread)
+ * with every one of its threads stopped (pcs: the threads' program
+ * counters passed as a0, their count as a1, when s is NULL and with_pcs).
+ * For --patch: the entries are written while no thread runs.  The threads
+ * created meanwhile are not held (a program that starts threads at that
+ * moment may run one of them through a half-written entry: README,
+ * Limits).  0 with the result in *ret, or 1 (said).
+ */
+static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pcs, uint64_t *ret)
+{
+	struct held *hs = NULL, *mainh = NULL;
+	size_t n = 0, cap = 0;
+	char dir[64];
+	DIR *d;
+	struct dirent *e;
+	struct user_regs_struct saved;
+	uint64_t sp, at;
+	int rc = 1;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	d = opendir(dir);
+	if (!d)
+		return fail("process %d: cannot list its threads: %s", pid, strerror(errno));
+	while ((e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+
+		if (tid <= 0)
+			continue;
+		if (n == cap) {
+			struct held *nh = realloc(hs, (cap = cap ? 2 * cap : 16) * sizeof(*nh));
+			if (!nh)
+				break;
+			hs = nh;
+		}
+		if (hold(tid, &hs[n]) == 0)
+			n++;
+	}
+	closedir(d);
+	for (size_t i = 0; i < n; i++)
+		if (hs[i].tid == pid)
+			mainh = &hs[i];
+	if (!mainh) {
+		fail("process %d: cannot stop its main thread", pid);
+		goto out;
+	}
+	if (ptrace(PTRACE_GETREGS, pid, NULL, &saved) < 0) {
+		fail("process %d: cannot read the registers: %s", pid, strerror(errno));
+		goto out;
+	}
+	sp = (saved.rsp - 1024) & ~15ull;
+	at = sp - 8192 - ((with_pcs ? n * 8 : 0) & ~15ull);
+	if (str && put_string(pid, at, str) < 0) {
+		fail("process %d: cannot write to its stack: %s", pid, strerror(errno));
+		goto out;
+	}
+	if (!str && with_pcs) {
+		for (size_t i = 0; i < n; i++) {
+			struct iovec l = {&hs[i].pc, 8}, rm = {(void *)(uintptr_t)(at + 8 * i), 8};
+			if (process_vm_writev(pid, &l, 1, &rm, 1, 0) != 8) {
+				fail("process %d: cannot write to its stack: %s", pid,
+				     strerror(errno));
+				goto out;
+			}
+		}
+	}
+	if (remote_call(pid, &saved, at - 256, fn, at, with_pcs ? n : 0, ret) == 0)
+		rc = 0;
+	if (ptrace(PTRACE_SETREGS, pid, NULL, &saved) < 0)
+		rc = fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
+out:
+	for (size_t i = 0; i < n; i++)
+		ptrace(PTRACE_DETACH, hs[i].tid, NULL, (void *)(uintptr_t)hs[i].sig);
+	while (npending)
+		kill(pid, pending[--npending]);
+	free(hs);
+	return rc;
+}
+
+/* The address of the agent's function name in process pid; 0 if not
+ * there (said). */
+static uint64_t agent_fn(pid_t pid, const char *agent, const char *name)
+{
+	char seen[PATH_MAX + 32];
+	uintptr_t base = map_base(pid, NULL, agent, NULL, 0);
+	uint64_t off;
+
+	snprintf(seen, sizeof(seen), "/proc/%d/root%s", pid, agent);
+	off = base ? elf_dynsym(seen, name) : 0;
+	if (!off)
+		fail("process %d: the agent %s has no %s there", pid, agent, name);
+	return off ? base + off : 0;
+}
+
+/* --patch: planned with the threads running (the patcher allocates and
+ * decodes), written with them all stopped (mprotect and stores only). */
+static int patch_in(pid_t pid, const char *agent, const char *spec)
+{
+	uint64_t prep = agent_fn(pid, agent, "ta_attach_patch_prepare");
+	uint64_t commit = agent_fn(pid, agent, "ta_attach_patch_commit");
+	uint64_t ret;
+	int n;
+
+	if (!prep || !commit)
+		return 1;
+	/* One thread stopped (the others go on) for the planning. */
+	{
+		struct held h;
+		struct user_regs_struct saved;
+		uint64_t at;
+		int rc = 1;
+
+		if (hold(pid, &h) < 0)
+			return fail("process %d: cannot stop it to patch", pid);
+		if (ptrace(PTRACE_GETREGS, pid, NULL, &saved) == 0) {
+			at = ((saved.rsp - 1024) & ~15ull) - 8192;
+			if (put_string(pid, at, spec) == 0 &&
+			    remote_call(pid, &saved, at - 256, prep, at, 0, &ret) == 0)
+				rc = 0;
+			ptrace(PTRACE_SETREGS, pid, NULL, &saved);
+		}
+		ptrace(PTRACE_DETACH, pid, NULL, (void *)(uintptr_t)h.sig);
+		while (npending)
+			kill(pid, pending[--npending]);
+		if (rc)
+			return 1;
+	}
+	n = (int)ret;
+	if (n < 0)
+		return fail("process %d: --patch %s: %s (said on its stderr)", pid, spec,
+			    strerror(-n));
+	if (n == 0) {
+		fprintf(stderr, "traceagent: attach: --patch %s: no function to patch in process "
+				"%d\n",
+			spec, pid);
+		return 0;
+	}
+	if (call_all_stopped(pid, commit, NULL, 1, &ret))
+		return 1;
+	fprintf(stderr, "traceagent: attach: patched %d functions in process %d", (int)ret, pid);
+	if ((int)ret < n)
+		fprintf(stderr, " (%d left alone: a thread was inside their first bytes)",
+			n - (int)ret);
+	fputc('\n', stderr);
+	return 0;
+}
+
+/* The patched entries as they were, all threads stopped. */
+static int patch_out(pid_t pid, const char *agent)
+{
+	uint64_t restore = agent_fn(pid, agent, "ta_attach_patch_restore");
+	uint64_t ret;
+
+	if (!restore)
+		return 1;
+	return call_all_stopped(pid, restore, NULL, 0, &ret);
+}
+
 /* dlopen(agent) and ta_attach_start(settings) in process pid.  0, or 1
  * after saying why. */
 static int inject(pid_t pid, const char *agent, const char *settings)
@@ -502,7 +698,7 @@ int ta_cmd_attach(int argc, char **argv)
 	struct sigaction sa;
 	struct timespec t0;
 	unsigned char eh[20];
-	int fd, rc;
+	int fd, rc, injected = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -548,6 +744,7 @@ int ta_cmd_attach(int argc, char **argv)
 		}
 		*slot = argv[++i];
 	}
+	(void)injected; /* x86-64 only */
 	if (!pid) {
 		fprintf(stderr, "usage: traceagent attach PID [-o FILE] [--duration TIME] ...\n");
 		return 2;
@@ -680,6 +877,12 @@ int ta_cmd_attach(int argc, char **argv)
 		rc = inject((pid_t)pid, agent, settings);
 		if (rc)
 			return rc;
+		if (patch && patch_in((pid_t)pid, agent, patch)) {
+			patch = NULL;
+			fprintf(stderr, "traceagent: attach: --patch not applied in process %ld\n",
+				pid);
+		}
+		injected = 1;
 #else
 		return fail("injecting the agent is implemented for x86-64 only; start the "
 			    "program with the agent (TRACEAGENT_START=paused) to attach to it");
@@ -704,6 +907,13 @@ int ta_cmd_attach(int argc, char **argv)
 			break;
 		nanosleep(&nap, NULL);
 	}
+#if defined(__x86_64__)
+	/* The entries back while no thread runs, before the agent stops. */
+	if (injected && patch && patch_out((pid_t)pid, agent))
+		fprintf(stderr, "traceagent: attach: the patched entries of process %ld stay (they "
+				"record nothing once detached)\n",
+			pid);
+#endif
 	if (ctl_say(pid, uid, "detach\n", ans, sizeof(ans)) < 0)
 		return fail("process %ld: its control socket does not answer: cannot detach", pid);
 	if (strcmp(ans, "ok"))

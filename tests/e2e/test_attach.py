@@ -183,6 +183,51 @@ class AttachTest(tahelp.Case):
                            timeout=tahelp.TIMEOUT)
         self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_patch(self):
+        """--patch on an uninstrumented program (patchme, x86-64) while a
+        thread runs the patched work() and step(): the entries are written
+        with every thread stopped, fib's calls inside the window are exact,
+        none after the detach (the entries restored); a second attach
+        patches again into its own dump; the output is the untraced one."""
+        prog = self.prog("patchme-O2-pie-fp")  # skips where patching is not built
+        t = subprocess.Popen([prog, "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=tahelp.clean_env(),
+                             cwd=self.dir)
+
+        def end():
+            if t.poll() is None:
+                t.kill()
+                t.wait()
+            for f in (t.stdin, t.stdout, t.stderr):
+                f.close()
+        self.addCleanup(end)
+        self.assertEqual(t.stdout.readline(), "ready\n")
+
+        def say(line):
+            t.stdin.write(line + "\n")
+            t.stdin.flush()
+            return t.stdout.readline().rstrip("\n")
+        for dump, n, calls in ((self.fresh("p1"), 20, 21891), (self.fresh("p2"), 15, 1973)):
+            a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.pid), "-o", dump,
+                                  "--patch", "fib,work,step"], env=tahelp.clean_env(),
+                                 stderr=subprocess.PIPE, text=True, cwd=self.dir)
+            try:
+                self.assertEqual(a.stderr.readline(), "traceagent: attach: patched 3 functions "
+                                 "in process %d\n" % t.pid)
+                self.assertIn("attached", a.stderr.readline())
+                self.assertEqual(say("fib %d" % n), "fib(%d) = %d calls %d"
+                                 % (n, [6765, 610][n != 20], calls))
+            finally:
+                a.send_signal(2)
+                a.communicate(timeout=tahelp.TIMEOUT)
+            self.assertEqual(a.returncode, 0)
+            self.assertEqual(say("fib 10"), "fib(10) = 55 calls 177")
+            f = self.functions(self.report(dump))
+            self.assertEqual(f["fib"]["calls"], calls, dump)
+            self.assertGreater(f["step"]["calls"], 0, dump)
+        out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
+        self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
+
     def test_cycles(self):
         """10 windows on 8 busy threads: each a whole dump of its own; after
         each detach the process has its threads, its descriptors and about
