@@ -640,7 +640,13 @@ void ta_flusher_release(void)
 
 		if (!fs)
 			continue;
+		/* A thread that was helping with its own ring when the window
+		 * ended holds it: wait for it to finish (ring.c's records are
+		 * DETACHED by now, so no new drain starts). */
+		while (!ta_consume_trylock(t))
+			sched_yield();
 		t->fs = NULL;
+		ta_consume_unlock(t);
 		ta_encoder_free(&fs->enc);
 		ta_zbuf_free(&fs->z);
 		free(fs);

@@ -86,6 +86,7 @@ static int status_field(long pid, const char *key, char *out, size_t size)
 	return found;
 }
 
+#if defined(__x86_64__) /* the injection's helpers */
 /* The start of the mapping at file offset 0 of the first object whose path
  * ends with one of the names (libc.so.6) or equals path; its path in file. */
 static uintptr_t map_base(long pid, const char *suffix, const char *exact, char *file,
@@ -175,6 +176,8 @@ out:
 	munmap((void *)(uintptr_t)m, (size_t)st.st_size);
 	return v;
 }
+
+#endif
 
 /* The target's control socket, connected as the target's user (root
  * attaching to another user's process: the agent answers its own user
@@ -884,6 +887,8 @@ int ta_cmd_attach(int argc, char **argv)
 		}
 		injected = 1;
 #else
+		(void)rc;
+		(void)agent;
 		return fail("injecting the agent is implemented for x86-64 only; start the "
 			    "program with the agent (TRACEAGENT_START=paused) to attach to it");
 #endif
