@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -29,6 +30,7 @@
 #include "addr.h"
 #include "agent.h"
 #include "api.h"
+#include "attach.h"
 #include "clock.h"
 #include "crash.h"
 #include "ctl.h"
@@ -378,7 +380,8 @@ void ta_agent_write_end(uint64_t flags)
 	ta_buf_u(&b, events);
 	ta_buf_u(&b, lost);
 	ta_buf_u(&b, threads);
-	ta_buf_u(&b, flags | (ta_dump_failed() ? TA_END_F_INCOMPLETE : 0));
+	ta_buf_u(&b, flags | (ta_dump_failed() ? TA_END_F_INCOMPLETE : 0) |
+			 (ta_attach_injected ? TA_END_F_ATTACH : 0));
 	/* 1.4: the lost events by cause (format.h). */
 	ta_flusher_lost_by(by);
 	ta_buf_u(&b, TA_LOST_NCAUSES);
@@ -416,6 +419,74 @@ void ta_agent_exec_failed(char **env, char *const envp[])
 {
 	if (env != (char **)(uintptr_t)envp)
 		ta_dump_handover_cancel(env, envp);
+}
+
+int ta_agent_detach(void)
+{
+	uint32_t s = TA_S_RUNNING;
+
+	/* From here hooks (a thread that read the GOT entry just before it
+	 * was restored) find the agent not running and return. */
+	if (!__atomic_compare_exchange_n(&ta_state, &s, TA_S_DETACHED, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return -1;
+	ta_libcalls_enable(0);
+	TA_GUARD_ENTER();
+	ta_api_stop();
+	ta_flusher_stop();
+	/* Every thread's events, and a THREAD_END for each (its end is
+	 * now), then the END: the dump is whole. */
+	ta_flusher_drain(1);
+	ta_dump_clock();
+	ta_patch_dump();
+	ta_agent_write_end(0);
+	ta_dump_close();
+	ta_ring_detach();
+	ta_flusher_release();
+	ta_modules_forget();
+	/* What the agent freed (the encoders' buffers, ~1 MiB a thread at
+	 * most) back to the system, not kept in malloc's arenas. */
+	malloc_trim(0);
+	TA_GUARD_LEAVE();
+	return 0;
+}
+
+int ta_agent_reattach(void)
+{
+	uint32_t s = TA_S_DETACHED;
+	uint64_t t0;
+	int err;
+
+	if (!__atomic_compare_exchange_n(&ta_state, &s, TA_S_STARTING, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return -EALREADY;
+	TA_GUARD_ENTER();
+	/* The block size and memory cap are the first window's (the pool
+	 * is reserved once); the rest is this attach's. */
+	ta_settings_load(&ta_cfg);
+	ta_ring_reattach((int)ta_cfg.mode, ta_cfg.flight_bytes);
+	err = open_output(0);
+	if (err == 0) {
+		ta_dump_process();
+		ta_dump_clock();
+		t0 = ta_ticks();
+		ta_dump_modules(t0, t0);
+		if (ta_cfg.libcalls && ta_libcalls_dump)
+			ta_libcalls_dump();
+		ta_api_start();
+		err = ta_flusher_start();
+		if (err < 0) {
+			ta_warn("cannot start the flusher thread: %s; not tracing",
+				strerror(-err));
+			ta_dump_close();
+		}
+	}
+	/* Release: hooks that see RUNNING see the pool and the dump. */
+	__atomic_store_n(&ta_state, err == 0 ? TA_S_RUNNING : TA_S_DETACHED, __ATOMIC_RELEASE);
+	if (err == 0)
+		ta_libcalls_enable(1);
+	TA_GUARD_LEAVE();
+	return err;
 }
 
 void ta_agent_shutdown(void)

@@ -22,12 +22,22 @@ enum ta_state {
 	TA_S_RUNNING,
 	TA_S_STOPPED,    /* finished, or could not start: hooks only return */
 	TA_S_FORKED,     /* a forked child: the first hook restarts the agent */
+	TA_S_DETACHED,   /* an attach window ended: hooks only return; the
+			    next `traceagent attach` restarts it (ta_agent_reattach) */
 };
 
 extern uint32_t ta_state TA_HIDDEN; /* enum ta_state, atomic */
 
 /* Starts the agent if nobody has; returns 1 when it is running. */
 int ta_agent_ensure_started(void) TA_HIDDEN;
+/* An attach window ends (attach.c): the dump is finished (END) and closed,
+ * the flusher stopped, the rings' memory returned; the state DETACHED.
+ * 0, or -1 when the agent was not running. */
+int ta_agent_detach(void) TA_HIDDEN;
+/* The next window (from DETACHED): settings read again (the attach's),
+ * a new dump, clock, module map and flusher.  0 or a negative errno (said
+ * on stderr; the agent stays DETACHED). */
+int ta_agent_reattach(void) TA_HIDDEN;
 /* Final flush: stops the flusher, drains every ring, writes the end of
  * the dump.  Idempotent; safe from exit paths. */
 void ta_agent_shutdown(void) TA_HIDDEN;

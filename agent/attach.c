@@ -7,15 +7,20 @@
  * The loader calls ta_attach_start() in the target (on a thread it
  * interrupted with ptrace) after dlopen'ing the agent; from then on it talks
  * to the agent through the control socket: `detach` ends a window, `attach`
- * begins another (format/control.h).  A window ends with a pause and a
- * flush: the dump stays open, and the next window goes on in it after the
- * pause mark (the END is written when the process ends).
+ * begins another (format/control.h).  A window of an injected agent ends
+ * with the dump finished and closed, the flusher gone and the rings'
+ * memory returned (agent.c's ta_agent_detach); the next `traceagent
+ * attach` calls ta_attach_start again (dlopen finds the agent loaded) with
+ * its own settings, and a new dump starts.  A preloaded agent's window
+ * ends with a pause and a flush: its dump stays open until the process
+ * ends.
  */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +33,17 @@
 #include "clock.h"
 #include "dump.h"
 #include "flusher.h"
+#include "modules.h"
+#include "patch.h"
 #include "ring.h"
 #include "settings.h"
 
 #define TA_PUBLIC __attribute__((visibility("default"), no_instrument_function))
 
 TA_PUBLIC int ta_attach_start(const char *settings);
+TA_PUBLIC int ta_attach_patch_prepare(const char *spec);
+TA_PUBLIC int ta_attach_patch_commit(const uint64_t *pcs, uint64_t npcs);
+TA_PUBLIC void ta_attach_patch_restore(void);
 /* The agent's own hooks (hooks.c's hidden aliases): __cyg_profile_func_*
  * by name would be the first definition in the process, glibc's empty
  * ones, for a library loaded by dlopen.  Weak: the unit tests link the
@@ -54,6 +64,7 @@ struct got_slot {
 	uintptr_t *at;
 	uintptr_t old;
 	int relro; /* read-only but while we write */
+	uintptr_t base; /* its module's load bias: gone when dladdr says otherwise */
 };
 
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,6 +74,57 @@ static int attached;   /* a `traceagent attach` holds the process (under attach_
 static int redirected; /* the GOT entries point at our hooks (under attach_lock) */
 static char config[4096];
 int ta_attach_injected;
+static int patch_forget; /* the patches were taken out: forget the modules at detach */
+
+/* dl_iterate_phdr's counts of objects loaded and unloaded so far: a
+ * change means a dlopen or dlclose since the last look (ta_attach_poll). */
+static unsigned long long seen_adds, seen_subs;
+
+static int count_loads(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *v = arg;
+
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		v[0] = info->dlpi_adds;
+		v[1] = info->dlpi_subs;
+	}
+	return 1; /* the first object has them */
+}
+
+static void loads_seen(unsigned long long *adds, unsigned long long *subs)
+{
+	unsigned long long v[2] = {0, 0};
+
+	dl_iterate_phdr(count_loads, v);
+	*adds = v[0];
+	*subs = v[1];
+}
+
+/* Whether an object with load bias base is loaded now and has a writable
+ * segment holding at (its GOT). */
+struct alive {
+	uintptr_t base, at;
+	int yes;
+};
+
+static int find_alive(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct alive *a = arg;
+
+	(void)size;
+	if (info->dlpi_addr != a->base)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && a->at >= lo && a->at < lo + ph->p_memsz) {
+			a->yes = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
 
 /* Writes v at *at, with the page made writable for the write if it is not
  * (full RELRO: read-only after relocation); its protection is put back. */
@@ -78,6 +140,22 @@ static int got_write(uintptr_t *at, uintptr_t v, int relro)
 	__atomic_store_n(at, v, __ATOMIC_RELAXED);
 	if (relro)
 		mprotect((void *)page, (size_t)pg, PROT_READ);
+	return 0;
+}
+
+/* A slot seen before (a rescan after a dlopen): pointed at our hook again
+ * if the loader's relocation wrote over it meanwhile (a module being
+ * loaded while we scanned), its first old value kept.  Linear: two slots a
+ * module. */
+static int known_slot(uintptr_t *at, uintptr_t hook, uintptr_t base)
+{
+	for (size_t i = 0; i < nslots; i++) {
+		if (slots[i].at != at || slots[i].base != base)
+			continue;
+		if (__atomic_load_n(at, __ATOMIC_RELAXED) != hook)
+			(void)got_write(at, hook, slots[i].relro);
+		return 1;
+	}
 	return 0;
 }
 
@@ -159,6 +237,8 @@ static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
 			else
 				continue;
 			at = (uintptr_t *)(info->dlpi_addr + r->r_offset);
+			if (known_slot(at, hook, info->dlpi_addr))
+				continue;
 			ns = ta_grow(slots, nslots, &cap_slots, sizeof(*slots), 16);
 			if (!ns) {
 				sc->err = -ENOMEM;
@@ -168,6 +248,7 @@ static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
 			slots[nslots].at = at;
 			slots[nslots].old = __atomic_load_n(at, __ATOMIC_RELAXED);
 			slots[nslots].relro = (uintptr_t)at >= relro_lo && (uintptr_t)at < relro_hi;
+			slots[nslots].base = info->dlpi_addr;
 			if (got_write(at, hook, slots[nslots].relro) < 0)
 				continue;
 			nslots++;
@@ -194,13 +275,64 @@ static int redirect(void)
 	nslots = 0;
 	dl_iterate_phdr(scan_module, &sc);
 	redirected = 1;
+	loads_seen(&seen_adds, &seen_subs);
 	return sc.err;
+}
+
+/* Under attach_lock: a slot whose module was dlclose'd is forgotten (its
+ * page may be gone, or another module's). */
+static void prune(void)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < nslots; i++) {
+		struct alive al = {slots[i].base, (uintptr_t)slots[i].at, 0};
+
+		dl_iterate_phdr(find_alive, &al);
+		if (al.yes)
+			slots[k++] = slots[i];
+	}
+	nslots = k;
+}
+
+void ta_attach_poll(void)
+{
+	unsigned long long adds = 0, subs = 0;
+	struct scan sc = {0, 0};
+	Dl_info di;
+	uint64_t now;
+
+	if (!__atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED))
+		return;
+	loads_seen(&adds, &subs);
+	/* Mid-load (r_state RT_ADD): its relocation may not be done; the
+	 * next pass sees it. */
+	if ((adds == seen_adds && subs == seen_subs) || _r_debug.r_state != RT_CONSISTENT)
+		return;
+	/* A detach holds the lock while it stops this thread: never wait. */
+	if (pthread_mutex_trylock(&attach_lock) != 0)
+		return;
+	if (redirected) {
+		if (dladdr((void *)&redirect, &di) && di.dli_fbase)
+			sc.self_base = (uintptr_t)di.dli_fbase;
+		/* The new modules into the dump first, so that their events,
+		 * from the redirect on, have them. */
+		now = ta_ticks();
+		ta_dump_modules(now, now);
+		if (subs != seen_subs)
+			prune();
+		dl_iterate_phdr(scan_module, &sc);
+		seen_adds = adds;
+		seen_subs = subs;
+	}
+	pthread_mutex_unlock(&attach_lock);
 }
 
 /* Under attach_lock: every entry as it was.  A thread that read our hook's
  * address just before finishes that call in our hook, which stays loaded. */
 static void restore(void)
 {
+	prune(); /* not into a module dlclose'd since the last look */
 	for (size_t i = nslots; i-- > 0;)
 		(void)got_write(slots[i].at, slots[i].old, slots[i].relro);
 	nslots = 0;
@@ -230,7 +362,14 @@ TA_PUBLIC int ta_attach_start(const char *settings)
 		config[n] = 0;
 		ta_settings_attach = config;
 	}
-	if (!ta_agent_ensure_started()) {
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_DETACHED) {
+		/* A window before this one ended: a new dump, the same
+		 * agent. */
+		err = ta_agent_reattach();
+		ta_settings_attach = NULL;
+		if (err < 0)
+			goto out;
+	} else if (!ta_agent_ensure_started()) {
 		ta_settings_attach = NULL;
 		err = -ENOTRECOVERABLE;
 		goto out;
@@ -259,6 +398,12 @@ int ta_attach_command(int on, const char **why)
 		if (attached) {
 			*why = "the process is being traced by another attach already";
 			err = -EBUSY;
+		} else if (ta_attach_injected &&
+			   __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_DETACHED) {
+			/* Its settings (the output above all) come with
+			 * ta_attach_start: the loader calls it again. */
+			*why = TA_ATTACH_IDLE;
+			err = -EAGAIN;
 		} else if (ta_api_pause(0) < 0) {
 			*why = "the agent is not recording (it is stopping)";
 			err = -ESRCH;
@@ -272,8 +417,19 @@ int ta_attach_command(int on, const char **why)
 	} else if (!attached) {
 		*why = "the process is not being attached to";
 		err = -ENOENT;
-	} else {
+	} else if (ta_attach_injected) {
+		/* The hooks out first; a thread that read an entry just
+		 * before finishes that hook, which finds the agent detached
+		 * (or records one more event, which the final drain may
+		 * miss: ring.c's ta_ring_detach keeps its block safe). */
 		restore();
+		(void)ta_agent_detach();
+		if (__atomic_exchange_n(&patch_forget, 0, __ATOMIC_RELAXED))
+			ta_patch_attach_forget();
+		attached = 0;
+	} else {
+		/* A preloaded agent: paused, everything written, the dump
+		 * open for the rest of the process's life. */
 		ta_api_pause(1);
 		ta_flusher_drain(0);
 		ta_dump_clock();
@@ -281,4 +437,33 @@ int ta_attach_command(int on, const char **why)
 	}
 	pthread_mutex_unlock(&attach_lock);
 	return err;
+}
+
+/* `--patch` (loader/attach.c's patch_in and patch_out, by ptrace): the
+ * plan with the threads running, the writes and the restore with all of
+ * them stopped.  Only while this attach holds the process. */
+TA_PUBLIC int ta_attach_patch_prepare(const char *spec)
+{
+	int n;
+
+	if (!__atomic_load_n(&attached, __ATOMIC_RELAXED))
+		return -ENOENT;
+	TA_GUARD_ENTER();
+	n = ta_patch_attach_prepare(spec);
+	TA_GUARD_LEAVE();
+	return n;
+}
+
+TA_PUBLIC int ta_attach_patch_commit(const uint64_t *pcs, uint64_t npcs)
+{
+	/* No lock: the thread that holds attach_lock may be stopped. */
+	return ta_patch_attach_commit(pcs, (size_t)npcs);
+}
+
+TA_PUBLIC void ta_attach_patch_restore(void)
+{
+	ta_patch_attach_restore();
+	/* A later attach patches the modules again (the forgetting takes the
+	 * patcher's lock: done when the agent detaches, threads running). */
+	__atomic_store_n(&patch_forget, 1, __ATOMIC_RELAXED);
 }

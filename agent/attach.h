@@ -13,6 +13,16 @@
  * paused, everything recorded written.  0, or a negative errno with *why
  * the control socket's answer (-EBUSY: another attach holds the process). */
 int ta_attach_command(int on, const char **why) TA_HIDDEN;
+/* The `attach` command's answer for an injected agent between windows:
+ * the loader then calls ta_attach_start again with the new settings
+ * (loader/attach.c matches it). */
+#define TA_ATTACH_IDLE "the agent is idle between attach windows"
+/* The flusher's loop, while an injected agent's window is open: modules
+ * dlopen'ed since the last look get their GOT entries pointed at our hooks
+ * (and written to the dump), those dlclose'd are forgotten.  Cheap when
+ * nothing changed (one dl_iterate_phdr callback); never waits for the
+ * attach lock. */
+void ta_attach_poll(void) TA_HIDDEN;
 /* 1 once ta_attach_start ran: the agent was brought in by dlopen. */
 extern int ta_attach_injected TA_HIDDEN;
 

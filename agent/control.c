@@ -215,6 +215,10 @@ static int serve(int c)
 		} else if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING) {
 			says(c, "error: the agent is not recording (it is stopping)\n");
 		} else {
+			/* An injected agent's look for dlopen'ed modules too,
+			 * as the flusher's next pass would: answered once
+			 * they are traced (attach.c). */
+			ta_attach_poll();
 			ta_flusher_drain(0);
 			ta_dump_clock();
 			says(c, "ok\n");

@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "dump.h"
 #include "api.h"
+#include "attach.h"
 #include "flusher.h"
 #include "format.h"
 #include "ring.h"
@@ -552,6 +553,9 @@ static void *flusher_main(void *arg)
 			if (full)
 				last_full = t;
 		}
+		/* An injected agent learns of dlopen'ed modules here (it has
+		 * no dlopen interposer: attach.c). */
+		ta_attach_poll();
 		now = mono_ms();
 		if (ta_cfg.mode != TA_MODE_FLIGHT && now - last_clock >= clock_gap) {
 			ta_dump_clock();
@@ -625,4 +629,31 @@ void ta_flusher_forget(void)
 	memcpy(&drain_lock, &fresh, sizeof(fresh));
 	total_events = total_lost = total_threads = 0;
 	memset(total_lost_by, 0, sizeof(total_lost_by));
+}
+
+void ta_flusher_release(void)
+{
+	pthread_mutex_lock(&drain_lock);
+	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->all_next) {
+		struct ta_flush_state *fs = t->fs;
+
+		if (!fs)
+			continue;
+		/* A thread that was helping with its own ring when the window
+		 * ended holds it: wait for it to finish (ring.c's records are
+		 * DETACHED by now, so no new drain starts). */
+		while (!ta_consume_trylock(t))
+			sched_yield();
+		t->fs = NULL;
+		ta_consume_unlock(t);
+		ta_encoder_free(&fs->enc);
+		ta_zbuf_free(&fs->z);
+		free(fs);
+	}
+	pthread_mutex_unlock(&drain_lock);
+	total_events = total_lost = total_threads = 0;
+	memset(total_lost_by, 0, sizeof(total_lost_by));
+	kick_word = 0;
+	__atomic_store_n(&dump_requested, 0, __ATOMIC_RELAXED);
 }

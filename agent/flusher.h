@@ -35,6 +35,9 @@ void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads) TA_H
 void ta_flusher_lost_by(uint64_t by[TA_LOST_NCAUSES]) TA_HIDDEN;
 /* In a forked child: the flusher thread does not exist there. */
 void ta_flusher_forget(void) TA_HIDDEN;
+/* An attach window ended (flusher stopped, rings drained): the per-thread
+ * encoders' memory is freed and the totals reset for the next dump. */
+void ta_flusher_release(void) TA_HIDDEN;
 /* Around fork: hold the drain lock so the child's copy of the encoders is
  * consistent. */
 void ta_flusher_fork_prepare(void) TA_HIDDEN;

@@ -211,6 +211,144 @@ void ta_block_put(struct ta_block *b)
 					      __ATOMIC_RELAXED));
 }
 
+/*
+ * Attach windows (attach.c).  When a window ends the threads keep running
+ * with ta_cur pointing at their current block and `self` at their record:
+ * TLS that only its thread can change, and a thread may not call a hook
+ * for a long time (or ever again).  Such a block must not be handed to
+ * another thread in a later window: the silent thread's next hook would
+ * claim and fill it.  So each such block is pinned until its thread comes
+ * back (its record reads TA_T_DETACHED: the slow path frees both) or
+ * exits.  A pinned block reads head 0, limit 0 (its pages were given back),
+ * so its thread's next hook, in any window, takes the slow path.  The pool
+ * is never unmapped: a thread that was inside a hook when the GOT was
+ * restored may still store into its block, and a late store only brings
+ * one zero page back.
+ * pinned[i]: 0 free to reuse, 1 pinned, 2 its thread exited meanwhile
+ * (freed by the next ta_ring_reattach).  Byte atomics: whoever exchanges
+ * a non-zero value for 0 puts the block back, once.
+ */
+static uint8_t *pinned;
+static void nest_forget(void);
+
+/* On the free list without counting it in use (it was not, in this
+ * window). */
+static void free_push(struct ta_block *b)
+{
+	uint32_t idx = block_index(b);
+	uint64_t old = __atomic_load_n(&pool_free, __ATOMIC_RELAXED);
+	uint64_t new;
+
+	b->limit = 0;
+	do {
+		__atomic_store_n(&b->free_next, (uint32_t)old, __ATOMIC_RELAXED);
+		new = (((old >> 32) + 1) << 32) | (idx + 1);
+		/* Release: pairs with the acquire in pool_try_get. */
+	} while (!__atomic_compare_exchange_n(&pool_free, &old, new, 1, __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
+}
+
+static int in_pool(const struct ta_block *b)
+{
+	return pool_base && (const uint8_t *)b >= pool_base &&
+	       (const uint8_t *)b < pool_base + (size_t)pool_nblocks * pool_block_bytes;
+}
+
+/* The calling thread's record is of an ended window: b, its block, is
+ * unpinned (back in the pool when running, else left for the next
+ * reattach), the record freed, the thread's TLS made as new.  Returns the
+ * idle placeholder: the caller registers it afresh if the agent runs. */
+static struct ta_block *forget_window(struct ta_thread *t, struct ta_block *b, int running)
+{
+	if (in_pool(b) && pinned) {
+		uint8_t *p = &pinned[block_index(b)];
+
+		if (running) {
+			if (__atomic_exchange_n(p, 0, __ATOMIC_ACQ_REL))
+				free_push(b);
+		} else {
+			uint8_t one = 1;
+			__atomic_compare_exchange_n(p, &one, 2, 0, __ATOMIC_ACQ_REL,
+						    __ATOMIC_RELAXED);
+		}
+	}
+	nest_forget();
+	self = NULL;
+	/* Release: a new thread claiming the record sees it clean. */
+	__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
+	return &idle_block;
+}
+
+void ta_ring_detach(void)
+{
+	/* Threads that were in a slow path when the window ended (the GOT
+	 * restored, the state no longer RUNNING): they finish it, and link
+	 * no block after they see the state, within microseconds; 20 ms is
+	 * the margin.  A thread preempted for longer between its state
+	 * check and linking a block could link one that is not pinned
+	 * below (README, Limits). */
+	struct timespec grace = {0, 20 * 1000 * 1000};
+	uint32_t used;
+
+	nanosleep(&grace, NULL);
+	if (!pinned) {
+		void *p = mmap(NULL, pool_nblocks, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		pinned = p == MAP_FAILED ? NULL : p;
+	}
+	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->all_next) {
+		uint32_t s = TA_T_LIVE;
+		struct ta_block *b;
+
+		if (!__atomic_compare_exchange_n(&t->state, &s, TA_T_DETACHED, 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
+			continue;
+		/* Its current block: the end of its chain. */
+		for (b = t->drain ? t->drain : t->first; b && b->next; b = b->next)
+			;
+		if (b && pinned)
+			__atomic_store_n(&pinned[block_index(b)], 1, __ATOMIC_RELAXED);
+		t->drain = NULL;
+		t->first = NULL;
+	}
+	used = __atomic_load_n(&pool_next, __ATOMIC_RELAXED);
+	/* The memory back: the pages read as zeros from here on. */
+	madvise(pool_base, (size_t)used * pool_block_bytes, MADV_DONTNEED);
+	__atomic_store_n(&pool_free, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&pool_in_use, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&pool_peak, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&live_threads, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ta_lost_unowned, 0, __ATOMIC_RELAXED);
+	memset(ta_lost_unowned_by, 0, sizeof(ta_lost_unowned_by));
+	/* Without pinned (out of memory) nothing says which blocks are
+	 * pointed at: none of those used so far is used again (safe; the
+	 * pool is smaller; ta_ring_reattach). */
+}
+
+void ta_ring_reattach(int mode, uint64_t flight_bytes)
+{
+	uint32_t used = __atomic_load_n(&pool_next, __ATOMIC_RELAXED);
+
+	pool_mode = mode;
+	flight_blocks = (uint32_t)(flight_bytes / pool_block_bytes);
+	if (flight_blocks < 2)
+		flight_blocks = 2;
+	if (!pinned)
+		return;
+	/* From the top down, so the lowest (the warmest before) come first. */
+	for (uint32_t i = used; i-- > 0;) {
+		uint8_t *p = &pinned[i];
+
+		/* 1: its thread has not come back.  2: it exited meanwhile. */
+		if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == 1)
+			continue;
+		__atomic_store_n(p, 0, __ATOMIC_RELAXED);
+		free_push(block_at(i));
+	}
+}
+
 static void add_wait(struct ta_thread *t, uint64_t t0)
 {
 	__atomic_store_n(&t->wait_ticks,
@@ -577,6 +715,14 @@ static __thread uint32_t nest_n __attribute__((tls_model("initial-exec")));
 static __thread struct ta_block *nest_block __attribute__((tls_model("initial-exec")));
 static __thread uint32_t nest_limit __attribute__((tls_model("initial-exec")));
 
+/* A window ended (forget_window): what handlers put aside then is lost
+ * with it, and the block whose room they took is no longer this thread's. */
+static void nest_forget(void)
+{
+	nest_block = NULL;
+	__atomic_store_n(&nest_n, 0, __ATOMIC_RELAXED);
+}
+
 /* Slot i of the events put aside: nest_buf, then the reserve. */
 static inline struct ta_rec *nest_slot(uint32_t i)
 {
@@ -694,6 +840,15 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 		goto out;
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* A record of an attach window that ended: this thread starts
+	 * afresh in the new one (before nest_block, a block of that window,
+	 * is written).  The record is never unmapped; relaxed is enough for
+	 * its own state, which only this thread changes from DETACHED. */
+	if (TA_UNLIKELY(t && __atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_DETACHED) &&
+	    __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
+		b = forget_window(t, b, 1);
+		t = NULL;
+	}
 	if (nest_block) {
 		/* Events put aside by handlers: the block's room comes back. */
 		__atomic_store_n(&nest_block->limit, nest_limit, __ATOMIC_RELAXED);
@@ -702,7 +857,12 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 
 	if (TA_UNLIKELY(__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING) &&
 	    !ta_agent_ensure_started()) {
-		b = &idle_block; /* not tracing: nothing to record or lose */
+		/* Not tracing: nothing to record or lose.  A thread of an
+		 * ended attach window keeps its pinned block (limit 0: every
+		 * hook comes here all the same), to give it back later. */
+		if (!(t && __atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_DETACHED &&
+		      in_pool(b)))
+			b = &idle_block;
 		nest_n = 0;
 		goto done;
 	}
@@ -819,6 +979,15 @@ void ta_thread_exit(void)
 	ta_api_thread_exit();
 	if (!t)
 		return;
+	if (__atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_DETACHED) {
+		/* Recorded in a window that ended: nothing of it is drained
+		 * any more; its block goes back to the pool. */
+		TA_GUARD_ENTER();
+		b = __atomic_exchange_n(&ta_cur, &idle_block, __ATOMIC_RELAXED);
+		(void)forget_window(t, b,
+				   __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING);
+		return;
+	}
 	/* For good: the library calls of a thread that is going (the TLS
 	 * destructors after this one, libc's own teardown) are not recorded,
 	 * which would register it again. */

@@ -242,6 +242,9 @@ enum ta_thread_state {
 	TA_T_CLAIMED,  /* being set up by its thread */
 	TA_T_LIVE,     /* recording */
 	TA_T_EXITED,   /* the thread is gone; the flusher drains what is left */
+	TA_T_DETACHED, /* recorded in an attach window that ended: its thread still
+			* points at it (and at a pinned block) until its next slow path
+			* in a later window, or its exit, frees it (ring.c) */
 };
 
 struct ta_flush_state; /* the flusher's per-thread encoder, flusher.c */
@@ -350,5 +353,14 @@ extern __thread uint32_t ta_guard __attribute__((tls_model("initial-exec"))) TA_
  * (for its record in the child), then forgets the parent's threads and
  * blocks; the child records into a fresh pool. */
 void ta_ring_fork_child(void) TA_HIDDEN;
+/* An attached agent's window ends (attach.c, agent.c's ta_agent_detach),
+ * after the final drain with the flusher stopped: the threads' records and
+ * their current blocks are set aside (a thread keeps pointing at them until
+ * it runs the slow path again), the pool's pages are given back
+ * (MADV_DONTNEED) and its counts reset. */
+void ta_ring_detach(void) TA_HIDDEN;
+/* A new window (ta_agent_reattach): the pool's blocks back on the free
+ * list but those still pointed at; the mode of the new settings. */
+void ta_ring_reattach(int mode, uint64_t flight_bytes) TA_HIDDEN;
 
 #endif

@@ -213,7 +213,7 @@ void ta_view_warnings(struct ta_view *v)
 {
 	const struct ta_session *s = v->s;
 	const char *why = ta_session_incomplete(s);
-	uint64_t resyncs = 0, unmatched = 0, missing = 0;
+	uint64_t resyncs = 0, unmatched = 0, missing = 0, open_at_attach = 0;
 
 	/* Damage was reported already, and explains the rest. */
 	if (why && !s->errors_all && !v->fatal[0])
@@ -235,8 +235,12 @@ void ta_view_warnings(struct ta_view *v)
 		const struct ta_process *p = ta_session_process(s, s->threads[i]->pid);
 
 		resyncs += s->threads[i]->resyncs;
-		/* A flight recorder's streams start inside calls on purpose. */
-		if (!p || p->mode != 2)
+		/* A flight recorder's streams start inside calls on purpose;
+		 * an attached process's threads were inside calls when
+		 * `traceagent attach` came (END flag TA_END_F_ATTACH). */
+		if (p && (p->end_flags & TA_END_F_ATTACH))
+			open_at_attach += s->threads[i]->unmatched;
+		else if (!p || p->mode != 2)
 			unmatched += s->threads[i]->unmatched;
 		missing += s->threads[i]->chunks_missing;
 	}
@@ -253,6 +257,11 @@ void ta_view_warnings(struct ta_view *v)
 				     " (%s) in thread %" PRIu64 "; 'traceagent info' shows where",
 				     s->procs[i]->pid, c->signal, strsignal((int)c->signal), c->tid);
 	}
+	if (open_at_attach)
+		ta_view_warn(v,
+			     "%" PRIu64 " calls were open when tracing started (the process was "
+			     "attached to while inside them): their exits were ignored",
+			     open_at_attach);
 	if (unmatched)
 		ta_view_warn(v, "%" PRIu64 " function exits without a recorded entry were ignored",
 			     unmatched);

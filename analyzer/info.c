@@ -332,6 +332,18 @@ static const char *fmt_bytes(char *buf, size_t n, uint64_t b)
 
 /* ---- text ------------------------------------------------------------------------------- */
 
+/* An attached process's calls open when tracing started: the exits its
+ * threads made without a recorded entry (FORMAT.md, END flag bit 3). */
+static uint64_t open_at_start(const struct ta_session *s, const struct ta_process *p)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i]->pid == p->pid)
+			n += s->threads[i]->unmatched;
+	return n;
+}
+
 static const char *mode_name(uint64_t mode)
 {
 	return mode == 0 ? "lossless" : mode == 1 ? "drop" : mode == 2 ? "flight" : "unknown";
@@ -499,6 +511,10 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		       p->end_flags & 1 ? "; some data could not be written" : "");
 	else
 		printf("  end:         missing (the program was killed or is still running)\n");
+	if (p->end_flags & TA_END_F_ATTACH)
+		printf("  attached:    by traceagent attach; %" PRIu64
+		       " calls were open when tracing started (their exits are ignored)\n",
+		       open_at_start(s, p));
 	if (p->chunks_missing)
 		printf("  missing:     %" PRIu64 " chunks\n", p->chunks_missing);
 	if (p->npauses || p->channel_marks)
@@ -731,6 +747,9 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		       p->end_flags & 1 ? "true" : "false");
 	else
 		printf("    \"end\": null,\n");
+	printf("    \"attached\": %s, \"open_at_start\": %" PRIu64 ",\n",
+	       p->end_flags & TA_END_F_ATTACH ? "true" : "false",
+	       p->end_flags & TA_END_F_ATTACH ? open_at_start(s, p) : 0);
 	printf("    \"threads\": [");
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct ta_thread *t = s->threads[i];

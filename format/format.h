@@ -111,6 +111,8 @@ enum ta_chunk_type {
 #define TA_END_F_INCOMPLETE 1u /* some data could not be written */
 #define TA_END_F_EXEC 2u       /* written before an exec: the image ended */
 #define TA_END_F_CRASH 4u      /* written by the crash handler */
+#define TA_END_F_ATTACH 8u     /* the agent was brought in by `traceagent attach`: threads
+				  start inside calls whose entries were never seen */
 
 /* Clock sources recorded in the PROCESS chunk. */
 enum ta_clock_source {

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -85,6 +86,7 @@ static int status_field(long pid, const char *key, char *out, size_t size)
 	return found;
 }
 
+#if defined(__x86_64__) /* the injection's helpers */
 /* The start of the mapping at file offset 0 of the first object whose path
  * ends with one of the names (libc.so.6) or equals path; its path in file. */
 static __attribute__((unused)) uintptr_t map_base(long pid, const char *suffix, const char *exact, char *file,
@@ -176,6 +178,8 @@ out:
 	return v;
 }
 
+#endif
+
 /* The target's control socket, connected as the target's user (root
  * attaching to another user's process: the agent answers its own user
  * only); -1 if nobody listens. */
@@ -266,6 +270,24 @@ static int ctl_say(long pid, uid_t uid, const char *cmd, char *ans, size_t size)
 	return 0;
 }
 
+/* ptrace refused (err): the message names the settings that decide it. */
+static int denied(long pid, int err)
+{
+	char scope[32] = "not set (no Yama)";
+	int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		ssize_t n = read(fd, scope, sizeof(scope) - 1);
+		scope[n > 0 ? n : 0] = 0;
+		scope[strcspn(scope, "\n")] = 0;
+		close(fd);
+	}
+	return fail("cannot ptrace process %ld: %s (kernel.yama.ptrace_scope is %s; attach needs "
+		    "the process's user with ptrace_scope 0, or CAP_SYS_PTRACE, also for a "
+		    "process that made itself non-dumpable)",
+		    pid, strerror(err), scope);
+}
+
 #if defined(__x86_64__)
 /* Signals that stopped the thread while we held it: given back at the end. */
 static int pending[64], npending;
@@ -332,6 +354,201 @@ static int put_string(pid_t pid, uint64_t at, const char *s)
 	return process_vm_writev(pid, &l, 1, &rm, 1, 0) == (ssize_t)(strlen(s) + 1) ? 0 : -1;
 }
 
+/* A thread held stopped, and the signal it was stopped with (given back). */
+struct held {
+	pid_t tid;
+	int sig;
+	uint64_t pc;
+};
+
+/* Seizes and stops thread tid; 0, or -1 (it ended, or cannot be held). */
+static int hold(pid_t tid, struct held *h)
+{
+	struct user_regs_struct r;
+	int st;
+
+	h->tid = tid;
+	h->sig = 0;
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+		return -1;
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0)
+		goto fail;
+	for (;;) {
+		if (waitpid(tid, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+			return -1;
+		if (WIFSTOPPED(st))
+			break;
+	}
+	/* A signal on its way: stopped all the same; given back after. */
+	if (st >> 16 == 0)
+		h->sig = WSTOPSIG(st);
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0)
+		goto fail;
+	h->pc = r.rip;
+	return 0;
+fail:
+	ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)h->sig);
+	return -1;
+}
+
+/*
+ * Calls fn(a0 or the string s, a1) in process pid (on its main thread)
+ * with every one of its threads stopped (pcs: the threads' program
+ * counters passed as a0, their count as a1, when s is NULL and with_pcs).
+ * For --patch: the entries are written while no thread runs.  The threads
+ * created meanwhile are not held (a program that starts threads at that
+ * moment may run one of them through a half-written entry: README,
+ * Limits).  0 with the result in *ret, or 1 (said).
+ */
+static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pcs, uint64_t *ret)
+{
+	struct held *hs = NULL, *mainh = NULL;
+	size_t n = 0, cap = 0;
+	char dir[64];
+	DIR *d;
+	struct dirent *e;
+	struct user_regs_struct saved;
+	uint64_t sp, at;
+	int rc = 1;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	d = opendir(dir);
+	if (!d)
+		return fail("process %d: cannot list its threads: %s", pid, strerror(errno));
+	while ((e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+
+		if (tid <= 0)
+			continue;
+		if (n == cap) {
+			struct held *nh = realloc(hs, (cap = cap ? 2 * cap : 16) * sizeof(*nh));
+			if (!nh)
+				break;
+			hs = nh;
+		}
+		if (hold(tid, &hs[n]) == 0)
+			n++;
+	}
+	closedir(d);
+	for (size_t i = 0; i < n; i++)
+		if (hs[i].tid == pid)
+			mainh = &hs[i];
+	if (!mainh) {
+		fail("process %d: cannot stop its main thread", pid);
+		goto out;
+	}
+	if (ptrace(PTRACE_GETREGS, pid, NULL, &saved) < 0) {
+		fail("process %d: cannot read the registers: %s", pid, strerror(errno));
+		goto out;
+	}
+	sp = (saved.rsp - 1024) & ~15ull;
+	at = sp - 8192 - ((with_pcs ? n * 8 : 0) & ~15ull);
+	if (str && put_string(pid, at, str) < 0) {
+		fail("process %d: cannot write to its stack: %s", pid, strerror(errno));
+		goto out;
+	}
+	if (!str && with_pcs) {
+		for (size_t i = 0; i < n; i++) {
+			struct iovec l = {&hs[i].pc, 8}, rm = {(void *)(uintptr_t)(at + 8 * i), 8};
+			if (process_vm_writev(pid, &l, 1, &rm, 1, 0) != 8) {
+				fail("process %d: cannot write to its stack: %s", pid,
+				     strerror(errno));
+				goto out;
+			}
+		}
+	}
+	if (remote_call(pid, &saved, at - 256, fn, at, with_pcs ? n : 0, ret) == 0)
+		rc = 0;
+	if (ptrace(PTRACE_SETREGS, pid, NULL, &saved) < 0)
+		rc = fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
+out:
+	for (size_t i = 0; i < n; i++)
+		ptrace(PTRACE_DETACH, hs[i].tid, NULL, (void *)(uintptr_t)hs[i].sig);
+	while (npending)
+		kill(pid, pending[--npending]);
+	free(hs);
+	return rc;
+}
+
+/* The address of the agent's function name in process pid; 0 if not
+ * there (said). */
+static uint64_t agent_fn(pid_t pid, const char *agent, const char *name)
+{
+	char seen[PATH_MAX + 32];
+	uintptr_t base = map_base(pid, NULL, agent, NULL, 0);
+	uint64_t off;
+
+	snprintf(seen, sizeof(seen), "/proc/%d/root%s", pid, agent);
+	off = base ? elf_dynsym(seen, name) : 0;
+	if (!off)
+		fail("process %d: the agent %s has no %s there", pid, agent, name);
+	return off ? base + off : 0;
+}
+
+/* --patch: planned with the threads running (the patcher allocates and
+ * decodes), written with them all stopped (mprotect and stores only). */
+static int patch_in(pid_t pid, const char *agent, const char *spec)
+{
+	uint64_t prep = agent_fn(pid, agent, "ta_attach_patch_prepare");
+	uint64_t commit = agent_fn(pid, agent, "ta_attach_patch_commit");
+	uint64_t ret;
+	int n;
+
+	if (!prep || !commit)
+		return 1;
+	/* One thread stopped (the others go on) for the planning. */
+	{
+		struct held h;
+		struct user_regs_struct saved;
+		uint64_t at;
+		int rc = 1;
+
+		if (hold(pid, &h) < 0)
+			return fail("process %d: cannot stop it to patch", pid);
+		if (ptrace(PTRACE_GETREGS, pid, NULL, &saved) == 0) {
+			at = ((saved.rsp - 1024) & ~15ull) - 8192;
+			if (put_string(pid, at, spec) == 0 &&
+			    remote_call(pid, &saved, at - 256, prep, at, 0, &ret) == 0)
+				rc = 0;
+			ptrace(PTRACE_SETREGS, pid, NULL, &saved);
+		}
+		ptrace(PTRACE_DETACH, pid, NULL, (void *)(uintptr_t)h.sig);
+		while (npending)
+			kill(pid, pending[--npending]);
+		if (rc)
+			return 1;
+	}
+	n = (int)ret;
+	if (n < 0)
+		return fail("process %d: --patch %s: %s (said on its stderr)", pid, spec,
+			    strerror(-n));
+	if (n == 0) {
+		fprintf(stderr, "traceagent: attach: --patch %s: no function to patch in process "
+				"%d\n",
+			spec, pid);
+		return 0;
+	}
+	if (call_all_stopped(pid, commit, NULL, 1, &ret))
+		return 1;
+	fprintf(stderr, "traceagent: attach: patched %d functions in process %d", (int)ret, pid);
+	if ((int)ret < n)
+		fprintf(stderr, " (%d left alone: a thread was inside their first bytes)",
+			n - (int)ret);
+	fputc('\n', stderr);
+	return 0;
+}
+
+/* The patched entries as they were, all threads stopped. */
+static int patch_out(pid_t pid, const char *agent)
+{
+	uint64_t restore = agent_fn(pid, agent, "ta_attach_patch_restore");
+	uint64_t ret;
+
+	if (!restore)
+		return 1;
+	return call_all_stopped(pid, restore, NULL, 0, &ret);
+}
+
 /* dlopen(agent) and ta_attach_start(settings) in process pid.  0, or 1
  * after saying why. */
 static int inject(pid_t pid, const char *agent, const char *settings)
@@ -342,6 +559,20 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	uint64_t dlopen_off, start_off, sp, path_at, set_at, ret;
 	int st, sig = 0, rc = 1;
 
+	{
+		/* Its maps are read under the same rule as ptrace (a
+		 * non-dumpable process's are not): said as such, not as a
+		 * missing libc below. */
+		char maps[64];
+		int fd;
+
+		snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+		fd = open(maps, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return errno == ENOENT ? fail("process %d ended during the attach", pid)
+					       : denied(pid, errno);
+		close(fd);
+	}
 	libc_base = map_base(pid, "/libc.so.6", NULL, libc, sizeof(libc));
 	if (!libc_base)
 		return fail("process %d is statically linked (no libc.so.6 in its maps): the "
@@ -360,20 +591,8 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	start_off = elf_dynsym(agent_seen, "ta_attach_start");
 	if (!start_off)
 		return fail("the agent %s has no ta_attach_start", agent);
-	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0) {
-		char scope[16] = "?";
-		int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			ssize_t n = read(fd, scope, sizeof(scope) - 1);
-			scope[n > 0 ? n : 0] = 0;
-			scope[strcspn(scope, "\n")] = 0;
-			close(fd);
-		}
-		return fail("cannot ptrace process %d: %s (kernel.yama.ptrace_scope is %s; "
-			    "attach needs the process's user with ptrace_scope 0, or "
-			    "CAP_SYS_PTRACE)",
-			    pid, strerror(errno), scope);
-	}
+	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0)
+		return denied(pid, errno);
 	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0) {
 		fail("process %d: PTRACE_INTERRUPT: %s", pid, strerror(errno));
 		goto detach;
@@ -483,7 +702,7 @@ int ta_cmd_attach(int argc, char **argv)
 	struct sigaction sa;
 	struct timespec t0;
 	unsigned char eh[20];
-	int fd, rc;
+	int fd, rc, injected = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -529,6 +748,7 @@ int ta_cmd_attach(int argc, char **argv)
 		}
 		*slot = argv[++i];
 	}
+	(void)injected; /* x86-64 only */
 	if (!pid) {
 		fprintf(stderr, "usage: traceagent attach PID [-o FILE] [--duration TIME] ...\n");
 		return 2;
@@ -559,7 +779,25 @@ int ta_cmd_attach(int argc, char **argv)
 		return fail("process %ld is being traced by process %s already (a debugger?)",
 			    pid, val);
 	snprintf(exe, sizeof(exe), "/proc/%ld/exe", pid);
+	{
+		/* A program of another architecture runs under qemu-user: the
+		 * process is qemu's (of ours, statically linked), the code
+		 * the guest's, which no dlopen of ours can enter. */
+		char target[PATH_MAX];
+		ssize_t n = readlink(exe, target, sizeof(target) - 1);
+		const char *b;
+
+		target[n > 0 ? n : 0] = 0;
+		b = strrchr(target, '/');
+		b = b ? b + 1 : target;
+		if (!strncmp(b, "qemu-", 5))
+			return fail("process %ld runs under %s (a program of another "
+				    "architecture): the agent cannot be loaded into it",
+				    pid, b);
+	}
 	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && (errno == EACCES || errno == EPERM))
+		return denied(pid, errno);
 	if (fd < 0)
 		return fail("process %ld: cannot read %s: %s", pid, exe, strerror(errno));
 	if (read(fd, eh, sizeof(eh)) != (ssize_t)sizeof(eh)) {
@@ -590,6 +828,23 @@ int ta_cmd_attach(int argc, char **argv)
 		snprintf(abs, sizeof(abs), "%s/%s", cwd, out);
 		out = abs;
 	}
+	if (!out && getcwd(cwd, sizeof(cwd))) {
+		/* The agent's default name, in our directory; a window after
+		 * the first (a dump of the process is there already) gets a
+		 * number: traceagent.PID.2.trace, .3, ...  Never overwritten
+		 * (the agent opens it O_EXCL). */
+		static char def[PATH_MAX + 64];
+
+		for (int n = 1; n < 10000; n++) {
+			if (n == 1)
+				snprintf(def, sizeof(def), "%s/traceagent.%ld.trace", cwd, pid);
+			else
+				snprintf(def, sizeof(def), "%s/traceagent.%ld.%d.trace", cwd, pid, n);
+			if (access(def, F_OK) < 0 && errno == ENOENT)
+				break;
+		}
+		out = def;
+	}
 	add_setting(settings, sizeof(settings), "TRACEAGENT_OUTPUT", out);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_MODE", mode);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_CHANNELS", channels);
@@ -600,7 +855,11 @@ int ta_cmd_attach(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	if (ctl_say(pid, uid, "attach\n", ans, sizeof(ans)) == 0) {
+	/* An agent we injected earlier and that is idle between windows
+	 * answers with agent/attach.h's TA_ATTACH_IDLE: it is called again,
+	 * as the first time, with this attach's settings. */
+	if (ctl_say(pid, uid, "attach\n", ans, sizeof(ans)) == 0 &&
+	    strcmp(ans, "error: the agent is idle between attach windows")) {
 		/* The agent runs there already. */
 		if (strcmp(ans, "ok"))
 			return fail("process %ld: %s", pid,
@@ -622,9 +881,15 @@ int ta_cmd_attach(int argc, char **argv)
 		rc = inject((pid_t)pid, agent, settings);
 		if (rc)
 			return rc;
+		if (patch && patch_in((pid_t)pid, agent, patch)) {
+			patch = NULL;
+			fprintf(stderr, "traceagent: attach: --patch not applied in process %ld\n",
+				pid);
+		}
+		injected = 1;
 #else
-		(void)agent;
 		(void)rc;
+		(void)agent;
 		return fail("injecting the agent is implemented for x86-64 only; start the "
 			    "program with the agent (TRACEAGENT_START=paused) to attach to it");
 #endif
@@ -648,6 +913,13 @@ int ta_cmd_attach(int argc, char **argv)
 			break;
 		nanosleep(&nap, NULL);
 	}
+#if defined(__x86_64__)
+	/* The entries back while no thread runs, before the agent stops. */
+	if (injected && patch && patch_out((pid_t)pid, agent))
+		fprintf(stderr, "traceagent: attach: the patched entries of process %ld stay (they "
+				"record nothing once detached)\n",
+			pid);
+#endif
 	if (ctl_say(pid, uid, "detach\n", ans, sizeof(ans)) < 0)
 		return fail("process %ld: its control socket does not answer: cannot detach", pid);
 	if (strcmp(ans, "ok"))

@@ -276,6 +276,12 @@ struct plan {
 
 static csh cs;
 
+/* Patching at `traceagent attach` (ta_patch_attach_*): the threads run
+ * while the patches are planned, so the entries are not written then but
+ * kept (pending), written by ta_patch_attach_commit while the loader has
+ * every thread stopped, and put back by ta_patch_attach_restore. */
+static int attach_mode;
+
 /*
  * Capstone is opened with dlopen when patching is asked for, not linked:
  * its tables take ~6 ms of relocation when the library is loaded, a cost
@@ -425,6 +431,12 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 			goto out;
 		}
 		pl->len += in->size;
+		/* At attach, a thread may be inside a call made from these
+		 * bytes: it would return into the middle of the jmp. */
+		if (attach_mode && in_group(in, X86_GRP_CALL)) {
+			why = R_UNMOVABLE;
+			goto out;
+		}
 	}
 
 	/* The body: no jump may land in the region (it would run the stub's
@@ -740,6 +752,54 @@ struct job {
 	uint8_t *slot; /* stub, desc, trampoline in the pool */
 };
 
+/* An entry planned at attach: its bytes as they are and as they will be. */
+struct pending {
+	size_t mod;	 /* in pend_mods */
+	uint64_t start;	 /* the entry (after an endbr64) */
+	unsigned len;	 /* bytes replaced: the jmp, then int3s */
+	int applied;
+	uint8_t orig[32], repl[32];
+};
+static struct pending *pend;
+static size_t npend, pend_cap;
+static struct module *pend_mods;
+static size_t npend_mods, pend_mods_cap;
+
+static void put32(uint8_t *p, int32_t v);
+
+/* The jobs of module m, planned: kept for ta_patch_attach_commit. */
+static void keep_pending(const struct module *m, const struct job *jobs, size_t njobs)
+{
+	struct module *nm = ta_grow(pend_mods, npend_mods, &pend_mods_cap, sizeof(*nm), 8);
+
+	if (!nm)
+		return;
+	pend_mods = nm;
+	pend_mods[npend_mods] = *m;
+	for (size_t i = 0; i < njobs; i++) {
+		struct pending *np = ta_grow(pend, npend, &pend_cap, sizeof(*np), 64);
+		struct pending *e;
+
+		if (!np)
+			break;
+		pend = np;
+		e = &pend[npend];
+		if (jobs[i].pl.len > sizeof(e->orig))
+			continue;
+		e->mod = npend_mods;
+		e->start = jobs[i].pl.start;
+		e->len = jobs[i].pl.len;
+		e->applied = 0;
+		memcpy(e->orig, (const void *)(uintptr_t)e->start, e->len);
+		e->repl[0] = 0xe9;
+		put32(e->repl + 1, (int32_t)((int64_t)((uint64_t)(uintptr_t)jobs[i].slot + STUB_AT -
+						       (e->start + 5))));
+		memset(e->repl + 5, 0xcc, e->len - 5);
+		npend++;
+	}
+	npend_mods++;
+}
+
 static void patch_module(const struct module *m)
 {
 	const char *modbase = base_name(m->path);
@@ -840,6 +900,10 @@ static void patch_module(const struct module *m)
 		}
 	if (njobs == 0)
 		goto out;
+	if (attach_mode) {
+		keep_pending(m, jobs, njobs);
+		goto out;
+	}
 	/* Other threads may run this module's other functions (a dlopen'ed
 	 * library's constructor started one): keep the pages executable while
 	 * they are written. */
@@ -1131,7 +1195,136 @@ __attribute__((constructor)) static void patch_init(void)
 	errno = saved;
 }
 
+/* ---- at attach ------------------------------------------------------------------- */
+
+int ta_patch_attach_prepare(const char *spec)
+{
+	int n;
+
+	pthread_mutex_lock(&patch_lock);
+	if (npend) {
+		pthread_mutex_unlock(&patch_lock);
+		return -EBUSY; /* a window's patches are still in place */
+	}
+	if (!npatterns && parse_patterns(spec) < 0) {
+		pthread_mutex_unlock(&patch_lock);
+		return -EINVAL;
+	}
+	pthread_mutex_unlock(&patch_lock);
+	if (capstone_open() < 0) {
+		ta_warn("cannot open " CS_SONAME " (capstone, to decode x86-64); --patch ignored");
+		return -ENOENT;
+	}
+	if (!patch_on && ta_patch_hot_init() != 0) {
+		ta_warn("cannot create a thread key; --patch ignored");
+		return -EAGAIN;
+	}
+	/* Release: pairs with the acquires in the dl wrappers (unused here:
+	 * no interposer runs in an injected agent). */
+	__atomic_store_n(&patch_on, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&patch_lock);
+	attach_mode = 1;
+	npatched = 0;
+	for (size_t i = 0; i < nrefused; i++) {
+		free(refused[i].module);
+		free(refused[i].name);
+	}
+	nrefused = 0;
+	patch_new_modules();
+	attach_mode = 0;
+	n = (int)npend;
+	pthread_mutex_unlock(&patch_lock);
+	return n;
+}
+
+/* No lock, no allocation: every other thread is stopped (one may hold
+ * any lock).  mprotect and stores only. */
+int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs)
+{
+	int applied = 0, busy = 0;
+
+	for (size_t k = 0; k < npend_mods; k++) {
+		int any = 0;
+
+		for (size_t i = 0; i < npend; i++)
+			any |= pend[i].mod == k;
+		if (!any || segments_writable(&pend_mods[k], 1) < 0)
+			continue;
+		for (size_t i = 0; i < npend; i++) {
+			struct pending *e = &pend[i];
+			int inside = 0;
+
+			if (e->mod != k)
+				continue;
+			/* A thread stopped inside the bytes replaced (not at
+			 * their start) would resume in the middle of the jmp. */
+			for (size_t j = 0; j < npcs && !inside; j++)
+				inside = pcs[j] > e->start && pcs[j] < e->start + e->len;
+			if (inside) {
+				busy++;
+				continue;
+			}
+			memcpy((void *)(uintptr_t)e->start, e->repl, e->len);
+			e->applied = 1;
+			applied++;
+		}
+		segments_writable(&pend_mods[k], 0);
+	}
+	npatched = (uint64_t)applied;
+	(void)busy;
+	return applied;
+}
+
+void ta_patch_attach_restore(void)
+{
+	for (size_t k = 0; k < npend_mods; k++) {
+		if (segments_writable(&pend_mods[k], 1) < 0)
+			continue;
+		for (size_t i = 0; i < npend; i++)
+			if (pend[i].mod == k && pend[i].applied)
+				memcpy((void *)(uintptr_t)pend[i].start, pend[i].orig, pend[i].len);
+		segments_writable(&pend_mods[k], 0);
+	}
+	/* The stubs and trampolines stay: a thread may be in one, or return
+	 * through the return stub. */
+	npend = 0;
+	npend_mods = 0;
+}
+
+/* The modules are patched anew at the next attach (the stubs of this one
+ * are not reused). */
+void ta_patch_attach_forget(void)
+{
+	pthread_mutex_lock(&patch_lock);
+	for (size_t i = 0; i < nseen; i++)
+		free(seen[i].name);
+	nseen = 0;
+	pthread_mutex_unlock(&patch_lock);
+}
+
 #else /* !TA_HAVE_PATCH */
+
+int ta_patch_attach_prepare(const char *spec)
+{
+	(void)spec;
+	ta_warn("dynamic patching is not supported on %s; --patch ignored", TA_ARCH_NAME);
+	return -ENOSYS;
+}
+
+int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs)
+{
+	(void)pcs;
+	(void)npcs;
+	return 0;
+}
+
+void ta_patch_attach_restore(void)
+{
+}
+
+void ta_patch_attach_forget(void)
+{
+}
 
 void ta_patch_restore(int record_exits)
 {

@@ -8,6 +8,7 @@
 #ifndef TA_PATCH_H
 #define TA_PATCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "compiler.h"
@@ -33,6 +34,17 @@ void ta_patch_after_dlopen(void) TA_HIDDEN;
  * they come back. */
 void ta_patch_after_dlclose(void) TA_HIDDEN;
 
+/* `traceagent attach --patch` (attach.c): plans the patches of every
+ * loaded module (threads running; returns how many, or -errno), writes
+ * them while the loader has every thread stopped (no lock, no allocation;
+ * an entry with a thread stopped inside its bytes is left alone; returns
+ * how many were written), puts the old bytes back (threads stopped again),
+ * and forgets the modules patched so that a later attach patches them
+ * anew. */
+int ta_patch_attach_prepare(const char *spec) TA_HIDDEN;
+int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs) TA_HIDDEN;
+void ta_patch_attach_restore(void) TA_HIDDEN;
+void ta_patch_attach_forget(void) TA_HIDDEN;
 /* ---- the patcher's own parts -------------------------------------------------------- */
 
 /* Patched frames a thread keeps return addresses for; deeper ones are

@@ -4,11 +4,17 @@
  * call leaf() and mid() and count their calls; other threads block in
  * nanosleep, a futex (a condition variable) and epoll_wait, the main thread
  * in read on stdin; a SIGALRM timer ticks with a handler.  Every return
- * value is checked: an EINTR is a failure.  Lines on stdin: "count" prints
- * the counters, "quit" ends with the final line.
+ * value is checked: an EINTR is a failure.  A thread named "opener" is
+ * nearly always inside outer(), which sleeps 100 ms a call: a call open
+ * when an attach comes.  Lines on stdin: "count" prints the counters,
+ * "load LIB N" dlopens LIB (libsample) and calls its sample_square N times,
+ * "time N" calls mid() N times on the main thread and prints the ns per
+ * instrumented call (three a mid: scripts/bench's attach part), "quit" ends
+ * with the final line.
  * Usage: attachme NTHREADS
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -87,6 +93,44 @@ static void *waiter(void *arg)
 
 static int ep;
 
+void outer(void);
+
+__attribute__((noinline)) void outer(void)
+{
+	for (int i = 0; i < 20 && !__atomic_load_n(&quit, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		if (nanosleep(&ts, NULL) < 0)
+			bad("nanosleep (outer)", errno);
+	}
+}
+
+static void *opener(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&quit, __ATOMIC_ACQUIRE))
+		outer();
+	return NULL;
+}
+
+static void load(const char *path, int n)
+{
+	void *lib = dlopen(path, RTLD_NOW);
+	int (*square)(int);
+	long sum = 0;
+
+	if (!lib) {
+		printf("load: %s\n", dlerror());
+		fflush(stdout);
+		return;
+	}
+	*(void **)&square = dlsym(lib, "sample_square");
+	for (int i = 0; square && i < n; i++)
+		sum += square(i);
+	/* Kept loaded: a later window finds it there. */
+	printf("square %d sum %ld\n", n, sum);
+	fflush(stdout);
+}
+
 static void *poller(void *arg)
 {
 	struct epoll_event ev;
@@ -107,10 +151,10 @@ static void on_alarm(int sig)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4;
-	pthread_t t[64 + 3];
+	pthread_t t[64 + 4];
 	struct sigaction sa;
 	struct itimerval it = {{0, 10000}, {0, 10000}};
-	char line[64];
+	char line[600];
 	sigset_t set;
 
 	if (n < 1 || n > 64)
@@ -128,6 +172,8 @@ int main(int argc, char **argv)
 	pthread_create(&t[n], NULL, sleeper, NULL);
 	pthread_create(&t[n + 1], NULL, waiter, NULL);
 	pthread_create(&t[n + 2], NULL, poller, NULL);
+	pthread_create(&t[n + 3], NULL, opener, NULL);
+	pthread_setname_np(t[n + 3], "opener");
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
@@ -146,6 +192,24 @@ int main(int argc, char **argv)
 			printf("mid %lu leaf %lu\n", __atomic_load_n(&n_mid, __ATOMIC_RELAXED),
 			       __atomic_load_n(&n_leaf, __ATOMIC_RELAXED));
 			fflush(stdout);
+		} else if (!strncmp(line, "load ", 5)) {
+			char path[512];
+			int k;
+
+			if (sscanf(line + 5, "%511s %d", path, &k) == 2)
+				load(path, k);
+		} else if (!strncmp(line, "time ", 5)) {
+			long k = atol(line + 5);
+			struct timespec a, b;
+
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			for (long i = 0; i < k; i++)
+				mid();
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			printf("ns %.3f\n", ((double)(b.tv_sec - a.tv_sec) * 1e9 +
+					     (double)(b.tv_nsec - a.tv_nsec)) /
+						(3.0 * (double)(k > 0 ? k : 1)));
+			fflush(stdout);
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}
@@ -155,7 +219,7 @@ int main(int argc, char **argv)
 	pthread_mutex_lock(&mu);
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
-	for (int i = 0; i < n + 3; i++)
+	for (int i = 0; i < n + 4; i++)
 		pthread_join(t[i], NULL);
 	printf("done: leaf = 2 * mid: %s, alarms: %s\n", n_leaf == 2 * n_mid ? "yes" : "no",
 	       n_alarm > 0 ? "yes" : "no");

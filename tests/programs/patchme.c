@@ -17,6 +17,9 @@
  *   patchme crash       crasher() recurses 3 deep and writes through NULL
  *   patchme smallstack  a thread with the smallest stack allowed
  *                       (PTHREAD_STACK_MIN) calls work() once
+ *   patchme stdin       runs until "quit" on stdin, a thread calling
+ *                       work() all the while; "fib N" prints fib(N) and
+ *                       the fib calls it made (traceagent attach --patch)
  *   patchme dlopen LIB N  twice: dlopens LIB (libpatchlib.so), calls its
  *                       plib_square N times (plib_twice as often), dlcloses
  *                       it
@@ -156,11 +159,52 @@ static void on_usr1(int sig)
 	fib(5);
 }
 
+static int stdin_quit;
+
+__attribute__((noipa)) static void *spinner(void *arg)
+{
+	unsigned long x = 1;
+
+	(void)arg;
+	while (!__atomic_load_n(&stdin_quit, __ATOMIC_ACQUIRE))
+		x = work(x);
+	return (void *)x;
+}
+
+/* `patchme stdin`: patched while it runs. */
+static int from_stdin(void)
+{
+	char line[64];
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, spinner, NULL) != 0)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin) && strncmp(line, "quit", 4)) {
+		if (!strncmp(line, "fib ", 4)) {
+			unsigned long before = __atomic_load_n(&n_fib, __ATOMIC_RELAXED);
+			int k = atoi(line + 4);
+			long r = fib(k);
+
+			printf("fib(%d) = %ld calls %lu\n", k, r,
+			       __atomic_load_n(&n_fib, __ATOMIC_RELAXED) - before);
+			fflush(stdout);
+		}
+	}
+	__atomic_store_n(&stdin_quit, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	printf("done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "fib";
 	int n = argc > 2 ? atoi(argv[2]) : 20;
 
+	if (strcmp(what, "stdin") == 0)
+		return from_stdin();
 	if (strcmp(what, "fib") == 0) {
 		printf("fib(%d) = %ld\n", n, fib(n));
 		printf("vsum = %g\n", vsum(3, 1.5, 2.25, 4.0));

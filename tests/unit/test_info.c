@@ -152,6 +152,7 @@ START_TEST(json)
 	    "    \"crash\": null,\n"
 	    "    \"patch\": null,\n"
 	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false},\n"
+	    "    \"attached\": false, \"open_at_start\": 0,\n"
 	    "    \"threads\": [\n"
 	    "      {\"tid\": 4242, \"name\": \"prog\", \"parent_tid\": 4000, \"events\": 4, "
 	    "\"lost\": 0, \"wait_ns\": 1000, \"ended\": true},\n"
