@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Frames kept with their data per thread; deeper ones are only counted.
- * Far beyond TA_STACK_MAX, yet bounded whatever a dump claims. */
-#define FRAMES_MAX (16u * TA_STACK_MAX)
+#define FRAMES_MAX TA_SESSION_FRAMES_MAX
 
 /* ---- the call-stack walk ----------------------------------------------------------- */
 
@@ -317,6 +315,10 @@ int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct 
 	if (s->part) {
 		/* A worker summed it already: taken unless it must be walked. */
 		rc = ta_sess_part_apply(s, c, p, s->part);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	} else if (s->vpart) {
+		rc = s->v.chunks->apply(s->v.ctx, s, c, p, s->vpart);
 		if (rc != 0)
 			return rc < 0 ? rc : 0;
 	}
@@ -998,4 +1000,77 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 	if (t->have_ticks)
 		ta_sess_note_ticks(p, t->last_ticks);
 	return 1;
+}
+
+/* ---- parts of other visitors (ta_chunk_ops) --------------------------------------- */
+
+struct ta_thread *ta_session_part_thread(struct ta_session *s, const struct ta_chunk *c,
+					 const struct ta_process *p, const struct ta_decoder *d,
+					 int *nomem)
+{
+	struct ta_thread *t;
+
+	*nomem = 0;
+	if (p->nunloaded || p->npauses || d->stack.overflow)
+		return NULL;
+	t = ta_sess_thread_get(s, c->h.pid, d->tid);
+	if (!t) {
+		*nomem = 1;
+		return NULL;
+	}
+	/* What stack_sync takes as is. */
+	if (t->overflow || t->inherited || t->depth != d->snapshot_depth)
+		return NULL;
+	for (uint32_t k = 0; k < t->depth; k++)
+		if (t->stack[k].addr != d->snapshot[k])
+			return NULL;
+	return t;
+}
+
+int ta_session_part_take(struct ta_session *s, struct ta_thread *t, struct ta_process *p,
+			 const struct ta_part_walk *w, const uintptr_t *user)
+{
+	const struct ta_decoder *d = w->dec;
+
+	/* As ta_sess_events_chunk before its walk. */
+	s->events_chunks++;
+	if (t->have_chunks && d->chunk_seq != t->next_seq)
+		t->chunks_missing += d->chunk_seq > t->next_seq ? d->chunk_seq - t->next_seq : 1;
+	t->next_seq = d->chunk_seq + 1;
+	s->walk_proc = p;
+	t->have_chunks = 1;
+	ta_sess_note_ticks(p, d->first_ticks);
+
+	/* The frames of before that ended here, in order, on the real stack. */
+	for (size_t i = 0; i < w->nedges; i++) {
+		t->stack[t->depth - 1].child += w->edges[i].child;
+		frame_pop_w(s, t, w->edges[i].ticks, w->edges[i].flags, WALK_ANY);
+	}
+	/* What is left of the snapshot's frames got time in callees here. */
+	for (uint32_t k = 0; k < w->nph; k++)
+		t->stack[k].child += w->stack[k].child;
+	/* The frames opened here and still open, as the visitor's enter left
+	 * them. */
+	for (uint32_t k = w->nph; k < w->depth; k++) {
+		const struct ta_part_open *pf = &w->stack[k];
+		struct ta_frame *f;
+
+		if (t->depth == t->cap && stack_grow(t) < 0)
+			return -TA_E_NOMEM;
+		f = &t->stack[t->depth++];
+		f->addr = pf->addr;
+		f->enter = pf->enter;
+		f->child = pf->child;
+		f->user = user[pf->user];
+	}
+	t->unmatched += w->unmatched;
+	t->lost += w->lost;
+	t->events += w->events;
+	if (w->have_ticks) {
+		t->last_ticks = w->last_ticks;
+		t->have_ticks = 1;
+	}
+	if (t->have_ticks)
+		ta_sess_note_ticks(p, t->last_ticks);
+	return 0;
 }
