@@ -366,6 +366,17 @@ struct ta_thread *ta_session_part_thread(struct ta_session *s, const struct ta_c
 int ta_session_part_take(struct ta_session *s, struct ta_thread *t, struct ta_process *p,
 			 const struct ta_part_walk *w, const uintptr_t *user);
 
+/*
+ * Chunk ops for a visitor without exit nor lost whose ext (and enter, if
+ * any) look at nothing of the thread but who it is (pid, tid, index): the
+ * workers decode each chunk's EXT events and its first enter, which the
+ * reader hands to the visitor in order.  Its enter is called for a
+ * chunk's first enter only, and its return value is not kept: for a
+ * visitor whose enter only notes that the thread began (frames' first
+ * pass), counters' ext.
+ */
+extern const struct ta_chunk_ops ta_session_ext_chunks;
+
 /* Workers that ta_session_read decodes EVENTS chunks with (1: none, the
  * chunks read and walked in one thread); the commands' -j sets it.  The
  * results are the same whatever it is. */
