@@ -300,6 +300,8 @@ struct ta_session {
 	struct ta_chunk_part *part;
 	/* The same for a visitor with ta_chunk_ops: its worker's result. */
 	void *vpart;
+	/* EVENTS chunks taken from the workers' parts, not walked here. */
+	uint64_t parts_taken;
 };
 
 /* ---- EVENTS chunks summed by workers, for visitors other than the profile ---- */

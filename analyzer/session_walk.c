@@ -315,10 +315,12 @@ int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct 
 	if (s->part) {
 		/* A worker summed it already: taken unless it must be walked. */
 		rc = ta_sess_part_apply(s, c, p, s->part);
+		s->parts_taken += rc > 0;
 		if (rc != 0)
 			return rc < 0 ? rc : 0;
 	} else if (s->vpart) {
 		rc = s->v.chunks->apply(s->v.ctx, s, c, p, s->vpart);
+		s->parts_taken += rc > 0;
 		if (rc != 0)
 			return rc < 0 ? rc : 0;
 	}
