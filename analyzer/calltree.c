@@ -877,11 +877,9 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 	if (skipped) {
 		memset(map, 0, cp->len * sizeof(*map));
 	} else {
-		struct ta_pathrec_thread *rt = NULL;
-
 		/* The walk's first enter of the thread makes its node. */
-		if (cp->enters &&
-		    !(t->index < r->nth && r->th[t->index].node) && !(rt = thread_root(r, t)))
+		if (cp->enters && !(t->index < r->nth && r->th[t->index].node) &&
+		    !thread_root(r, t))
 			return 0; /* without memory: the walk records that */
 		map[0] = t->index < r->nth && r->th[t->index].node != SKIPPED ? r->th[t->index].node : 0;
 		for (uint32_t k = 1; k <= cp->dec.snapshot_depth; k++)
@@ -902,7 +900,6 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 			n->total += cp->n[i].total;
 			n->self += cp->n[i].self;
 		}
-		(void)rt;
 	}
 	memset(&w, 0, sizeof(w));
 	w.dec = &cp->dec;
