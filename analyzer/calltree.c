@@ -786,7 +786,8 @@ static int part_events(struct ct_part *cp, const struct ta_event *evs, size_t n)
 			break;
 		default:
 			cp->events--; /* not a function event */
-			if (ev->popped && part_pops(cp, ev->popped, ev->ticks, TA_VISIT_UNWOUND) < 0)
+			if (ev->popped &&
+			    part_pops(cp, ev->popped, ev->ticks, TA_VISIT_UNWOUND) < 0)
 				return -1;
 			if (ev->ext == TA_EXT_LOST)
 				cp->lost += ev->value;
@@ -881,7 +882,8 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 		if (cp->enters && !(t->index < r->nth && r->th[t->index].node) &&
 		    !thread_root(r, t))
 			return 0; /* without memory: the walk records that */
-		map[0] = t->index < r->nth && r->th[t->index].node != SKIPPED ? r->th[t->index].node : 0;
+		map[0] =
+		    t->index < r->nth && r->th[t->index].node != SKIPPED ? r->th[t->index].node : 0;
 		for (uint32_t k = 1; k <= cp->dec.snapshot_depth; k++)
 			map[k] = t->stack[k - 1].user;
 		/* New nodes in the order the walk would have added them. */

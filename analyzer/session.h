@@ -320,13 +320,14 @@ struct ta_session {
  * below do the session's side.
  */
 struct ta_chunk_ops {
-	void *(*make)(void *ctx); /* a worker's part (reused chunk after chunk); NULL without memory */
+	/* A worker's part (reused chunk after chunk); NULL without memory. */
+	void *(*make)(void *ctx);
 	void (*drop)(void *part);
 	void (*build)(void *part, const uint8_t *payload, size_t len); /* in a worker */
 	/* In the reader, in order: 1 when taken, 0 to walk the chunk, or
 	 * -TA_E_NOMEM. */
-	int (*apply)(void *ctx, struct ta_session *s, const struct ta_chunk *c, struct ta_process *p,
-		     void *part);
+	int (*apply)(void *ctx, struct ta_session *s, const struct ta_chunk *c,
+		     struct ta_process *p, void *part);
 };
 
 /* The exit of a frame open at the chunk's start, in order; child: the

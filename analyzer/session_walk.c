@@ -1248,7 +1248,8 @@ static void ext_build(void *part, const uint8_t *payload, size_t len)
 			case TA_EV_ENTER:
 				if (!xp->entered) {
 					xp->entered = 1;
-					if (ext_note(xp, ev->ticks, EXT_ENTER, ev->addr, NULL, 0) < 0)
+					if (ext_note(xp, ev->ticks, EXT_ENTER, ev->addr, NULL,
+						     0) < 0)
 						return;
 				}
 				if (ext_push(xp, ev->ticks, ev->addr) < 0)

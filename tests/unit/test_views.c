@@ -490,12 +490,14 @@ START_TEST(chunks_in_workers)
 			char one[4096];
 
 			ta_session_jobs = 1;
-			snprintf(one, sizeof(one), "%s", tree_text(path, views[v].tids, views[v].split));
+			snprintf(one, sizeof(one), "%s",
+				 tree_text(path, views[v].tids, views[v].split));
 			ck_assert_uint_eq(parts_taken, 0);
 			ck_assert_str_ne(one, "");
 			for (unsigned j = 2; j <= 4; j += 2) {
 				ta_session_jobs = j;
-				ck_assert_str_eq(tree_text(path, views[v].tids, views[v].split), one);
+				ck_assert_str_eq(tree_text(path, views[v].tids, views[v].split),
+						 one);
 				/* Every EVENTS chunk: none is walked again here. */
 				ck_assert_uint_eq(parts_taken, d == 0 ? 10 : 12);
 			}
@@ -503,6 +505,56 @@ START_TEST(chunks_in_workers)
 		unlink(path);
 	}
 	ta_session_jobs = 1;
+}
+END_TEST
+
+/* An enter that notes each thread's first event, as frames' first pass. */
+static uintptr_t first_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+			     uint64_t addr, unsigned flags)
+{
+	uint64_t *first = ctx;
+
+	(void)depth, (void)addr, (void)flags;
+	if (t->index < 4 && !first[t->index])
+		first[t->index] = ticks + 1;
+	return 0;
+}
+
+START_TEST(ext_chunks_in_workers)
+{
+	/* ta_session_ext_chunks: the chunks are taken from the workers, the
+	 * threads' stacks and counts are the walk's, the first enter is seen. */
+	uint64_t addr[3], first[2][4], events[2], depth[2];
+	char path[64];
+
+	setup();
+	addr[0] = fa;
+	addr[1] = fb;
+	addr[2] = fc;
+	dump_of(path, "a(b(c)|c)|)b(|c(|)|)a(b(c", "|b(a(|c)c(|))|b(a)", addr);
+	for (unsigned j = 1; j <= 2; j++) {
+		struct ta_visitor vis = {
+		    .ctx = first[j - 1], .enter = first_enter, .chunks = &ta_session_ext_chunks};
+		struct ta_session *s = ta_session_new(&vis);
+
+		memset(first[j - 1], 0, sizeof(first[j - 1]));
+		ta_session_jobs = j;
+		ck_assert_ptr_nonnull(s);
+		ck_assert_int_eq(ta_session_read(s, path, NULL), 0);
+		ck_assert_uint_eq(s->parts_taken, j == 1 ? 0 : 11);
+		ck_assert_uint_eq(s->nthreads, 2);
+		events[j - 1] = s->threads[0]->events + s->threads[1]->events;
+		depth[j - 1] = s->threads[0]->depth * 100 + s->threads[1]->depth;
+		ta_session_free(s);
+	}
+	ta_session_jobs = 1;
+	ck_assert_uint_eq(events[0], events[1]);
+	ck_assert_uint_eq(depth[0], 402); /* 4 frames left open on main, 2 on the worker */
+	ck_assert_uint_eq(depth[1], 402);
+	ck_assert_mem_eq(first[0], first[1], sizeof(first[0]));
+	ck_assert_uint_eq(first[0][0], 101);
+	ck_assert_uint_eq(first[0][1], 1001);
+	unlink(path);
 }
 END_TEST
 
@@ -520,6 +572,7 @@ static Suite *views_suite(void)
 	tcase_add_test(tc, wide_node);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, chunks_in_workers);
+	tcase_add_test(tc, ext_chunks_in_workers);
 	suite_add_tcase(s, tc);
 	return s;
 }
