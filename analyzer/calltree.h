@@ -141,11 +141,14 @@ struct ta_pathrec {
 	uint32_t nth;
 	const struct ta_tidset *tids; /* threads to record (NULL or empty: all) */
 	int nomem;
+	uintptr_t *map; /* a chunk's part's nodes -> the tree's (-j) */
+	size_t map_cap;
 };
 
 int ta_pathrec_init(struct ta_pathrec *r, const struct ta_tidset *tids);
 void ta_pathrec_free(struct ta_pathrec *r);
-/* A visitor that records into r. */
+/* A visitor that records into r; with -j, workers record each EVENTS
+ * chunk into a tree of its own, grafted onto r's in the dump's order. */
 void ta_pathrec_visitor(struct ta_pathrec *r, struct ta_visitor *v);
 
 /* ---- the named tree ------------------------------------------------------------------------ */

@@ -530,6 +530,9 @@ int ta_cmd_counters(int argc, char **argv)
 	memset(&vis, 0, sizeof(vis));
 	vis.ctx = cs;
 	vis.ext = on_ext;
+	/* on_ext looks at the thread's pid only: workers decode the EXT
+	 * events (-j). */
+	vis.chunks = &ta_session_ext_chunks;
 	if (ta_view_open(&cs->v, cs->path, &vis) < 0) {
 		status = cs->v.status;
 		goto close;

@@ -156,7 +156,11 @@ nomem:
 static int read_marks(struct ta_framestat *fs, const char *path, const char *only)
 {
 	struct pass1 p1 = {0};
-	struct ta_visitor vis = {.ctx = &p1, .enter = p1_enter, .ext = p1_ext};
+	/* Both note the thread's first event, and p1_ext its marks: a
+	 * chunk's first enter and its EXT events are all they need, which the
+	 * workers decode (-j). */
+	struct ta_visitor vis = {
+	    .ctx = &p1, .enter = p1_enter, .ext = p1_ext, .chunks = &ta_session_ext_chunks};
 	struct ta_session *s = ta_session_new(&vis);
 	int rc = -1;
 

@@ -241,6 +241,8 @@ struct ta_exit_info {
 	uintptr_t user;
 };
 
+struct ta_chunk_ops;
+
 struct ta_visitor {
 	void *ctx;
 	/* A frame was pushed at depth (frames below it); the return value is
@@ -254,6 +256,9 @@ struct ta_visitor {
 	 * or CATCH left were visited as exits with TA_VISIT_UNWOUND). */
 	void (*ext)(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
 		    const uint64_t *values, uint32_t n);
+	/* NULL, or how workers sum an EVENTS chunk on their own for this
+	 * visitor (-j: see ta_chunk_ops below). */
+	const struct ta_chunk_ops *chunks;
 };
 
 /* A problem found while reading, with where it was. */
@@ -293,7 +298,87 @@ struct ta_session {
 	/* The parallel reader's sums of the EVENTS chunk being taken, or
 	 * NULL (session_int.h). */
 	struct ta_chunk_part *part;
+	/* The same for a visitor with ta_chunk_ops: its worker's result. */
+	void *vpart;
+	/* EVENTS chunks taken from the workers' parts, not walked here. */
+	uint64_t parts_taken;
 };
+
+/* ---- EVENTS chunks summed by workers, for visitors other than the profile ---- */
+
+/* Frames kept with their data per thread; deeper ones are only counted.
+ * Far beyond TA_STACK_MAX, yet bounded whatever a dump claims. */
+#define TA_SESSION_FRAMES_MAX (16u * TA_STACK_MAX)
+
+/*
+ * A visitor whose work on an EVENTS chunk can be done from the chunk alone
+ * says how (ta_visitor.chunks): with -j, workers build a part per chunk
+ * from its stack snapshot, with no state but the part's, and the reader
+ * applies the parts in the dump's order in place of walking the chunks.
+ * apply must leave the session and ctx exactly as the walk would have, or
+ * return 0 having changed nothing (the chunk is then walked); the helpers
+ * below do the session's side.
+ */
+struct ta_chunk_ops {
+	/* A worker's part (reused chunk after chunk); NULL without memory. */
+	void *(*make)(void *ctx);
+	void (*drop)(void *part);
+	void (*build)(void *part, const uint8_t *payload, size_t len); /* in a worker */
+	/* In the reader, in order: 1 when taken, 0 to walk the chunk, or
+	 * -TA_E_NOMEM. */
+	int (*apply)(void *ctx, struct ta_session *s, const struct ta_chunk *c,
+		     struct ta_process *p, void *part);
+};
+
+/* The exit of a frame open at the chunk's start, in order; child: the
+ * time its callees took within the chunk. */
+struct ta_part_edge {
+	uint64_t ticks, child;
+	unsigned flags;
+};
+
+/* A frame of a worker's stack: below nph the snapshot's (their enter and
+ * time are the real stack's), above it opened in the chunk.  user: the
+ * part's own value, mapped to the visitor's by apply. */
+struct ta_part_open {
+	uint64_t addr, enter, child;
+	uint32_t user;
+};
+
+/* What a worker's walk of a chunk leaves for the session. */
+struct ta_part_walk {
+	const struct ta_decoder *dec; /* the chunk begun: tid, seq, snapshot */
+	const struct ta_part_edge *edges;
+	size_t nedges;
+	const struct ta_part_open *stack;
+	uint32_t nph, depth;
+	uint64_t events, unmatched, lost, last_ticks;
+	int have_ticks;
+};
+
+/* The thread of EVENTS chunk c, when the walk would take the chunk's
+ * snapshot as its stack as is (the same frames, no overflow, no inherited
+ * frames, no pauses nor unloaded modules in p), else NULL (*nomem set when
+ * out of memory).  Only the thread may have been made. */
+struct ta_thread *ta_session_part_thread(struct ta_session *s, const struct ta_chunk *c,
+					 const struct ta_process *p, const struct ta_decoder *d,
+					 int *nomem);
+/* The walk's effect on the session and t of the chunk w describes: the
+ * exits at its edges visited on t's frames, its open frames pushed (user
+ * values user[frame's user]), the counts.  0, or -TA_E_NOMEM. */
+int ta_session_part_take(struct ta_session *s, struct ta_thread *t, struct ta_process *p,
+			 const struct ta_part_walk *w, const uintptr_t *user);
+
+/*
+ * Chunk ops for a visitor without exit nor lost whose ext (and enter, if
+ * any) look at nothing of the thread but who it is (pid, tid, index): the
+ * workers decode each chunk's EXT events and its first enter, which the
+ * reader hands to the visitor in order.  Its enter is called for a
+ * chunk's first enter only, and its return value is not kept: for a
+ * visitor whose enter only notes that the thread began (frames' first
+ * pass), counters' ext.
+ */
+extern const struct ta_chunk_ops ta_session_ext_chunks;
 
 /* Workers that ta_session_read decodes EVENTS chunks with (1: none, the
  * chunks read and walked in one thread); the commands' -j sets it.  The

@@ -66,12 +66,6 @@ struct ta_part_frame {
 	uint32_t fn; /* index in fns + 1, or 0 */
 };
 
-/* An exit of a frame open at the chunk's start, in order. */
-struct ta_part_edge {
-	uint64_t ticks, child; /* child: time in callees within this chunk */
-	unsigned flags;
-};
-
 /*
  * What a worker makes of one EVENTS chunk for the profile visitor, on the
  * assumption that the thread's stack at its start is its snapshot; the

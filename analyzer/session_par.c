@@ -7,7 +7,8 @@
  * Workers take the slots that need work in order: they decompress LZ4
  * payloads and, when the session's visitor is the profile (report's), sum
  * each EVENTS chunk on its own from its stack snapshot (session_walk.c's
- * ta_sess_part_build).  The reader merges the slots strictly in the
+ * ta_sess_part_build), or build the visitor's part of it when it has
+ * ta_chunk_ops (the call-path recorder: calltree.c).  The reader merges the slots strictly in the
  * dump's order, as ta_session_read would take the chunks: metadata chunks
  * and errors as they come, an EVENTS chunk's sums onto its thread's stack
  * and profile (or, when they cannot be used, the chunk walked as before),
@@ -43,6 +44,7 @@ struct slot {
 	uint8_t *stored, *raw;
 	size_t stored_cap, raw_cap;
 	struct ta_chunk_part part;
+	void *vpart; /* the visitor's (ta_chunk_ops), when it has some */
 };
 
 struct par {
@@ -55,6 +57,7 @@ struct par {
 	size_t held; /* bytes the chunks in [head, tail) take, stored and raw */
 	int quit;
 	int mode; /* ta_sess_part_mode */
+	const struct ta_chunk_ops *ops; /* the visitor's, when mode is 0 */
 };
 
 /* The work of a slot, outside the lock. */
@@ -64,6 +67,9 @@ static void slot_work(struct par *pp, struct slot *sl)
 	sl->summed = 0;
 	if (sl->zrc == 0 && pp->mode && sl->c.h.type == TA_CHUNK_EVENTS) {
 		ta_sess_part_build(&sl->part, sl->c.payload, sl->c.len, pp->mode == 2);
+		sl->summed = 1;
+	} else if (sl->zrc == 0 && pp->ops && sl->c.h.type == TA_CHUNK_EVENTS) {
+		pp->ops->build(sl->vpart, sl->c.payload, sl->c.len);
 		sl->summed = 1;
 	}
 }
@@ -136,7 +142,7 @@ static int fill(struct par *pp, struct ta_dump *d)
 		memcpy(sl->stored, sl->c.payload, sl->c.len);
 		sl->c.payload = sl->stored;
 		queue = (sl->c.h.flags & TA_CHUNK_F_LZ4) ||
-			(pp->mode && sl->c.h.type == TA_CHUNK_EVENTS);
+			((pp->mode || pp->ops) && sl->c.h.type == TA_CHUNK_EVENTS);
 	}
 queued:
 	pthread_mutex_lock(&pp->mu);
@@ -150,7 +156,7 @@ queued:
 
 /* Takes a done slot as ta_session_read takes a chunk: 1 to go on, 0 at
  * the end, or a negative code that ends the reading (*err_offset set). */
-static int merge(struct ta_session *s, struct slot *sl, uint64_t *err_offset)
+static int merge(struct par *pp, struct ta_session *s, struct slot *sl, uint64_t *err_offset)
 {
 	int rc = sl->rc;
 
@@ -174,9 +180,13 @@ static int merge(struct ta_session *s, struct slot *sl, uint64_t *err_offset)
 		ta_session_error(s, sl->zrc, &sl->c, 0);
 		return 1;
 	}
-	s->part = sl->summed ? &sl->part : NULL;
+	if (sl->summed && pp->ops)
+		s->vpart = sl->vpart;
+	else if (sl->summed)
+		s->part = &sl->part;
 	rc = ta_session_chunk(s, &sl->c);
 	s->part = NULL;
+	s->vpart = NULL;
 	if (rc < 0) {
 		if (err_offset)
 			*err_offset = sl->c.offset;
@@ -207,6 +217,18 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 	}
 	for (size_t i = 0; i < pp.nslots; i++)
 		ta_sess_part_init(&pp.slots[i].part);
+	if (!pp.mode && s->v.chunks) {
+		pp.ops = s->v.chunks;
+		for (size_t i = 0; i < pp.nslots && pp.ops; i++)
+			if (!(pp.slots[i].vpart = pp.ops->make(s->v.ctx))) {
+				/* Without memory for them, the chunks are walked. */
+				for (size_t k = 0; k < i; k++) {
+					pp.ops->drop(pp.slots[k].vpart);
+					pp.slots[k].vpart = NULL;
+				}
+				pp.ops = NULL;
+			}
+	}
 	pthread_mutex_init(&pp.mu, NULL);
 	pthread_cond_init(&pp.work, NULL);
 	pthread_cond_init(&pp.done, NULL);
@@ -247,7 +269,7 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 			pthread_cond_broadcast(&pp.done);
 		}
 		pthread_mutex_unlock(&pp.mu);
-		rc = merge(s, sl, err_offset);
+		rc = merge(&pp, s, sl, err_offset);
 		sl->state = SLOT_FREE;
 		if (sl->rc == 1)
 			pp.held -= sl->c.len +
@@ -281,6 +303,8 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 		free(pp.slots[i].stored);
 		free(pp.slots[i].raw);
 		ta_sess_part_free(&pp.slots[i].part);
+		if (pp.ops)
+			pp.ops->drop(pp.slots[i].vpart);
 	}
 	free(pp.slots);
 	free(tids);

@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Frames kept with their data per thread; deeper ones are only counted.
- * Far beyond TA_STACK_MAX, yet bounded whatever a dump claims. */
-#define FRAMES_MAX (16u * TA_STACK_MAX)
+#define FRAMES_MAX TA_SESSION_FRAMES_MAX
 
 /* ---- the call-stack walk ----------------------------------------------------------- */
 
@@ -317,6 +315,12 @@ int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct 
 	if (s->part) {
 		/* A worker summed it already: taken unless it must be walked. */
 		rc = ta_sess_part_apply(s, c, p, s->part);
+		s->parts_taken += rc > 0;
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	} else if (s->vpart) {
+		rc = s->v.chunks->apply(s->v.ctx, s, c, p, s->vpart);
+		s->parts_taken += rc > 0;
 		if (rc != 0)
 			return rc < 0 ? rc : 0;
 	}
@@ -999,3 +1003,330 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 		ta_sess_note_ticks(p, t->last_ticks);
 	return 1;
 }
+
+/* ---- parts of other visitors (ta_chunk_ops) --------------------------------------- */
+
+struct ta_thread *ta_session_part_thread(struct ta_session *s, const struct ta_chunk *c,
+					 const struct ta_process *p, const struct ta_decoder *d,
+					 int *nomem)
+{
+	struct ta_thread *t;
+
+	*nomem = 0;
+	if (p->nunloaded || p->npauses || d->stack.overflow)
+		return NULL;
+	t = ta_sess_thread_get(s, c->h.pid, d->tid);
+	if (!t) {
+		*nomem = 1;
+		return NULL;
+	}
+	/* What stack_sync takes as is. */
+	if (t->overflow || t->inherited || t->depth != d->snapshot_depth)
+		return NULL;
+	for (uint32_t k = 0; k < t->depth; k++)
+		if (t->stack[k].addr != d->snapshot[k])
+			return NULL;
+	return t;
+}
+
+int ta_session_part_take(struct ta_session *s, struct ta_thread *t, struct ta_process *p,
+			 const struct ta_part_walk *w, const uintptr_t *user)
+{
+	const struct ta_decoder *d = w->dec;
+
+	/* As ta_sess_events_chunk before its walk. */
+	s->events_chunks++;
+	if (t->have_chunks && d->chunk_seq != t->next_seq)
+		t->chunks_missing += d->chunk_seq > t->next_seq ? d->chunk_seq - t->next_seq : 1;
+	t->next_seq = d->chunk_seq + 1;
+	s->walk_proc = p;
+	t->have_chunks = 1;
+	ta_sess_note_ticks(p, d->first_ticks);
+
+	/* The frames of before that ended here, in order, on the real stack. */
+	for (size_t i = 0; i < w->nedges; i++) {
+		t->stack[t->depth - 1].child += w->edges[i].child;
+		frame_pop_w(s, t, w->edges[i].ticks, w->edges[i].flags, WALK_ANY);
+	}
+	/* What is left of the snapshot's frames got time in callees here. */
+	for (uint32_t k = 0; k < w->nph; k++)
+		t->stack[k].child += w->stack[k].child;
+	/* The frames opened here and still open, as the visitor's enter left
+	 * them. */
+	for (uint32_t k = w->nph; k < w->depth; k++) {
+		const struct ta_part_open *pf = &w->stack[k];
+		struct ta_frame *f;
+
+		if (t->depth == t->cap && stack_grow(t) < 0)
+			return -TA_E_NOMEM;
+		f = &t->stack[t->depth++];
+		f->addr = pf->addr;
+		f->enter = pf->enter;
+		f->child = pf->child;
+		f->user = user[pf->user];
+	}
+	t->unmatched += w->unmatched;
+	t->lost += w->lost;
+	t->events += w->events;
+	if (w->have_ticks) {
+		t->last_ticks = w->last_ticks;
+		t->have_ticks = 1;
+	}
+	if (t->have_ticks)
+		ta_sess_note_ticks(p, t->last_ticks);
+	return 0;
+}
+
+/* ---- EXT events per chunk, for ext-only visitors (ta_session_ext_chunks) ---------- */
+
+/* An EXT event, or (kind EXT_ENTER) the chunk's first enter. */
+struct ext_ev {
+	uint64_t ticks, kind, addr;
+	uint32_t n, depth;
+	size_t at; /* its values in vals */
+};
+
+#define EXT_ENTER UINT64_MAX
+
+struct ext_part {
+	int ok;
+	struct ta_decoder dec;
+	struct ta_part_open *stack;
+	uint32_t depth, cap, nph;
+	struct ta_part_edge *edges;
+	size_t nedges, edges_cap;
+	struct ext_ev *evs;
+	size_t nevs, evs_cap;
+	uint64_t *vals;
+	size_t nvals, vals_cap;
+	int entered;
+	uint64_t events, unmatched, lost, last_ticks;
+	int have_ticks;
+};
+
+static void *ext_make(void *ctx)
+{
+	struct ext_part *xp = calloc(1, sizeof(*xp));
+
+	(void)ctx;
+	if (xp)
+		ta_decoder_init(&xp->dec);
+	return xp;
+}
+
+static void ext_drop(void *part)
+{
+	struct ext_part *xp = part;
+
+	if (!xp)
+		return;
+	ta_decoder_free(&xp->dec);
+	free(xp->stack);
+	free(xp->edges);
+	free(xp->evs);
+	free(xp->vals);
+	free(xp);
+}
+
+/* Grows *v (n elements of size sz, capacity *cap) for one more: 0 or -1. */
+static int ext_room(void **v, size_t n, size_t *cap, size_t sz, size_t more)
+{
+	size_t c = *cap ? *cap : 64;
+	void *nv;
+
+	if (n + more <= *cap)
+		return 0;
+	while (c < n + more)
+		c *= 2;
+	nv = realloc(*v, c * sz);
+	if (!nv)
+		return -1;
+	*v = nv;
+	*cap = c;
+	return 0;
+}
+
+static int ext_push(struct ext_part *xp, uint64_t ticks, uint64_t addr)
+{
+	struct ta_part_open *f;
+
+	if (xp->depth == xp->cap) {
+		uint32_t cap = xp->cap ? xp->cap * 2 : 64;
+		struct ta_part_open *st;
+
+		/* As part_grow: past the walk's limit the chunk is walked. */
+		if (xp->cap >= FRAMES_MAX)
+			return -1;
+		if (cap > FRAMES_MAX)
+			cap = FRAMES_MAX;
+		st = realloc(xp->stack, cap * sizeof(*st));
+		if (!st)
+			return -1;
+		xp->stack = st;
+		xp->cap = cap;
+	}
+	f = &xp->stack[xp->depth++];
+	f->addr = addr;
+	f->enter = ticks;
+	f->child = 0;
+	f->user = 0;
+	return 0;
+}
+
+static int ext_pops(struct ext_part *xp, uint64_t n, uint64_t ticks, unsigned flags)
+{
+	while (n-- && xp->depth) {
+		struct ta_part_open *f = &xp->stack[--xp->depth];
+		uint64_t dur;
+
+		if (xp->depth < xp->nph) {
+			if (ext_room((void **)&xp->edges, xp->nedges, &xp->edges_cap,
+				     sizeof(*xp->edges), 1) < 0)
+				return -1;
+			xp->edges[xp->nedges].ticks = ticks;
+			xp->edges[xp->nedges].child = f->child;
+			xp->edges[xp->nedges].flags = flags;
+			xp->nedges++;
+			xp->nph = xp->depth;
+			continue;
+		}
+		dur = ticks > f->enter ? ticks - f->enter : 0;
+		if (xp->depth)
+			xp->stack[xp->depth - 1].child += dur;
+	}
+	return 0;
+}
+
+static int ext_note(struct ext_part *xp, uint64_t ticks, uint64_t kind, uint64_t addr,
+		    const uint64_t *vals, uint32_t n)
+{
+	struct ext_ev *e;
+
+	if (ext_room((void **)&xp->evs, xp->nevs, &xp->evs_cap, sizeof(*xp->evs), 1) < 0 ||
+	    ext_room((void **)&xp->vals, xp->nvals, &xp->vals_cap, sizeof(*xp->vals), n) < 0)
+		return -1;
+	e = &xp->evs[xp->nevs++];
+	e->ticks = ticks;
+	e->kind = kind;
+	e->addr = addr;
+	e->n = n;
+	e->depth = xp->depth;
+	e->at = xp->nvals;
+	if (n)
+		memcpy(xp->vals + xp->nvals, vals, n * sizeof(*vals));
+	xp->nvals += n;
+	return 0;
+}
+
+static void ext_build(void *part, const uint8_t *payload, size_t len)
+{
+	struct ext_part *xp = part;
+	struct ta_decoder *d = &xp->dec;
+	int rc;
+
+	xp->ok = 0;
+	xp->depth = xp->nph = 0;
+	xp->nedges = xp->nevs = xp->nvals = 0;
+	xp->entered = 0;
+	xp->events = xp->unmatched = xp->lost = xp->last_ticks = 0;
+	xp->have_ticks = 0;
+	if (ta_decoder_begin(d, payload, len) < 0 || d->stack.overflow)
+		return;
+	for (uint32_t i = 0; i < d->snapshot_depth; i++)
+		if (ext_push(xp, 0, d->snapshot[i]) < 0)
+			return;
+	xp->nph = xp->depth;
+	do {
+		struct ta_event evs[256];
+		size_t n = ta_decoder_batch(d, evs, 256, &rc);
+
+		xp->events += n;
+		for (size_t i = 0; i < n; i++) {
+			const struct ta_event *ev = &evs[i];
+
+			switch (ev->kind) {
+			case TA_EV_ENTER:
+				if (!xp->entered) {
+					xp->entered = 1;
+					if (ext_note(xp, ev->ticks, EXT_ENTER, ev->addr, NULL,
+						     0) < 0)
+						return;
+				}
+				if (ext_push(xp, ev->ticks, ev->addr) < 0)
+					return;
+				break;
+			case TA_EV_EXIT:
+				if (!ev->popped)
+					xp->unmatched++;
+				else if (ext_pops(xp, ev->popped, ev->ticks, 0) < 0)
+					return;
+				break;
+			default:
+				xp->events--;
+				if (ev->popped &&
+				    ext_pops(xp, ev->popped, ev->ticks, TA_VISIT_UNWOUND) < 0)
+					return;
+				if (ev->ext == TA_EXT_LOST)
+					xp->lost += ev->value;
+				/* The batch's last: ext_values are its values. */
+				else if (ext_note(xp, ev->ticks, ev->ext, 0, d->ext_values,
+						  (uint32_t)ev->value) < 0)
+					return;
+				break;
+			}
+		}
+		if (n) {
+			xp->last_ticks = evs[n - 1].ticks;
+			xp->have_ticks = 1;
+		}
+	} while (rc == 0);
+	xp->ok = rc > 0;
+}
+
+static int ext_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
+		     struct ta_process *p, void *part)
+{
+	static const uintptr_t none[1] = {0};
+	struct ext_part *xp = part;
+	struct ta_part_walk w;
+	struct ta_thread *t;
+	int nomem;
+
+	if (!xp->ok || s->v.exit || s->v.lost)
+		return 0;
+	t = ta_session_part_thread(s, c, p, &xp->dec, &nomem);
+	if (!t)
+		return nomem ? -TA_E_NOMEM : 0;
+	/* The walk gives the ext values as is (ext_values holds at most
+	 * TA_EXT_MAX_VALUES). */
+	for (size_t i = 0; i < xp->nevs; i++) {
+		const struct ext_ev *e = &xp->evs[i];
+
+		if (e->kind == EXT_ENTER) {
+			if (s->v.enter)
+				(void)s->v.enter(ctx, t, e->ticks, e->depth, e->addr, 0);
+		} else if (s->v.ext) {
+			s->v.ext(ctx, t, e->ticks, e->kind, xp->vals + e->at, e->n);
+		}
+	}
+	memset(&w, 0, sizeof(w));
+	w.dec = &xp->dec;
+	w.edges = xp->edges;
+	w.nedges = xp->nedges;
+	w.stack = xp->stack;
+	w.nph = xp->nph;
+	w.depth = xp->depth;
+	w.events = xp->events;
+	w.unmatched = xp->unmatched;
+	w.lost = xp->lost;
+	w.last_ticks = xp->last_ticks;
+	w.have_ticks = xp->have_ticks;
+	return ta_session_part_take(s, t, p, &w, none) < 0 ? -TA_E_NOMEM : 1;
+}
+
+const struct ta_chunk_ops ta_session_ext_chunks = {
+	.make = ext_make,
+	.drop = ext_drop,
+	.build = ext_build,
+	.apply = ext_apply,
+};

@@ -5,6 +5,7 @@ messages and exit status are byte for byte those of -j1, on the sample
 programs' dumps and on dumps with damage: chunks lost, a bad CRC, cut
 short, without END, starting mid-stack, forks."""
 
+import json
 import os
 import struct
 import subprocess
@@ -15,6 +16,14 @@ from tahelp import TRACEAGENT, Case, chunks, main, CHUNK_HEADER
 JOBS = ("1", "2", "4")
 GENDUMP = os.path.join(os.path.dirname(os.path.dirname(TRACEAGENT)), "tests", "unit",
                        "gendump")
+
+
+def parallel(argv):
+    """Does the command's walk run in the workers (not only LZ4)?"""
+    if argv[0] in ("report", "graph", "flame", "diff", "counters", "frames"):
+        return True
+    return argv[0] == "export" and any(a in argv for a in ("--format=folded",
+                                                            "--format=pprof"))
 
 
 class Jobs(Case):
@@ -35,9 +44,10 @@ class Jobs(Case):
             res[j] = (p.returncode, p.stdout, p.stderr, data)
         return res
 
-    def same(self, dump, argv, out_file=None):
-        # -j4 only for report, the command with workers of its own.
-        jobs = JOBS if argv[0] == "report" else JOBS[:2]
+    def same(self, dump, argv, out_file=None, jobs=None):
+        # -j4 only for the commands whose workers do more than decompress.
+        if jobs is None:
+            jobs = JOBS if parallel(argv) else JOBS[:2]
         res = self.outputs(dump, argv, out_file, jobs)
         for j in jobs[1:]:
             self.assertEqual(res[j], res["1"], "%s -j%s differs from -j1 on %s"
@@ -68,7 +78,8 @@ class Jobs(Case):
                 self.assertEqual(st[0], 0, st[2])
                 # Every command on a few (the others only decompress in
                 # parallel); report's variants, whose walk is parallel, on all.
-                if prog in ("fib-O2", "fork-O2", "apiviews-O2", "gameloop-O2"):
+                # (gameloop's in test_many_chunks, cut into many chunks.)
+                if prog in ("fib-O2", "fork-O2", "apiviews-O2"):
                     self.all_commands(r.dump)
                 else:
                     for argv in (["report"], ["report", "--json", "--threads"]):
@@ -131,9 +142,13 @@ class Jobs(Case):
                 # Damage is an error; a loss or a missing END a warning.
                 self.assertEqual(st[0], 1 if name in ("badcrc", "truncated") else 0,
                                  (name, st[2]))
+                # -j4 too where the stack is rebuilt from a snapshot (the
+                # outputs are large: time is short).
+                jobs = JOBS if name in ("lost", "midstack") else JOBS[:2]
                 for argv in (["report"], ["graph", "--json"], ["info", "--json"]):
-                    self.same(dump, argv)
-                self.same(dump, ["export", "--format=folded", "-o", "@OUT"], self.path("f"))
+                    self.same(dump, argv, jobs=jobs)
+                self.same(dump, ["export", "--format=folded", "-o", "@OUT"], self.path("f"),
+                          jobs=jobs)
 
     def test_synthetic_midstack(self):
         # A thread whose first chunk (seq 0) starts three frames deep, then
@@ -154,6 +169,25 @@ class Jobs(Case):
         st = self.same(path, ["report", "--json", "--threads"])
         self.assertEqual(st[0], 0, st[2])
         self.all_commands(path)
+
+    def test_many_chunks(self):
+        # A chunk every millisecond: the calls, zones, counters and frame
+        # marks of three threads cut into a hundred chunks, most of them
+        # inside calls, and the workers' parts grafted in order.
+        r = self.traced("preload", [self.prog("gameloop-O2")],
+                        env={"TRACEAGENT_FLUSH_MS": "1"})
+        ev = [c for c in chunks(r.dump) if c[1] == tadump.EVENTS]
+        self.assertGreater(len(ev), 40)
+        self.all_commands(r.dump)
+        info = json.loads(subprocess.run([TRACEAGENT, "info", "--json", r.dump],
+                                         capture_output=True, check=True).stdout)
+        tids = [t["tid"] for t in info["processes"][0]["threads"]]
+        self.assertEqual(len(tids), 3)
+        for argv in (["graph", "--json", "--threads"], ["graph", "--tid=%d" % tids[1]],
+                     ["flame", "--tid=%d,%d" % (tids[0], tids[2]), "-o", "@OUT"],
+                     ["report", "--frames", "--json"], ["counters", "--json", "--svg", "@OUT"],
+                     ["export", "--format=folded", "--threads", "-o", "@OUT"]):
+            self.same(r.dump, argv, self.path("o") if "@OUT" in argv else None)
 
     def test_option(self):
         dump = self.traced("preload", [self.prog("fib-O2"), "10"]).dump

@@ -265,6 +265,10 @@ static void thread_events(struct dumpgen *g, uint64_t tid, uint64_t t0, const ch
 		} else if (*p == ')') {
 			ev(&e, t, stack[--depth], 1);
 			t += 10;
+		} else if (*p == '|') {
+			/* A new chunk, whose snapshot is the stack here. */
+			dg_events(g, &e);
+			ta_encoder_begin(&e, t);
 		}
 	}
 	dg_events(g, &e);
@@ -324,6 +328,9 @@ static void show_close(void *ctx, uint32_t n, uint32_t depth)
 		s->len += (size_t)snprintf(s->buf + s->len, sizeof(s->buf) - s->len, "]");
 }
 
+/* EVENTS chunks the last tree_text took from the workers (-j). */
+static uint64_t parts_taken;
+
 static const char *tree_text(const char *path, const char *tids, int split)
 {
 	static struct show s;
@@ -333,6 +340,7 @@ static const char *tree_text(const char *path, const char *tids, int split)
 	if (tids)
 		ck_assert_int_eq(ta_tidset_parse(&ts, tids), 0);
 	ck_assert_int_eq(ta_treeview_open(&tv, path, &ts, split), 0);
+	parts_taken = tv.v.s->parts_taken;
 	memset(&s, 0, sizeof(s));
 	s.ct = &tv.ct;
 	ta_ctree_walk(&tv.ct.tree, 0, show_open, show_close, &s);
@@ -457,6 +465,99 @@ START_TEST(two_processes)
 }
 END_TEST
 
+START_TEST(chunks_in_workers)
+{
+	/* Chunks cut inside calls, with a worker (-j2): each chunk recorded
+	 * on its own from its snapshot and grafted in order gives the tree of
+	 * one thread's walk, node for node and sum for sum, with the thread
+	 * left out by --tid too; and the workers' parts were taken. */
+	static const char *const mains[] = {"a(b(c)|c)|)b(|c(|)|)a(b(c))", "|a(|b(c(|)c)|)|)a()"};
+	static const char *const workers[] = {"b(a(|c)c(|))|b(a)", "c(|c(|c(|)|)|)"};
+	static const struct {
+		const char *tids;
+		int split;
+	} views[] = {{NULL, 0}, {NULL, 1}, {"31", 0}, {"30", 1}};
+	uint64_t addr[3];
+	char path[64];
+
+	setup();
+	addr[0] = fa;
+	addr[1] = fb;
+	addr[2] = fc;
+	for (size_t d = 0; d < 2; d++) {
+		dump_of(path, mains[d], workers[d], addr);
+		for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++) {
+			char one[4096];
+
+			ta_session_jobs = 1;
+			snprintf(one, sizeof(one), "%s",
+				 tree_text(path, views[v].tids, views[v].split));
+			ck_assert_uint_eq(parts_taken, 0);
+			ck_assert_str_ne(one, "");
+			for (unsigned j = 2; j <= 4; j += 2) {
+				ta_session_jobs = j;
+				ck_assert_str_eq(tree_text(path, views[v].tids, views[v].split),
+						 one);
+				/* Every EVENTS chunk: none is walked again here. */
+				ck_assert_uint_eq(parts_taken, d == 0 ? 10 : 12);
+			}
+		}
+		unlink(path);
+	}
+	ta_session_jobs = 1;
+}
+END_TEST
+
+/* An enter that notes each thread's first event, as frames' first pass. */
+static uintptr_t first_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+			     uint64_t addr, unsigned flags)
+{
+	uint64_t *first = ctx;
+
+	(void)depth, (void)addr, (void)flags;
+	if (t->index < 4 && !first[t->index])
+		first[t->index] = ticks + 1;
+	return 0;
+}
+
+START_TEST(ext_chunks_in_workers)
+{
+	/* ta_session_ext_chunks: the chunks are taken from the workers, the
+	 * threads' stacks and counts are the walk's, the first enter is seen. */
+	uint64_t addr[3], first[2][4], events[2], depth[2];
+	char path[64];
+
+	setup();
+	addr[0] = fa;
+	addr[1] = fb;
+	addr[2] = fc;
+	dump_of(path, "a(b(c)|c)|)b(|c(|)|)a(b(c", "|b(a(|c)c(|))|b(a)", addr);
+	for (unsigned j = 1; j <= 2; j++) {
+		struct ta_visitor vis = {
+		    .ctx = first[j - 1], .enter = first_enter, .chunks = &ta_session_ext_chunks};
+		struct ta_session *s = ta_session_new(&vis);
+
+		memset(first[j - 1], 0, sizeof(first[j - 1]));
+		ta_session_jobs = j;
+		ck_assert_ptr_nonnull(s);
+		ck_assert_int_eq(ta_session_read(s, path, NULL), 0);
+		ck_assert_uint_eq(s->parts_taken, j == 1 ? 0 : 11);
+		ck_assert_uint_eq(s->nthreads, 2);
+		events[j - 1] = s->threads[0]->events + s->threads[1]->events;
+		depth[j - 1] = s->threads[0]->depth * 100 + s->threads[1]->depth;
+		ta_session_free(s);
+	}
+	ta_session_jobs = 1;
+	ck_assert_uint_eq(events[0], events[1]);
+	ck_assert_uint_eq(depth[0], 402); /* 4 frames left open on main, 2 on the worker */
+	ck_assert_uint_eq(depth[1], 402);
+	ck_assert_mem_eq(first[0], first[1], sizeof(first[0]));
+	ck_assert_uint_eq(first[0][0], 101);
+	ck_assert_uint_eq(first[0][1], 1001);
+	unlink(path);
+}
+END_TEST
+
 static Suite *views_suite(void)
 {
 	Suite *s = suite_create("views");
@@ -470,6 +571,8 @@ static Suite *views_suite(void)
 	tcase_add_test(tc, two_addresses_one_function);
 	tcase_add_test(tc, wide_node);
 	tcase_add_test(tc, two_processes);
+	tcase_add_test(tc, chunks_in_workers);
+	tcase_add_test(tc, ext_chunks_in_workers);
 	suite_add_tcase(s, tc);
 	return s;
 }
