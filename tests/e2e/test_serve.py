@@ -28,7 +28,9 @@ class Serve:
     def __init__(self, case, *options, listen="127.0.0.1:0"):
         self.dir = case.path("dumps-%d" % len(os.listdir(case.dir)))
         os.mkdir(self.dir)
-        self.log = open(self.dir + ".log", "w+")
+        # Appending: serve shares the file's offset with this object, which
+        # seeks to read; O_APPEND puts serve's lines at the end whatever it is.
+        self.log = open(self.dir + ".log", "a+")
         self.proc = subprocess.Popen(
             [TRACEAGENT, "serve", "--listen", listen, "--dir", self.dir] + list(options),
             stdout=self.log, stderr=subprocess.PIPE, text=True, env=clean_env())
