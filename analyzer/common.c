@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "common.h"
 
 /* ---- messages ---------------------------------------------------------------- */
@@ -829,4 +831,24 @@ int ta_glob_match(const char *glob, const char *name)
 	while (*g == '*')
 		g++;
 	return !*g;
+}
+
+int ta_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			return -1;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
 }

@@ -246,4 +246,8 @@ int ta_parse_time_range(const char *s, uint64_t *lo, uint64_t *hi);
  */
 int ta_glob_match(const char *glob, const char *name);
 
+/* Writes all n bytes to fd (again after EINTR and short writes); 0, or -1
+ * with errno set. */
+int ta_write_all(int fd, const void *p, size_t n);
+
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "common.h"
 #include "control.h"
 
 /* How long the agent has to answer a command (a flush writes first). */
@@ -71,27 +72,13 @@ static int connect_to(long pid, char *path, size_t size)
 	return -1;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Copies the stream after "ok stream\n" to standard output until the agent
  * closes it; already holds the bytes after that line (have). */
 static int copy_stream(int fd, const char *have, size_t n, long pid)
 {
 	static char buf[1 << 16];
 
-	if (n && write_all(STDOUT_FILENO, have, n) < 0)
+	if (n && ta_write_all(STDOUT_FILENO, have, n) < 0)
 		goto out_err;
 	for (;;) {
 		ssize_t r = read(fd, buf, sizeof(buf));
@@ -104,7 +91,7 @@ static int copy_stream(int fd, const char *have, size_t n, long pid)
 		}
 		if (r == 0)
 			return 0;
-		if (write_all(STDOUT_FILENO, buf, (size_t)r) < 0)
+		if (ta_write_all(STDOUT_FILENO, buf, (size_t)r) < 0)
 			goto out_err;
 	}
 out_err:
@@ -160,7 +147,7 @@ int ta_cmd_ctl(int argc, char **argv)
 		fprintf(stderr, "traceagent ctl: no traced process %ld listening at %s\n", pid, path);
 		return 1;
 	}
-	if (write_all(fd, line, len) < 0) {
+	if (ta_write_all(fd, line, len) < 0) {
 		fprintf(stderr, "traceagent ctl: cannot send to process %ld at %s: %s\n", pid, path,
 			strerror(errno));
 		close(fd);

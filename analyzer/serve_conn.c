@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "serve.h"
 
 /* The first bytes of a compressed payload, decompressed here (one client
@@ -109,20 +110,6 @@ void ta_sv_conn_cut(struct ta_sv_conn *c, const char *why)
 	cut(c, -TA_E_TRUNCATED, "%s", why);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* The dump's name: HOST-PROG-PID-YYYYmmddTHHMMSS.trace (UTC), with -2,
  * -3... when a file is there already (never overwritten). */
 static int create_dump(struct ta_sv_conn *c, uint64_t start_ns)
@@ -159,7 +146,7 @@ static int create_dump(struct ta_sv_conn *c, uint64_t start_ns)
 		return cut(c, -TA_E_IO, "cannot create %s: 1000 dumps of that name are there",
 			   c->file);
 	c->named = 1;
-	if (write_all(c->fd, c->pend, c->pend_len) < 0)
+	if (ta_write_all(c->fd, c->pend, c->pend_len) < 0)
 		return cut(c, -TA_E_IO, "cannot write %s: %s", c->file, strerror(errno));
 written:
 	free(c->pend);
@@ -172,7 +159,7 @@ written:
 static int emit(struct ta_sv_conn *c, const uint8_t *p, size_t n)
 {
 	if (c->named) {
-		if (c->fd >= 0 && write_all(c->fd, p, n) < 0)
+		if (c->fd >= 0 && ta_write_all(c->fd, p, n) < 0)
 			return cut(c, -TA_E_IO, "cannot write %s at byte %" PRIu64 ": %s",
 				   c->file, c->written, strerror(errno));
 	} else {

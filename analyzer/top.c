@@ -141,20 +141,6 @@ static void term_size(void)
 	}
 }
 
-static void write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 /* Puts the terminal back: the main screen, the cursor, the line mode. */
 static void term_restore(void)
 {
@@ -163,7 +149,7 @@ static void term_restore(void)
 	if (!scr.on)
 		return;
 	scr.on = 0;
-	write_all(STDOUT_FILENO, leave, sizeof(leave) - 1);
+	(void)ta_write_all(STDOUT_FILENO, leave, sizeof(leave) - 1);
 	tcsetattr(STDIN_FILENO, TCSAFLUSH, &scr.saved);
 }
 
@@ -194,7 +180,7 @@ static int term_setup(void)
 	scr.on = 1;
 	atexit(term_restore);
 	term_size();
-	write_all(STDOUT_FILENO, enter, sizeof(enter) - 1);
+	(void)ta_write_all(STDOUT_FILENO, enter, sizeof(enter) - 1);
 	return 0;
 }
 
@@ -541,7 +527,7 @@ static int ask_stream(struct source *s, long pid)
 		return -1;
 	}
 	snprintf(s->path, sizeof(s->path), "%s", un.sun_path);
-	write_all(fd, req, sizeof(req) - 1);
+	(void)ta_write_all(fd, req, sizeof(req) - 1);
 	/* The answer's line, a byte at a time so that no byte of the dump
 	 * after it is taken. */
 	while (n < TA_CTL_LINE_MAX) {
@@ -937,7 +923,7 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 		out_add(&b, "\033[m", 3);
 	}
 	out_add(&b, "\033[K", 3);
-	write_all(STDOUT_FILENO, b.p, b.n);
+	(void)ta_write_all(STDOUT_FILENO, b.p, b.n);
 	free(b.p);
 	(void)used;
 }
