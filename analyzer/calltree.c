@@ -731,19 +731,9 @@ static int part_pop(struct ct_part *cp, uint64_t ticks, unsigned flags)
 
 	if (cp->depth < cp->nph) {
 		/* Opened before the chunk: the session ends it. */
-		if (cp->nedges == cp->edges_cap) {
-			size_t cap = cp->edges_cap ? cp->edges_cap * 2 : 64;
-			struct ta_part_edge *e = realloc(cp->edges, cap * sizeof(*e));
-
-			if (!e)
-				return -1;
-			cp->edges = e;
-			cp->edges_cap = cap;
-		}
-		cp->edges[cp->nedges].ticks = ticks;
-		cp->edges[cp->nedges].child = f->child;
-		cp->edges[cp->nedges].flags = flags;
-		cp->nedges++;
+		if (ta_part_edge_add(&cp->edges, &cp->nedges, &cp->edges_cap, ticks, f->child,
+				     flags) < 0)
+			return -1;
 		cp->nph = cp->depth;
 		return 0;
 	}

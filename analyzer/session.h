@@ -337,6 +337,11 @@ struct ta_part_edge {
 	unsigned flags;
 };
 
+/* Appends such an exit to *edges (*n of them, room for *cap): 0, or -1
+ * without memory. */
+int ta_part_edge_add(struct ta_part_edge **edges, size_t *n, size_t *cap, uint64_t ticks,
+		     uint64_t child, unsigned flags);
+
 /* A frame of a worker's stack: below nph the snapshot's (their enter and
  * time are the real stack's), above it opened in the chunk.  user: the
  * part's own value, mapped to the visitor's by apply. */

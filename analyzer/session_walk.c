@@ -622,6 +622,25 @@ void ta_profile_visitor(struct ta_profile *p, struct ta_visitor *v)
  * start.  The merge takes the result only where the walk would have done
  * the same (ta_sess_part_apply's checks); anything else is walked again.
  */
+int ta_part_edge_add(struct ta_part_edge **edges, size_t *n, size_t *cap, uint64_t ticks,
+		     uint64_t child, unsigned flags)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct ta_part_edge *e = realloc(*edges, c * sizeof(*e));
+
+		if (!e)
+			return -1;
+		*edges = e;
+		*cap = c;
+	}
+	(*edges)[*n].ticks = ticks;
+	(*edges)[*n].child = child;
+	(*edges)[*n].flags = flags;
+	(*n)++;
+	return 0;
+}
+
 void ta_sess_part_init(struct ta_chunk_part *cp)
 {
 	memset(cp, 0, sizeof(*cp));
@@ -747,19 +766,9 @@ static TA_INLINE int part_pop(struct ta_chunk_part *cp, uint64_t ticks, unsigned
 
 	if (cp->depth < cp->nph) {
 		/* Opened before the chunk: the merge ends it. */
-		if (cp->nedges == cp->edges_cap) {
-			size_t cap = cp->edges_cap ? cp->edges_cap * 2 : 64;
-			struct ta_part_edge *e = realloc(cp->edges, cap * sizeof(*e));
-
-			if (!e)
-				return -1;
-			cp->edges = e;
-			cp->edges_cap = cap;
-		}
-		cp->edges[cp->nedges].ticks = ticks;
-		cp->edges[cp->nedges].child = f->child;
-		cp->edges[cp->nedges].flags = flags;
-		cp->nedges++;
+		if (ta_part_edge_add(&cp->edges, &cp->nedges, &cp->edges_cap, ticks, f->child,
+				     flags) < 0)
+			return -1;
 		cp->nph = cp->depth;
 		fn->active--;
 		return 0;
@@ -1180,13 +1189,9 @@ static int ext_pops(struct ext_part *xp, uint64_t n, uint64_t ticks, unsigned fl
 		uint64_t dur;
 
 		if (xp->depth < xp->nph) {
-			if (ext_room((void **)&xp->edges, xp->nedges, &xp->edges_cap,
-				     sizeof(*xp->edges), 1) < 0)
+			if (ta_part_edge_add(&xp->edges, &xp->nedges, &xp->edges_cap, ticks,
+					     f->child, flags) < 0)
 				return -1;
-			xp->edges[xp->nedges].ticks = ticks;
-			xp->edges[xp->nedges].child = f->child;
-			xp->edges[xp->nedges].flags = flags;
-			xp->nedges++;
 			xp->nph = xp->depth;
 			continue;
 		}
