@@ -123,6 +123,31 @@ static __attribute__((unused)) uintptr_t map_base(long pid, const char *suffix, 
 	return base;
 }
 
+/* A digest of the process's executable file mappings: it changes when a
+ * module is loaded or unloaded (--patch's modules loaded in a window). */
+static __attribute__((unused)) uint64_t code_maps_digest(long pid)
+{
+	char path[64], line[PATH_MAX + 128];
+	uint64_t h = 1469598103934665603ull;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+
+		if (!strchr(line, '/') || sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 ||
+		    perms[2] != 'x')
+			continue;
+		h = (h ^ lo) * 1099511628211ull;
+	}
+	fclose(f);
+	return h;
+}
+
 /* The value of the dynamic symbol name in the ELF file at path (its
  * offset from the load base for a shared object); 0 if not found. */
 /* (Used by the injection, x86-64 only so far.) */
@@ -395,10 +420,9 @@ fail:
  * Calls fn(a0 or the string s, a1) in process pid (on its main thread)
  * with every one of its threads stopped (pcs: the threads' program
  * counters passed as a0, their count as a1, when s is NULL and with_pcs).
- * For --patch: the entries are written while no thread runs.  The threads
- * created meanwhile are not held (a program that starts threads at that
- * moment may run one of them through a half-written entry: README,
- * Limits).  0 with the result in *ret, or 1 (said).
+ * For --patch: the entries are written while no thread runs, those
+ * created while we stop the others included.  0 with the result in *ret,
+ * or 1 (said).
  */
 static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pcs, uint64_t *ret)
 {
@@ -412,24 +436,43 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 	int rc = 1;
 
 	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
-	d = opendir(dir);
-	if (!d)
-		return fail("process %d: cannot list its threads: %s", pid, strerror(errno));
-	while ((e = readdir(d))) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-
-		if (tid <= 0)
-			continue;
-		if (n == cap) {
-			struct held *nh = realloc(hs, (cap = cap ? 2 * cap : 16) * sizeof(*nh));
-			if (!nh)
-				break;
-			hs = nh;
+	/* Listed again until a listing finds no thread not held: one that a
+	 * thread created before we stopped it is there by the next listing
+	 * (a stopped thread creates none). */
+	for (int again = 1; again;) {
+		again = 0;
+		d = opendir(dir);
+		if (!d) {
+			fail("process %d: cannot list its threads: %s", pid, strerror(errno));
+			goto out;
 		}
-		if (hold(tid, &hs[n]) == 0)
-			n++;
+		while ((e = readdir(d))) {
+			pid_t tid = (pid_t)atoi(e->d_name);
+			int known = 0;
+
+			if (tid <= 0)
+				continue;
+			for (size_t i = 0; i < n && !known; i++)
+				known = hs[i].tid == tid;
+			if (known)
+				continue;
+			if (n == cap) {
+				struct held *nh =
+					realloc(hs, (cap = cap ? 2 * cap : 16) * sizeof(*nh));
+				if (!nh) {
+					closedir(d);
+					fail("process %d: out of memory", pid);
+					goto out;
+				}
+				hs = nh;
+			}
+			if (hold(tid, &hs[n]) == 0) {
+				n++;
+				again = 1;
+			}
+		}
+		closedir(d);
 	}
-	closedir(d);
 	for (size_t i = 0; i < n; i++)
 		if (hs[i].tid == pid)
 			mainh = &hs[i];
@@ -486,8 +529,10 @@ static uint64_t agent_fn(pid_t pid, const char *agent, const char *name)
 }
 
 /* --patch: planned with the threads running (the patcher allocates and
- * decodes), written with them all stopped (mprotect and stores only). */
-static int patch_in(pid_t pid, const char *agent, const char *spec)
+ * decodes), written with them all stopped (mprotect and stores only).
+ * later: for the modules loaded since the last call, in the window; 2 when
+ * the process was inside a dlopen (to be asked again). */
+static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 {
 	uint64_t prep = agent_fn(pid, agent, "ta_attach_patch_prepare");
 	uint64_t commit = agent_fn(pid, agent, "ta_attach_patch_commit");
@@ -519,18 +564,22 @@ static int patch_in(pid_t pid, const char *agent, const char *spec)
 			return 1;
 	}
 	n = (int)ret;
+	if (n == -EAGAIN)
+		return 2;
 	if (n < 0)
 		return fail("process %d: --patch %s: %s (said on its stderr)", pid, spec,
 			    strerror(-n));
 	if (n == 0) {
-		fprintf(stderr, "traceagent: attach: --patch %s: no function to patch in process "
-				"%d\n",
-			spec, pid);
+		if (!later)
+			fprintf(stderr, "traceagent: attach: --patch %s: no function to patch in "
+					"process %d\n",
+				spec, pid);
 		return 0;
 	}
 	if (call_all_stopped(pid, commit, NULL, 1, &ret))
 		return 1;
-	fprintf(stderr, "traceagent: attach: patched %d functions in process %d", (int)ret, pid);
+	fprintf(stderr, "traceagent: attach: patched %d functions in process %d%s", (int)ret, pid,
+		later ? " (in modules loaded during the window)" : "");
 	if ((int)ret < n)
 		fprintf(stderr, " (%d left alone: a thread was inside their first bytes)",
 			n - (int)ret);
@@ -703,6 +752,8 @@ int ta_cmd_attach(int argc, char **argv)
 	struct timespec t0;
 	unsigned char eh[20];
 	int fd, rc, injected = 0;
+	__attribute__((unused)) unsigned looks = 0;
+	__attribute__((unused)) uint64_t maps_seen = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -881,10 +932,18 @@ int ta_cmd_attach(int argc, char **argv)
 		rc = inject((pid_t)pid, agent, settings);
 		if (rc)
 			return rc;
-		if (patch && patch_in((pid_t)pid, agent, patch)) {
-			patch = NULL;
-			fprintf(stderr, "traceagent: attach: --patch not applied in process %ld\n",
-				pid);
+		if (patch) {
+			uint64_t digest = code_maps_digest(pid);
+
+			rc = patch_in((pid_t)pid, agent, patch, 0);
+			if (rc == 1) {
+				patch = NULL;
+				fprintf(stderr, "traceagent: attach: --patch not applied in process "
+						"%ld\n",
+					pid);
+			}
+			/* Inside a dlopen: planned again at the next look. */
+			maps_seen = rc == 2 ? 0 : digest;
 		}
 		injected = 1;
 #else
@@ -906,6 +965,18 @@ int ta_cmd_attach(int argc, char **argv)
 			fprintf(stderr, "traceagent: process %ld has ended\n", pid);
 			return 0;
 		}
+#if defined(__x86_64__)
+		/* --patch in the modules dlopen'ed since (5 looks a second). */
+		if (injected && patch && ++looks % 10 == 0) {
+			uint64_t digest = code_maps_digest(pid);
+
+			if (digest != maps_seen) {
+				int r = patch_in((pid_t)pid, agent, patch, 1);
+
+				maps_seen = r == 2 ? 0 : digest;
+			}
+		}
+#endif
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (duration && (double)(now.tv_sec - t0.tv_sec) +
 					(double)(now.tv_nsec - t0.tv_nsec) / 1e9 >=

@@ -1017,8 +1017,23 @@ static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
 static void forget_unloaded(void)
 {
 	struct collect cl = {NULL, 0, 0, 1};
+	size_t kept = 0;
 
 	dl_iterate_phdr(collect_one, &cl);
+	/* An attach's planned or written entries in a module gone: its pages
+	 * are unmapped or another module's, never to be written or put back. */
+	for (size_t k = 0; k < npend_mods; k++) {
+		int present = 0;
+		for (size_t i = 0; i < cl.n && !present; i++)
+			present = cl.mods[i].bias == pend_mods[k].bias &&
+				  strcmp(cl.mods[i].path, pend_mods[k].path) == 0;
+		if (!present)
+			pend_mods[k].nseg = -1;
+	}
+	for (size_t i = 0; i < npend; i++)
+		if (pend_mods[pend[i].mod].nseg >= 0)
+			pend[kept++] = pend[i];
+	npend = kept;
 	for (size_t k = 0; k < nseen;) {
 		int present = 0;
 		for (size_t i = 0; i < cl.n && !present; i++)
@@ -1199,13 +1214,13 @@ __attribute__((constructor)) static void patch_init(void)
 
 int ta_patch_attach_prepare(const char *spec)
 {
-	int n;
+	size_t before;
 
+	/* Mid-load (a dlopen in another thread): the module list may hold
+	 * one not relocated yet; the loader asks again. */
+	if (_r_debug.r_state != RT_CONSISTENT)
+		return -EAGAIN;
 	pthread_mutex_lock(&patch_lock);
-	if (npend) {
-		pthread_mutex_unlock(&patch_lock);
-		return -EBUSY; /* a window's patches are still in place */
-	}
 	if (!npatterns && parse_patterns(spec) < 0) {
 		pthread_mutex_unlock(&patch_lock);
 		return -EINVAL;
@@ -1224,17 +1239,24 @@ int ta_patch_attach_prepare(const char *spec)
 	__atomic_store_n(&patch_on, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&patch_lock);
 	attach_mode = 1;
-	npatched = 0;
-	for (size_t i = 0; i < nrefused; i++) {
-		free(refused[i].module);
-		free(refused[i].name);
+	if (!npend) {
+		/* A window's first plan. */
+		npatched = 0;
+		for (size_t i = 0; i < nrefused; i++) {
+			free(refused[i].module);
+			free(refused[i].name);
+		}
+		nrefused = 0;
 	}
-	nrefused = 0;
+	/* Later in the window: the modules dlopen'ed since the last plan
+	 * (and none of those dlclose'd meanwhile). */
+	forget_unloaded();
+	before = npend;
 	patch_new_modules();
 	attach_mode = 0;
-	n = (int)npend;
+	before = npend - before;
 	pthread_mutex_unlock(&patch_lock);
-	return n;
+	return (int)before;
 }
 
 /* No lock, no allocation: every other thread is stopped (one may hold
@@ -1247,14 +1269,14 @@ int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs)
 		int any = 0;
 
 		for (size_t i = 0; i < npend; i++)
-			any |= pend[i].mod == k;
+			any |= pend[i].mod == k && !pend[i].applied;
 		if (!any || segments_writable(&pend_mods[k], 1) < 0)
 			continue;
 		for (size_t i = 0; i < npend; i++) {
 			struct pending *e = &pend[i];
 			int inside = 0;
 
-			if (e->mod != k)
+			if (e->mod != k || e->applied)
 				continue;
 			/* A thread stopped inside the bytes replaced (not at
 			 * their start) would resume in the middle of the jmp. */
@@ -1270,7 +1292,7 @@ int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs)
 		}
 		segments_writable(&pend_mods[k], 0);
 	}
-	npatched = (uint64_t)applied;
+	npatched += (uint64_t)applied;
 	(void)busy;
 	return applied;
 }

@@ -34,13 +34,15 @@ void ta_patch_after_dlopen(void) TA_HIDDEN;
  * they come back. */
 void ta_patch_after_dlclose(void) TA_HIDDEN;
 
-/* `traceagent attach --patch` (attach.c): plans the patches of every
- * loaded module (threads running; returns how many, or -errno), writes
- * them while the loader has every thread stopped (no lock, no allocation;
- * an entry with a thread stopped inside its bytes is left alone; returns
- * how many were written), puts the old bytes back (threads stopped again),
- * and forgets the modules patched so that a later attach patches them
- * anew. */
+/* `traceagent attach --patch` (attach.c): plans the patches of the
+ * loaded modules not planned yet in this window, forgetting those
+ * dlclose'd (threads running; returns how many new, -EAGAIN while a
+ * dlopen is under way, or another -errno), writes the ones not written yet
+ * while the loader has every thread stopped (no lock, no allocation; an
+ * entry with a thread stopped inside its bytes is left alone for the next
+ * commit; returns how many were written), puts the old bytes back
+ * (threads stopped again), and forgets the modules patched so that a
+ * later attach patches them anew. */
 int ta_patch_attach_prepare(const char *spec) TA_HIDDEN;
 int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs) TA_HIDDEN;
 void ta_patch_attach_restore(void) TA_HIDDEN;

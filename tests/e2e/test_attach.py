@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import tahelp
@@ -229,6 +230,63 @@ class AttachTest(tahelp.Case):
             f = self.functions(self.report(dump))
             self.assertEqual(f["fib"]["calls"], calls, dump)
             self.assertGreater(f["step"]["calls"], 0, dump)
+        out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
+        self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
+
+    def test_patch_dlopen_in_window(self):
+        """--patch names a library's functions; the program dlopens it
+        inside the window: the loader sees the new code mapping, the agent
+        plans the new module with the threads running and the loader
+        writes its entries with every thread stopped; plib_square's calls
+        made after are exact (plib_twice, 4 bytes, is refused); after the detach the library's entries are as before
+        (its calls are not recorded, their results unchanged)."""
+        prog = self.prog("patchme-O2-pie-fp")
+        lib = os.path.join(tahelp.PROGRAMS, "libpatchlib.so")
+        t = subprocess.Popen([prog, "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=tahelp.clean_env(),
+                             cwd=self.dir)
+
+        def end():
+            if t.poll() is None:
+                t.kill()
+                t.wait()
+            for f in (t.stdin, t.stdout, t.stderr):
+                f.close()
+        self.addCleanup(end)
+        self.assertEqual(t.stdout.readline(), "ready\n")
+
+        def say(line):
+            t.stdin.write(line + "\n")
+            t.stdin.flush()
+            return t.stdout.readline().rstrip("\n")
+        dump = self.fresh("pd")
+        a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.pid), "-o", dump,
+                              "--patch", "fib,libpatchlib.so:plib_*"], env=tahelp.clean_env(),
+                             stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        try:
+            self.assertEqual(a.stderr.readline(), "traceagent: attach: patched 1 functions "
+                             "in process %d\n" % t.pid)
+            self.assertIn("attached", a.stderr.readline())
+            self.assertEqual(say("load " + lib), "loaded")
+            # The loader looks at the maps 5 times a second (a loader that
+            # never patches is stopped after 30 s: the line below fails).
+            stop = threading.Timer(30, a.send_signal, (2,))
+            stop.start()
+            self.addCleanup(stop.cancel)
+            # plib_twice (4 bytes) is refused, as at a preloaded dlopen.
+            self.assertEqual(a.stderr.readline(), "traceagent: attach: patched 1 functions "
+                             "in process %d (in modules loaded during the window)\n" % t.pid)
+            self.assertEqual(say("square 100"), "sum = 328350")
+            self.assertEqual(say("fib 10"), "fib(10) = 55 calls 177")
+        finally:
+            a.send_signal(2)
+            a.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(a.returncode, 0)
+        self.assertEqual(say("square 100"), "sum = 328350")
+        f = self.functions(self.report(dump))
+        self.assertEqual(f["plib_square"]["calls"], 100, dump)
+        self.assertNotIn("plib_twice", f)
+        self.assertEqual(f["fib"]["calls"], 177, dump)
         out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
         self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
 

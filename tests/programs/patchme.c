@@ -19,7 +19,9 @@
  *                       (PTHREAD_STACK_MIN) calls work() once
  *   patchme stdin       runs until "quit" on stdin, a thread calling
  *                       work() all the while; "fib N" prints fib(N) and
- *                       the fib calls it made (traceagent attach --patch)
+ *                       the fib calls it made (traceagent attach --patch);
+ *                       "load LIB" dlopens LIB, "square N" calls its
+ *                       plib_square N times and prints the sum
  *   patchme dlopen LIB N  twice: dlopens LIB (libpatchlib.so), calls its
  *                       plib_square N times (plib_twice as often), dlcloses
  *                       it
@@ -174,15 +176,32 @@ __attribute__((noipa)) static void *spinner(void *arg)
 /* `patchme stdin`: patched while it runs. */
 static int from_stdin(void)
 {
-	char line[64];
+	char line[PATH_MAX];
 	pthread_t t;
 
 	if (pthread_create(&t, NULL, spinner, NULL) != 0)
 		return 1;
 	printf("ready\n");
 	fflush(stdout);
+	void *lib = NULL;
+
 	while (fgets(line, sizeof(line), stdin) && strncmp(line, "quit", 4)) {
-		if (!strncmp(line, "fib ", 4)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "load ", 5)) {
+			/* A module dlopen'ed while an attach's window is open. */
+			lib = dlopen(line + 5, RTLD_NOW);
+			printf("%s\n", lib ? "loaded" : dlerror());
+			fflush(stdout);
+		} else if (!strncmp(line, "square ", 7) && lib) {
+			int (*square)(int);
+			long sum = 0;
+
+			*(void **)&square = dlsym(lib, "plib_square");
+			for (int i = 0; i < atoi(line + 7); i++)
+				sum += square(i);
+			printf("sum = %ld\n", sum);
+			fflush(stdout);
+		} else if (!strncmp(line, "fib ", 4)) {
 			unsigned long before = __atomic_load_n(&n_fib, __ATOMIC_RELAXED);
 			int k = atoi(line + 4);
 			long r = fib(k);
