@@ -432,6 +432,11 @@ int ta_agent_detach(void)
 		return -1;
 	ta_libcalls_enable(0);
 	TA_GUARD_ENTER();
+	/* The slow paths that saw the agent running end before the drain, so
+	 * that what they link and append is in the dump. */
+	if (ta_ring_quiesce() < 0)
+		ta_warn("detach: a thread stayed 2 s in the agent's slow path (stopped?): the "
+			"memory it may still write to is not reused");
 	ta_api_stop();
 	ta_flusher_stop();
 	/* Every thread's events, and a THREAD_END for each (its end is

@@ -77,6 +77,11 @@ static uint32_t pool_in_use;    /* atomic, for the peak statistic */
 static uint32_t pool_peak;
 static uint32_t pool_high_water; /* blocks in use above which producers help */
 static uint32_t live_threads;    /* registered and not exited (atomic) */
+/* Threads inside record_slow (seq_cst: ta_ring_quiesce's Dekker pair). */
+static uint32_t slow_inflight;
+/* A window ended with a thread that stayed in its slow path: it may link
+ * any block later, so none used so far is handed out again. */
+static int no_reuse;
 
 static pthread_key_t exit_key;
 
@@ -279,18 +284,27 @@ static struct ta_block *forget_window(struct ta_thread *t, struct ta_block *b, i
 	return &idle_block;
 }
 
+int ta_ring_quiesce(void)
+{
+	struct timespec nap = {0, 1000 * 1000};
+
+	/* Seq_cst: the state's store (the caller's exchange) before this
+	 * load, as record_slow's increment before its load of the state:
+	 * either we see the thread inside, or it sees the state changed. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (int ms = 0; ms < 2000; ms++) {
+		if (__atomic_load_n(&slow_inflight, __ATOMIC_SEQ_CST) == 0)
+			return 0;
+		nanosleep(&nap, NULL);
+	}
+	no_reuse = 1;
+	return -1;
+}
+
 void ta_ring_detach(void)
 {
-	/* Threads that were in a slow path when the window ended (the GOT
-	 * restored, the state no longer RUNNING): they finish it, and link
-	 * no block after they see the state, within microseconds; 20 ms is
-	 * the margin.  A thread preempted for longer between its state
-	 * check and linking a block could link one that is not pinned
-	 * below (README, Limits). */
-	struct timespec grace = {0, 20 * 1000 * 1000};
 	uint32_t used;
 
-	nanosleep(&grace, NULL);
 	if (!pinned) {
 		void *p = mmap(NULL, pool_nblocks, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -335,7 +349,7 @@ void ta_ring_reattach(int mode, uint64_t flight_bytes)
 	flight_blocks = (uint32_t)(flight_bytes / pool_block_bytes);
 	if (flight_blocks < 2)
 		flight_blocks = 2;
-	if (!pinned)
+	if (!pinned || no_reuse)
 		return;
 	/* From the top down, so the lowest (the warmest before) come first. */
 	for (uint32_t i = used; i-- > 0;) {
@@ -822,8 +836,12 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	/* One exchange, not a load then a store: a handler between the two
 	 * could move this thread to a new block, and we would then link a
 	 * second one after the same full block and lose the handler's. */
-	struct ta_block *b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
+	struct ta_block *b;
 	int ringless = 0;
+
+	/* Before the state is read below (ta_ring_quiesce pairs with it). */
+	__atomic_fetch_add(&slow_inflight, 1, __ATOMIC_SEQ_CST);
+	b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
 
 	/* What follows is the agent's work (starting, registering, waiting
 	 * for a block, helping the flusher): its library calls are its own. */
@@ -916,6 +934,9 @@ done:
 	}
 out:
 	TA_GUARD_LEAVE();
+	/* Release: what this slow path linked and wrote is seen by the
+	 * detach that waits for the count to fall. */
+	__atomic_fetch_sub(&slow_inflight, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
 
@@ -1094,6 +1115,9 @@ void ta_ring_fork_child(void)
 	inherit_addr = NULL;
 	inherit_depth = 0;
 	inherit_tid = 0;
+	/* The parent's other threads, in their slow paths at the fork, are
+	 * not in the child. */
+	__atomic_store_n(&slow_inflight, 0, __ATOMIC_RELAXED);
 	if (me) {
 		struct ta_stack st;
 		const struct ta_stack *enc = ta_flusher_stack(me);

@@ -353,6 +353,11 @@ extern __thread uint32_t ta_guard __attribute__((tls_model("initial-exec"))) TA_
  * (for its record in the child), then forgets the parent's threads and
  * blocks; the child records into a fresh pool. */
 void ta_ring_fork_child(void) TA_HIDDEN;
+/* An attached agent's window ends: waits (up to 2 s) until no thread is in
+ * a slow path, where one that read the state before the detach could still
+ * link a block; 0, or -1 when one stayed (the blocks used so far are then
+ * never handed out again). */
+int ta_ring_quiesce(void) TA_HIDDEN;
 /* An attached agent's window ends (attach.c, agent.c's ta_agent_detach),
  * after the final drain with the flusher stopped: the threads' records and
  * their current blocks are set aside (a thread keeps pointing at them until
