@@ -36,6 +36,7 @@
 #include "ctl.h"
 #include "dump.h"
 #include "flusher.h"
+#include "lazylib.h"
 #include "format.h"
 #include "libcalls.h"
 #include "modules.h"
@@ -277,6 +278,8 @@ static int start(void)
 		return -EPERM;
 	ta_pid = (uint32_t)getpid();
 	ta_settings_load(&ta_cfg);
+	/* Before the first chunk (compressed) and the crash handler. */
+	ta_lazy_open();
 	err = ta_ring_init(ta_cfg.block_bytes, ta_cfg.memory_cap, (int)ta_cfg.mode,
 			  ta_cfg.flight_bytes);
 	if (err < 0) {

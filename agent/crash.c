@@ -37,6 +37,7 @@
 #include "dump.h"
 #include "flusher.h"
 #include "format.h"
+#include "lazylib.h"
 #include "patch.h"
 #include "ring.h"
 
@@ -62,14 +63,15 @@ static unsigned backtrace_from(void *uc, uint64_t pcs[MAX_FRAMES])
 	unw_cursor_t cursor;
 	unsigned n = 0;
 
-	if (unw_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
+	if (!ta_lazy.u_init_local2 ||
+	    ta_lazy.u_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
 		return 0;
 	do {
 		unw_word_t ip;
-		if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || !ip)
+		if (ta_lazy.u_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || !ip)
 			break;
 		pcs[n++] = ip;
-	} while (n < MAX_FRAMES && unw_step(&cursor) > 0);
+	} while (n < MAX_FRAMES && ta_lazy.u_step(&cursor) > 0);
 	return n;
 }
 
@@ -193,8 +195,14 @@ void ta_crash_install(void)
 	unw_context_t ctx;
 	unw_cursor_t cursor;
 
-	unw_getcontext(&ctx);
-	unw_init_local(&cursor, &ctx);
+	if (ta_lazy.u_init_local) {
+#if defined(__x86_64__)
+		ta_lazy.u_getcontext(&ctx);
+#else
+		unw_getcontext(&ctx); /* inline code, no library call */
+#endif
+		ta_lazy.u_init_local(&cursor, &ctx);
+	}
 	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++) {
 		struct sigaction old, sa;
 

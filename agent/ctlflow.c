@@ -33,12 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 #include "agent.h"
 #include "compiler.h"
 #include "format.h"
+#include "lazylib.h"
 #include "patch.h"
 #include "ring.h"
 
@@ -251,7 +250,9 @@ __attribute__((noinline)) void *__cxa_begin_catch(void *exc)
 		TA_GUARD_ENTER();
 		if (catcher_range(ret - 1, &r)) {
 			uint64_t v[2] = {r.start, 0};
-			int n = r.end ? unw_backtrace(ips, CATCH_WALK_MAX) : 0;
+			int n = r.end && ta_lazy.u_backtrace
+					? ta_lazy.u_backtrace(ips, CATCH_WALK_MAX)
+					: 0;
 
 			/* The catcher's frame and those of its outer
 			 * activations all return into its range. */

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <lz4.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,7 @@
 #include "agent.h"
 #include "clock.h"
 #include "dump.h"
+#include "lazylib.h"
 #include "format.h"
 #include "ring.h"
 #include "settings.h"
@@ -214,9 +214,9 @@ static const void *compress(struct ta_zbuf *z, const void *payload, size_t len, 
 
 	*stored_len = len;
 	*flags = 0;
-	if (len < 128)
+	if (len < 128 || !ta_lazy.lz4_compress)
 		return payload;
-	bound = (size_t)LZ4_compressBound((int)len);
+	bound = (size_t)ta_lazy.lz4_bound((int)len);
 	if (bound > z->cap) {
 		uint8_t *p = realloc(z->p, bound);
 		if (!p)
@@ -224,7 +224,7 @@ static const void *compress(struct ta_zbuf *z, const void *payload, size_t len, 
 		z->p = p;
 		z->cap = bound;
 	}
-	n = LZ4_compress_default(payload, (char *)z->p, (int)len, (int)z->cap);
+	n = ta_lazy.lz4_compress(payload, (char *)z->p, (int)len, (int)z->cap);
 	if (n <= 0 || (size_t)n >= len)
 		return payload;
 	*stored_len = (size_t)n;

@@ -173,6 +173,13 @@ class Case(unittest.TestCase):
         self.assertTrue(os.path.isfile(r.dump), "no dump at %s" % r.dump)
         return r
 
+    def info(self, dump):
+        """`traceagent info --json` of a dump, which must succeed."""
+        p = subprocess.run([TRACEAGENT, "info", "--json", dump], env=clean_env(),
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
     # -- the report ----------------------------------------------------------
 
     def report_raw(self, dump, *options):

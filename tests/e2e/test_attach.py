@@ -6,7 +6,6 @@ epoll_wait, the main thread in read, and a SIGALRM timer: any EINTR ends it
 with "FAIL"."""
 
 import ctypes
-import json
 import os
 import platform
 import shutil
@@ -70,12 +69,6 @@ class AttachTest(tahelp.Case):
                            preexec_fn=user)
         self.assertEqual(p.returncode, status, p.stderr)
         return p
-
-    def info(self, dump):
-        p = subprocess.run([tahelp.TRACEAGENT, "info", "--json", dump], env=tahelp.clean_env(),
-                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        return json.loads(p.stdout)
 
     def test_window_then_again(self):
         t = Target(self)

@@ -46,6 +46,23 @@ class FirstTraceTest(tahelp.Case):
         self.assertEqual(r.stderr_lines(), [WHY % "true"])
         self.assertFalse(os.path.exists(r.dump))
 
+    def test_untraced_process_loads_nothing_more(self):
+        """A process that never records (cat, under LD_PRELOAD) has the
+        agent mapped but none of the libraries it records with (liblz4,
+        libunwind, liblzma under it): they are opened when it starts; an
+        instrumented program's dump is compressed all the same."""
+        self.need_host_program("cat")
+        r = self.run_preload(["cat", "/proc/self/maps"], dump="")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        libs = {os.path.basename(line.split()[-1]) for line in r.stdout.splitlines()
+                if "/" in line}
+        self.assertIn(os.path.basename(tahelp.AGENT), libs)
+        self.assertEqual([x for x in libs if x.startswith(("liblz4", "libunwind", "liblzma"))],
+                         [])
+        r = self.run_preload([self.prog("fib-O0"), "20"])
+        info = self.info(r.dump)
+        self.assertGreater(info["raw_bytes"], info["stored_bytes"], info)
+
     def test_libcalls_recorded(self):
         """--libcalls io and all: the 5 writes of the uninstrumented program
         are in the dump, exactly, and the loader names the dump."""

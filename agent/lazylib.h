@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lazylib.h - the libraries the agent needs only once it records (LZ4 for
+ * the chunks, libunwind for crashes and caught exceptions), opened when it
+ * starts rather than linked: a process that never records (the shell, the
+ * build tool and the compilers a traced build spawns, which inherit
+ * LD_PRELOAD) loads neither, nor liblzma under libunwind.
+ */
+#ifndef TA_LAZYLIB_H
+#define TA_LAZYLIB_H
+
+#ifndef UNW_LOCAL_ONLY
+#define UNW_LOCAL_ONLY /* the _UL names: this process's own stack */
+#endif
+#include <libunwind.h>
+
+#include "compiler.h"
+
+struct ta_lazy {
+	/* NULL when liblz4 could not be opened: chunks are stored raw. */
+	int (*lz4_bound)(int size);
+	int (*lz4_compress)(const char *src, char *dst, int len, int cap);
+	/* NULL when libunwind could not be opened: no backtraces. */
+	int (*u_init_local)(unw_cursor_t *, unw_context_t *);
+	int (*u_init_local2)(unw_cursor_t *, unw_context_t *, int);
+	int (*u_get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+	int (*u_step)(unw_cursor_t *);
+	int (*u_backtrace)(void **, int);
+#if defined(__x86_64__)
+	int (*u_getcontext)(unw_context_t *);
+#endif
+};
+
+/* Written once by ta_lazy_open, before the agent runs (release: the state
+ * store that makes it RUNNING); read by whoever records after. */
+extern struct ta_lazy ta_lazy TA_HIDDEN;
+
+/* Opens both (once; later calls return at once), saying in one line what
+ * could not be opened and what is lost with it. */
+void ta_lazy_open(void) TA_HIDDEN;
+
+#endif
