@@ -36,6 +36,7 @@
 #include "ctl.h"
 #include "dump.h"
 #include "flusher.h"
+#include "filter.h"
 #include "format.h"
 #include "libcalls.h"
 #include "modules.h"
@@ -224,6 +225,7 @@ static int restart_in_child(void)
 	ta_dump_clock();
 	t0 = ta_ticks();
 	ta_dump_modules(t0, t0);
+	ta_filter_dump();
 	if (ta_cfg.libcalls && ta_libcalls_dump)
 		ta_libcalls_dump();
 	ta_api_write(1);
@@ -292,6 +294,7 @@ static int start(void)
 	ta_dump_clock();
 	t0 = ta_ticks();
 	ta_dump_modules(t0, t0);
+	ta_filter_start();
 	if (ta_cfg.libcalls && ta_libcalls_dump)
 		ta_libcalls_dump();
 	ta_api_start();
@@ -471,6 +474,7 @@ int ta_agent_reattach(void)
 		ta_dump_clock();
 		t0 = ta_ticks();
 		ta_dump_modules(t0, t0);
+		ta_filter_start();
 		if (ta_cfg.libcalls && ta_libcalls_dump)
 			ta_libcalls_dump();
 		ta_api_start();
