@@ -527,6 +527,7 @@ void ta_agent_shutdown(void)
 	/* A stream's reader gets the end too. */
 	ta_control_finish();
 	ta_patch_report_end();
+	ta_filter_report_end();
 	TA_GUARD_LEAVE();
 	errno = saved;
 }

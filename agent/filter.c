@@ -169,6 +169,10 @@ void ta_filter_hook_enter(void *fnp, void *call_site)
 	uint64_t fn = (uint64_t)(uintptr_t)fnp;
 	struct fstate *st = fst;
 	uint32_t sp, f, fl;
+	/* First, as in the plain hook: the first call starts the agent even
+	 * when it records nothing (a dump that says so, and the settings'
+	 * complaints). */
+	int on = ta_fn_on();
 
 	(void)call_site;
 	if (TA_UNLIKELY(!st) && !(st = fstate_get()))
@@ -187,7 +191,7 @@ void ta_filter_hook_enter(void *fnp, void *call_site)
 	if (!(f & F_EXCL) && kept_here(st)) {
 		st->kept++;
 		fl |= F_KEPT;
-		if (ta_fn_on()) {
+		if (on) {
 			fl |= F_REC;
 			ta_record(fn);
 		}
@@ -271,8 +275,11 @@ static int set_up;  /* the patterns are parsed, the modules looked at */
 static int own_got; /* this file points the entries (not attach.c) */
 static struct ta_got fgot;
 static struct ta_patterns filter_ps, exclude_ps;
-/* Per pattern (filter_ps's then exclude_ps's): functions it named so far. */
+/* Per pattern (filter_ps's then exclude_ps's): functions it named so far,
+ * whether a module its MODULE part names was looked at, whether its naming
+ * nothing was said. */
 static uint64_t *hits;
+static uint8_t *mod_seen, *said;
 static struct ffn *fns;
 static size_t nfns, fns_cap;
 /* The modules looked at, by load bias and path. */
@@ -322,8 +329,13 @@ static void resolve_module(const struct ta_module *m)
 {
 	const char *modbase = ta_base_name(m->path);
 	void *map;
-	size_t maplen = 0, n;
+	size_t maplen = 0, n, j = 0;
 	struct ta_fn_cand *c = ta_module_functions(m, want, NULL, &n, &map, &maplen);
+
+	for (size_t p = 0; p < filter_ps.n; p++, j++)
+		mod_seen[j] |= ta_pattern_names_module(&filter_ps.p[p], modbase, m->is_exe);
+	for (size_t p = 0; p < exclude_ps.n; p++, j++)
+		mod_seen[j] |= ta_pattern_names_module(&exclude_ps.p[p], modbase, m->is_exe);
 
 	for (size_t i = 0; c && i < n; i++) {
 		struct ffn *x = ta_grow(fns, nfns, &fns_cap, sizeof(*x), 64);
@@ -434,7 +446,9 @@ static int setup(const struct ta_settings *s, int redirect)
 		(void)ta_patterns_parse(&exclude_ps, s->exclude, "TRACEAGENT_EXCLUDE");
 	np = filter_ps.n + exclude_ps.n;
 	hits = calloc(np ? np : 1, sizeof(*hits));
-	if (!hits)
+	mod_seen = calloc(np ? np : 1, 1);
+	said = calloc(np ? np : 1, 1);
+	if (!hits || !mod_seen || !said)
 		return -1;
 	for (size_t i = 0; i < filter_ps.n; i++)
 		if (!filter_ps.p[i].exclude)
@@ -516,6 +530,30 @@ void ta_filter_dump(void)
 	ta_buf_free(&b);
 }
 
+/* One line for each pattern that named no function (under filter_lock):
+ * at the start those whose module was there (the executable's, for a
+ * pattern without MODULE:), at the end the others (a library the program
+ * was to dlopen). */
+static void say_unmatched(int at_end)
+{
+	size_t k = 0;
+
+	for (size_t p = 0; p < filter_ps.n + exclude_ps.n; p++, k++) {
+		int in_filter = p < filter_ps.n;
+		const struct ta_pattern *pt =
+		    in_filter ? &filter_ps.p[p] : &exclude_ps.p[p - filter_ps.n];
+
+		if (hits[k] || said[k] || (!at_end && !mod_seen[k]) || (!in_filter && pt->exclude))
+			continue;
+		said[k] = 1;
+		ta_warn("%s: '%s%s%s%s' names no function%s; it %s nothing",
+			in_filter ? "TRACEAGENT_FILTER" : "TRACEAGENT_EXCLUDE", pt->exclude ? "!" : "",
+			pt->module ? pt->module : "", pt->module ? ":" : "", pt->glob,
+			mod_seen[k] ? "" : (pt->module ? " (no module of that name was loaded)" : ""),
+			in_filter ? "filters" : "excludes");
+	}
+}
+
 void ta_filter_start(void)
 {
 	pthread_mutex_lock(&filter_lock);
@@ -524,25 +562,18 @@ void ta_filter_start(void)
 	 * points the entries (at the filtering hooks, ta_filter_on set). */
 	if (!set_up)
 		(void)setup(&ta_cfg, ta_settings_attach == NULL);
-	if (set_up) {
-		size_t k = 0;
-
-		for (size_t p = 0; p < filter_ps.n; p++, k++)
-			if (!hits[k])
-				ta_warn("TRACEAGENT_FILTER: '%s%s%s%s' names no function of the "
-					"modules loaded; it filters nothing",
-					filter_ps.p[p].exclude ? "!" : "",
-					filter_ps.p[p].module ? filter_ps.p[p].module : "",
-					filter_ps.p[p].module ? ":" : "", filter_ps.p[p].glob);
-		for (size_t p = 0; p < exclude_ps.n; p++, k++)
-			if (!hits[k] && !exclude_ps.p[p].exclude)
-				ta_warn("TRACEAGENT_EXCLUDE: '%s%s%s' names no function of the "
-					"modules loaded; it excludes nothing",
-					exclude_ps.p[p].module ? exclude_ps.p[p].module : "",
-					exclude_ps.p[p].module ? ":" : "", exclude_ps.p[p].glob);
-	}
+	if (set_up)
+		say_unmatched(0);
 	pthread_mutex_unlock(&filter_lock);
 	ta_filter_dump();
+}
+
+void ta_filter_report_end(void)
+{
+	pthread_mutex_lock(&filter_lock);
+	if (set_up)
+		say_unmatched(1);
+	pthread_mutex_unlock(&filter_lock);
 }
 
 void ta_filter_after_dlopen(void)

@@ -39,6 +39,9 @@ static inline __attribute__((always_inline)) int ta_filter_lets(void)
  * writes the chunk alone (a forked child's restart, a new attach window). */
 void ta_filter_start(void) TA_HIDDEN;
 void ta_filter_dump(void) TA_HIDDEN;
+/* At the end: says which patterns naming a module never loaded named no
+ * function (those of modules loaded at the start were said then). */
+void ta_filter_report_end(void) TA_HIDDEN;
 /* After a dlopen: the new modules' functions looked up and their entries
  * pointed at the filtering hooks; after a dlclose: the unloaded modules'
  * functions forgotten. */

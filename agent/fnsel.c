@@ -72,10 +72,15 @@ const char *ta_base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+int ta_pattern_names_module(const struct ta_pattern *p, const char *modbase, int is_exe)
+{
+	return p->module ? fnmatch(p->module, modbase, 0) == 0 : is_exe;
+}
+
 int ta_pattern_matches(const struct ta_pattern *p, const char *modbase, int is_exe,
 		       const char *name)
 {
-	if (p->module ? fnmatch(p->module, modbase, 0) != 0 : !is_exe)
+	if (!ta_pattern_names_module(p, modbase, is_exe))
 		return 0;
 	return fnmatch(p->glob, name, 0) == 0;
 }

@@ -32,6 +32,9 @@ struct ta_patterns {
  * empty. */
 int ta_patterns_parse(struct ta_patterns *ps, const char *spec, const char *what) TA_HIDDEN;
 void ta_patterns_free(struct ta_patterns *ps) TA_HIDDEN;
+/* Whether one pattern's MODULE part names this module (none: the executable). */
+int ta_pattern_names_module(const struct ta_pattern *p, const char *modbase,
+			    int is_exe) TA_HIDDEN;
 /* Whether one pattern names function `name` of the module (the '!' aside). */
 int ta_pattern_matches(const struct ta_pattern *p, const char *modbase, int is_exe,
 		       const char *name) TA_HIDDEN;

@@ -205,11 +205,11 @@ class FilterTest(tahelp.Case):
         filter as asked."""
         for setting, value, line in (
                 ("TRACEAGENT_FILTER", "nosuch*,work",
-                 "traceagent: TRACEAGENT_FILTER: 'nosuch*' names no function of the modules "
-                 "loaded; it filters nothing"),
+                 "traceagent: TRACEAGENT_FILTER: 'nosuch*' names no function; it filters "
+                 "nothing"),
                 ("TRACEAGENT_EXCLUDE", "libfoo.so:bar",
-                 "traceagent: TRACEAGENT_EXCLUDE: 'libfoo.so:bar' names no function of the "
-                 "modules loaded; it excludes nothing")):
+                 "traceagent: TRACEAGENT_EXCLUDE: 'libfoo.so:bar' names no function (no module "
+                 "of that name was loaded); it excludes nothing")):
             with self.subTest(setting=setting):
                 r = self.run_tree("O0", {setting: value})
                 self.assertEqual(r.stderr_lines(), [line])
@@ -219,6 +219,23 @@ class FilterTest(tahelp.Case):
                                                        "deep1": 1, "deep2": 1, "deep3": 2})
                 else:
                     self.assertEqual(self.calls(rep), WHOLE)
+
+    def test_dlopen(self):
+        """A library loaded later: its functions are looked up when it
+        comes, its calls filtered from its first."""
+        lib = tahelp.LIBSAMPLE
+        for level in LEVELS:
+            for value, expected in (("libsample.so:sample_square",
+                                     {"sample_square": 9, "sample_twice": 9}),
+                                    ("!libsample.so:sample_square", {"main": 1})):
+                with self.subTest(level=level, filter=value):
+                    r = self.run_preload([self.prog("dlopen-" + level), lib, "9"],
+                                         env={"TRACEAGENT_FILTER": value})
+                    self.assertEqual((r.returncode, r.stderr), (0, ""))
+                    rep, warn = self.report_json(r.dump)
+                    self.assert_whole(rep)
+                    self.assertEqual(self.calls(rep), expected)
+                    self.assertEqual(len(warn), 1, warn)
 
     def test_bad_values(self):
         """A bad depth or duration: one line, and no limit."""
