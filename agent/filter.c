@@ -164,17 +164,41 @@ int ta_filter_allows_here(void)
 	return st->sp <= FSTACK_MAX && kept_here(st);
 }
 
+/* A frame the filters keep: counted, recorded, pushed.  Out of line (a
+ * tail call), so that the path that filters a call out needs no saved
+ * registers: 45 instructions a hook with it inline on fib with
+ * TRACEAGENT_EXCLUDE=fib, 27 without (callgrind). */
+static __attribute__((noinline)) void enter_kept(struct fstate *st, uint32_t sp, uint64_t fn,
+						 uint32_t fl)
+{
+	st->kept++;
+	fl |= F_KEPT;
+	if (ta_fn_on()) {
+		fl |= F_REC;
+		ta_record(fn);
+	}
+	st->f[sp].fn = fn;
+	st->f[sp].flags = fl;
+}
+
+static __attribute__((noinline)) void exit_record(uint64_t fn)
+{
+	if (ta_fn_on())
+		ta_record(fn | TA_REC_EXIT);
+}
+
 void ta_filter_hook_enter(void *fnp, void *call_site)
 {
 	uint64_t fn = (uint64_t)(uintptr_t)fnp;
 	struct fstate *st = fst;
 	uint32_t sp, f, fl;
-	/* First, as in the plain hook: the first call starts the agent even
-	 * when it records nothing (a dump that says so, and the settings'
-	 * complaints). */
-	int on = ta_fn_on();
 
 	(void)call_site;
+	/* As in the plain hook, the first call starts the agent, even when
+	 * the filters record nothing (a dump that says so, and the settings'
+	 * complaints).  Relaxed, as ta_fn_on. */
+	if (TA_UNLIKELY(__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED) == 2))
+		(void)ta_fn_gate_start();
 	if (TA_UNLIKELY(!st) && !(st = fstate_get()))
 		return;
 	/* Taken before it is filled: a handler's frames go above it, and a
@@ -186,15 +210,14 @@ void ta_filter_hook_enter(void *fnp, void *call_site)
 		return;
 	f = lookup(fn);
 	fl = f & (F_INC | F_NOT);
-	st->incs += f & F_INC;
-	st->nots += (f & F_NOT) >> 1;
+	/* Most functions are in no pattern: the counts stay as they are. */
+	if (TA_UNLIKELY(fl)) {
+		st->incs += f & F_INC;
+		st->nots += (f & F_NOT) >> 1;
+	}
 	if (!(f & F_EXCL) && kept_here(st)) {
-		st->kept++;
-		fl |= F_KEPT;
-		if (on) {
-			fl |= F_REC;
-			ta_record(fn);
-		}
+		enter_kept(st, sp, fn, fl);
+		return;
 	}
 	st->f[sp].fn = fn;
 	st->f[sp].flags = fl;
@@ -253,11 +276,12 @@ void ta_filter_hook_exit(void *fnp, void *call_site)
 		fr = &st->f[sp - 1];
 	}
 	fl = fr->flags;
-	frame_undo(st, fr);
+	if (TA_UNLIKELY(fl & (F_INC | F_NOT | F_KEPT)))
+		frame_undo(st, fr);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	st->sp = sp - 1;
-	if ((fl & F_REC) && ta_fn_on())
-		ta_record(fn | TA_REC_EXIT);
+	if (fl & F_REC)
+		exit_record(fn);
 }
 
 /* ---- setting up: the functions the patterns name ------------------------------- */
