@@ -237,6 +237,24 @@ class FilterTest(tahelp.Case):
                     self.assertEqual(self.calls(rep), expected)
                     self.assertEqual(len(warn), 1, warn)
 
+    def test_zones(self):
+        """Zones follow the stack they run under (apiviews.c: work's zone,
+        send_one's zones, one of them with its channel off)."""
+        for level in LEVELS:
+            for env, expected in (
+                    ({"TRACEAGENT_FILTER": "!work"},
+                     {"main": 1, "helper": 1, "send_one": 6, "send": 5}),
+                    ({"TRACEAGENT_FILTER": "send_one"}, {"send_one": 6, "send": 5}),
+                    ({"TRACEAGENT_DEPTH": "1"}, {"main": 1, "helper": 1})):
+                with self.subTest(level=level, env=env):
+                    r = self.run_preload([self.prog("apiviews-" + level)], env=env)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    rep, warn = self.report_json(r.dump)
+                    self.assertEqual(self.calls(rep), expected)
+                    for f in rep["functions"]:
+                        self.assertEqual(f["open"], 0, f)
+                    self.assertEqual(len(warn), 1, warn)
+
     def test_bad_values(self):
         """A bad depth or duration: one line, and no limit."""
         for setting, value, line in (
