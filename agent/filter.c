@@ -59,7 +59,7 @@ struct fent {
 
 struct ftab {
 	uint32_t shift; /* 64 - log2(size) */
-	uint32_t mask;  /* size - 1 */
+	uint32_t mask;	/* size - 1 */
 	struct fent e[];
 };
 
@@ -75,7 +75,7 @@ static struct {
 static struct ftab *ftab = &empty_tab.t;
 
 /* Read by the hooks (relaxed), written before ta_filter_on is set. */
-static uint32_t need_inc;     /* TRACEAGENT_FILTER has an inclusion */
+static uint32_t need_inc; /* TRACEAGENT_FILTER has an inclusion */
 static uint32_t depth_limit = UINT32_MAX;
 
 static inline __attribute__((always_inline)) uint32_t lookup(uint64_t a)
@@ -111,10 +111,10 @@ struct fframe {
 };
 
 struct fstate {
-	uint32_t sp;     /* frames entered and not exited, FSTACK_MAX and beyond counted */
-	uint32_t kept;   /* frames with F_KEPT: the recorded depth */
-	uint32_t incs;   /* frames inside a FILTER match */
-	uint32_t nots;   /* frames inside a `!` exclusion */
+	uint32_t sp;   /* frames entered and not exited, FSTACK_MAX and beyond counted */
+	uint32_t kept; /* frames with F_KEPT: the recorded depth */
+	uint32_t incs; /* frames inside a FILTER match */
+	uint32_t nots; /* frames inside a `!` exclusion */
 	struct fframe f[FSTACK_MAX];
 };
 
@@ -128,8 +128,8 @@ static __thread struct fstate *fst __attribute__((tls_model("initial-exec")));
 static __attribute__((noinline, cold)) struct fstate *fstate_get(void)
 {
 	struct fstate *none = NULL;
-	void *p = mmap(NULL, FSTATE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
+	void *p =
+	    mmap(NULL, FSTATE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
@@ -225,7 +225,7 @@ void ta_filter_hook_enter(void *fnp, void *call_site)
 
 /* Undoes what frame fr did to the counts. */
 static inline __attribute__((always_inline)) void frame_undo(struct fstate *st,
-							      const struct fframe *fr)
+							     const struct fframe *fr)
 {
 	st->incs -= fr->flags & F_INC;
 	st->nots -= (fr->flags & F_NOT) >> 1;
@@ -289,9 +289,9 @@ void ta_filter_hook_exit(void *fnp, void *call_site)
 /* A function the patterns name, for the table and the FILTER chunk. */
 struct ffn {
 	uint64_t addr, size;
-	uint64_t bias; /* its module's, to forget it when the module goes */
+	uint64_t bias;	/* its module's, to forget it when the module goes */
 	uint32_t flags; /* F_INC | F_NOT | F_EXCL */
-	uint32_t how;   /* TA_FILTER_HOW_* */
+	uint32_t how;	/* TA_FILTER_HOW_* */
 };
 
 static pthread_mutex_t filter_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -310,7 +310,7 @@ static size_t nfns, fns_cap;
 static struct seenmod {
 	uint64_t bias;
 	char *path;
-} *mods_seen;
+} * mods_seen;
 static size_t nmods_seen, mods_seen_cap;
 /* What was asked (the FILTER chunk's strings). */
 static char filter_text[1024], exclude_text[1024];
@@ -377,11 +377,12 @@ static void resolve_module(const struct ta_module *m)
 		if (x->flags == F_EXCL && patch_out(x) == 0)
 			x->how = TA_FILTER_HOW_PATCHED;
 		for (size_t p = 0; p < filter_ps.n; p++, k++)
-			hits[k] += ta_pattern_matches(&filter_ps.p[p], modbase, m->is_exe, c[i].name);
+			hits[k] +=
+			    ta_pattern_matches(&filter_ps.p[p], modbase, m->is_exe, c[i].name);
 		for (size_t p = 0; p < exclude_ps.n; p++, k++)
-			hits[k] += !exclude_ps.p[p].exclude &&
-				   ta_pattern_matches(&exclude_ps.p[p], modbase, m->is_exe,
-						      c[i].name);
+			hits[k] +=
+			    !exclude_ps.p[p].exclude &&
+			    ta_pattern_matches(&exclude_ps.p[p], modbase, m->is_exe, c[i].name);
 		nfns++;
 	}
 	free(c);
@@ -404,7 +405,8 @@ static int resolve_new_modules(void)
 		size_t k;
 
 		for (k = 0; k < nmods_seen; k++)
-			if (mods_seen[k].bias == mods[i].bias && !strcmp(mods_seen[k].path, mods[i].path))
+			if (mods_seen[k].bias == mods[i].bias &&
+			    !strcmp(mods_seen[k].path, mods[i].path))
 				break;
 		if (k < nmods_seen)
 			continue;
@@ -578,11 +580,12 @@ static void say_unmatched(int at_end)
 		if (hits[k] || said[k] || (!at_end && !mod_seen[k]) || (!in_filter && pt->exclude))
 			continue;
 		said[k] = 1;
-		ta_warn("%s: '%s%s%s%s' names no function%s; it %s nothing",
-			in_filter ? "TRACEAGENT_FILTER" : "TRACEAGENT_EXCLUDE", pt->exclude ? "!" : "",
-			pt->module ? pt->module : "", pt->module ? ":" : "", pt->glob,
-			mod_seen[k] ? "" : (pt->module ? " (no module of that name was loaded)" : ""),
-			in_filter ? "filters" : "excludes");
+		ta_warn(
+		    "%s: '%s%s%s%s' names no function%s; it %s nothing",
+		    in_filter ? "TRACEAGENT_FILTER" : "TRACEAGENT_EXCLUDE", pt->exclude ? "!" : "",
+		    pt->module ? pt->module : "", pt->module ? ":" : "", pt->glob,
+		    mod_seen[k] ? "" : (pt->module ? " (no module of that name was loaded)" : ""),
+		    in_filter ? "filters" : "excludes");
 	}
 }
 

@@ -19,7 +19,7 @@
 struct ta_pattern {
 	char *module; /* basename glob, or NULL: the executable */
 	char *glob;
-	int exclude;  /* "!...": functions it matches are left out */
+	int exclude; /* "!...": functions it matches are left out */
 };
 
 struct ta_patterns {
@@ -33,8 +33,7 @@ struct ta_patterns {
 int ta_patterns_parse(struct ta_patterns *ps, const char *spec, const char *what) TA_HIDDEN;
 void ta_patterns_free(struct ta_patterns *ps) TA_HIDDEN;
 /* Whether one pattern's MODULE part names this module (none: the executable). */
-int ta_pattern_names_module(const struct ta_pattern *p, const char *modbase,
-			    int is_exe) TA_HIDDEN;
+int ta_pattern_names_module(const struct ta_pattern *p, const char *modbase, int is_exe) TA_HIDDEN;
 /* Whether one pattern names function `name` of the module (the '!' aside). */
 int ta_pattern_matches(const struct ta_pattern *p, const char *modbase, int is_exe,
 		       const char *name) TA_HIDDEN;
@@ -72,7 +71,7 @@ struct ta_module *ta_modules_collect(size_t *n) TA_HIDDEN;
 struct ta_fn_cand {
 	uint64_t addr, size; /* runtime entry address and st_size */
 	const char *name;    /* in the module's file mapping */
-	int entry;           /* the ELF entry point (_start) */
+	int entry;	     /* the ELF entry point (_start) */
 };
 
 /* Decides whether a function is kept: nonzero keeps it. */

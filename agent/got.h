@@ -18,7 +18,7 @@
 struct ta_got_slot {
 	uintptr_t *at;
 	uintptr_t old;
-	int relro;      /* read-only but while we write */
+	int relro;	/* read-only but while we write */
 	uintptr_t base; /* its module's load bias: gone when dladdr says otherwise */
 };
 
