@@ -9,6 +9,7 @@ options set them."""
 
 import json
 import os
+import platform
 import subprocess
 
 import tahelp
@@ -254,6 +255,30 @@ class FilterTest(tahelp.Case):
                     for f in rep["functions"]:
                         self.assertEqual(f["open"], 0, f)
                     self.assertEqual(len(warn), 1, warn)
+
+    def test_attach(self):
+        """`traceagent attach --exclude`: the injected agent filters too
+        (the program's leaf calls are left out, its mid calls kept), and
+        the program ends as it would have."""
+        if platform.machine() != "x86_64":
+            self.skipTest("the injection is implemented for x86-64 only")
+        self.skip_if_emulated("qemu-user does not let one guest ptrace another")
+        from test_attach import DONE, Target
+        t = Target(self, 2)
+        dump = self.path("attach.trace")
+        p = subprocess.run([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump,
+                            "--duration", "0.3", "--exclude", "leaf"],
+                           env=tahelp.clean_env(), capture_output=True, text=True,
+                           timeout=tahelp.TIMEOUT, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rc, out, err = t.quit()
+        self.assertEqual((rc, out.splitlines()[-1] + "\n", err), (0, DONE, ""))
+        rep, warn = self.report_json(dump)
+        calls = self.calls(rep)
+        self.assertNotIn("leaf", calls)
+        self.assertGreater(calls.get("mid", 0), 0, calls)
+        self.assertEqual(rep["filters"], {"filter": "", "exclude": "leaf", "depth": 0,
+                                          "min_duration_ns": 0})
 
     def test_bad_values(self):
         """A bad depth or duration: one line, and no limit."""
