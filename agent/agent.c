@@ -36,6 +36,7 @@
 #include "ctl.h"
 #include "dump.h"
 #include "flusher.h"
+#include "filter.h"
 #include "lazylib.h"
 #include "format.h"
 #include "libcalls.h"
@@ -225,6 +226,7 @@ static int restart_in_child(void)
 	ta_dump_clock();
 	t0 = ta_ticks();
 	ta_dump_modules(t0, t0);
+	ta_filter_dump();
 	if (ta_cfg.libcalls && ta_libcalls_dump)
 		ta_libcalls_dump();
 	ta_api_write(1);
@@ -295,6 +297,7 @@ static int start(void)
 	ta_dump_clock();
 	t0 = ta_ticks();
 	ta_dump_modules(t0, t0);
+	ta_filter_start();
 	if (ta_cfg.libcalls && ta_libcalls_dump)
 		ta_libcalls_dump();
 	ta_api_start();
@@ -479,6 +482,7 @@ int ta_agent_reattach(void)
 		ta_dump_clock();
 		t0 = ta_ticks();
 		ta_dump_modules(t0, t0);
+		ta_filter_start();
 		if (ta_cfg.libcalls && ta_libcalls_dump)
 			ta_libcalls_dump();
 		ta_api_start();
@@ -531,6 +535,7 @@ void ta_agent_shutdown(void)
 	/* A stream's reader gets the end too. */
 	ta_control_finish();
 	ta_patch_report_end();
+	ta_filter_report_end();
 	TA_GUARD_LEAVE();
 	errno = saved;
 }

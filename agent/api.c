@@ -37,6 +37,7 @@
 #include "api.h"
 #include "clock.h"
 #include "dump.h"
+#include "filter.h"
 #include "format.h"
 #include "ring.h"
 #include "settings.h"
@@ -675,7 +676,8 @@ void ta_api_thread_exit(void)
 
 TA_PUBLIC struct ta_site_ *ta_zone_enter_(struct ta_site_ *s)
 {
-	if (!site_on(s))
+	/* Filters: a zone is recorded where a callee would be. */
+	if (!site_on(s) || !ta_filter_lets())
 		return NULL;
 	ta_record((uint64_t)(uintptr_t)s);
 	return s;
@@ -688,7 +690,7 @@ TA_PUBLIC void ta_zone_exit_(struct ta_site_ *s)
 
 TA_PUBLIC void ta_zone_begin_(struct ta_site_ *s)
 {
-	int on = site_on(s);
+	int on = site_on(s) && ta_filter_lets();
 	/* Taken before it is filled: a handler's zones go above it. */
 	uint32_t d = zdepth++;
 

@@ -32,7 +32,9 @@
 #include "attach.h"
 #include "clock.h"
 #include "dump.h"
+#include "filter.h"
 #include "flusher.h"
+#include "got.h"
 #include "modules.h"
 #include "patch.h"
 #include "ring.h"
@@ -51,25 +53,9 @@ TA_PUBLIC void ta_attach_patch_restore(void);
 extern void ta_hook_enter(void *fn, void *call_site) __attribute__((weak)) TA_HIDDEN;
 extern void ta_hook_exit(void *fn, void *call_site) __attribute__((weak)) TA_HIDDEN;
 
-#if defined(__x86_64__)
-#define R_JUMP_SLOT R_X86_64_JUMP_SLOT
-#define R_GLOB_DAT R_X86_64_GLOB_DAT
-#elif defined(__aarch64__)
-#define R_JUMP_SLOT R_AARCH64_JUMP_SLOT
-#define R_GLOB_DAT R_AARCH64_GLOB_DAT
-#endif
-
-/* A GOT entry pointed at our hook, and what it held. */
-struct got_slot {
-	uintptr_t *at;
-	uintptr_t old;
-	int relro; /* read-only but while we write */
-	uintptr_t base; /* its module's load bias: gone when dladdr says otherwise */
-};
-
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct got_slot *slots;
-static size_t nslots, cap_slots;
+/* The GOT entries pointed at the hooks (under attach_lock). */
+static struct ta_got got;
 static int attached;   /* a `traceagent attach` holds the process (under attach_lock) */
 static int redirected; /* the GOT entries point at our hooks (under attach_lock) */
 static char config[4096];
@@ -100,206 +86,34 @@ static void loads_seen(unsigned long long *adds, unsigned long long *subs)
 	*subs = v[1];
 }
 
-/* Whether an object with load bias base is loaded now and has a writable
- * segment holding at (its GOT). */
-struct alive {
-	uintptr_t base, at;
-	int yes;
-};
-
-static int find_alive(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct alive *a = arg;
-
-	(void)size;
-	if (info->dlpi_addr != a->base)
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && a->at >= lo && a->at < lo + ph->p_memsz) {
-			a->yes = 1;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/* Writes v at *at, with the page made writable for the write if it is not
- * (full RELRO: read-only after relocation); its protection is put back. */
-static int got_write(uintptr_t *at, uintptr_t v, int relro)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-	uintptr_t page = (uintptr_t)at & ~(uintptr_t)(pg - 1);
-
-	if (relro && mprotect((void *)page, (size_t)pg, PROT_READ | PROT_WRITE) < 0)
-		return -errno;
-	/* Relaxed but atomic: a thread calling through the entry reads the
-	 * old hook or the new one, both complete functions. */
-	__atomic_store_n(at, v, __ATOMIC_RELAXED);
-	if (relro)
-		mprotect((void *)page, (size_t)pg, PROT_READ);
-	return 0;
-}
-
-/* A slot seen before (a rescan after a dlopen): pointed at our hook again
- * if the loader's relocation wrote over it meanwhile (a module being
- * loaded while we scanned), its first old value kept.  Linear: two slots a
- * module. */
-static int known_slot(uintptr_t *at, uintptr_t hook, uintptr_t base)
-{
-	for (size_t i = 0; i < nslots; i++) {
-		if (slots[i].at != at || slots[i].base != base)
-			continue;
-		if (__atomic_load_n(at, __ATOMIC_RELAXED) != hook)
-			(void)got_write(at, hook, slots[i].relro);
-		return 1;
-	}
-	return 0;
-}
-
-struct scan {
-	uintptr_t self_base;
-	int err;
-};
-
-/* One module: its relocations against the two hooks, JUMP_SLOT (the PLT's
- * entries) and GLOB_DAT (-fno-plt, or an address taken). */
-static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct scan *sc = arg;
-	const ElfW(Phdr) *dynph = NULL;
-	uintptr_t relro_lo = 0, relro_hi = 0;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const ElfW(Rela) *rels[2] = {NULL, NULL};
-	size_t relsz[2] = {0, 0};
-
-	(void)size;
-	if (info->dlpi_addr == sc->self_base)
-		return 0; /* ourselves */
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_DYNAMIC)
-			dynph = ph;
-		else if (ph->p_type == PT_GNU_RELRO) {
-			relro_lo = info->dlpi_addr + ph->p_vaddr;
-			relro_hi = relro_lo + ph->p_memsz;
-		}
-	}
-	if (!dynph)
-		return 0;
-	for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + dynph->p_vaddr);
-	     d->d_tag != DT_NULL; d++) {
-		/* glibc relocates these tags to addresses already (but the
-		 * vDSO's, which imports nothing). */
-		switch (d->d_tag) {
-		case DT_SYMTAB:
-			symtab = (const ElfW(Sym) *)d->d_un.d_ptr;
-			break;
-		case DT_STRTAB:
-			strtab = (const char *)d->d_un.d_ptr;
-			break;
-		case DT_JMPREL:
-			rels[0] = (const ElfW(Rela) *)d->d_un.d_ptr;
-			break;
-		case DT_PLTRELSZ:
-			relsz[0] = d->d_un.d_val;
-			break;
-		case DT_RELA:
-			rels[1] = (const ElfW(Rela) *)d->d_un.d_ptr;
-			break;
-		case DT_RELASZ:
-			relsz[1] = d->d_un.d_val;
-			break;
-		}
-	}
-	if (!symtab || !strtab || (uintptr_t)symtab < info->dlpi_addr)
-		return 0;
-	for (int k = 0; k < 2; k++) {
-		for (size_t i = 0; rels[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
-			const ElfW(Rela) *r = &rels[k][i];
-			unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
-			const char *name;
-			uintptr_t hook;
-			uintptr_t *at;
-			struct got_slot *ns;
-
-			if (type != R_JUMP_SLOT && type != R_GLOB_DAT)
-				continue;
-			name = strtab + symtab[ELF64_R_SYM(r->r_info)].st_name;
-			if (!strcmp(name, "__cyg_profile_func_enter"))
-				hook = (uintptr_t)&ta_hook_enter;
-			else if (!strcmp(name, "__cyg_profile_func_exit"))
-				hook = (uintptr_t)&ta_hook_exit;
-			else
-				continue;
-			at = (uintptr_t *)(info->dlpi_addr + r->r_offset);
-			if (known_slot(at, hook, info->dlpi_addr))
-				continue;
-			ns = ta_grow(slots, nslots, &cap_slots, sizeof(*slots), 16);
-			if (!ns) {
-				sc->err = -ENOMEM;
-				return 1;
-			}
-			slots = ns;
-			slots[nslots].at = at;
-			slots[nslots].old = __atomic_load_n(at, __ATOMIC_RELAXED);
-			slots[nslots].relro = (uintptr_t)at >= relro_lo && (uintptr_t)at < relro_hi;
-			slots[nslots].base = info->dlpi_addr;
-			if (got_write(at, hook, slots[nslots].relro) < 0)
-				continue;
-			nslots++;
-		}
-	}
-	return 0;
-}
-
 /* Under attach_lock. */
 static int redirect(void)
 {
-	struct scan sc = {0, 0};
-	Dl_info di;
+	int err;
 
 	if (redirected)
 		return 0;
 	if (!&ta_hook_enter || !&ta_hook_exit)
 		return -ENOSYS;
-	if (dladdr((void *)&redirect, &di) && di.dli_fbase) {
-		/* dlpi_addr is the load bias; for a shared library that is
-		 * its base. */
-		sc.self_base = (uintptr_t)di.dli_fbase;
+	/* With filters in force (the attach's settings: filter.c set them up
+	 * at the start), the filtering hooks. */
+	if (__atomic_load_n(&ta_filter_on, __ATOMIC_ACQUIRE)) {
+		got.enter = (uintptr_t)&ta_filter_hook_enter;
+		got.exit = (uintptr_t)&ta_filter_hook_exit;
+	} else {
+		got.enter = (uintptr_t)&ta_hook_enter;
+		got.exit = (uintptr_t)&ta_hook_exit;
 	}
-	nslots = 0;
-	dl_iterate_phdr(scan_module, &sc);
+	got.n = 0;
+	err = ta_got_redirect(&got);
 	redirected = 1;
 	loads_seen(&seen_adds, &seen_subs);
-	return sc.err;
-}
-
-/* Under attach_lock: a slot whose module was dlclose'd is forgotten (its
- * page may be gone, or another module's). */
-static void prune(void)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < nslots; i++) {
-		struct alive al = {slots[i].base, (uintptr_t)slots[i].at, 0};
-
-		dl_iterate_phdr(find_alive, &al);
-		if (al.yes)
-			slots[k++] = slots[i];
-	}
-	nslots = k;
+	return err;
 }
 
 void ta_attach_poll(void)
 {
 	unsigned long long adds = 0, subs = 0;
-	struct scan sc = {0, 0};
-	Dl_info di;
 	uint64_t now;
 
 	if (!__atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED))
@@ -313,15 +127,16 @@ void ta_attach_poll(void)
 	if (pthread_mutex_trylock(&attach_lock) != 0)
 		return;
 	if (redirected) {
-		if (dladdr((void *)&redirect, &di) && di.dli_fbase)
-			sc.self_base = (uintptr_t)di.dli_fbase;
 		/* The new modules into the dump first, so that their events,
 		 * from the redirect on, have them. */
 		now = ta_ticks();
 		ta_dump_modules(now, now);
-		if (subs != seen_subs)
-			prune();
-		dl_iterate_phdr(scan_module, &sc);
+		if (subs != seen_subs) {
+			ta_got_prune(&got);
+			ta_filter_after_dlclose();
+		}
+		ta_filter_after_dlopen(); /* the new functions known first */
+		(void)ta_got_redirect(&got);
 		seen_adds = adds;
 		seen_subs = subs;
 	}
@@ -332,10 +147,7 @@ void ta_attach_poll(void)
  * address just before finishes that call in our hook, which stays loaded. */
 static void restore(void)
 {
-	prune(); /* not into a module dlclose'd since the last look */
-	for (size_t i = nslots; i-- > 0;)
-		(void)got_write(slots[i].at, slots[i].old, slots[i].relro);
-	nslots = 0;
+	ta_got_restore(&got);
 	redirected = 0;
 }
 
@@ -410,7 +222,7 @@ int ta_attach_command(int on, const char **why)
 		} else {
 			/* An agent that was injected has its hooks taken out
 			 * between windows; a preloaded one never had to. */
-			if (nslots || ta_attach_injected)
+			if (got.n || ta_attach_injected)
 				err = redirect();
 			attached = 1;
 		}

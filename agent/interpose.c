@@ -25,6 +25,7 @@
 #include "agent.h"
 #include "clock.h"
 #include "crash.h"
+#include "filter.h"
 #include "modules.h"
 #include "patch.h"
 #include "ring.h"
@@ -139,8 +140,10 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 	}
 	/* Before dlopen returns, the program cannot know the new functions'
 	 * addresses from it (see patch.c for what remains). */
-	if (h)
+	if (h) {
 		ta_patch_after_dlopen();
+		ta_filter_after_dlopen();
+	}
 	return h;
 }
 
@@ -154,8 +157,10 @@ TA_PUBLIC int dlclose(void *handle)
 	if (!real_dlclose)
 		return -1;
 	rc = real_dlclose(handle);
-	if (rc == 0)
+	if (rc == 0) {
 		ta_patch_after_dlclose(); /* loaded again, patched again */
+		ta_filter_after_dlclose();
+	}
 	if (rc == 0 && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 		int saved = errno;
 		uint64_t now = ta_ticks();

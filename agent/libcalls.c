@@ -47,6 +47,7 @@
 #include "agent.h"
 #include "compiler.h"
 #include "dump.h"
+#include "filter.h"
 #include "format.h"
 #include "libcalls.h"
 #include "ring.h"
@@ -274,7 +275,9 @@ static size_t arena_size(const void *p)
  * decides with its own acquire of the agent's state. */
 static inline int lc_want(uint32_t cls)
 {
-	return (__atomic_load_n(&ta_lc_on, __ATOMIC_RELAXED) & cls) && !ta_guard;
+	/* Filters: a call is recorded where a callee would be. */
+	return (__atomic_load_n(&ta_lc_on, __ATOMIC_RELAXED) & cls) && !ta_guard &&
+	       ta_filter_lets();
 }
 
 static inline void lc_enter(uint64_t addr)

@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "compiler.h"
 #include "crash.h"
+#include "filter.h"
 #include "flusher.h"
 #include "format.h"
 #include "ring.h"
@@ -998,6 +999,7 @@ void ta_thread_exit(void)
 	struct ta_block *b;
 
 	ta_api_thread_exit();
+	ta_filter_thread_exit();
 	if (!t)
 		return;
 	if (__atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_DETACHED) {

@@ -257,6 +257,86 @@ static int onoff_setting(const char *name, const char *yes, const char *no, int 
 	return def;
 }
 
+int ta_parse_duration(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = {{"", 1}, {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			if (v > UINT64_MAX / units[i].ns)
+				return -1;
+			*ns = v * units[i].ns;
+			return 0;
+		}
+	return -1;
+}
+
+/* A pattern list: kept as it is (filter.c parses it with the patcher's
+ * parser); too long, or nothing but commas, is said and dropped. */
+static void patterns_setting(const char *name, char *out, size_t size, int warn)
+{
+	const char *v = setting_env(name);
+
+	out[0] = 0;
+	if (!v || !*v)
+		return;
+	if (strlen(v) >= size) {
+		if (warn)
+			ta_warn("%s is longer than %zu bytes; no filter", name, size - 1);
+		return;
+	}
+	if (!v[strspn(v, ", ")]) {
+		if (warn)
+			ta_warn("%s='%s' names no pattern; no filter", name, v);
+		return;
+	}
+	strcpy(out, v);
+}
+
+void ta_settings_filters(struct ta_settings *s, int warn)
+{
+	const char *d = setting_env("TRACEAGENT_DEPTH");
+	const char *t;
+
+	patterns_setting("TRACEAGENT_FILTER", s->filter, sizeof(s->filter), warn);
+	patterns_setting("TRACEAGENT_EXCLUDE", s->exclude, sizeof(s->exclude), warn);
+	s->depth = 0;
+	if (d && *d) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(d, &end, 10);
+		if (errno || end == d || *end || *d < '0' || *d > '9' || v < 1 || v > 65536) {
+			if (warn)
+				ta_warn("TRACEAGENT_DEPTH='%.64s' is not a number of frames from 1 "
+					"to 65536; no depth limit",
+					d);
+		} else
+			s->depth = (uint32_t)v;
+	}
+	s->min_duration_ns = 0;
+	t = setting_env("TRACEAGENT_MIN_DURATION");
+	if (t && *t && ta_parse_duration(t, &s->min_duration_ns) < 0) {
+		s->min_duration_ns = 0;
+		if (warn)
+			ta_warn("TRACEAGENT_MIN_DURATION='%.64s' is not a duration (like 500ns, "
+				"10us, 2ms, 1s; a bare number is nanoseconds); no minimum",
+				t);
+	}
+}
+
 void ta_settings_load(struct ta_settings *s)
 {
 	const char *out = setting_env("TRACEAGENT_OUTPUT");
@@ -306,6 +386,7 @@ void ta_settings_load(struct ta_settings *s)
 	s->libcalls = libcalls_setting();
 	s->control = onoff_setting("TRACEAGENT_CONTROL", "on", "off", 1);
 	s->start_paused = !onoff_setting("TRACEAGENT_START", "running", "paused", 1);
+	ta_settings_filters(s, 1);
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;
 	fallback = setting_env("TRACEAGENT_OUTPUT_FALLBACK");

@@ -36,6 +36,11 @@ struct ta_settings {
 	int channel_signal;      /* TRACEAGENT_CHANNEL_SIGNAL, 0 = none */
 	int control;             /* TRACEAGENT_CONTROL: 1 on (default), 0 off */
 	int start_paused;        /* TRACEAGENT_START=paused */
+	/* Recording less (filter.c; README "Record less: filters"). */
+	char filter[1024];        /* TRACEAGENT_FILTER: "[!][MODULE:]GLOB,..." ("" = none) */
+	char exclude[1024];       /* TRACEAGENT_EXCLUDE: "[MODULE:]GLOB,..." ("" = none) */
+	uint32_t depth;           /* TRACEAGENT_DEPTH: frames kept per thread, 0 = all */
+	uint64_t min_duration_ns; /* TRACEAGENT_MIN_DURATION, 0 = none */
 };
 
 #define TA_DEFAULT_OUTPUT   "traceagent.%p.trace"
@@ -57,6 +62,13 @@ extern const char *ta_settings_attach TA_HIDDEN;
  * (0 when unset, empty, none or bad: ta_settings_load says why later).
  * Those calls start the agent as a hook does (libcalls.c). */
 uint32_t ta_settings_libcalls_asked(void) TA_HIDDEN;
+/* The four filter settings alone into s (TRACEAGENT_FILTER, _EXCLUDE,
+ * _DEPTH, _MIN_DURATION): a bad value is said on stderr when warn, and
+ * left at its default (none). */
+void ta_settings_filters(struct ta_settings *s, int warn) TA_HIDDEN;
+/* Parses a duration: "250ns", "10us", "2ms", "1s", or a bare number of
+ * nanoseconds; 0 on success. */
+int ta_parse_duration(const char *s, uint64_t *ns) TA_HIDDEN;
 /* Parses "64K", "1M", "2G", "4096"; 0 on success. */
 int ta_parse_size(const char *s, uint64_t *out) TA_HIDDEN;
 /* Expands %p and %% of a pattern; 0, or -1 if it does not fit. */

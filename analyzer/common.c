@@ -211,6 +211,77 @@ void ta_view_close(struct ta_view *v)
 	memset(v, 0, sizeof(*v));
 }
 
+const struct ta_filter_info *ta_session_filters(const struct ta_session *s)
+{
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i]->filter)
+			return s->procs[i]->filter;
+	return NULL;
+}
+
+/* "10us", "2ms", "1s", "1500ns": the largest unit that divides it. */
+static void fmt_duration(char *buf, size_t n, uint64_t ns)
+{
+	if (ns && ns % 1000000000u == 0)
+		snprintf(buf, n, "%" PRIu64 "s", ns / 1000000000u);
+	else if (ns && ns % 1000000u == 0)
+		snprintf(buf, n, "%" PRIu64 "ms", ns / 1000000u);
+	else if (ns && ns % 1000u == 0)
+		snprintf(buf, n, "%" PRIu64 "us", ns / 1000u);
+	else
+		snprintf(buf, n, "%" PRIu64 "ns", ns);
+}
+
+const char *ta_fmt_filters(char *buf, size_t n, const struct ta_filter_info *f)
+{
+	size_t len = 0;
+	char d[32];
+
+	buf[0] = 0;
+#define ADD(...)                                                                                   \
+	do {                                                                                       \
+		if (len < n) {                                                                     \
+			int k = snprintf(buf + len, n - len, __VA_ARGS__);                         \
+			len += k > 0 ? (size_t)k : 0;                                              \
+		}                                                                                  \
+	} while (0)
+	if (f->filter && f->filter[0])
+		ADD("filter=%s", f->filter);
+	if (f->exclude && f->exclude[0])
+		ADD("%sexclude=%s", len ? ", " : "", f->exclude);
+	if (f->depth)
+		ADD("%sdepth=%" PRIu64, len ? ", " : "", f->depth);
+	if (f->min_duration_ns) {
+		fmt_duration(d, sizeof(d), f->min_duration_ns);
+		ADD("%smin-duration=%s", len ? ", " : "", d);
+	}
+#undef ADD
+	return buf;
+}
+
+void ta_print_filters_json(FILE *out, const struct ta_filter_info *f)
+{
+	if (!f) {
+		fputs("null", out);
+		return;
+	}
+	fputs("{\"filter\": ", out);
+	ta_json_str(out, f->filter);
+	fputs(", \"exclude\": ", out);
+	ta_json_str(out, f->exclude);
+	fprintf(out, ", \"depth\": %" PRIu64 ", \"min_duration_ns\": %" PRIu64 "}", f->depth,
+		f->min_duration_ns);
+}
+
+const char *ta_fmt_filtered_line(char *buf, size_t n, const struct ta_filter_info *f)
+{
+	char what[2200];
+
+	snprintf(buf, n, "filtered at record time: %s: this is not a whole profile",
+		 ta_fmt_filters(what, sizeof(what), f));
+	return buf;
+}
+
 void ta_view_warnings(struct ta_view *v)
 {
 	const struct ta_session *s = v->s;
@@ -271,6 +342,11 @@ void ta_view_warnings(struct ta_view *v)
 		if (s->procs[i]->uncalibrated && s->procs[i]->have_ticks)
 			ta_view_warn(v, "process %" PRIu32 ": no clock calibration; times are in ticks",
 				     s->procs[i]->pid);
+	if (!v->filters_shown && ta_session_filters(s)) {
+		char line[2400];
+
+		ta_view_warn(v, "%s", ta_fmt_filtered_line(line, sizeof(line), ta_session_filters(s)));
+	}
 	ta_resolver_failures(v->res, symbol_failure, v);
 }
 

@@ -22,6 +22,9 @@ struct ta_view {
 	/* Set when the file could not be read to its end: the one-line
 	 * reason, without the "traceagent: PATH: " prefix. */
 	char fatal[256];
+	/* The view printed the filters' line itself (on stdout):
+	 * ta_view_warnings leaves it out. */
+	int filters_shown;
 	/* Exit status so far: 0, 1 (damaged or truncated), 2 (unreadable). */
 	int status;
 	uint64_t events, lost; /* totals over threads and processes */
@@ -216,6 +219,18 @@ uint64_t ta_process_lost_no_ring(const struct ta_session *s, const struct ta_pro
 /* From the first to the last time seen in any process. */
 uint64_t ta_session_duration_ns(const struct ta_session *s);
 
+/* The filters a dump was recorded with (FILTER chunk, since 1.7): the
+ * first process's that has one, or NULL for a whole profile. */
+const struct ta_filter_info *ta_session_filters(const struct ta_session *s);
+/* "filter=work,!noise, exclude=hash, depth=3, min-duration=10us" (the
+ * settings in force) into buf. */
+const char *ta_fmt_filters(char *buf, size_t n, const struct ta_filter_info *f);
+/* {"filter": ..., "exclude": ..., "depth": N, "min_duration_ns": N}, or
+ * null when f is. */
+void ta_print_filters_json(FILE *out, const struct ta_filter_info *f);
+/* The line the text views put first for a filtered dump, without a
+ * newline: "filtered at record time: ...: this is not a whole profile". */
+const char *ta_fmt_filtered_line(char *buf, size_t n, const struct ta_filter_info *f);
 /* "999 ns", "1.234 us", "12.345 ms", "1.500 s". */
 const char *ta_fmt_time(char *buf, size_t n, uint64_t ns);
 /* The last path component, or "?" for an empty path. */

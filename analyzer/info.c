@@ -452,6 +452,88 @@ static void json_patch(const struct ta_patch *pt)
 	printf("]},\n");
 }
 
+static uint64_t count_how(const struct ta_filter_info *f, uint32_t how)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = 0; i < f->nfns; i++)
+		n += f->fns[i].how == how;
+	return n;
+}
+
+static const char *filter_kind(char *buf, size_t n, uint32_t kind)
+{
+	snprintf(buf, n, "%s%s%s%s", kind & TA_FILTER_KIND_FILTER ? "filter " : "",
+		 kind & TA_FILTER_KIND_NOT ? "filter-! " : "",
+		 kind & TA_FILTER_KIND_EXCLUDE ? "exclude " : "", kind ? "" : "? ");
+	buf[strlen(buf) - 1] = 0; /* the last space */
+	return buf;
+}
+
+/* The filters in force, and per way (patched out, at run time) the
+ * functions they named. */
+static void text_filter(struct ta_view *v, const struct ta_process *p)
+{
+	static const struct {
+		uint32_t how;
+		const char *what;
+	} ways[] = {{TA_FILTER_HOW_PATCHED, "patched out"},
+		    {TA_FILTER_HOW_RUNTIME, "filtered at run time"}};
+	const struct ta_filter_info *f = p->filter;
+	char b[2200], k[64];
+
+	printf("  filters:     %s (recorded with filters: not a whole profile)\n",
+	       ta_fmt_filters(b, sizeof(b), f));
+	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+		uint64_t n = 0;
+
+		for (uint64_t i = 0; i < f->nfns; i++)
+			n += f->fns[i].how == ways[w].how;
+		printf("    %s: %" PRIu64 " functions%s", ways[w].what, n, n ? ":" : "");
+		for (uint64_t i = 0, shown = 0; i < f->nfns; i++) {
+			struct ta_fn_name fn;
+
+			if (f->fns[i].how != ways[w].how)
+				continue;
+			ta_view_name(v, p->pid, f->fns[i].addr, &fn);
+			printf("%s %s (%s)", shown++ ? "," : "", fn.name,
+			       filter_kind(k, sizeof(k), f->fns[i].kind));
+		}
+		putchar('\n');
+	}
+}
+
+static void json_filter(struct ta_view *v, const struct ta_process *p)
+{
+	const struct ta_filter_info *f = p->filter;
+
+	printf("    \"filters\": {\"filter\": ");
+	ta_json_str(stdout, f->filter);
+	printf(", \"exclude\": ");
+	ta_json_str(stdout, f->exclude);
+	printf(", \"depth\": %" PRIu64 ", \"min_duration_ns\": %" PRIu64
+	       ", \"patched_out\": %" PRIu64 ", \"run_time\": %" PRIu64 ", \"functions\": [",
+	       f->depth, f->min_duration_ns, count_how(f, TA_FILTER_HOW_PATCHED),
+	       count_how(f, TA_FILTER_HOW_RUNTIME));
+	for (uint64_t i = 0; i < f->nfns; i++) {
+		struct ta_fn_name fn;
+		char k[64];
+
+		ta_view_name(v, p->pid, f->fns[i].addr, &fn);
+		printf("%s\n      {\"name\": ", i ? "," : "");
+		ta_json_str(stdout, fn.name);
+		printf(", \"module\": ");
+		ta_json_str(stdout, fn.module);
+		printf(", \"address\": %" PRIu64 ", \"how\": \"%s\", \"kind\": \"%s\"}",
+		       f->fns[i].addr,
+		       f->fns[i].how == TA_FILTER_HOW_PATCHED	? "patched"
+		       : f->fns[i].how == TA_FILTER_HOW_RUNTIME ? "run-time"
+								: "other",
+		       filter_kind(k, sizeof(k), f->fns[i].kind));
+	}
+	printf("]},\n");
+}
+
 static void text_process(struct ta_view *v, const struct ta_process *p)
 {
 	const struct ta_session *s = v->s;
@@ -525,6 +607,8 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		text_crash(v, p);
 	if (p->patch)
 		text_patch(p->patch);
+	if (p->filter)
+		text_filter(v, p);
 	printf("  threads:     %" PRIu64 "\n", c.threads);
 	printf("  %10s %10s %12s %8s %12s  %s\n", "tid", "parent", "events", "lost", "wait",
 	       "name");
@@ -740,6 +824,10 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		json_patch(p->patch);
 	else
 		printf("    \"patch\": null,\n");
+	if (p->filter)
+		json_filter(v, p);
+	else
+		printf("    \"filters\": null,\n");
 	if (p->has_end)
 		printf("    \"end\": {\"events\": %" PRIu64 ", \"lost\": %" PRIu64
 		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s},\n",

@@ -407,6 +407,9 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 	ta_json_errors(stdout, &r->v);
 	printf(",\n  \"lost_by_cause\": ");
 	ta_print_lost_by_json(r->v.lost_by);
+	/* Recorded with filters (FILTER chunk): not a whole profile. */
+	printf(",\n  \"filters\": ");
+	ta_print_filters_json(stdout, ta_session_filters(s));
 	/* Every process recorded (a forked child writes into its parent's
 	 * dump): the functions above are summed over them, or --pid's. */
 	printf(",\n  \"process_list\": [");
@@ -447,6 +450,13 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 
 static int print_text(struct report *r, const struct ta_fn_table *all)
 {
+	const struct ta_filter_info *f = ta_session_filters(r->s);
+
+	if (f) {
+		char line[2400];
+
+		printf("%s\n", ta_fmt_filtered_line(line, sizeof(line), f));
+	}
 	text_rows(r, all);
 	if (!r->opt.threads)
 		return 0;
@@ -767,6 +777,8 @@ int ta_cmd_report(int argc, char **argv)
 	if (!(r.ids = ta_view_name_profile(&r.v, &r.prof)) || table_build(&r, &all, UINT32_MAX) < 0)
 		goto nomem;
 	table_sort(&r, &all);
+	/* The text report says it on its first line. */
+	r.v.filters_shown = !ls && r.opt.form == OUT_TEXT;
 	ta_view_warnings(&r.v);
 	if (ls && !libcalls_recorded(r.s))
 		fprintf(stderr,

@@ -87,6 +87,7 @@ struct ta_process {
 	uint64_t mode; /* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
 	struct ta_crash *crash; /* the CRASH chunk, if the process crashed */
 	struct ta_patch *patch; /* the last PATCH chunk, if functions were patched */
+	struct ta_filter_info *filter; /* the last FILTER chunk (1.7): filtered at record time */
 	/* END's, summed over the images (an exec'd image goes on in the
 	 * dump with a PROCESS chunk of the same pid); flags are the last. */
 	uint64_t end_ticks, end_ns, end_events, end_lost, end_threads, end_flags;

@@ -342,6 +342,9 @@ void ta_sess_process_free(struct ta_process *p)
 		free(p->crash->pcs);
 	free(p->crash);
 	patch_free(p->patch);
+	if (p->filter)
+		ta_filter_info_free(p->filter);
+	free(p->filter);
 	for (size_t i = 0; i < p->nmodules; i++) {
 		free(p->modules[i].path);
 		free(p->modules[i].build_id);
@@ -796,6 +799,27 @@ fail:
 	return rc;
 }
 
+/* Each FILTER chunk is cumulative (written at start and after a dlopen
+ * whose functions the patterns name): the last one replaces the others. */
+static int filter_chunk(struct ta_process *p, const void *payload, size_t len)
+{
+	struct ta_filter_info *f = calloc(1, sizeof(*f));
+	int rc;
+
+	if (!f)
+		return -TA_E_NOMEM;
+	rc = ta_filter_decode(payload, len, f);
+	if (rc < 0) {
+		free(f);
+		return rc;
+	}
+	if (p->filter)
+		ta_filter_info_free(p->filter);
+	free(p->filter);
+	p->filter = f;
+	return 0;
+}
+
 static int crash_chunk(struct ta_process *p, struct ta_reader *r)
 {
 	struct ta_crash *c = calloc(1, sizeof(*c));
@@ -1103,6 +1127,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_MARK:
 		rc = mark_chunk(p, &r);
+		break;
+	case TA_CHUNK_FILTER:
+		rc = filter_chunk(p, c->payload, c->len);
 		break;
 	default:
 		s->unknown_chunks++; /* a later minor version's addition */

@@ -23,7 +23,7 @@
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
 #define TA_FORMAT_MAJOR 1 /* incompatible changes */
-#define TA_FORMAT_MINOR 6 /* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MINOR 7 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -95,7 +95,8 @@ struct ta_chunk_header {
 	X(LIBCALLS, 12, "libcalls") /* the library functions interposed */   \
 	X(SITES, 13, "sites")       /* the manual API's call sites (1.5) */  \
 	X(CHANNELS, 14, "channels") /* the channels and their first state */ \
-	X(MARK, 15, "mark")         /* process-wide: pause, resume, switch (1.6) */
+	X(MARK, 15, "mark")         /* process-wide: pause, resume, switch (1.6) */ \
+	X(FILTER, 16, "filter")     /* the filters in force at record time (1.7) */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,
@@ -625,5 +626,41 @@ int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev);
  * returns how many were filled; *rc is 0 while more may follow, 1 at the
  * end of the chunk, or a negative TA_E_ code after the events returned. */
 size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *ev, size_t max, int *rc);
+
+/* ---- the FILTER chunk (filter.c) ---------------------------------------- */
+
+/* How a function named by the filters is kept out (FILTER chunk). */
+#define TA_FILTER_HOW_PATCHED 1u /* its calls to the hooks became no-ops */
+#define TA_FILTER_HOW_RUNTIME 2u /* the filtering hooks decide at each call */
+/* Which setting named it (bits). */
+#define TA_FILTER_KIND_FILTER  1u /* an inclusion of TRACEAGENT_FILTER */
+#define TA_FILTER_KIND_NOT     2u /* a `!` exclusion of TRACEAGENT_FILTER */
+#define TA_FILTER_KIND_EXCLUDE 4u /* TRACEAGENT_EXCLUDE */
+
+/* At most this many functions in one FILTER chunk (a chunk is <= 16 MiB,
+ * and each takes at least 3 bytes). */
+#define TA_FILTER_MAX_FUNCS (16u << 20) / 3
+
+struct ta_filter_fn {
+	uint64_t addr;
+	uint32_t how;  /* TA_FILTER_HOW_* (others possible: shown as a number) */
+	uint32_t kind; /* TA_FILTER_KIND_* bits */
+};
+
+/* A FILTER chunk decoded.  The strings are NUL-terminated copies; the
+ * whole is owned by the caller (ta_filter_info_free). */
+struct ta_filter_info {
+	char *filter, *exclude;
+	uint64_t depth;           /* 0: no limit */
+	uint64_t min_duration_ns; /* 0: none */
+	uint64_t nfns;
+	struct ta_filter_fn *fns;
+};
+
+/* Decodes a FILTER payload of len bytes, bounded by it (hostile input:
+ * every count is checked against the bytes left before anything is
+ * allocated).  0, or TA_E_PAYLOAD / TA_E_NOMEM with *out empty. */
+int ta_filter_decode(const void *payload, size_t len, struct ta_filter_info *out);
+void ta_filter_info_free(struct ta_filter_info *f);
 
 #endif /* TA_FORMAT_H */

@@ -744,6 +744,7 @@ static void add_setting(char *set, size_t size, const char *name, const char *v)
 int ta_cmd_attach(int argc, char **argv)
 {
 	const char *out = NULL, *patch = NULL, *channels = NULL, *mode = NULL;
+	const char *filter = NULL, *exclude = NULL, *depth = NULL, *min_duration = NULL;
 	char agent[PATH_MAX], val[256], exe[64], ans[512], settings[4096] = "", cwd[PATH_MAX];
 	double duration = 0;
 	long pid = 0;
@@ -762,6 +763,8 @@ int ta_cmd_attach(int argc, char **argv)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			printf("usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] [--duration TIME] "
 			       "[--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
+			       "       [--filter PATTERNS] [--exclude PATTERNS] [--depth N] "
+			       "[--min-duration TIME]\n"
 			       "Traces the running process PID until Ctrl-C or TIME (10, 10s, 500ms, "
 			       "2m),\nthen leaves it as it was.\n");
 			return 0;
@@ -774,6 +777,16 @@ int ta_cmd_attach(int argc, char **argv)
 			slot = &channels;
 		else if (!strcmp(a, "--mode"))
 			slot = &mode;
+		/* Recording less (the agent checks the values; the first
+		 * window's filters hold for the later ones). */
+		else if (!strcmp(a, "--filter"))
+			slot = &filter;
+		else if (!strcmp(a, "--exclude"))
+			slot = &exclude;
+		else if (!strcmp(a, "--depth"))
+			slot = &depth;
+		else if (!strcmp(a, "--min-duration"))
+			slot = &min_duration;
 		else if (!strcmp(a, "--duration")) {
 			if (i + 1 >= argc || parse_duration(argv[++i], &duration) < 0) {
 				fprintf(stderr, "traceagent: attach: --duration takes a time (10, 10s, "
@@ -900,6 +913,10 @@ int ta_cmd_attach(int argc, char **argv)
 	add_setting(settings, sizeof(settings), "TRACEAGENT_MODE", mode);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_CHANNELS", channels);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_PATCH", patch);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_FILTER", filter);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_EXCLUDE", exclude);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_DEPTH", depth);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_MIN_DURATION", min_duration);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;

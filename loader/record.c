@@ -62,6 +62,10 @@ struct record_opts {
 	const char *libcalls; /* --libcalls, or NULL */
 	const char *patch;    /* --patch, or NULL */
 	const char *channels; /* --channels, or NULL */
+	const char *filter;   /* --filter, or NULL */
+	const char *exclude;  /* --exclude, or NULL */
+	const char *depth;    /* --depth, or NULL */
+	const char *min_duration; /* --min-duration, or NULL */
 	char **argv;	      /* the program and its arguments */
 };
 
@@ -70,7 +74,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
 		   "                         [--flush-ms N] [--mode lossless|drop]\n"
 		   "                         [--libcalls all|none|CLASS,...] [--patch PATTERNS]\n"
-		   "                         [--channels LIST] [--] PROG [ARGS...]\n"
+		   "                         [--channels LIST] [--filter PATTERNS]\n"
+		   "                         [--exclude PATTERNS] [--depth N]\n"
+		   "                         [--min-duration TIME] [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
 		   "-finstrument-functions (or its functions named by --patch, or its library\n"
@@ -93,13 +99,22 @@ static void usage(FILE *f)
 		   "  --channels LIST     the channels on at the start: all, -all, NAME, -NAME\n"
 		   "                      in order (a list starting with a name: only those),\n"
 		   "                      TRACEAGENT_CHANNELS\n"
+		   "  --filter PATTERNS   record only these functions and what they call;\n"
+		   "                      !GLOB: not this function nor what it calls\n"
+		   "                      ([!][MODULE:]GLOB, comma-separated), TRACEAGENT_FILTER\n"
+		   "  --exclude PATTERNS  not these functions' own events (their callees are\n"
+		   "                      recorded), TRACEAGENT_EXCLUDE\n"
+		   "  --depth N           nothing deeper than N recorded frames a thread,\n"
+		   "                      TRACEAGENT_DEPTH\n"
+		   "  --min-duration TIME calls shorter than TIME (500ns, 10us, 2ms, 1s; a bare\n"
+		   "                      number is ns) left out, TRACEAGENT_MIN_DURATION\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
 }
 
 enum { O_OUTPUT = TA_OPT_OWN, O_BUFFER, O_MEMORY, O_FLUSH_MS, O_MODE, O_LIBCALLS, O_PATCH,
-       O_CHANNELS };
+       O_CHANNELS, O_FILTER, O_EXCLUDE, O_DEPTH, O_MIN_DURATION };
 
 static const struct ta_opt record_opts[] = {
     {"-o", TA_ARG_NEXT, O_OUTPUT},
@@ -111,6 +126,10 @@ static const struct ta_opt record_opts[] = {
     {"--libcalls", TA_ARG_EITHER, O_LIBCALLS},
     {"--patch", TA_ARG_EITHER, O_PATCH},
     {"--channels", TA_ARG_EITHER, O_CHANNELS},
+    {"--filter", TA_ARG_EITHER, O_FILTER},
+    {"--exclude", TA_ARG_EITHER, O_EXCLUDE},
+    {"--depth", TA_ARG_EITHER, O_DEPTH},
+    {"--min-duration", TA_ARG_EITHER, O_MIN_DURATION},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -119,7 +138,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 {
 	/* By id - O_OUTPUT: every option is a string the agent checks. */
 	const char **value[] = {&o->output, &o->buffer,	  &o->memory, &o->flush_ms,
-				&o->mode,   &o->libcalls, &o->patch,	 &o->channels};
+				&o->mode,   &o->libcalls, &o->patch,	 &o->channels,
+				&o->filter, &o->exclude,  &o->depth,	 &o->min_duration};
 	struct ta_opts p;
 	int id;
 
@@ -738,7 +758,11 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0) ||
 	    (o.libcalls && set_env("TRACEAGENT_LIBCALLS", o.libcalls) < 0) ||
 	    (o.channels && set_env("TRACEAGENT_CHANNELS", o.channels) < 0) ||
-	    (o.patch && set_env("TRACEAGENT_PATCH", o.patch) < 0))
+	    (o.patch && set_env("TRACEAGENT_PATCH", o.patch) < 0) ||
+	    (o.filter && set_env("TRACEAGENT_FILTER", o.filter) < 0) ||
+	    (o.exclude && set_env("TRACEAGENT_EXCLUDE", o.exclude) < 0) ||
+	    (o.depth && set_env("TRACEAGENT_DEPTH", o.depth) < 0) ||
+	    (o.min_duration && set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
 }

@@ -43,6 +43,7 @@
 
 #include "agent.h"
 #include "dump.h"
+#include "fnsel.h"
 #include "format.h"
 #include "patch.h"
 #include "ta_config.h"
@@ -52,84 +53,17 @@
 
 /* ---- patterns --------------------------------------------------------------- */
 
-struct pattern {
-	char *module; /* basename glob, or NULL: the executable */
-	char *glob;
-	int exclude; /* "!...": functions it matches are left alone */
-};
-
-static struct pattern *patterns;
-static size_t npatterns;
-
-/* Parses "[!][MODULE:]GLOB[,...]"; 0, or -1 if nothing usable. */
-static int parse_patterns(const char *spec)
-{
-	char *copy = strdup(spec), *save = NULL, *tok;
-
-	if (!copy)
-		return -1;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *colon = strrchr(tok, ':');
-		struct pattern *p = realloc(patterns, (npatterns + 1) * sizeof(*p));
-		if (!p)
-			break;
-		patterns = p;
-		p = &patterns[npatterns];
-		p->exclude = tok[0] == '!';
-		tok += p->exclude;
-		if (colon) {
-			*colon = 0;
-			p->module = strdup(tok);
-			p->glob = strdup(colon + 1);
-		} else {
-			p->module = NULL;
-			p->glob = strdup(tok);
-		}
-		if (!p->glob || !*p->glob || (colon && (!p->module || !*p->module))) {
-			ta_warn("TRACEAGENT_PATCH: empty pattern in \"%s\" ignored", spec);
-			free(p->module);
-			free(p->glob);
-			continue;
-		}
-		npatterns++;
-	}
-	free(copy);
-	return npatterns ? 0 : -1;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
+static struct ta_patterns patterns;
 
 /* Whether function `name` of the module is asked for: an inclusion
  * matches it and no exclusion does. */
-static int wanted(const char *modbase, int is_exe, const char *name)
+static int wanted(void *arg, const char *modbase, int is_exe, const char *name)
 {
-	int in = 0;
+	int in, out;
 
-	for (size_t i = 0; i < npatterns; i++) {
-		const struct pattern *p = &patterns[i];
-		if (p->module ? fnmatch(p->module, modbase, 0) != 0 : !is_exe)
-			continue;
-		if (fnmatch(p->glob, name, 0) == 0) {
-			if (p->exclude)
-				return 0;
-			in = 1;
-		}
-	}
-	return in;
-}
-
-/* Whether any pattern names this module at all. */
-static int module_named(const char *modbase, int is_exe)
-{
-	for (size_t i = 0; i < npatterns; i++)
-		if (!patterns[i].exclude &&
-		    (patterns[i].module ? fnmatch(patterns[i].module, modbase, 0) == 0 : is_exe))
-			return 1;
-	return 0;
+	(void)arg;
+	ta_patterns_match(&patterns, modbase, is_exe, name, &in, &out);
+	return in && !out;
 }
 
 /* The agent's own dependencies: patching them would have the agent trace
@@ -599,121 +533,6 @@ out:
 
 /* ---- one module ------------------------------------------------------------------ */
 
-struct cand {
-	uint64_t addr, size;
-	const char *name;
-	int entry; /* the ELF entry point (_start) */
-};
-
-struct module {
-	char path[4096];
-	uint64_t bias;
-	int is_exe;
-	uint64_t lo, hi; /* span of the executable segments */
-	struct {
-		uint64_t start, end;
-		int prot;
-	} seg[16];
-	int nseg;
-};
-
-static int cand_cmp(const void *a, const void *b)
-{
-	const struct cand *x = a, *y = b;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-static int prot_of(uint32_t flags)
-{
-	return ((flags & PF_R) ? PROT_READ : 0) | ((flags & PF_W) ? PROT_WRITE : 0) |
-	       ((flags & PF_X) ? PROT_EXEC : 0);
-}
-
-/* The functions of the module's symbol table that the patterns name,
- * sorted by address, aliases removed.  *map and *maplen: the file's mapping,
- * which the names point into. */
-static struct cand *module_candidates(const struct module *m, size_t *n, void **map, size_t *maplen)
-{
-	const ElfW(Ehdr) * eh;
-	const ElfW(Shdr) * sh, *symsec = NULL;
-	struct cand *c = NULL;
-	size_t nc = 0, cap = 0;
-	struct stat st;
-	int fd;
-
-	*n = 0;
-	*map = NULL;
-	fd = open(m->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(*eh)) {
-		close(fd);
-		return NULL;
-	}
-	*maplen = (size_t)st.st_size;
-	*map = mmap(NULL, *maplen, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (*map == MAP_FAILED) {
-		*map = NULL;
-		return NULL;
-	}
-	eh = *map;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shoff == 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
-	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)) > *maplen)
-		return NULL;
-	sh = (const ElfW(Shdr) *)((const char *)*map + eh->e_shoff);
-	for (int pass = 0; pass < 2 && !symsec; pass++)
-		for (unsigned i = 0; i < eh->e_shnum; i++)
-			if (sh[i].sh_type == (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM)) {
-				symsec = &sh[i];
-				break;
-			}
-	if (!symsec || symsec->sh_link >= eh->e_shnum ||
-	    symsec->sh_offset + symsec->sh_size > *maplen ||
-	    sh[symsec->sh_link].sh_offset + sh[symsec->sh_link].sh_size > *maplen)
-		return NULL;
-	{
-		const ElfW(Sym) *sym = (const ElfW(Sym) *)((const char *)*map + symsec->sh_offset);
-		size_t nsym = symsec->sh_size / sizeof(ElfW(Sym));
-		const char *str = (const char *)*map + sh[symsec->sh_link].sh_offset;
-		size_t strsize = sh[symsec->sh_link].sh_size;
-		const char *modbase = base_name(m->path);
-
-		for (size_t i = 0; i < nsym; i++) {
-			const char *name;
-			if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC ||
-			    sym[i].st_shndx == SHN_UNDEF || sym[i].st_size == 0 ||
-			    sym[i].st_name >= strsize)
-				continue;
-			name = str + sym[i].st_name;
-			if (!memchr(name, 0, strsize - sym[i].st_name) ||
-			    !wanted(modbase, m->is_exe, name))
-				continue;
-			struct cand *x = ta_grow(c, nc, &cap, sizeof(*x), 64);
-
-			if (!x)
-				break;
-			c = x;
-			c[nc].addr = m->bias + sym[i].st_value;
-			c[nc].size = sym[i].st_size;
-			c[nc].name = name;
-			c[nc].entry = m->is_exe && sym[i].st_value == eh->e_entry;
-			nc++;
-		}
-	}
-	if (nc > 1) {
-		size_t k = 1;
-		qsort(c, nc, sizeof(*c), cand_cmp);
-		for (size_t i = 1; i < nc; i++)
-			if (c[i].addr != c[k - 1].addr)
-				c[k++] = c[i];
-		nc = k;
-	}
-	*n = nc;
-	return c;
-}
-
 /* GCC's foo.cold (or foo.cold.N): the unlikely part of foo, split out
  * and jumped to from it; what its entry finds on the stack is foo's, not
  * a return address. */
@@ -724,7 +543,7 @@ static int is_cold_part(const char *name)
 	return c && (c[5] == 0 || c[5] == '.');
 }
 
-static int seg_of(const struct module *m, uint64_t a, uint64_t len)
+static int seg_of(const struct ta_module *m, uint64_t a, uint64_t len)
 {
 	for (int i = 0; i < m->nseg; i++)
 		if (a >= m->seg[i].start && a + len <= m->seg[i].end)
@@ -734,7 +553,7 @@ static int seg_of(const struct module *m, uint64_t a, uint64_t len)
 
 /* Makes the executable segments writable (1) or gives them back their
  * protections (0); 0 or -errno. */
-static int segments_writable(const struct module *m, int on)
+static int segments_writable(const struct ta_module *m, int on)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 
@@ -762,15 +581,15 @@ struct pending {
 };
 static struct pending *pend;
 static size_t npend, pend_cap;
-static struct module *pend_mods;
+static struct ta_module *pend_mods;
 static size_t npend_mods, pend_mods_cap;
 
 static void put32(uint8_t *p, int32_t v);
 
 /* The jobs of module m, planned: kept for ta_patch_attach_commit. */
-static void keep_pending(const struct module *m, const struct job *jobs, size_t njobs)
+static void keep_pending(const struct ta_module *m, const struct job *jobs, size_t njobs)
 {
-	struct module *nm = ta_grow(pend_mods, npend_mods, &pend_mods_cap, sizeof(*nm), 8);
+	struct ta_module *nm = ta_grow(pend_mods, npend_mods, &pend_mods_cap, sizeof(*nm), 8);
 
 	if (!nm)
 		return;
@@ -800,21 +619,21 @@ static void keep_pending(const struct module *m, const struct job *jobs, size_t 
 	npend_mods++;
 }
 
-static void patch_module(const struct module *m)
+static void patch_module(const struct ta_module *m)
 {
-	const char *modbase = base_name(m->path);
+	const char *modbase = ta_base_name(m->path);
 	void *map;
 	size_t maplen = 0, n;
-	struct cand *c;
+	struct ta_fn_cand *c;
 	struct job *jobs;
 	size_t njobs = 0;
 	struct pool pools[64];
 	int npools = 0;
 	int err;
 
-	if (!module_named(modbase, m->is_exe))
+	if (!ta_patterns_name_module(&patterns, modbase, m->is_exe))
 		return;
-	c = module_candidates(m, &n, &map, &maplen);
+	c = ta_module_functions(m, wanted, NULL, &n, &map, &maplen);
 	if (!c || n == 0) {
 		free(c);
 		if (map)
@@ -960,73 +779,20 @@ static int seen_before(uint64_t bias, const char *name)
 	return 0;
 }
 
-struct collect {
-	struct module *mods;
-	size_t n, cap;
-	int first;
-};
-
-static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct collect *cl = arg;
-	struct module *m, *x;
-	int first = cl->first;
-
-	(void)size;
-	cl->first = 0;
-	if (!first && (!info->dlpi_name || !*info->dlpi_name))
-		return 0; /* the vdso */
-	x = ta_grow(cl->mods, cl->n, &cl->cap, sizeof(*x), 16);
-	if (!x)
-		return 1;
-	cl->mods = x;
-	m = &cl->mods[cl->n];
-	memset(m, 0, sizeof(*m));
-	if (first) {
-		ssize_t k = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
-		m->path[k > 0 ? k : 0] = 0;
-		m->is_exe = 1;
-	} else {
-		size_t len = strlen(info->dlpi_name);
-		if (len >= sizeof(m->path))
-			return 0;
-		memcpy(m->path, info->dlpi_name, len + 1);
-	}
-	m->bias = info->dlpi_addr;
-	m->lo = UINT64_MAX;
-	for (int i = 0; i < info->dlpi_phnum && m->nseg < 16; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		m->seg[m->nseg].start = m->bias + ph->p_vaddr;
-		m->seg[m->nseg].end = m->bias + ph->p_vaddr + ph->p_memsz;
-		m->seg[m->nseg].prot = prot_of(ph->p_flags);
-		if (m->seg[m->nseg].start < m->lo)
-			m->lo = m->seg[m->nseg].start;
-		if (m->seg[m->nseg].end > m->hi)
-			m->hi = m->seg[m->nseg].end;
-		m->nseg++;
-	}
-	if (m->nseg && m->path[0])
-		cl->n++;
-	return 0;
-}
-
 /* Forgets the modules no longer loaded: one loaded again, even at the
  * same place, is new code to patch. */
 static void forget_unloaded(void)
 {
-	struct collect cl = {NULL, 0, 0, 1};
-	size_t kept = 0;
+	size_t nmods, kept = 0;
+	struct ta_module *mods = ta_modules_collect(&nmods);
 
-	dl_iterate_phdr(collect_one, &cl);
 	/* An attach's planned or written entries in a module gone: its pages
 	 * are unmapped or another module's, never to be written or put back. */
 	for (size_t k = 0; k < npend_mods; k++) {
 		int present = 0;
-		for (size_t i = 0; i < cl.n && !present; i++)
-			present = cl.mods[i].bias == pend_mods[k].bias &&
-				  strcmp(cl.mods[i].path, pend_mods[k].path) == 0;
+		for (size_t i = 0; i < nmods && !present; i++)
+			present = mods[i].bias == pend_mods[k].bias &&
+				  strcmp(mods[i].path, pend_mods[k].path) == 0;
 		if (!present)
 			pend_mods[k].nseg = -1;
 	}
@@ -1036,9 +802,9 @@ static void forget_unloaded(void)
 	npend = kept;
 	for (size_t k = 0; k < nseen;) {
 		int present = 0;
-		for (size_t i = 0; i < cl.n && !present; i++)
-			present = cl.mods[i].bias == seen[k].bias &&
-				  strcmp(cl.mods[i].path, seen[k].name) == 0;
+		for (size_t i = 0; i < nmods && !present; i++)
+			present = mods[i].bias == seen[k].bias &&
+				  strcmp(mods[i].path, seen[k].name) == 0;
 		if (present) {
 			k++;
 			continue;
@@ -1046,7 +812,7 @@ static void forget_unloaded(void)
 		free(seen[k].name);
 		seen[k] = seen[--nseen];
 	}
-	free(cl.mods);
+	free(mods);
 }
 
 void ta_patch_after_dlclose(void)
@@ -1067,22 +833,22 @@ void ta_patch_after_dlclose(void)
  * returns how many functions were patched or refused by this call. */
 static uint64_t patch_new_modules(void)
 {
-	struct collect cl = {NULL, 0, 0, 1};
+	size_t nmods;
+	struct ta_module *mods = ta_modules_collect(&nmods);
 	uint64_t before = npatched + nrefused;
 	Dl_info self;
 
-	dl_iterate_phdr(collect_one, &cl);
 	if (!dladdr((void *)(uintptr_t)ta_patch_ret_stub, &self))
 		self.dli_fbase = NULL;
-	for (size_t i = 0; i < cl.n; i++) {
-		struct module *m = &cl.mods[i];
+	for (size_t i = 0; i < nmods; i++) {
+		struct ta_module *m = &mods[i];
 		if (seen_before(m->bias, m->path))
 			continue;
 		if ((uint64_t)(uintptr_t)self.dli_fbase == m->bias && !m->is_exe)
 			continue; /* the agent */
 		patch_module(m);
 	}
-	free(cl.mods);
+	free(mods);
 	return npatched + nrefused - before;
 }
 
@@ -1183,7 +949,7 @@ __attribute__((constructor)) static void patch_init(void)
 
 	if (!spec || !*spec || getauxval(AT_SECURE))
 		return;
-	if (parse_patterns(spec) < 0)
+	if (ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0)
 		return;
 	if (capstone_open() < 0) {
 		ta_warn("cannot open " CS_SONAME
@@ -1221,7 +987,7 @@ int ta_patch_attach_prepare(const char *spec)
 	if (_r_debug.r_state != RT_CONSISTENT)
 		return -EAGAIN;
 	pthread_mutex_lock(&patch_lock);
-	if (!npatterns && parse_patterns(spec) < 0) {
+	if (!patterns.n && ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0) {
 		pthread_mutex_unlock(&patch_lock);
 		return -EINVAL;
 	}

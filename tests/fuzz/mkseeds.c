@@ -437,6 +437,51 @@ static void api(void)
 	dg_free(&g);
 }
 
+/* Filters (format 1.7): a FILTER chunk, a second one replacing it, and
+ * one whose function count lies. */
+static void filters(void)
+{
+	struct dumpgen g;
+	struct pb b = {0};
+	uint64_t t = 100;
+	struct ta_encoder e;
+
+	dg_init(&g, 700);
+	preamble(&g, 50);
+	pb_str(&b, "work,!noise");
+	pb_str(&b, "hash*");
+	pb_u(&b, 3);
+	pb_u(&b, 10000);
+	pb_u(&b, 2);
+	pb_u(&b, FN(0));
+	pb_u(&b, TA_FILTER_HOW_RUNTIME);
+	pb_u(&b, TA_FILTER_KIND_FILTER);
+	pb_u(&b, FN(1));
+	pb_u(&b, TA_FILTER_HOW_PATCHED);
+	pb_u(&b, TA_FILTER_KIND_EXCLUDE | TA_FILTER_KIND_NOT);
+	dg_chunk(&g, TA_CHUNK_FILTER, b.p, b.len);
+	dg_chunk(&g, TA_CHUNK_FILTER, b.p, b.len);
+	b.len = 0;
+	pb_str(&b, "");
+	pb_str(&b, "");
+	pb_u(&b, 0);
+	pb_u(&b, 0);
+	pb_u(&b, 1000000);
+	dg_chunk(&g, TA_CHUNK_FILTER, b.p, b.len);
+	pb_free(&b);
+	dg_thread_start(&g, 700, 60, "main");
+	ta_encoder_init(&e, 700);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 10, FN(0), 0);
+	ta_encoder_event(&e, t += 10, FN(0), 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 700, t + 5, 2, 0);
+	dg_end(&g, t + 10, 7000000, 2, 0, 1, 0);
+	emit("filter", &g);
+	dg_free(&g);
+}
+
 /* Garbage between chunks, an unknown chunk type, a truncated tail. */
 static void damaged(void)
 {
@@ -470,6 +515,7 @@ int main(int argc, char **argv)
 	control_flow();
 	libcalls();
 	api();
+	filters();
 	damaged();
 	for (int i = 2; i < argc; i++)
 		real_dump(argv[i]);

@@ -151,6 +151,7 @@ START_TEST(json)
 	    "    \"pauses\": 0, \"paused_ns\": 0, \"ctl_channel_switches\": 0,\n"
 	    "    \"crash\": null,\n"
 	    "    \"patch\": null,\n"
+	    "    \"filters\": null,\n"
 	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false},\n"
 	    "    \"attached\": false, \"open_at_start\": 0,\n"
 	    "    \"threads\": [\n"

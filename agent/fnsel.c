@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fnsel.c - choosing functions by name: patterns, modules, symbol tables
+ * (fnsel.h).  Shared by the patcher and the filters, so that both read a
+ * pattern and a symbol table the same way.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "fnsel.h"
+
+/* ---- patterns --------------------------------------------------------------- */
+
+int ta_patterns_parse(struct ta_patterns *ps, const char *spec, const char *what)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strrchr(tok, ':');
+		struct ta_pattern *p = realloc(ps->p, (ps->n + 1) * sizeof(*p));
+		if (!p)
+			break;
+		ps->p = p;
+		p = &ps->p[ps->n];
+		p->exclude = tok[0] == '!';
+		tok += p->exclude;
+		if (colon) {
+			*colon = 0;
+			p->module = strdup(tok);
+			p->glob = strdup(colon + 1);
+		} else {
+			p->module = NULL;
+			p->glob = strdup(tok);
+		}
+		if (!p->glob || !*p->glob || (colon && (!p->module || !*p->module))) {
+			ta_warn("%s: empty pattern in \"%s\" ignored", what, spec);
+			free(p->module);
+			free(p->glob);
+			continue;
+		}
+		ps->n++;
+	}
+	free(copy);
+	return ps->n ? 0 : -1;
+}
+
+void ta_patterns_free(struct ta_patterns *ps)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		free(ps->p[i].module);
+		free(ps->p[i].glob);
+	}
+	free(ps->p);
+	ps->p = NULL;
+	ps->n = 0;
+}
+
+const char *ta_base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+int ta_pattern_names_module(const struct ta_pattern *p, const char *modbase, int is_exe)
+{
+	return p->module ? fnmatch(p->module, modbase, 0) == 0 : is_exe;
+}
+
+int ta_pattern_matches(const struct ta_pattern *p, const char *modbase, int is_exe,
+		       const char *name)
+{
+	if (!ta_pattern_names_module(p, modbase, is_exe))
+		return 0;
+	return fnmatch(p->glob, name, 0) == 0;
+}
+
+void ta_patterns_match(const struct ta_patterns *ps, const char *modbase, int is_exe,
+		       const char *name, int *in, int *out)
+{
+	*in = *out = 0;
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct ta_pattern *p = &ps->p[i];
+		if (ta_pattern_matches(p, modbase, is_exe, name)) {
+			if (p->exclude)
+				*out = 1;
+			else
+				*in = 1;
+		}
+	}
+}
+
+int ta_patterns_name_module(const struct ta_patterns *ps, const char *modbase, int is_exe)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (!ps->p[i].exclude &&
+		    (ps->p[i].module ? fnmatch(ps->p[i].module, modbase, 0) == 0 : is_exe))
+			return 1;
+	return 0;
+}
+
+/* ---- modules ---------------------------------------------------------------- */
+
+static int prot_of(uint32_t flags)
+{
+	return ((flags & PF_R) ? PROT_READ : 0) | ((flags & PF_W) ? PROT_WRITE : 0) |
+	       ((flags & PF_X) ? PROT_EXEC : 0);
+}
+
+struct collect {
+	struct ta_module *mods;
+	size_t n, cap;
+	int first;
+};
+
+static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct collect *cl = arg;
+	struct ta_module *m, *x;
+	int first = cl->first;
+
+	(void)size;
+	cl->first = 0;
+	if (!first && (!info->dlpi_name || !*info->dlpi_name))
+		return 0; /* the vdso */
+	x = ta_grow(cl->mods, cl->n, &cl->cap, sizeof(*x), 16);
+	if (!x)
+		return 1;
+	cl->mods = x;
+	m = &cl->mods[cl->n];
+	memset(m, 0, sizeof(*m));
+	if (first) {
+		ssize_t k = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
+		m->path[k > 0 ? k : 0] = 0;
+		m->is_exe = 1;
+	} else {
+		size_t len = strlen(info->dlpi_name);
+		if (len >= sizeof(m->path))
+			return 0;
+		memcpy(m->path, info->dlpi_name, len + 1);
+	}
+	m->bias = info->dlpi_addr;
+	m->lo = UINT64_MAX;
+	for (int i = 0; i < info->dlpi_phnum && m->nseg < 16; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		m->seg[m->nseg].start = m->bias + ph->p_vaddr;
+		m->seg[m->nseg].end = m->bias + ph->p_vaddr + ph->p_memsz;
+		m->seg[m->nseg].prot = prot_of(ph->p_flags);
+		if (m->seg[m->nseg].start < m->lo)
+			m->lo = m->seg[m->nseg].start;
+		if (m->seg[m->nseg].end > m->hi)
+			m->hi = m->seg[m->nseg].end;
+		m->nseg++;
+	}
+	if (m->nseg && m->path[0])
+		cl->n++;
+	return 0;
+}
+
+struct ta_module *ta_modules_collect(size_t *n)
+{
+	struct collect cl = {NULL, 0, 0, 1};
+
+	dl_iterate_phdr(collect_one, &cl);
+	*n = cl.n;
+	return cl.mods;
+}
+
+/* ---- a module's functions ---------------------------------------------------- */
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct ta_fn_cand *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want want, void *arg,
+				       size_t *n, void **map, size_t *maplen)
+{
+	const ElfW(Ehdr) * eh;
+	const ElfW(Shdr) * sh, *symsec = NULL;
+	struct ta_fn_cand *c = NULL;
+	size_t nc = 0, cap = 0;
+	struct stat st;
+	int fd;
+
+	*n = 0;
+	*map = NULL;
+	fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(*eh)) {
+		close(fd);
+		return NULL;
+	}
+	*maplen = (size_t)st.st_size;
+	*map = mmap(NULL, *maplen, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (*map == MAP_FAILED) {
+		*map = NULL;
+		return NULL;
+	}
+	eh = *map;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shoff == 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)) > *maplen)
+		return NULL;
+	sh = (const ElfW(Shdr) *)((const char *)*map + eh->e_shoff);
+	for (int pass = 0; pass < 2 && !symsec; pass++)
+		for (unsigned i = 0; i < eh->e_shnum; i++)
+			if (sh[i].sh_type == (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM)) {
+				symsec = &sh[i];
+				break;
+			}
+	if (!symsec || symsec->sh_link >= eh->e_shnum ||
+	    symsec->sh_offset + symsec->sh_size > *maplen ||
+	    sh[symsec->sh_link].sh_offset + sh[symsec->sh_link].sh_size > *maplen)
+		return NULL;
+	{
+		const ElfW(Sym) *sym = (const ElfW(Sym) *)((const char *)*map + symsec->sh_offset);
+		size_t nsym = symsec->sh_size / sizeof(ElfW(Sym));
+		const char *str = (const char *)*map + sh[symsec->sh_link].sh_offset;
+		size_t strsize = sh[symsec->sh_link].sh_size;
+		const char *modbase = ta_base_name(m->path);
+
+		for (size_t i = 0; i < nsym; i++) {
+			const char *name;
+			if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC ||
+			    sym[i].st_shndx == SHN_UNDEF || sym[i].st_size == 0 ||
+			    sym[i].st_name >= strsize)
+				continue;
+			name = str + sym[i].st_name;
+			if (!memchr(name, 0, strsize - sym[i].st_name) ||
+			    !want(arg, modbase, m->is_exe, name))
+				continue;
+			struct ta_fn_cand *x = ta_grow(c, nc, &cap, sizeof(*x), 64);
+
+			if (!x)
+				break;
+			c = x;
+			c[nc].addr = m->bias + sym[i].st_value;
+			c[nc].size = sym[i].st_size;
+			c[nc].name = name;
+			c[nc].entry = m->is_exe && sym[i].st_value == eh->e_entry;
+			nc++;
+		}
+	}
+	if (nc > 1) {
+		size_t k = 1;
+		qsort(c, nc, sizeof(*c), cand_cmp);
+		for (size_t i = 1; i < nc; i++)
+			if (c[i].addr != c[k - 1].addr)
+				c[k++] = c[i];
+		nc = k;
+	}
+	*n = nc;
+	return c;
+}

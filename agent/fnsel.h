@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fnsel.h - choosing functions by name (fnsel.c): the "[!][MODULE:]GLOB"
+ * patterns TRACEAGENT_PATCH and TRACEAGENT_FILTER/EXCLUDE share, the
+ * modules loaded now, and the functions of a module's symbol table.  Used
+ * by the patcher (patch/patch.c) and the filters (filter.c); not the hot
+ * path: it opens files, maps them and allocates.
+ */
+#ifndef TA_FNSEL_H
+#define TA_FNSEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler.h"
+
+/* ---- patterns --------------------------------------------------------------- */
+
+struct ta_pattern {
+	char *module; /* basename glob, or NULL: the executable */
+	char *glob;
+	int exclude; /* "!...": functions it matches are left out */
+};
+
+struct ta_patterns {
+	struct ta_pattern *p;
+	size_t n;
+};
+
+/* Adds the patterns of "[!][MODULE:]GLOB[,...]" to ps; an empty one is
+ * said on stderr, naming `what` (the setting).  0, or -1 if ps is still
+ * empty. */
+int ta_patterns_parse(struct ta_patterns *ps, const char *spec, const char *what) TA_HIDDEN;
+void ta_patterns_free(struct ta_patterns *ps) TA_HIDDEN;
+/* Whether one pattern's MODULE part names this module (none: the executable). */
+int ta_pattern_names_module(const struct ta_pattern *p, const char *modbase, int is_exe) TA_HIDDEN;
+/* Whether one pattern names function `name` of the module (the '!' aside). */
+int ta_pattern_matches(const struct ta_pattern *p, const char *modbase, int is_exe,
+		       const char *name) TA_HIDDEN;
+/* Whether function `name` of the module (its file's base name; is_exe: the
+ * executable) matches an inclusion (*in) and an exclusion (*out). */
+void ta_patterns_match(const struct ta_patterns *ps, const char *modbase, int is_exe,
+		       const char *name, int *in, int *out) TA_HIDDEN;
+/* Whether any inclusion names this module at all. */
+int ta_patterns_name_module(const struct ta_patterns *ps, const char *modbase,
+			    int is_exe) TA_HIDDEN;
+/* The part of a path after its last '/'. */
+const char *ta_base_name(const char *path) TA_HIDDEN;
+
+/* ---- modules ---------------------------------------------------------------- */
+
+struct ta_module {
+	char path[4096];
+	uint64_t bias;
+	int is_exe;
+	uint64_t lo, hi; /* span of the executable segments */
+	struct {
+		uint64_t start, end;
+		int prot;
+	} seg[16];
+	int nseg;
+};
+
+/* The modules loaded now with an executable segment and a path (the
+ * executable first, the vdso left out): a malloc'd array (*n of them), or
+ * NULL. */
+struct ta_module *ta_modules_collect(size_t *n) TA_HIDDEN;
+
+/* ---- a module's functions ---------------------------------------------------- */
+
+struct ta_fn_cand {
+	uint64_t addr, size; /* runtime entry address and st_size */
+	const char *name;    /* in the module's file mapping */
+	int entry;	     /* the ELF entry point (_start) */
+};
+
+/* Decides whether a function is kept: nonzero keeps it. */
+typedef int (*ta_fn_want)(void *arg, const char *modbase, int is_exe, const char *name);
+
+/* The functions of the module's symbol table (.symtab, else .dynsym) that
+ * want keeps, sorted by address, aliases removed: a malloc'd array of *n,
+ * or NULL.  *map and *maplen: the file's mapping, which the names point
+ * into (munmap it when done with the names; *map NULL when none). */
+struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want want, void *arg,
+				       size_t *n, void **map, size_t *maplen) TA_HIDDEN;
+
+#endif

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * got.h - pointing the modules' GOT entries for __cyg_profile_func_enter
+ * and _exit at hooks of the agent's choice (got.c): `traceagent attach`
+ * puts the agent's hooks in place of glibc's empty ones (attach.c), the
+ * filters put their filtering hooks in place of the plain ones (filter.c).
+ * Not the hot path; the callers serialise the calls on one struct ta_got.
+ */
+#ifndef TA_GOT_H
+#define TA_GOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler.h"
+
+/* A GOT entry pointed at a hook, and what it held. */
+struct ta_got_slot {
+	uintptr_t *at;
+	uintptr_t old;
+	int relro;	/* read-only but while we write */
+	uintptr_t base; /* its module's load bias: gone when dladdr says otherwise */
+};
+
+struct ta_got {
+	uintptr_t enter, exit; /* the hooks the entries are to point at */
+	struct ta_got_slot *slots;
+	size_t n, cap;
+};
+
+/* Points the entries of every module loaded now (the agent's own left
+ * alone) at g's hooks; an entry seen before keeps its first old value and
+ * is pointed again if the loader wrote over it.  0, or -ENOMEM (the
+ * entries done so far stay done and known). */
+int ta_got_redirect(struct ta_got *g) TA_HIDDEN;
+/* Forgets the entries of modules no longer loaded. */
+void ta_got_prune(struct ta_got *g) TA_HIDDEN;
+/* Every known entry as it was (the modules gone first forgotten); g then
+ * knows none. */
+void ta_got_restore(struct ta_got *g) TA_HIDDEN;
+
+#endif
