@@ -257,6 +257,32 @@ static int onoff_setting(const char *name, const char *yes, const char *no, int 
 	return def;
 }
 
+/*
+ * TRACEAGENT_MIN_DURATION: a time, "500ns", "10us", "2ms", "1s" (a number
+ * alone is nanoseconds); 0 (off) when unset, and when bad (said).
+ */
+static uint64_t min_duration_setting(void)
+{
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{"", 1}, {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000},
+	};
+	const char *v = setting_env("TRACEAGENT_MIN_DURATION");
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (!errno && end != v && *v != '-' && *v != '+')
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcmp(end, units[i].unit) && n <= UINT64_MAX / units[i].ns)
+				return n * units[i].ns;
+	ta_warn("TRACEAGENT_MIN_DURATION='%.64s' is not a time (500ns, 10us, 2ms, 1s); "
+		"recording every call", v);
+	return 0;
+}
+
 void ta_settings_load(struct ta_settings *s)
 {
 	const char *out = setting_env("TRACEAGENT_OUTPUT");
@@ -306,6 +332,7 @@ void ta_settings_load(struct ta_settings *s)
 	s->libcalls = libcalls_setting();
 	s->control = onoff_setting("TRACEAGENT_CONTROL", "on", "off", 1);
 	s->start_paused = !onoff_setting("TRACEAGENT_START", "running", "paused", 1);
+	s->min_duration_ns = min_duration_setting();
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;
 	fallback = setting_env("TRACEAGENT_OUTPUT_FALLBACK");

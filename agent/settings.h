@@ -36,6 +36,8 @@ struct ta_settings {
 	int channel_signal;      /* TRACEAGENT_CHANNEL_SIGNAL, 0 = none */
 	int control;             /* TRACEAGENT_CONTROL: 1 on (default), 0 off */
 	int start_paused;        /* TRACEAGENT_START=paused */
+	uint64_t min_duration_ns; /* TRACEAGENT_MIN_DURATION: calls shorter are
+				     not written (flusher.c), 0 = off */
 };
 
 #define TA_DEFAULT_OUTPUT   "traceagent.%p.trace"

@@ -23,7 +23,7 @@
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN 8
 #define TA_FORMAT_MAJOR 1 /* incompatible changes */
-#define TA_FORMAT_MINOR 6 /* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MINOR 7 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -163,7 +163,11 @@ enum ta_ext_kind {
 	TA_EXT_ZONE_TEXT = 16, /* site (the TEXT one), text: for the innermost zone */
 	TA_EXT_ZONE_VALUE = 17,   /* value: for the innermost open zone */
 	TA_EXT_CHANNEL = 18,      /* channel id, 1 on / 0 off: a switch, here and now */
-	TA_EXT_ZONE_UNMATCHED = 19 /* site of a TA_ZONE_END with no zone begun */
+	TA_EXT_ZONE_UNMATCHED = 19, /* site of a TA_ZONE_END with no zone begun */
+	/* Calls left out by TRACEAGENT_MIN_DURATION (1.7): pairs (function
+	 * address, calls) dropped since the previous TA_EXT_SHORT of the
+	 * thread (format/mindur.h). */
+	TA_EXT_SHORT = 20
 };
 
 /* TA_EXT_COUNTER's type. */

@@ -62,6 +62,7 @@ struct record_opts {
 	const char *libcalls; /* --libcalls, or NULL */
 	const char *patch;    /* --patch, or NULL */
 	const char *channels; /* --channels, or NULL */
+	const char *min_duration; /* --min-duration, or NULL */
 	char **argv;	      /* the program and its arguments */
 };
 
@@ -70,7 +71,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: traceagent record [-o FILE] [--buffer SIZE] [--memory SIZE]\n"
 		   "                         [--flush-ms N] [--mode lossless|drop]\n"
 		   "                         [--libcalls all|none|CLASS,...] [--patch PATTERNS]\n"
-		   "                         [--channels LIST] [--] PROG [ARGS...]\n"
+		   "                         [--channels LIST] [--min-duration TIME]\n"
+		   "                         [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
 		   "-finstrument-functions (or its functions named by --patch, or its library\n"
@@ -93,13 +95,16 @@ static void usage(FILE *f)
 		   "  --channels LIST     the channels on at the start: all, -all, NAME, -NAME\n"
 		   "                      in order (a list starting with a name: only those),\n"
 		   "                      TRACEAGENT_CHANNELS\n"
+		   "  --min-duration TIME calls shorter than TIME (500ns, 10us, 2ms, 1s) are\n"
+		   "                      not written unless they hold recorded events; their\n"
+		   "                      counts stay exact, TRACEAGENT_MIN_DURATION\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
 }
 
 enum { O_OUTPUT = TA_OPT_OWN, O_BUFFER, O_MEMORY, O_FLUSH_MS, O_MODE, O_LIBCALLS, O_PATCH,
-       O_CHANNELS };
+       O_CHANNELS, O_MIN_DURATION };
 
 static const struct ta_opt record_opts[] = {
     {"-o", TA_ARG_NEXT, O_OUTPUT},
@@ -111,6 +116,7 @@ static const struct ta_opt record_opts[] = {
     {"--libcalls", TA_ARG_EITHER, O_LIBCALLS},
     {"--patch", TA_ARG_EITHER, O_PATCH},
     {"--channels", TA_ARG_EITHER, O_CHANNELS},
+    {"--min-duration", TA_ARG_EITHER, O_MIN_DURATION},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -119,7 +125,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 {
 	/* By id - O_OUTPUT: every option is a string the agent checks. */
 	const char **value[] = {&o->output, &o->buffer,	  &o->memory, &o->flush_ms,
-				&o->mode,   &o->libcalls, &o->patch,	 &o->channels};
+				&o->mode,   &o->libcalls, &o->patch,	 &o->channels,
+				&o->min_duration};
 	struct ta_opts p;
 	int id;
 
@@ -738,6 +745,7 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0) ||
 	    (o.libcalls && set_env("TRACEAGENT_LIBCALLS", o.libcalls) < 0) ||
 	    (o.channels && set_env("TRACEAGENT_CHANNELS", o.channels) < 0) ||
+	    (o.min_duration && set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0) ||
 	    (o.patch && set_env("TRACEAGENT_PATCH", o.patch) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
