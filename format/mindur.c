@@ -67,13 +67,22 @@ static inline uint32_t cnt_slot(uint64_t addr)
 }
 
 /* One more dropped call of addr; -1 when the table is full. */
-static int count(struct ta_mindur *m, uint64_t addr)
+static inline int count(struct ta_mindur *m, uint64_t addr)
 {
-	uint32_t i = cnt_slot(addr);
+	uint32_t i = m->cnt_last;
+
+	/* The same function as the last one dropped (a hot leaf, a
+	 * recursion): no hash. */
+	if (m->cnt_n[i] && m->cnt_addr[i] == addr) {
+		m->cnt_n[i]++;
+		return 0;
+	}
+	i = cnt_slot(addr);
 
 	for (;;) {
 		if (m->cnt_n[i] && m->cnt_addr[i] == addr) {
 			m->cnt_n[i]++;
+			m->cnt_last = i;
 			return 0;
 		}
 		if (!m->cnt_n[i]) {
@@ -83,6 +92,7 @@ static int count(struct ta_mindur *m, uint64_t addr)
 			m->cnt_addr[i] = addr;
 			m->cnt_n[i] = 1;
 			m->ncnt++;
+			m->cnt_last = i;
 			return 0;
 		}
 		i = (i + 1) & (TA_MINDUR_COUNTS_MAX * 2 - 1);

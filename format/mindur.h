@@ -36,7 +36,7 @@ struct ta_mindur {
 	struct ta_raw *pend;	   /* pending entries, oldest first */
 	uint32_t npend;
 	uint64_t *cnt_addr, *cnt_n; /* open-addressing table of dropped calls */
-	uint32_t ncnt;
+	uint32_t ncnt, cnt_last;  /* entries used; the slot counted last */
 	uint64_t dropped;	   /* calls left out so far (all functions) */
 	uint64_t last_ticks;	   /* the newest record's ticks seen */
 	struct ta_raw *out;	   /* records to encode (ta_mindur_filter) */
