@@ -153,13 +153,19 @@ class MinDurationTest(tahelp.Case):
                     kept = {p: n for p, n in tree.items() if not set(p) - KEPT}
                     self.assertEqual(kept, TREE)
 
-    def test_drop_mode(self):
+    def test_drop_and_flight_modes(self):
+        """Drop mode (nothing dropped here: the memory is ample) and
+        flight mode (the rings written at the end): the same calls."""
         for level in LEVELS:
-            with self.subTest(level=level):
-                r = self.run_it("record", level, options=["--mode=drop"])
-                rep = self.report(r.dump)
-                self.whole(rep)
-                self.check_counts(self.functions(rep), CALLS)
+            for mode in ("drop", "flight"):
+                with self.subTest(level=level, mode=mode):
+                    r = self.run_it("preload", level, env={"TRACEAGENT_MODE": mode})
+                    rep = self.report(r.dump)
+                    self.whole(rep)
+                    self.check_counts(self.functions(rep), CALLS)
+                    tree = paths(tadump.view_json(self, "graph", "--json", r.dump)["tree"])
+                    kept = {p: n for p, n in tree.items() if not set(p) - KEPT}
+                    self.assertEqual(kept, TREE)
 
     def test_units_and_bad_values(self):
         prog = self.prog("mindur-O2")
