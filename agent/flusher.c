@@ -773,4 +773,6 @@ void ta_flusher_release(void)
 	memset(total_lost_by, 0, sizeof(total_lost_by));
 	kick_word = 0;
 	__atomic_store_n(&dump_requested, 0, __ATOMIC_RELAXED);
+	/* The next attach may ask for another threshold. */
+	__atomic_store_n(&mindur_ticks_v, 0, __ATOMIC_RELAXED);
 }
