@@ -117,7 +117,7 @@ class MinDurationTest(tahelp.Case):
         writes whatever their length; each process has its own calls."""
         for level in LEVELS:
             with self.subTest(level=level):
-                r = self.run_it("record", level, "fork")
+                r = self.run_it("record", level, "fork", env={"TRACEAGENT_FLUSH_MS": "1"})
                 rep = self.report(r.dump, "--threads")
                 self.whole(rep, processes=2)
                 calls = dict(CALLS, slow=16, quick=170, tiny=202, forks=1, child_part=1)
@@ -133,6 +133,13 @@ class MinDurationTest(tahelp.Case):
                 parent = [d for d in by_pid.values() if "child_part" not in d]
                 self.assertEqual(parent[0]["forks"], 1)
                 self.assertEqual(parent[0]["main"], 1)
+                # The child's snapshot holds forks(), pending in the parent
+                # at the fork: its return there is no exit never entered
+                # (report would warn on stderr).
+                p = self.report_raw(r.dump)
+                self.assertEqual((p.returncode, p.stderr), (0, ""))
+                tree = paths(tadump.view_json(self, "graph", "--json", r.dump)["tree"])
+                self.assertEqual(tree[("main", "forks")], 1)
 
     def test_chunk_edges(self):
         """Small blocks and a 1 ms flush interval: calls cross many chunks
