@@ -141,6 +141,22 @@ class MinDurationTest(tahelp.Case):
                 tree = paths(tadump.view_json(self, "graph", "--json", r.dump)["tree"])
                 self.assertEqual(tree[("main", "forks")], 1)
 
+    def test_exec(self):
+        """exec.c's main calls work() 4 times, then execs: main's entry,
+        held back, is written before the image goes (its length is not
+        known), and work()'s calls are counted."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                self.need_host_program("/bin/true")
+                r = self.traced("preload", [self.prog("exec-" + level), "/bin/true"],
+                                env={"TRACEAGENT_MIN_DURATION": "1s"})
+                rep = self.report(r.dump)
+                self.assertTrue(rep["complete"], rep["errors"])
+                funcs = self.functions(rep)
+                self.assert_calls(funcs, {"main": 1, "work": 4})
+                self.assertEqual((funcs["main"]["open"], funcs["main"]["short_calls"]), (1, 0))
+                self.assertEqual(funcs["work"]["short_calls"], 4)
+
     def test_chunk_edges(self):
         """Small blocks and a 1 ms flush interval: calls cross many chunks
         (their entries wait in the pending stack from one to the next,
