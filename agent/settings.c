@@ -263,8 +263,11 @@ static int onoff_setting(const char *name, const char *yes, const char *no, int 
  */
 static uint64_t min_duration_setting(void)
 {
-	static const struct { const char *unit; uint64_t ns; } units[] = {
-		{"", 1}, {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000},
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = {
+	    {"", 1}, {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000},
 	};
 	const char *v = setting_env("TRACEAGENT_MIN_DURATION");
 	char *end;
@@ -279,7 +282,8 @@ static uint64_t min_duration_setting(void)
 			if (!strcmp(end, units[i].unit) && n <= UINT64_MAX / units[i].ns)
 				return n * units[i].ns;
 	ta_warn("TRACEAGENT_MIN_DURATION='%.64s' is not a time (500ns, 10us, 2ms, 1s); "
-		"recording every call", v);
+		"recording every call",
+		v);
 	return 0;
 }
 

@@ -250,8 +250,14 @@ static int min_duration_on(const struct report *r)
 /* Under the table: what the calls and times of a filtered dump mean. */
 static void text_min_duration(const struct report *r)
 {
-	static const struct { const char *unit; uint64_t ns; } units[] = {
-		{"s", 1000000000}, {"ms", 1000000}, {"us", 1000}, {"ns", 1},
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = {
+	    {"s", 1000000000},
+	    {"ms", 1000000},
+	    {"us", 1000},
+	    {"ns", 1},
 	};
 	uint64_t ns = r->s->min_duration_ns;
 	char t[40] = "the minimum duration";

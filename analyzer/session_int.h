@@ -55,7 +55,7 @@ void ta_sess_thread_close(struct ta_session *s, struct ta_thread *t);
 struct ta_part_fn {
 	uint64_t addr;
 	uint64_t calls, unwound, total, self, min, max, sum;
-	uint64_t shorts; /* of calls: left out by the agent's minimum duration */
+	uint64_t shorts;	  /* of calls: left out by the agent's minimum duration */
 	uint32_t active0, active; /* on the stack at the chunk's start, now */
 	struct ta_hist hist;
 };

@@ -32,16 +32,16 @@
 #define TA_MINDUR_COUNTS_MAX 4096u
 
 struct ta_mindur {
-	uint64_t min_ticks;	   /* the threshold, in ticks (0: every call kept) */
-	struct ta_raw *pend;	   /* pending entries, oldest first */
+	uint64_t min_ticks;  /* the threshold, in ticks (0: every call kept) */
+	struct ta_raw *pend; /* pending entries, oldest first */
 	uint32_t npend;
 	uint64_t *cnt_addr, *cnt_n; /* open-addressing table of dropped calls */
-	uint32_t ncnt, cnt_last;  /* entries used; the slot counted last */
-	uint64_t dropped;	   /* calls left out so far (all functions) */
-	uint64_t last_ticks;	   /* the newest record's ticks seen */
-	struct ta_raw *out;	   /* records to encode (ta_mindur_filter) */
+	uint32_t ncnt, cnt_last;    /* entries used; the slot counted last */
+	uint64_t dropped;	    /* calls left out so far (all functions) */
+	uint64_t last_ticks;	    /* the newest record's ticks seen */
+	struct ta_raw *out;	    /* records to encode (ta_mindur_filter) */
 	size_t out_len, out_cap;
-	int oom;		   /* a table could not be allocated: every call kept */
+	int oom; /* a table could not be allocated: every call kept */
 };
 
 void ta_mindur_init(struct ta_mindur *m, uint64_t min_ticks);

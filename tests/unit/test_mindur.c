@@ -57,7 +57,7 @@ static uint64_t shorts_of(const struct ta_mindur *m, uint64_t addr)
 START_TEST(mindur_short_left_out)
 {
 	struct ta_mindur m;
-	const struct ta_raw in[] = {EN(0, 0xa0), EN(10, 0xb0), EN(11, 0xc0), EX(12, 0xc0),
+	const struct ta_raw in[] = {EN(0, 0xa0),  EN(10, 0xb0), EN(11, 0xc0),  EX(12, 0xc0),
 				    EX(15, 0xb0), EN(20, 0xb0), EX(130, 0xb0), EX(200, 0xa0)};
 	/* b's second call is long: a (pending) goes out before it. */
 	const struct ta_raw want[] = {EN(0, 0xa0), EN(20, 0xb0), EX(130, 0xb0), EX(200, 0xa0)};
@@ -85,14 +85,10 @@ START_TEST(mindur_ext_forces)
 	struct ta_mindur m;
 	/* A message (2 values: one slot) inside a short b inside a: both
 	 * entries go out before it, then everything after as it is. */
-	const struct ta_raw in[] = {EN(0, 0xa0),
-				    EN(1, 0xb0),
-				    {2, TA_RAW_EXT | (uint64_t)TA_EXT_MESSAGE << 8 | 2},
-				    {7, 8},
-				    EX(3, 0xb0),
-				    EN(4, 0xc0),
-				    EX(5, 0xc0),
-				    EX(6, 0xa0)};
+	const struct ta_raw in[] = {
+	    EN(0, 0xa0), EN(1, 0xb0), {2, TA_RAW_EXT | (uint64_t)TA_EXT_MESSAGE << 8 | 2},
+	    {7, 8},	 EX(3, 0xb0), EN(4, 0xc0),
+	    EX(5, 0xc0), EX(6, 0xa0)};
 	const struct ta_raw want[] = {in[0], in[1], in[2], in[3], in[4], in[7]};
 
 	ta_mindur_init(&m, 100);
@@ -106,8 +102,8 @@ END_TEST
 START_TEST(mindur_pending_across_chunks)
 {
 	struct ta_mindur m;
-	const struct ta_raw in[] = {EN(0, 0xa0), EN(10, 0xb0), EN(11, 0xc0), EX(12, 0xc0),
-				    EX(150, 0xb0), EN(160, 0xd0)};
+	const struct ta_raw in[] = {EN(0, 0xa0),  EN(10, 0xb0),	 EN(11, 0xc0),
+				    EX(12, 0xc0), EX(150, 0xb0), EN(160, 0xd0)};
 	const struct ta_raw want1[] = {EN(0, 0xa0), EN(10, 0xb0), EX(150, 0xb0)};
 	const struct ta_raw want2[] = {EN(160, 0xd0)};
 
@@ -181,7 +177,8 @@ START_TEST(mindur_random)
 			in[n++] = EX(t, stack[--depth]);
 			calls++;
 		} else {
-			in[n++] = (struct ta_raw){t, TA_RAW_EXT | (uint64_t)TA_EXT_MESSAGE << 8 | 1};
+			in[n++] =
+			    (struct ta_raw){t, TA_RAW_EXT | (uint64_t)TA_EXT_MESSAGE << 8 | 1};
 			in[n++] = (struct ta_raw){0, 0};
 		}
 	}
