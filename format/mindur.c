@@ -164,36 +164,54 @@ int ta_mindur_filter(struct ta_mindur *m, const struct ta_raw *in, size_t n)
 			m->last_ticks = in[n - 1].ticks;
 		return 0;
 	}
+	/* The pending stack and the output in registers: the stores of
+	 * records could alias the fields of m.  Written back around the
+	 * calls that use them. */
+	struct ta_raw *pend = m->pend, *out = m->out;
+	uint32_t np = m->npend;
+	size_t ol = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t = in[i].ticks, h = in[i].addr;
 
 		if (!(h & (TA_RAW_EXIT | TA_RAW_LOST | TA_RAW_EXT))) {
+			/* A leaf call, short (about half of all calls): its
+			 * exit follows; left out without being pushed. */
+			if (i + 1 < n && in[i + 1].addr == (h | TA_RAW_EXIT) && in[i + 1].ticks >= t &&
+			    in[i + 1].ticks - t < min) {
+				m->npend = np;
+				if (count(m, h) == 0) {
+					m->dropped++;
+					i++;
+					continue;
+				}
+			}
 			/* An entry: pending until its exit says how long. */
-			if (m->npend == TA_MINDUR_PENDING_MAX) {
+			if (np == TA_MINDUR_PENDING_MAX) {
 				/* The oldest half is written: enough room
 				 * for a while, and the newest calls still
 				 * wait. */
 				uint32_t half = TA_MINDUR_PENDING_MAX / 2;
 
-				memcpy(m->out + m->out_len, m->pend, half * sizeof(*m->pend));
-				m->out_len += half;
-				memmove(m->pend, m->pend + half,
-					(m->npend - half) * sizeof(*m->pend));
-				m->npend -= half;
+				memcpy(out + ol, pend, half * sizeof(*pend));
+				ol += half;
+				memmove(pend, pend + half, (np - half) * sizeof(*pend));
+				np -= half;
 			}
-			m->pend[m->npend++] = in[i];
+			pend[np++] = in[i];
 			continue;
 		}
 		if (h & TA_RAW_EXIT) {
 			uint64_t a = h & ~TA_RAW_EXIT;
 
-			if (m->npend && m->pend[m->npend - 1].addr == a) {
-				uint64_t e = m->pend[m->npend - 1].ticks;
+			if (np && pend[np - 1].addr == a) {
+				uint64_t e = pend[np - 1].ticks;
 
 				/* A counter that went backwards: length 0. */
 				if (t < e || t - e < min) {
+					m->npend = np;
 					if (count(m, a) == 0) {
-						m->npend--;
+						np--;
 						m->dropped++;
 						continue;
 					}
@@ -201,10 +219,13 @@ int ta_mindur_filter(struct ta_mindur *m, const struct ta_raw *in, size_t n)
 					 * first (at this exit's time, the newest
 					 * yet), then this one has room. */
 					m->last_ticks = t;
+					m->out_len = ol;
 					if (ta_mindur_counts(m) < 0 || count(m, a) < 0 ||
 					    out_reserve(m, n - i + TA_MINDUR_PENDING_MAX) < 0)
 						return -TA_E_NOMEM;
-					m->npend--;
+					out = m->out;
+					ol = m->out_len;
+					np--;
 					m->dropped++;
 					continue;
 				}
@@ -212,12 +233,12 @@ int ta_mindur_filter(struct ta_mindur *m, const struct ta_raw *in, size_t n)
 			/* Long enough, or an exit whose entry is not the
 			 * newest pending one (written: the encoder's stack
 			 * rule takes it from there). */
-			if (m->npend) {
-				memcpy(m->out + m->out_len, m->pend, m->npend * sizeof(*m->pend));
-				m->out_len += m->npend;
-				m->npend = 0;
+			if (np) {
+				memcpy(out + ol, pend, np * sizeof(*pend));
+				ol += np;
+				np = 0;
 			}
-			m->out[m->out_len++] = in[i];
+			out[ol++] = in[i];
 			continue;
 		}
 		/* A gap or an EXT event (and its value slots, copied along):
@@ -231,15 +252,17 @@ int ta_mindur_filter(struct ta_mindur *m, const struct ta_raw *in, size_t n)
 					slots = n - i;
 			}
 			if (ta_raw_ext_kind(h) != 0 || (h >> 61) != 1) {
-				memcpy(m->out + m->out_len, m->pend, m->npend * sizeof(*m->pend));
-				m->out_len += m->npend;
-				m->npend = 0;
+				memcpy(out + ol, pend, np * sizeof(*pend));
+				ol += np;
+				np = 0;
 			}
-			memcpy(m->out + m->out_len, in + i, slots * sizeof(*in));
-			m->out_len += slots;
+			memcpy(out + ol, in + i, slots * sizeof(*in));
+			ol += slots;
 			i += slots - 1;
 		}
 	}
+	m->npend = np;
+	m->out_len = ol;
 	if (n)
 		m->last_ticks = in[n - 1].ticks;
 	return 0;
