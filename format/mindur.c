@@ -99,9 +99,12 @@ static inline int count(struct ta_mindur *m, uint64_t addr)
 	}
 }
 
+/* Records a whole table of counts takes (ta_mindur_counts). */
+#define PAIRS	     (TA_EXT_MAX_VALUES / 2)
+#define COUNTS_SLOTS ((TA_MINDUR_COUNTS_MAX / PAIRS + 1) * (1 + PAIRS))
+
 int ta_mindur_counts(struct ta_mindur *m)
 {
-	enum { PAIRS = TA_EXT_MAX_VALUES / 2 };
 	/* No later than anything written after: the oldest pending entry,
 	 * or the newest record; no earlier than anything written before
 	 * (everything written is older than the pending entries). */
@@ -151,9 +154,12 @@ int ta_mindur_filter(struct ta_mindur *m, const struct ta_raw *in, size_t n)
 		m->cnt_n = calloc(TA_MINDUR_COUNTS_MAX * 2, sizeof(*m->cnt_n));
 		m->oom = !m->pend || !m->cnt_addr || !m->cnt_n;
 	}
-	/* Every record out, pending entries at most: the worst case is
-	 * reserved once, so the loop below writes without checks. */
-	if (out_reserve(m, n + TA_MINDUR_PENDING_MAX) < 0)
+	/* Every record out, the pending entries, and the counts each time
+	 * the table fills (every COUNTS_MAX dropped calls at the most, two
+	 * records each): the worst case is reserved once, so the loop below
+	 * writes without checks and cannot fail half way. */
+	if (out_reserve(m, n + TA_MINDUR_PENDING_MAX +
+			       (n / (2 * TA_MINDUR_COUNTS_MAX) + 1) * COUNTS_SLOTS) < 0)
 		return -TA_E_NOMEM;
 	if (m->oom || !min) {
 		if (force(m) < 0)
@@ -177,8 +183,8 @@ int ta_mindur_filter(struct ta_mindur *m, const struct ta_raw *in, size_t n)
 		if (!(h & (TA_RAW_EXIT | TA_RAW_LOST | TA_RAW_EXT))) {
 			/* A leaf call, short (about half of all calls): its
 			 * exit follows; left out without being pushed. */
-			if (i + 1 < n && in[i + 1].addr == (h | TA_RAW_EXIT) && in[i + 1].ticks >= t &&
-			    in[i + 1].ticks - t < min) {
+			if (i + 1 < n && in[i + 1].addr == (h | TA_RAW_EXIT) &&
+			    in[i + 1].ticks >= t && in[i + 1].ticks - t < min) {
 				m->npend = np;
 				if (count(m, h) == 0) {
 					m->dropped++;
@@ -220,10 +226,8 @@ int ta_mindur_filter(struct ta_mindur *m, const struct ta_raw *in, size_t n)
 					 * yet), then this one has room. */
 					m->last_ticks = t;
 					m->out_len = ol;
-					if (ta_mindur_counts(m) < 0 || count(m, a) < 0 ||
-					    out_reserve(m, n - i + TA_MINDUR_PENDING_MAX) < 0)
-						return -TA_E_NOMEM;
-					out = m->out;
+					(void)ta_mindur_counts(m); /* room reserved */
+					(void)count(m, a);	   /* the table is empty */
 					ol = m->out_len;
 					np--;
 					m->dropped++;

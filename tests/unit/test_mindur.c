@@ -150,6 +150,46 @@ START_TEST(mindur_pending_bound)
 }
 END_TEST
 
+/* More functions with dropped calls than the table holds: the counts go
+ * out in the middle, every call counted once, the output in time order. */
+START_TEST(mindur_counts_full)
+{
+	enum { FNS = TA_MINDUR_COUNTS_MAX + 1000 };
+	struct ta_mindur m;
+	struct ta_raw *in = malloc((2 * FNS + 2) * sizeof(*in));
+	uint64_t total = 0, prev = 0;
+	size_t n = 0, kept = 0;
+
+	in[n++] = EN(0, 0x10);
+	for (uint64_t i = 0; i < FNS; i++) {
+		in[n++] = EN(1 + 2 * i, 0x100000 + 16 * i);
+		in[n++] = EX(2 + 2 * i, 0x100000 + 16 * i);
+	}
+	in[n++] = EX(1000000, 0x10);
+	ta_mindur_init(&m, 100);
+	ck_assert_int_eq(ta_mindur_filter(&m, in, n), 0);
+	kept = m.out_len;
+	ck_assert_int_eq(ta_mindur_counts(&m), 0);
+	for (uint64_t i = 0; i < FNS; i++)
+		total += shorts_of(&m, 0x100000 + 16 * i);
+	ck_assert_uint_eq(total, FNS);
+	ck_assert_uint_eq(m.dropped, FNS);
+	/* The counts went out at the pending outer call's entry time (no
+	 * frame needed: they belong to no call); the outer call, long, last;
+	 * every record in time order. */
+	ck_assert_uint_eq(m.out[kept - 2].addr, 0x10);
+	ck_assert_uint_eq(m.out[kept - 1].addr, 0x10 | TA_RAW_EXIT);
+	for (size_t i = 0; i < kept; i++) {
+		ck_assert_uint_ge(m.out[i].ticks, prev);
+		prev = m.out[i].ticks;
+		if (ta_raw_is_ext(m.out[i].addr))
+			i += TA_RAW_EXT_SLOTS(ta_raw_ext_n(m.out[i].addr));
+	}
+	ta_mindur_free(&m);
+	free(in);
+}
+END_TEST
+
 /*
  * Random call trees (seeded): the output is in time order, well nested,
  * and every call is either written (entry and exit) or counted; a written
@@ -257,6 +297,7 @@ static Suite *mindur_suite(void)
 	tcase_add_test(tc, mindur_ext_forces);
 	tcase_add_test(tc, mindur_pending_across_chunks);
 	tcase_add_test(tc, mindur_pending_bound);
+	tcase_add_test(tc, mindur_counts_full);
 	tcase_add_loop_test(tc, mindur_random, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
