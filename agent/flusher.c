@@ -27,6 +27,7 @@
 #include "attach.h"
 #include "flusher.h"
 #include "format.h"
+#include "mindur.h"
 #include "ring.h"
 #include "settings.h"
 
@@ -39,6 +40,7 @@ struct ta_flush_state {
 	uint64_t events;   /* recorded for this thread so far */
 	uint32_t name_seq; /* the name version last written */
 	int started;       /* THREAD_START written */
+	struct ta_mindur md; /* TRACEAGENT_MIN_DURATION's pending calls and counts */
 };
 
 static pthread_t flusher_thread;
@@ -51,6 +53,41 @@ static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Totals (atomic: rings are drained by the flusher and by their threads). */
 static uint64_t total_events, total_lost, total_threads;
 static uint64_t total_lost_by[TA_LOST_NCAUSES];
+
+/*
+ * TRACEAGENT_MIN_DURATION in ticks.  The counter's rate is measured from
+ * a pair taken when the flusher starts (mindur_t0) and one at least 2 ms
+ * later: the flusher thread takes it first thing; a drain that comes
+ * sooner (a very short program's end) waits out the 2 ms itself, once.
+ * Atomic: set by whichever drainer measures first (relaxed: any drainer
+ * that reads 0 measures again, and every measure is good).
+ */
+static uint64_t mindur_ticks_v;
+static uint64_t mindur_t0, mindur_n0;
+
+static uint64_t mindur_ticks(void)
+{
+	uint64_t v = __atomic_load_n(&mindur_ticks_v, __ATOMIC_RELAXED), t, n;
+	double rate;
+
+	if (v || !ta_cfg.min_duration_ns)
+		return v;
+	if (TA_CLOCK_SOURCE == TA_CLOCK_MONOTONIC) {
+		rate = 1.0;
+	} else if (ta_clock_nominal_hz()) {
+		rate = (double)ta_clock_nominal_hz() / 1e9;
+	} else {
+		do
+			ta_clock_pair(&t, &n);
+		while (n - mindur_n0 < 2000000);
+		rate = (double)(t - mindur_t0) / (double)(n - mindur_n0);
+	}
+	v = (uint64_t)((double)ta_cfg.min_duration_ns * rate);
+	if (!v)
+		v = 1;
+	__atomic_store_n(&mindur_ticks_v, v, __ATOMIC_RELAXED);
+	return v;
+}
 
 void ta_flusher_kick(void)
 {
@@ -144,6 +181,13 @@ static void flush_chunk(struct ta_flush_state *fs)
 
 	if (!fs->enc.open)
 		return;
+	/* The calls left out so far, counted in the chunk they end. */
+	if (fs->md.ncnt) {
+		fs->md.out_len = 0;
+		if (ta_mindur_counts(&fs->md) == 0) {
+			(void)ta_encoder_raw(&fs->enc, fs->md.out, fs->md.out_len, SIZE_MAX);
+		}
+	}
 	ta_encoder_end(&fs->enc, &p, &len);
 	/* The sites its events name go before it (a view can name them as
 	 * the dump goes by). */
@@ -161,9 +205,9 @@ static volatile uint64_t handoff_sink;
 #endif
 
 /* Encodes the records [from, to) of a block, in chunks of CHUNK_TARGET. */
-static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t from, uint32_t to)
+static void encode_raw(struct ta_flush_state *fs, const struct ta_rec *rec, size_t from, size_t to)
 {
-	uint32_t i = from;
+	size_t i = from;
 	uint64_t markers = fs->enc.marker_slots;
 
 #ifdef TA_BENCH_HANDOFF
@@ -181,7 +225,7 @@ static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t
 		size_t n = ta_encoder_raw(&fs->enc, rec + i, to - i, CHUNK_TARGET);
 		if (!n)
 			break; /* out of memory: these events are not written */
-		i += (uint32_t)n;
+		i += n;
 		if (fs->enc.len >= CHUNK_TARGET)
 			flush_chunk(fs);
 	}
@@ -191,11 +235,50 @@ static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t
 	__atomic_add_fetch(&total_events, i - from - markers, __ATOMIC_RELAXED);
 }
 
+/* The same, through the minimum-duration filter when one is set. */
+static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t from, uint32_t to)
+{
+	uint64_t min = mindur_ticks();
+
+	if (!min) {
+		encode_raw(fs, rec, from, to);
+		return;
+	}
+	fs->md.min_ticks = min;
+	if (ta_mindur_filter(&fs->md, rec + from, to - from) < 0) {
+		/* No memory to filter with: written whole, which loses
+		 * nothing (the pending entries stay before them). */
+		fs->md.out_len = 0;
+		if (ta_mindur_flush(&fs->md) == 0)
+			encode_raw(fs, fs->md.out, 0, fs->md.out_len);
+		encode_raw(fs, rec, from, to);
+		return;
+	}
+	encode_raw(fs, fs->md.out, 0, fs->md.out_len);
+}
+
+/* The calls still pending written (their threads end, fork or exec: the
+ * calls are open, their length unknown), and the counts. */
+static void mindur_flush(struct ta_flush_state *fs)
+{
+	if (!fs->md.npend && !fs->md.ncnt)
+		return;
+	fs->md.out_len = 0;
+	if (ta_mindur_flush(&fs->md) == 0)
+		encode_raw(fs, fs->md.out, 0, fs->md.out_len);
+	/* Counts in a chunk of their own when nothing is open: flush_chunk
+	 * writes them into an open one. */
+	fs->md.out_len = 0;
+	if (!fs->enc.open && fs->md.ncnt && ta_mindur_counts(&fs->md) == 0)
+		encode_raw(fs, fs->md.out, 0, fs->md.out_len);
+}
+
 /* Drains one ring; the caller holds t->consume_lock.  partial: a thread
  * helping with its own ring leaves a small chunk open for the next drain
  * (the flusher's periodic pass writes it), so helping does not turn into a
  * write per block. */
-static void drain_thread_held(struct ta_thread *t, int at_end, int partial, struct ta_thread *held);
+static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int whole,
+			      struct ta_thread *held);
 
 /*
  * The kernel reuses the tid of a thread that exited, and a new thread gets
@@ -232,7 +315,7 @@ static int older_holders_drained(struct ta_thread *t, int at_end, struct ta_thre
 		 * before it. */
 		if (__atomic_load_n(&u->state, __ATOMIC_ACQUIRE) == TA_T_EXITED &&
 		    u->tid == t->tid && u->start_ticks < t->start_ticks) {
-			drain_thread_held(u, at_end, 0, t);
+			drain_thread_held(u, at_end, 0, 0, t);
 			/* Not to its end (one of its own elders is busy):
 			 * t waits with it. */
 			if (__atomic_load_n(&u->state, __ATOMIC_RELAXED) == TA_T_EXITED &&
@@ -246,7 +329,10 @@ static int older_holders_drained(struct ta_thread *t, int at_end, struct ta_thre
 	return 1;
 }
 
-static void drain_thread_held(struct ta_thread *t, int at_end, int partial, struct ta_thread *held)
+/* whole: the calls the minimum-duration filter holds back are written too
+ * (before a fork or an exec, and when asked to write everything). */
+static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int whole,
+			      struct ta_thread *held)
 {
 	/* Acquire: pairs with the release stores of the state in ring.c, so
 	 * the fields set at registration (and the final heads, if EXITED)
@@ -269,6 +355,8 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, stru
 		/* A new thread in this record: start its stream afresh. */
 		ta_encoder_free(&fs->enc);
 		ta_encoder_init(&fs->enc, t->tid);
+		ta_mindur_free(&fs->md);
+		ta_mindur_init(&fs->md, 0);
 		fs->events = 0;
 		fs->started = 0;
 		t->drain = t->first;
@@ -312,6 +400,8 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, stru
 		fs->enc.stack.overflow = 0;
 		/* The setjmp depths were of the old stack. */
 		memset(&fs->enc.jmp, 0, sizeof(fs->enc.jmp));
+		/* The calls held back were in those frames. */
+		ta_mindur_forget(&fs->md);
 		t->cut = 0;
 	}
 	b = t->drain;
@@ -339,6 +429,10 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, stru
 		b = n;
 		t->drain = b;
 	}
+	/* Calls open at the end keep their entries (their length is not
+	 * known): nothing the filter holds back is lost. */
+	if (whole || at_end || st == TA_T_EXITED)
+		mindur_flush(fs);
 	/* A thread's last events go out before its THREAD_END. */
 	if (!partial || at_end || st == TA_T_EXITED || fs->enc.len >= CHUNK_TARGET / 4)
 		flush_chunk(fs);
@@ -355,9 +449,9 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, stru
 	}
 }
 
-static void drain_thread(struct ta_thread *t, int at_end, int partial)
+static void drain_thread(struct ta_thread *t, int at_end, int partial, int whole)
 {
-	drain_thread_held(t, at_end, partial, NULL);
+	drain_thread_held(t, at_end, partial, whole, NULL);
 }
 
 int ta_consume_trylock(struct ta_thread *t)
@@ -377,7 +471,7 @@ void ta_consume_unlock(struct ta_thread *t)
 
 /* One pass over every ring.  partial: the chunks under CHUNK_TARGET / 4
  * stay open for the next pass (drain_thread_held). */
-static void drain_all(int at_end, int partial)
+static void drain_all(int at_end, int partial, int whole)
 {
 	pthread_mutex_lock(&drain_lock);
 	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
@@ -391,7 +485,7 @@ static void drain_all(int at_end, int partial)
 			while (!ta_consume_trylock(t))
 				sched_yield();
 		}
-		drain_thread(t, at_end, partial);
+		drain_thread(t, at_end, partial, whole);
 		ta_consume_unlock(t);
 	}
 	pthread_mutex_unlock(&drain_lock);
@@ -399,7 +493,9 @@ static void drain_all(int at_end, int partial)
 
 void ta_flusher_drain(int at_end)
 {
-	drain_all(at_end, 0);
+	/* Asked for (an exec, ctl flush, a flight dump, the end): the calls
+	 * held back by the minimum-duration filter go too. */
+	drain_all(at_end, 0, 1);
 }
 
 void ta_flusher_crash_drain(void)
@@ -419,7 +515,7 @@ void ta_flusher_crash_drain(void)
 		}
 		if (!got)
 			continue; /* its holder is the crashed code, or stuck */
-		drain_thread(t, 1, 0);
+		drain_thread(t, 1, 0, 1);
 		ta_consume_unlock(t);
 	}
 	if (have)
@@ -430,7 +526,7 @@ int ta_flusher_help(struct ta_thread *t)
 {
 	if (!ta_consume_trylock(t))
 		return 0;
-	drain_thread(t, 0, 1);
+	drain_thread(t, 0, 1, 0);
 	ta_consume_unlock(t);
 	return 1;
 }
@@ -523,6 +619,14 @@ static void *flusher_main(void *arg)
 	/* Everything this thread does is the agent's. */
 	TA_GUARD_ENTER();
 	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "traceagent", 0, 0, 0);
+	if (ta_cfg.min_duration_ns && !__atomic_load_n(&mindur_ticks_v, __ATOMIC_RELAXED)) {
+		/* The counter's rate for the threshold, before the first
+		 * pass needs it (mindur_ticks). */
+		struct timespec ms2 = {0, 2000000};
+
+		nanosleep(&ms2, NULL);
+		(void)mindur_ticks();
+	}
 	while (!__atomic_load_n(&flusher_stop, __ATOMIC_ACQUIRE)) {
 		struct timespec ts = {(time_t)(ta_cfg.flush_ms / 1000),
 				      (long)(ta_cfg.flush_ms % 1000) * 1000000L};
@@ -549,7 +653,7 @@ static void *flusher_main(void *arg)
 			int full = t - last_full >= ta_cfg.flush_ms;
 
 			place_flusher();
-			drain_all(0, !full);
+			drain_all(0, !full, 0);
 			if (full)
 				last_full = t;
 		}
@@ -577,6 +681,8 @@ int ta_flusher_start(void)
 	/* The flusher must never run the program's signal handlers: it is
 	 * created with every signal blocked. */
 	sigfillset(&all);
+	if (ta_cfg.min_duration_ns)
+		ta_clock_pair(&mindur_t0, &mindur_n0);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	__atomic_store_n(&flusher_stop, 0, __ATOMIC_RELAXED);
 	err = ta_real_pthread_create(&flusher_thread, NULL, flusher_main, NULL);
@@ -600,7 +706,17 @@ void ta_flusher_stop(void)
 
 void ta_flusher_fork_prepare(void)
 {
+	struct ta_thread *me;
+
 	pthread_mutex_lock(&drain_lock);
+	/* The child starts inside the forking thread's open frames, which
+	 * the parent records: the calls the minimum-duration filter holds
+	 * back among them are written, and the child's first snapshot, the
+	 * encoder's stack, has them all (ring.c's ta_ring_fork_child). */
+	if (ta_cfg.min_duration_ns && (me = ta_thread_self()) != NULL && ta_consume_trylock(me)) {
+		drain_thread(me, 0, 1, 1);
+		ta_consume_unlock(me);
+	}
 }
 
 void ta_flusher_fork_parent(void)
@@ -648,6 +764,7 @@ void ta_flusher_release(void)
 		t->fs = NULL;
 		ta_consume_unlock(t);
 		ta_encoder_free(&fs->enc);
+		ta_mindur_free(&fs->md);
 		ta_zbuf_free(&fs->z);
 		free(fs);
 	}
@@ -656,4 +773,6 @@ void ta_flusher_release(void)
 	memset(total_lost_by, 0, sizeof(total_lost_by));
 	kick_word = 0;
 	__atomic_store_n(&dump_requested, 0, __ATOMIC_RELAXED);
+	/* The next attach may ask for another threshold. */
+	__atomic_store_n(&mindur_ticks_v, 0, __ATOMIC_RELAXED);
 }

@@ -488,7 +488,10 @@ static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const st
 {
 	struct ta_fn_row *w;
 	size_t k;
-	uint64_t min = ta_process_dur_ns(p, f->min), max = ta_process_dur_ns(p, f->max);
+	/* A function whose every call was left out has no min nor max. */
+	int timed = f->calls > f->shorts;
+	uint64_t min = timed ? ta_process_dur_ns(p, f->min) : UINT64_MAX;
+	uint64_t max = timed ? ta_process_dur_ns(p, f->max) : 0;
 
 	if (!f->calls)
 		return 0; /* entered, never closed: cannot happen after finish */
@@ -516,6 +519,7 @@ static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const st
 	w->calls += f->calls;
 	w->open += f->open;
 	w->unwound += f->unwound;
+	w->shorts += f->shorts;
 	w->total += ta_process_dur_ns(p, f->total);
 	w->self += ta_process_dur_ns(p, f->self);
 	w->sum += ta_process_dur_ns(p, f->sum);
@@ -640,8 +644,12 @@ int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_
 		if (p && rows_add(t, &ids[i], f, (uint32_t)i, p) < 0)
 			return -1;
 	}
-	for (size_t i = 0; i < t->n && !rc; i++)
+	for (size_t i = 0; i < t->n && !rc; i++) {
+		/* Every call left out (minimum duration): no time known. */
+		if (t->rows[i].min == UINT64_MAX)
+			t->rows[i].min = 0;
 		rc = row_percentiles(t, v, prof, &t->rows[i], &buf, &cap);
+	}
 	free(buf);
 	return rc;
 }

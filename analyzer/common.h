@@ -176,11 +176,20 @@ struct ta_fn_row {
 	struct ta_fn_name id;
 	uint64_t calls, open, total, self, min, max, sum;
 	uint64_t unwound; /* activations left by a longjmp or an exception */
+	uint64_t shorts;  /* of calls: left out by the agent's minimum duration
+			     (no times: min, max, sum and the percentiles are
+			     the others') */
 	/* Nearest-rank percentiles of the activations' durations, from the
 	 * profile's histograms (0 when it kept none). */
 	uint64_t p50, p90, p99;
 	uint32_t first; /* internal: first ta_fstat taken (index + 1) */
 };
+
+/* The mean of the calls whose times are known (not those left out). */
+static inline uint64_t ta_fn_row_avg(const struct ta_fn_row *w)
+{
+	return w->calls > w->shorts ? w->sum / (w->calls - w->shorts) : 0;
+}
 
 struct ta_fn_table {
 	struct ta_fn_row *rows;

@@ -229,7 +229,7 @@ static void text_rows(struct report *r, const struct ta_fn_table *t)
 		       ta_fmt_time(b[1], sizeof(b[1]), w->self),
 		       ta_fmt_time(b[2], sizeof(b[2]), w->min),
 		       ta_fmt_time(b[3], sizeof(b[3]), w->max),
-		       ta_fmt_time(b[4], sizeof(b[4]), w->sum / w->calls),
+		       ta_fmt_time(b[4], sizeof(b[4]), ta_fn_row_avg(w)),
 		       ta_fmt_time(b[5], sizeof(b[5]), w->p50),
 		       ta_fmt_time(b[6], sizeof(b[6]), w->p90),
 		       ta_fmt_time(b[7], sizeof(b[7]), w->p99), w->id.name,
@@ -238,6 +238,41 @@ static void text_rows(struct report *r, const struct ta_fn_table *t)
 			printf("  %s", line ? line : "?");
 		putchar('\n');
 	}
+}
+
+/* Whether the agent left short calls out (TRACEAGENT_MIN_DURATION): its
+ * threshold, or calls it counted as such. */
+static int min_duration_on(const struct report *r)
+{
+	return r->s->min_duration_ns || r->s->short_calls;
+}
+
+/* Under the table: what the calls and times of a filtered dump mean. */
+static void text_min_duration(const struct report *r)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = {
+	    {"s", 1000000000},
+	    {"ms", 1000000},
+	    {"us", 1000},
+	    {"ns", 1},
+	};
+	uint64_t ns = r->s->min_duration_ns;
+	char t[40] = "the minimum duration";
+
+	if (!min_duration_on(r))
+		return;
+	for (size_t i = 0; ns && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ns % units[i].ns == 0) {
+			snprintf(t, sizeof(t), "%" PRIu64 "%s", ns / units[i].ns, units[i].unit);
+			break;
+		}
+	}
+	printf("calls shorter than %s were not recorded (their counts are exact, their times "
+	       "are not in total/self)\n",
+	       t);
 }
 
 /* ---- CSV ------------------------------------------------------------------------------ */
@@ -284,7 +319,7 @@ static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct
 		csv_field(w->id.module);
 		printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 		       ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
-		       w->id.offset, w->calls, w->total, w->self, w->min, w->max, w->sum / w->calls,
+		       w->id.offset, w->calls, w->total, w->self, w->min, w->max, ta_fn_row_avg(w),
 		       w->p50, w->p90, w->p99, w->open);
 		if (r->src) {
 			const char *line = srcline_of(r, w);
@@ -312,8 +347,10 @@ static void json_rows(struct report *r, const struct ta_fn_table *t, const char 
 		       ", \"self_ns\": %" PRIu64 ", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
 		       ", \"avg_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64
 		       ", \"p99_ns\": %" PRIu64 ", \"open\": %" PRIu64 ", \"unwound\": %" PRIu64,
-		       w->id.offset, w->calls, w->total, w->self, w->min, w->max, w->sum / w->calls,
+		       w->id.offset, w->calls, w->total, w->self, w->min, w->max, ta_fn_row_avg(w),
 		       w->p50, w->p90, w->p99, w->open, w->unwound);
+		if (min_duration_on(r))
+			printf(", \"short_calls\": %" PRIu64, w->shorts);
 		if (r->src) {
 			const char *line = srcline_of(r, w);
 
@@ -410,6 +447,9 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 	/* Recorded with filters (FILTER chunk): not a whole profile. */
 	printf(",\n  \"filters\": ");
 	ta_print_filters_json(stdout, ta_session_filters(s));
+	if (min_duration_on(r))
+		printf(",\n  \"min_duration_ns\": %" PRIu64 ", \"short_calls\": %" PRIu64,
+		       s->min_duration_ns, s->short_calls);
 	/* Every process recorded (a forked child writes into its parent's
 	 * dump): the functions above are summed over them, or --pid's. */
 	printf(",\n  \"process_list\": [");
@@ -458,6 +498,7 @@ static int print_text(struct report *r, const struct ta_fn_table *all)
 		printf("%s\n", ta_fmt_filtered_line(line, sizeof(line), f));
 	}
 	text_rows(r, all);
+	text_min_duration(r);
 	if (!r->opt.threads)
 		return 0;
 	return each_thread(r, text_thread) < 0 ? -1 : 0;

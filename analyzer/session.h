@@ -260,6 +260,10 @@ struct ta_visitor {
 	/* NULL, or how workers sum an EVENTS chunk on their own for this
 	 * visitor (-j: see ta_chunk_ops below). */
 	const struct ta_chunk_ops *chunks;
+	/* NULL, or: calls of addr (a session key, as enter's) that the agent
+	 * left out, shorter than its minimum duration (TA_EXT_SHORT); they
+	 * are not visited.  Takes TA_EXT_SHORT from ext. */
+	void (*shorts)(void *ctx, struct ta_thread *t, uint64_t addr, uint64_t calls);
 };
 
 /* A problem found while reading, with where it was. */
@@ -303,6 +307,11 @@ struct ta_session {
 	void *vpart;
 	/* EVENTS chunks taken from the workers' parts, not walked here. */
 	uint64_t parts_taken;
+	/* The agent's minimum duration (TRACEAGENT_MIN_DURATION), in ns,
+	 * as the dump's FILTER chunk says; 0: none, or not said. */
+	uint64_t min_duration_ns;
+	/* Calls the agent left out as shorter than it (TA_EXT_SHORT). */
+	uint64_t short_calls;
 };
 
 /* ---- EVENTS chunks summed by workers, for visitors other than the profile ---- */
@@ -525,7 +534,9 @@ struct ta_fstat {
 	uint32_t thread; /* ta_thread.index */
 	uint32_t pid;
 	uint64_t addr;
-	uint64_t calls;	  /* activations, open ones included */
+	uint64_t calls;	  /* activations, open ones and shorts included */
+	uint64_t shorts;  /* of calls: left out by the agent as shorter than its
+			     minimum duration (no time, not in min/max/sum) */
 	uint64_t open;	  /* activations still open at the end */
 	uint64_t unwound; /* activations left by a longjmp or an exception */
 	uint64_t total;	  /* outermost activations only (recursion counted once) */

@@ -55,6 +55,7 @@ void ta_sess_thread_close(struct ta_session *s, struct ta_thread *t);
 struct ta_part_fn {
 	uint64_t addr;
 	uint64_t calls, unwound, total, self, min, max, sum;
+	uint64_t shorts;	  /* of calls: left out by the agent's minimum duration */
 	uint32_t active0, active; /* on the stack at the chunk's start, now */
 	struct ta_hist hist;
 };
@@ -84,6 +85,7 @@ struct ta_chunk_part {
 	struct ta_part_edge *edges;
 	size_t nedges, edges_cap;
 	uint64_t events, unmatched, lost, last_ticks;
+	uint64_t shorts; /* calls the agent left out (TA_EXT_SHORT) */
 	int have_ticks;
 };
 

@@ -1130,6 +1130,10 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_FILTER:
 		rc = filter_chunk(p, c->payload, c->len);
+		/* The report's note names one threshold: the largest (the
+		 * processes of a dump share their settings but for exec). */
+		if (rc == 0 && p->filter->min_duration_ns > s->min_duration_ns)
+			s->min_duration_ns = p->filter->min_duration_ns;
 		break;
 	default:
 		s->unknown_chunks++; /* a later minor version's addition */

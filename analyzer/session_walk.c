@@ -193,6 +193,20 @@ static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct t
 }
 
 static void tag_batch(const struct ta_process *p, struct ta_event *ev, size_t n);
+
+/* A TA_EXT_SHORT's pairs (function, calls left out) to the visitor. */
+static void walk_shorts(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
+			const uint64_t *v, uint32_t n)
+{
+	for (uint32_t i = 0; i + 1 < n; i += 2) {
+		s->short_calls += v[i + 1];
+		if (s->v.shorts)
+			s->v.shorts(s->v.ctx, t,
+				    s->walk_proc ? ta_process_addr_at(s->walk_proc, v[i], ticks)
+						 : v[i],
+				    v[i + 1]);
+	}
+}
 /* Replays a batch of decoded events on t's stack: 0, or -TA_E_NOMEM. */
 static TA_INLINE int walk(struct ta_session *s, struct ta_thread *t, const struct ta_event *evs,
 			  size_t n, enum walk w)
@@ -225,6 +239,9 @@ static TA_INLINE int walk(struct ta_session *s, struct ta_thread *t, const struc
 				t->lost += ev->value;
 				if (s->v.lost)
 					s->v.lost(s->v.ctx, t, ev->ticks, ev->value);
+			} else if (ev->ext == TA_EXT_SHORT) {
+				walk_shorts(s, t, ev->ticks, s->dec.ext_values,
+					    (uint32_t)ev->value);
 			} else if (s->v.ext) {
 				/* Always the batch's last: the decoder's
 				 * ext_values are its values. */
@@ -586,6 +603,18 @@ static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,
 		ta_hist_add(&p->f[x->user - 1].hist, x->duration);
 }
 
+static void profile_shorts(void *ctx, struct ta_thread *t, uint64_t addr, uint64_t calls)
+{
+	struct ta_profile *p = ctx;
+	uintptr_t u = profile_enter(p, t, 0, 0, addr, 0);
+
+	if (u == NO_STAT)
+		return;
+	p->f[u - 1].active--;
+	p->f[u - 1].calls += calls;
+	p->f[u - 1].shorts += calls;
+}
+
 void ta_profile_init(struct ta_profile *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -606,6 +635,7 @@ void ta_profile_visitor(struct ta_profile *p, struct ta_visitor *v)
 	v->ctx = p;
 	v->enter = profile_enter;
 	v->exit = p->hist ? profile_exit_hist : profile_exit;
+	v->shorts = profile_shorts;
 }
 
 /* ---- per-chunk profiles, for the parallel reader ------------------------------------ */
@@ -662,6 +692,7 @@ static void part_reset(struct ta_chunk_part *cp)
 	cp->depth = cp->nph = 0;
 	cp->nedges = 0;
 	cp->events = cp->unmatched = cp->lost = cp->last_ticks = 0;
+	cp->shorts = 0;
 	cp->have_ticks = 0;
 	cp->ok = 0;
 }
@@ -843,8 +874,21 @@ static TA_INLINE int part_events(struct ta_chunk_part *cp, const struct ta_event
 			if (ev->popped &&
 			    part_pops(cp, ev->popped, ev->ticks, TA_VISIT_UNWOUND, hist) < 0)
 				return -1;
-			if (ev->ext == TA_EXT_LOST)
+			if (ev->ext == TA_EXT_LOST) {
 				cp->lost += ev->value;
+			} else if (ev->ext == TA_EXT_SHORT) {
+				/* Always the batch's last: the decoder's
+				 * values are its own. */
+				for (uint64_t k = 0; k + 1 < ev->value; k += 2) {
+					uint32_t fn = part_fn(cp, cp->dec.ext_values[k]);
+
+					if (!fn)
+						return -1;
+					cp->fns[fn - 1].calls += cp->dec.ext_values[k + 1];
+					cp->fns[fn - 1].shorts += cp->dec.ext_values[k + 1];
+					cp->shorts += cp->dec.ext_values[k + 1];
+				}
+			}
 			break;
 		}
 	}
@@ -960,6 +1004,7 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 		if (!pf->calls)
 			continue;
 		f->calls += pf->calls;
+		f->shorts += pf->shorts;
 		f->sum += pf->sum;
 		f->self += pf->self;
 		f->total += pf->total;
@@ -1003,6 +1048,7 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 	free(real);
 	t->unmatched += cp->unmatched;
 	t->lost += cp->lost;
+	s->short_calls += cp->shorts;
 	t->events += cp->events;
 	if (cp->have_ticks) {
 		t->last_ticks = cp->last_ticks;

@@ -164,7 +164,11 @@ enum ta_ext_kind {
 	TA_EXT_ZONE_TEXT = 16, /* site (the TEXT one), text: for the innermost zone */
 	TA_EXT_ZONE_VALUE = 17,   /* value: for the innermost open zone */
 	TA_EXT_CHANNEL = 18,      /* channel id, 1 on / 0 off: a switch, here and now */
-	TA_EXT_ZONE_UNMATCHED = 19 /* site of a TA_ZONE_END with no zone begun */
+	TA_EXT_ZONE_UNMATCHED = 19, /* site of a TA_ZONE_END with no zone begun */
+	/* Calls left out by TRACEAGENT_MIN_DURATION (1.7): pairs (function
+	 * address, calls) dropped since the previous TA_EXT_SHORT of the
+	 * thread (format/mindur.h). */
+	TA_EXT_SHORT = 20
 };
 
 /* TA_EXT_COUNTER's type. */

@@ -11,7 +11,11 @@
  * written.  The tick deltas are those of the run that made the dump (a
  * native run), not those of a run under valgrind.
  *
- *   encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x]
+ *   encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x] [-m TICKS]
+ *
+ * -m: through the minimum-duration filter first (format/mindur.c, as
+ * TRACEAGENT_MIN_DURATION has the flusher do), calls shorter than TICKS
+ * left out; its time counts as encoding, per event read from the ring.
  *
  * Prints events, bytes per event (compressed chunks with their headers),
  * a checksum of the encoded payloads (equal before and after a change of
@@ -24,7 +28,7 @@
  * against build-bench's libta_format.a, the release build's format.c; by
  * hand, with the release build's flags:
  *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iformat -o encbench \
- *       scripts/bench.d/encbench.c format/format.c -llz4
+ *       scripts/bench.d/encbench.c format/format.c format/mindur.c -llz4
  */
 #define _GNU_SOURCE
 #include <lz4.h>
@@ -36,6 +40,11 @@
 #include <time.h>
 
 #include "format.h"
+#include "mindur.h"
+
+static uint64_t min_ticks; /* -m */
+static struct ta_mindur md;
+static size_t md_out; /* records the filter let through, last round */
 
 static void die(const char *what)
 {
@@ -232,11 +241,31 @@ static void one_round(const struct raws *raw, size_t block, size_t chunk, int ac
 
 	memset(r, 0, sizeof(*r));
 	ta_encoder_init(&e, 1);
+	ta_mindur_init(&md, min_ticks);
+	md_out = 0;
 	for (size_t b = 0; b < raw->n; b += block) {
 		size_t to = b + block < raw->n ? b + block : raw->n;
 
+		if (min_ticks) {
+			uint64_t t0 = now_ns();
+
+			if (ta_mindur_filter(&md, raw->ev + b, to - b) < 0)
+				die("filter out of memory");
+			r->enc_ns += now_ns() - t0;
+			md_out += md.out_len;
+			encode(&e, md.out, md.out_len, chunk, accel, r);
+			continue;
+		}
 		encode(&e, raw->ev + b, to - b, chunk, accel, r);
 	}
+	if (min_ticks) {
+		md.out_len = 0;
+		(void)ta_mindur_flush(&md);
+		(void)ta_mindur_counts(&md);
+		md_out += md.out_len;
+		encode(&e, md.out, md.out_len, chunk, accel, r);
+	}
+	ta_mindur_free(&md);
 	flush(&e, r, accel);
 	ta_encoder_free(&e);
 }
@@ -350,12 +379,16 @@ int main(int argc, char **argv)
 			accel = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-x"))
 			cross = 1;
+		else if (!strcmp(argv[i], "-m") && i + 1 < argc)
+			min_ticks = strtoull(argv[++i], NULL, 0);
 		else if (argv[i][0] != '-' && !path)
 			path = argv[i];
 		else
 			die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] "
 			    "[-x]");
 	}
+	if (cross && min_ticks)
+		die("-m and -x: one or the other");
 	if (!path || rounds < 1 || !block || !chunk)
 		die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x]");
 	load(path, &raw);
@@ -377,6 +410,9 @@ int main(int argc, char **argv)
 	printf("events %zu chunks %llu payload %.3f B/event stored %.3f B/event sum %08x\n", raw.n,
 	       (unsigned long long)best.chunks, (double)best.payload_bytes / (double)raw.n,
 	       (double)best.stored_bytes / (double)raw.n, best.sum);
+	if (min_ticks)
+		printf("min-duration %llu ticks: %zu of %zu records written\n",
+		       (unsigned long long)min_ticks, md_out, raw.n);
 	printf("best of %d: %.2f ns/event (encode %.2f, lz4 %.2f, crc %.2f)\n", rounds,
 	       (double)best_ns / (double)raw.n, (double)best.enc_ns / (double)raw.n,
 	       (double)best.lz4_ns / (double)raw.n, (double)best.crc_ns / (double)raw.n);

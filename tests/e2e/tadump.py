@@ -185,12 +185,12 @@ def view(case, *args, status=0):
     return p
 
 
-def view_json(case, *args):
+def view_json(case, *args, stderr=""):
     """The JSON a view prints for a whole dump (status 0, nothing on
-    stderr)."""
+    stderr but what is given)."""
     import json
     p = view(case, *args)
-    case.assertEqual(p.stderr, "")
+    case.assertEqual(p.stderr, stderr)
     return json.loads(p.stdout)
 
 

@@ -495,7 +495,7 @@ START_TEST(visitor_sequence)
 	struct dumpgen g;
 	struct ta_encoder e;
 	struct seen seen = {""};
-	struct ta_visitor v = {&seen, seen_enter, seen_exit, seen_lost, NULL, NULL};
+	struct ta_visitor v = {&seen, seen_enter, seen_exit, seen_lost, NULL, NULL, NULL};
 	struct ta_session *s;
 	const uint8_t *p;
 	size_t len;
