@@ -51,14 +51,6 @@ TA_PUBLIC void ta_attach_patch_restore(void);
 extern void ta_hook_enter(void *fn, void *call_site) __attribute__((weak)) TA_HIDDEN;
 extern void ta_hook_exit(void *fn, void *call_site) __attribute__((weak)) TA_HIDDEN;
 
-#if defined(__x86_64__)
-#define R_JUMP_SLOT R_X86_64_JUMP_SLOT
-#define R_GLOB_DAT R_X86_64_GLOB_DAT
-#elif defined(__aarch64__)
-#define R_JUMP_SLOT R_AARCH64_JUMP_SLOT
-#define R_GLOB_DAT R_AARCH64_GLOB_DAT
-#endif
-
 /* A GOT entry pointed at our hook, and what it held. */
 struct got_slot {
 	uintptr_t *at;
@@ -161,106 +153,53 @@ static int known_slot(uintptr_t *at, uintptr_t hook, uintptr_t base)
 
 struct scan {
 	uintptr_t self_base;
+	uintptr_t base; /* the module being scanned: its load bias */
 	int err;
 };
+
+/* One GOT entry of a module for a hook (ta_module_hook_slots): pointed
+ * at ours, what it held kept. */
+static int redirect_slot(void *arg, uintptr_t *at, int is_exit, int relro)
+{
+	struct scan *sc = arg;
+	uintptr_t hook = is_exit ? (uintptr_t)&ta_hook_exit : (uintptr_t)&ta_hook_enter;
+	struct got_slot *ns;
+
+	if (known_slot(at, hook, sc->base))
+		return 0;
+	ns = ta_grow(slots, nslots, &cap_slots, sizeof(*slots), 16);
+	if (!ns) {
+		sc->err = -ENOMEM;
+		return 1;
+	}
+	slots = ns;
+	slots[nslots].at = at;
+	slots[nslots].old = __atomic_load_n(at, __ATOMIC_RELAXED);
+	slots[nslots].relro = relro;
+	slots[nslots].base = sc->base;
+	if (got_write(at, hook, relro) < 0)
+		return 0;
+	nslots++;
+	return 0;
+}
 
 /* One module: its relocations against the two hooks, JUMP_SLOT (the PLT's
  * entries) and GLOB_DAT (-fno-plt, or an address taken). */
 static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct scan *sc = arg;
-	const ElfW(Phdr) *dynph = NULL;
-	uintptr_t relro_lo = 0, relro_hi = 0;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const ElfW(Rela) *rels[2] = {NULL, NULL};
-	size_t relsz[2] = {0, 0};
 
 	(void)size;
 	if (info->dlpi_addr == sc->self_base)
 		return 0; /* ourselves */
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_DYNAMIC)
-			dynph = ph;
-		else if (ph->p_type == PT_GNU_RELRO) {
-			relro_lo = info->dlpi_addr + ph->p_vaddr;
-			relro_hi = relro_lo + ph->p_memsz;
-		}
-	}
-	if (!dynph)
-		return 0;
-	for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + dynph->p_vaddr);
-	     d->d_tag != DT_NULL; d++) {
-		/* glibc relocates these tags to addresses already (but the
-		 * vDSO's, which imports nothing). */
-		switch (d->d_tag) {
-		case DT_SYMTAB:
-			symtab = (const ElfW(Sym) *)d->d_un.d_ptr;
-			break;
-		case DT_STRTAB:
-			strtab = (const char *)d->d_un.d_ptr;
-			break;
-		case DT_JMPREL:
-			rels[0] = (const ElfW(Rela) *)d->d_un.d_ptr;
-			break;
-		case DT_PLTRELSZ:
-			relsz[0] = d->d_un.d_val;
-			break;
-		case DT_RELA:
-			rels[1] = (const ElfW(Rela) *)d->d_un.d_ptr;
-			break;
-		case DT_RELASZ:
-			relsz[1] = d->d_un.d_val;
-			break;
-		}
-	}
-	if (!symtab || !strtab || (uintptr_t)symtab < info->dlpi_addr)
-		return 0;
-	for (int k = 0; k < 2; k++) {
-		for (size_t i = 0; rels[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
-			const ElfW(Rela) *r = &rels[k][i];
-			unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
-			const char *name;
-			uintptr_t hook;
-			uintptr_t *at;
-			struct got_slot *ns;
-
-			if (type != R_JUMP_SLOT && type != R_GLOB_DAT)
-				continue;
-			name = strtab + symtab[ELF64_R_SYM(r->r_info)].st_name;
-			if (!strcmp(name, "__cyg_profile_func_enter"))
-				hook = (uintptr_t)&ta_hook_enter;
-			else if (!strcmp(name, "__cyg_profile_func_exit"))
-				hook = (uintptr_t)&ta_hook_exit;
-			else
-				continue;
-			at = (uintptr_t *)(info->dlpi_addr + r->r_offset);
-			if (known_slot(at, hook, info->dlpi_addr))
-				continue;
-			ns = ta_grow(slots, nslots, &cap_slots, sizeof(*slots), 16);
-			if (!ns) {
-				sc->err = -ENOMEM;
-				return 1;
-			}
-			slots = ns;
-			slots[nslots].at = at;
-			slots[nslots].old = __atomic_load_n(at, __ATOMIC_RELAXED);
-			slots[nslots].relro = (uintptr_t)at >= relro_lo && (uintptr_t)at < relro_hi;
-			slots[nslots].base = info->dlpi_addr;
-			if (got_write(at, hook, slots[nslots].relro) < 0)
-				continue;
-			nslots++;
-		}
-	}
-	return 0;
+	sc->base = info->dlpi_addr;
+	return ta_module_hook_slots(info, redirect_slot, sc);
 }
 
 /* Under attach_lock. */
 static int redirect(void)
 {
-	struct scan sc = {0, 0};
+	struct scan sc = {0, 0, 0};
 	Dl_info di;
 
 	if (redirected)
@@ -298,7 +237,7 @@ static void prune(void)
 void ta_attach_poll(void)
 {
 	unsigned long long adds = 0, subs = 0;
-	struct scan sc = {0, 0};
+	struct scan sc = {0, 0, 0};
 	Dl_info di;
 	uint64_t now;
 
