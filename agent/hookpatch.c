@@ -656,6 +656,52 @@ static uintptr_t plt_slot(const struct mod *m, uintptr_t t)
 	return page + ((w >> 10) & 0xfff) * 8;
 }
 
+/* Loads and stores (the class with op0 = x1x0): the general registers
+ * they write.  An encoding not recognised below forgets every register it
+ * names: forgetting too many only refuses more. */
+static void track_ldst(struct regs *r, uint32_t w)
+{
+	int rt = (int)(w & 31), rn = (int)((w >> 5) & 31), rt2 = (int)((w >> 10) & 31);
+	int simd = (w >> 26) & 1, load = (w >> 22) & 1;
+
+	if ((w & 0x3a000000u) == 0x28000000u) { /* ldp, stp (and no-allocate) */
+		if (load && !simd) {
+			reg_forget(r, rt);
+			reg_forget(r, rt2);
+		}
+		if (((w >> 23) & 3) == 1 || ((w >> 23) & 3) == 3)
+			reg_forget(r, rn); /* post- or pre-index */
+		return;
+	}
+	if ((w & 0x3b000000u) == 0x39000000u) { /* ldr, str (unsigned offset) */
+		if (((w >> 22) & 3) != 0 && !simd)
+			reg_forget(r, rt);
+		return;
+	}
+	if ((w & 0x3b200000u) == 0x38000000u) { /* 9-bit offset, maybe writeback */
+		if (((w >> 22) & 3) != 0 && !simd)
+			reg_forget(r, rt);
+		if (((w >> 10) & 1) == 1)
+			reg_forget(r, rn); /* post- or pre-index */
+		return;
+	}
+	if ((w & 0x3b200c00u) == 0x38200800u) { /* register offset */
+		if (((w >> 22) & 3) != 0 && !simd)
+			reg_forget(r, rt);
+		return;
+	}
+	if ((w & 0x3b000000u) == 0x18000000u) { /* ldr (literal) */
+		if (!simd)
+			reg_forget(r, rt);
+		return;
+	}
+	/* Exclusives, atomics, the rest: everything named. */
+	reg_forget(r, rt);
+	reg_forget(r, rn);
+	reg_forget(r, rt2);
+	reg_forget(r, (int)((w >> 16) & 31));
+}
+
 /* What the instruction w at pc does to the registers followed. */
 static void track(const struct mod *m, struct regs *r, uintptr_t pc, uint32_t w)
 {
@@ -690,11 +736,7 @@ static void track(const struct mod *m, struct regs *r, uintptr_t pc, uint32_t w)
 		return;
 	}
 	if ((w & 0x0a000000u) == 0x08000000u) {
-		/* Loads and stores: the registers they may write, and more
-		 * (forgetting too many only refuses more). */
-		reg_forget(r, rd);
-		reg_forget(r, rn);
-		reg_forget(r, (int)((w >> 10) & 31));
+		track_ldst(r, w);
 		return;
 	}
 	/* Everything else writes at most the register in bits 0-4. */
@@ -736,8 +778,8 @@ static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *o
 		if (how)
 			kind = hook_kind(m, t);
 		else if (((w & 0xfffffc1fu) == 0xd63f0000u || (w & 0xfffffc1fu) == 0xd61f0000u) &&
-			 reg_get(&r, (int)((w >> 5) & 31), &v) && hook_kind(m, v) >= 0)
-			return -ENOTSUP; /* blr, br through a register holding a hook */
+			 reg_get(&r, (int)((w >> 5) & 31), &v) && (kind = hook_kind(m, v)) >= 0)
+			how = (w & 0x00200000u) ? 1 : 2; /* blr, br through a GOT entry (-fno-plt) */
 		if (kind >= 0) {
 			struct site *s = &out[n];
 			uint32_t repl = how == 1 ? A64_NOP : A64_RET;
