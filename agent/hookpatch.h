@@ -18,7 +18,8 @@
  * becomes a no-op of its length, a tail jump to the exit hook a `ret`
  * (then no-ops).  Forms: x86-64 `call rel32` to the module's PLT entry or
  * to the hook, `call *GOT(%rip)` (-fno-plt), `jmp` to either as a tail
- * call; aarch64 `bl` to the PLT entry or the hook, `b` as a tail call.
+ * call; aarch64 `bl` to the PLT entry or the hook, `blr` through the GOT
+ * entry (-fno-plt), `b` or `br` as a tail call.
  *
  * Returns 0 when every such call was found and rewritten (at least one to
  * each hook), or when the function was rewritten before; otherwise nothing
