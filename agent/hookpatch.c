@@ -210,8 +210,8 @@ static int hook_kind(const struct mod *m, uintptr_t t)
 enum { K_ENTER, K_EXIT, K_TAIL };
 
 struct site {
-	uintptr_t fn;  /* the function: its calls are rewritten together */
-	uintptr_t at;  /* the instruction */
+	uintptr_t fn; /* the function: its calls are rewritten together */
+	uintptr_t at; /* the instruction */
 	uintptr_t bias;
 	uintptr_t lo, hi; /* its segment, and the segment's protections */
 	int prot;
@@ -324,10 +324,11 @@ static uintptr_t plt_slot(const struct mod *m, uintptr_t t)
 
 		if (in->id == X86_INS_ENDBR64 && k == 0)
 			continue;
-		if (in->id == X86_INS_JMP && x->op_count == 1 && x->operands[0].type == X86_OP_MEM &&
-		    x->operands[0].mem.base == X86_REG_RIP &&
+		if (in->id == X86_INS_JMP && x->op_count == 1 &&
+		    x->operands[0].type == X86_OP_MEM && x->operands[0].mem.base == X86_REG_RIP &&
 		    x->operands[0].mem.index == X86_REG_INVALID)
-			slot = (uintptr_t)(in->address + in->size + (uint64_t)x->operands[0].mem.disp);
+			slot =
+			    (uintptr_t)(in->address + in->size + (uint64_t)x->operands[0].mem.disp);
 		break;
 	}
 	ta_csf.free(in, 1);
@@ -360,7 +361,8 @@ static void track(const struct mod *m, struct regs *r, const cs_insn *in)
 		}
 		if (in->id == X86_INS_MOV && s->type == X86_OP_REG) {
 			si = gpr(s->reg, &sw);
-			if (si >= 0 && sw == dw && reg_get(r, si, &v) && (dw == 0 || v <= UINT32_MAX))
+			if (si >= 0 && sw == dw && reg_get(r, si, &v) &&
+			    (dw == 0 || v <= UINT32_MAX))
 				reg_set(r, di, v);
 			else
 				reg_forget(r, di);
@@ -438,7 +440,8 @@ static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *o
 			kind = hook_kind(m, (uintptr_t)o->imm);
 		else if (o && o->type == X86_OP_MEM && o->mem.base == X86_REG_RIP &&
 			 o->mem.index == X86_REG_INVALID)
-			kind = slot_kind(m, (uintptr_t)(in->address + in->size + (uint64_t)o->mem.disp));
+			kind = slot_kind(
+			    m, (uintptr_t)(in->address + in->size + (uint64_t)o->mem.disp));
 		else if (o && o->type == X86_OP_REG && reg_get(&r, gpr(o->reg, &w), &v) &&
 			 hook_kind(m, v) >= 0)
 			err = -ENOTSUP; /* through a register */
@@ -486,12 +489,12 @@ static int have_sync_core(void)
 	if (sync_core == 0) {
 		long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 
-		sync_core = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
-				    syscall(__NR_membarrier,
-					    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0,
-					    0) == 0
-				? 1
-				: -1;
+		sync_core =
+		    cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
+			    syscall(__NR_membarrier,
+				    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0
+			? 1
+			: -1;
 	}
 	return sync_core > 0;
 #else
@@ -557,7 +560,8 @@ static void store16(uint64_t *p, const uint8_t *b, unsigned off, unsigned n)
 
 		memcpy((uint8_t *)nv + off, b, n);
 		__asm__ volatile("lock cmpxchg16b %1"
-				 : "=@ccz"(ok), "+m"(*(volatile uint64_t(*)[2])p), "+a"(lo), "+d"(hi)
+				 : "=@ccz"(ok), "+m"(*(volatile uint64_t(*)[2])p), "+a"(lo),
+				   "+d"(hi)
 				 : "b"(nv[0]), "c"(nv[1])
 				 : "memory");
 	}
@@ -603,18 +607,18 @@ static void write_site(const struct site *s, const uint8_t *to)
 		head[0] = 0xeb; /* jmp over the rest */
 		head[1] = (uint8_t)(s->len - 2);
 	}
-	store_bytes(s->at, head, h);     /* (A) */
+	store_bytes(s->at, head, h); /* (A) */
 	serialise_all();
 	store_bytes(s->at + h, to + h, s->len - h); /* (B) */
 	serialise_all();
-	store_bytes(s->at, to, h);                   /* (C) */
+	store_bytes(s->at, to, h); /* (C) */
 }
 
 #else /* HP_A64 */
 /* ---- aarch64 ----------------------------------------------------------------------- */
 
-#define A64_NOP 0xd503201fu
-#define A64_RET 0xd65f03c0u
+#define A64_NOP	  0xd503201fu
+#define A64_RET	  0xd65f03c0u
 #define A64_BTI_C 0xd503245fu
 
 static uint32_t insn_at(uintptr_t a)
@@ -779,7 +783,8 @@ static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *o
 			kind = hook_kind(m, t);
 		else if (((w & 0xfffffc1fu) == 0xd63f0000u || (w & 0xfffffc1fu) == 0xd61f0000u) &&
 			 reg_get(&r, (int)((w >> 5) & 31), &v) && (kind = hook_kind(m, v)) >= 0)
-			how = (w & 0x00200000u) ? 1 : 2; /* blr, br through a GOT entry (-fno-plt) */
+			how =
+			    (w & 0x00200000u) ? 1 : 2; /* blr, br through a GOT entry (-fno-plt) */
 		if (kind >= 0) {
 			struct site *s = &out[n];
 			uint32_t repl = how == 1 ? A64_NOP : A64_RET;

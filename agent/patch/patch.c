@@ -428,7 +428,7 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 		if (!t)
 			continue;
 		if (ta_cs_in_group(in, X86_GRP_CALL) ? t > addr && t < pl->start + pl->len
-					       : t >= pl->start && t < pl->start + pl->len) {
+						     : t >= pl->start && t < pl->start + pl->len) {
 			why = R_JUMP_TARGET;
 			goto out;
 		}

@@ -50,7 +50,7 @@ __attribute__((no_instrument_function)) int main(int argc, char **argv)
 	if (nop) {
 		Dl_info di;
 		void *symp = NULL;
-		const ElfW(Sym) *sym;
+		const ElfW(Sym) * sym;
 		int err;
 
 		if (!dladdr1((void *)fib, &di, &symp, RTLD_DL_SYMENT) || !symp) {

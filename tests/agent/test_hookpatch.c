@@ -125,12 +125,11 @@ static void range_of(void *fn, uintptr_t *lo, uintptr_t *hi)
 {
 	Dl_info di;
 	void *symp = NULL;
-	const ElfW(Sym) *sym;
+	const ElfW(Sym) * sym;
 
 	ck_assert_msg(dladdr1(fn, &di, &symp, RTLD_DL_SYMENT) && symp, "no symbol at %p", fn);
 	sym = symp;
-	ck_assert_msg(sym->st_size,
-		      "no symbol with a size at %p", fn);
+	ck_assert_msg(sym->st_size, "no symbol with a size at %p", fn);
 	ck_assert_ptr_eq(di.dli_saddr, fn);
 	*lo = (uintptr_t)fn;
 	*hi = (uintptr_t)fn + sym->st_size;
