@@ -22,7 +22,11 @@
  * the caller-saved ones): a call with the function's address is ours, one
  * with another address is an inlined callee's, one whose argument cannot be
  * known is refused.  Also refused: a conditional jump to a hook, a call or
- * jump through a register that holds a hook, a tail jump to the enter hook.
+ * jump through a register that holds a hook, a tail jump to the enter hook,
+ * and a jump out of [fn_start, fn_end) to anything but a hook: an
+ * instrumented function tail-calls nothing else (its exit hook runs after
+ * its callees), so that is a part of it placed elsewhere (GCC's .cold),
+ * whose hook calls would be missed.
  *
  * Writing.  Other threads may be running the function.  aarch64: every
  * instruction is one aligned 32-bit word, written with one store (single-
@@ -436,10 +440,13 @@ static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *o
 			continue;
 		}
 		o = x->op_count == 1 ? &x->operands[0] : NULL;
-		if (o && o->type == X86_OP_IMM)
+		if (o && o->type == X86_OP_IMM) {
 			kind = hook_kind(m, (uintptr_t)o->imm);
-		else if (o && o->type == X86_OP_MEM && o->mem.base == X86_REG_RIP &&
-			 o->mem.index == X86_REG_INVALID)
+			if (jump && kind < 0 &&
+			    ((uintptr_t)o->imm < fn || (uintptr_t)o->imm >= end))
+				err = -ENOTSUP; /* into a part of its own elsewhere (.cold) */
+		} else if (o && o->type == X86_OP_MEM && o->mem.base == X86_REG_RIP &&
+			   o->mem.index == X86_REG_INVALID)
 			kind = slot_kind(
 			    m, (uintptr_t)(in->address + in->size + (uint64_t)o->mem.disp));
 		else if (o && o->type == X86_OP_REG && reg_get(&r, gpr(o->reg, &w), &v) &&
@@ -779,10 +786,12 @@ static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *o
 		int how, kind = -1;
 		uintptr_t t = branch(pc, w, &how), v;
 
-		if (how)
+		if (how) {
 			kind = hook_kind(m, t);
-		else if (((w & 0xfffffc1fu) == 0xd63f0000u || (w & 0xfffffc1fu) == 0xd61f0000u) &&
-			 reg_get(&r, (int)((w >> 5) & 31), &v) && (kind = hook_kind(m, v)) >= 0)
+			if (how != 1 && kind < 0 && (t < fn || t >= end))
+				return -ENOTSUP; /* into a part of its own elsewhere (.cold) */
+		} else if (((w & 0xfffffc1fu) == 0xd63f0000u || (w & 0xfffffc1fu) == 0xd61f0000u) &&
+			   reg_get(&r, (int)((w >> 5) & 31), &v) && (kind = hook_kind(m, v)) >= 0)
 			how =
 			    (w & 0x00200000u) ? 1 : 2; /* blr, br through a GOT entry (-fno-plt) */
 		if (kind >= 0) {

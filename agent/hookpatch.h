@@ -30,8 +30,9 @@
  *   -ENOENT   no call to the enter hook, or none to the exit hook, with the
  *             function's address
  *   -ENOTSUP  a call to a hook in a form not rewritten (conditional, through
- *             a register, an argument that cannot be known), or one that
- *             cannot be written atomically here
+ *             a register, an argument that cannot be known), one that
+ *             cannot be written atomically here, or a jump to a part of the
+ *             function outside the range (GCC's NAME.cold)
  *   -EILSEQ   the body cannot be decoded
  *   -ENOSYS   no decoder (capstone could not be opened) or another
  *             architecture

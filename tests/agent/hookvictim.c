@@ -31,6 +31,7 @@ void V(vtail)(int x);
 extern int (*V(inl_ptr))(int);
 int V(outer)(int x);
 void V(manual)(void *fn);
+int V(withcold)(int x);
 
 KEEP int V(leaf)(int x)
 {
@@ -77,4 +78,20 @@ __attribute__((no_instrument_function, noinline)) void V(manual)(void *fn)
 	__cyg_profile_func_enter(fn, NULL);
 	hv_sink++;
 	__cyg_profile_func_exit(fn, NULL);
+}
+
+/* GCC (-O2 and up) moves the unlikely branch to withcold.cold, outside
+ * the function's symbol: refused (its hook calls could be there). */
+__attribute__((cold, noinline, no_instrument_function)) static void V(rare)(int x)
+{
+	hv_sink = x;
+}
+
+KEEP int V(withcold)(int x)
+{
+	if (__builtin_expect(x == 12345, 0)) {
+		V(rare)(x);
+		return hv_sink * 2;
+	}
+	return x + 1;
 }

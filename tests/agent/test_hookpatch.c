@@ -96,6 +96,7 @@ struct variant {
 	int (**inl_ptr)(int);
 	int (*outer)(int);
 	void (*manual)(void *);
+	int (*withcold)(int);
 };
 
 #define DECLARE(sfx)                                                                               \
@@ -105,9 +106,11 @@ struct variant {
 	void vtail##sfx(int);                                                                      \
 	extern int (*inl_ptr##sfx)(int);                                                           \
 	int outer##sfx(int);                                                                       \
-	void manual##sfx(void *);
+	void manual##sfx(void *);                                                                  \
+	int withcold##sfx(int);
 #define ENTRY(sfx)                                                                                 \
-	{#sfx, leaf##sfx, mid##sfx, fib##sfx, vtail##sfx, &inl_ptr##sfx, outer##sfx, manual##sfx},
+	{#sfx,		leaf##sfx,  mid##sfx,	 fib##sfx,     vtail##sfx,                         \
+	 &inl_ptr##sfx, outer##sfx, manual##sfx, withcold##sfx},
 
 #ifdef HAVE_CLANG_VICTIMS
 #define CLANG_VARIANTS(X) X(_clang0) X(_clang2)
@@ -328,6 +331,38 @@ START_TEST(refused_left_untouched)
 }
 END_TEST
 
+/* A function with a part elsewhere (GCC's .cold: x86-64 at -O2 and up;
+ * GCC for aarch64 keeps this one whole): refused and untouched, still
+ * recording; without one, rewritten. */
+START_TEST(cold_part_refused)
+{
+	const struct variant *v = var(_i);
+	struct pages pg;
+	int err, cold = 0;
+
+#if defined(__x86_64__)
+	cold = strcmp(v->name, "_O0") != 0 && strncmp(v->name, "_clang", 6) != 0;
+#endif
+	watch((void *)v->withcold);
+	pg = snapshot((void *)v->withcold);
+	err = nop((void *)v->withcold);
+	reset();
+	ck_assert_int_eq(v->withcold(1), 2);
+	if (!cold) {
+		ck_assert_int_eq(err, 0);
+		ck_assert_int_eq(entered((void *)v->withcold), 0);
+	} else {
+		ck_assert_int_eq(err, -ENOTSUP);
+		ck_assert(same(&pg));
+		ck_assert_int_eq(entered((void *)v->withcold), 1);
+		ck_assert_int_eq(exited((void *)v->withcold), 1);
+	}
+	ta_hookpatch_restore_all();
+	ck_assert(same(&pg));
+	free(pg.copy);
+}
+END_TEST
+
 /* Code without hook calls (this file is not instrumented). */
 NOINSTR __attribute__((noinline, visibility("default"))) int plain_function(int x);
 int plain_function(int x)
@@ -399,6 +434,7 @@ static Suite *hookpatch_suite(void)
 	tcase_add_loop_test(tc, nop_tail_call, 0, NVARIANTS);
 	tcase_add_loop_test(tc, nop_keeps_inlined_callees, 0, NVARIANTS);
 	tcase_add_loop_test(tc, refused_left_untouched, 0, NVARIANTS);
+	tcase_add_loop_test(tc, cold_part_refused, 0, NVARIANTS);
 	tcase_add_test(tc, not_found_and_bad_ranges);
 	tcase_add_loop_test(tc, threads_run_while_rewritten, 0, NVARIANTS);
 	suite_add_tcase(s, tc);
