@@ -36,13 +36,16 @@
  * torn, and the old and the new instruction both leave the function with
  * its caller's state (the hook returned to the same place).  x86-64: when
  * the instruction lies within one aligned 8-byte word, the word is
- * rewritten with one atomic store: an instruction fetch sees the old bytes
- * or the new ones, never a mix.  Otherwise, in three steps separated by
+ * rewritten with one atomic store; within one aligned 16-byte block, the
+ * block with one `lock cmpxchg16b` (every x86-64 but the first ones has
+ * it; CPUID says): an instruction fetch, which reads aligned 16-byte
+ * blocks at least, sees the old bytes or the new ones, never a mix.
+ * Otherwise, in three steps separated by
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE), which makes
  * every thread of the process run a core-serialising instruction before it
  * returns (so no thread still holds bytes fetched before it):
- *   (A) the instruction's first bytes become, with one atomic store within
- *       their word, an instruction that alone does what the new one does:
+ *   (A) the instruction's first bytes become, with one atomic store as
+ *       above, an instruction that alone does what the new one does:
  *       `jmp` over the rest for a call (a no-op), `ret` for a tail jump;
  *   (B) the rest gets its new bytes: no thread can decode them as part of
  *       the old instruction any more (after the barrier, every fetch at the
@@ -50,8 +53,8 @@
  *   (C) the first bytes get their new value: after the second barrier
  *       every thread sees (B)'s bytes with them.
  * Without membarrier's SYNC_CORE (kernels before 4.16, qemu-user), or
- * when the first bytes straddle a word, such a call is refused.  Putting
- * the old bytes back goes through the same steps.
+ * when the first bytes straddle a 16-byte block, such a call is refused.
+ * Putting the old bytes back goes through the same steps.
  *
  * The pages are made writable (and kept executable, for the threads
  * running them) for the writes, then given back their segment's
