@@ -223,6 +223,7 @@ struct site {
 	uintptr_t lo, hi; /* its segment, and the segment's protections */
 	int prot;
 	uint8_t len, kind;
+	uint8_t rest_only; /* x86-64: only the bytes after the first written (writable_site) */
 	uint8_t orig[8], repl[8];
 };
 
@@ -411,7 +412,8 @@ static const uint8_t nops[9][8] = {
 
 /* Finds the function's hook calls into out (at most max); how many, or a
  * negative errno. */
-static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *out, int max)
+static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *out, int max,
+		uintptr_t *ret_at)
 {
 	const uint8_t *p = (const uint8_t *)fn;
 	size_t left = end - fn;
@@ -436,6 +438,8 @@ static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *o
 			break;
 		}
 		x = &in->detail->x86;
+		if (in->id == X86_INS_RET && in->size == 1 && !*ret_at)
+			*ret_at = (uintptr_t)in->address;
 		call = ta_cs_in_group(in, X86_GRP_CALL);
 		jump = ta_cs_in_group(in, X86_GRP_JUMP);
 		if (!call && !jump) {
@@ -546,13 +550,48 @@ static int one_store(uintptr_t at, unsigned n)
 	return (at & 7) + n <= 8 || ((at & 15) + n <= 16 && have_cx16());
 }
 
-/* Whether the site can be written: 0 or -ENOTSUP. */
-static int writable_site(const struct site *s)
+/*
+ * Whether the site can be written: 0 or -ENOTSUP.  One case has no step
+ * (A): a call whose first two bytes straddle two 16-byte blocks (its
+ * opcode the last byte of one, the rest in the next), which an instruction
+ * fetch may read at different times.  The opcode is then kept and the rest
+ * alone rewritten, with one store within the second block, so that a fetch
+ * sees the old call or the new instruction, both whole:
+ *   - `call rel32` (e8) gets the displacement of a `ret` of the function
+ *     itself, which returns at once to the next instruction (a few cycles
+ *     rather than nothing);
+ *   - `call *GOT(%rip)` (ff 15) becomes `inc %eax` (ff c0) and a 4-byte
+ *     no-op.
+ * Both change nothing the code keeps: a call made where the function calls
+ * a hook may clobber rax and the flags, and writes below the stack pointer
+ * (no red zone is live across a call).
+ */
+static int writable_site(struct site *s, uintptr_t ret_at)
 {
+	static const uint8_t inc_nop[6] = {0xff, 0xc0, 0x0f, 0x1f, 0x40, 0x00};
+	int64_t rel;
+	int32_t r32;
+
 	if (one_store(s->at, s->len))
 		return 0;
-	if (!one_store(s->at, head_len(s)) || !have_sync_core())
+	if (one_store(s->at, head_len(s)) && have_sync_core())
+		return 0;
+	if (s->kind == K_TAIL || (s->at & 15) != 15)
 		return -ENOTSUP;
+	if (s->len == 6 && s->orig[0] == 0xff && s->orig[1] == 0x15) {
+		memcpy(s->repl, inc_nop, 6);
+		s->rest_only = 1;
+		return 0;
+	}
+	if (s->len != 5 || s->orig[0] != 0xe8 || !ret_at)
+		return -ENOTSUP;
+	rel = (int64_t)(ret_at - (s->at + 5));
+	if (rel < INT32_MIN || rel > INT32_MAX)
+		return -ENOTSUP;
+	r32 = (int32_t)rel;
+	s->repl[0] = 0xe8;
+	memcpy(s->repl + 1, &r32, 4);
+	s->rest_only = 1;
 	return 0;
 }
 
@@ -607,6 +646,11 @@ static void write_site(const struct site *s, const uint8_t *to)
 	uint8_t head[2];
 	unsigned h = head_len(s);
 
+	if (s->rest_only) {
+		/* At the start of a 16-byte block: one store. */
+		store_bytes(s->at + 1, to + 1, s->len - 1u);
+		return;
+	}
 	if (one_store(s->at, s->len)) {
 		store_bytes(s->at, to, s->len);
 		return;
@@ -777,11 +821,13 @@ static uintptr_t branch(uintptr_t pc, uint32_t w, int *how)
 	return 0;
 }
 
-static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *out, int max)
+static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *out, int max,
+		uintptr_t *ret_at)
 {
 	struct regs r = {0};
 	int n = 0;
 
+	*ret_at = 0;
 	if (fn & 3)
 		return -EINVAL;
 	for (uintptr_t pc = fn; pc + 4 <= end; pc += 4) {
@@ -825,8 +871,9 @@ static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *o
 	return n;
 }
 
-static int writable_site(const struct site *s)
+static int writable_site(struct site *s, uintptr_t ret_at)
 {
+	(void)ret_at;
 	return (s->at & 3) ? -ENOTSUP : 0;
 }
 
@@ -867,6 +914,7 @@ int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end)
 {
 	struct site found[MAX_FN_SITES], *ns;
 	struct mod m;
+	uintptr_t ret_at = 0;
 	int n, err = 0, enters = 0, exits = 0;
 
 	if (fn_end <= fn_start || fn_end - fn_start > (1u << 24))
@@ -874,11 +922,12 @@ int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end)
 	pthread_mutex_lock(&hp_lock);
 	if (patched_before(fn_start))
 		goto out;
+	memset(found, 0, sizeof(found));
 	if (mod_of(fn_start, &m) < 0 || fn_end > m.hi) {
 		err = -EINVAL;
 		goto out;
 	}
-	n = scan(&m, fn_start, fn_end, found, MAX_FN_SITES);
+	n = scan(&m, fn_start, fn_end, found, MAX_FN_SITES, &ret_at);
 	if (n < 0) {
 		err = n;
 		goto out;
@@ -891,7 +940,7 @@ int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end)
 		found[i].hi = m.hi;
 		found[i].prot = m.prot;
 		if (!err)
-			err = writable_site(&found[i]);
+			err = writable_site(&found[i], ret_at);
 	}
 	if (!err && (!enters || !exits))
 		err = -ENOENT;

@@ -410,7 +410,7 @@ START_TEST(threads_run_while_rewritten)
 
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(pthread_create(&t[i], NULL, runner, (void *)(intptr_t)_i), 0);
-	for (int k = 0; k < 200; k++) {
+	for (int k = 0; k < 100; k++) {
 		ck_assert_int_eq(nop((void *)v->mid), 0);
 		ck_assert_int_ge(ta_hookpatch_restore_all(), 2);
 	}
