@@ -915,7 +915,7 @@ int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end)
 	struct site found[MAX_FN_SITES], *ns;
 	struct mod m;
 	uintptr_t ret_at = 0;
-	int n, err = 0, enters = 0, exits = 0;
+	int n, err = 0, enters = 0, exits = 0, saved = errno;
 
 	if (fn_end <= fn_start || fn_end - fn_start > (1u << 24))
 		return -EINVAL;
@@ -962,6 +962,7 @@ int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end)
 	(void)pages(found[0].at, found[n - 1].at + found[n - 1].len, m.prot, 0);
 out:
 	pthread_mutex_unlock(&hp_lock);
+	errno = saved;
 	return err;
 }
 
@@ -975,7 +976,7 @@ static int alive(const struct site *s)
 
 int ta_hookpatch_restore_all(void)
 {
-	int done = 0, first_err = 0;
+	int done = 0, first_err = 0, saved = errno;
 
 	pthread_mutex_lock(&hp_lock);
 	for (size_t i = nsites; i-- > 0;) {
@@ -996,6 +997,7 @@ int ta_hookpatch_restore_all(void)
 	}
 	nsites = 0;
 	pthread_mutex_unlock(&hp_lock);
+	errno = saved;
 	return first_err ? first_err : done;
 }
 

@@ -39,12 +39,15 @@
  *   other     mprotect's errno
  * The original bytes are kept for ta_hookpatch_restore_all.
  *
- * Thread-safe (an internal lock) and safe while other threads run the
- * function: each rewrite is one aligned store, or steps separated by
- * membarrier(SYNC_CORE) (hookpatch.c says why).  Called from agent code,
- * never from a hook or a signal handler (it calls libc, allocates, and
- * makes the pages writable for a moment: nothing else may change their
- * protections meanwhile, as patch.c's patcher does under its own lock).
+ * errno is kept.  Thread-safe (an internal lock, taken before the
+ * loader's: never call it from inside a dl_iterate_phdr callback) and safe
+ * while other threads run the function: each rewrite is one atomic store,
+ * or steps separated by membarrier(SYNC_CORE) (hookpatch.c says why).
+ * Called from agent code inside TA_GUARD_ENTER/LEAVE, never from a hook or
+ * a signal handler: it calls libc, allocates, may dlopen capstone, and
+ * makes the pages writable for a moment, so nothing else may change their
+ * protections meanwhile (patch.c's patcher does, under its own lock: do not
+ * run both at once on one module).
  */
 int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end) TA_HIDDEN;
 
