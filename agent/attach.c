@@ -235,6 +235,7 @@ int ta_attach_command(int on, const char **why)
 		 * (or records one more event, which the final drain may
 		 * miss: ring.c's ta_ring_detach keeps its block safe). */
 		restore();
+		ta_filter_unpatch();
 		(void)ta_agent_detach();
 		if (__atomic_exchange_n(&patch_forget, 0, __ATOMIC_RELAXED))
 			ta_patch_attach_forget();

@@ -37,6 +37,7 @@
 #include "fnsel.h"
 #include "format.h"
 #include "got.h"
+#include "hookpatch.h"
 #include "ring.h"
 #include "settings.h"
 
@@ -336,16 +337,21 @@ static int want(void *arg, const char *modbase, int is_exe, const char *name)
 }
 
 /*
- * Where the hookpatch glue goes: an excluded function whose own hooks can be
- * taken out of its code (it matches TRACEAGENT_EXCLUDE only: no FILTER
- * pattern, whose frames the stack must see) is offered to the patcher
- * here; 0 when its calls to the hooks became no-ops (how = patched out).
- * Until then every function is filtered at run time.
+ * An excluded function whose own hooks can be taken out of its code (it
+ * matches TRACEAGENT_EXCLUDE only: no FILTER pattern, whose frames the
+ * stack must see) has its calls to them rewritten into no-ops
+ * (hookpatch.c); 0 when done (how = patched out), else it is filtered at
+ * run time.  Never inside dl_iterate_phdr (hookpatch.h): the modules
+ * were collected before.
  */
 static int patch_out(const struct ffn *f)
 {
-	(void)f;
-	return -1;
+	int rc;
+
+	TA_GUARD_ENTER();
+	rc = ta_hookpatch_nop((uintptr_t)f->addr, (uintptr_t)(f->addr + f->size));
+	TA_GUARD_LEAVE();
+	return rc;
 }
 
 /* The functions the patterns name in module m, added (under filter_lock). */
@@ -655,6 +661,7 @@ void ta_filter_after_dlclose(void)
 	if (!__atomic_load_n(&ta_filter_on, __ATOMIC_ACQUIRE))
 		return;
 	TA_GUARD_ENTER();
+	ta_hookpatch_forget_unloaded();
 	pthread_mutex_lock(&filter_lock);
 	mods = ta_modules_collect(&n);
 	if (mods) {
@@ -691,4 +698,18 @@ void ta_filter_after_dlclose(void)
 	pthread_mutex_unlock(&filter_lock);
 	TA_GUARD_LEAVE();
 	errno = saved;
+}
+
+void ta_filter_unpatch(void)
+{
+	if (!__atomic_load_n(&ta_filter_on, __ATOMIC_ACQUIRE))
+		return;
+	TA_GUARD_ENTER();
+	pthread_mutex_lock(&filter_lock);
+	if (ta_hookpatch_restore_all() == 0)
+		for (size_t i = 0; i < nfns; i++)
+			if (fns[i].how == TA_FILTER_HOW_PATCHED)
+				fns[i].how = TA_FILTER_HOW_RUNTIME;
+	pthread_mutex_unlock(&filter_lock);
+	TA_GUARD_LEAVE();
 }

@@ -16,14 +16,7 @@
 
 #include "agent.h"
 #include "got.h"
-
-#if defined(__x86_64__)
-#define R_JUMP_SLOT R_X86_64_JUMP_SLOT
-#define R_GLOB_DAT R_X86_64_GLOB_DAT
-#elif defined(__aarch64__)
-#define R_JUMP_SLOT R_AARCH64_JUMP_SLOT
-#define R_GLOB_DAT R_AARCH64_GLOB_DAT
-#endif
+#include "modules.h"
 
 /* Whether an object with load bias base is loaded now and has a writable
  * segment holding at (its GOT). */
@@ -87,107 +80,52 @@ static int known_slot(struct ta_got *g, uintptr_t *at, uintptr_t hook, uintptr_t
 struct scan {
 	struct ta_got *g;
 	uintptr_t self_base;
+	uintptr_t base; /* the module being scanned: its load bias */
 	int err;
 };
 
-/* One module: its relocations against the two hooks, JUMP_SLOT (the PLT's
- * entries) and GLOB_DAT (-fno-plt, or an address taken). */
-static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
+/* One GOT entry of a module for a hook (modules.c's walk): pointed where
+ * g says, what it held kept. */
+static int redirect_slot(void *arg, uintptr_t *at, int is_exit, int relro)
 {
 	struct scan *sc = arg;
 	struct ta_got *g = sc->g;
-	const ElfW(Phdr) *dynph = NULL;
-	uintptr_t relro_lo = 0, relro_hi = 0;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const ElfW(Rela) *rels[2] = {NULL, NULL};
-	size_t relsz[2] = {0, 0};
+	uintptr_t hook = is_exit ? g->exit : g->enter;
+	struct ta_got_slot *ns;
+
+	if (known_slot(g, at, hook, sc->base))
+		return 0;
+	ns = ta_grow(g->slots, g->n, &g->cap, sizeof(*ns), 16);
+	if (!ns) {
+		sc->err = -ENOMEM;
+		return 1;
+	}
+	g->slots = ns;
+	ns = &g->slots[g->n];
+	ns->at = at;
+	ns->old = __atomic_load_n(at, __ATOMIC_RELAXED);
+	ns->relro = relro;
+	ns->base = sc->base;
+	if (got_write(at, hook, relro) < 0)
+		return 0;
+	g->n++;
+	return 0;
+}
+
+static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct scan *sc = arg;
 
 	(void)size;
 	if (info->dlpi_addr == sc->self_base)
 		return 0; /* ourselves */
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_DYNAMIC)
-			dynph = ph;
-		else if (ph->p_type == PT_GNU_RELRO) {
-			relro_lo = info->dlpi_addr + ph->p_vaddr;
-			relro_hi = relro_lo + ph->p_memsz;
-		}
-	}
-	if (!dynph)
-		return 0;
-	for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + dynph->p_vaddr);
-	     d->d_tag != DT_NULL; d++) {
-		/* glibc relocates these tags to addresses already (but the
-		 * vDSO's, which imports nothing). */
-		switch (d->d_tag) {
-		case DT_SYMTAB:
-			symtab = (const ElfW(Sym) *)d->d_un.d_ptr;
-			break;
-		case DT_STRTAB:
-			strtab = (const char *)d->d_un.d_ptr;
-			break;
-		case DT_JMPREL:
-			rels[0] = (const ElfW(Rela) *)d->d_un.d_ptr;
-			break;
-		case DT_PLTRELSZ:
-			relsz[0] = d->d_un.d_val;
-			break;
-		case DT_RELA:
-			rels[1] = (const ElfW(Rela) *)d->d_un.d_ptr;
-			break;
-		case DT_RELASZ:
-			relsz[1] = d->d_un.d_val;
-			break;
-		}
-	}
-	if (!symtab || !strtab || (uintptr_t)symtab < info->dlpi_addr)
-		return 0;
-	for (int k = 0; k < 2; k++) {
-		for (size_t i = 0; rels[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
-			const ElfW(Rela) *r = &rels[k][i];
-			unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
-			const char *name;
-			uintptr_t hook;
-			uintptr_t *at;
-			struct ta_got_slot *ns;
-
-			if (type != R_JUMP_SLOT && type != R_GLOB_DAT)
-				continue;
-			name = strtab + symtab[ELF64_R_SYM(r->r_info)].st_name;
-			if (!strcmp(name, "__cyg_profile_func_enter"))
-				hook = g->enter;
-			else if (!strcmp(name, "__cyg_profile_func_exit"))
-				hook = g->exit;
-			else
-				continue;
-			at = (uintptr_t *)(info->dlpi_addr + r->r_offset);
-			if (known_slot(g, at, hook, info->dlpi_addr))
-				continue;
-			ns = ta_grow(g->slots, g->n, &g->cap, sizeof(*ns), 16);
-			if (!ns) {
-				sc->err = -ENOMEM;
-				return 1;
-			}
-			g->slots = ns;
-			ns = &g->slots[g->n];
-			ns->at = at;
-			ns->old = __atomic_load_n(at, __ATOMIC_RELAXED);
-			ns->relro = (uintptr_t)at >= relro_lo && (uintptr_t)at < relro_hi;
-			ns->base = info->dlpi_addr;
-			if (got_write(at, hook, ns->relro) < 0)
-				continue;
-			g->n++;
-		}
-	}
-	return 0;
+	sc->base = info->dlpi_addr;
+	return ta_module_hook_slots(info, redirect_slot, sc);
 }
 
 int ta_got_redirect(struct ta_got *g)
 {
-	struct scan sc = {g, 0, 0};
+	struct scan sc = {g, 0, 0, 0};
 	Dl_info di;
 
 	if (dladdr((void *)&ta_got_redirect, &di) && di.dli_fbase) {

@@ -184,3 +184,86 @@ void ta_dump_modules_all(uint64_t load_ticks)
 	dl_iterate_phdr(one_module, &sc);
 	pthread_mutex_unlock(&modules_lock);
 }
+
+#if defined(__x86_64__)
+#define R_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define R_GLOB_DAT  R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define R_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define R_GLOB_DAT  R_AARCH64_GLOB_DAT
+#endif
+
+int ta_module_hook_slots(const struct dl_phdr_info *info, ta_hook_slot_fn *fn, void *arg)
+{
+	const ElfW(Phdr) *dynph = NULL;
+	uintptr_t relro_lo = 0, relro_hi = 0;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const ElfW(Rela) *rels[2] = {NULL, NULL};
+	size_t relsz[2] = {0, 0};
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			dynph = ph;
+		else if (ph->p_type == PT_GNU_RELRO) {
+			relro_lo = info->dlpi_addr + ph->p_vaddr;
+			relro_hi = relro_lo + ph->p_memsz;
+		}
+	}
+	if (!dynph)
+		return 0;
+	for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + dynph->p_vaddr);
+	     d->d_tag != DT_NULL; d++) {
+		/* glibc relocates these tags to addresses already (but the
+		 * vDSO's, which imports nothing). */
+		switch (d->d_tag) {
+		case DT_SYMTAB:
+			symtab = (const ElfW(Sym) *)d->d_un.d_ptr;
+			break;
+		case DT_STRTAB:
+			strtab = (const char *)d->d_un.d_ptr;
+			break;
+		case DT_JMPREL:
+			rels[0] = (const ElfW(Rela) *)d->d_un.d_ptr;
+			break;
+		case DT_PLTRELSZ:
+			relsz[0] = d->d_un.d_val;
+			break;
+		case DT_RELA:
+			rels[1] = (const ElfW(Rela) *)d->d_un.d_ptr;
+			break;
+		case DT_RELASZ:
+			relsz[1] = d->d_un.d_val;
+			break;
+		}
+	}
+	if (!symtab || !strtab || (uintptr_t)symtab < info->dlpi_addr)
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; rels[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
+			const ElfW(Rela) *r = &rels[k][i];
+			unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
+			const char *name;
+			uintptr_t *at;
+			int is_exit, stop;
+
+			if (type != R_JUMP_SLOT && type != R_GLOB_DAT)
+				continue;
+			name = strtab + symtab[ELF64_R_SYM(r->r_info)].st_name;
+			if (!strcmp(name, "__cyg_profile_func_enter"))
+				is_exit = 0;
+			else if (!strcmp(name, "__cyg_profile_func_exit"))
+				is_exit = 1;
+			else
+				continue;
+			at = (uintptr_t *)(info->dlpi_addr + r->r_offset);
+			stop = fn(arg, at, is_exit,
+				  (uintptr_t)at >= relro_lo && (uintptr_t)at < relro_hi);
+			if (stop)
+				return stop;
+		}
+	}
+	return 0;
+}

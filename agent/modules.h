@@ -6,6 +6,7 @@
 #ifndef TA_MODULES_H
 #define TA_MODULES_H
 
+#include <link.h>
 #include <stdint.h>
 
 #include "compiler.h"
@@ -20,5 +21,18 @@ void ta_dump_modules(uint64_t load_ticks, uint64_t unload_ticks) TA_HIDDEN;
 void ta_dump_modules_all(uint64_t load_ticks) TA_HIDDEN;
 /* In a forked child: the module map is written again, under its pid. */
 void ta_modules_forget(void) TA_HIDDEN;
+
+/* The module's GOT entries for the two hooks: each JUMP_SLOT (its PLT's
+ * entry) or GLOB_DAT (-fno-plt, or an address taken) relocation against
+ * __cyg_profile_func_enter (is_exit 0) or __cyg_profile_func_exit (1),
+ * with relro: the entry is in the module's RELRO (read-only after
+ * relocation).  Stops at the first call that returns non-zero and returns
+ * that; 0 when all were seen (none, for a module without a dynamic
+ * section).  Reads the module's dynamic section only: no lock, no
+ * allocation.  attach.c points the entries at the agent's hooks,
+ * hookpatch.c recognises the PLT stubs and -fno-plt calls that go
+ * through them. */
+typedef int ta_hook_slot_fn(void *arg, uintptr_t *at, int is_exit, int relro);
+int ta_module_hook_slots(const struct dl_phdr_info *info, ta_hook_slot_fn *fn, void *arg) TA_HIDDEN;
 
 #endif

@@ -49,7 +49,7 @@
 #include "ta_config.h"
 
 #if TA_HAVE_PATCH
-#include <capstone/capstone.h>
+#include "disasm.h"
 
 /* ---- patterns --------------------------------------------------------------- */
 
@@ -208,31 +208,11 @@ struct plan {
 	unsigned code_len;
 };
 
-static csh cs;
-
 /* Patching at `traceagent attach` (ta_patch_attach_*): the threads run
  * while the patches are planned, so the entries are not written then but
  * kept (pending), written by ta_patch_attach_commit while the loader has
  * every thread stopped, and put back by ta_patch_attach_restore. */
 static int attach_mode;
-
-/*
- * Capstone is opened with dlopen when patching is asked for, not linked:
- * its tables take ~6 ms of relocation when the library is loaded, a cost
- * every traced program paid at start-up for a feature few runs use.  The
- * soname is the major version of the headers we were built with (the
- * structures we read, cs_insn and cs_x86, change between majors).
- */
-#define CS_STR_(x) #x
-#define CS_STR(x)  CS_STR_(x)
-#define CS_SONAME  "libcapstone.so." CS_STR(CS_API_MAJOR)
-static struct {
-	cs_err (*open)(cs_arch, cs_mode, csh *);
-	cs_err (*option)(csh, cs_opt_type, size_t);
-	cs_insn *(*malloc)(csh);
-	bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
-	void (*free)(cs_insn *, size_t);
-} csf;
 
 static int fits32(int64_t v)
 {
@@ -242,25 +222,6 @@ static int fits32(int64_t v)
 static void put32(uint8_t *p, int32_t v)
 {
 	memcpy(p, &v, 4);
-}
-
-/* Finds the branch target of a relative jmp/call, or 0. */
-static uint64_t branch_target(const cs_insn *in)
-{
-	const cs_x86 *x = &in->detail->x86;
-
-	for (int i = 0; i < x->op_count; i++)
-		if (x->operands[i].type == X86_OP_IMM)
-			return (uint64_t)x->operands[i].imm;
-	return 0;
-}
-
-static int in_group(const cs_insn *in, uint8_t g)
-{
-	for (int i = 0; i < in->detail->groups_count; i++)
-		if (in->detail->groups[i] == g)
-			return 1;
-	return 0;
 }
 
 /*
@@ -350,7 +311,7 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 		pl->start = addr + 4;
 	if (addr + size < pl->start + 5)
 		return R_SHORT;
-	in = csf.malloc(cs);
+	in = ta_csf.malloc(ta_cs);
 	if (!in)
 		return R_UNDECODABLE;
 
@@ -360,14 +321,14 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 	a = pl->start;
 	pl->len = 0;
 	while (pl->len < 5) {
-		if (!csf.disasm_iter(cs, &p, &left, &a, in)) {
+		if (!ta_csf.disasm_iter(ta_cs, &p, &left, &a, in)) {
 			why = left < 15 ? R_SHORT : R_UNDECODABLE;
 			goto out;
 		}
 		pl->len += in->size;
 		/* At attach, a thread may be inside a call made from these
 		 * bytes: it would return into the middle of the jmp. */
-		if (attach_mode && in_group(in, X86_GRP_CALL)) {
+		if (attach_mode && ta_cs_in_group(in, X86_GRP_CALL)) {
 			why = R_UNMOVABLE;
 			goto out;
 		}
@@ -381,7 +342,7 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 	a = addr;
 	while (left > 0) {
 		uint64_t t;
-		if (!csf.disasm_iter(cs, &p, &left, &a, in)) {
+		if (!ta_csf.disasm_iter(ta_cs, &p, &left, &a, in)) {
 			why = R_UNDECODABLE;
 			goto out;
 		}
@@ -391,23 +352,23 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 		}
 		/* ret N (callee pops, as in V8's generated code): the return
 		 * stub would find the frame by a slot N bytes off. */
-		if (in_group(in, X86_GRP_RET) && in->detail->x86.op_count > 0) {
+		if (ta_cs_in_group(in, X86_GRP_RET) && in->detail->x86.op_count > 0) {
 			why = R_RET_POPS;
 			goto out;
 		}
-		if (!in_group(in, X86_GRP_JUMP) && !in_group(in, X86_GRP_CALL))
+		if (!ta_cs_in_group(in, X86_GRP_JUMP) && !ta_cs_in_group(in, X86_GRP_CALL))
 			continue;
-		t = branch_target(in);
+		t = ta_cs_branch_target(in);
 		if (!t)
 			continue;
-		if (in_group(in, X86_GRP_CALL) ? t > addr && t < pl->start + pl->len
-					       : t >= pl->start && t < pl->start + pl->len) {
+		if (ta_cs_in_group(in, X86_GRP_CALL) ? t > addr && t < pl->start + pl->len
+						     : t >= pl->start && t < pl->start + pl->len) {
 			why = R_JUMP_TARGET;
 			goto out;
 		}
 	}
 out:
-	csf.free(in, 1);
+	ta_csf.free(in, 1);
 	return why;
 }
 
@@ -449,7 +410,7 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 	size_t left = pl->len;
 	uint64_t a = pl->start;
 	uint8_t *out = pl->code;
-	cs_insn *in = csf.malloc(cs);
+	cs_insn *in = ta_csf.malloc(ta_cs);
 	unsigned why = 0;
 
 	if (!in)
@@ -457,7 +418,7 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 	while (left > 0) {
 		const cs_x86 *x;
 		uint64_t here = at + (uint64_t)(out - pl->code);
-		if (!csf.disasm_iter(cs, &p, &left, &a, in)) {
+		if (!ta_csf.disasm_iter(ta_cs, &p, &left, &a, in)) {
 			why = R_UNDECODABLE;
 			break;
 		}
@@ -468,8 +429,8 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 			break;
 		}
 		x = &in->detail->x86;
-		if (in_group(in, X86_GRP_BRANCH_RELATIVE)) {
-			uint64_t t = branch_target(in);
+		if (ta_cs_in_group(in, X86_GRP_BRANCH_RELATIVE)) {
+			uint64_t t = ta_cs_branch_target(in);
 			uint8_t op = x->opcode[0];
 			int64_t rel;
 			if (op == 0xe8 || op == 0xe9 || op == 0xeb) {
@@ -516,7 +477,7 @@ static unsigned relocate(struct plan *pl, uint64_t at)
 		out += in->size;
 	}
 out:
-	csf.free(in, 1);
+	ta_csf.free(in, 1);
 	if (!why) {
 		/* jmp back to the rest of the function. */
 		uint64_t here = at + (uint64_t)(out - pl->code);
@@ -897,27 +858,64 @@ static void summary(void)
 		(unsigned long long)nrefused, nrefused ? " (see traceagent info)" : "");
 }
 
-static int capstone_open(void)
+/*
+ * Capstone is opened with dlopen when patching is asked for, not linked:
+ * its tables take ~6 ms of relocation when the library is loaded, a cost
+ * every traced program paid at start-up for a feature few runs use.  The
+ * soname is the major version of the headers we were built with (the
+ * structures we read, cs_insn and cs_x86, change between majors).
+ */
+struct ta_capstone ta_csf;
+csh ta_cs;
+static pthread_mutex_t capstone_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int ta_capstone_open(void)
 {
+	int ok;
 	void *h;
 
-	if (cs)
+	pthread_mutex_lock(&capstone_lock);
+	if (ta_cs) {
+		pthread_mutex_unlock(&capstone_lock);
 		return 0;
-	h = dlopen(CS_SONAME, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return -1;
-	csf.open = (cs_err(*)(cs_arch, cs_mode, csh *))dlsym(h, "cs_open");
-	csf.option = (cs_err(*)(csh, cs_opt_type, size_t))dlsym(h, "cs_option");
-	csf.malloc = (cs_insn * (*)(csh)) dlsym(h, "cs_malloc");
-	csf.disasm_iter = (bool (*)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *))dlsym(
-	    h, "cs_disasm_iter");
-	csf.free = (void (*)(cs_insn *, size_t))dlsym(h, "cs_free");
-	if (!csf.open || !csf.option || !csf.malloc || !csf.disasm_iter || !csf.free ||
-	    csf.open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
-		cs = 0;
-		return -1;
 	}
-	csf.option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	h = dlopen(TA_CS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (h) {
+		ta_csf.open = (cs_err(*)(cs_arch, cs_mode, csh *))dlsym(h, "cs_open");
+		ta_csf.option = (cs_err(*)(csh, cs_opt_type, size_t))dlsym(h, "cs_option");
+		ta_csf.malloc = (cs_insn * (*)(csh)) dlsym(h, "cs_malloc");
+		ta_csf.disasm_iter = (bool (*)(csh, const uint8_t **, size_t *, uint64_t *,
+					       cs_insn *))dlsym(h, "cs_disasm_iter");
+		ta_csf.free = (void (*)(cs_insn *, size_t))dlsym(h, "cs_free");
+		ta_csf.regs_access = (cs_err(*)(csh, const cs_insn *, cs_regs, uint8_t *, cs_regs,
+						uint8_t *))dlsym(h, "cs_regs_access");
+	}
+	ok = h && ta_csf.open && ta_csf.option && ta_csf.malloc && ta_csf.disasm_iter &&
+	     ta_csf.free && ta_csf.regs_access &&
+	     ta_csf.open(CS_ARCH_X86, CS_MODE_64, &ta_cs) == CS_ERR_OK;
+	if (ok)
+		ta_csf.option(ta_cs, CS_OPT_DETAIL, CS_OPT_ON);
+	else
+		ta_cs = 0;
+	pthread_mutex_unlock(&capstone_lock);
+	return ok ? 0 : -1;
+}
+
+uint64_t ta_cs_branch_target(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	for (int i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_IMM)
+			return (uint64_t)x->operands[i].imm;
+	return 0;
+}
+
+int ta_cs_in_group(const cs_insn *in, uint8_t g)
+{
+	for (int i = 0; i < in->detail->groups_count; i++)
+		if (in->detail->groups[i] == g)
+			return 1;
 	return 0;
 }
 
@@ -951,8 +949,8 @@ __attribute__((constructor)) static void patch_init(void)
 		return;
 	if (ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0)
 		return;
-	if (capstone_open() < 0) {
-		ta_warn("cannot open " CS_SONAME
+	if (ta_capstone_open() < 0) {
+		ta_warn("cannot open " TA_CS_SONAME
 			" (capstone, to decode x86-64); TRACEAGENT_PATCH ignored");
 		return;
 	}
@@ -992,8 +990,8 @@ int ta_patch_attach_prepare(const char *spec)
 		return -EINVAL;
 	}
 	pthread_mutex_unlock(&patch_lock);
-	if (capstone_open() < 0) {
-		ta_warn("cannot open " CS_SONAME " (capstone, to decode x86-64); --patch ignored");
+	if (ta_capstone_open() < 0) {
+		ta_warn("cannot open " TA_CS_SONAME " (capstone, to decode x86-64); --patch ignored");
 		return -ENOENT;
 	}
 	if (!patch_on && ta_patch_hot_init() != 0) {

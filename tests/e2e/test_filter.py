@@ -110,6 +110,22 @@ class FilterTest(tahelp.Case):
                 del exp["hash"]
                 self.check(level, {"TRACEAGENT_EXCLUDE": "hash"}, exp)
 
+    def test_exclude_patched_out(self):
+        """EXCLUDE alone: the excluded functions' calls to the hooks are
+        rewritten into no-ops (info: patched), their callees recorded, the
+        counts exact, and no function left to the run-time filter."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                exp = {k: v for k, v in WHOLE.items() if k not in ("hash", "leaf")}
+                r, _ = self.check(level, {"TRACEAGENT_EXCLUDE": "hash,leaf"}, exp)
+                p = subprocess.run([tahelp.TRACEAGENT, "info", "--json", r.dump],
+                                   env=tahelp.clean_env(), capture_output=True, text=True,
+                                   timeout=tahelp.TIMEOUT)
+                f = json.loads(p.stdout)["processes"][0]["filters"]
+                self.assertEqual(sorted((x["name"], x["how"]) for x in f["functions"]),
+                                 [("hash", "patched"), ("leaf", "patched")])
+                self.assertEqual((f["patched_out"], f["run_time"]), (2, 0))
+
     def test_depth(self):
         """DEPTH=2: main and its direct callees; noise under skipme and
         usleep under noise are deeper."""
