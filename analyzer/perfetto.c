@@ -150,12 +150,24 @@ struct pf_zone {
 	uint64_t value;
 };
 
+/* A bundle of packets deflated by a job (-j: on a worker), written in
+ * order: the bytes are those of one thread. */
+struct zjob {
+	uint8_t *in; /* the packets (the encoder's buffer, handed over) */
+	size_t len, cap;
+	uint8_t *out; /* deflated */
+	size_t outlen, outcap;
+	z_stream z;
+	int zinit, fail;
+	struct pf *x;
+};
+
 struct pf {
 	FILE *f;
 	struct ta_pb pb;
-	z_stream z;
-	uint8_t *zbuf; /* a bundle deflated */
-	size_t zcap;
+	struct ta_opool q;
+	struct zjob *zjobs;
+	size_t nzjobs;
 	struct ta_timeline tl;
 	int64_t t0; /* the dump's start on CLOCK_MONOTONIC */
 	uint32_t next_seq;
@@ -187,35 +199,51 @@ static size_t put_varint(uint8_t *p, uint64_t v)
 	return n;
 }
 
-/* Writes the packets the encoder holds (when there are enough of them, or
- * force) deflated as the compressed_packets of one packet. */
-static void flush(struct pf *x, int force)
+/* Deflates a bundle (in a worker, or the reader). */
+static void zjob_work(void *ctx, void *job)
 {
-	uint8_t head[32], key[4], len[10];
-	size_t n, nkey, nlen, out, bound;
+	struct zjob *j = job;
+	size_t bound;
 
-	if (ta_pb_failed(&x->pb) || !x->pb.len || (!force && x->pb.len < BUNDLE_BYTES))
-		return;
-	bound = deflateBound(&x->z, (uLong)x->pb.len);
-	if (bound > x->zcap) {
-		uint8_t *z = realloc(x->zbuf, bound);
-
-		if (!z) {
-			x->nomem = 1;
+	(void)ctx;
+	j->fail = 1;
+	/* Speed over size: the bundles are small and very repetitive. */
+	if (!j->zinit) {
+		if (deflateInit(&j->z, Z_BEST_SPEED) != Z_OK)
 			return;
-		}
-		x->zbuf = z;
-		x->zcap = bound;
+		j->zinit = 1;
 	}
-	x->z.next_in = x->pb.buf;
-	x->z.avail_in = (uInt)x->pb.len;
-	x->z.next_out = x->zbuf;
-	x->z.avail_out = (uInt)x->zcap;
-	if (deflate(&x->z, Z_FINISH) != Z_STREAM_END || deflateReset(&x->z) != Z_OK) {
+	bound = deflateBound(&j->z, (uLong)j->len);
+	if (bound > j->outcap) {
+		uint8_t *z = realloc(j->out, bound);
+
+		if (!z)
+			return;
+		j->out = z;
+		j->outcap = bound;
+	}
+	j->z.next_in = j->in;
+	j->z.avail_in = (uInt)j->len;
+	j->z.next_out = j->out;
+	j->z.avail_out = (uInt)j->outcap;
+	if (deflate(&j->z, Z_FINISH) != Z_STREAM_END || deflateReset(&j->z) != Z_OK)
+		return;
+	j->outlen = j->outcap - j->z.avail_out;
+	j->fail = 0;
+}
+
+/* Writes a deflated bundle as the compressed_packets of one packet. */
+static void zjob_retire(void *ctx, void *job)
+{
+	struct pf *x = ctx;
+	struct zjob *j = job;
+	uint8_t head[32], key[4], len[10];
+	size_t n, nkey, nlen, out = j->outlen;
+
+	if (j->fail) {
 		x->nomem = 1;
 		return;
 	}
-	out = x->zcap - x->z.avail_out;
 	/* Trace.packet { compressed_packets: BYTES }: its key and length, then
 	 * the field's, then the bytes. */
 	nkey = put_varint(key, PK_COMPRESSED << 3 | 2);
@@ -227,8 +255,70 @@ static void flush(struct pf *x, int force)
 	memcpy(head + n, len, nlen);
 	n += nlen;
 	fwrite(head, 1, n, x->f);
-	fwrite(x->zbuf, 1, out, x->f);
+	fwrite(j->out, 1, out, x->f);
+}
+
+/* Hands the packets the encoder holds (when there are enough of them, or
+ * force) to a job that deflates them: its buffer and the encoder's are
+ * swapped. */
+static void flush(struct pf *x, int force)
+{
+	struct zjob *j;
+	uint8_t *buf;
+	size_t cap;
+
+	if (ta_pb_failed(&x->pb) || !x->pb.len || (!force && x->pb.len < BUNDLE_BYTES))
+		return;
+	j = ta_opool_current(&x->q);
+	buf = j->in;
+	cap = j->cap;
+	j->in = x->pb.buf;
+	j->cap = x->pb.cap;
+	j->len = x->pb.len;
+	x->pb.buf = buf;
+	x->pb.cap = cap;
 	ta_pb_reset(&x->pb);
+	ta_opool_submit(&x->q);
+}
+
+/* The jobs: a few per worker, so that none waits for the reader. */
+static int zjobs_init(struct pf *x)
+{
+	unsigned workers = ta_session_jobs > 1 ? ta_session_jobs - 1 : 0;
+	void **ptrs;
+
+	x->nzjobs = workers ? 3 * (size_t)workers + 1 : 1;
+	x->zjobs = calloc(x->nzjobs, sizeof(*x->zjobs));
+	ptrs = calloc(x->nzjobs, sizeof(*ptrs));
+	if (!x->zjobs || !ptrs) {
+		x->nzjobs = 0;
+		free(ptrs);
+		return -1;
+	}
+	for (size_t k = 0; k < x->nzjobs; k++) {
+		x->zjobs[k].x = x;
+		ptrs[k] = &x->zjobs[k];
+	}
+	if (ta_opool_init(&x->q, workers, ptrs, x->nzjobs, zjob_work, zjob_retire, x) < 0) {
+		free(ptrs);
+		return -1;
+	}
+	return 0;
+}
+
+static void zjobs_free(struct pf *x)
+{
+	ta_opool_free(&x->q);
+	free(x->q.jobs);
+	for (size_t k = 0; k < x->nzjobs; k++) {
+		struct zjob *j = &x->zjobs[k];
+
+		if (j->zinit)
+			deflateEnd(&j->z);
+		free(j->in);
+		free(j->out);
+	}
+	free(x->zjobs);
 }
 
 /* A bit set by index: 1 when bit i was already set; -1 without memory. */
@@ -840,8 +930,8 @@ int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 	memset(&x, 0, sizeof(x));
 	x.f = f;
 	ta_pb_init(&x.pb);
-	/* Speed over size: the bundles are small and very repetitive. */
-	if (deflateInit(&x.z, Z_BEST_SPEED) != Z_OK) {
+	if (zjobs_init(&x) < 0) {
+		zjobs_free(&x);
 		fprintf(stderr, "traceagent: %s: out of memory\n", path);
 		return 1;
 	}
@@ -856,6 +946,7 @@ int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 	}
 	descriptors(&x);
 	flush(&x, 1);
+	ta_opool_drain(&x.q);
 	if (x.nomem || ta_pb_failed(&x.pb)) {
 		fprintf(stderr, "traceagent: %s: out of memory\n", path);
 		status = status ? status : 1;
@@ -864,9 +955,8 @@ int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 		ta_timeline_warnings(&x.tl);
 out:
 	ta_timeline_close(&x.tl);
+	zjobs_free(&x);
 	ta_pb_free(&x.pb);
-	deflateEnd(&x.z);
-	free(x.zbuf);
 	for (uint32_t i = 0; i < x.nth; i++) {
 		free(x.th[i].named);
 		free(x.th[i].catted);
