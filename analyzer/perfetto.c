@@ -754,7 +754,12 @@ static struct prec *rec(struct pf *x, const struct ta_thread *t, unsigned kind)
 		j->tidx[j->nslots++] = t->index;
 	}
 	r = &j->r[j->nr];
-	memset(r, 0, sizeof(*r));
+	/* What every kind reads; the rest is the caller's. */
+	r->newseq = r->open = r->cut = r->has_value = 0;
+	r->text = r->chan = NULL;
+	r->iname = r->icat = NULL;
+	r->cat = 0;
+	r->ns = r->ns2 = 0;
 	r->kind = (unsigned char)kind;
 	r->slot = pt->slot;
 	r->tindex = t->index;

@@ -452,7 +452,9 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 	ta_fntab_init(&tl->fns, &tl->meta);
 	memset(&vis, 0, sizeof(vis));
 	vis.ctx = tl;
-	vis.enter = tl_enter;
+	/* Only --function looks at the enters (a thread's state is made at
+	 * its first exit as well). */
+	vis.enter = o->function ? tl_enter : NULL;
 	vis.exit = tl_exit;
 	if (api)
 		vis.ext = tl_ext;
