@@ -119,9 +119,9 @@ struct crec {
 
 enum { REC_CALL, REC_TEXT };
 
-/* Records per job: a few MB of lines, enough that the handing over is
+/* Records per job: half a MB of lines, enough that the handing over is
  * nothing beside the formatting. */
-#define JOB_RECS 16384u
+#define JOB_RECS 4096u
 
 struct cjob {
 	struct crec *r;
@@ -733,7 +733,7 @@ static int chrome_jobs(struct export *e)
 	unsigned workers = ta_session_jobs > 1 ? ta_session_jobs - 1 : 0;
 	void **ptrs;
 
-	e->njobs = workers ? 3 * (size_t)workers + 1 : 1;
+	e->njobs = workers ? 2 * (size_t)workers + 2 : 1;
 	e->jobs = calloc(e->njobs, sizeof(*e->jobs));
 	ptrs = calloc(e->njobs, sizeof(*ptrs));
 	if (!e->jobs || !ptrs) {

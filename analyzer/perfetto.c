@@ -184,7 +184,7 @@ struct prec {
 };
 
 /* Records per job. */
-#define PJOB_RECS 16384u
+#define PJOB_RECS 4096u
 
 struct zjob {
 	uint64_t no; /* in submission order */
@@ -1199,7 +1199,7 @@ static int jobs_init(struct pf *x)
 
 	pthread_mutex_init(&x->chain_mu, NULL);
 	pthread_cond_init(&x->chain_cv, NULL);
-	x->nzjobs = workers ? 3 * (size_t)workers + 1 : 1;
+	x->nzjobs = workers ? 2 * (size_t)workers + 2 : 1;
 	x->zjobs = calloc(x->nzjobs, sizeof(*x->zjobs));
 	ptrs = calloc(x->nzjobs, sizeof(*ptrs));
 	if (!x->zjobs || !ptrs) {
