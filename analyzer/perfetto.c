@@ -1227,7 +1227,7 @@ static int jobs_init(struct pf *x)
 
 static void jobs_free(struct pf *x)
 {
-	if (x->q.mu)
+	if (x->q.ready)
 		ta_opool_drain(&x->q);
 	ta_opool_free(&x->q);
 	free(x->q.jobs);

@@ -492,9 +492,9 @@ void ta_timeline_close(struct ta_timeline *tl)
 
 enum { JOB_FREE, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 
-#define Q_MU(q)	  ((pthread_mutex_t *)(q)->mu)
-#define Q_WORK(q) ((pthread_cond_t *)(q)->work_cv)
-#define Q_DONE(q) ((pthread_cond_t *)(q)->done_cv)
+#define Q_MU(q)	  (&(q)->mu)
+#define Q_WORK(q) (&(q)->work_cv)
+#define Q_DONE(q) (&(q)->done_cv)
 
 /* The next queued job, marked running, or -1.  Under the lock. */
 static long opool_take(struct ta_opool *q)
@@ -543,34 +543,28 @@ int ta_opool_init(struct ta_opool *q, unsigned workers, void **jobs, size_t n,
 		  void (*work)(void *ctx, void *job), void (*retire)(void *ctx, void *job),
 		  void *ctx)
 {
-	pthread_t *tids;
-
 	memset(q, 0, sizeof(*q));
 	q->jobs = jobs;
 	q->n = n;
 	q->work = work;
 	q->retire = retire;
 	q->ctx = ctx;
-	q->mu = malloc(sizeof(pthread_mutex_t));
-	q->work_cv = malloc(sizeof(pthread_cond_t));
-	q->done_cv = malloc(sizeof(pthread_cond_t));
 	q->state = calloc(n, 1);
-	q->tids = tids = calloc(workers ? workers : 1, sizeof(*tids));
-	if (!q->mu || !q->work_cv || !q->done_cv || !q->state || !tids) {
-		free(q->mu);
-		free(q->work_cv);
-		free(q->done_cv);
+	q->tids = calloc(workers ? workers : 1, sizeof(*q->tids));
+	if (!q->state || !q->tids) {
 		free(q->state);
-		free(tids);
-		q->mu = NULL;
+		free(q->tids);
+		/* jobs stay the caller's. */
+		memset(q, 0, sizeof(*q));
 		return -1;
 	}
 	pthread_mutex_init(Q_MU(q), NULL);
 	pthread_cond_init(Q_WORK(q), NULL);
 	pthread_cond_init(Q_DONE(q), NULL);
+	q->ready = 1;
 	for (unsigned i = 0; i < workers; i++) {
 		/* Fewer workers only make it slower. */
-		if (pthread_create(&tids[i], NULL, opool_worker, q) != 0)
+		if (pthread_create(&q->tids[i], NULL, opool_worker, q) != 0)
 			break;
 		q->nworkers++;
 	}
@@ -626,9 +620,7 @@ void ta_opool_drain(struct ta_opool *q)
 
 void ta_opool_free(struct ta_opool *q)
 {
-	pthread_t *tids = q->tids;
-
-	if (!q->mu)
+	if (!q->ready)
 		return;
 	pthread_mutex_lock(Q_MU(q));
 	q->quit = 1;
@@ -636,14 +628,11 @@ void ta_opool_free(struct ta_opool *q)
 	pthread_cond_broadcast(Q_WORK(q));
 	pthread_mutex_unlock(Q_MU(q));
 	for (unsigned i = 0; i < q->nworkers; i++)
-		pthread_join(tids[i], NULL);
+		pthread_join(q->tids[i], NULL);
 	pthread_mutex_destroy(Q_MU(q));
 	pthread_cond_destroy(Q_WORK(q));
 	pthread_cond_destroy(Q_DONE(q));
-	free(q->mu);
-	free(q->work_cv);
-	free(q->done_cv);
 	free(q->state);
-	free(tids);
-	q->mu = NULL;
+	free(q->tids);
+	q->ready = 0;
 }

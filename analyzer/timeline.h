@@ -20,6 +20,7 @@
 #ifndef TA_TIMELINE_H
 #define TA_TIMELINE_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "apiev.h"
@@ -144,14 +145,16 @@ void ta_tlcall_times(const struct ta_timeline *tl, const struct ta_tlcall *c, in
 /* ---- ordered jobs: work on several cores, results taken in order ---- */
 
 /*
- * A ring of n jobs (the caller's) that workers threads work on while the
+ * A ring of n jobs (the caller's) that worker threads work on while the
  * caller fills the next ones; the caller takes the results (retire) in the
  * order it submitted the jobs, so an output written by retire is the one
  * of a single thread.  Without workers the work is done at submission.
  * Memory: the n jobs, whatever the length of the stream.
  */
 struct ta_opool {
-	void *mu, *work_cv, *done_cv; /* pthread objects, allocated */
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv, done_cv; /* a job was queued (or quit); one is done */
+	int ready; /* initialized */
 	void **jobs;
 	unsigned char *state;
 	size_t n;
@@ -160,11 +163,11 @@ struct ta_opool {
 	void (*work)(void *ctx, void *job); /* in a worker, or the caller */
 	void (*retire)(void *ctx, void *job); /* in the caller, in order */
 	void *ctx;
-	void *tids;
+	pthread_t *tids;
 	unsigned nworkers;
 };
 
-/* Starts workers threads (0: none) on jobs[0..n).  0, or -1 without
+/* Starts worker threads (0: none) on jobs[0..n).  0, or -1 without
  * memory. */
 int ta_opool_init(struct ta_opool *q, unsigned workers, void **jobs, size_t n,
 		  void (*work)(void *ctx, void *job), void (*retire)(void *ctx, void *job),
