@@ -170,7 +170,7 @@ struct prec {
 	unsigned char is_double, has_value;
 	uint32_t slot; /* the thread's in the job */
 	uint32_t seq, tindex;
-	uint32_t fn, cat;	/* BEGIN: name iid - 1, category iid */
+	uint32_t fn, cat;	  /* BEGIN: name iid - 1, category iid */
 	const char *iname, *icat; /* BEGIN: to intern first, or NULL */
 	const struct ta_process *p;
 	uint64_t enter, exit; /* a call's, in ticks */
@@ -860,7 +860,9 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 {
 	struct pf *x = ctx;
 	struct prec *r;
-	unsigned kind = c->kind == TA_TL_ENTER ? PR_BEGIN : c->kind == TA_TL_EXIT ? PR_END : PR_CALL;
+	unsigned kind = c->kind == TA_TL_ENTER	? PR_BEGIN
+			: c->kind == TA_TL_EXIT ? PR_END
+						: PR_CALL;
 
 	r = rec(x, c->t, kind);
 	if (!r)

@@ -312,8 +312,8 @@ void ta_tlcall_times(const struct ta_timeline *tl, const struct ta_tlcall *c, in
 {
 	*start_ns = ta_timeline_rel(tl, c->p, c->enter);
 	/* shown_dur's, from the two rounded ends. */
-	*dur_ns = c->p ? (uint64_t)(ta_timeline_rel(tl, c->p, c->exit) - *start_ns)
-		       : c->exit - c->enter;
+	*dur_ns =
+	    c->p ? (uint64_t)(ta_timeline_rel(tl, c->p, c->exit) - *start_ns) : c->exit - c->enter;
 }
 
 static void tl_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)

@@ -154,13 +154,13 @@ void ta_tlcall_times(const struct ta_timeline *tl, const struct ta_tlcall *c, in
 struct ta_opool {
 	pthread_mutex_t mu;
 	pthread_cond_t work_cv, done_cv; /* a job was queued (or quit); one is done */
-	int ready; /* initialized */
+	int ready;			 /* initialized */
 	void **jobs;
 	unsigned char *state;
 	size_t n;
 	uint64_t head, tail, next; /* retire, submit, and the next to hand out */
 	int quit;
-	void (*work)(void *ctx, void *job); /* in a worker, or the caller */
+	void (*work)(void *ctx, void *job);   /* in a worker, or the caller */
 	void (*retire)(void *ctx, void *job); /* in the caller, in order */
 	void *ctx;
 	pthread_t *tids;
