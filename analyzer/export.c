@@ -61,6 +61,14 @@ struct export
 	struct frame_set *fs; /* frame marks by (pid, set) */
 	size_t nfs;
 
+	/* chrome: the lines are formatted by jobs (-j: on the workers), the
+	 * timeline filling the current one; see chrome_rec. */
+	struct ta_opool q;
+	struct cjob *jobs;
+	size_t njobs;
+	struct cjob *job; /* being filled */
+	FILE *of;	  /* the output (f is the current job's text during api) */
+
 	/* folded */
 	char *buf;
 	size_t len, cap;
@@ -87,6 +95,45 @@ struct frame_set {
 	uint64_t tid; /* its pseudo-thread */
 	int64_t last_ns;
 	uint64_t frames;
+};
+
+/*
+ * A stretch of the Chrome export's lines: the calls the timeline emitted,
+ * their names and order-dependent parts (separator, a zone's args, the
+ * count for the warning) settled by the reader, their times converted and
+ * the lines written by a worker (chrome_work); the API's events written
+ * by the reader into text, in their place among them.
+ */
+struct crec {
+	unsigned char kind; /* REC_CALL, REC_TEXT */
+	unsigned char open, first;
+	uint32_t pid;
+	uint64_t tid;
+	const char *name, *cat; /* JSON strings */
+	const struct ta_process *p;
+	uint64_t enter, exit; /* ticks */
+	uint64_t events;      /* the export's events after this call's */
+	char *zone;	      /* the zone's args (", ..."), or NULL */
+	size_t off, len;      /* REC_TEXT: its bytes in the job's text */
+};
+
+enum { REC_CALL, REC_TEXT };
+
+/* Records per job: half a MB of lines, enough that the handing over is
+ * nothing beside the formatting. */
+#define JOB_RECS 4096u
+
+struct cjob {
+	struct crec *r;
+	size_t nr;
+	uint32_t *sizes; /* each call's bytes, for the warning */
+	char *text;	 /* the API's events, while filled through tf */
+	size_t textlen;
+	FILE *tf;
+	char *out; /* the formatted lines */
+	size_t len, cap;
+	int nomem;
+	struct export *e;
 };
 
 /* Above the largest pid_max (2^22), so no real thread shares a frame
@@ -201,14 +248,15 @@ static const char *fmt_us(char *buf, size_t n, int64_t ns)
 
 /* The zone args of a slice, removed from the waiting ones: ", \"text\": ..."
  * into buf (the args of the instant written before the slice), or "". */
-static const char *zone_args(struct export *e, const struct ta_tlcall *c, char *buf, size_t n)
+static const char *zone_args(struct export *e, const struct ta_tlcall *c, int64_t start_ns,
+			     char *buf, size_t n)
 {
 	buf[0] = 0;
 	for (size_t k = 0; k < e->nza; k++) {
 		struct zone_args *z = &e->za[k];
 		size_t len = 0;
 
-		if (z->t != c->t || z->depth != c->depth || z->start_ns != c->start_ns)
+		if (z->t != c->t || z->depth != c->depth || z->start_ns != start_ns)
 			continue;
 		if (z->text)
 			len += (size_t)snprintf(buf, n, ", \"text\": %s", z->text);
@@ -221,11 +269,214 @@ static const char *zone_args(struct export *e, const struct ta_tlcall *c, char *
 	return buf;
 }
 
+static void warn_big(struct export *e)
+{
+	e->warned = 1;
+	fprintf(stderr,
+		"traceagent export: %s: over %s so far; chrome://tracing and Perfetto "
+		"struggle past about 1M events or 256 MB: --time-range, --min-duration "
+		"or --tid make a smaller export (or --format=perfetto)\n",
+		e->out, e->events > BIG_EVENTS ? "1M events" : "256 MB");
+}
+
+/* ---- a job's lines (in a worker) ---- */
+
+static char *put_str(char *p, const char *s, size_t n)
+{
+	memcpy(p, s, n);
+	return p + n;
+}
+
+#define PUT_LIT(p, lit) put_str(p, lit, sizeof(lit) - 1)
+
+static char *put_u64(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* fmt_us's: ns as microseconds with three decimals. */
+static char *put_us(char *p, int64_t ns)
+{
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	unsigned r = (unsigned)(a % 1000);
+
+	if (ns < 0)
+		*p++ = '-';
+	p = put_u64(p, a / 1000);
+	*p++ = '.';
+	*p++ = (char)('0' + r / 100);
+	*p++ = (char)('0' + r / 10 % 10);
+	*p++ = (char)('0' + r % 10);
+	return p;
+}
+
+static int job_room(struct cjob *j, size_t n)
+{
+	if (j->len + n > j->cap) {
+		size_t cap = j->cap ? j->cap : (1u << 20);
+		char *b;
+
+		while (cap < j->len + n)
+			cap *= 2;
+		b = realloc(j->out, cap);
+		if (!b)
+			return -1;
+		j->out = b;
+		j->cap = cap;
+	}
+	return 0;
+}
+
+/* A call's lines: the instant of its zone's args, if any, and its
+ * complete event, as one fprintf each would write them. */
+static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
+{
+	struct ta_tlcall c;
+	int64_t start;
+	uint64_t dur;
+	size_t nname = strlen(r->name), ncat = strlen(r->cat) - (r->open ? 1 : 0);
+	char ts[32], *p;
+	int n;
+
+	memset(&c, 0, sizeof(c));
+	c.p = r->p;
+	c.enter = r->enter;
+	c.exit = r->exit;
+	ta_tlcall_times(&j->e->tl, &c, &start, &dur);
+	*size = 0;
+	if (r->zone) {
+		char *line = NULL;
+
+		fmt_us(ts, sizeof(ts), start);
+		n = asprintf(&line,
+			     "%s{\"ph\": \"i\", \"s\": \"t\", \"name\": %s, \"cat\": "
+			     "\"zone,args\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64
+			     ", \"ts\": %s, \"args\": {%s}}",
+			     r->first ? "\n" : ",\n", r->name, r->pid, r->tid, ts, r->zone + 2);
+		if (n < 0 || job_room(j, (size_t)n) < 0) {
+			free(line);
+			j->nomem = 1;
+			return;
+		}
+		memcpy(j->out + j->len, line, (size_t)n);
+		j->len += (size_t)n;
+		*size += (uint32_t)n;
+		free(line);
+	}
+	if (job_room(j, nname + ncat + 160) < 0) {
+		j->nomem = 1;
+		return;
+	}
+	p = j->out + j->len;
+	if (r->first && !r->zone)
+		p = PUT_LIT(p, "\n{\"ph\": \"X\", \"name\": ");
+	else
+		p = PUT_LIT(p, ",\n{\"ph\": \"X\", \"name\": ");
+	p = put_str(p, r->name, nname);
+	p = PUT_LIT(p, ", \"cat\": ");
+	p = put_str(p, r->cat, ncat);
+	if (r->open)
+		p = PUT_LIT(p, ",open\"");
+	p = PUT_LIT(p, ", \"pid\": ");
+	p = put_u64(p, r->pid);
+	p = PUT_LIT(p, ", \"tid\": ");
+	p = put_u64(p, r->tid);
+	p = PUT_LIT(p, ", \"ts\": ");
+	p = put_us(p, start);
+	p = PUT_LIT(p, ", \"dur\": ");
+	p = put_us(p, (int64_t)dur);
+	*p++ = '}';
+	*size += (uint32_t)(p - (j->out + j->len));
+	j->len = (size_t)(p - j->out);
+}
+
+static void chrome_work(void *ctx, void *job)
+{
+	struct cjob *j = job;
+
+	(void)ctx;
+	j->len = 0;
+	for (size_t k = 0; k < j->nr; k++) {
+		struct crec *r = &j->r[k];
+
+		if (r->kind == REC_CALL) {
+			call_lines(j, r, &j->sizes[k]);
+		} else if (job_room(j, r->len) == 0) {
+			memcpy(j->out + j->len, j->text + r->off, r->len);
+			j->len += r->len;
+		} else {
+			j->nomem = 1;
+		}
+		free(r->zone);
+		r->zone = NULL;
+	}
+}
+
+/* ---- in the reader ---- */
+
+/* Writes a job's lines, in order, and tells when the export grew big. */
+static void chrome_retire(void *ctx, void *job)
+{
+	struct export *e = ctx;
+	struct cjob *j = job;
+
+	fwrite(j->out, 1, j->len, e->of);
+	for (size_t k = 0; k < j->nr && !e->warned; k++) {
+		if (j->r[k].kind != REC_CALL)
+			continue;
+		e->bytes += j->sizes[k];
+		if (j->r[k].events > BIG_EVENTS || e->bytes > BIG_BYTES) {
+			/* The count as it was after that call. */
+			uint64_t now = e->events;
+
+			e->events = j->r[k].events;
+			warn_big(e);
+			e->events = now;
+		}
+	}
+	if (j->nomem)
+		e->nomem = 1;
+	j->nomem = 0;
+	j->nr = 0;
+	j->len = 0;
+	free(j->text);
+	j->text = NULL;
+	j->textlen = 0;
+	/* The buffer of an outsized stretch is not kept. */
+	if (j->cap > (64u << 20)) {
+		free(j->out);
+		j->out = NULL;
+		j->cap = 0;
+	}
+}
+
+/* Hands the current job over (its text closed first). */
+static void chrome_submit(struct export *e)
+{
+	struct cjob *j = e->job;
+
+	if (j->tf) {
+		if (fclose(j->tf) != 0)
+			e->nomem = 1;
+		j->tf = NULL;
+	}
+	e->job = ta_opool_submit(&e->q);
+}
+
 static void chrome_event(struct export *e, const struct ta_tlcall *c)
 {
-	char ts[32], dur[32], args[TA_TEXT_MAX * 6 + 64];
+	char args[TA_TEXT_MAX * 6 + 64];
 	const char *zone = "";
-	int open = !!(c->flags & TA_VISIT_OPEN), n, catlen;
+	struct cjob *j = e->job;
+	struct crec *r;
 
 	if (c->kind == TA_TL_ENTER)
 		return;
@@ -233,37 +484,37 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 		e->nomem = 1;
 		return;
 	}
-	fmt_us(ts, sizeof(ts), c->start_ns);
-	if (e->nza)
-		zone = zone_args(e, c, args, sizeof(args));
+	r = &j->r[j->nr];
+	r->first = e->events == 0;
+	if (e->nza) {
+		int64_t start;
+		uint64_t dur;
+
+		ta_tlcall_times(&e->tl, c, &start, &dur);
+		zone = zone_args(e, c, start, args, sizeof(args));
+	}
+	r->zone = NULL;
 	if (*zone) {
-		/* zone_args writes ", ..." to follow another arg. */
-		n = fprintf(e->f,
-			    "%s{\"ph\": \"i\", \"s\": \"t\", \"name\": %s, \"cat\": \"zone,args\", "
-			    "\"pid\": %" PRIu32 ", \"tid\": %" PRIu64 ", \"ts\": %s, \"args\": {%s}}",
-			    e->events ? ",\n" : "\n", e->jname[c->fn], c->t->pid, c->t->tid, ts,
-			    zone + 2);
+		r->zone = strdup(zone);
+		if (!r->zone) {
+			e->nomem = 1;
+			return;
+		}
 		e->events++;
-		e->bytes += n > 0 ? (uint64_t)n : 0;
 	}
-	/* jcat is a JSON string: ",open" goes before its closing quote. */
-	catlen = (int)strlen(e->jcat[c->fn]) - (open ? 1 : 0);
-	n = fprintf(e->f,
-		    "%s{\"ph\": \"X\", \"name\": %s, \"cat\": %.*s%s, \"pid\": %" PRIu32
-		    ", \"tid\": %" PRIu64 ", \"ts\": %s, \"dur\": %s}",
-		    e->events ? ",\n" : "\n", e->jname[c->fn], catlen, e->jcat[c->fn],
-		    open ? ",open\"" : "", c->t->pid, c->t->tid, ts,
-		    fmt_us(dur, sizeof(dur), (int64_t)c->dur_ns));
 	e->events++;
-	e->bytes += n > 0 ? (uint64_t)n : 0;
-	if (!e->warned && (e->events > BIG_EVENTS || e->bytes > BIG_BYTES)) {
-		e->warned = 1;
-		fprintf(stderr,
-			"traceagent export: %s: over %s so far; chrome://tracing and Perfetto "
-			"struggle past about 1M events or 256 MB: --time-range, --min-duration "
-			"or --tid make a smaller export (or --format=perfetto)\n",
-			e->out, e->events > BIG_EVENTS ? "1M events" : "256 MB");
-	}
+	r->kind = REC_CALL;
+	r->open = !!(c->flags & TA_VISIT_OPEN);
+	r->pid = c->t->pid;
+	r->tid = c->t->tid;
+	r->name = e->jname[c->fn];
+	r->cat = e->jcat[c->fn];
+	r->p = c->p;
+	r->enter = c->enter;
+	r->exit = c->exit;
+	r->events = e->events;
+	if (++j->nr == JOB_RECS)
+		chrome_submit(e);
 }
 
 static void emit(void *ctx, const struct ta_tlcall *c)
@@ -367,7 +618,7 @@ static void api_head(struct export *e, const char *ph, const char *name, const c
  * process; frames slices on a track per set; zone texts and values wait
  * for their zone's slice.
  */
-static void api(void *ctx, const struct ta_tlapi *a)
+static void api_lines(void *ctx, const struct ta_tlapi *a)
 {
 	struct export *e = ctx;
 	const struct ta_apiev *ev = a->e;
@@ -439,6 +690,95 @@ static void api(void *ctx, const struct ta_tlapi *a)
 	}
 }
 
+/* The API's event written by api_lines into the current job's text, in
+ * its place among the calls. */
+static void api(void *ctx, const struct ta_tlapi *a)
+{
+	struct export *e = ctx;
+	struct cjob *j = e->job;
+	size_t off;
+
+	if (!j->tf) {
+		j->tf = open_memstream(&j->text, &j->textlen);
+		if (!j->tf) {
+			e->nomem = 1;
+			return;
+		}
+	}
+	if (fflush(j->tf) != 0) {
+		e->nomem = 1;
+		return;
+	}
+	off = j->textlen;
+	e->f = j->tf;
+	api_lines(e, a);
+	e->f = e->of;
+	if (fflush(j->tf) != 0) {
+		e->nomem = 1;
+		return;
+	}
+	if (j->textlen == off)
+		return;
+	j->r[j->nr].kind = REC_TEXT;
+	j->r[j->nr].zone = NULL;
+	j->r[j->nr].off = off;
+	j->r[j->nr].len = j->textlen - off;
+	if (++j->nr == JOB_RECS)
+		chrome_submit(e);
+}
+
+/* The jobs: a few per worker, so that none waits for the reader. */
+static int chrome_jobs(struct export *e)
+{
+	unsigned workers = ta_session_jobs > 1 ? ta_session_jobs - 1 : 0;
+	void **ptrs;
+
+	e->njobs = workers ? 2 * (size_t)workers + 2 : 1;
+	e->jobs = calloc(e->njobs, sizeof(*e->jobs));
+	ptrs = calloc(e->njobs, sizeof(*ptrs));
+	if (!e->jobs || !ptrs) {
+		free(ptrs);
+		return -1;
+	}
+	for (size_t k = 0; k < e->njobs; k++) {
+		struct cjob *j = &e->jobs[k];
+
+		j->e = e;
+		j->r = malloc(JOB_RECS * sizeof(*j->r));
+		j->sizes = malloc(JOB_RECS * sizeof(*j->sizes));
+		ptrs[k] = j;
+		if (!j->r || !j->sizes) {
+			free(ptrs);
+			return -1;
+		}
+	}
+	if (ta_opool_init(&e->q, workers, ptrs, e->njobs, chrome_work, chrome_retire, e) < 0) {
+		free(ptrs);
+		return -1;
+	}
+	e->job = ta_opool_current(&e->q);
+	return 0;
+}
+
+static void chrome_jobs_free(struct export *e)
+{
+	ta_opool_free(&e->q);
+	free(e->q.jobs);
+	for (size_t k = 0; k < e->njobs; k++) {
+		struct cjob *j = &e->jobs[k];
+
+		for (size_t i = 0; i < j->nr; i++)
+			free(j->r[i].zone);
+		if (j->tf)
+			fclose(j->tf);
+		free(j->text);
+		free(j->r);
+		free(j->sizes);
+		free(j->out);
+	}
+	free(e->jobs);
+}
+
 static void chrome_meta(struct export *e, const char *what, uint32_t pid, uint64_t tid,
 			const char *name)
 {
@@ -454,9 +794,22 @@ static void chrome_meta(struct export *e, const char *what, uint32_t pid, uint64
 static int chrome(struct export *e)
 {
 	const struct ta_session *s;
+	int rc;
 
 	fputs("{\"traceEvents\": [", e->f);
-	if (ta_timeline_run_api(&e->tl, e->path, &e->o, emit, api, e) < 0) {
+	e->of = e->f;
+	if (chrome_jobs(e) < 0) {
+		fprintf(stderr, "traceagent: %s: out of memory\n", e->path);
+		fputs("],\n\"displayTimeUnit\": \"ns\"}\n", e->f);
+		return 1;
+	}
+	/* The workers convert the times. */
+	e->tl.lazy = 1;
+	rc = ta_timeline_run_api(&e->tl, e->path, &e->o, emit, api, e);
+	if (e->job->nr || e->job->tf)
+		chrome_submit(e);
+	ta_opool_drain(&e->q);
+	if (rc < 0) {
 		/* Not a dump after all: the output is still JSON. */
 		fputs("],\n\"displayTimeUnit\": \"ns\"}\n", e->f);
 		return e->tl.v.status;
@@ -732,8 +1085,10 @@ int ta_cmd_export(int argc, char **argv)
 	if (e.fmt == FMT_CHROME && e.tl.v.s && e.tl.v.status < 2)
 		ta_timeline_warnings(&e.tl);
 out:
-	if (e.fmt == FMT_CHROME)
+	if (e.fmt == FMT_CHROME) {
+		chrome_jobs_free(&e);
 		ta_timeline_close(&e.tl);
+	}
 	for (uint32_t i = 0; i < e.nj; i++) {
 		free(e.jname[i]);
 		free(e.jcat[i]);

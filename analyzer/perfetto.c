@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -117,11 +118,12 @@ enum { CLOCK_MONO = 3, CLOCK_BOOT = 6, CLOCK_SEQ = 64 };
 
 struct pf_thread {
 	uint32_t seq;	 /* 0 until its first packet */
-	int64_t last;	 /* the sequence clock's value: the last delta's end */
 	uint8_t *named;	 /* bit per function id: its EventName went out */
 	uint32_t nnamed; /* bits */
 	uint8_t *catted; /* bit per category iid */
 	uint32_t ncatted;
+	uint64_t stamp; /* the job (its number + 1) whose slot is slot */
+	uint32_t slot;
 };
 
 /* A counter of a process: a counter track. */
@@ -150,12 +152,77 @@ struct pf_zone {
 	uint64_t value;
 };
 
+/*
+ * The packets are made by jobs (-j: on the workers), a stretch of events
+ * each: the reader settles in a record what depends on the events before
+ * (the sequence, the names interned, a zone's args, the counter and frame
+ * tracks), a worker converts the times, encodes the packets and deflates
+ * them in bundles, and the reader writes the jobs' bytes in order.  The
+ * one thing a job needs from the jobs before is each sequence's clock (the
+ * time the next delta starts from): the running maximum of its packets'
+ * times, which each job takes from the one before and passes on
+ * (pf_chain) once its times are known, before it encodes.
+ */
+enum { PR_BEGIN = 1, PR_END = 2, PR_CALL = 3, PR_INSTANT, PR_COUNTER, PR_FRAME };
+
+struct prec {
+	unsigned char kind, newseq, open, cut;
+	unsigned char is_double, has_value;
+	uint32_t slot; /* the thread's in the job */
+	uint32_t seq, tindex;
+	uint32_t fn, cat;	  /* BEGIN: name iid - 1, category iid */
+	const char *iname, *icat; /* BEGIN: to intern first, or NULL */
+	const struct ta_process *p;
+	uint64_t enter, exit; /* a call's, in ticks */
+	int64_t ns, ns2;      /* the API's event (a frame: its start and end) */
+	char *text;	      /* owned: END: the zone's text; the instant's or frame's name */
+	char *chan;	      /* owned: an instant's channel, or NULL */
+	uint64_t value, track;
+	double d;
+	int64_t i;
+	int64_t at[2]; /* the packets' times on CLOCK_MONOTONIC (the worker's) */
+};
+
+/* Records per job. */
+#define PJOB_RECS 4096u
+
+struct zjob {
+	uint64_t no; /* in submission order */
+	/* Either packets the reader encoded (in, len), or records. */
+	uint8_t *in;
+	size_t len, cap;
+	struct prec *r;
+	size_t nr;
+	/* The threads of the records: index, latest time, clock at the start. */
+	uint32_t *tidx;
+	int64_t *tmax, *tlast;
+	size_t nslots, slots_cap;
+	struct ta_pb pb;
+	uint8_t *out; /* the bundles, deflated and framed */
+	size_t outlen, outcap;
+	z_stream z;
+	int zinit, fail;
+	struct pf *x;
+};
+
 struct pf {
 	FILE *f;
 	struct ta_pb pb;
-	z_stream z;
-	uint8_t *zbuf; /* a bundle deflated */
-	size_t zcap;
+	struct ta_opool q;
+	struct zjob *zjobs;
+	size_t nzjobs;
+	struct zjob *job; /* being filled */
+	uint64_t submitted;
+	/* The chain of clocks: jobs take turns in order (chained = the jobs
+	 * that did), each sequence's clock by ta_thread.index in last. */
+	pthread_mutex_t chain_mu;
+	pthread_cond_t chain_cv;
+	uint64_t chained;
+	int64_t *last;
+	uint8_t *last_set;
+	uint32_t nlast;
+	int chain_nomem;
+
 	struct ta_timeline tl;
 	int64_t t0; /* the dump's start on CLOCK_MONOTONIC */
 	uint32_t next_seq;
@@ -187,48 +254,61 @@ static size_t put_varint(uint8_t *p, uint64_t v)
 	return n;
 }
 
-/* Writes the packets the encoder holds (when there are enough of them, or
- * force) deflated as the compressed_packets of one packet. */
-static void flush(struct pf *x, int force)
+/* Deflates the packets in j->pb as the compressed_packets of one packet,
+ * appended to j->out. */
+static void bundle(struct zjob *j, const uint8_t *in, size_t len)
 {
-	uint8_t head[32], key[4], len[10];
+	uint8_t head[32], key[4], lenb[10];
 	size_t n, nkey, nlen, out, bound;
 
-	if (ta_pb_failed(&x->pb) || !x->pb.len || (!force && x->pb.len < BUNDLE_BYTES))
+	if (!len)
 		return;
-	bound = deflateBound(&x->z, (uLong)x->pb.len);
-	if (bound > x->zcap) {
-		uint8_t *z = realloc(x->zbuf, bound);
-
-		if (!z) {
-			x->nomem = 1;
+	/* Speed over size: the bundles are small and very repetitive. */
+	if (!j->zinit) {
+		if (deflateInit(&j->z, Z_BEST_SPEED) != Z_OK) {
+			j->fail = 1;
 			return;
 		}
-		x->zbuf = z;
-		x->zcap = bound;
+		j->zinit = 1;
 	}
-	x->z.next_in = x->pb.buf;
-	x->z.avail_in = (uInt)x->pb.len;
-	x->z.next_out = x->zbuf;
-	x->z.avail_out = (uInt)x->zcap;
-	if (deflate(&x->z, Z_FINISH) != Z_STREAM_END || deflateReset(&x->z) != Z_OK) {
-		x->nomem = 1;
+	bound = deflateBound(&j->z, (uLong)len) + sizeof(head);
+	if (j->outlen + bound > j->outcap) {
+		size_t cap = j->outcap ? j->outcap : (64u << 10);
+		uint8_t *z;
+
+		while (cap < j->outlen + bound)
+			cap *= 2;
+		z = realloc(j->out, cap);
+		if (!z) {
+			j->fail = 1;
+			return;
+		}
+		j->out = z;
+		j->outcap = cap;
+	}
+	/* The head's room: written once the deflated length is known. */
+	j->z.next_in = (uint8_t *)(uintptr_t)in;
+	j->z.avail_in = (uInt)len;
+	j->z.next_out = j->out + j->outlen + sizeof(head);
+	j->z.avail_out = (uInt)(bound - sizeof(head));
+	if (deflate(&j->z, Z_FINISH) != Z_STREAM_END || deflateReset(&j->z) != Z_OK) {
+		j->fail = 1;
 		return;
 	}
-	out = x->zcap - x->z.avail_out;
+	out = bound - sizeof(head) - j->z.avail_out;
 	/* Trace.packet { compressed_packets: BYTES }: its key and length, then
 	 * the field's, then the bytes. */
 	nkey = put_varint(key, PK_COMPRESSED << 3 | 2);
-	nlen = put_varint(len, out);
+	nlen = put_varint(lenb, out);
 	n = put_varint(head, TRACE_PACKET << 3 | 2);
 	n += put_varint(head + n, nkey + nlen + out);
 	memcpy(head + n, key, nkey);
 	n += nkey;
-	memcpy(head + n, len, nlen);
+	memcpy(head + n, lenb, nlen);
 	n += nlen;
-	fwrite(head, 1, n, x->f);
-	fwrite(x->zbuf, 1, out, x->f);
-	ta_pb_reset(&x->pb);
+	memmove(j->out + j->outlen + n, j->out + j->outlen + sizeof(head), out);
+	memcpy(j->out + j->outlen, head, n);
+	j->outlen += n + out;
 }
 
 /* A bit set by index: 1 when bit i was already set; -1 without memory. */
@@ -285,63 +365,417 @@ static void clock_entry(struct ta_pb *b, uint32_t id, int64_t ts, int incrementa
 	ta_pb_end(b);
 }
 
-/* The first packet of a thread's sequence: its incremental state. */
-static void seq_start(struct pf *x, const struct ta_thread *t, struct pf_thread *pt)
-{
-	struct ta_pb *b = &x->pb;
+/* ---- a job's packets (in a worker) ---------------------------------------------------- */
 
-	pt->seq = x->next_seq++;
-	pt->last = x->t0;
+/* The first packet of a thread's sequence: its incremental state. */
+static void seq_start(struct ta_pb *b, int64_t t0, const struct prec *r)
+{
 	ta_pb_begin(b, TRACE_PACKET);
-	ta_pb_varint(b, PK_TIMESTAMP, (uint64_t)x->t0);
+	ta_pb_varint(b, PK_TIMESTAMP, (uint64_t)t0);
 	ta_pb_varint(b, PK_CLOCK_ID, CLOCK_MONO);
-	ta_pb_varint(b, PK_SEQ_ID, pt->seq);
+	ta_pb_varint(b, PK_SEQ_ID, r->seq);
 	ta_pb_varint(b, PK_SEQ_FLAGS, SEQ_CLEARED);
 	ta_pb_begin(b, PK_DEFAULTS);
 	ta_pb_varint(b, DEF_CLOCK_ID, CLOCK_SEQ);
 	ta_pb_begin(b, DEF_TRACK_EVENT);
-	ta_pb_varint(b, TE_TRACK_UUID, UUID_THREAD(t->index));
+	ta_pb_varint(b, TE_TRACK_UUID, UUID_THREAD(r->tindex));
 	ta_pb_end(b);
 	ta_pb_end(b);
 	ta_pb_begin(b, PK_CLOCK_SNAPSHOT);
-	clock_entry(b, CLOCK_MONO, x->t0, 0);
-	clock_entry(b, CLOCK_SEQ, x->t0, 1);
+	clock_entry(b, CLOCK_MONO, t0, 0);
+	clock_entry(b, CLOCK_SEQ, t0, 1);
 	ta_pb_end(b);
 	ta_pb_end(b);
 }
 
 /*
- * Opens a packet of thread t's sequence at ns from the dump's start (the
- * caller closes it with ta_pb_end): the time as a delta on the sequence's
- * clock, or absolute when it would go back (always, when absolute).
- * NULL without memory.
+ * Opens a packet of r's sequence at time at (the caller closes it with
+ * ta_pb_end): the time as a delta on the sequence's clock, or absolute
+ * when it would go back (always, when absolute).  The record's first
+ * packet begins the sequence when it is the sequence's first.
  */
-static struct pf_thread *packet(struct pf *x, const struct ta_thread *t, int64_t ns, int absolute)
+static void packet(struct zjob *j, struct prec *r, int64_t at, int absolute)
 {
-	struct pf_thread *pt = thread_of(x, t);
-	struct ta_pb *b = &x->pb;
-	int64_t at = x->t0 + ns;
+	struct ta_pb *b = &j->pb;
+	int64_t *last = &j->tlast[r->slot];
 
-	if (!pt)
-		return NULL;
-	if (!pt->seq)
-		seq_start(x, t, pt);
+	if (r->newseq) {
+		seq_start(b, j->x->t0, r);
+		*last = j->x->t0;
+		r->newseq = 0;
+	}
 	ta_pb_begin(b, TRACE_PACKET);
-	if (absolute || at < pt->last) {
+	if (absolute || at < *last) {
 		ta_pb_varint(b, PK_TIMESTAMP, at > 0 ? (uint64_t)at : 0);
 		ta_pb_varint(b, PK_CLOCK_ID, CLOCK_MONO);
 	} else {
-		ta_pb_varint(b, PK_TIMESTAMP, (uint64_t)(at - pt->last));
-		pt->last = at;
+		ta_pb_varint(b, PK_TIMESTAMP, (uint64_t)(at - *last));
+		*last = at;
 	}
-	ta_pb_varint(b, PK_SEQ_ID, pt->seq);
-	return pt;
+	ta_pb_varint(b, PK_SEQ_ID, r->seq);
 }
 
-static void packet_end(struct pf *x)
+/* Ends a packet; a bundle goes out when there are enough. */
+static void packet_end(struct zjob *j)
 {
-	ta_pb_end(&x->pb);
-	flush(x, 0);
+	ta_pb_end(&j->pb);
+	if (j->pb.len >= BUNDLE_BYTES && !ta_pb_failed(&j->pb)) {
+		bundle(j, j->pb.buf, j->pb.len);
+		ta_pb_reset(&j->pb);
+	}
+}
+
+static void debug_str(struct ta_pb *b, const char *name, const char *value)
+{
+	ta_pb_begin(b, TE_DEBUG);
+	ta_pb_str(b, DA_NAME, name);
+	ta_pb_str(b, DA_STRING, value);
+	ta_pb_end(b);
+}
+
+static void debug_uint(struct ta_pb *b, const char *name, uint64_t value)
+{
+	ta_pb_begin(b, TE_DEBUG);
+	ta_pb_str(b, DA_NAME, name);
+	ta_pb_varint(b, DA_UINT, value);
+	ta_pb_end(b);
+}
+
+static void debug_true(struct ta_pb *b, const char *name)
+{
+	ta_pb_begin(b, TE_DEBUG);
+	ta_pb_str(b, DA_NAME, name);
+	ta_pb_varint(b, DA_BOOL, 1);
+	ta_pb_end(b);
+}
+
+static void slice_begin(struct zjob *j, struct prec *r)
+{
+	struct ta_pb *b = &j->pb;
+
+	packet(j, r, r->at[0], 0);
+	if (r->icat || r->iname) {
+		ta_pb_begin(b, PK_INTERNED);
+		if (r->icat) {
+			ta_pb_begin(b, IN_CATEGORIES);
+			ta_pb_varint(b, IID, r->cat);
+			ta_pb_str(b, IID_NAME, r->icat);
+			ta_pb_end(b);
+		}
+		if (r->iname) {
+			ta_pb_begin(b, IN_NAMES);
+			ta_pb_varint(b, IID, (uint64_t)r->fn + 1);
+			ta_pb_str(b, IID_NAME, r->iname);
+			ta_pb_end(b);
+		}
+		ta_pb_end(b);
+	}
+	ta_pb_begin(b, PK_TRACK_EVENT);
+	ta_pb_varint(b, TE_CATEGORY_IIDS, r->cat);
+	ta_pb_varint(b, TE_TYPE, TYPE_BEGIN);
+	ta_pb_varint(b, TE_NAME_IID, (uint64_t)r->fn + 1);
+	ta_pb_end(b);
+	packet_end(j);
+}
+
+static void slice_end(struct zjob *j, struct prec *r)
+{
+	struct ta_pb *b = &j->pb;
+
+	packet(j, r, r->at[1], 0);
+	ta_pb_begin(b, PK_TRACK_EVENT);
+	ta_pb_varint(b, TE_TYPE, TYPE_END);
+	if (r->open)
+		debug_true(b, "open");
+	/* A zone's text and value, given while it ran. */
+	if (r->text)
+		debug_str(b, "text", r->text);
+	if (r->has_value)
+		debug_uint(b, "value", r->value);
+	ta_pb_end(b);
+	packet_end(j);
+}
+
+/* The packets of a record. */
+static void record(struct zjob *j, struct prec *r)
+{
+	struct ta_pb *b = &j->pb;
+
+	switch (r->kind) {
+	case PR_BEGIN:
+	case PR_END:
+	case PR_CALL:
+		if (r->kind & PR_BEGIN)
+			slice_begin(j, r);
+		if (r->kind & PR_END)
+			slice_end(j, r);
+		break;
+	case PR_INSTANT:
+		packet(j, r, r->at[0], 0);
+		ta_pb_begin(b, PK_TRACK_EVENT);
+		ta_pb_varint(b, TE_TYPE, TYPE_INSTANT);
+		ta_pb_str(b, TE_NAME, r->text);
+		if (r->chan)
+			debug_str(b, "channel", r->chan);
+		if (r->cut)
+			debug_true(b, "cut");
+		ta_pb_end(b);
+		packet_end(j);
+		break;
+	case PR_COUNTER:
+		packet(j, r, r->at[0], 0);
+		ta_pb_begin(b, PK_TRACK_EVENT);
+		ta_pb_varint(b, TE_TYPE, TYPE_COUNTER);
+		ta_pb_varint(b, TE_TRACK_UUID, UUID_COUNTER(r->track));
+		if (r->is_double)
+			ta_pb_double(b, TE_DOUBLE_COUNTER_VALUE, r->d);
+		else
+			ta_pb_varint(b, TE_COUNTER_VALUE, (uint64_t)r->i);
+		ta_pb_end(b);
+		packet_end(j);
+		break;
+	case PR_FRAME:
+		/* A slice from the mark before to this one, written now, with
+		 * absolute times (the sequence's clock is past its start). */
+		packet(j, r, r->at[0], 1);
+		ta_pb_begin(b, PK_TRACK_EVENT);
+		ta_pb_varint(b, TE_TYPE, TYPE_BEGIN);
+		ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(r->track));
+		ta_pb_str(b, TE_NAME, r->text);
+		ta_pb_end(b);
+		packet_end(j);
+		packet(j, r, r->at[1], 1);
+		ta_pb_begin(b, PK_TRACK_EVENT);
+		ta_pb_varint(b, TE_TYPE, TYPE_END);
+		ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(r->track));
+		ta_pb_end(b);
+		packet_end(j);
+		break;
+	}
+}
+
+/* The records' times, and each thread's latest (frames' absolute times
+ * leave the sequence's clock as it is). */
+static void job_times(struct zjob *j)
+{
+	const struct pf *x = j->x;
+
+	for (size_t k = 0; k < j->nslots; k++)
+		j->tmax[k] = INT64_MIN;
+	for (size_t k = 0; k < j->nr; k++) {
+		struct prec *r = &j->r[k];
+		int64_t *m = &j->tmax[r->slot];
+
+		if (r->kind <= PR_CALL) {
+			struct ta_tlcall c;
+			int64_t start;
+			uint64_t dur;
+
+			memset(&c, 0, sizeof(c));
+			c.p = r->p;
+			c.enter = r->enter;
+			c.exit = r->exit;
+			ta_tlcall_times(&x->tl, &c, &start, &dur);
+			r->at[0] = x->t0 + start;
+			r->at[1] = x->t0 + (start + (int64_t)dur);
+			if ((r->kind & PR_BEGIN) && r->at[0] > *m)
+				*m = r->at[0];
+			if ((r->kind & PR_END) && r->at[1] > *m)
+				*m = r->at[1];
+		} else {
+			r->at[0] = x->t0 + r->ns;
+			r->at[1] = x->t0 + r->ns2;
+			if (r->kind != PR_FRAME && r->at[0] > *m)
+				*m = r->at[0];
+		}
+	}
+}
+
+/* The job's turn in the chain: each of its threads' clock at its start
+ * from the jobs before, and at its end for the jobs after. */
+static void job_chain(struct zjob *j)
+{
+	struct pf *x = j->x;
+
+	pthread_mutex_lock(&x->chain_mu);
+	while (x->chained != j->no)
+		pthread_cond_wait(&x->chain_cv, &x->chain_mu);
+	for (size_t k = 0; k < j->nslots; k++) {
+		uint32_t t = j->tidx[k];
+
+		if (t >= x->nlast) {
+			uint32_t n = x->nlast ? x->nlast : 16;
+			int64_t *l;
+			uint8_t *set;
+
+			while (n <= t)
+				n *= 2;
+			l = realloc(x->last, n * sizeof(*l));
+			if (l)
+				x->last = l;
+			set = realloc(x->last_set, n);
+			if (set)
+				x->last_set = set;
+			if (!l || !set) {
+				x->chain_nomem = 1;
+				j->tlast[k] = x->t0;
+				continue;
+			}
+			memset(x->last_set + x->nlast, 0, n - x->nlast);
+			x->nlast = n;
+		}
+		/* A sequence begins with its clock at the dump's start. */
+		j->tlast[k] = x->last_set[t] ? x->last[t] : x->t0;
+		x->last[t] = j->tmax[k] > j->tlast[k] ? j->tmax[k] : j->tlast[k];
+		x->last_set[t] = 1;
+	}
+	x->chained++;
+	pthread_cond_broadcast(&x->chain_cv);
+	pthread_mutex_unlock(&x->chain_mu);
+}
+
+static void job_work(void *ctx, void *job)
+{
+	struct zjob *j = job;
+
+	(void)ctx;
+	j->outlen = 0;
+	j->fail = 0;
+	if (j->len) {
+		job_chain(j);
+		bundle(j, j->in, j->len);
+		return;
+	}
+	job_times(j);
+	job_chain(j);
+	ta_pb_reset(&j->pb);
+	for (size_t k = 0; k < j->nr; k++) {
+		record(j, &j->r[k]);
+		free(j->r[k].text);
+		free(j->r[k].chan);
+		j->r[k].text = j->r[k].chan = NULL;
+	}
+	if (ta_pb_failed(&j->pb))
+		j->fail = 1;
+	else
+		bundle(j, j->pb.buf, j->pb.len);
+	ta_pb_reset(&j->pb);
+}
+
+/* ---- in the reader ---------------------------------------------------------------- */
+
+/* Writes a job's bundles, in order. */
+static void job_retire(void *ctx, void *job)
+{
+	struct pf *x = ctx;
+	struct zjob *j = job;
+
+	if (j->fail)
+		x->nomem = 1;
+	else
+		fwrite(j->out, 1, j->outlen, x->f);
+	j->nr = 0;
+	j->len = 0;
+	j->nslots = 0;
+	j->outlen = 0;
+	if (j->outcap > (16u << 20)) {
+		free(j->out);
+		j->out = NULL;
+		j->outcap = 0;
+	}
+}
+
+static void job_submit(struct pf *x)
+{
+	x->job->no = x->submitted++;
+	x->job = ta_opool_submit(&x->q);
+}
+
+/* Hands the packets the reader encoded in x->pb (when there are enough of
+ * them, or force) to a job that deflates them: its buffer and the
+ * encoder's are swapped.  The records filled so far go first. */
+static void flush(struct pf *x, int force)
+{
+	struct zjob *j;
+	uint8_t *buf;
+	size_t cap;
+
+	if (ta_pb_failed(&x->pb) || !x->pb.len || (!force && x->pb.len < BUNDLE_BYTES))
+		return;
+	if (x->job->nr)
+		job_submit(x);
+	j = x->job;
+	buf = j->in;
+	cap = j->cap;
+	j->in = x->pb.buf;
+	j->cap = x->pb.cap;
+	j->len = x->pb.len;
+	x->pb.buf = buf;
+	x->pb.cap = cap;
+	ta_pb_reset(&x->pb);
+	job_submit(x);
+}
+
+/* A new record of thread t in the current job: its slot and sequence set
+ * (NULL without memory). */
+static struct prec *rec(struct pf *x, const struct ta_thread *t, unsigned kind)
+{
+	struct pf_thread *pt = thread_of(x, t);
+	struct zjob *j = x->job;
+	struct prec *r;
+
+	/* The job's number will be the next submitted. */
+	uint64_t stamp = x->submitted + 1;
+
+	if (!pt)
+		return NULL;
+	if (pt->stamp != stamp) {
+		if (j->nslots == j->slots_cap) {
+			size_t n = j->slots_cap ? 2 * j->slots_cap : 16;
+			uint32_t *ti = realloc(j->tidx, n * sizeof(*ti));
+			int64_t *a, *b;
+
+			if (ti)
+				j->tidx = ti;
+			a = realloc(j->tmax, n * sizeof(*a));
+			if (a)
+				j->tmax = a;
+			b = realloc(j->tlast, n * sizeof(*b));
+			if (b)
+				j->tlast = b;
+			if (!ti || !a || !b) {
+				x->nomem = 1;
+				return NULL;
+			}
+			j->slots_cap = n;
+		}
+		pt->stamp = stamp;
+		pt->slot = (uint32_t)j->nslots;
+		j->tidx[j->nslots++] = t->index;
+	}
+	r = &j->r[j->nr];
+	/* What every kind reads; the rest is the caller's. */
+	r->newseq = r->open = r->cut = r->has_value = 0;
+	r->text = r->chan = NULL;
+	r->iname = r->icat = NULL;
+	r->cat = 0;
+	r->ns = r->ns2 = 0;
+	r->kind = (unsigned char)kind;
+	r->slot = pt->slot;
+	r->tindex = t->index;
+	if (!pt->seq) {
+		pt->seq = x->next_seq++;
+		r->newseq = 1;
+	}
+	r->seq = pt->seq;
+	return r;
+}
+
+/* The record goes in: a full job is handed over. */
+static void rec_done(struct pf *x)
+{
+	if (++x->job->nr == PJOB_RECS)
+		job_submit(x);
 }
 
 /* ---- names ------------------------------------------------------------------------ */
@@ -395,120 +829,72 @@ static uint32_t category_of(struct pf *x, uint32_t fn)
 	return x->cat[fn] = k + 1;
 }
 
-/* The interned data a slice's BEGIN needs on its sequence: its name and
- * category, each the first time.  Returns the category iid (0: no memory). */
-static uint32_t intern(struct pf *x, struct pf_thread *pt, uint32_t fn)
+/* What a slice's BEGIN interns on its sequence: its name and category,
+ * each the first time. */
+static void intern(struct pf *x, const struct ta_thread *t, struct prec *r, uint32_t fn)
 {
-	struct ta_pb *b = &x->pb;
+	struct pf_thread *pt = thread_of(x, t);
 	uint32_t cat = category_of(x, fn);
 	int had_name, had_cat;
 
-	if (!cat)
-		return 0;
+	if (!cat || !pt) {
+		x->nomem = 1;
+		return;
+	}
+	r->cat = cat;
 	had_name = bit_test_set(&pt->named, &pt->nnamed, fn);
 	had_cat = bit_test_set(&pt->catted, &pt->ncatted, cat);
-	if (had_name < 0 || had_cat < 0)
-		return 0;
-	if (had_name && had_cat)
-		return cat;
-	ta_pb_begin(b, PK_INTERNED);
-	if (!had_cat) {
-		ta_pb_begin(b, IN_CATEGORIES);
-		ta_pb_varint(b, IID, cat);
-		ta_pb_str(b, IID_NAME, x->cats[cat - 1]);
-		ta_pb_end(b);
+	if (had_name < 0 || had_cat < 0) {
+		x->nomem = 1;
+		return;
 	}
-	if (!had_name) {
-		ta_pb_begin(b, IN_NAMES);
-		ta_pb_varint(b, IID, (uint64_t)fn + 1);
-		ta_pb_str(b, IID_NAME, x->tl.fns.fn[fn].name);
-		ta_pb_end(b);
-	}
-	ta_pb_end(b);
-	return cat;
+	if (!had_cat)
+		r->icat = x->cats[cat - 1];
+	if (!had_name)
+		r->iname = x->tl.fns.fn[fn].name;
 }
 
 /* ---- calls ------------------------------------------------------------------------ */
 
-static void debug_str(struct ta_pb *b, const char *name, const char *value)
-{
-	ta_pb_begin(b, TE_DEBUG);
-	ta_pb_str(b, DA_NAME, name);
-	ta_pb_str(b, DA_STRING, value);
-	ta_pb_end(b);
-}
-
-static void debug_uint(struct ta_pb *b, const char *name, uint64_t value)
-{
-	ta_pb_begin(b, TE_DEBUG);
-	ta_pb_str(b, DA_NAME, name);
-	ta_pb_varint(b, DA_UINT, value);
-	ta_pb_end(b);
-}
-
-static void debug_true(struct ta_pb *b, const char *name)
-{
-	ta_pb_begin(b, TE_DEBUG);
-	ta_pb_str(b, DA_NAME, name);
-	ta_pb_varint(b, DA_BOOL, 1);
-	ta_pb_end(b);
-}
-
-static void slice_begin(struct pf *x, const struct ta_tlcall *c)
-{
-	struct ta_pb *b = &x->pb;
-	struct pf_thread *pt = packet(x, c->t, c->start_ns, 0);
-	uint32_t cat;
-
-	if (!pt)
-		return;
-	cat = intern(x, pt, c->fn);
-	if (!cat)
-		x->nomem = 1;
-	ta_pb_begin(b, PK_TRACK_EVENT);
-	ta_pb_varint(b, TE_CATEGORY_IIDS, cat);
-	ta_pb_varint(b, TE_TYPE, TYPE_BEGIN);
-	ta_pb_varint(b, TE_NAME_IID, (uint64_t)c->fn + 1);
-	ta_pb_end(b);
-	packet_end(x);
-}
-
-static void slice_end(struct pf *x, const struct ta_tlcall *c)
-{
-	struct ta_pb *b = &x->pb;
-
-	if (!packet(x, c->t, c->start_ns + (int64_t)c->dur_ns, 0))
-		return;
-	ta_pb_begin(b, PK_TRACK_EVENT);
-	ta_pb_varint(b, TE_TYPE, TYPE_END);
-	if (c->flags & TA_VISIT_OPEN)
-		debug_true(b, "open");
-	/* A zone's text and value, given while it ran. */
-	for (size_t k = 0; k < x->nzones; k++) {
-		struct pf_zone *z = &x->zones[k];
-
-		if (z->t != c->t || z->depth != c->depth || z->start_ns != c->start_ns)
-			continue;
-		if (z->text)
-			debug_str(b, "text", z->text);
-		if (z->has_value)
-			debug_uint(b, "value", z->value);
-		free(z->text);
-		x->zones[k] = x->zones[--x->nzones];
-		break;
-	}
-	ta_pb_end(b);
-	packet_end(x);
-}
-
 static void emit(void *ctx, const struct ta_tlcall *c)
 {
 	struct pf *x = ctx;
+	struct prec *r;
+	unsigned kind = c->kind == TA_TL_ENTER	? PR_BEGIN
+			: c->kind == TA_TL_EXIT ? PR_END
+						: PR_CALL;
 
-	if (c->kind != TA_TL_EXIT)
-		slice_begin(x, c);
-	if (c->kind != TA_TL_ENTER)
-		slice_end(x, c);
+	r = rec(x, c->t, kind);
+	if (!r)
+		return;
+	r->fn = c->fn;
+	r->p = c->p;
+	r->enter = c->enter;
+	r->exit = c->exit;
+	if (kind & PR_BEGIN)
+		intern(x, c->t, r, c->fn);
+	if (kind & PR_END) {
+		r->open = !!(c->flags & TA_VISIT_OPEN);
+		/* A zone's text and value, given while it ran. */
+		if (x->nzones) {
+			int64_t start;
+			uint64_t dur;
+
+			ta_tlcall_times(&x->tl, c, &start, &dur);
+			for (size_t k = 0; k < x->nzones; k++) {
+				struct pf_zone *z = &x->zones[k];
+
+				if (z->t != c->t || z->depth != c->depth || z->start_ns != start)
+					continue;
+				r->text = z->text;
+				r->has_value = (unsigned char)z->has_value;
+				r->value = z->value;
+				x->zones[k] = x->zones[--x->nzones];
+				break;
+			}
+		}
+	}
+	rec_done(x);
 }
 
 /* ---- the manual API ------------------------------------------------------------------ */
@@ -586,49 +972,26 @@ static struct pf_frames *frames_of(struct pf *x, uint32_t pid, const char *name)
 	return fs;
 }
 
-/* An instant event on the thread's track; the caller adds its annotations
- * and closes the event and the packet. */
-static int instant(struct pf *x, const struct ta_tlapi *a, const char *name)
+/* An instant on the thread's track, with its channel (NULL: none) and
+ * whether the message was cut. */
+static void instant(struct pf *x, const struct ta_tlapi *a, const char *name, const char *chan,
+		    int cut)
 {
-	struct ta_pb *b = &x->pb;
+	struct prec *r = rec(x, a->t, PR_INSTANT);
 
-	if (!packet(x, a->t, a->ns, 0))
-		return -1;
-	ta_pb_begin(b, PK_TRACK_EVENT);
-	ta_pb_varint(b, TE_TYPE, TYPE_INSTANT);
-	ta_pb_str(b, TE_NAME, name);
-	return 0;
-}
-
-static void instant_end(struct pf *x)
-{
-	ta_pb_end(&x->pb);
-	packet_end(x);
-}
-
-/* One frame of a set: a slice from the mark before to this one, written
- * now, with absolute times (the sequence's clock is past its start). */
-static void frame(struct pf *x, const struct ta_tlapi *a, struct pf_frames *fs)
-{
-	struct ta_pb *b = &x->pb;
-	char name[300];
-
-	snprintf(name, sizeof(name), "%s %" PRIu64, fs->name, fs->marks - 1);
-	if (!packet(x, a->t, fs->last_ns, 1))
+	if (!r)
 		return;
-	ta_pb_begin(b, PK_TRACK_EVENT);
-	ta_pb_varint(b, TE_TYPE, TYPE_BEGIN);
-	ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(fs - x->frames));
-	ta_pb_str(b, TE_NAME, name);
-	ta_pb_end(b);
-	packet_end(x);
-	if (!packet(x, a->t, a->ns, 1))
+	r->ns = a->ns;
+	r->text = strdup(name);
+	r->chan = chan ? strdup(chan) : NULL;
+	r->cut = (unsigned char)cut;
+	if (!r->text || (chan && !r->chan)) {
+		free(r->text);
+		free(r->chan);
+		x->nomem = 1;
 		return;
-	ta_pb_begin(b, PK_TRACK_EVENT);
-	ta_pb_varint(b, TE_TYPE, TYPE_END);
-	ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(fs - x->frames));
-	ta_pb_end(b);
-	packet_end(x);
+	}
+	rec_done(x);
 }
 
 /*
@@ -640,35 +1003,25 @@ static void frame(struct pf *x, const struct ta_tlapi *a, struct pf_frames *fs)
 static void api(void *ctx, const struct ta_tlapi *a)
 {
 	struct pf *x = ctx;
-	struct ta_pb *b = &x->pb;
 	const struct ta_apiev *ev = a->e;
 	struct pf_frames *fs;
-	char name[128];
+	struct prec *r;
+	char name[300];
 	long k;
 
 	switch (ev->kind) {
 	case TA_EXT_MESSAGE:
-		if (instant(x, a, ev->text) < 0)
-			break;
-		debug_str(b, "channel", a->channel);
-		if (ev->cut)
-			debug_true(b, "cut");
-		instant_end(x);
+		instant(x, a, ev->text, a->channel, ev->cut);
 		break;
 	case TA_EXT_INSTANT:
-		if (instant(x, a, ev->name) < 0)
-			break;
-		debug_str(b, "channel", a->channel);
-		instant_end(x);
+		instant(x, a, ev->name, a->channel, 0);
 		break;
 	case TA_EXT_CHANNEL:
-		snprintf(name, sizeof(name), "channel %s %s", a->channel, ev->on ? "on" : "off");
-		if (instant(x, a, name) == 0)
-			instant_end(x);
+		snprintf(name, 128, "channel %s %s", a->channel, ev->on ? "on" : "off");
+		instant(x, a, name, NULL, 0);
 		break;
 	case TA_EXT_ZONE_UNMATCHED:
-		if (instant(x, a, "zone end without a zone") == 0)
-			instant_end(x);
+		instant(x, a, "zone end without a zone", NULL, 0);
 		break;
 	case TA_EXT_COUNTER:
 		/* As in the Chrome export: a NaN or infinity is no point to draw. */
@@ -679,17 +1032,15 @@ static void api(void *ctx, const struct ta_tlapi *a)
 			x->nomem = 1;
 			break;
 		}
-		if (!packet(x, a->t, a->ns, 0))
+		r = rec(x, a->t, PR_COUNTER);
+		if (!r)
 			break;
-		ta_pb_begin(b, PK_TRACK_EVENT);
-		ta_pb_varint(b, TE_TYPE, TYPE_COUNTER);
-		ta_pb_varint(b, TE_TRACK_UUID, UUID_COUNTER((uint64_t)k));
-		if (ev->is_double)
-			ta_pb_double(b, TE_DOUBLE_COUNTER_VALUE, ev->d);
-		else
-			ta_pb_varint(b, TE_COUNTER_VALUE, (uint64_t)ev->i);
-		ta_pb_end(b);
-		packet_end(x);
+		r->ns = a->ns;
+		r->track = (uint64_t)k;
+		r->is_double = (unsigned char)!!ev->is_double;
+		r->d = ev->d;
+		r->i = ev->i;
+		rec_done(x);
 		break;
 	case TA_EXT_FRAME:
 		fs = frames_of(x, a->t->pid, ev->name);
@@ -697,8 +1048,17 @@ static void api(void *ctx, const struct ta_tlapi *a)
 			x->nomem = 1;
 			break;
 		}
-		if (fs->marks++)
-			frame(x, a, fs);
+		if (fs->marks++ && (r = rec(x, a->t, PR_FRAME))) {
+			snprintf(name, sizeof(name), "%s %" PRIu64, fs->name, fs->marks - 1);
+			r->ns = fs->last_ns;
+			r->ns2 = a->ns;
+			r->track = (uint64_t)(fs - x->frames);
+			r->text = strdup(name);
+			if (r->text)
+				rec_done(x);
+			else
+				x->nomem = 1;
+		}
 		fs->last_ns = a->ns;
 		break;
 	case TA_EXT_ZONE_TEXT:
@@ -803,11 +1163,12 @@ static void descriptors(struct pf *x)
 /* ---- the export ------------------------------------------------------------------------- */
 
 /* The timeline calls back before it tells the dump's start: the first
- * packet goes out at the first event. */
+ * packet goes out at the first event, in a bundle of its own. */
 static void start(struct pf *x)
 {
 	x->t0 = x->tl.start_ns;
 	trace_clock(x);
+	flush(x, 1);
 }
 
 static void emit_first(void *ctx, const struct ta_tlcall *c)
@@ -832,6 +1193,70 @@ static void api_first(void *ctx, const struct ta_tlapi *a)
 	api(ctx, a);
 }
 
+/* The jobs: a few per worker, so that none waits for the reader. */
+static int jobs_init(struct pf *x)
+{
+	unsigned workers = ta_session_jobs > 1 ? ta_session_jobs - 1 : 0;
+	void **ptrs;
+
+	pthread_mutex_init(&x->chain_mu, NULL);
+	pthread_cond_init(&x->chain_cv, NULL);
+	x->nzjobs = workers ? 2 * (size_t)workers + 2 : 1;
+	x->zjobs = calloc(x->nzjobs, sizeof(*x->zjobs));
+	ptrs = calloc(x->nzjobs, sizeof(*ptrs));
+	if (!x->zjobs || !ptrs) {
+		x->nzjobs = 0;
+		free(ptrs);
+		return -1;
+	}
+	for (size_t k = 0; k < x->nzjobs; k++) {
+		x->zjobs[k].x = x;
+		ta_pb_init(&x->zjobs[k].pb);
+		x->zjobs[k].r = malloc(PJOB_RECS * sizeof(*x->zjobs[k].r));
+		ptrs[k] = &x->zjobs[k];
+		if (!x->zjobs[k].r) {
+			free(ptrs);
+			return -1;
+		}
+	}
+	if (ta_opool_init(&x->q, workers, ptrs, x->nzjobs, job_work, job_retire, x) < 0) {
+		free(ptrs);
+		return -1;
+	}
+	x->job = ta_opool_current(&x->q);
+	return 0;
+}
+
+static void jobs_free(struct pf *x)
+{
+	if (x->q.ready)
+		ta_opool_drain(&x->q);
+	ta_opool_free(&x->q);
+	free(x->q.jobs);
+	for (size_t k = 0; k < x->nzjobs; k++) {
+		struct zjob *j = &x->zjobs[k];
+
+		if (j->zinit)
+			deflateEnd(&j->z);
+		for (size_t i = 0; j->r && i < j->nr; i++) {
+			free(j->r[i].text);
+			free(j->r[i].chan);
+		}
+		ta_pb_free(&j->pb);
+		free(j->r);
+		free(j->tidx);
+		free(j->tmax);
+		free(j->tlast);
+		free(j->in);
+		free(j->out);
+	}
+	free(x->zjobs);
+	free(x->last);
+	free(x->last_set);
+	pthread_mutex_destroy(&x->chain_mu);
+	pthread_cond_destroy(&x->chain_cv);
+}
+
 int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 {
 	struct pf x;
@@ -840,11 +1265,13 @@ int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 	memset(&x, 0, sizeof(x));
 	x.f = f;
 	ta_pb_init(&x.pb);
-	/* Speed over size: the bundles are small and very repetitive. */
-	if (deflateInit(&x.z, Z_BEST_SPEED) != Z_OK) {
+	if (jobs_init(&x) < 0) {
+		jobs_free(&x);
 		fprintf(stderr, "traceagent: %s: out of memory\n", path);
 		return 1;
 	}
+	/* The workers convert the calls' times. */
+	x.tl.lazy = 1;
 	if (ta_timeline_run_api(&x.tl, path, o, emit_first, api_first, &x) < 0) {
 		status = x.tl.v.status;
 		goto out;
@@ -856,17 +1283,19 @@ int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 	}
 	descriptors(&x);
 	flush(&x, 1);
-	if (x.nomem || ta_pb_failed(&x.pb)) {
+	if (x.job->nr)
+		job_submit(&x);
+	ta_opool_drain(&x.q);
+	if (x.nomem || x.chain_nomem || ta_pb_failed(&x.pb)) {
 		fprintf(stderr, "traceagent: %s: out of memory\n", path);
 		status = status ? status : 1;
 	}
 	if (x.tl.v.s && x.tl.v.status < 2)
 		ta_timeline_warnings(&x.tl);
 out:
+	jobs_free(&x);
 	ta_timeline_close(&x.tl);
 	ta_pb_free(&x.pb);
-	deflateEnd(&x.z);
-	free(x.zbuf);
 	for (uint32_t i = 0; i < x.nth; i++) {
 		free(x.th[i].named);
 		free(x.th[i].catted);

@@ -270,7 +270,11 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 		}
 		pthread_mutex_unlock(&pp.mu);
 		rc = merge(&pp, s, sl, err_offset);
+		/* Under the lock: a worker's take may look at this slot while
+		 * next lags behind (nobody took the chunks that needed no work). */
+		pthread_mutex_lock(&pp.mu);
 		sl->state = SLOT_FREE;
+		pthread_mutex_unlock(&pp.mu);
 		if (sl->rc == 1)
 			pp.held -= sl->c.len +
 				   ((sl->c.h.flags & TA_CHUNK_F_LZ4) ? sl->c.h.raw_size : 0);

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -280,7 +281,10 @@ static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th, const stru
 		c.t = t;
 		c.depth = k - th->base;
 		c.fn = (uint32_t)id;
-		c.start_ns = ta_timeline_rel(tl, th->p, f->enter);
+		c.p = th->p;
+		c.enter = f->enter;
+		if (!tl->lazy)
+			c.start_ns = ta_timeline_rel(tl, th->p, f->enter);
 		tl->emit(tl->ctx, &c);
 	}
 	th->opened = depth;
@@ -301,6 +305,15 @@ static uint64_t shown_dur(const struct ta_timeline *tl, const struct ta_tlthread
 		return x->duration;
 	return (uint64_t)(ta_timeline_rel(tl, th->p, x->exit) -
 			  ta_timeline_rel(tl, th->p, x->enter));
+}
+
+void ta_tlcall_times(const struct ta_timeline *tl, const struct ta_tlcall *c, int64_t *start_ns,
+		     uint64_t *dur_ns)
+{
+	*start_ns = ta_timeline_rel(tl, c->p, c->enter);
+	/* shown_dur's, from the two rounded ends. */
+	*dur_ns =
+	    c->p ? (uint64_t)(ta_timeline_rel(tl, c->p, c->exit) - *start_ns) : c->exit - c->enter;
 }
 
 static void tl_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
@@ -328,11 +341,19 @@ static void tl_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x
 	}
 	c.t = t;
 	c.depth = x->depth - th->base;
-	c.start_ns = ta_timeline_rel(tl, th->p, x->enter);
-	c.dur_ns = shown_dur(tl, th, x);
-	c.self_ns = th->p ? ta_process_dur_ns(th->p, x->self) : x->self;
-	if (c.self_ns > c.dur_ns) /* rounded apart: never more than the whole */
-		c.self_ns = c.dur_ns;
+	c.p = th->p;
+	c.enter = x->enter;
+	c.exit = x->exit;
+	if (tl->lazy) {
+		c.start_ns = 0;
+		c.dur_ns = c.self_ns = 0;
+	} else {
+		c.start_ns = ta_timeline_rel(tl, th->p, x->enter);
+		c.dur_ns = shown_dur(tl, th, x);
+		c.self_ns = th->p ? ta_process_dur_ns(th->p, x->self) : x->self;
+		if (c.self_ns > c.dur_ns) /* rounded apart: never more than the whole */
+			c.self_ns = c.dur_ns;
+	}
 	c.flags = x->flags;
 	id = fn_id(tl, t, x->addr);
 	if (id >= 0) {
@@ -403,7 +424,10 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 
 	struct stat st;
 
+	int lazy = tl->lazy;
+
 	memset(tl, 0, sizeof(*tl));
+	tl->lazy = lazy;
 	tl->o = o;
 	tl->emit = emit;
 	tl->api = api;
@@ -428,7 +452,9 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 	ta_fntab_init(&tl->fns, &tl->meta);
 	memset(&vis, 0, sizeof(vis));
 	vis.ctx = tl;
-	vis.enter = tl_enter;
+	/* Only --function looks at the enters (a thread's state is made at
+	 * its first exit as well). */
+	vis.enter = o->function ? tl_enter : NULL;
 	vis.exit = tl_exit;
 	if (api)
 		vis.ext = tl_ext;
@@ -460,4 +486,153 @@ void ta_timeline_close(struct ta_timeline *tl)
 	free(tl->match);
 	ta_view_close(&tl->v);
 	ta_view_close(&tl->meta);
+}
+
+/* ---- ordered jobs ------------------------------------------------------------------- */
+
+enum { JOB_FREE, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+
+#define Q_MU(q)	  (&(q)->mu)
+#define Q_WORK(q) (&(q)->work_cv)
+#define Q_DONE(q) (&(q)->done_cv)
+
+/* The next queued job, marked running, or -1.  Under the lock. */
+static long opool_take(struct ta_opool *q)
+{
+	while (q->next < q->tail) {
+		size_t i = q->next++ % q->n;
+
+		if (q->state[i] == JOB_QUEUED) {
+			q->state[i] = JOB_RUNNING;
+			return (long)i;
+		}
+	}
+	return -1;
+}
+
+/* Works job i outside the lock, and says it is done.  Called locked. */
+static void opool_run(struct ta_opool *q, long i)
+{
+	pthread_mutex_unlock(Q_MU(q));
+	q->work(q->ctx, q->jobs[i]);
+	pthread_mutex_lock(Q_MU(q));
+	q->state[i] = JOB_DONE;
+	pthread_cond_broadcast(Q_DONE(q));
+}
+
+static void *opool_worker(void *arg)
+{
+	struct ta_opool *q = arg;
+
+	pthread_mutex_lock(Q_MU(q));
+	for (;;) {
+		long i = opool_take(q);
+
+		if (i >= 0)
+			opool_run(q, i);
+		else if (q->quit)
+			break;
+		else
+			pthread_cond_wait(Q_WORK(q), Q_MU(q));
+	}
+	pthread_mutex_unlock(Q_MU(q));
+	return NULL;
+}
+
+int ta_opool_init(struct ta_opool *q, unsigned workers, void **jobs, size_t n,
+		  void (*work)(void *ctx, void *job), void (*retire)(void *ctx, void *job),
+		  void *ctx)
+{
+	memset(q, 0, sizeof(*q));
+	q->jobs = jobs;
+	q->n = n;
+	q->work = work;
+	q->retire = retire;
+	q->ctx = ctx;
+	q->state = calloc(n, 1);
+	q->tids = calloc(workers ? workers : 1, sizeof(*q->tids));
+	if (!q->state || !q->tids) {
+		free(q->state);
+		free(q->tids);
+		/* jobs stay the caller's. */
+		memset(q, 0, sizeof(*q));
+		return -1;
+	}
+	pthread_mutex_init(Q_MU(q), NULL);
+	pthread_cond_init(Q_WORK(q), NULL);
+	pthread_cond_init(Q_DONE(q), NULL);
+	q->ready = 1;
+	for (unsigned i = 0; i < workers; i++) {
+		/* Fewer workers only make it slower. */
+		if (pthread_create(&q->tids[i], NULL, opool_worker, q) != 0)
+			break;
+		q->nworkers++;
+	}
+	return 0;
+}
+
+void *ta_opool_current(const struct ta_opool *q)
+{
+	return q->jobs[q->tail % q->n];
+}
+
+/* Retires the oldest job submitted, working on it (or on a later one
+ * nobody took) while it is not done. */
+static void opool_retire(struct ta_opool *q)
+{
+	size_t i = q->head % q->n;
+
+	pthread_mutex_lock(Q_MU(q));
+	while (q->state[i] != JOB_DONE) {
+		long mine = opool_take(q);
+
+		if (mine >= 0)
+			opool_run(q, mine);
+		else
+			pthread_cond_wait(Q_DONE(q), Q_MU(q));
+	}
+	q->state[i] = JOB_FREE;
+	pthread_mutex_unlock(Q_MU(q));
+	q->retire(q->ctx, q->jobs[i]);
+	q->head++;
+}
+
+void *ta_opool_submit(struct ta_opool *q)
+{
+	size_t i = q->tail % q->n;
+
+	pthread_mutex_lock(Q_MU(q));
+	q->state[i] = JOB_QUEUED;
+	q->tail++;
+	pthread_cond_signal(Q_WORK(q));
+	pthread_mutex_unlock(Q_MU(q));
+	/* Without workers, or with the ring full, the oldest goes out. */
+	while (q->tail - q->head >= (q->nworkers ? q->n : 1))
+		opool_retire(q);
+	return ta_opool_current(q);
+}
+
+void ta_opool_drain(struct ta_opool *q)
+{
+	while (q->head < q->tail)
+		opool_retire(q);
+}
+
+void ta_opool_free(struct ta_opool *q)
+{
+	if (!q->ready)
+		return;
+	pthread_mutex_lock(Q_MU(q));
+	q->quit = 1;
+	q->next = q->tail;
+	pthread_cond_broadcast(Q_WORK(q));
+	pthread_mutex_unlock(Q_MU(q));
+	for (unsigned i = 0; i < q->nworkers; i++)
+		pthread_join(q->tids[i], NULL);
+	pthread_mutex_destroy(Q_MU(q));
+	pthread_cond_destroy(Q_WORK(q));
+	pthread_cond_destroy(Q_DONE(q));
+	free(q->state);
+	free(q->tids);
+	q->ready = 0;
 }

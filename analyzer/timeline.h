@@ -20,6 +20,7 @@
 #ifndef TA_TIMELINE_H
 #define TA_TIMELINE_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "apiev.h"
@@ -66,6 +67,11 @@ struct ta_tlcall {
 	int64_t start_ns; /* from the dump start */
 	uint64_t dur_ns, self_ns; /* 0 for TA_TL_ENTER */
 	unsigned flags; /* TA_VISIT_* of the exit (TA_VISIT_OPEN: still open at the end) */
+	/* The call's process (the metadata pass's; NULL: ticks are ns) and
+	 * ends in its ticks (exit: that of TA_TL_EXIT and TA_TL_CALL), from
+	 * which ta_tlcall_times gives start_ns and dur_ns anywhere. */
+	const struct ta_process *p;
+	uint64_t enter, exit;
 };
 
 /* An event of the manual API (apiev.h) at its place in the thread's
@@ -93,6 +99,10 @@ struct ta_timeline {
 	void (*api)(void *ctx, const struct ta_tlapi *a); /* may be NULL */
 	void *ctx;
 	int nomem;
+	/* Set before the run: the calls' start_ns, dur_ns and self_ns are
+	 * not computed (the emitter converts p, enter and exit itself, with
+	 * ta_tlcall_times, possibly in another thread). */
+	int lazy;
 
 	struct ta_tlthread *th; /* by ta_thread.index */
 	uint32_t nth;
@@ -125,5 +135,51 @@ void ta_timeline_close(struct ta_timeline *tl);
 
 /* A time of process p (may be NULL: ticks are ns) in ns from the dump's start. */
 int64_t ta_timeline_rel(const struct ta_timeline *tl, const struct ta_process *p, uint64_t ticks);
+
+/* A call's start_ns and dur_ns from its ticks (as the timeline computes
+ * them); reads only tl's start and the process: callable from any thread
+ * during the walk. */
+void ta_tlcall_times(const struct ta_timeline *tl, const struct ta_tlcall *c, int64_t *start_ns,
+		     uint64_t *dur_ns);
+
+/* ---- ordered jobs: work on several cores, results taken in order ---- */
+
+/*
+ * A ring of n jobs (the caller's) that worker threads work on while the
+ * caller fills the next ones; the caller takes the results (retire) in the
+ * order it submitted the jobs, so an output written by retire is the one
+ * of a single thread.  Without workers the work is done at submission.
+ * Memory: the n jobs, whatever the length of the stream.
+ */
+struct ta_opool {
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv, done_cv; /* a job was queued (or quit); one is done */
+	int ready;			 /* initialized */
+	void **jobs;
+	unsigned char *state;
+	size_t n;
+	uint64_t head, tail, next; /* retire, submit, and the next to hand out */
+	int quit;
+	void (*work)(void *ctx, void *job);   /* in a worker, or the caller */
+	void (*retire)(void *ctx, void *job); /* in the caller, in order */
+	void *ctx;
+	pthread_t *tids;
+	unsigned nworkers;
+};
+
+/* Starts worker threads (0: none) on jobs[0..n).  0, or -1 without
+ * memory. */
+int ta_opool_init(struct ta_opool *q, unsigned workers, void **jobs, size_t n,
+		  void (*work)(void *ctx, void *job), void (*retire)(void *ctx, void *job),
+		  void *ctx);
+/* The job to fill next (free: retired, or never used). */
+void *ta_opool_current(const struct ta_opool *q);
+/* Submits the current job; returns the next one to fill, once it was
+ * retired. */
+void *ta_opool_submit(struct ta_opool *q);
+/* Retires every job submitted, in order. */
+void ta_opool_drain(struct ta_opool *q);
+/* Stops the workers (after ta_opool_drain, or to drop what is left). */
+void ta_opool_free(struct ta_opool *q);
 
 #endif /* TA_TIMELINE_H */

@@ -22,8 +22,11 @@ def parallel(argv):
     """Does the command's walk run in the workers (not only LZ4)?"""
     if argv[0] in ("report", "graph", "flame", "diff", "counters", "frames"):
         return True
+    # chrome's lines are formatted, perfetto's bundles deflated by jobs.
     return argv[0] == "export" and any(a in argv for a in ("--format=folded",
-                                                            "--format=pprof"))
+                                                            "--format=pprof",
+                                                            "--format=chrome",
+                                                            "--format=perfetto"))
 
 
 class Jobs(Case):
@@ -188,6 +191,15 @@ class Jobs(Case):
                      ["report", "--frames", "--json"], ["counters", "--json", "--svg", "@OUT"],
                      ["export", "--format=folded", "--threads", "-o", "@OUT"]):
             self.same(r.dump, argv, self.path("o") if "@OUT" in argv else None)
+        # The timeline's exports with their filters: zones (their texts on
+        # slices that end chunks later), counters, messages, frame sets.
+        for fmt in ("chrome", "perfetto"):
+            for opts in (["--min-duration=20us"],
+                         ["--tid=%d,%d" % (tids[0], tids[2]), "--time-range=10ms-60ms"]):
+                argv = ["export", "--format=" + fmt, "-o", "@OUT"] + opts
+                st = self.same(r.dump, argv, self.path("o"))
+                self.assertEqual(st[0], 0, (argv, st[2]))
+                self.assertGreater(len(st[3]), 1000, argv)
 
     def test_option(self):
         dump = self.traced("preload", [self.prog("fib-O2"), "10"]).dump
