@@ -837,7 +837,21 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 			RTLD_NOW, &ret) != 0)
 		goto restore;
 	if (!ret) {
-		fail("process %d: dlopen of the agent %s failed in the process", pid, agent);
+		/* dlerror's message, from the process's memory. */
+		uint64_t err_off = elf_dynsym(libc_seen, "dlerror");
+		char why[512] = "";
+
+		if (err_off && remote_call(pid, &saved, set_at - 256, libc_base + err_off, 0, 0,
+					   &ret) == 0 && ret) {
+			struct iovec l = {why, sizeof(why) - 1};
+			struct iovec rm = {(void *)(uintptr_t)ret, sizeof(why) - 1};
+
+			if (process_vm_readv(pid, &l, 1, &rm, 1, 0) <= 0)
+				why[0] = 0;
+			why[sizeof(why) - 1] = 0;
+		}
+		fail("process %d: dlopen of the agent %s failed in the process%s%s", pid, agent,
+		     why[0] ? ": " : "", why);
 		goto restore;
 	}
 	agent_base = map_base(pid, NULL, agent, NULL, 0);
