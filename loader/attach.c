@@ -30,6 +30,7 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/user.h>
@@ -330,12 +331,53 @@ static void keep_signal(int sig)
 		pending[npending++] = sig;
 }
 
+/* What /proc/PID/task/TID/syscall said just before the thread was
+ * stopped: the system call it was blocked in, its arguments, sp and pc
+ * (nr -1: none, or not known). */
+struct sysnote {
+	long nr;
+	unsigned long long args[6], sp, pc;
+};
+
+static void syscall_note(pid_t pid, pid_t tid, struct sysnote *n)
+{
+	char path[96], buf[512];
+	int fd;
+	ssize_t got = -1;
+
+	n->nr = -1;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (got <= 0)
+		return;
+	buf[got] = 0;
+	if (sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &n->nr, &n->args[0],
+		   &n->args[1], &n->args[2], &n->args[3], &n->args[4], &n->args[5], &n->sp,
+		   &n->pc) != 9)
+		n->nr = -1;
+}
+
+/* Not in the user headers: the kernel's "restart unless a handler runs". */
+#define K_ERESTARTNOHAND 514
+
 /*
  * The architecture layer: a thread's registers (regs_t, regs_get,
  * regs_set, PC, SP), a call set up in them (call_setup: fn(a0, a1)
  * returning to address 0, where it stops with SIGSEGV), its result
- * (call_result), and the system call the thread was stopped in made ready
- * to be entered again once the registers are given back (syscall_park).
+ * (call_result), the system call the thread was stopped in made ready
+ * to be entered again once the registers are given back (syscall_park),
+ * and epoll_wait's EINTR undone (syscall_unintr).
+ *
+ * epoll_wait (and epoll_pwait, epoll_pwait2) returns -EINTR to any stop,
+ * a ptrace one too, whether a handler runs or not (signal(7)): the program
+ * would see an EINTR that only the attach caused.  Such a call is made to
+ * restart as a call interrupted with -ERESTARTNOHAND is: entered again, as
+ * no handler runs.  A signal that came meanwhile is sent again after the
+ * attach and interrupts the call then, as it would have.
  */
 #if defined(__x86_64__)
 typedef struct user_regs_struct regs_t;
@@ -381,6 +423,22 @@ static int syscall_park(pid_t tid, regs_t *saved)
 {
 	(void)tid;
 	(void)saved;
+	return 0;
+}
+
+/* orig_rax tells the call exactly (-1 once the thread has entered the
+ * kernel otherwise, or after a sigreturn); its arguments are still in
+ * their registers.  1 if r was changed. */
+static int syscall_unintr(regs_t *r, const struct sysnote *before)
+{
+	long nr = (long)r->orig_rax;
+
+	(void)before;
+	if ((nr == __NR_epoll_wait || nr == __NR_epoll_pwait || nr == __NR_epoll_pwait2) &&
+	    r->rax == (uint64_t)-EINTR) {
+		r->rax = (uint64_t)-K_ERESTARTNOHAND;
+		return 1;
+	}
 	return 0;
 }
 #elif defined(__aarch64__)
@@ -485,14 +543,37 @@ static int syscall_park(pid_t tid, regs_t *saved)
 	saved->regs[8] = entry.regs[8];
 	return 0;
 }
+
+/* At the stop the kernel has forgotten the call (syscallno -1) and x0,
+ * its first argument, holds -EINTR: both come from the note taken just
+ * before the stop, when the thread was blocked in the call: the same call
+ * if x8, pc (after the svc), sp and x1-x5 are the note's.  Rewound to the
+ * svc with x0 back, the thread enters it again.  1 if r was changed. */
+static int syscall_unintr(regs_t *r, const struct sysnote *before)
+{
+	if (!before || (before->nr != __NR_epoll_pwait && before->nr != __NR_epoll_pwait2) ||
+	    r->regs[0] != (uint64_t)-EINTR || r->regs[8] != (uint64_t)before->nr ||
+	    r->pc != before->pc || r->sp != before->sp)
+		return 0;
+	for (int i = 1; i < 6; i++)
+		if (r->regs[i] != before->args[i])
+			return 0;
+	r->regs[0] = before->args[0];
+	r->pc -= 4;
+	return 1;
+}
 #endif
 
-/* Thread tid's registers as they are to be given back, in saved; 0, or
- * -1 (said). */
-static int regs_save(pid_t tid, regs_t *saved)
+/* Thread tid's registers as they are to be given back, in saved (before:
+ * its note, or NULL); 0, or -1 (said). */
+static int regs_save(pid_t tid, regs_t *saved, const struct sysnote *before)
 {
 	if (regs_get(tid, saved) < 0)
 		return fail("process %d: cannot read the registers: %s", tid, strerror(errno));
+	/* An epoll_wait's EINTR undone in the thread itself: on aarch64 it
+	 * is then at its svc, which syscall_park lets it enter. */
+	if (syscall_unintr(saved, before) && regs_set(tid, saved) < 0)
+		return fail("process %d: cannot write the registers: %s", tid, strerror(errno));
 	return syscall_park(tid, saved) < 0 ? -1 : 0;
 }
 
@@ -548,16 +629,19 @@ struct held {
 	uint64_t pc;
 };
 
-/* Seizes and stops thread tid; 0, or -1 (it ended, or cannot be held). */
-static int hold(pid_t tid, struct held *h)
+/* Seizes and stops thread tid of process pid; 0, or -1 (it ended, or
+ * cannot be held). */
+static int hold(pid_t pid, pid_t tid, struct held *h)
 {
 	regs_t r;
+	struct sysnote note;
 	int st;
 
 	h->tid = tid;
 	h->sig = 0;
 	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
 		return -1;
+	syscall_note(pid, tid, &note);
 	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0)
 		goto fail;
 	for (;;) {
@@ -569,7 +653,7 @@ static int hold(pid_t tid, struct held *h)
 	/* A signal on its way: stopped all the same; given back after. */
 	if (st >> 16 == 0)
 		h->sig = WSTOPSIG(st);
-	if (regs_get(tid, &r) < 0)
+	if (regs_get(tid, &r) < 0 || (syscall_unintr(&r, &note) && regs_set(tid, &r) < 0))
 		goto fail;
 	h->pc = PC(r);
 	return 0;
@@ -628,7 +712,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 				}
 				hs = nh;
 			}
-			if (hold(tid, &hs[n]) == 0) {
+			if (hold(pid, tid, &hs[n]) == 0) {
 				n++;
 				again = 1;
 			}
@@ -642,7 +726,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 		fail("process %d: cannot stop its main thread", pid);
 		goto out;
 	}
-	if (regs_save(pid, &saved) < 0)
+	if (regs_save(pid, &saved, NULL) < 0)
 		goto out;
 	sp = (SP(saved) - 1024) & ~15ull;
 	at = sp - 8192 - ((with_pcs ? n * 8 : 0) & ~15ull);
@@ -708,9 +792,9 @@ static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 		uint64_t at;
 		int rc = 1;
 
-		if (hold(pid, &h) < 0)
+		if (hold(pid, pid, &h) < 0)
 			return fail("process %d: cannot stop it to patch", pid);
-		if (regs_save(pid, &saved) == 0) {
+		if (regs_save(pid, &saved, NULL) == 0) {
 			at = ((SP(saved) - 1024) & ~15ull) - 8192;
 			if (put_string(pid, at, spec) == 0 &&
 			    remote_call(pid, &saved, at - 256, prep, at, 0, &ret) == 0)
@@ -764,6 +848,7 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 {
 	char libc[PATH_MAX], libc_seen[PATH_MAX + 32], agent_seen[PATH_MAX + 32];
 	regs_t saved;
+	struct sysnote note;
 	uintptr_t libc_base, agent_base;
 	uint64_t dlopen_off, start_off, sp, path_at, set_at, ret;
 	int st, sig = 0, rc = 1;
@@ -802,6 +887,7 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 		return fail("the agent %s has no ta_attach_start", agent);
 	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
 		return denied(pid, errno);
+	syscall_note(pid, pid, &note);
 	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0) {
 		fail("process %d: PTRACE_INTERRUPT: %s", pid, strerror(errno));
 		goto detach;
@@ -823,7 +909,7 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 			keep_signal(WSTOPSIG(st));
 		break;
 	}
-	if (regs_save(pid, &saved) < 0)
+	if (regs_save(pid, &saved, &note) < 0)
 		goto detach;
 	/* Below the red zone (128 bytes on x86-64), with room to spare. */
 	sp = (SP(saved) - 1024) & ~15ull;
