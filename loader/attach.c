@@ -381,8 +381,8 @@ static void syscall_note(pid_t pid, pid_t tid, struct sysnote *n)
  */
 #if defined(__x86_64__)
 typedef struct user_regs_struct regs_t;
-#define PC(r) ((r).rip)
-#define SP(r) ((r).rsp)
+#define PC(r)	      ((r).rip)
+#define SP(r)	      ((r).rsp)
 #define SEIZE_OPTIONS 0
 
 static int regs_get(pid_t tid, regs_t *r)
@@ -396,8 +396,7 @@ static int regs_set(pid_t tid, const regs_t *r)
 }
 
 /* The return address 0 is pushed on the stack. */
-static int call_setup(pid_t pid, regs_t *r, uint64_t sp_base, uint64_t fn, uint64_t a0,
-		      uint64_t a1)
+static int call_setup(pid_t pid, regs_t *r, uint64_t sp_base, uint64_t fn, uint64_t a0, uint64_t a1)
 {
 	uint64_t zero = 0;
 
@@ -444,8 +443,8 @@ static int syscall_unintr(regs_t *r, const struct sysnote *before)
 #elif defined(__aarch64__)
 /* glibc's name for the kernel's struct user_pt_regs (NT_PRSTATUS). */
 typedef struct user_regs_struct regs_t;
-#define PC(r) ((r).pc)
-#define SP(r) ((r).sp)
+#define PC(r)	      ((r).pc)
+#define SP(r)	      ((r).sp)
 /* syscall_park tells its system-call stops from SIGTRAPs. */
 #define SEIZE_OPTIONS PTRACE_O_TRACESYSGOOD
 
@@ -465,8 +464,7 @@ static int regs_set(pid_t tid, const regs_t *r)
 
 /* The return address 0 is in the link register; no red zone on aarch64,
  * the same margin all the same. */
-static int call_setup(pid_t pid, regs_t *r, uint64_t sp_base, uint64_t fn, uint64_t a0,
-		      uint64_t a1)
+static int call_setup(pid_t pid, regs_t *r, uint64_t sp_base, uint64_t fn, uint64_t a0, uint64_t a1)
 {
 	(void)pid;
 	r->sp = sp_base & ~15ull;
@@ -535,8 +533,7 @@ static int syscall_park(pid_t tid, regs_t *saved)
 	if (regs_get(tid, &entry) < 0 || entry.pc != saved->pc + 4)
 		return fail("thread %d: not at the system call it was stopped before (pc %#llx, "
 			    "not %#llx)",
-			    tid, (unsigned long long)entry.pc,
-			    (unsigned long long)saved->pc + 4);
+			    tid, (unsigned long long)entry.pc, (unsigned long long)saved->pc + 4);
 	if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_ARM_SYSTEM_CALL, &io) < 0 ||
 	    ptrace(PTRACE_SYSCALL, tid, NULL, NULL) < 0 || syscall_stop(tid) < 0)
 		return fail("thread %d: cannot hold its system call: %s", tid, strerror(errno));
@@ -927,8 +924,9 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 		uint64_t err_off = elf_dynsym(libc_seen, "dlerror");
 		char why[512] = "";
 
-		if (err_off && remote_call(pid, &saved, set_at - 256, libc_base + err_off, 0, 0,
-					   &ret) == 0 && ret) {
+		if (err_off &&
+		    remote_call(pid, &saved, set_at - 256, libc_base + err_off, 0, 0, &ret) == 0 &&
+		    ret) {
 			struct iovec l = {why, sizeof(why) - 1};
 			struct iovec rm = {(void *)(uintptr_t)ret, sizeof(why) - 1};
 
