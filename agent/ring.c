@@ -48,10 +48,19 @@
  * shared and claimed for good like idle_block, left at a thread's first
  * event: its line is written once a thread. */
 static struct ta_block first_block = {.head = TA_BUSY};
+/* A line of their own; on aarch64 16 bytes only: glibc there gives a
+ * library dlopen'ed into a running process (traceagent attach) no static
+ * TLS aligned to more ("cannot allocate memory in static TLS block"); the
+ * thread's other TLS is written by the thread itself only. */
+#if defined(__aarch64__)
+#define TLS_BLOCK_ALIGN 16
+#else
+#define TLS_BLOCK_ALIGN 64
+#endif
 static __thread struct ta_block idle_block
-    __attribute__((tls_model("initial-exec"), aligned(64))) = {.head = TA_BUSY};
+    __attribute__((tls_model("initial-exec"), aligned(TLS_BLOCK_ALIGN))) = {.head = TA_BUSY};
 static __thread struct ta_block busy_block
-    __attribute__((tls_model("initial-exec"), aligned(64))) = {.head = TA_BUSY};
+    __attribute__((tls_model("initial-exec"), aligned(TLS_BLOCK_ALIGN))) = {.head = TA_BUSY};
 
 __thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) = &first_block;
 static __thread struct ta_thread *self __attribute__((tls_model("initial-exec")));

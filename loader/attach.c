@@ -9,7 +9,9 @@
  * to call dlopen(agent) and ta_attach_start(settings) on its own stack
  * below the red zone, and given back its registers exactly (a system call
  * it was in restarts as the kernel restarts it after a signal); then the
- * socket as above.  x86-64 only for the injection.
+ * socket as above.  x86-64 and aarch64: the little that differs (the
+ * registers, the calling convention, how a system call is restarted) is
+ * in the architecture layer below.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -28,6 +30,7 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/user.h>
@@ -37,6 +40,10 @@
 
 #include "commands.h"
 #include "control.h"
+
+#if defined(__x86_64__) || defined(__aarch64__)
+#define CAN_INJECT 1
+#endif
 
 static volatile sig_atomic_t stop_now;
 
@@ -86,11 +93,10 @@ static int status_field(long pid, const char *key, char *out, size_t size)
 	return found;
 }
 
-#if defined(__x86_64__) /* the injection's helpers */
+#ifdef CAN_INJECT /* the injection's helpers */
 /* The start of the mapping at file offset 0 of the first object whose path
  * ends with one of the names (libc.so.6) or equals path; its path in file. */
-static __attribute__((unused)) uintptr_t map_base(long pid, const char *suffix, const char *exact, char *file,
-			  size_t size)
+static uintptr_t map_base(long pid, const char *suffix, const char *exact, char *file, size_t size)
 {
 	char path[64], line[PATH_MAX + 128];
 	uintptr_t base = 0;
@@ -150,8 +156,7 @@ static __attribute__((unused)) uint64_t code_maps_digest(long pid)
 
 /* The value of the dynamic symbol name in the ELF file at path (its
  * offset from the load base for a shared object); 0 if not found. */
-/* (Used by the injection, x86-64 only so far.) */
-static __attribute__((unused)) uint64_t elf_dynsym(const char *path, const char *name)
+static uint64_t elf_dynsym(const char *path, const char *name)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -313,7 +318,7 @@ static int denied(long pid, int err)
 		    pid, strerror(err), scope);
 }
 
-#if defined(__x86_64__)
+#ifdef CAN_INJECT
 /* Signals that stopped the thread while we held it: given back at the end. */
 static int pending[64], npending;
 
@@ -326,24 +331,259 @@ static void keep_signal(int sig)
 		pending[npending++] = sig;
 }
 
-/* Calls fn(a0, a1) in the stopped thread, on its stack below sp_base;
- * the result in *ret.  0, or -1 (said). */
-static int remote_call(pid_t pid, const struct user_regs_struct *saved, uint64_t sp_base,
-		       uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret)
+/* What /proc/PID/task/TID/syscall said just before the thread was
+ * stopped: the system call it was blocked in, its arguments, sp and pc
+ * (nr -1: none, or not known). */
+struct sysnote {
+	long nr;
+	unsigned long long args[6], sp, pc;
+};
+
+static void syscall_note(pid_t pid, pid_t tid, struct sysnote *n)
 {
-	struct user_regs_struct r = *saved;
+	char path[96], buf[512];
+	int fd;
+	ssize_t got = -1;
+
+	n->nr = -1;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (got <= 0)
+		return;
+	buf[got] = 0;
+	if (sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &n->nr, &n->args[0],
+		   &n->args[1], &n->args[2], &n->args[3], &n->args[4], &n->args[5], &n->sp,
+		   &n->pc) != 9)
+		n->nr = -1;
+}
+
+/* Not in the user headers: the kernel's "restart unless a handler runs". */
+#define K_ERESTARTNOHAND 514
+
+/*
+ * The architecture layer: a thread's registers (regs_t, regs_get,
+ * regs_set, PC, SP), a call set up in them (call_setup: fn(a0, a1)
+ * returning to address 0, where it stops with SIGSEGV), its result
+ * (call_result), the system call the thread was stopped in made ready
+ * to be entered again once the registers are given back (syscall_park),
+ * and epoll_wait's EINTR undone (syscall_unintr).
+ *
+ * epoll_wait (and epoll_pwait, epoll_pwait2) returns -EINTR to any stop,
+ * a ptrace one too, whether a handler runs or not (signal(7)): the program
+ * would see an EINTR that only the attach caused.  Such a call is made to
+ * restart as a call interrupted with -ERESTARTNOHAND is: entered again, as
+ * no handler runs.  A signal that came meanwhile is sent again after the
+ * attach and interrupts the call then, as it would have.
+ */
+#if defined(__x86_64__)
+typedef struct user_regs_struct regs_t;
+#define PC(r)	      ((r).rip)
+#define SP(r)	      ((r).rsp)
+#define SEIZE_OPTIONS 0
+
+static int regs_get(pid_t tid, regs_t *r)
+{
+	return ptrace(PTRACE_GETREGS, tid, NULL, r) < 0 ? -1 : 0;
+}
+
+static int regs_set(pid_t tid, const regs_t *r)
+{
+	return ptrace(PTRACE_SETREGS, tid, NULL, r) < 0 ? -1 : 0;
+}
+
+/* The return address 0 is pushed on the stack. */
+static int call_setup(pid_t pid, regs_t *r, uint64_t sp_base, uint64_t fn, uint64_t a0, uint64_t a1)
+{
 	uint64_t zero = 0;
+
+	r->rsp = (sp_base & ~15ull) - 8; /* as after a call: rsp+8 16-aligned */
+	r->rip = fn;
+	r->rdi = a0;
+	r->rsi = a1;
+	r->rax = 0;
+	/* No system call to restart into our call. */
+	r->orig_rax = (uint64_t)-1;
+	return ptrace(PTRACE_POKEDATA, pid, (void *)r->rsp, (void *)zero) < 0 ? -1 : 0;
+}
+
+static uint64_t call_result(const regs_t *r)
+{
+	return r->rax;
+}
+
+/* x86-64 restarts a system call after the stop (arch_do_signal_or_restart
+ * looks at orig_rax and rax once get_signal returns): the registers given
+ * back as they were, orig_rax among them, restart it.  Nothing to do. */
+static int syscall_park(pid_t tid, regs_t *saved)
+{
+	(void)tid;
+	(void)saved;
+	return 0;
+}
+
+/* orig_rax tells the call exactly (-1 once the thread has entered the
+ * kernel otherwise, or after a sigreturn); its arguments are still in
+ * their registers.  1 if r was changed. */
+static int syscall_unintr(regs_t *r, const struct sysnote *before)
+{
+	long nr = (long)r->orig_rax;
+
+	(void)before;
+	if ((nr == __NR_epoll_wait || nr == __NR_epoll_pwait || nr == __NR_epoll_pwait2) &&
+	    r->rax == (uint64_t)-EINTR) {
+		r->rax = (uint64_t)-K_ERESTARTNOHAND;
+		return 1;
+	}
+	return 0;
+}
+#elif defined(__aarch64__)
+/* glibc's name for the kernel's struct user_pt_regs (NT_PRSTATUS). */
+typedef struct user_regs_struct regs_t;
+#define PC(r)	      ((r).pc)
+#define SP(r)	      ((r).sp)
+/* syscall_park tells its system-call stops from SIGTRAPs. */
+#define SEIZE_OPTIONS PTRACE_O_TRACESYSGOOD
+
+static int regs_get(pid_t tid, regs_t *r)
+{
+	struct iovec io = {r, sizeof(*r)};
+
+	return ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &io) < 0 ? -1 : 0;
+}
+
+static int regs_set(pid_t tid, const regs_t *r)
+{
+	struct iovec io = {(void *)(uintptr_t)r, sizeof(*r)};
+
+	return ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRSTATUS, &io) < 0 ? -1 : 0;
+}
+
+/* The return address 0 is in the link register; no red zone on aarch64,
+ * the same margin all the same. */
+static int call_setup(pid_t pid, regs_t *r, uint64_t sp_base, uint64_t fn, uint64_t a0, uint64_t a1)
+{
+	(void)pid;
+	r->sp = sp_base & ~15ull;
+	r->pc = fn;
+	r->regs[0] = a0;
+	r->regs[1] = a1;
+	r->regs[30] = 0;
+	return 0;
+}
+
+static uint64_t call_result(const regs_t *r)
+{
+	return r->regs[0];
+}
+
+/* Waits for thread tid's next system-call stop (PTRACE_SYSCALL'ed),
+ * holding the signals that come first; 0, or -1 (it ended). */
+static int syscall_stop(pid_t tid)
+{
 	int st;
 
-	r.rsp = (sp_base & ~15ull) - 8; /* as after a call: rsp+8 16-aligned */
-	r.rip = fn;
-	r.rdi = a0;
-	r.rsi = a1;
-	r.rax = 0;
-	/* No system call to restart into our call. */
-	r.orig_rax = (uint64_t)-1;
-	if (ptrace(PTRACE_POKEDATA, pid, (void *)r.rsp, (void *)zero) < 0 ||
-	    ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
+	for (;;) {
+		if (waitpid(tid, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+			return -1;
+		if (!WIFSTOPPED(st))
+			continue;
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80))
+			return 0;
+		if (st >> 16 == 0)
+			keep_signal(WSTOPSIG(st));
+		if (ptrace(PTRACE_SYSCALL, tid, NULL, NULL) < 0)
+			return -1;
+	}
+}
+
+/*
+ * arm64's do_signal prepares a restart before the stop, so that a
+ * debugger sees it: a thread stopped in read, futex or nanosleep is
+ * already at its svc again, x0 its first argument (from orig_x0, which
+ * user_pt_regs has not), its system call forgotten (syscallno -1).  What
+ * it does after the stop, and only if pc is still at that svc, is the
+ * -ERESTART_RESTARTBLOCK case (nanosleep, a futex wait with a timeout):
+ * x8 = __NR_restart_syscall, which resumes the wait where it was instead
+ * of waiting its whole time again.  So a thread at an svc is let run to
+ * it (PTRACE_SYSCALL, the kernel finishing its restart on the way), the
+ * call skipped at its entry (NT_ARM_SYSTEM_CALL -1), and the x8 it
+ * entered with kept in saved: given back, the thread enters the same call
+ * as the kernel would have made it.  The rest of saved is the stop's (at
+ * a system-call stop the kernel shows x7 as the stop's direction).  A
+ * thread that is not at an svc (in its own code, or in a call that
+ * returned -EINTR, which the kernel does not restart) is left as it is.
+ */
+static int syscall_park(pid_t tid, regs_t *saved)
+{
+	regs_t entry;
+	int skip = -1;
+	struct iovec io = {&skip, sizeof(skip)};
+	long insn;
+
+	errno = 0;
+	insn = ptrace(PTRACE_PEEKTEXT, tid, (void *)(uintptr_t)saved->pc, NULL);
+	if (errno || (uint32_t)insn != 0xd4000001) /* svc #0 */
+		return 0;
+	if (ptrace(PTRACE_SYSCALL, tid, NULL, NULL) < 0 || syscall_stop(tid) < 0)
+		return fail("process %d: thread %d ended during the attach", tid, tid);
+	if (regs_get(tid, &entry) < 0 || entry.pc != saved->pc + 4)
+		return fail("thread %d: not at the system call it was stopped before (pc %#llx, "
+			    "not %#llx)",
+			    tid, (unsigned long long)entry.pc, (unsigned long long)saved->pc + 4);
+	if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_ARM_SYSTEM_CALL, &io) < 0 ||
+	    ptrace(PTRACE_SYSCALL, tid, NULL, NULL) < 0 || syscall_stop(tid) < 0)
+		return fail("thread %d: cannot hold its system call: %s", tid, strerror(errno));
+	saved->regs[8] = entry.regs[8];
+	return 0;
+}
+
+/* At the stop the kernel has forgotten the call (syscallno -1) and x0,
+ * its first argument, holds -EINTR: both come from the note taken just
+ * before the stop, when the thread was blocked in the call: the same call
+ * if x8, pc (after the svc), sp and x1-x5 are the note's.  Rewound to the
+ * svc with x0 back, the thread enters it again.  1 if r was changed. */
+static int syscall_unintr(regs_t *r, const struct sysnote *before)
+{
+	if (!before || (before->nr != __NR_epoll_pwait && before->nr != __NR_epoll_pwait2) ||
+	    r->regs[0] != (uint64_t)-EINTR || r->regs[8] != (uint64_t)before->nr ||
+	    r->pc != before->pc || r->sp != before->sp)
+		return 0;
+	for (int i = 1; i < 6; i++)
+		if (r->regs[i] != before->args[i])
+			return 0;
+	r->regs[0] = before->args[0];
+	r->pc -= 4;
+	return 1;
+}
+#endif
+
+/* Thread tid's registers as they are to be given back, in saved (before:
+ * its note, or NULL); 0, or -1 (said). */
+static int regs_save(pid_t tid, regs_t *saved, const struct sysnote *before)
+{
+	if (regs_get(tid, saved) < 0)
+		return fail("process %d: cannot read the registers: %s", tid, strerror(errno));
+	/* An epoll_wait's EINTR undone in the thread itself: on aarch64 it
+	 * is then at its svc, which syscall_park lets it enter. */
+	if (syscall_unintr(saved, before) && regs_set(tid, saved) < 0)
+		return fail("process %d: cannot write the registers: %s", tid, strerror(errno));
+	return syscall_park(tid, saved) < 0 ? -1 : 0;
+}
+
+/* Calls fn(a0, a1) in the stopped thread, on its stack below sp_base;
+ * the result in *ret.  0, or -1 (said). */
+static int remote_call(pid_t pid, const regs_t *saved, uint64_t sp_base, uint64_t fn, uint64_t a0,
+		       uint64_t a1, uint64_t *ret)
+{
+	regs_t r = *saved;
+	int st;
+
+	if (call_setup(pid, &r, sp_base, fn, a0, a1) < 0 || regs_set(pid, &r) < 0 ||
+	    ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
 		return fail("process %d: cannot set up the call: %s", pid, strerror(errno));
 	for (;;) {
 		if (waitpid(pid, &st, __WALL) < 0)
@@ -353,13 +593,13 @@ static int remote_call(pid_t pid, const struct user_regs_struct *saved, uint64_t
 		if (!WIFSTOPPED(st))
 			continue;
 		if (WSTOPSIG(st) == SIGSEGV && st >> 16 == 0) {
-			if (ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0)
+			if (regs_get(pid, &r) < 0)
 				return fail("process %d: cannot read the registers: %s", pid,
 					    strerror(errno));
-			if (r.rip != 0)
+			if (PC(r) != 0)
 				return fail("process %d crashed in the attach's call at %#llx", pid,
-					    (unsigned long long)r.rip);
-			*ret = r.rax;
+					    (unsigned long long)PC(r));
+			*ret = call_result(&r);
 			return 0;
 		}
 		/* Another signal: held for later (its handler must not run
@@ -386,16 +626,19 @@ struct held {
 	uint64_t pc;
 };
 
-/* Seizes and stops thread tid; 0, or -1 (it ended, or cannot be held). */
-static int hold(pid_t tid, struct held *h)
+/* Seizes and stops thread tid of process pid; 0, or -1 (it ended, or
+ * cannot be held). */
+static int hold(pid_t pid, pid_t tid, struct held *h)
 {
-	struct user_regs_struct r;
+	regs_t r;
+	struct sysnote note;
 	int st;
 
 	h->tid = tid;
 	h->sig = 0;
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
 		return -1;
+	syscall_note(pid, tid, &note);
 	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0)
 		goto fail;
 	for (;;) {
@@ -407,9 +650,9 @@ static int hold(pid_t tid, struct held *h)
 	/* A signal on its way: stopped all the same; given back after. */
 	if (st >> 16 == 0)
 		h->sig = WSTOPSIG(st);
-	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0)
+	if (regs_get(tid, &r) < 0 || (syscall_unintr(&r, &note) && regs_set(tid, &r) < 0))
 		goto fail;
-	h->pc = r.rip;
+	h->pc = PC(r);
 	return 0;
 fail:
 	ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)h->sig);
@@ -431,7 +674,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 	char dir[64];
 	DIR *d;
 	struct dirent *e;
-	struct user_regs_struct saved;
+	regs_t saved;
 	uint64_t sp, at;
 	int rc = 1;
 
@@ -466,7 +709,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 				}
 				hs = nh;
 			}
-			if (hold(tid, &hs[n]) == 0) {
+			if (hold(pid, tid, &hs[n]) == 0) {
 				n++;
 				again = 1;
 			}
@@ -480,11 +723,9 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 		fail("process %d: cannot stop its main thread", pid);
 		goto out;
 	}
-	if (ptrace(PTRACE_GETREGS, pid, NULL, &saved) < 0) {
-		fail("process %d: cannot read the registers: %s", pid, strerror(errno));
+	if (regs_save(pid, &saved, NULL) < 0)
 		goto out;
-	}
-	sp = (saved.rsp - 1024) & ~15ull;
+	sp = (SP(saved) - 1024) & ~15ull;
 	at = sp - 8192 - ((with_pcs ? n * 8 : 0) & ~15ull);
 	if (str && put_string(pid, at, str) < 0) {
 		fail("process %d: cannot write to its stack: %s", pid, strerror(errno));
@@ -502,7 +743,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 	}
 	if (remote_call(pid, &saved, at - 256, fn, at, with_pcs ? n : 0, ret) == 0)
 		rc = 0;
-	if (ptrace(PTRACE_SETREGS, pid, NULL, &saved) < 0)
+	if (regs_set(pid, &saved) < 0)
 		rc = fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
 out:
 	for (size_t i = 0; i < n; i++)
@@ -544,18 +785,18 @@ static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 	/* One thread stopped (the others go on) for the planning. */
 	{
 		struct held h;
-		struct user_regs_struct saved;
+		regs_t saved;
 		uint64_t at;
 		int rc = 1;
 
-		if (hold(pid, &h) < 0)
+		if (hold(pid, pid, &h) < 0)
 			return fail("process %d: cannot stop it to patch", pid);
-		if (ptrace(PTRACE_GETREGS, pid, NULL, &saved) == 0) {
-			at = ((saved.rsp - 1024) & ~15ull) - 8192;
+		if (regs_save(pid, &saved, NULL) == 0) {
+			at = ((SP(saved) - 1024) & ~15ull) - 8192;
 			if (put_string(pid, at, spec) == 0 &&
 			    remote_call(pid, &saved, at - 256, prep, at, 0, &ret) == 0)
 				rc = 0;
-			ptrace(PTRACE_SETREGS, pid, NULL, &saved);
+			regs_set(pid, &saved);
 		}
 		ptrace(PTRACE_DETACH, pid, NULL, (void *)(uintptr_t)h.sig);
 		while (npending)
@@ -603,7 +844,8 @@ static int patch_out(pid_t pid, const char *agent)
 static int inject(pid_t pid, const char *agent, const char *settings)
 {
 	char libc[PATH_MAX], libc_seen[PATH_MAX + 32], agent_seen[PATH_MAX + 32];
-	struct user_regs_struct saved;
+	regs_t saved;
+	struct sysnote note;
 	uintptr_t libc_base, agent_base;
 	uint64_t dlopen_off, start_off, sp, path_at, set_at, ret;
 	int st, sig = 0, rc = 1;
@@ -640,8 +882,9 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	start_off = elf_dynsym(agent_seen, "ta_attach_start");
 	if (!start_off)
 		return fail("the agent %s has no ta_attach_start", agent);
-	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0)
+	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
 		return denied(pid, errno);
+	syscall_note(pid, pid, &note);
 	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0) {
 		fail("process %d: PTRACE_INTERRUPT: %s", pid, strerror(errno));
 		goto detach;
@@ -663,12 +906,10 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 			keep_signal(WSTOPSIG(st));
 		break;
 	}
-	if (ptrace(PTRACE_GETREGS, pid, NULL, &saved) < 0) {
-		fail("process %d: cannot read the registers: %s", pid, strerror(errno));
+	if (regs_save(pid, &saved, &note) < 0)
 		goto detach;
-	}
-	/* Below the red zone (128 bytes), with room to spare. */
-	sp = (saved.rsp - 1024) & ~15ull;
+	/* Below the red zone (128 bytes on x86-64), with room to spare. */
+	sp = (SP(saved) - 1024) & ~15ull;
 	path_at = sp - 4096;
 	set_at = path_at - 8192;
 	if (put_string(pid, path_at, agent) < 0 || put_string(pid, set_at, settings) < 0) {
@@ -679,7 +920,22 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 			RTLD_NOW, &ret) != 0)
 		goto restore;
 	if (!ret) {
-		fail("process %d: dlopen of the agent %s failed in the process", pid, agent);
+		/* dlerror's message, from the process's memory. */
+		uint64_t err_off = elf_dynsym(libc_seen, "dlerror");
+		char why[512] = "";
+
+		if (err_off &&
+		    remote_call(pid, &saved, set_at - 256, libc_base + err_off, 0, 0, &ret) == 0 &&
+		    ret) {
+			struct iovec l = {why, sizeof(why) - 1};
+			struct iovec rm = {(void *)(uintptr_t)ret, sizeof(why) - 1};
+
+			if (process_vm_readv(pid, &l, 1, &rm, 1, 0) <= 0)
+				why[0] = 0;
+			why[sizeof(why) - 1] = 0;
+		}
+		fail("process %d: dlopen of the agent %s failed in the process%s%s", pid, agent,
+		     why[0] ? ": " : "", why);
 		goto restore;
 	}
 	agent_base = map_base(pid, NULL, agent, NULL, 0);
@@ -697,7 +953,7 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	else
 		rc = 0;
 restore:
-	if (ptrace(PTRACE_SETREGS, pid, NULL, &saved) < 0)
+	if (regs_set(pid, &saved) < 0)
 		fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
 detach:
 	if (npending)
@@ -812,7 +1068,6 @@ int ta_cmd_attach(int argc, char **argv)
 		}
 		*slot = argv[++i];
 	}
-	(void)injected; /* x86-64 only */
 	if (!pid) {
 		fprintf(stderr, "usage: traceagent attach PID [-o FILE] [--duration TIME] ...\n");
 		return 2;
@@ -943,7 +1198,7 @@ int ta_cmd_attach(int argc, char **argv)
 				fail("process %ld: channels %s: %s", pid, channels, ans);
 		}
 	} else {
-#if defined(__x86_64__)
+#ifdef CAN_INJECT
 		if (ta_record_find_agent(agent) < 0)
 			return 1;
 		rc = inject((pid_t)pid, agent, settings);
@@ -966,8 +1221,10 @@ int ta_cmd_attach(int argc, char **argv)
 #else
 		(void)rc;
 		(void)agent;
-		return fail("injecting the agent is implemented for x86-64 only; start the "
-			    "program with the agent (TRACEAGENT_START=paused) to attach to it");
+		(void)injected;
+		return fail("injecting the agent is implemented for x86-64 and aarch64 only; "
+			    "start the program with the agent (TRACEAGENT_START=paused) to attach "
+			    "to it");
 #endif
 	}
 	fprintf(stderr, "traceagent: attached to process %ld%s\n", pid,
@@ -1001,7 +1258,7 @@ int ta_cmd_attach(int argc, char **argv)
 			break;
 		nanosleep(&nap, NULL);
 	}
-#if defined(__x86_64__)
+#ifdef CAN_INJECT
 	/* The entries back while no thread runs, before the agent stops. */
 	if (injected && patch && patch_out((pid_t)pid, agent))
 		fprintf(stderr, "traceagent: attach: the patched entries of process %ld stay (they "

@@ -21,9 +21,10 @@ DONE = "done: leaf = 2 * mid: yes, alarms: yes\n"
 
 
 class Target:
-    def __init__(self, case, nthreads=4, env=None):
+    def __init__(self, case, nthreads=4, env=None, wait=None):
         self.case = case
-        self.proc = subprocess.Popen([case.prog("attachme-O2"), str(nthreads)],
+        self.proc = subprocess.Popen([case.prog("attachme-O2"), str(nthreads)] +
+                                     ([wait] if wait else []),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True,
                                      env=tahelp.clean_env(env), cwd=case.dir,
@@ -58,9 +59,10 @@ class Target:
 class AttachTest(tahelp.Case):
     def setUp(self):
         super().setUp()
-        if platform.machine() != "x86_64":
-            self.skipTest("the injection is implemented for x86-64 only")
-        self.skip_if_emulated("qemu-user does not let one guest ptrace another")
+        if platform.machine() not in ("x86_64", "aarch64"):
+            self.skipTest("the injection is implemented for x86-64 and aarch64 only")
+        self.skip_if_emulated("qemu-user does not let one guest ptrace another "
+                              "(scripts/test-aarch64-vm tests the injection on an arm64 kernel)")
 
     def attach(self, pid, *args, status=0, user=None):
         p = subprocess.run([tahelp.TRACEAGENT, "attach", str(pid)] + list(args),
@@ -109,6 +111,39 @@ class AttachTest(tahelp.Case):
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
         # Nothing written at the exit: the dumps were finished at detach.
         self.assertEqual(os.path.getsize(dump), size)
+
+    def syscall(self, pid):
+        """The system call number thread pid is in (/proc), None if it runs."""
+        with open("/proc/%d/syscall" % pid) as f:
+            w = f.read().split()
+        return None if w[0] == "running" else int(w[0])
+
+    def test_main_thread_waits(self):
+        """The thread the agent is injected through (the main one) blocked in
+        nanosleep, a futex or epoll_wait (attachme's WAIT): each call goes on
+        as if no attach had come, no EINTR (attachme ends with "FAIL" on any
+        error); the nanosleep is restarted as the kernel restarts it after a
+        signal, with restart_syscall (the rest of the sleep, not the whole
+        hour again); epoll_wait, which returns EINTR to any stop, is
+        entered again."""
+        nrs = {"x86_64": {"nanosleep": 230, "restart": 219, "futex": 202, "epoll": 232},
+               "aarch64": {"nanosleep": 115, "restart": 128, "futex": 98, "epoll": 22}}
+        nr = nrs[platform.machine()]
+        for wait, after in (("nanosleep", "restart"), ("futex", "futex"), ("epoll", "epoll")):
+            with self.subTest(wait=wait):
+                t = Target(self, nthreads=2, wait=wait)
+                pid = t.proc.pid
+                deadline = time.monotonic() + tahelp.TIMEOUT
+                while self.syscall(pid) != nr[wait] and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                self.assertEqual(self.syscall(pid), nr[wait])
+                dump = self.fresh("wait-" + wait)
+                self.attach(pid, "-o", dump, "--duration", "0.2")
+                self.assertEqual(self.syscall(pid), nr[after])
+                self.assertGreater(self.functions(self.report(dump))["mid"]["calls"], 0)
+                status, out, err = t.quit()
+                self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), out + err)
+                self.assertNotIn("FAIL", out)
 
     def test_open_at_start(self):
         """The calls open when the attach came (the opener thread sleeps in

@@ -11,7 +11,12 @@
  * "time N" calls mid() N times on the main thread and prints the ns per
  * instrumented call (three a mid: scripts/bench's attach part), "quit" ends
  * with the final line.
- * Usage: attachme NTHREADS
+ * With WAIT (nanosleep, futex or epoll) the main thread, the one `attach`
+ * injects the agent through, waits there instead (a nanosleep of an hour,
+ * a condition variable, an epoll_wait of an hour; any return but the
+ * expected is a failure) and a thread "reader" reads stdin, takes the
+ * SIGALRM and ends the program (exit) at "quit".
+ * Usage: attachme NTHREADS [WAIT]
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -148,17 +153,56 @@ static void on_alarm(int sig)
 	__atomic_fetch_add(&n_alarm, 1, __ATOMIC_RELAXED);
 }
 
+static int nthreads;
+static pthread_t t[64 + 4];
+
+static void finish(void);
+
+/* The main thread's wait (WAIT): until the reader ends the program. */
+static void main_waits(const char *how)
+{
+	if (!strcmp(how, "nanosleep")) {
+		for (;;) {
+			struct timespec ts = {3600, 0};
+			if (nanosleep(&ts, NULL) < 0)
+				bad("nanosleep (main)", errno);
+		}
+	} else if (!strcmp(how, "futex")) {
+		static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+		int err;
+
+		pthread_mutex_lock(&mu);
+		for (;;)
+			if ((err = pthread_cond_wait(&never, &mu)) != 0)
+				bad("pthread_cond_wait (main)", err);
+	} else if (!strcmp(how, "epoll")) {
+		struct epoll_event ev;
+		int e = epoll_create1(0);
+
+		if (e < 0)
+			bad("epoll_create1", errno);
+		for (;;)
+			if (epoll_wait(e, &ev, 1, 3600 * 1000) < 0)
+				bad("epoll_wait (main)", errno);
+	}
+	printf("FAIL unknown WAIT %s\n", how);
+	fflush(stdout);
+	_exit(2);
+}
+
+static void *commands(void *arg);
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4;
-	pthread_t t[64 + 4];
+	const char *wait = argc > 2 ? argv[2] : "read";
 	struct sigaction sa;
 	struct itimerval it = {{0, 10000}, {0, 10000}};
-	char line[600];
 	sigset_t set;
 
 	if (n < 1 || n > 64)
 		n = 4;
+	nthreads = n;
 	ep = epoll_create1(0);
 	if (ep < 0)
 		bad("epoll_create1", errno);
@@ -174,14 +218,45 @@ int main(int argc, char **argv)
 	pthread_create(&t[n + 2], NULL, poller, NULL);
 	pthread_create(&t[n + 3], NULL, opener, NULL);
 	pthread_setname_np(t[n + 3], "opener");
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGALRM, &sa, NULL);
+	if (strcmp(wait, "read")) {
+		/* The reader takes the SIGALRM (and its read is restarted);
+		 * the main thread keeps it blocked. */
+		static int reader = 1;
+		pthread_t r;
+
+		setitimer(ITIMER_REAL, &it, NULL);
+		printf("ready\n");
+		fflush(stdout);
+		pthread_create(&r, NULL, commands, &reader);
+		pthread_setname_np(r, "reader");
+		main_waits(wait);
+	}
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	setitimer(ITIMER_REAL, &it, NULL);
 	printf("ready\n");
 	fflush(stdout);
+	commands(NULL);
+	finish();
+	return 0;
+}
+
+/* The lines on stdin, until "quit" or its end; on the reader thread
+ * (arg not NULL), the program ends there. */
+static void *commands(void *arg)
+{
+	char line[600];
+
+	if (arg) {
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGALRM);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	}
 	for (;;) {
 		if (!fgets(line, sizeof(line), stdin)) {
 			if (ferror(stdin))
@@ -214,14 +289,23 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	if (arg) {
+		finish();
+		exit(0);
+	}
+	return NULL;
+}
+
+static void finish(void)
+{
 	setitimer(ITIMER_REAL, &(struct itimerval){{0, 0}, {0, 0}}, NULL);
 	__atomic_store_n(&quit, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&mu);
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
-	for (int i = 0; i < n + 4; i++)
+	for (int i = 0; i < nthreads + 4; i++)
 		pthread_join(t[i], NULL);
 	printf("done: leaf = 2 * mid: %s, alarms: %s\n", n_leaf == 2 * n_mid ? "yes" : "no",
 	       n_alarm > 0 ? "yes" : "no");
-	return 0;
+	fflush(stdout);
 }
