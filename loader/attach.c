@@ -94,64 +94,90 @@ static int status_field(long pid, const char *key, char *out, size_t size)
 }
 
 #ifdef CAN_INJECT /* the injection's helpers */
-/* The start of the mapping at file offset 0 of the first object whose path
- * ends with one of the names (libc.so.6) or equals path; its path in file. */
-static uintptr_t map_base(long pid, const char *suffix, const char *exact, char *file, size_t size)
+/* A file mapping of /proc/PID/maps. */
+struct map_line {
+	unsigned long lo, off;
+	char perms[8];
+	const char *path;
+};
+
+/* Calls fn for each file mapping of process pid, until it returns 1;
+ * -1 when the maps cannot be read. */
+static int maps_each(long pid, int (*fn)(const struct map_line *m, void *arg), void *arg)
 {
 	char path[64], line[PATH_MAX + 128];
-	uintptr_t base = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
 	f = fopen(path, "r");
 	if (!f)
-		return 0;
+		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off;
+		struct map_line m;
+		unsigned long hi;
 		char *p = strchr(line, '/');
-		size_t n;
 
-		if (!p || sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &off) != 3 || off != 0)
+		if (!p || sscanf(line, "%lx-%lx %7s %lx", &m.lo, &hi, m.perms, &m.off) != 4)
 			continue;
 		p[strcspn(p, "\n")] = 0;
-		n = strlen(p);
-		if ((exact && !strcmp(p, exact)) ||
-		    (suffix && n >= strlen(suffix) && !strcmp(p + n - strlen(suffix), suffix))) {
-			base = lo;
-			if (file && n < size)
-				memcpy(file, p, n + 1);
-			else if (file)
-				base = 0;
+		m.path = p;
+		if (fn(&m, arg))
 			break;
-		}
 	}
 	fclose(f);
-	return base;
+	return 0;
+}
+
+struct base_find {
+	const char *suffix, *exact;
+	char *file;
+	size_t size;
+	uintptr_t base;
+};
+
+static int base_one(const struct map_line *m, void *arg)
+{
+	struct base_find *bf = arg;
+	size_t n = strlen(m->path);
+
+	if (m->off != 0 || !((bf->exact && !strcmp(m->path, bf->exact)) ||
+			     (bf->suffix && n >= strlen(bf->suffix) &&
+			      !strcmp(m->path + n - strlen(bf->suffix), bf->suffix))))
+		return 0;
+	bf->base = m->lo;
+	if (bf->file && n < bf->size)
+		memcpy(bf->file, m->path, n + 1);
+	else if (bf->file)
+		bf->base = 0;
+	return 1;
+}
+
+/* The start of the mapping at file offset 0 of the first object whose path
+ * ends with one of the names (libc.so.6) or equals path; its path in file. */
+static uintptr_t map_base(long pid, const char *suffix, const char *exact, char *file, size_t size)
+{
+	struct base_find bf = {suffix, exact, file, size, 0};
+
+	(void)maps_each(pid, base_one, &bf);
+	return bf.base;
+}
+
+static int digest_one(const struct map_line *m, void *arg)
+{
+	uint64_t *h = arg;
+
+	if (m->perms[2] == 'x')
+		*h = (*h ^ m->lo) * 1099511628211ull;
+	return 0;
 }
 
 /* A digest of the process's executable file mappings: it changes when a
  * module is loaded or unloaded (--patch's modules loaded in a window). */
 static __attribute__((unused)) uint64_t code_maps_digest(long pid)
 {
-	char path[64], line[PATH_MAX + 128];
 	uint64_t h = 1469598103934665603ull;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perms[8];
-
-		if (!strchr(line, '/') || sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 ||
-		    perms[2] != 'x')
-			continue;
-		h = (h ^ lo) * 1099511628211ull;
-	}
-	fclose(f);
-	return h;
+	return maps_each(pid, digest_one, &h) < 0 ? 0 : h;
 }
 
 /* The value of the dynamic symbol name in the ELF file at path (its

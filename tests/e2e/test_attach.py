@@ -212,13 +212,9 @@ class AttachTest(tahelp.Case):
                            timeout=tahelp.TIMEOUT)
         self.assertEqual(p.returncode, 0, p.stderr)
 
-    def test_patch(self):
-        """--patch on an uninstrumented program (patchme, x86-64) while a
-        thread runs the patched work() and step(): the entries are written
-        with every thread stopped, fib's calls inside the window are exact,
-        none after the detach (the entries restored); a second attach
-        patches again into its own dump; the output is the untraced one."""
-        prog = self.prog("patchme-O2-pie-fp")  # skips where patching is not built
+    def patchme_stdin(self, prog):
+        """`patchme stdin` started and ready; say(line) sends a command
+        and returns the answer's line."""
         t = subprocess.Popen([prog, "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=tahelp.clean_env(),
                              cwd=self.dir)
@@ -236,6 +232,16 @@ class AttachTest(tahelp.Case):
             t.stdin.write(line + "\n")
             t.stdin.flush()
             return t.stdout.readline().rstrip("\n")
+        return t, say
+
+    def test_patch(self):
+        """--patch on an uninstrumented program (patchme, x86-64) while a
+        thread runs the patched work() and step(): the entries are written
+        with every thread stopped, fib's calls inside the window are exact,
+        none after the detach (the entries restored); a second attach
+        patches again into its own dump; the output is the untraced one."""
+        prog = self.prog("patchme-O2-pie-fp")  # skips where patching is not built
+        t, say = self.patchme_stdin(prog)
         for dump, n, calls in ((self.fresh("p1"), 20, 21891), (self.fresh("p2"), 15, 1973)):
             a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.pid), "-o", dump,
                                   "--patch", "fib,work,step"], env=tahelp.clean_env(),
@@ -270,23 +276,7 @@ class AttachTest(tahelp.Case):
         (its calls are not recorded, their results unchanged)."""
         prog = self.prog("patchme-O2-pie-fp")
         lib = os.path.join(tahelp.PROGRAMS, "libpatchlib.so")
-        t = subprocess.Popen([prog, "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=tahelp.clean_env(),
-                             cwd=self.dir)
-
-        def end():
-            if t.poll() is None:
-                t.kill()
-                t.wait()
-            for f in (t.stdin, t.stdout, t.stderr):
-                f.close()
-        self.addCleanup(end)
-        self.assertEqual(t.stdout.readline(), "ready\n")
-
-        def say(line):
-            t.stdin.write(line + "\n")
-            t.stdin.flush()
-            return t.stdout.readline().rstrip("\n")
+        t, say = self.patchme_stdin(prog)
         dump = self.fresh("pd")
         a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.pid), "-o", dump,
                               "--patch", "fib,libpatchlib.so:plib_*"], env=tahelp.clean_env(),
