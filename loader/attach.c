@@ -804,7 +804,7 @@ static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 	uint64_t prep = agent_fn(pid, agent, "ta_attach_patch_prepare");
 	uint64_t commit = agent_fn(pid, agent, "ta_attach_patch_commit");
 	uint64_t ret;
-	int n;
+	int n, done;
 
 	if (!prep || !commit)
 		return 1;
@@ -845,11 +845,23 @@ static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 	}
 	if (call_all_stopped(pid, commit, NULL, 1, &ret))
 		return 1;
-	fprintf(stderr, "traceagent: attach: patched %d functions in process %d%s", (int)ret, pid,
+	done = (int)ret;
+	/* An entry a thread was stopped inside is written at a later stop
+	 * (the agent writes only those not written yet): a few tries, 1 ms
+	 * apart, and a thread spinning through a tiny function is elsewhere. */
+	for (int tries = 0; done < n && tries < 20; tries++) {
+		struct timespec ms = {0, 1000 * 1000};
+
+		nanosleep(&ms, NULL);
+		if (call_all_stopped(pid, commit, NULL, 1, &ret))
+			break;
+		done += (int)ret;
+	}
+	fprintf(stderr, "traceagent: attach: patched %d functions in process %d%s", done, pid,
 		later ? " (in modules loaded during the window)" : "");
-	if ((int)ret < n)
+	if (done < n)
 		fprintf(stderr, " (%d left alone: a thread was inside their first bytes)",
-			n - (int)ret);
+			n - done);
 	fputc('\n', stderr);
 	return 0;
 }
