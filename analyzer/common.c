@@ -653,6 +653,18 @@ static size_t utf8_len(const unsigned char *s)
 	return n;
 }
 
+void ta_json_pid(FILE *f, const struct ta_session *s, uint32_t key)
+{
+	const struct ta_process *p = ta_session_process(s, key);
+
+	fprintf(f, "\"pid\": %" PRIu32 ", \"pid_nth\": %" PRIu32 ", \"boot_start\": ",
+		p ? p->os_pid : key, p ? p->nth : 1);
+	if (p && p->boot_start)
+		fprintf(f, "%" PRIu64, p->boot_start);
+	else
+		fputs("null", f);
+}
+
 void ta_json_str(FILE *f, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;

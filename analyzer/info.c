@@ -456,9 +456,9 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 {
 	const struct ta_session *s = v->s;
 	struct counts c = process_counts(s, p);
-	char b[4][64];
+	char b[4][64], pn[TA_PID_NAME_MAX];
 
-	printf("\nprocess %" PRIu32, p->pid);
+	printf("\nprocess %s", ta_pid_name(s, p->pid, pn));
 	if (p->has_info)
 		printf(" (parent %" PRIu64 ")", p->ppid);
 	putchar('\n');
@@ -695,7 +695,9 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	char b[64], lcb[64];
 	int first = 1;
 
-	printf("{\"pid\": %" PRIu32 ", ", p->pid);
+	putchar('{');
+	ta_json_pid(stdout, s, p->pid);
+	printf(", ");
 	if (p->has_info) {
 		printf("\"ppid\": %" PRIu64 ", \"exe\": ", p->ppid);
 		ta_json_str(stdout, p->exe);

@@ -138,7 +138,7 @@ START_TEST(json)
 	    " \"events\": 6, \"lost\": 5, \"lost_no_ring\": 0, \"lost_by_cause\": {\"dropped\": 0, \"no-ring\": 0, \"nested\": 0, \"stopped\": 0, \"zone-depth\": 0}, \"threads\": 2, \"duration_ns\": 10000,\n"
 	    " \"channels\": [], \"channel_switches\": 0, \"zone_end_unmatched\": 0,\n"
 	    " \"processes\": [\n"
-	    "  {\"pid\": 4242, \"ppid\": 4000, \"exe\": \"/usr/bin/prog\", "
+	    "  {\"pid\": 4242, \"pid_nth\": 1, \"boot_start\": null, \"ppid\": 4000, \"exe\": \"/usr/bin/prog\", "
 	    "\"argv\": [\"prog\", \"-x\", \"a b\"], \"arch\": \"x86_64\",\n"
 	    "    \"start_realtime_ns\": 1700000000123456789, "
 	    "\"start_time\": \"2023-11-14T22:13:20.123456789Z\", \"duration_ns\": 10000,\n"
