@@ -511,6 +511,10 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		       p->end_flags & 1 ? "; some data could not be written" : "");
 	else
 		printf("  end:         missing (the program was killed or is still running)\n");
+	if (p->end_reserve_blocks)
+		printf("  reserve:     %" PRIu64 " blocks beyond the memory cap, taken by signal "
+		       "handlers inside their thread's drain\n",
+		       p->end_reserve_blocks);
 	if (p->end_flags & TA_END_F_ATTACH)
 		printf("  attached:    by traceagent attach; %" PRIu64
 		       " calls were open when tracing started (their exits are ignored)\n",
@@ -744,9 +748,10 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		printf("    \"patch\": null,\n");
 	if (p->has_end)
 		printf("    \"end\": {\"events\": %" PRIu64 ", \"lost\": %" PRIu64
-		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s},\n",
+		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s, \"reserve_blocks\": %" PRIu64
+		       "},\n",
 		       p->end_events, p->end_lost, p->end_threads,
-		       p->end_flags & 1 ? "true" : "false");
+		       p->end_flags & 1 ? "true" : "false", p->end_reserve_blocks);
 	else
 		printf("    \"end\": null,\n");
 	printf("    \"attached\": %s, \"open_at_start\": %" PRIu64 ",\n",

@@ -104,6 +104,9 @@ struct ta_process {
 	 * TA_LOST_*, the last entry the causes of a later version), summed
 	 * over the images like end_lost. */
 	uint64_t end_lost_by[TA_LOST_NCAUSES + 1], base_lost_by[TA_LOST_NCAUSES + 1];
+	/* END's reserve_blocks (1.7): blocks signal handlers took beyond the
+	 * memory cap, summed over the images. */
+	uint64_t end_reserve_blocks, base_reserve_blocks;
 	/* The executable of each image, in order (exe is the last). */
 	char **images;
 	size_t nimages;

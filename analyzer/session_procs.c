@@ -1041,6 +1041,15 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 		if (r->err)
 			return -TA_E_PAYLOAD;
 	}
+	/* 1.7: blocks taken beyond the memory cap, summed over the images. */
+	p->end_reserve_blocks = p->base_reserve_blocks;
+	if (r->p < r->end) {
+		uint64_t n;
+
+		if (ta_get_varint(r, &n) < 0)
+			return -TA_E_PAYLOAD;
+		p->end_reserve_blocks += n;
+	}
 	p->has_end = 1;
 	ta_sess_note_ticks(p, p->end_ticks);
 	return 0;
@@ -1108,6 +1117,7 @@ static int new_image(struct ta_session *s, struct ta_process *p)
 		p->base_lost = p->end_lost;
 		memcpy(p->base_lost_by, p->end_lost_by, sizeof(p->base_lost_by));
 		p->base_threads = p->end_threads;
+		p->base_reserve_blocks = p->end_reserve_blocks;
 	}
 	p->has_end = 0;
 	p->next_chunk_seq = 0;

@@ -7,24 +7,29 @@
  * it until the dump passes a size (a real agent-written dump past 4 GiB);
  * not run by meson test.
  *
- * usage: firehose THREADS SECONDS
+ * usage: firehose THREADS SECONDS [DUMP BYTES]
  *
- * Prints "calls N" (each call is an entry and an exit: 2N events).
+ * With DUMP and BYTES it stops as soon as the file DUMP (the agent's
+ * TRACEAGENT_OUTPUT) holds BYTES, looking every 100 ms.  Prints "calls N"
+ * (each call is an entry and an exit: 2N events).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NOINST __attribute__((no_instrument_function))
 
 static volatile uint64_t sink;
 
-/* 4096 functions: F16 makes 16 of them from a prefix, F256 256... */
+/* 4096 functions: F16 makes 16 of them from a prefix, F256 256...  1 KiB
+ * apart: the address deltas between two random ones take 4 bytes. */
 #define F1(n)                                                                                  \
-	__attribute__((noipa)) static void fn_##n(uint64_t x)                                  \
+	__attribute__((noipa, aligned(1024))) static void fn_##n(uint64_t x)                   \
 	{                                                                                      \
 		sink += x;                                                                     \
 	}
@@ -53,6 +58,7 @@ static void (*const fns[4096])(uint64_t) = {
 		R256(a) R256(b) R256(c) R256(d) R256(e) R256(f)};
 
 static double seconds;
+static volatile int stop;
 static uint64_t total;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -86,7 +92,7 @@ NOINST static void *run(void *arg)
 			outer(s);
 			calls += 2 + ((s >> 12) & 1);
 		}
-	} while (now() < end);
+	} while (now() < end && !stop);
 	pthread_mutex_lock(&mu);
 	total += calls;
 	pthread_mutex_unlock(&mu);
@@ -108,6 +114,15 @@ NOINST int main(int argc, char **argv)
 			fprintf(stderr, "firehose: cannot create thread %d\n", i);
 			return 1;
 		}
+	if (argc > 4) {
+		unsigned long long want = strtoull(argv[4], NULL, 10);
+		double end = now() + seconds;
+		struct stat st;
+
+		while (now() < end && !(stat(argv[3], &st) == 0 && (unsigned long long)st.st_size >= want))
+			usleep(100000);
+		stop = 1;
+	}
 	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
 	printf("calls %llu\n", (unsigned long long)total);

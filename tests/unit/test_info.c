@@ -151,7 +151,7 @@ START_TEST(json)
 	    "    \"pauses\": 0, \"paused_ns\": 0, \"ctl_channel_switches\": 0,\n"
 	    "    \"crash\": null,\n"
 	    "    \"patch\": null,\n"
-	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false},\n"
+	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false, \"reserve_blocks\": 0},\n"
 	    "    \"attached\": false, \"open_at_start\": 0,\n"
 	    "    \"threads\": [\n"
 	    "      {\"tid\": 4242, \"name\": \"prog\", \"parent_tid\": 4000, \"events\": 4, "
