@@ -253,11 +253,14 @@ void ta_view_warnings(struct ta_view *v)
 			     missing, resyncs);
 	for (size_t i = 0; i < s->nprocs; i++) {
 		const struct ta_crash *c = s->procs[i]->crash;
+		char pn[TA_PID_NAME_MAX];
+
 		if (c)
 			ta_view_warn(v,
-				     "process %" PRIu32 " crashed with signal %" PRIu64
+				     "process %s crashed with signal %" PRIu64
 				     " (%s) in thread %" PRIu64 "; 'traceagent info' shows where",
-				     s->procs[i]->pid, c->signal, strsignal((int)c->signal), c->tid);
+				     ta_pid_name(s, s->procs[i]->pid, pn), c->signal,
+				     strsignal((int)c->signal), c->tid);
 	}
 	if (open_at_attach)
 		ta_view_warn(v,
@@ -267,10 +270,13 @@ void ta_view_warnings(struct ta_view *v)
 	if (unmatched)
 		ta_view_warn(v, "%" PRIu64 " function exits without a recorded entry were ignored",
 			     unmatched);
-	for (size_t i = 0; i < s->nprocs; i++)
+	for (size_t i = 0; i < s->nprocs; i++) {
+		char pn[TA_PID_NAME_MAX];
+
 		if (s->procs[i]->uncalibrated && s->procs[i]->have_ticks)
-			ta_view_warn(v, "process %" PRIu32 ": no clock calibration; times are in ticks",
-				     s->procs[i]->pid);
+			ta_view_warn(v, "process %s: no clock calibration; times are in ticks",
+				     ta_pid_name(s, s->procs[i]->pid, pn));
+	}
 	ta_resolver_failures(v->res, symbol_failure, v);
 }
 
