@@ -5,7 +5,9 @@
  * Memory: the pool reserves the whole memory cap as address space once
  * (MAP_NORESERVE) and hands out fixed-size blocks from it, so the resident
  * size grows only with the blocks actually in flight.  Recycled blocks go on
- * a LIFO free list so the warm ones are reused first.
+ * a LIFO free list so the warm ones are reused first.  Beyond the cap, in
+ * the same mapping, a reserve for the one taker that may not wait (a signal
+ * handler inside its thread's own drain; reserve_nblocks).
  */
 #define _GNU_SOURCE
 #include <errno.h>
