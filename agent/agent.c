@@ -393,6 +393,8 @@ void ta_agent_write_end(uint64_t flags)
 	ta_buf_u(&b, TA_LOST_NCAUSES);
 	for (unsigned c = 0; c < TA_LOST_NCAUSES; c++)
 		ta_buf_u(&b, by[c]);
+	/* 1.7: blocks taken beyond the cap (ring.c's emergency reserve). */
+	ta_buf_u(&b, ta_ring_reserve_taken());
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_END, b.p, b.len);
 	ta_buf_free(&b);

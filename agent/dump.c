@@ -524,6 +524,35 @@ static size_t read_file(const char *path, char *buf, size_t size)
 	return n;
 }
 
+/*
+ * The process's start time in clock ticks after boot, /proc/self/stat's
+ * field 22 (0: not known).  The kernel keeps it across exec, so it names the
+ * process in the dump beyond its pid, which a long run reuses (FORMAT.md,
+ * PROCESS's boot_start).  The fields after the command's name, which may
+ * hold spaces and parentheses, follow its last ')': state is field 3.
+ */
+static uint64_t boot_start(void)
+{
+	char st[1024];
+	size_t n = read_file("/proc/self/stat", st, sizeof(st) - 1);
+	const char *p;
+	uint64_t v = 0;
+	int field = 2;
+
+	st[n] = 0;
+	p = strrchr(st, ')');
+	if (!p)
+		return 0;
+	for (p++; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 22)
+		return 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (uint64_t)(*p - '0');
+	return v;
+}
+
 void ta_dump_process(void)
 {
 	struct ta_buf b = {0};
@@ -561,6 +590,7 @@ void ta_dump_process(void)
 	ta_buf_u(&b, ta_cfg.memory_cap);
 	ta_buf_u(&b, ta_cfg.flush_ms);
 	ta_buf_u(&b, ta_cfg.mode);
+	ta_buf_u(&b, boot_start()); /* 1.7 */
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_PROCESS, b.p, b.len);
 	ta_buf_free(&b);

@@ -5,7 +5,9 @@
  * Memory: the pool reserves the whole memory cap as address space once
  * (MAP_NORESERVE) and hands out fixed-size blocks from it, so the resident
  * size grows only with the blocks actually in flight.  Recycled blocks go on
- * a LIFO free list so the warm ones are reused first.
+ * a LIFO free list so the warm ones are reused first.  Beyond the cap, in
+ * the same mapping, a reserve for the one taker that may not wait (a signal
+ * handler inside its thread's own drain; reserve_nblocks).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -85,6 +87,23 @@ static uint32_t pool_next;      /* blocks never used start here (atomic) */
 static uint64_t pool_free;      /* free list head: tag << 32 | (index + 1) */
 static uint32_t pool_in_use;    /* atomic, for the peak statistic */
 static uint32_t pool_peak;
+/*
+ * The emergency reserve: RESERVE_BYTES of blocks beyond the memory cap,
+ * mapped with the pool (address space only until written), for a signal
+ * handler that interrupted its thread's own drain (throttle's
+ * self_draining) and finds the pool empty at the cap.  It must not wait:
+ * the code it interrupted holds its ring, which neither it nor the flusher
+ * can drain before it returns, and when that ring holds the pool the wait
+ * would never end.  Blocks [pool_nblocks, pool_nblocks + reserve_nblocks)
+ * of pool_base, with a free list of their own, so the cap stays the cap for
+ * everything else; each taking is counted (END's reserve_blocks, 1.7).
+ * Beyond it the handler's events are counted lost as nested ones are.
+ */
+#define RESERVE_BYTES (16u << 20)
+static uint32_t reserve_nblocks;
+static uint32_t reserve_next;  /* reserve blocks never used start here (atomic) */
+static uint64_t reserve_free;  /* its free list, as pool_free */
+static uint64_t reserve_taken; /* blocks taken from it (atomic) */
 static uint32_t pool_high_water; /* blocks in use above which producers help */
 static uint32_t live_threads;    /* registered and not exited (atomic) */
 /* Threads inside record_slow (seq_cst: ta_ring_quiesce's Dekker pair). */
@@ -156,26 +175,27 @@ int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode, uint64_t f
 	 * threads on 2 cores ran 25-30% faster than with a mark at 1/8 of
 	 * the cap). */
 	pool_high_water = 16;
-	p = mmap(NULL, (size_t)pool_nblocks * block_bytes, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	reserve_nblocks = RESERVE_BYTES / block_bytes;
+	if (reserve_nblocks < 4)
+		reserve_nblocks = 4;
+	p = mmap(NULL, (size_t)(pool_nblocks + reserve_nblocks) * block_bytes,
+		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	pool_base = p;
 	if (pthread_key_create(&exit_key, thread_key_destructor) != 0) {
-		munmap(p, (size_t)pool_nblocks * block_bytes);
+		munmap(p, (size_t)(pool_nblocks + reserve_nblocks) * block_bytes);
 		return -EAGAIN;
 	}
 	return 0;
 }
 
-/* Pops a recycled block, else takes a never-used one; NULL at the cap. */
-static struct ta_block *pool_try_get(void)
+/* Pops a block off a free list (pool_free or reserve_free); NULL if empty. */
+static struct ta_block *stack_pop(uint64_t *head)
 {
-	/* Acquire: pairs with the release in ta_block_put, so free_next of
+	/* Acquire: pairs with the release in stack_push, so free_next of
 	 * the block on top is the value written before it was pushed. */
-	uint64_t old = __atomic_load_n(&pool_free, __ATOMIC_ACQUIRE);
-	struct ta_block *b = NULL;
-	uint32_t idx, in_use, peak;
+	uint64_t old = __atomic_load_n(head, __ATOMIC_ACQUIRE);
 
 	while ((uint32_t)old) {
 		struct ta_block *top = block_at((uint32_t)old - 1);
@@ -183,25 +203,62 @@ static struct ta_block *pool_try_get(void)
 		 * the top changed (blocks are never unmapped). */
 		uint32_t nxt = __atomic_load_n(&top->free_next, __ATOMIC_RELAXED);
 		uint64_t new = (((old >> 32) + 1) << 32) | nxt;
-		if (__atomic_compare_exchange_n(&pool_free, &old, new, 1, __ATOMIC_ACQUIRE,
-						__ATOMIC_ACQUIRE)) {
-			b = top;
-			break;
-		}
+		if (__atomic_compare_exchange_n(head, &old, new, 1, __ATOMIC_ACQUIRE,
+						__ATOMIC_ACQUIRE))
+			return top;
 	}
-	if (!b) {
-		idx = __atomic_load_n(&pool_next, __ATOMIC_RELAXED);
-		do {
-			if (idx >= pool_nblocks)
-				return NULL;
-		} while (!__atomic_compare_exchange_n(&pool_next, &idx, idx + 1, 1,
-						      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-		b = block_at(idx);
-	}
+	return NULL;
+}
+
+static void stack_push(uint64_t *head, struct ta_block *b)
+{
+	uint32_t idx = block_index(b);
+	uint64_t old = __atomic_load_n(head, __ATOMIC_RELAXED);
+	uint64_t new;
+
+	do {
+		__atomic_store_n(&b->free_next, (uint32_t)old, __ATOMIC_RELAXED);
+		new = (((old >> 32) + 1) << 32) | (idx + 1);
+		/* Release: pairs with the acquire in stack_pop. */
+	} while (!__atomic_compare_exchange_n(head, &old, new, 1, __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
+}
+
+/* A never-used block of [base, base + n), counted by *next; NULL if none. */
+static struct ta_block *fresh_block(uint32_t *next, uint32_t base, uint32_t n)
+{
+	uint32_t idx = __atomic_load_n(next, __ATOMIC_RELAXED);
+
+	do {
+		if (idx >= n)
+			return NULL;
+	} while (!__atomic_compare_exchange_n(next, &idx, idx + 1, 1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return block_at(base + idx);
+}
+
+static void block_reset(struct ta_block *b)
+{
 	b->head = 0;
 	b->limit = pool_events;
 	b->next = NULL;
 	b->consumed = 0;
+}
+
+static inline int in_reserve(const struct ta_block *b)
+{
+	return block_index(b) >= pool_nblocks;
+}
+
+/* Pops a recycled block, else takes a never-used one; NULL at the cap. */
+static struct ta_block *pool_try_get(void)
+{
+	struct ta_block *b = stack_pop(&pool_free);
+	uint32_t in_use, peak;
+
+	if (!b && !(b = fresh_block(&pool_next, 0, pool_nblocks)))
+		return NULL;
+	block_reset(b);
 	in_use = __atomic_add_fetch(&pool_in_use, 1, __ATOMIC_RELAXED);
 	peak = __atomic_load_n(&pool_peak, __ATOMIC_RELAXED);
 	while (in_use > peak &&
@@ -211,19 +268,31 @@ static struct ta_block *pool_try_get(void)
 	return b;
 }
 
+/* A block of the emergency reserve (above), counted; NULL if it is used up. */
+static struct ta_block *reserve_get(void)
+{
+	struct ta_block *b = stack_pop(&reserve_free);
+
+	if (!b && !(b = fresh_block(&reserve_next, pool_nblocks, reserve_nblocks)))
+		return NULL;
+	block_reset(b);
+	__atomic_add_fetch(&reserve_taken, 1, __ATOMIC_RELAXED);
+	return b;
+}
+
+uint64_t ta_ring_reserve_taken(void)
+{
+	return __atomic_load_n(&reserve_taken, __ATOMIC_RELAXED);
+}
+
 void ta_block_put(struct ta_block *b)
 {
-	uint32_t idx = block_index(b);
-	uint64_t old = __atomic_load_n(&pool_free, __ATOMIC_RELAXED);
-	uint64_t new;
-
+	if (in_reserve(b)) {
+		stack_push(&reserve_free, b);
+		return;
+	}
 	__atomic_sub_fetch(&pool_in_use, 1, __ATOMIC_RELAXED);
-	do {
-		__atomic_store_n(&b->free_next, (uint32_t)old, __ATOMIC_RELAXED);
-		new = (((old >> 32) + 1) << 32) | (idx + 1);
-		/* Release: pairs with the acquire in pool_try_get. */
-	} while (!__atomic_compare_exchange_n(&pool_free, &old, new, 1, __ATOMIC_RELEASE,
-					      __ATOMIC_RELAXED));
+	stack_push(&pool_free, b);
 }
 
 /*
@@ -250,23 +319,15 @@ static void nest_forget(void);
  * window). */
 static void free_push(struct ta_block *b)
 {
-	uint32_t idx = block_index(b);
-	uint64_t old = __atomic_load_n(&pool_free, __ATOMIC_RELAXED);
-	uint64_t new;
-
 	b->limit = 0;
-	do {
-		__atomic_store_n(&b->free_next, (uint32_t)old, __ATOMIC_RELAXED);
-		new = (((old >> 32) + 1) << 32) | (idx + 1);
-		/* Release: pairs with the acquire in pool_try_get. */
-	} while (!__atomic_compare_exchange_n(&pool_free, &old, new, 1, __ATOMIC_RELEASE,
-					      __ATOMIC_RELAXED));
+	stack_push(in_reserve(b) ? &reserve_free : &pool_free, b);
 }
 
 static int in_pool(const struct ta_block *b)
 {
 	return pool_base && (const uint8_t *)b >= pool_base &&
-	       (const uint8_t *)b < pool_base + (size_t)pool_nblocks * pool_block_bytes;
+	       (const uint8_t *)b <
+		       pool_base + (size_t)(pool_nblocks + reserve_nblocks) * pool_block_bytes;
 }
 
 /* The calling thread's record is of an ended window: b, its block, is
@@ -316,7 +377,7 @@ void ta_ring_detach(void)
 	uint32_t used;
 
 	if (!pinned) {
-		void *p = mmap(NULL, pool_nblocks, PROT_READ | PROT_WRITE,
+		void *p = mmap(NULL, pool_nblocks + reserve_nblocks, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		pinned = p == MAP_FAILED ? NULL : p;
 	}
@@ -339,7 +400,11 @@ void ta_ring_detach(void)
 	used = __atomic_load_n(&pool_next, __ATOMIC_RELAXED);
 	/* The memory back: the pages read as zeros from here on. */
 	madvise(pool_base, (size_t)used * pool_block_bytes, MADV_DONTNEED);
+	madvise(block_at(pool_nblocks),
+		(size_t)__atomic_load_n(&reserve_next, __ATOMIC_RELAXED) * pool_block_bytes,
+		MADV_DONTNEED);
 	__atomic_store_n(&pool_free, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&reserve_free, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&pool_in_use, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&pool_peak, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&live_threads, 0, __ATOMIC_RELAXED);
@@ -361,10 +426,13 @@ void ta_ring_reattach(int mode, uint64_t flight_bytes)
 		flight_blocks = 2;
 	if (!pinned || no_reuse)
 		return;
-	/* From the top down, so the lowest (the warmest before) come first. */
-	for (uint32_t i = used; i-- > 0;) {
+	/* From the top down, so the lowest (the warmest before) come first;
+	 * the reserve's used blocks, then the pool's. */
+	for (uint32_t i = pool_nblocks + __atomic_load_n(&reserve_next, __ATOMIC_RELAXED); i-- > 0;) {
 		uint8_t *p = &pinned[i];
 
+		if (i >= used && i < pool_nblocks)
+			continue; /* never used */
 		/* 1: its thread has not come back.  2: it exited meanwhile. */
 		if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == 1)
 			continue;
@@ -387,6 +455,11 @@ static void add_wait(struct ta_thread *t, uint64_t t0)
  * is draining this ring right now, the thread gives it the CPU instead, for
  * at most ~2 ms a block.  The time either way is the thread's wait time. */
 static __thread int self_draining __attribute__((tls_model("initial-exec")));
+
+void ta_ring_test_self_draining(int on)
+{
+	self_draining = on;
+}
 
 static void throttle(struct ta_thread *t)
 {
@@ -423,7 +496,9 @@ static void throttle(struct ta_thread *t)
 }
 
 /* Lossless mode at the memory cap: wait for the flusher to free blocks, and
- * account the time waited.  NULL only if the agent stops meanwhile. */
+ * account the time waited.  NULL if the agent stops meanwhile, or, for a
+ * signal handler that interrupted its thread's own drain, when the
+ * emergency reserve is used up too (it never waits: see reserve_nblocks). */
 static struct ta_block *block_get_wait(struct ta_thread *t)
 {
 	struct ta_block *b = pool_try_get();
@@ -431,6 +506,8 @@ static struct ta_block *block_get_wait(struct ta_thread *t)
 
 	if (TA_LIKELY(b != NULL))
 		return b;
+	if (self_draining)
+		return reserve_get();
 	t0 = ta_ticks();
 	while (!(b = pool_try_get())) {
 		struct timespec ts = {0, 50000};
@@ -600,9 +677,11 @@ static __thread int need_throttle __attribute__((tls_model("initial-exec")));
  * A fresh block after the full block b: from the thread's own oldest
  * (flight), from the pool, or waiting for one (lossless); in drop mode,
  * NULL when there is none, the event then being dropped and counted.  NULL
- * also when the agent stopped while the thread waited.
+ * also when the agent stopped while the thread waited, and (*counted set)
+ * for a handler inside its thread's own drain when no block is left.
  */
-static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint64_t ticks)
+static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint64_t ticks,
+				   int *counted)
 {
 	struct ta_block *nb;
 
@@ -625,6 +704,16 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 		nb = block_get_wait(t);
 		if (!nb && pool_mode == TA_MODE_FLIGHT)
 			nb = flight_recycle(t, 1);
+		if (!nb && self_draining &&
+		    __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
+			/* A handler inside its thread's own drain, the pool and
+			 * the reserve used up: lost, as events put aside
+			 * beyond their reserve are (the next event tries
+			 * again). */
+			count_lost(t, TA_LOST_NESTED);
+			*counted = 1;
+			return NULL;
+		}
 		if (!nb)
 			return NULL;
 	}
@@ -680,6 +769,7 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
 
 	if (h + cnt > limit) {
 		struct ta_block *nb;
+		int counted = 0;
 
 		if (h < limit) {
 			/* A group that does not fit: pad the rest of the
@@ -690,9 +780,9 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
 			}
 			__atomic_store_n(&b->head, limit, __ATOMIC_RELEASE); /* pairs with the flusher */
 		}
-		nb = next_block(t, b, ticks);
+		nb = next_block(t, b, ticks, &counted);
 		if (!nb)
-			return pool_mode == TA_MODE_DROP ? b : NULL;
+			return pool_mode == TA_MODE_DROP || counted ? b : NULL;
 		b = nb;
 		h = b->head; /* 0, or 1 after a drop record */
 	}
@@ -1152,6 +1242,9 @@ void ta_ring_fork_child(void)
 	/* A fresh pool: the blocks are this process's copies. */
 	pool_next = 0;
 	pool_free = 0;
+	reserve_next = 0;
+	reserve_free = 0;
+	reserve_taken = 0;
 	pool_in_use = 0;
 	pool_peak = 0;
 	ta_pending_blocks = 0;

@@ -320,6 +320,12 @@ extern uint32_t ta_pending_blocks TA_HIDDEN;
 uint64_t ta_pool_used_bytes(void) TA_HIDDEN;
 /* Peak number of pool blocks in use (for the END statistics). */
 uint64_t ta_pool_peak_bytes(void) TA_HIDDEN;
+/* Blocks taken from the emergency reserve beyond the memory cap by signal
+ * handlers that interrupted their thread's own drain (ring.c; END, 1.7). */
+uint64_t ta_ring_reserve_taken(void) TA_HIDDEN;
+/* For the agent-ring test only: the calling thread acts as a signal
+ * handler that interrupted its thread's own drain (throttle's). */
+void ta_ring_test_self_draining(int on) TA_HIDDEN;
 
 /* The calling thread records nothing from now on (a crash handler). */
 void ta_cur_stop(void) TA_HIDDEN;

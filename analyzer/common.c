@@ -324,11 +324,14 @@ void ta_view_warnings(struct ta_view *v)
 			     missing, resyncs);
 	for (size_t i = 0; i < s->nprocs; i++) {
 		const struct ta_crash *c = s->procs[i]->crash;
+		char pn[TA_PID_NAME_MAX];
+
 		if (c)
 			ta_view_warn(v,
-				     "process %" PRIu32 " crashed with signal %" PRIu64
+				     "process %s crashed with signal %" PRIu64
 				     " (%s) in thread %" PRIu64 "; 'traceagent info' shows where",
-				     s->procs[i]->pid, c->signal, strsignal((int)c->signal), c->tid);
+				     ta_pid_name(s, s->procs[i]->pid, pn), c->signal,
+				     strsignal((int)c->signal), c->tid);
 	}
 	if (open_at_attach)
 		ta_view_warn(v,
@@ -338,10 +341,13 @@ void ta_view_warnings(struct ta_view *v)
 	if (unmatched)
 		ta_view_warn(v, "%" PRIu64 " function exits without a recorded entry were ignored",
 			     unmatched);
-	for (size_t i = 0; i < s->nprocs; i++)
+	for (size_t i = 0; i < s->nprocs; i++) {
+		char pn[TA_PID_NAME_MAX];
+
 		if (s->procs[i]->uncalibrated && s->procs[i]->have_ticks)
-			ta_view_warn(v, "process %" PRIu32 ": no clock calibration; times are in ticks",
-				     s->procs[i]->pid);
+			ta_view_warn(v, "process %s: no clock calibration; times are in ticks",
+				     ta_pid_name(s, s->procs[i]->pid, pn));
+	}
 	if (!v->filters_shown && ta_session_filters(s)) {
 		char line[2400];
 
@@ -735,6 +741,18 @@ static size_t utf8_len(const unsigned char *s)
 	    (c >= 0xd800 && c < 0xe000) || c > 0x10ffff)
 		return 0;
 	return n;
+}
+
+void ta_json_pid(FILE *f, const struct ta_session *s, uint32_t key)
+{
+	const struct ta_process *p = ta_session_process(s, key);
+
+	fprintf(f, "\"pid\": %" PRIu32 ", \"pid_nth\": %" PRIu32 ", \"boot_start\": ",
+		p ? p->os_pid : key, p ? p->nth : 1);
+	if (p && p->boot_start)
+		fprintf(f, "%" PRIu64, p->boot_start);
+	else
+		fputs("null", f);
 }
 
 void ta_json_str(FILE *f, const char *str)

@@ -246,6 +246,10 @@ const char *ta_fmt_time(char *buf, size_t n, uint64_t ns);
 const char *ta_base_name(const char *path);
 /* A JSON string: bytes that are not UTF-8 become U+FFFD. */
 void ta_json_str(FILE *f, const char *s);
+/* A process's identity as JSON members: "pid": P, "pid_nth": N (2 for the
+ * second process given pid P in the dump), "boot_start": its start after
+ * boot in clock ticks, or null (session.h's ta_process). */
+void ta_json_pid(FILE *f, const struct ta_session *s, uint32_t key);
 
 /* ---- options shared by the commands ---- */
 

@@ -822,7 +822,9 @@ static int chrome(struct export *e)
 		if (p->exe && p->exe[0])
 			chrome_meta(e, "process_name", p->pid, p->pid, ta_base_name(p->exe));
 		else {
-			snprintf(name, sizeof(name), "process %" PRIu32, p->pid);
+			char pn[TA_PID_NAME_MAX];
+
+			snprintf(name, sizeof(name), "process %s", ta_pid_name(s, p->pid, pn));
 			chrome_meta(e, "process_name", p->pid, p->pid, name);
 		}
 	}

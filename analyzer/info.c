@@ -538,9 +538,9 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 {
 	const struct ta_session *s = v->s;
 	struct counts c = process_counts(s, p);
-	char b[4][64];
+	char b[4][64], pn[TA_PID_NAME_MAX];
 
-	printf("\nprocess %" PRIu32, p->pid);
+	printf("\nprocess %s", ta_pid_name(s, p->pid, pn));
 	if (p->has_info)
 		printf(" (parent %" PRIu64 ")", p->ppid);
 	putchar('\n');
@@ -593,6 +593,10 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		       p->end_flags & 1 ? "; some data could not be written" : "");
 	else
 		printf("  end:         missing (the program was killed or is still running)\n");
+	if (p->end_reserve_blocks)
+		printf("  reserve:     %" PRIu64 " blocks beyond the memory cap, taken by signal "
+		       "handlers inside their thread's drain\n",
+		       p->end_reserve_blocks);
 	if (p->end_flags & TA_END_F_ATTACH)
 		printf("  attached:    by traceagent attach; %" PRIu64
 		       " calls were open when tracing started (their exits are ignored)\n",
@@ -779,7 +783,9 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	char b[64], lcb[64];
 	int first = 1;
 
-	printf("{\"pid\": %" PRIu32 ", ", p->pid);
+	putchar('{');
+	ta_json_pid(stdout, s, p->pid);
+	printf(", ");
 	if (p->has_info) {
 		printf("\"ppid\": %" PRIu64 ", \"exe\": ", p->ppid);
 		ta_json_str(stdout, p->exe);
@@ -830,9 +836,10 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		printf("    \"filters\": null,\n");
 	if (p->has_end)
 		printf("    \"end\": {\"events\": %" PRIu64 ", \"lost\": %" PRIu64
-		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s},\n",
+		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s, \"reserve_blocks\": %" PRIu64
+		       "},\n",
 		       p->end_events, p->end_lost, p->end_threads,
-		       p->end_flags & 1 ? "true" : "false");
+		       p->end_flags & 1 ? "true" : "false", p->end_reserve_blocks);
 	else
 		printf("    \"end\": null,\n");
 	printf("    \"attached\": %s, \"open_at_start\": %" PRIu64 ",\n",

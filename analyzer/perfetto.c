@@ -1120,8 +1120,11 @@ static void descriptors(struct pf *x)
 
 		if (p->exe && p->exe[0])
 			snprintf(name, sizeof(name), "%s", ta_base_name(p->exe));
-		else
-			snprintf(name, sizeof(name), "process %" PRIu32, p->pid);
+		else {
+			char pn[TA_PID_NAME_MAX];
+
+			snprintf(name, sizeof(name), "process %s", ta_pid_name(s, p->pid, pn));
+		}
 		descriptor(x, UUID_PROCESS(p->pid), 0, NULL);
 		ta_pb_begin(b, TD_PROCESS);
 		ta_pb_varint(b, PD_PID, p->pid);

@@ -148,7 +148,7 @@ static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_na
 		return 0;
 	if (r->opt.have_tid && r->s->threads[f->thread]->tid != r->opt.tid)
 		return 0;
-	if (r->opt.have_pid && f->pid != r->opt.pid)
+	if (r->opt.have_pid && ta_pid_os(r->s, f->pid) != r->opt.pid)
 		return 0;
 	if (r->opt.channels && !ta_channel_list_has(r->opt.channels, row_channel(r, f, id, buf)))
 		return 0;
@@ -310,7 +310,9 @@ static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct
 		const struct ta_fn_row *w = &t->rows[i];
 
 		if (th) {
-			printf("%" PRIu64 ",%" PRIu32 ",", th->tid, th->pid);
+			char pn[TA_PID_NAME_MAX];
+
+			printf("%" PRIu64 ",%s,", th->tid, ta_pid_name(r->s, th->pid, pn));
 			csv_field(th->name ? th->name : "");
 			putchar(',');
 		}
@@ -368,11 +370,21 @@ static void json_rows(struct report *r, const struct ta_fn_table *t, const char 
 
 /* ---- the whole dump ------------------------------------------------------------------- */
 
+/* Whether --pid names a process of the dump (each of its processes, when
+ * the run reused it, is selected). */
+static int pid_known(const struct report *r)
+{
+	for (size_t i = 0; i < r->s->nprocs; i++)
+		if (r->s->procs[i]->os_pid == r->opt.pid)
+			return 1;
+	return 0;
+}
+
 /* The threads a per-thread breakdown shows: all, or those of --tid. */
 static int thread_shown(const struct report *r, const struct ta_thread *t)
 {
 	return (!r->opt.have_tid || t->tid == r->opt.tid) &&
-	       (!r->opt.have_pid || t->pid == r->opt.pid);
+	       (!r->opt.have_pid || ta_pid_os(r->s, t->pid) == r->opt.pid);
 }
 
 /* Builds, sorts and hands to emit the table of each thread shown, in
@@ -404,8 +416,9 @@ static int each_thread(struct report *r,
 static void json_thread(struct report *r, const struct ta_thread *t,
 			const struct ta_fn_table *rs, int first)
 {
-	printf("%s\n   {\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"name\": ", first ? "" : ",",
-	       t->tid, t->pid);
+	printf("%s\n   {\"tid\": %" PRIu64 ", ", first ? "" : ",", t->tid);
+	ta_json_pid(stdout, r->s, t->pid);
+	printf(", \"name\": ");
 	ta_json_str(stdout, t->name ? t->name : "");
 	printf(", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"functions\": ", t->events,
 	       ta_thread_lost(t));
@@ -416,10 +429,12 @@ static void json_thread(struct report *r, const struct ta_thread *t,
 static void text_thread(struct report *r, const struct ta_thread *t,
 			const struct ta_fn_table *rs, int first)
 {
+	char pn[TA_PID_NAME_MAX];
+
 	(void)first;
-	printf("\nthread %" PRIu64 " (%s) of process %" PRIu32 ": %" PRIu64 " events, %" PRIu64
-	       " lost\n",
-	       t->tid, t->name ? t->name : "", t->pid, t->events, ta_thread_lost(t));
+	printf("\nthread %" PRIu64 " (%s) of process %s: %" PRIu64 " events, %" PRIu64 " lost\n",
+	       t->tid, t->name ? t->name : "", ta_pid_name(r->s, t->pid, pn), t->events,
+	       ta_thread_lost(t));
 	text_rows(r, rs);
 }
 
@@ -462,8 +477,9 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 				events += s->threads[k]->events;
 				threads++;
 			}
-		printf("%s{\"pid\": %" PRIu32 ", \"ppid\": %" PRIu64 ", \"exe\": ", i ? ", " : "",
-		       p->pid, p->ppid);
+		printf("%s{", i ? ", " : "");
+		ta_json_pid(stdout, s, p->pid);
+		printf(", \"ppid\": %" PRIu64 ", \"exe\": ", p->ppid);
 		ta_json_str(stdout, p->exe ? p->exe : "");
 		/* Each image, when the program exec'd traced programs. */
 		printf(", \"images\": [");
@@ -801,7 +817,7 @@ int ta_cmd_report(int argc, char **argv)
 	}
 	r.s = r.v.s;
 	status = r.v.status;
-	if (r.opt.have_pid && !ta_session_process(r.s, (uint32_t)r.opt.pid)) {
+	if (r.opt.have_pid && !pid_known(&r)) {
 		fprintf(stderr, "traceagent: %s: no process %" PRIu64 " in the dump\n", r.opt.path,
 			r.opt.pid);
 		status = 2;

@@ -76,7 +76,16 @@ struct ta_modrange {
 };
 
 struct ta_process {
+	/* The process's key in the session, which threads, profiles and
+	 * frames name it by: its pid, but for a later process given the same
+	 * pid in the run (PROCESS's boot_start, FORMAT.md 1.7), which gets
+	 * pid + k * 2^22 (pids are below 2^22), the first value no other
+	 * process of the session has.  Show os_pid and nth, never the key:
+	 * ta_pid_name. */
 	uint32_t pid;
+	uint32_t os_pid;     /* the pid its chunks carry */
+	uint32_t nth;	     /* 1 for the first process of that pid in the dump, 2... */
+	uint64_t boot_start; /* its start in clock ticks after boot (0: not known) */
 	int has_info; /* a PROCESS chunk was read */
 	int has_end;  /* an END chunk was read */
 	uint64_t ppid, start_realtime_ns, start_ticks, clock_source, nominal_hz;
@@ -96,6 +105,9 @@ struct ta_process {
 	 * TA_LOST_*, the last entry the causes of a later version), summed
 	 * over the images like end_lost. */
 	uint64_t end_lost_by[TA_LOST_NCAUSES + 1], base_lost_by[TA_LOST_NCAUSES + 1];
+	/* END's reserve_blocks (1.7): blocks signal handlers took beyond the
+	 * memory cap, summed over the images. */
+	uint64_t end_reserve_blocks, base_reserve_blocks;
 	/* The executable of each image, in order (exe is the last). */
 	char **images;
 	size_t nimages;
@@ -429,6 +441,12 @@ void ta_session_error(struct ta_session *s, int code, const struct ta_chunk *c, 
 void ta_session_finish(struct ta_session *s);
 
 struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid);
+/* How a process is shown: "1234", or "1234 (2)" for the second process
+ * given pid 1234 in the dump (key as ta_process.pid); in buf. */
+#define TA_PID_NAME_MAX 32
+const char *ta_pid_name(const struct ta_session *s, uint32_t key, char buf[TA_PID_NAME_MAX]);
+/* The pid a key stands for (the key itself when no process has it). */
+uint32_t ta_pid_os(const struct ta_session *s, uint32_t key);
 /* The latest thread instance of (pid, tid) read so far, or NULL: a hash
  * lookup, callable while the dump is read. */
 struct ta_thread *ta_session_thread(const struct ta_session *s, uint32_t pid, uint64_t tid);

@@ -9,6 +9,7 @@
  */
 #include "session_int.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,13 +52,43 @@ struct ta_process *ta_session_process(const struct ta_session *s, uint32_t pid)
 	return NULL;
 }
 
-static struct ta_process *process_get(struct ta_session *s, uint32_t pid)
+const char *ta_pid_name(const struct ta_session *s, uint32_t key, char buf[TA_PID_NAME_MAX])
 {
-	struct ta_process *p = ta_session_process(s, pid), **v;
+	const struct ta_process *p = ta_session_process(s, key);
 
-	if (p)
-		return p;
-	p = calloc(1, sizeof(*p));
+	if (p && p->nth > 1)
+		snprintf(buf, TA_PID_NAME_MAX, "%" PRIu32 " (%" PRIu32 ")", p->os_pid, p->nth);
+	else
+		snprintf(buf, TA_PID_NAME_MAX, "%" PRIu32, p ? p->os_pid : key);
+	return buf;
+}
+
+uint32_t ta_pid_os(const struct ta_session *s, uint32_t key)
+{
+	const struct ta_process *p = ta_session_process(s, key);
+
+	return p ? p->os_pid : key;
+}
+
+/* The latest process whose chunks carry pid, or NULL. */
+static struct ta_process *process_latest(const struct ta_session *s, uint32_t pid)
+{
+	for (size_t i = s->nprocs; i-- > 0;)
+		if (s->procs[i]->os_pid == pid)
+			return s->procs[i];
+	return NULL;
+}
+
+static struct ta_process *process_new(struct ta_session *s, uint32_t pid, uint32_t nth)
+{
+	struct ta_process *p = calloc(1, sizeof(*p)), **v;
+	uint32_t key = pid;
+
+	/* pid + k * 2^22 for the first k that no process has: the first
+	 * process of a pid is keyed by its pid unless a hostile dump's
+	 * pids (2^22 and above) took it. */
+	while (ta_session_process(s, key))
+		key += 1u << 22;
 	v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
 	if (!p || !v) {
 		free(p);
@@ -66,9 +97,53 @@ static struct ta_process *process_get(struct ta_session *s, uint32_t pid)
 		return NULL;
 	}
 	s->procs = v;
-	p->pid = pid;
+	p->pid = key;
+	p->os_pid = pid;
+	p->nth = nth;
 	s->procs[s->nprocs++] = p;
 	return p;
+}
+
+/* PROCESS's boot_start (1.7), or 0: the fields before it skipped. */
+static uint64_t chunk_boot_start(const struct ta_chunk *c)
+{
+	struct ta_reader r;
+	const uint8_t *b;
+	uint64_t v = 0, argc;
+
+	ta_reader_init(&r, c->payload, c->len);
+	for (int i = 0; i < 6; i++)
+		ta_get_varint(&r, &v);
+	ta_get_bytes(&r, &b, &v);
+	ta_get_bytes(&r, &b, &v);
+	if (ta_get_varint(&r, &argc) < 0)
+		return 0;
+	for (uint64_t i = 0; i < argc && !r.err; i++)
+		ta_get_bytes(&r, &b, &v);
+	for (int i = 0; i < 4; i++)
+		ta_get_varint(&r, &v);
+	if (r.err || r.p >= r.end || ta_get_varint(&r, &v) < 0)
+		return 0;
+	return v;
+}
+
+/*
+ * The process a chunk belongs to: the latest one with the chunk's pid (a
+ * process with a reused pid had ended before its pid was given again, so
+ * its chunks all come before the new one's PROCESS).  A PROCESS chunk for
+ * a pid seen with another boot_start begins a new process, not an image.
+ */
+static struct ta_process *process_get(struct ta_session *s, const struct ta_chunk *c)
+{
+	struct ta_process *p = process_latest(s, c->h.pid);
+
+	if (p && c->h.type == TA_CHUNK_PROCESS && p->has_info) {
+		uint64_t bs = chunk_boot_start(c);
+
+		if (bs && p->boot_start && bs != p->boot_start)
+			return process_new(s, c->h.pid, p->nth + 1);
+	}
+	return p ? p : process_new(s, c->h.pid, 1);
 }
 
 /* FNV-1a over a site's identity. */
@@ -531,6 +606,17 @@ static int process_chunk(struct ta_process *p, struct ta_reader *r)
 		rc = -TA_E_PAYLOAD;
 		goto fail;
 	}
+	/* Since 1.7; an image without it keeps the process's. */
+	if (r->p < r->end) {
+		uint64_t bs;
+
+		if (ta_get_varint(r, &bs) < 0) {
+			rc = -TA_E_PAYLOAD;
+			goto fail;
+		}
+		if (bs)
+			p->boot_start = bs;
+	}
 	/* A second PROCESS chunk (exec in place) replaces the first. */
 	free(p->arch);
 	free(p->exe);
@@ -979,6 +1065,15 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 		if (r->err)
 			return -TA_E_PAYLOAD;
 	}
+	/* 1.7: blocks taken beyond the memory cap, summed over the images. */
+	p->end_reserve_blocks = p->base_reserve_blocks;
+	if (r->p < r->end) {
+		uint64_t n;
+
+		if (ta_get_varint(r, &n) < 0)
+			return -TA_E_PAYLOAD;
+		p->end_reserve_blocks += n;
+	}
 	p->has_end = 1;
 	ta_sess_note_ticks(p, p->end_ticks);
 	return 0;
@@ -1046,6 +1141,7 @@ static int new_image(struct ta_session *s, struct ta_process *p)
 		p->base_lost = p->end_lost;
 		memcpy(p->base_lost_by, p->end_lost_by, sizeof(p->base_lost_by));
 		p->base_threads = p->end_threads;
+		p->base_reserve_blocks = p->end_reserve_blocks;
 	}
 	p->has_end = 0;
 	p->next_chunk_seq = 0;
@@ -1055,7 +1151,7 @@ static int new_image(struct ta_session *s, struct ta_process *p)
 
 int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 {
-	struct ta_process *p = process_get(s, c->h.pid);
+	struct ta_process *p = process_get(s, c);
 	struct ta_reader r;
 	int rc;
 

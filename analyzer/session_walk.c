@@ -349,7 +349,7 @@ int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct 
 		ta_session_error(s, rc, c, d->r.err ? 0 : d->tid);
 		return 0;
 	}
-	t = ta_sess_thread_get(s, c->h.pid, d->tid);
+	t = ta_sess_thread_get(s, p->pid, d->tid);
 	if (!t)
 		return -TA_E_NOMEM;
 	if (t->have_chunks && d->chunk_seq != t->next_seq)
@@ -962,7 +962,7 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 
 	if (!cp->ok || ta_sess_part_mode(s) != 1 + cp->hist || p->nunloaded || p->npauses)
 		return 0;
-	t = ta_sess_thread_get(s, c->h.pid, d->tid);
+	t = ta_sess_thread_get(s, p->pid, d->tid);
 	if (!t)
 		return -TA_E_NOMEM;
 	/* What stack_sync takes as is: the stack is the snapshot, every frame
@@ -1070,7 +1070,7 @@ struct ta_thread *ta_session_part_thread(struct ta_session *s, const struct ta_c
 	*nomem = 0;
 	if (p->nunloaded || p->npauses || d->stack.overflow)
 		return NULL;
-	t = ta_sess_thread_get(s, c->h.pid, d->tid);
+	t = ta_sess_thread_get(s, p->pid, d->tid);
 	if (!t) {
 		*nomem = 1;
 		return NULL;

@@ -481,6 +481,82 @@ START_TEST(nested_hooks_beyond_the_buffer_are_kept)
 }
 END_TEST
 
+/* A signal handler that lands while its thread drains its own ring (the
+ * slow path's throttle) cannot wait for a block at the memory cap: the code
+ * it interrupted holds that ring (here: the test holds its consume lock),
+ * so neither the handler nor the flusher can drain it before the handler
+ * returns, and when the ring holds the whole pool the wait never ends (it
+ * did: this test hung).  The handler takes blocks from the emergency
+ * reserve beyond the cap instead, counted; nothing is lost. */
+START_TEST(handler_in_its_own_drain_takes_the_reserve)
+{
+	struct dump d;
+	struct ta_thread *t;
+	const uint64_t pairs = 100000; /* ~790 blocks of 4K; the pool has 256 */
+	uint64_t per_block;
+
+	agent_env("4K", "1M");
+	ta_record(0x1000); /* registers the thread */
+	per_block = ta_block_events();
+	t = ta_thread_self();
+	ck_assert_int_eq(ta_consume_trylock(t), 1); /* as the interrupted drain */
+	ta_ring_test_self_draining(1);
+	for (uint64_t i = 0; i < pairs; i++) {
+		ta_record(0x2000);
+		ta_record(0x2000 | TA_REC_EXIT);
+	}
+	ta_ring_test_self_draining(0);
+	ta_consume_unlock(t);
+	/* Every block of the pool is in this ring, the rest came from the
+	 * reserve. */
+	ck_assert_uint_eq(ta_ring_reserve_taken(), (1 + 2 * pairs + per_block - 1) / per_block - 256);
+	ta_record(0x1000 | TA_REC_EXIT);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	ck_assert_uint_eq(d.t[0].n, 2 + 2 * pairs);
+	for (uint64_t i = 0; i < 2 * pairs; i++)
+		ck_assert_uint_eq(d.t[0].ev[1 + i], 0x2000 | (i & 1 ? TA_REC_EXIT : 0));
+	ck_assert_uint_eq(d.t[0].end_lost, 0);
+	ck_assert_uint_eq(d.end_events, 2 + 2 * pairs);
+	ck_assert_uint_eq(d.end_lost, 0);
+	unlink(dump_path);
+}
+END_TEST
+
+/* The same handler writing more than the pool and the reserve hold: the
+ * rest is counted lost (cause nested) at once, never waited for. */
+START_TEST(handler_in_its_own_drain_past_the_reserve_counts)
+{
+	struct dump d;
+	struct ta_thread *t;
+	uint64_t per_block, room, pairs;
+
+	agent_env("4K", "1M");
+	ta_record(0x1000);
+	per_block = ta_block_events();
+	room = (256 + (16u << 20) / 4096) * per_block; /* pool + reserve */
+	pairs = room / 2 + 5000;
+	t = ta_thread_self();
+	ck_assert_int_eq(ta_consume_trylock(t), 1);
+	ta_ring_test_self_draining(1);
+	for (uint64_t i = 0; i < pairs; i++) {
+		ta_record(0x2000);
+		ta_record(0x2000 | TA_REC_EXIT);
+	}
+	ta_ring_test_self_draining(0);
+	ta_consume_unlock(t);
+	ck_assert_uint_eq(ta_ring_reserve_taken(), (16u << 20) / 4096);
+	ta_record(0x1000 | TA_REC_EXIT);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_uint_eq(d.t[0].n, room + 1);
+	ck_assert_uint_eq(d.t[0].end_lost, 1 + 2 * pairs - room);
+	ck_assert_uint_eq(d.end_events + d.end_lost, 2 + 2 * pairs);
+	unlink(dump_path);
+}
+END_TEST
+
 static void *short_thread(void *p)
 {
 	record_tree((long)(intptr_t)p, 10);
@@ -894,6 +970,8 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, many_writers_lossless_at_the_cap);
 	tcase_add_test(tc, nested_hooks_are_recorded_in_order);
 	tcase_add_test(tc, nested_hooks_beyond_the_buffer_are_kept);
+	tcase_add_test(tc, handler_in_its_own_drain_takes_the_reserve);
+	tcase_add_test(tc, handler_in_its_own_drain_past_the_reserve_counts);
 	tcase_add_test(tc, ext_events_stay_whole_across_blocks);
 	tcase_add_test(tc, nested_ext_events_are_recorded_in_order);
 	tcase_add_test(tc, exited_threads_are_drained_and_reused);

@@ -4,9 +4,12 @@
  * randomly nested instrumented functions for SECONDS seconds while signal
  * handlers run instrumented code on top of them and some calls fork a
  * child that goes on inside the frames it inherited.  Every process counts
- * what it did itself and writes it to OUTDIR/counts.<pid> as it ends:
+ * what it did itself and writes it to OUTDIR/counts.<pid>.<start> as it
+ * ends (start: /proc/self/stat's field 22, which tells apart two processes
+ * given the same pid in a run longer than pid_max forks):
  *
  *   pid P
+ *   start S             (its start in clock ticks after boot; 0: not known)
  *   parent PP
  *   forks N             (children this process forked and reaped)
  *   failed N            (children that did not end with status 0)
@@ -99,19 +102,44 @@ static const char *const f_names[NF] = {"soak_f0", "soak_f1", "soak_f2", "soak_f
 					"soak_f4", "soak_f5", "soak_f6", "soak_f7"};
 static const char *const h_names[NH] = {"soak_h0", "soak_h1", "soak_h2"};
 
+/* Field 22 of /proc/self/stat, as the agent writes it in PROCESS. */
+NOINST static unsigned long long boot_start(void)
+{
+	char st[1024];
+	FILE *f = fopen("/proc/self/stat", "r");
+	size_t n = f ? fread(st, 1, sizeof(st) - 1, f) : 0;
+	const char *p;
+	unsigned long long v = 0;
+	int field = 2;
+
+	if (f)
+		fclose(f);
+	st[n] = 0;
+	p = strrchr(st, ')');
+	if (!p)
+		return 0;
+	for (p++; *p && field < 22; p++)
+		field += *p == ' ';
+	if (field == 22)
+		v = strtoull(p, NULL, 10);
+	return v;
+}
+
 NOINST static void write_counts(void)
 {
 	char path[4096];
+	unsigned long long start = boot_start();
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/counts.%ld", outdir, (long)getpid());
+	snprintf(path, sizeof(path), "%s/counts.%ld.%llu", outdir, (long)getpid(), start);
 	f = fopen(path, "w");
 	if (!f) {
 		fprintf(stderr, "soak: %s: %s\n", path, strerror(errno));
 		_exit(3);
 	}
-	fprintf(f, "pid %ld\nparent %ld\nforks %llu\nfailed %llu\n", (long)getpid(),
-		(long)getppid(), (unsigned long long)forks, (unsigned long long)failed_children);
+	fprintf(f, "pid %ld\nstart %llu\nparent %ld\nforks %llu\nfailed %llu\n", (long)getpid(),
+		start, (long)getppid(), (unsigned long long)forks,
+		(unsigned long long)failed_children);
 	for (int i = 0; i < NF; i++)
 		fprintf(f, "fn %s %llu %llu %llu\n", f_names[i], (unsigned long long)tot_f_enter[i],
 			(unsigned long long)tot_f_exit[i], (unsigned long long)inherited[i]);

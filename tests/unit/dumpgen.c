@@ -158,6 +158,10 @@ size_t dg_process(struct dumpgen *g, uint64_t start_ticks, uint64_t clock_source
 	pb_u(&b, 65536);
 	pb_u(&b, 256u << 20);
 	pb_u(&b, 50);
+	if (g->boot_start) {
+		pb_u(&b, 0); /* mode */
+		pb_u(&b, g->boot_start);
+	}
 	return put(g, TA_CHUNK_PROCESS, &b);
 }
 

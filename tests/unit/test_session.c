@@ -943,6 +943,118 @@ START_TEST(module_unloaded_and_replaced)
 }
 END_TEST
 
+/* A PROCESS chunk with the clock and module start_dump gives. */
+static void start_image(struct dumpgen *g, uint64_t ticks, const char *exe)
+{
+	static const uint64_t pairs[3][2] = {{1000, 0}, {3000, 1000}, {5000, 2000}};
+
+	dg_process(g, ticks, TA_CLOCK_RDTSC, 0, exe);
+	dg_clock(g, 3, pairs);
+	dg_module(g, exe, 0x10000, 1, 0x11000, 0x20000);
+}
+
+/* A long run forks more processes than pid_max: two processes given pid
+ * 100, told apart by PROCESS's boot_start (1.7), stay two processes, each
+ * with its own threads and totals; an exec'd image keeps its boot_start and
+ * stays the same process. */
+START_TEST(reused_pid_is_another_process)
+{
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct run r;
+	const struct ta_process *p1, *p2;
+	char pn[TA_PID_NAME_MAX];
+
+	dg_init(&g, 100);
+	g.boot_start = 5000;
+	start_image(&g, 50, "/bin/prog");
+	dg_thread_start(&g, 100, 60, "prog");
+	ta_encoder_init(&e, 100);
+	REQUIRE(ta_encoder_begin(&e, 1000) == 0, "begin");
+	ev(&e, 1000, A, 0);
+	ev(&e, 1100, B, 0);
+	ev(&e, 1200, B, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_end(&g, 1300, 0, 3, 0, 1, TA_END_F_EXEC);
+	/* Its exec'd image: the same boot_start. */
+	g.seqs[0] = 0;
+	start_image(&g, 1350, "/bin/next");
+	dg_thread_start(&g, 100, 1360, "next");
+	ta_encoder_init(&e, 100);
+	REQUIRE(ta_encoder_begin(&e, 1370) == 0, "begin");
+	ev(&e, 1370, A, 0);
+	ev(&e, 1380, A, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 100, 1390, 2, 0);
+	dg_end(&g, 1395, 0, 2, 0, 1, 0);
+	/* Another process given pid 100 later (the first was gone). */
+	g.seqs[0] = 0;
+	g.boot_start = 7000;
+	start_image(&g, 1400, "/bin/prog");
+	dg_thread_start(&g, 100, 1450, "again");
+	ta_encoder_init(&e, 100);
+	REQUIRE(ta_encoder_begin(&e, 1500) == 0, "begin");
+	ev(&e, 1500, A, 0);
+	ev(&e, 1550, C, 0);
+	ev(&e, 1560, C, 1);
+	ev(&e, 1600, A, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 100, 1700, 4, 0);
+	dg_end(&g, 1800, 0, 4, 0, 1, 0);
+	ck_assert_int_eq(run_dump(&g, &r), 0);
+	ck_assert_ptr_null(ta_session_incomplete(r.s));
+	ck_assert_uint_eq(r.s->nprocs, 2);
+	p1 = r.s->procs[0];
+	p2 = r.s->procs[1];
+	ck_assert_uint_eq(p1->os_pid, 100);
+	ck_assert_uint_eq(p1->pid, 100);
+	ck_assert_uint_eq(p1->nth, 1);
+	ck_assert_uint_eq(p1->boot_start, 5000);
+	ck_assert_uint_eq(p1->nimages, 2);
+	ck_assert_uint_eq(p1->end_events, 5);
+	ck_assert_uint_eq(p2->os_pid, 100);
+	ck_assert_uint_ne(p2->pid, 100);
+	ck_assert_uint_eq(p2->nth, 2);
+	ck_assert_uint_eq(p2->boot_start, 7000);
+	ck_assert_uint_eq(p2->nimages, 1);
+	ck_assert_str_eq(p2->images[0], "/bin/prog");
+	ck_assert_uint_eq(p2->end_events, 4);
+	ck_assert_uint_eq(p2->end_threads, 1);
+	ck_assert_uint_eq(p2->chunks_missing, 0);
+	ck_assert_ptr_eq(ta_session_process(r.s, 100), p1);
+	ck_assert_ptr_eq(ta_session_process(r.s, p2->pid), p2);
+	ck_assert_str_eq(ta_pid_name(r.s, p1->pid, pn), "100");
+	ck_assert_str_eq(ta_pid_name(r.s, p2->pid, pn), "100 (2)");
+	ck_assert_uint_eq(ta_pid_os(r.s, p2->pid), 100);
+	/* Three threads: one per image of the first, one of the second. */
+	ck_assert_uint_eq(r.s->nthreads, 3);
+	ck_assert_uint_eq(r.s->threads[0]->pid, p1->pid);
+	ck_assert_uint_eq(r.s->threads[0]->events, 3);
+	ck_assert_uint_eq(r.s->threads[1]->pid, p1->pid);
+	ck_assert_uint_eq(r.s->threads[1]->events, 2);
+	ck_assert_uint_eq(r.s->threads[2]->pid, p2->pid);
+	ck_assert_uint_eq(r.s->threads[2]->events, 4);
+	ck_assert_uint_eq(r.s->threads[2]->chunks_missing, 0);
+	ck_assert_uint_eq(r.s->threads[2]->resyncs, 0);
+	ck_assert_uint_eq(r.s->threads[2]->unmatched, 0);
+	ck_assert_str_eq(r.s->threads[2]->name, "again");
+	/* C was called by the second process only, under its own key. */
+	for (size_t i = 0; i < r.prof.n; i++) {
+		const struct ta_fstat *f = &r.prof.f[i];
+
+		if (ta_process_addr(ta_session_process(r.s, f->pid), f->addr) == C) {
+			ck_assert_uint_eq(f->pid, p2->pid);
+			ck_assert_uint_eq(f->calls, 1);
+		}
+	}
+	run_free(&r);
+	dg_free(&g);
+}
+END_TEST
+
 START_TEST(exec_starts_new_image)
 {
 	struct dumpgen g;
@@ -1200,6 +1312,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, modules_and_metadata);
 	tcase_add_test(tc, module_unloaded_and_replaced);
 	tcase_add_test(tc, exec_starts_new_image);
+	tcase_add_test(tc, reused_pid_is_another_process);
 	tcase_add_test(tc, chunk_seq_wraps);
 	tcase_add_test(tc, sites_later_description_replaces);
 	tcase_add_test(tc, api_chunks_malformed);
