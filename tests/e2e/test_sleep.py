@@ -35,14 +35,19 @@ class SleepTest(tahelp.Case):
                         # The sleep, not the agent: emulated, nanosleep
                         # overshoots by more than 2%.
                         self.assertAlmostEqual(nap["min_ns"], NAP_NS, delta=NAP_NS * 0.02)
+                    # Against the program's own clock: within 2% natively;
+                    # emulated, a translated block between the hook and the
+                    # program's clock_gettime can be descheduled for
+                    # milliseconds on a loaded machine (seen: 4 ms of 26).
+                    tol = 0.25 if tahelp.EMULATED else 0.02
                     self.assertAlmostEqual(nap["min_ns"], own["min_ns"],
-                                           delta=own["min_ns"] * 0.02)
+                                           delta=own["min_ns"] * tol)
                     self.assertAlmostEqual(nap["max_ns"], own["max_ns"],
-                                           delta=own["max_ns"] * 0.02)
+                                           delta=own["max_ns"] * tol)
                     self.assertAlmostEqual(nap["avg_ns"], own["avg_ns"],
-                                           delta=own["avg_ns"] * 0.02)
+                                           delta=own["avg_ns"] * tol)
                     self.assertAlmostEqual(nap["total_ns"], 5 * own["avg_ns"],
-                                           delta=5 * own["avg_ns"] * 0.02)
+                                           delta=5 * own["avg_ns"] * tol)
                     # The sleeps are recorded by default (TRACEAGENT_LIBCALLS
                     # has sleep): nanosleep's zones hold nap's time.
                     ns = self.functions(rep)["nanosleep"]
