@@ -401,7 +401,17 @@ static int preloads_agent(char *const envp[])
 	return 0;
 }
 
-#define HANDOVER_LEN 96
+#define HANDOVER_LEN 128
+
+static uint64_t boot_start(void);
+
+/* The boot_start the image before an exec wrote, and the pid it wrote it
+ * for (0: none handed over).  The kernel keeps /proc/self/stat's start
+ * across exec, but qemu-user, which emulates that file, restarts with the
+ * new image and gives its own start: the value is handed over with the
+ * dump so that every image of a process names it alike. */
+static uint64_t handed_boot_start;
+static pid_t handed_pid;
 
 char **ta_dump_handover(char *const envp[])
 {
@@ -425,8 +435,9 @@ char **ta_dump_handover(char *const envp[])
 	/* The file's identity too: a descendant that inherits the variable
 	 * but not the descriptor (closed at exec, the number reused) must
 	 * not write into another file. */
-	snprintf(var, HANDOVER_LEN, TA_HANDOVER_VAR "=%d:%llu:%llu", dump_fd,
-		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	snprintf(var, HANDOVER_LEN, TA_HANDOVER_VAR "=%d:%llu:%llu:%ld:%llu", dump_fd,
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (long)getpid(),
+		 (unsigned long long)boot_start());
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(envp[i], TA_HANDOVER_VAR "=", vlen))
 			env[k++] = envp[i];
@@ -450,13 +461,17 @@ void ta_dump_handover_cancel(char **env, char *const envp[])
 int ta_dump_adopt(void)
 {
 	const char *v = secure_getenv(TA_HANDOVER_VAR);
-	unsigned long long dev, ino;
+	unsigned long long dev, ino, bs = 0;
+	long pid = 0;
 	char proc[64], extra;
 	struct stat st;
 	ssize_t n;
-	int fd, fl;
+	int fd, fl, got;
 
-	if (!v || sscanf(v, "%d:%llu:%llu%c", &fd, &dev, &ino, &extra) != 3 || fd < 0)
+	if (!v)
+		return 0;
+	got = sscanf(v, "%d:%llu:%llu:%ld:%llu%c", &fd, &dev, &ino, &pid, &bs, &extra);
+	if ((got != 3 && got != 5) || fd < 0)
 		return 0;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || !(fl & O_APPEND) || (fl & O_ACCMODE) == O_RDONLY || fstat(fd, &st) < 0 ||
@@ -475,6 +490,10 @@ int ta_dump_adopt(void)
 	 * this pid (or, in a descendant, a process of its own). */
 	dump_seq = 0;
 	dump_bytes = 0;
+	if (got == 5 && pid == (long)getpid()) {
+		handed_boot_start = bs;
+		handed_pid = (pid_t)pid;
+	}
 	return 1;
 }
 
@@ -534,11 +553,14 @@ static size_t read_file(const char *path, char *buf, size_t size)
 static uint64_t boot_start(void)
 {
 	char st[1024];
-	size_t n = read_file("/proc/self/stat", st, sizeof(st) - 1);
+	size_t n;
 	const char *p;
 	uint64_t v = 0;
 	int field = 2;
 
+	if (handed_pid && handed_pid == getpid())
+		return handed_boot_start;
+	n = read_file("/proc/self/stat", st, sizeof(st) - 1);
 	st[n] = 0;
 	p = strrchr(st, ')');
 	if (!p)

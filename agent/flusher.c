@@ -278,7 +278,7 @@ static void mindur_flush(struct ta_flush_state *fs)
  * (the flusher's periodic pass writes it), so helping does not turn into a
  * write per block. */
 static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int whole,
-			      struct ta_thread *held);
+			      struct ta_thread *held, uint32_t budget);
 
 /*
  * The kernel reuses the tid of a thread that exited, and a new thread gets
@@ -315,7 +315,7 @@ static int older_holders_drained(struct ta_thread *t, int at_end, struct ta_thre
 		 * before it. */
 		if (__atomic_load_n(&u->state, __ATOMIC_ACQUIRE) == TA_T_EXITED &&
 		    u->tid == t->tid && u->start_ticks < t->start_ticks) {
-			drain_thread_held(u, at_end, 0, 0, t);
+			drain_thread_held(u, at_end, 0, 0, t, UINT32_MAX);
 			/* Not to its end (one of its own elders is busy):
 			 * t waits with it. */
 			if (__atomic_load_n(&u->state, __ATOMIC_RELAXED) == TA_T_EXITED &&
@@ -330,9 +330,11 @@ static int older_holders_drained(struct ta_thread *t, int at_end, struct ta_thre
 }
 
 /* whole: the calls the minimum-duration filter holds back are written too
- * (before a fork or an exec, and when asked to write everything). */
+ * (before a fork or an exec, and when asked to write everything).  budget:
+ * how many blocks it may pass before it stops (UINT32_MAX: to the end of
+ * the chain). */
 static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int whole,
-			      struct ta_thread *held)
+			      struct ta_thread *held, uint32_t budget)
 {
 	/* Acquire: pairs with the release stores of the state in ring.c, so
 	 * the fields set at registration (and the final heads, if EXITED)
@@ -428,6 +430,8 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		__atomic_sub_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
 		b = n;
 		t->drain = b;
+		if (--budget == 0)
+			break;
 	}
 	/* Calls open at the end keep their entries (their length is not
 	 * known): nothing the filter holds back is lost. */
@@ -451,7 +455,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 
 static void drain_thread(struct ta_thread *t, int at_end, int partial, int whole)
 {
-	drain_thread_held(t, at_end, partial, whole, NULL);
+	drain_thread_held(t, at_end, partial, whole, NULL, UINT32_MAX);
 }
 
 int ta_consume_trylock(struct ta_thread *t)
@@ -524,9 +528,17 @@ void ta_flusher_crash_drain(void)
 
 int ta_flusher_help(struct ta_thread *t)
 {
+	/* The blocks there now, not those its signal handlers add while it
+	 * drains: they append to this ring meanwhile, which nobody else can
+	 * drain, and a handler faster than the drain (a timer whose handler
+	 * records as fast as the encoder goes, as under emulation) would
+	 * keep the thread here until the pool and its reserve ran out.
+	 * Relaxed: a count that only bounds the work. */
+	uint32_t budget = __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED);
+
 	if (!ta_consume_trylock(t))
 		return 0;
-	drain_thread(t, 0, 1, 0);
+	drain_thread_held(t, 0, 1, 0, NULL, budget ? budget : 1);
 	ta_consume_unlock(t);
 	return 1;
 }
