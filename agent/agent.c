@@ -41,6 +41,7 @@
 #include "format.h"
 #include "libcalls.h"
 #include "modules.h"
+#include "nextsym.h"
 #include "patch.h"
 #include "ring.h"
 #include "settings.h"
@@ -115,7 +116,7 @@ int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)
 		/* The next definition after ours: libc's (ours is an
 		 * interposer when the agent is preloaded). */
 		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-				void *))dlsym(RTLD_NEXT, "pthread_create");
+				void *))ta_next_fn("pthread_create");
 		if (!real)
 			real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 					void *))dlsym(RTLD_DEFAULT, "pthread_create");

@@ -38,6 +38,7 @@
 #include "compiler.h"
 #include "format.h"
 #include "lazylib.h"
+#include "nextsym.h"
 #include "patch.h"
 #include "ring.h"
 
@@ -60,10 +61,11 @@ static void mark(uint32_t kind, const void *p)
 		ta_record_ext(kind, &v, 1);
 }
 
-/* The real functions, resolved by the constructor below (before main, so
- * that the calls, which may come from signal handlers, need no dlsym);
- * resolved on first use for a call that comes earlier (another library's
- * constructor). */
+/* The real functions, found at the first call by ta_next_sym, which is
+ * safe in a signal handler (longjmp and siglongjmp often are called from
+ * one).  Where that cannot answer, the constructor below resolves them
+ * with dlsym, before main, so that those calls need no dlsym; a call that
+ * comes earlier (another library's constructor) resolves on first use. */
 enum {
 	REAL_SETJMP_,
 	REAL_SETJMP,
@@ -91,15 +93,18 @@ static void *real(unsigned which)
 {
 	void *f = __atomic_load_n(&real_fn[which], __ATOMIC_RELAXED);
 
+	if (!f)
+		f = ta_next_sym(real_name[which]);
 	if (!f) {
 		int saved = errno;
 
 		TA_GUARD_ENTER();
 		f = dlsym(RTLD_NEXT, real_name[which]);
 		TA_GUARD_LEAVE();
-		__atomic_store_n(&real_fn[which], f, __ATOMIC_RELAXED);
 		errno = saved;
 	}
+	if (f)
+		__atomic_store_n(&real_fn[which], f, __ATOMIC_RELAXED);
 	return f;
 }
 
@@ -107,8 +112,9 @@ __attribute__((constructor)) static void ctlflow_init(void)
 {
 	/* Every library the program needs is loaded by now (a C program has
 	 * no __cxa_begin_catch: looked up again if one is loaded later). */
-	for (unsigned i = 0; i < REAL_N; i++)
-		(void)real(i);
+	if (!ta_next_ready())
+		for (unsigned i = 0; i < REAL_N; i++)
+			(void)real(i);
 }
 
 /* ---- setjmp: called by the trampolines (ctlflow_<arch>.S) ------------------------ */

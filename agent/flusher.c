@@ -26,6 +26,7 @@
 #include "api.h"
 #include "attach.h"
 #include "flusher.h"
+#include "lazylib.h"
 #include "format.h"
 #include "mindur.h"
 #include "ring.h"
@@ -174,6 +175,15 @@ static void write_thread_end(struct ta_thread *t, uint64_t end_ticks, uint64_t e
 	ta_buf_free(&b);
 }
 
+/* The flusher thread (never a signal handler): where liblz4 is opened. */
+static __thread int in_flusher __attribute__((tls_model("initial-exec")));
+
+/* The flusher opens liblz4 once a full block was handed over or its
+ * encoder holds this much: before, the chunks (a short run's few events,
+ * the process's description) are stored raw, and a process that records
+ * little never loads it. */
+#define LZ4_OPEN_MIN (16u << 10)
+
 static void flush_chunk(struct ta_flush_state *fs)
 {
 	const uint8_t *p;
@@ -189,6 +199,8 @@ static void flush_chunk(struct ta_flush_state *fs)
 		}
 	}
 	ta_encoder_end(&fs->enc, &p, &len);
+	if (in_flusher && len >= LZ4_OPEN_MIN)
+		ta_lazy_open_lz4();
 	/* The sites its events name go before it (a view can name them as
 	 * the dump goes by). */
 	ta_api_write(0);
@@ -229,6 +241,8 @@ static void encode_raw(struct ta_flush_state *fs, const struct ta_rec *rec, size
 		if (fs->enc.len >= CHUNK_TARGET)
 			flush_chunk(fs);
 	}
+	if (in_flusher && fs->enc.len >= LZ4_OPEN_MIN)
+		ta_lazy_open_lz4();
 	/* Events are function events: gaps, EXT events and their values are not. */
 	markers = fs->enc.marker_slots - markers;
 	fs->events += i - from - markers;
@@ -477,6 +491,11 @@ void ta_consume_unlock(struct ta_thread *t)
  * stay open for the next pass (drain_thread_held). */
 static void drain_all(int at_end, int partial, int whole)
 {
+	/* A full block handed over: enough events to be worth LZ4 (opened
+	 * before the lock, which producers draining their own rings wait
+	 * for). */
+	if (in_flusher && __atomic_load_n(&ta_pending_blocks, __ATOMIC_RELAXED))
+		ta_lazy_open_lz4();
 	pthread_mutex_lock(&drain_lock);
 	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
 	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
@@ -630,6 +649,7 @@ static void *flusher_main(void *arg)
 	(void)arg;
 	/* Everything this thread does is the agent's. */
 	TA_GUARD_ENTER();
+	in_flusher = 1;
 	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "traceagent", 0, 0, 0);
 	if (ta_cfg.min_duration_ns && !__atomic_load_n(&mindur_ticks_v, __ATOMIC_RELAXED)) {
 		/* The counter's rate for the threshold, before the first
@@ -682,6 +702,11 @@ static void *flusher_main(void *arg)
 			continue;
 		syscall(SYS_futex, &kick_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
 	}
+	/* Stopping: the exit's last drain (on the exiting thread, which may
+	 * be a signal handler's) writes what is left, compressed when a
+	 * full block or more of it was handed over since the last pass. */
+	if (__atomic_load_n(&ta_pending_blocks, __ATOMIC_RELAXED))
+		ta_lazy_open_lz4();
 	return NULL;
 }
 

@@ -8,7 +8,7 @@
  * and what unwinds the stack (C++ exceptions, pthread_exit: patched frames
  * get their return addresses back first).
  *
- * Each wrapper finds the real function with dlsym(RTLD_NEXT) once and
+ * Each wrapper finds the real function, RTLD_NEXT's, once (nextsym.h) and
  * preserves errno as the real function left it.
  */
 #define _GNU_SOURCE
@@ -27,17 +27,19 @@
 #include "crash.h"
 #include "filter.h"
 #include "modules.h"
+#include "nextsym.h"
 #include "patch.h"
 #include "ring.h"
 
 #define TA_PUBLIC __attribute__((visibility("default")))
 
 /* The next definition of name (libc's, or another preloaded library's),
- * looked up at the first call. */
-#define REAL_FN(var, name, type)                                                  \
-	static type var;                                                          \
-	if (!var)                                                                 \
-		var = (type)dlsym(RTLD_NEXT, name)
+ * looked up at the first call (nextsym.h: without dlsym where it can,
+ * which _exit or execve from a signal handler needs). */
+#define REAL_FN(var, name, type)                                                                   \
+	static type var;                                                                           \
+	if (!var)                                                                                  \
+	var = (type)ta_next_fn(name)
 
 struct start_args {
 	void *(*fn)(void *);
@@ -341,7 +343,7 @@ TA_PUBLIC int execle(const char *path, const char *arg, ...)
 
 static __attribute__((noreturn)) void exit_now(const char *name, int status)
 {
-	void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, name);
+	void (*real)(int) = (void (*)(int))ta_next_fn(name);
 
 	ta_agent_shutdown();
 	if (real)

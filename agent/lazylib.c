@@ -17,7 +17,9 @@ struct ta_lazy ta_lazy;
 #define LZ_STR_(x) #x
 #define LZ_STR(x)  LZ_STR_(x)
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_once_t lz4_once = PTHREAD_ONCE_INIT;
+static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
+static uint32_t lz4_on; /* atomic: ta_lazy_lz4_on */
 
 /* name's address in h, into *slot (which stays NULL if it is not there). */
 static int sym(void *h, const char *name, void *slot)
@@ -28,7 +30,7 @@ static int sym(void *h, const char *name, void *slot)
 	return f ? 0 : -1;
 }
 
-static void open_all(void)
+static void open_lz4(void)
 {
 	void *h = dlopen("liblz4.so.1", RTLD_NOW | RTLD_LOCAL);
 	int bad = !h;
@@ -41,7 +43,28 @@ static void open_all(void)
 		ta_lazy.lz4_compress = NULL;
 		ta_warn("cannot open liblz4.so.1 (%s): the dump's chunks are stored uncompressed",
 			h ? "a function is missing" : dlerror());
+		return;
 	}
+	/* Release: the pointers above before the flag (pairs with the
+	 * acquire in ta_lazy_lz4_on). */
+	__atomic_store_n(&lz4_on, 1, __ATOMIC_RELEASE);
+}
+
+int ta_lazy_lz4_on(void)
+{
+	return __atomic_load_n(&lz4_on, __ATOMIC_ACQUIRE);
+}
+
+void ta_lazy_open_lz4(void)
+{
+	pthread_once(&lz4_once, open_lz4);
+}
+
+static void open_unwind(void)
+{
+	void *h;
+	int bad;
+
 	h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	bad = !h;
 	/* The names the header's macros give (_ULx86_64_step, ...). */
@@ -71,5 +94,5 @@ static void open_all(void)
 
 void ta_lazy_open(void)
 {
-	pthread_once(&once, open_all);
+	pthread_once(&unw_once, open_unwind);
 }

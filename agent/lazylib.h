@@ -17,7 +17,8 @@
 #include "compiler.h"
 
 struct ta_lazy {
-	/* NULL when liblz4 could not be opened: chunks are stored raw. */
+	/* Valid once ta_lazy_lz4_on(); before or without liblz4 the chunks
+	 * are stored raw. */
 	int (*lz4_bound)(int size);
 	int (*lz4_compress)(const char *src, char *dst, int len, int cap);
 	/* NULL when libunwind could not be opened: no backtraces. */
@@ -35,8 +36,18 @@ struct ta_lazy {
  * store that makes it RUNNING); read by whoever records after. */
 extern struct ta_lazy ta_lazy TA_HIDDEN;
 
-/* Opens both (once; later calls return at once), saying in one line what
- * could not be opened and what is lost with it. */
+/* Opens libunwind (once; later calls return at once), when the agent
+ * starts, saying in one line if it could not and what is lost with it. */
 void ta_lazy_open(void) TA_HIDDEN;
+
+/* Opens liblz4 (once), the same way.  Only the flusher thread calls it,
+ * at its first chunk of events big enough to be worth compressing
+ * (flusher.c): a short run writes its few small chunks uncompressed
+ * without loading it, and no signal handler ever runs dlopen. */
+void ta_lazy_open_lz4(void) TA_HIDDEN;
+
+/* 1 once ta_lazy's LZ4 functions may be called (acquire), 0 before or
+ * when it could not be opened: the chunks are stored raw. */
+int ta_lazy_lz4_on(void) TA_HIDDEN;
 
 #endif

@@ -16,10 +16,10 @@
  * an interposer only calls the real function: one load of ta_lc_on and a
  * predictable branch.
  *
- * The real functions come from dlsym(RTLD_NEXT), once, in a constructor or
- * at the first call.  dlsym may itself allocate: while a thread resolves,
- * its allocations are served from a static arena, whose blocks free()
- * ignores and realloc() copies out of.  errno is what the real function
+ * The real functions are RTLD_NEXT's, found at the first call (nextsym.h),
+ * or by dlsym where that cannot say.  dlsym may itself allocate: while a
+ * thread resolves, its allocations are served from a static arena, whose
+ * blocks free() ignores and realloc() copies out of.  errno is what the real function
  * left: the recording never touches it.
  */
 #define _GNU_SOURCE
@@ -50,6 +50,7 @@
 #include "filter.h"
 #include "format.h"
 #include "libcalls.h"
+#include "nextsym.h"
 #include "ring.h"
 #include "settings.h"
 
@@ -176,18 +177,20 @@ static __thread int lc_resolving __attribute__((tls_model("initial-exec")));
 
 static __attribute__((noinline, cold)) void *lc_resolve(unsigned i)
 {
-	void *f = NULL;
+	void *f = ta_next_sym(lc_names[i]);
 
-	if (lc_resolving)
-		return NULL;
-	lc_resolving = 1;
-	/* pthread_cond_* exist in two versions on x86-64; an unversioned
-	 * lookup may find the old one, whose condvar layout differs. */
-	if (i == LC_pthread_cond_wait || i == LC_pthread_cond_timedwait)
-		f = dlvsym(RTLD_NEXT, lc_names[i], "GLIBC_2.3.2");
-	if (!f)
-		f = dlsym(RTLD_NEXT, lc_names[i]);
-	lc_resolving = 0;
+	if (!f && !lc_resolving) {
+		lc_resolving = 1;
+		/* pthread_cond_* exist in two versions on x86-64; an
+		 * unversioned lookup may find the old one, whose condvar
+		 * layout differs (ta_next_sym takes the default version,
+		 * the new one). */
+		if (i == LC_pthread_cond_wait || i == LC_pthread_cond_timedwait)
+			f = dlvsym(RTLD_NEXT, lc_names[i], "GLIBC_2.3.2");
+		if (!f)
+			f = dlsym(RTLD_NEXT, lc_names[i]);
+		lc_resolving = 0;
+	}
 	/* Relaxed: threads racing here store the same value, and the code
 	 * it points to was mapped before any of them ran. */
 	if (f)
@@ -205,8 +208,13 @@ static inline void *lc_real(unsigned i)
 #define REAL(name) ((__typeof__(&name))lc_real(LC_##name))
 
 /*
- * Resolved before the program's constructors where possible, so a first
- * call from a signal handler does not have to run dlsym.
+ * Each real function is found at the interposer's first call, by
+ * ta_next_sym: no lock, no allocation, so a first call from a signal
+ * handler is safe, and a process pays only for the functions it calls.
+ * When that cannot answer (the agent loaded by dlopen: ta_next_ready says
+ * so), they are all resolved here with dlsym, before the program's
+ * constructors, so that a first call from a signal handler does not have
+ * to run dlsym.
  *
  * Then the classes TRACEAGENT_LIBCALLS names explicitly are armed: their
  * first call goes to the recording path, whose slow path starts the agent
@@ -219,8 +227,9 @@ static inline void *lc_real(unsigned i)
  */
 __attribute__((constructor(101))) static void lc_init(void)
 {
-	for (unsigned i = 0; i < LC_COUNT; i++)
-		(void)lc_real(i);
+	if (!ta_next_ready())
+		for (unsigned i = 0; i < LC_COUNT; i++)
+			(void)lc_real(i);
 	ta_lc_asked = ta_settings_libcalls_asked();
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_UNINIT)
 		__atomic_store_n(&ta_lc_on, ta_lc_asked, __ATOMIC_RELAXED);

@@ -8,6 +8,7 @@ naming the dumps its children wrote when it wrote none itself."""
 
 import glob
 import os
+import re
 
 import tahelp
 
@@ -62,6 +63,39 @@ class FirstTraceTest(tahelp.Case):
         r = self.run_preload([self.prog("fib-O0"), "20"])
         info = self.info(r.dump)
         self.assertGreater(info["raw_bytes"], info["stored_bytes"], info)
+
+    # Functions the agent interposes and never calls itself: a process that
+    # never calls them has no reason to look them up.
+    UNCALLED = ("pthread_rwlock_timedwrlock", "pthread_rwlock_tryrdlock", "sem_timedwait",
+                "sem_trywait", "epoll_pwait", "pselect", "ppoll", "__recvfrom_chk",
+                "__pread64_chk", "__openat64_2", "pvalloc", "valloc", "siglongjmp",
+                "__longjmp_chk", "_longjmp", "__cxa_begin_catch", "execvpe", "fexecve", "_Exit")
+    BINDING = re.compile(r"binding file (\S+) \[\d+\] to (\S+) \[\d+\]: normal symbol `([^']+)'")
+
+    def test_untraced_process_resolves_lazily(self):
+        """A process that never records looks up no real function it does
+        not call: the agent's constructors resolve nothing with dlsym
+        (RTLD_NEXT lookups the loader reports as bindings from the agent),
+        and the functions it does call are found without dlsym too."""
+        for argv in (["true"], [self.plain(), "2"]):
+            if argv == ["true"]:
+                self.need_host_program("true")
+            with self.subTest(argv=argv[0]):
+                log = self.path("ld-debug")
+                r = self.run_preload(argv, dump="", env={"LD_DEBUG": "bindings",
+                                                         "LD_DEBUG_OUTPUT": log})
+                self.assertEqual(r.returncode, 0, r.stderr)
+                text = "".join(open(f).read() for f in glob.glob(log + ".*"))
+                for f in glob.glob(log + ".*"):
+                    os.unlink(f)
+                agent = os.path.realpath(tahelp.AGENT)
+                found = [m.groups() for m in self.BINDING.finditer(text)]
+                self.assertTrue(found, text[:2000])
+                looked_up = sorted({sym for src, dst, sym in found
+                                    if os.path.realpath(src) == agent and
+                                    os.path.realpath(dst) != agent})
+                self.assertEqual([s for s in looked_up if s in self.UNCALLED], [], looked_up)
+                self.assertNotIn("write", looked_up)
 
     def test_libcalls_recorded(self):
         """--libcalls io and all: the 5 writes of the uninstrumented program
