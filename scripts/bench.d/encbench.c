@@ -53,10 +53,10 @@
 #include "mindur.h"
 
 static uint64_t min_ticks; /* -m */
-static int cross;           /* -x */
-static int store_raw;       /* -z raw: chunks stored uncompressed */
-static int out_fd = -1;      /* -w FILE: the chunks written there */
-static int verify;          /* -v: each block decompressed and compared */
+static int cross;	   /* -x */
+static int store_raw;	   /* -z raw: chunks stored uncompressed */
+static int out_fd = -1;	   /* -w FILE: the chunks written there */
+static int verify;	   /* -v: each block decompressed and compared */
 
 static struct ta_mindur md;
 static size_t md_out; /* records the filter let through, last round */
@@ -254,7 +254,8 @@ static void flush(struct ta_encoder *e, struct run *r, int accel)
 
 		if (len > back_cap && !(back = realloc(back, back_cap = len)))
 			die("out of memory");
-		if (LZ4_decompress_safe((const char *)zbuf, (char *)back, n, (int)len) != (int)len ||
+		if (LZ4_decompress_safe((const char *)zbuf, (char *)back, n, (int)len) !=
+			(int)len ||
 		    memcmp(back, p, len))
 			die("the LZ4 block does not decompress to the payload");
 		r->untimed_ns += now_ns() - t3;
@@ -507,17 +508,18 @@ int main(int argc, char **argv)
 			die("out of memory");
 		for (int f = 0; f < 4; f++) {
 			for (int k = 0; k < rounds; k++)
-				v[k] = f == 0   ? all[k].enc_ns
+				v[k] = f == 0	? all[k].enc_ns
 				       : f == 1 ? all[k].lz4_ns
 				       : f == 2 ? all[k].crc_ns
 						: all[k].write_ns;
 			qsort(v, (size_t)rounds, sizeof(*v), cmp_u64);
 			med[f] = v[rounds / 2];
 		}
-		printf("median of %d: %.2f ns/event (encode %.2f, lz4 %.2f, crc %.2f, write %.2f)\n",
-		       rounds, (double)(med[0] + med[1] + med[2] + med[3]) / (double)raw.n,
-		       (double)med[0] / (double)raw.n, (double)med[1] / (double)raw.n,
-		       (double)med[2] / (double)raw.n, (double)med[3] / (double)raw.n);
+		printf(
+		    "median of %d: %.2f ns/event (encode %.2f, lz4 %.2f, crc %.2f, write %.2f)\n",
+		    rounds, (double)(med[0] + med[1] + med[2] + med[3]) / (double)raw.n,
+		    (double)med[0] / (double)raw.n, (double)med[1] / (double)raw.n,
+		    (double)med[2] / (double)raw.n, (double)med[3] / (double)raw.n);
 		free(v);
 	}
 	free(all);
