@@ -50,8 +50,10 @@ static uint32_t kick_word;    /* futex: 1 once kicked, reset by the flusher */
 static uint32_t dump_requested; /* flight mode: write the rings now (atomic) */
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 /* 1 while the program keeps every CPU it may run on busy: EVENTS chunks
- * are then stored uncompressed (judge_slack says why).  Atomic, relaxed:
- * a hint read per chunk, set by the flusher thread only. */
+ * are then stored uncompressed (judge_slack says why).  Atomic, relaxed,
+ * pairs with nothing: a hint that whoever writes a chunk reads, set by
+ * the flusher thread (and cleared before it starts); a stale value only
+ * stores one chunk the other way, which every reader takes. */
 static uint32_t store_raw;
 
 /* Totals (atomic: rings are drained by the flusher and by their threads). */
