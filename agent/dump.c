@@ -214,7 +214,7 @@ static const void *compress(struct ta_zbuf *z, const void *payload, size_t len, 
 
 	*stored_len = len;
 	*flags = 0;
-	if (len < 128 || !ta_lazy_lz4_on())
+	if (len < 128 || z->store || !ta_lazy_lz4_on())
 		return payload;
 	bound = (size_t)ta_lazy.lz4_bound((int)len);
 	if (bound > z->cap) {

@@ -37,10 +37,12 @@ const char *ta_dump_where(void) TA_HIDDEN;
 /* Compresses (when it pays) and appends one chunk; thread-safe. 0, or
  * -errno after which the dump is closed for writing (said once). */
 int ta_dump_chunk(unsigned type, const void *payload, size_t len) TA_HIDDEN;
-/* The same, compressing into the caller's scratch outside the file lock. */
+/* The same, compressing into the caller's scratch outside the file lock;
+ * with store set, not compressing (the writer is short of CPU). */
 struct ta_zbuf {
 	uint8_t *p;
 	size_t cap;
+	int store;
 };
 int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zbuf *z) TA_HIDDEN;
 void ta_zbuf_free(struct ta_zbuf *z) TA_HIDDEN;

@@ -12,6 +12,7 @@
  * native run), not those of a run under valgrind.
  *
  *   encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x] [-m TICKS]
+ *            [-z lz4|raw] [-v] [-w FILE]
  *
  * -m: through the minimum-duration filter first (format/mindur.c, as
  * TRACEAGENT_MIN_DURATION has the flusher do), calls shorter than TICKS
@@ -20,7 +21,13 @@
  * Prints events, bytes per event (compressed chunks with their headers),
  * a checksum of the encoded payloads (equal before and after a change of
  * the encoder that must not change the bytes), and ns per event of the
- * best round, split into encoding, LZ4 and CRC.  For instructions per
+ * best round and the medians over the rounds, split into encoding, LZ4
+ * and CRC (the thread's CPU time).  -z raw stores the chunks
+ * uncompressed (no LZ4, as the flusher does when the
+ * program keeps every CPU busy); -v checks that liblz4 decompresses each
+ * block back to its payload (untimed);
+ * -w writes the chunks to FILE (emptied at each round) with one writev
+ * each, as dump.c does, and times it (the system time is the thread's).  For instructions per
  * event, run one round under valgrind --tool=callgrind and divide each
  * function's inclusive Ir by the events.
  *
@@ -37,12 +44,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "format.h"
 #include "mindur.h"
 
 static uint64_t min_ticks; /* -m */
+static int cross;	   /* -x */
+static int store_raw;	   /* -z raw: chunks stored uncompressed */
+static int out_fd = -1;	   /* -w FILE: the chunks written there */
+static int verify;	   /* -v: each block decompressed and compared */
+
 static struct ta_mindur md;
 static size_t md_out; /* records the filter let through, last round */
 
@@ -155,16 +170,25 @@ static void load(const char *path, struct raws *out)
 	free(file);
 }
 
+/* The thread's CPU time: the machine is shared, and a round preempted by
+ * another job's process must not count the time it waited.  It is a
+ * system call (~0.5 us on a VM): read per chunk and per round only, the
+ * encoding's time being the round's less the chunks'.  -x reads the
+ * monotonic clock around each block instead (the waits for the producer
+ * spin, and would count as CPU time). */
+static clockid_t clock_id = CLOCK_THREAD_CPUTIME_ID;
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock_id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 struct run {
-	uint64_t enc_ns, lz4_ns, crc_ns;
+	uint64_t enc_ns, lz4_ns, crc_ns, write_ns;
+	uint64_t untimed_ns; /* -v's checks, taken out of the round's time */
 	uint64_t payload_bytes, stored_bytes, chunks;
 	uint32_t sum; /* CRC-32C of every encoded payload, in order */
 };
@@ -172,7 +196,7 @@ struct run {
 static uint8_t *zbuf;
 static size_t zcap;
 
-/* flusher.c's flush_chunk and dump.c's ta_dump_chunk_z, without the write. */
+/* flusher.c's flush_chunk and dump.c's ta_dump_chunk_z (the write with -w). */
 static void flush(struct ta_encoder *e, struct run *r, int accel)
 {
 	const uint8_t *p;
@@ -197,7 +221,10 @@ static void flush(struct ta_encoder *e, struct run *r, int accel)
 		if (!zbuf)
 			die("out of memory");
 	}
-	n = LZ4_compress_fast((const char *)p, (char *)zbuf, (int)len, (int)zcap, accel);
+	if (store_raw)
+		n = 0;
+	else
+		n = LZ4_compress_fast((const char *)p, (char *)zbuf, (int)len, (int)zcap, accel);
 	if (n > 0 && (size_t)n < len) {
 		stored = zbuf;
 		stored_len = (size_t)n;
@@ -211,6 +238,28 @@ static void flush(struct ta_encoder *e, struct run *r, int accel)
 	t2 = now_ns();
 	r->lz4_ns += t1 - t0;
 	r->crc_ns += t2 - t1;
+	if (out_fd >= 0) {
+		/* As dump.c's write_chunk: header and payload in one writev. */
+		struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)stored, stored_len}};
+
+		if (writev(out_fd, iov, 2) != (ssize_t)(sizeof(hdr) + stored_len))
+			die("cannot write the chunk");
+		r->write_ns += now_ns() - t2;
+	}
+	if (verify && h.flags) {
+		/* liblz4 must read it back exactly (-v, outside the timing). */
+		static uint8_t *back;
+		static size_t back_cap;
+		uint64_t t3 = now_ns();
+
+		if (len > back_cap && !(back = realloc(back, back_cap = len)))
+			die("out of memory");
+		if (LZ4_decompress_safe((const char *)zbuf, (char *)back, n, (int)len) !=
+			(int)len ||
+		    memcmp(back, p, len))
+			die("the LZ4 block does not decompress to the payload");
+		r->untimed_ns += now_ns() - t3;
+	}
 	r->payload_bytes += len;
 	r->stored_bytes += TA_CHUNK_HEADER_SIZE + stored_len;
 	r->chunks++;
@@ -223,10 +272,11 @@ static void encode(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size
 	size_t i = 0;
 
 	while (i < n) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = cross ? now_ns() : 0;
 		size_t k = ta_encoder_raw(e, ev + i, n - i, chunk);
 
-		r->enc_ns += now_ns() - t0;
+		if (cross)
+			r->enc_ns += now_ns() - t0;
 		if (!k)
 			die("encoder out of memory");
 		i += k;
@@ -239,7 +289,10 @@ static void one_round(const struct raws *raw, size_t block, size_t chunk, int ac
 {
 	struct ta_encoder e;
 
+	uint64_t t0;
+
 	memset(r, 0, sizeof(*r));
+	t0 = now_ns();
 	ta_encoder_init(&e, 1);
 	ta_mindur_init(&md, min_ticks);
 	md_out = 0;
@@ -247,11 +300,8 @@ static void one_round(const struct raws *raw, size_t block, size_t chunk, int ac
 		size_t to = b + block < raw->n ? b + block : raw->n;
 
 		if (min_ticks) {
-			uint64_t t0 = now_ns();
-
 			if (ta_mindur_filter(&md, raw->ev + b, to - b) < 0)
 				die("filter out of memory");
-			r->enc_ns += now_ns() - t0;
 			md_out += md.out_len;
 			encode(&e, md.out, md.out_len, chunk, accel, r);
 			continue;
@@ -268,6 +318,7 @@ static void one_round(const struct raws *raw, size_t block, size_t chunk, int ac
 	ta_mindur_free(&md);
 	flush(&e, r, accel);
 	ta_encoder_free(&e);
+	r->enc_ns = now_ns() - t0 - r->lz4_ns - r->crc_ns - r->write_ns - r->untimed_ns;
 }
 
 /*
@@ -359,14 +410,26 @@ static void one_round_x(const struct raws *raw, size_t block, size_t chunk, int 
 	pthread_join(th, NULL);
 }
 
+#define USAGE                                                                                      \
+	"usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x] [-m TICKS] "       \
+	"[-z lz4|raw] [-v] [-w FILE]"
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 int main(int argc, char **argv)
 {
 	size_t block = 4092, chunk = 1u << 20; /* a 64 KiB block; flusher.c's CHUNK_TARGET */
-	int rounds = 5, accel = 1, cross = 0;
-	const char *path = NULL;
+	int rounds = 5, accel = 1;
+	const char *path = NULL, *out_path = NULL;
 	struct raws raw = {0};
 	struct run best = {0}, r;
 	uint64_t best_ns = UINT64_MAX;
+	struct run *all;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-r") && i + 1 < argc)
@@ -379,29 +442,49 @@ int main(int argc, char **argv)
 			accel = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-x"))
 			cross = 1;
+		else if (!strcmp(argv[i], "-z") && i + 1 < argc && !strcmp(argv[i + 1], "raw"))
+			store_raw = 1, i++;
+		else if (!strcmp(argv[i], "-z") && i + 1 < argc && !strcmp(argv[i + 1], "lz4"))
+			store_raw = 0, i++;
+		else if (!strcmp(argv[i], "-w") && i + 1 < argc)
+			out_path = argv[++i];
+		else if (!strcmp(argv[i], "-v"))
+			verify = 1;
 		else if (!strcmp(argv[i], "-m") && i + 1 < argc)
 			min_ticks = strtoull(argv[++i], NULL, 0);
 		else if (argv[i][0] != '-' && !path)
 			path = argv[i];
 		else
-			die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] "
-			    "[-x]");
+			die(USAGE);
 	}
 	if (cross && min_ticks)
 		die("-m and -x: one or the other");
 	if (!path || rounds < 1 || !block || !chunk)
-		die("usage: encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x]");
+		die(USAGE);
+	if (cross)
+		clock_id = CLOCK_MONOTONIC;
+	if (out_path)
+		out_fd = open(out_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	if (out_path && out_fd < 0)
+		die("cannot open the -w file");
 	load(path, &raw);
 	if (!raw.n)
 		die("no events in the dump");
+	all = calloc((size_t)rounds, sizeof(*all));
+	if (!all)
+		die("out of memory");
 	for (int k = 0; k < rounds; k++) {
 		uint64_t total;
 
+		/* Each round writes its file anew, as a run would. */
+		if (out_fd >= 0 && ftruncate(out_fd, 0) < 0)
+			die("cannot truncate the -w file");
 		if (cross)
 			one_round_x(&raw, block, chunk, accel, &r);
 		else
 			one_round(&raw, block, chunk, accel, &r);
-		total = r.enc_ns + r.lz4_ns + r.crc_ns;
+		all[k] = r;
+		total = r.enc_ns + r.lz4_ns + r.crc_ns + r.write_ns;
 		if (total < best_ns) {
 			best_ns = total;
 			best = r;
@@ -413,9 +496,33 @@ int main(int argc, char **argv)
 	if (min_ticks)
 		printf("min-duration %llu ticks: %zu of %zu records written\n",
 		       (unsigned long long)min_ticks, md_out, raw.n);
-	printf("best of %d: %.2f ns/event (encode %.2f, lz4 %.2f, crc %.2f)\n", rounds,
+	printf("best of %d: %.2f ns/event (encode %.2f, lz4 %.2f, crc %.2f, write %.2f)\n", rounds,
 	       (double)best_ns / (double)raw.n, (double)best.enc_ns / (double)raw.n,
-	       (double)best.lz4_ns / (double)raw.n, (double)best.crc_ns / (double)raw.n);
+	       (double)best.lz4_ns / (double)raw.n, (double)best.crc_ns / (double)raw.n,
+	       (double)best.write_ns / (double)raw.n);
+	{
+		uint64_t med[4];
+		uint64_t *v = calloc((size_t)rounds, sizeof(*v));
+
+		if (!v)
+			die("out of memory");
+		for (int f = 0; f < 4; f++) {
+			for (int k = 0; k < rounds; k++)
+				v[k] = f == 0	? all[k].enc_ns
+				       : f == 1 ? all[k].lz4_ns
+				       : f == 2 ? all[k].crc_ns
+						: all[k].write_ns;
+			qsort(v, (size_t)rounds, sizeof(*v), cmp_u64);
+			med[f] = v[rounds / 2];
+		}
+		printf(
+		    "median of %d: %.2f ns/event (encode %.2f, lz4 %.2f, crc %.2f, write %.2f)\n",
+		    rounds, (double)(med[0] + med[1] + med[2] + med[3]) / (double)raw.n,
+		    (double)med[0] / (double)raw.n, (double)med[1] / (double)raw.n,
+		    (double)med[2] / (double)raw.n, (double)med[3] / (double)raw.n);
+		free(v);
+	}
+	free(all);
 	free(raw.ev);
 	free(zbuf);
 	return 0;

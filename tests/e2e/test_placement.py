@@ -13,9 +13,16 @@ samples.
 
 On one CPU (a container's usual share, and scripts/test's run of the suite
 under `taskset -c 0`) there is nowhere to go: the flusher must stay within
-the process's mask, leave the program's mask alone, and lose nothing."""
+the process's mask, leave the program's mask alone, and lose nothing.
+
+The flusher compresses only when it has a CPU to spare (flusher.c's
+judge_slack): a program whose threads keep every CPU of its mask busy gets
+its EVENTS chunks stored as they are, a program of one thread on two CPUs
+gets them compressed."""
 
 import os
+import resource
+import struct
 import subprocess
 import time
 
@@ -175,6 +182,63 @@ class PlacementTest(tahelp.Case):
                                                 "step": 360})
         self.assertEqual(rep["threads"], 9)
         self.check_one_cpu(cpu, samples)
+
+    def run_fib_on(self, cpus, n):
+        """fib(n) traced with the affinity mask cpus: (the dump's EVENTS
+        chunks of 128 bytes or more as (flags, raw size), the process's
+        CPU time over its wall time), after checking the counts."""
+        dump = self.fresh("slack")
+        env = clean_env({"LD_PRELOAD": AGENT, "TRACEAGENT_OUTPUT": dump})
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.monotonic()
+        prog = subprocess.Popen([self.prog("fib-O2"), str(n)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                preexec_fn=lambda: os.sched_setaffinity(0, set(cpus)))
+        err = prog.stderr.read().decode()
+        prog.stderr.close()
+        prog.wait()
+        wall = time.monotonic() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        self.assertEqual((prog.returncode, err), (0, ""))
+        rep = self.report(dump)
+        self.assert_whole(rep)
+        self.assert_calls(self.functions(rep), {"main": 1, "fib": tahelp.fib_calls(n)})
+        with open(dump, "rb") as fh:
+            data = fh.read()
+        events = [(flags, struct.unpack_from("<I", data, off + 12)[0])
+                  for off, ctype, flags, _ in tahelp.chunks(dump)
+                  if ctype == tahelp.CHUNK_EVENTS]
+        return [e for e in events if e[1] >= 128], cpu / wall
+
+    def test_busy_cpus_store_raw(self):
+        """fib alone on one CPU keeps it busy (the flusher takes its time
+        from the program's): after the first look (20 ms) its chunks are
+        stored uncompressed, and the analyzer reads them, counts exact.
+        When other work on the machine left the process less than 40% of
+        the CPU, the condition was never met: skipped, not failed."""
+        self.skip_if_emulated("the emulator's CPU time is not the program's")
+        cpu = sorted(os.sched_getaffinity(0))[-1]
+        for _ in range(3):
+            events, share = self.run_fib_on({cpu}, 32)
+            if share >= 0.4:
+                break
+        else:
+            self.skipTest("the machine is too busy: the process had %.0f%% of its CPU"
+                          % (100 * share))
+        raw = [size for flags, size in events if not flags & 1]
+        self.assertGreater(len(raw), 0, "every chunk compressed on a busy CPU: %s" % events)
+
+    def test_spare_cpu_compresses(self):
+        """fib (one thread) on two CPUs leaves one to the flusher: every
+        EVENTS chunk is compressed."""
+        self.skip_if_emulated("the emulator's CPU time is not the program's")
+        cpus = sorted(os.sched_getaffinity(0))[:2]
+        if len(cpus) < 2:
+            self.skipTest("one CPU: the program keeps it busy")
+        events, _ = self.run_fib_on(cpus, 32)
+        self.assertGreater(len(events), 1)
+        self.assertEqual([e for e in events if not e[0] & 1], [], events)
 
 
 if __name__ == "__main__":
