@@ -126,30 +126,49 @@ int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)
 	return real(t, attr, fn, arg);
 }
 
+/* The forking thread took the flusher's lock (prepare): its parent and
+ * child handlers let it go whatever the state is by then.  An attach
+ * window may end during the fork (its detach, on the control thread, waits
+ * for the flusher, which waits for that lock): judged by the state again,
+ * the lock stayed held and the detach never ended. */
+static __thread int fork_locked __attribute__((tls_model("initial-exec")));
+
 static void on_fork_prepare(void)
 {
 	TA_GUARD_ENTER();
-	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 		ta_flusher_fork_prepare();
+		fork_locked = 1;
+	}
 	TA_GUARD_LEAVE();
 }
 
 static void on_fork_parent(void)
 {
 	TA_GUARD_ENTER();
-	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING)
+	if (fork_locked) {
+		fork_locked = 0;
 		ta_flusher_fork_parent();
+	}
 	TA_GUARD_LEAVE();
 }
 
 static void on_fork_child(void)
 {
+	int locked = fork_locked;
+
+	fork_locked = 0;
 	/* The child has one thread, no flusher, and copies of the rings,
 	 * whose contents the parent writes.  It goes on recording into the
 	 * same dump as a process of its own: the first hook restarts the
 	 * agent (a thread cannot be created safely from here). */
-	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
+	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING) {
+		/* Stopped or detached during the fork: the lock let go, as in
+		 * the parent (this thread took it). */
+		if (locked)
+			ta_flusher_fork_parent();
 		return;
+	}
 	/* Library calls wait for the restart too; the classes asked for
 	 * explicitly make it, as they start the agent (libcalls.c). */
 	__atomic_store_n(&ta_lc_on, ta_lc_asked, __ATOMIC_RELAXED);
@@ -163,6 +182,7 @@ static void on_fork_child(void)
 	/* Paused or with functions off, the hooks would never get to the
 	 * restart: the child would have no socket to be resumed on. */
 	ta_api_fork_child();
+	ta_attach_fork_child();
 	__atomic_store_n(&ta_state, TA_S_FORKED, __ATOMIC_RELEASE);
 	TA_GUARD_LEAVE();
 }
@@ -356,7 +376,10 @@ int ta_agent_ensure_started(void)
 	    __atomic_compare_exchange_n(&ta_state, &s, TA_S_STARTING, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
 		int saved = errno;
-		int ok = (s == TA_S_FORKED ? restart_in_child() : start()) == 0;
+		/* A child of an attach window that has ended: not traced. */
+		int ok = s == TA_S_FORKED && ta_attach_child_closed()
+			     ? 0
+			     : (s == TA_S_FORKED ? restart_in_child() : start()) == 0;
 		errno = saved;
 		/* Release: threads waiting below then see the pool and dump. */
 		__atomic_store_n(&ta_state, ok ? TA_S_RUNNING : TA_S_STOPPED, __ATOMIC_RELEASE);

@@ -31,6 +31,7 @@
 #include "api.h"
 #include "attach.h"
 #include "clock.h"
+#include "ctl.h"
 #include "dump.h"
 #include "filter.h"
 #include "flusher.h"
@@ -61,6 +62,80 @@ static int redirected; /* the GOT entries point at our hooks (under attach_lock)
 static char config[4096];
 int ta_attach_injected;
 static int patch_forget; /* the patches were taken out: forget the modules at detach */
+
+static void restore(void);
+
+/*
+ * A child forked inside a window (its agent restarts at its first hook,
+ * agent.c) ends its tracing when the window ends, as the parent's does:
+ * its user attached to the parent for that long.  The window's word is in
+ * a page of its own, MAP_SHARED, which every process forked in the window
+ * shares (not a copy): 1 while the window is open, 0 from the detach on.
+ * The child's flusher looks at it every pass (ta_attach_poll) and has its
+ * control thread detach the child as the loader detaches the parent: the
+ * GOT entries back, the child's part of the dump finished (its END), the
+ * flusher gone, the agent idle (`traceagent attach CHILD` opens a window
+ * there again).  A child that had not restarted by then (no hook called)
+ * never does (ta_attach_child_closed).
+ */
+static uint32_t *window; /* this window's word (attach_lock); NULL: none */
+static int window_child; /* forked inside a window: ends with it */
+
+/* Under attach_lock: a word for a new window; none if it cannot be mapped
+ * (then a child forked in the window traces until it ends). */
+static void window_open(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	window = p == MAP_FAILED ? NULL : p;
+	if (window)
+		/* Release: pairs with the acquire in window_closed. */
+		__atomic_store_n(window, 1, __ATOMIC_RELEASE);
+}
+
+/* Under attach_lock: the window ends here and in the children forked in
+ * it (their mapping stays theirs). */
+static void window_close(void)
+{
+	if (!window)
+		return;
+	/* Release: pairs with the acquire in window_closed. */
+	__atomic_store_n(window, 0, __ATOMIC_RELEASE);
+	munmap(window, 4096);
+	window = NULL;
+}
+
+/* A child forked in a window whose window has ended (or had none left:
+ * forked while the parent was detaching). */
+static int window_closed(void)
+{
+	/* Acquire: pairs with the releases in window_open and window_close. */
+	return window_child && (!window || !__atomic_load_n(window, __ATOMIC_ACQUIRE));
+}
+
+void ta_attach_fork_child(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+	/* Another thread of the parent may have held the lock (a flusher's
+	 * look); it does not exist here. */
+	memcpy(&attach_lock, &fresh, sizeof(fresh));
+	if (__atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED) && attached)
+		window_child = 1;
+}
+
+int ta_attach_child_closed(void)
+{
+	if (!window_closed())
+		return 0;
+	/* It never records: glibc's empty hooks again. */
+	pthread_mutex_lock(&attach_lock);
+	if (redirected)
+		restore();
+	attached = 0;
+	pthread_mutex_unlock(&attach_lock);
+	return 1;
+}
 
 /* dl_iterate_phdr's counts of objects loaded and unloaded so far: a
  * change means a dlopen or dlclose since the last look (ta_attach_poll). */
@@ -118,6 +193,11 @@ void ta_attach_poll(void)
 
 	if (!__atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED))
 		return;
+	if (window_closed()) {
+		/* Once: the detach forgets that this was a window's child. */
+		ta_control_detach_soon();
+		return;
+	}
 	loads_seen(&adds, &subs);
 	/* Mid-load (r_state RT_ADD): its relocation may not be done; the
 	 * next pass sees it. */
@@ -195,6 +275,7 @@ TA_PUBLIC int ta_attach_start(const char *settings)
 	}
 	ta_api_pause(0);
 	attached = 1;
+	window_open();
 out:
 	pthread_mutex_unlock(&attach_lock);
 	TA_GUARD_LEAVE();
@@ -235,6 +316,8 @@ int ta_attach_command(int on, const char **why)
 		 * (or records one more event, which the final drain may
 		 * miss: ring.c's ta_ring_detach keeps its block safe). */
 		restore();
+		window_close();
+		window_child = 0;
 		ta_filter_unpatch();
 		(void)ta_agent_detach();
 		if (__atomic_exchange_n(&patch_forget, 0, __ATOMIC_RELAXED))

@@ -23,6 +23,13 @@ int ta_attach_command(int on, const char **why) TA_HIDDEN;
  * nothing changed (one dl_iterate_phdr callback); never waits for the
  * attach lock. */
 void ta_attach_poll(void) TA_HIDDEN;
+/* In a forked child (agent.c's fork handler, the agent running): a child
+ * forked inside an attach window ends its tracing with that window. */
+void ta_attach_fork_child(void) TA_HIDDEN;
+/* A forked child's restart (agent.c): 1 if the window it was forked in
+ * has ended, and then it never restarts (its GOT entries are put back
+ * here: glibc's empty hooks again). */
+int ta_attach_child_closed(void) TA_HIDDEN;
 /* 1 once ta_attach_start ran: the agent was brought in by dlopen. */
 extern int ta_attach_injected TA_HIDDEN;
 

@@ -51,6 +51,8 @@ static pid_t sock_pid; /* the process that made sock_path (unlinks it) */
 static pthread_t ctl_thread;
 static int ctl_running;
 static uint32_t ctl_stop; /* atomic */
+/* ta_control_detach_soon asked the thread to end the attach window. */
+static uint32_t ctl_detach; /* atomic */
 
 static void say(int fd, const char *s, size_t n)
 {
@@ -289,6 +291,12 @@ static void *control_main(void *arg)
 		}
 		if (stopping())
 			break;
+		/* Acquire: pairs with the release in ta_control_detach_soon. */
+		if (__atomic_exchange_n(&ctl_detach, 0, __ATOMIC_ACQUIRE)) {
+			const char *why;
+
+			(void)ta_attach_command(0, &why);
+		}
 		if (tfd >= 0 && pf[2].revents)
 			ta_tap_pump(pf[2].revents & (POLLIN | POLLHUP | POLLERR));
 		if (pf[1].revents & POLLIN) {
@@ -418,6 +426,19 @@ void ta_control_finish(void)
 	if (wake_fd >= 0 && !ctl_running) {
 		close(wake_fd);
 		wake_fd = -1;
+	}
+}
+
+void ta_control_detach_soon(void)
+{
+	uint64_t one = 1;
+
+	if (!ctl_running)
+		return;
+	/* Release: pairs with the acquire in control_main. */
+	__atomic_store_n(&ctl_detach, 1, __ATOMIC_RELEASE);
+	if (write(wake_fd, &one, sizeof(one)) < 0) {
+		/* Readable already: the thread wakes all the same. */
 	}
 }
 

@@ -22,5 +22,9 @@ void ta_control_finish(void) TA_HIDDEN;
 /* In a forked child (one thread, no control thread): the parent's socket
  * and reader are the parent's. */
 void ta_control_fork_child(void) TA_HIDDEN;
+/* The attach window ended for this process (a child forked in it):
+ * the control thread detaches it as a `detach` command would, soon (the
+ * flusher, which asks, cannot: the detach stops it). */
+void ta_control_detach_soon(void) TA_HIDDEN;
 
 #endif

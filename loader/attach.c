@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -96,7 +97,7 @@ static int status_field(long pid, const char *key, char *out, size_t size)
 #ifdef CAN_INJECT /* the injection's helpers */
 /* A file mapping of /proc/PID/maps. */
 struct map_line {
-	unsigned long lo, off;
+	unsigned long lo, hi, off;
 	char perms[8];
 	const char *path;
 };
@@ -114,10 +115,9 @@ static int maps_each(long pid, int (*fn)(const struct map_line *m, void *arg), v
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		struct map_line m;
-		unsigned long hi;
 		char *p = strchr(line, '/');
 
-		if (!p || sscanf(line, "%lx-%lx %7s %lx", &m.lo, &hi, m.perms, &m.off) != 4)
+		if (!p || sscanf(line, "%lx-%lx %7s %lx", &m.lo, &m.hi, m.perms, &m.off) != 4)
 			continue;
 		p[strcspn(p, "\n")] = 0;
 		m.path = p;
@@ -180,9 +180,10 @@ static __attribute__((unused)) uint64_t code_maps_digest(long pid)
 	return maps_each(pid, digest_one, &h) < 0 ? 0 : h;
 }
 
-/* The value of the dynamic symbol name in the ELF file at path (its
- * offset from the load base for a shared object); 0 if not found. */
-static uint64_t elf_dynsym(const char *path, const char *name)
+/* The value of the dynamic symbol name of the type (STT_FUNC, STT_OBJECT)
+ * in the ELF file at path (its offset from the load base for a shared
+ * object); 0 if not found. */
+static uint64_t elf_sym(const char *path, const char *name, unsigned type)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -220,8 +221,8 @@ static uint64_t elf_dynsym(const char *path, const char *name)
 		str = (const char *)(m + sh[sh[i].sh_link].sh_offset);
 		n = sh[i].sh_size / sizeof(Elf64_Sym);
 		for (uint64_t k = 0; k < n; k++) {
-			if (sym[k].st_name < sh[sh[i].sh_link].sh_size && sym[k].st_shndx != SHN_UNDEF &&
-			    ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC &&
+			if (sym[k].st_name < sh[sh[i].sh_link].sh_size &&
+			    sym[k].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym[k].st_info) == type &&
 			    !strcmp(str + sym[k].st_name, name)) {
 				v = sym[k].st_value;
 				break;
@@ -232,6 +233,11 @@ static uint64_t elf_dynsym(const char *path, const char *name)
 out:
 	munmap((void *)(uintptr_t)m, (size_t)st.st_size);
 	return v;
+}
+
+static uint64_t elf_dynsym(const char *path, const char *name)
+{
+	return elf_sym(path, name, STT_FUNC);
 }
 
 #endif
@@ -345,16 +351,89 @@ static int denied(long pid, int err)
 }
 
 #ifdef CAN_INJECT
-/* Signals that stopped the thread while we held it: given back at the end. */
-static int pending[64], npending;
+/*
+ * Signals while we hold a thread.  Around our calls its mask blocks every
+ * signal but the faults (calls_mask): one sent meanwhile stays pending in
+ * the kernel with its siginfo, to the thread or the process it was sent
+ * to, and is delivered once the mask is given back, as to a thread that
+ * was busy for a moment (a system call it was stopped in then returns
+ * EINTR or restarts as the handler's SA_RESTART says).  The faults stay
+ * open: a fault on a blocked signal resets its handler to SIG_DFL, and
+ * our call's return to address 0 is one.  A fault signal that another
+ * process sends while we hold the thread (kill -SEGV), and SIGSTOP, stop
+ * it on their way: held here with their siginfo and given back at the
+ * end (release).
+ */
+static siginfo_t pending[64];
+static int npending;
+/* The thread is at a signal-delivery-stop (our call's SIGSEGV): the first
+ * signal held is given back through it, siginfo and all. */
+static int at_signal_stop;
+/* A call did not return in time: the thread is left in it (remote_call). */
+static int stuck;
 
-static void keep_signal(int sig)
+static void keep_signal(pid_t tid, int sig)
 {
-	for (int i = 0; i < npending; i++)
-		if (pending[i] == sig)
-			return;
+	siginfo_t si;
+
+	if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) < 0) {
+		memset(&si, 0, sizeof(si));
+		si.si_signo = sig;
+		si.si_code = SI_USER;
+	}
+	/* Beyond 64 (a flood of kill -SEGV while we call dlopen) the
+	 * kernel's own queue would have merged them too. */
 	if (npending < 64)
-		pending[npending++] = sig;
+		pending[npending++] = si;
+}
+
+#define FAULT_SIGNALS                                                                              \
+	((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) | (1ull << (SIGILL - 1)) |               \
+	 (1ull << (SIGFPE - 1)) | (1ull << (SIGTRAP - 1)) | (1ull << (SIGSYS - 1)))
+
+/* Thread tid's mask (the kernel's 64 bits) into *old, and every signal
+ * but the faults blocked; 0, or -1. */
+static int calls_mask(pid_t tid, uint64_t *old)
+{
+	uint64_t m = ~FAULT_SIGNALS;
+
+	if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(*old), old) < 0 ||
+	    ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(m), &m) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Detaches thread tid of process pid (stopped; its mask given back first
+ * when old is not NULL) and gives back the signals held: the first
+ * through the signal-delivery-stop it is at, its siginfo put in place
+ * (the kernel delivers it as it came: a CLD_EXITED's si_pid, a
+ * sigqueue's value); the others queued to the thread again, with their
+ * siginfo by rt_tgsigqueueinfo where the kernel lets another process
+ * (codes below 0: sigqueue, timers, AIO, SIGIO), by tgkill otherwise
+ * (their sender then reads as us: two faults sent by other processes
+ * within one attach).
+ */
+static void release(pid_t pid, pid_t tid, const uint64_t *old)
+{
+	int sig = 0, first = 0;
+
+	if (old && ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(*old), old) < 0)
+		fail("thread %d: cannot give back its signal mask: %s", tid, strerror(errno));
+	if (npending && at_signal_stop && ptrace(PTRACE_SETSIGINFO, tid, NULL, &pending[0]) == 0) {
+		sig = pending[0].si_signo;
+		first = 1;
+	}
+	ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)sig);
+	for (int i = first; i < npending; i++) {
+		siginfo_t *si = &pending[i];
+
+		if (si->si_code >= 0 || si->si_code == SI_TKILL ||
+		    syscall(SYS_rt_tgsigqueueinfo, pid, tid, si->si_signo, si) < 0)
+			syscall(SYS_tgkill, pid, tid, si->si_signo);
+	}
+	npending = 0;
+	at_signal_stop = 0;
 }
 
 /* What /proc/PID/task/TID/syscall said just before the thread was
@@ -441,6 +520,15 @@ static uint64_t call_result(const regs_t *r)
 	return r->rax;
 }
 
+/* The system call the thread is stopped in (or at the end of), or -1 (in
+ * its own code): orig_rax, which every entry to the kernel but a system
+ * call's sets to -1. */
+static long at_syscall(pid_t tid, const regs_t *r)
+{
+	(void)tid;
+	return (long)r->orig_rax;
+}
+
 /* x86-64 restarts a system call after the stop (arch_do_signal_or_restart
  * looks at orig_rax and rax once get_signal returns): the registers given
  * back as they were, orig_rax among them, restart it.  Nothing to do. */
@@ -506,6 +594,23 @@ static uint64_t call_result(const regs_t *r)
 	return r->regs[0];
 }
 
+/* The system call the thread is stopped at, or -1 (in its own code): at
+ * an svc (a call interrupted by the stop: the kernel rewound pc to it,
+ * syscall_park below) or just after one (a call that returned), x8 holds
+ * its number. */
+static long at_syscall(pid_t tid, const regs_t *r)
+{
+	for (uint64_t back = 0; back <= 4; back += 4) {
+		long insn;
+
+		errno = 0;
+		insn = ptrace(PTRACE_PEEKTEXT, tid, (void *)(uintptr_t)(r->pc - back), NULL);
+		if (!errno && (uint32_t)insn == 0xd4000001) /* svc #0 */
+			return (long)r->regs[8];
+	}
+	return -1;
+}
+
 /* Waits for thread tid's next system-call stop (PTRACE_SYSCALL'ed),
  * holding the signals that come first; 0, or -1 (it ended). */
 static int syscall_stop(pid_t tid)
@@ -520,7 +625,7 @@ static int syscall_stop(pid_t tid)
 		if (WSTOPSIG(st) == (SIGTRAP | 0x80))
 			return 0;
 		if (st >> 16 == 0)
-			keep_signal(WSTOPSIG(st));
+			keep_signal(tid, WSTOPSIG(st));
 		if (ptrace(PTRACE_SYSCALL, tid, NULL, NULL) < 0)
 			return -1;
 	}
@@ -600,38 +705,339 @@ static int regs_save(pid_t tid, regs_t *saved, const struct sysnote *before)
 	return syscall_park(tid, saved) < 0 ? -1 : 0;
 }
 
+/*
+ * The safe point.  dlopen, and the agent's start after it, take the
+ * loader's locks and malloc's: a thread stopped while it holds one of
+ * them (inside malloc, inside dlopen or dlsym, inside libc with a lock
+ * dlopen needs) would wait for itself in our call.  So the thread we call
+ * through is stopped where it holds none: its pc outside the text of
+ * libc.so.6 and the dynamic loader, or blocked in one of the long waits
+ * below (libc's wrapper holds no lock of its own there), and the loader
+ * consistent (r_debug's r_state RT_CONSISTENT in every namespace: no
+ * dlopen or dlclose half done).  Elsewhere it is let run 1 ms and
+ * stopped again, for 2 s at most.  Not seen: a lock held by the program's
+ * code around (a dl_iterate_phdr callback, a signal handler that
+ * interrupted malloc, another malloc than glibc's): the call's timeout
+ * says so (remote_call).
+ */
+#define SAFE_TRY_MS 2000
+
+struct safety {
+	struct {
+		uint64_t lo, hi;
+		const char *what;
+	} text[16];
+	int n;
+	uint64_t r_debug; /* _r_debug in the process; 0: not known */
+	char ld[PATH_MAX];
+	uint64_t ld_base;
+};
+
+static int safety_one(const struct map_line *m, void *arg)
+{
+	struct safety *s = arg;
+	const char *b = strrchr(m->path, '/');
+	int libc, ld;
+
+	b = b ? b + 1 : m->path;
+	libc = !strcmp(b, "libc.so.6");
+	ld = !strncmp(b, "ld-linux", 8);
+	if (!libc && !ld)
+		return 0;
+	if (ld && m->off == 0 && !s->ld_base && strlen(m->path) < sizeof(s->ld)) {
+		s->ld_base = m->lo;
+		memcpy(s->ld, m->path, strlen(m->path) + 1);
+	}
+	if (m->perms[2] == 'x' && s->n < 16) {
+		s->text[s->n].lo = m->lo;
+		s->text[s->n].hi = m->hi;
+		s->text[s->n].what = libc ? "libc" : "the dynamic loader";
+		s->n++;
+	}
+	return 0;
+}
+
+static void safety_init(pid_t pid, struct safety *s)
+{
+	char seen[PATH_MAX + 32];
+	uint64_t off;
+
+	memset(s, 0, sizeof(*s));
+	(void)maps_each(pid, safety_one, s);
+	snprintf(seen, sizeof(seen), "/proc/%d/root%s", pid, s->ld);
+	off = s->ld_base ? elf_sym(seen, "_r_debug", STT_OBJECT) : 0;
+	s->r_debug = off ? s->ld_base + off : 0;
+}
+
+/* The system calls a thread waits in for long, holding no lock of libc's
+ * (restart_syscall: a nanosleep or futex wait resumed after a stop). */
+static int long_wait(long nr)
+{
+	static const long waits[] = {
+	    __NR_read,
+	    __NR_readv,
+	    __NR_pread64,
+	    __NR_nanosleep,
+	    __NR_clock_nanosleep,
+	    __NR_futex,
+	    __NR_epoll_pwait,
+	    __NR_ppoll,
+	    __NR_pselect6,
+	    __NR_wait4,
+	    __NR_waitid,
+	    __NR_accept,
+	    __NR_accept4,
+	    __NR_connect,
+	    __NR_recvfrom,
+	    __NR_recvmsg,
+	    __NR_recvmmsg,
+	    __NR_rt_sigtimedwait,
+	    __NR_rt_sigsuspend,
+	    __NR_msgrcv,
+	    __NR_semtimedop,
+	    __NR_io_getevents,
+	    __NR_mq_timedreceive,
+	    __NR_restart_syscall,
+#ifdef __NR_epoll_pwait2
+	    __NR_epoll_pwait2,
+#endif
+#ifdef __NR_epoll_wait /* x86-64's older calls; aarch64 has the p versions only */
+	    __NR_epoll_wait,
+	    __NR_poll,
+	    __NR_select,
+	    __NR_pause,
+	    __NR_semop,
+#endif
+	};
+
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
+		if (waits[i] == nr)
+			return 1;
+	return 0;
+}
+
+/* r_state of the first namespace's r_debug and, from glibc 2.35 on
+ * (r_version 2), of the others' (r_debug_extended's r_next after it);
+ * RT_CONSISTENT if all are, -1 if it cannot be read. */
+static int loader_state(pid_t pid, uint64_t at)
+{
+	for (int k = 0; at && k < 64; k++) {
+		struct {
+			struct r_debug r;
+			uint64_t next;
+		} d;
+		struct iovec l = {&d, sizeof(d)}, rm = {(void *)(uintptr_t)at, sizeof(d)};
+
+		if (process_vm_readv(pid, &l, 1, &rm, 1, 0) != (ssize_t)sizeof(d))
+			return -1;
+		if (d.r.r_state != RT_CONSISTENT)
+			return (int)d.r.r_state;
+		at = d.r.r_version >= 2 ? d.next : 0;
+	}
+	return RT_CONSISTENT;
+}
+
+/* 1 if the thread stopped with registers r is at a safe point; else 0
+ * with the reason in why. */
+static int safe_point(pid_t pid, const struct safety *s, const regs_t *r, char *why, size_t size)
+{
+	uint64_t pc = PC(*r);
+	long nr = at_syscall(pid, r);
+	int state;
+
+	for (int i = 0; i < s->n; i++) {
+		if (pc < s->text[i].lo || pc >= s->text[i].hi || (nr >= 0 && long_wait(nr)))
+			continue;
+		if (nr >= 0)
+			snprintf(why, size, "it was in %s, in system call %ld", s->text[i].what,
+				 nr);
+		else
+			snprintf(why, size, "it was inside %s (pc %#llx)", s->text[i].what,
+				 (unsigned long long)pc);
+		return 0;
+	}
+	state = loader_state(pid, s->r_debug);
+	if (state != RT_CONSISTENT) {
+		snprintf(why, size, "%s",
+			 state < 0 ? "its dynamic loader's state (r_debug) cannot be read"
+				   : "its dynamic loader was loading or unloading a library");
+		return 0;
+	}
+	return 1;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* waitpid(pid) until a change, or -2 after deadline (mono_ms). */
+static int wait_until(pid_t pid, int *st, uint64_t deadline)
+{
+	long ns = 20000;
+
+	for (;;) {
+		pid_t got = waitpid(pid, st, __WALL | WNOHANG);
+
+		if (got != 0)
+			return got < 0 ? -1 : 0;
+		if (mono_ms() >= deadline)
+			return -2;
+		nanosleep(&(struct timespec){0, ns}, NULL);
+		if (ns < 5000000)
+			ns *= 2;
+	}
+}
+
+/*
+ * Stops thread pid (seized, running) at a safe point, its note taken just
+ * before (the epoll_wait it may have been stopped in made to restart, as
+ * hold does).  A signal on its way is delivered as it came (its handler
+ * runs first; the stop follows).  0 when stopped there; 1 when it never
+ * was within SAFE_TRY_MS (said; stopped, as it was: to be detached), or
+ * on an error (said).
+ */
+static int stop_safe(pid_t pid, struct sysnote *note)
+{
+	struct safety s;
+	char why[160] = "";
+	uint64_t t0 = mono_ms();
+	unsigned tries = 0;
+
+	safety_init(pid, &s);
+	for (;;) {
+		regs_t r;
+		int st;
+
+		syscall_note(pid, pid, note);
+		if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0)
+			return fail("process %d: PTRACE_INTERRUPT: %s", pid, strerror(errno));
+		for (;;) {
+			/* A stop comes within microseconds; a thread that never
+			 * stops (in an uninterruptible wait) is said so. */
+			int w = wait_until(pid, &st, mono_ms() + 5000);
+
+			if (w == -2)
+				return fail(
+				    "process %d: its main thread did not stop in 5 s (state D?); "
+				    "try again",
+				    pid);
+			if (w < 0)
+				return fail("process %d: waitpid: %s", pid, strerror(errno));
+			if (WIFEXITED(st) || WIFSIGNALED(st))
+				return fail("process %d ended during the attach", pid);
+			if (!WIFSTOPPED(st))
+				continue;
+			if (st >> 16 != 0)
+				break;
+			if (ptrace(PTRACE_CONT, pid, NULL, (void *)(uintptr_t)WSTOPSIG(st)) < 0)
+				return fail("process %d: %s", pid, strerror(errno));
+		}
+		tries++;
+		if (regs_get(pid, &r) < 0 || (syscall_unintr(&r, note) && regs_set(pid, &r) < 0))
+			return fail("process %d: cannot read the registers: %s", pid,
+				    strerror(errno));
+		if (safe_point(pid, &s, &r, why, sizeof(why)))
+			return 0;
+		if (mono_ms() - t0 >= SAFE_TRY_MS)
+			break;
+		if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
+			return fail("process %d: %s", pid, strerror(errno));
+		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+	}
+	fail("process %d: its main thread did not leave libc or the dynamic loader in %d ms "
+	     "(%u looks; last %s), where loading the agent could wait for a lock it holds; "
+	     "the process was left as it was: try again",
+	     pid, SAFE_TRY_MS, tries, why);
+	return 1;
+}
+
+/* How long a call in the process may take (dlopen of the agent and its
+ * start take milliseconds): TRACEAGENT_ATTACH_TIMEOUT seconds, 10. */
+static uint64_t call_timeout_ms(void)
+{
+	const char *v = getenv("TRACEAGENT_ATTACH_TIMEOUT");
+	double s = v ? strtod(v, NULL) : 0;
+
+	return s > 0 ? (uint64_t)(s * 1000) : 10000;
+}
+
+/*
+ * A call that does not return: the thread waits inside it (for a lock
+ * that a thread of the program holds and that we could not see, or for
+ * that thread).  Its registers cannot be given back (the call may hold
+ * the loader's lock by now, and its frames are on the stack), nor can it
+ * be let run to the end of the call (it would return to address 0 and
+ * crash).  The least harm: the whole process stopped (SIGSTOP), as it is,
+ * for its user to look at (gdb -p, gcore) or to end.
+ */
+static void leave_stuck(pid_t pid, uint64_t fn, uint64_t ms)
+{
+	int st;
+
+	stuck = 1;
+	kill(pid, SIGSTOP);
+	if (wait_until(pid, &st, mono_ms() + 2000) == 0 && WIFSTOPPED(st))
+		ptrace(PTRACE_DETACH, pid, NULL, (void *)(uintptr_t)SIGSTOP);
+	fail("process %d: the call into it (at %#llx) did not return in %llu ms: its main "
+	     "thread waits inside it, perhaps for a lock another thread holds; the process "
+	     "cannot go on safely and is left stopped (SIGSTOP) to be looked at (gdb -p %d, "
+	     "gcore) or ended; kill -CONT lets it go on, but it crashes if that call returns",
+	     pid, (unsigned long long)fn, (unsigned long long)ms, pid);
+}
+
 /* Calls fn(a0, a1) in the stopped thread, on its stack below sp_base;
- * the result in *ret.  0, or -1 (said). */
+ * the result in *ret.  0, or 1 (said; stuck set if the thread was left
+ * in the call). */
 static int remote_call(pid_t pid, const regs_t *saved, uint64_t sp_base, uint64_t fn, uint64_t a0,
 		       uint64_t a1, uint64_t *ret)
 {
 	regs_t r = *saved;
-	int st;
+	uint64_t limit = call_timeout_ms(), deadline = mono_ms() + limit;
+	int st, w;
 
+	at_signal_stop = 0;
 	if (call_setup(pid, &r, sp_base, fn, a0, a1) < 0 || regs_set(pid, &r) < 0 ||
 	    ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
 		return fail("process %d: cannot set up the call: %s", pid, strerror(errno));
 	for (;;) {
-		if (waitpid(pid, &st, __WALL) < 0)
+		w = wait_until(pid, &st, deadline);
+		if (w == -2) {
+			leave_stuck(pid, fn, limit);
+			return 1;
+		}
+		if (w < 0)
 			return fail("process %d: waitpid: %s", pid, strerror(errno));
 		if (WIFEXITED(st) || WIFSIGNALED(st))
 			return fail("process %d ended during the attach", pid);
 		if (!WIFSTOPPED(st))
 			continue;
 		if (WSTOPSIG(st) == SIGSEGV && st >> 16 == 0) {
-			if (regs_get(pid, &r) < 0)
-				return fail("process %d: cannot read the registers: %s", pid,
-					    strerror(errno));
-			if (PC(r) != 0)
-				return fail("process %d crashed in the attach's call at %#llx", pid,
-					    (unsigned long long)PC(r));
-			*ret = call_result(&r);
-			return 0;
+			siginfo_t si;
+
+			/* A fault, not a kill -SEGV (si_code <= 0), which is
+			 * held as any signal. */
+			if (ptrace(PTRACE_GETSIGINFO, pid, NULL, &si) < 0 || si.si_code > 0) {
+				if (regs_get(pid, &r) < 0)
+					return fail("process %d: cannot read the registers: %s",
+						    pid, strerror(errno));
+				if (PC(r) != 0)
+					return fail("process %d crashed in the attach's call at "
+						    "%#llx",
+						    pid, (unsigned long long)PC(r));
+				*ret = call_result(&r);
+				at_signal_stop = 1;
+				return 0;
+			}
 		}
-		/* Another signal: held for later (its handler must not run
-		 * on our call's frame); an event stop: go on. */
+		/* Another signal (a fault or SIGSTOP: calls_mask blocks the
+		 * rest): held with its siginfo for later (its handler must
+		 * not run on our call's frame); an event stop: go on. */
 		if (st >> 16 == 0)
-			keep_signal(WSTOPSIG(st));
+			keep_signal(pid, WSTOPSIG(st));
 		if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
 			return fail("process %d: %s", pid, strerror(errno));
 	}
@@ -645,7 +1051,8 @@ static int put_string(pid_t pid, uint64_t at, const char *s)
 	return process_vm_writev(pid, &l, 1, &rm, 1, 0) == (ssize_t)(strlen(s) + 1) ? 0 : -1;
 }
 
-/* A thread held stopped, and the signal it was stopped with (given back). */
+/* A thread held stopped, and the signal to give back when it is let go
+ * (0: hold delivers a signal that comes first before the stop). */
 struct held {
 	pid_t tid;
 	int sig;
@@ -670,12 +1077,15 @@ static int hold(pid_t pid, pid_t tid, struct held *h)
 	for (;;) {
 		if (waitpid(tid, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
 			return -1;
-		if (WIFSTOPPED(st))
+		if (!WIFSTOPPED(st))
+			continue;
+		if (st >> 16 != 0)
 			break;
+		/* A signal on its way: delivered as it came (its handler runs
+		 * first), the interrupt's stop follows. */
+		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(uintptr_t)WSTOPSIG(st)) < 0)
+			goto fail;
 	}
-	/* A signal on its way: stopped all the same; given back after. */
-	if (st >> 16 == 0)
-		h->sig = WSTOPSIG(st);
 	if (regs_get(tid, &r) < 0 || (syscall_unintr(&r, &note) && regs_set(tid, &r) < 0))
 		goto fail;
 	h->pc = PC(r);
@@ -701,8 +1111,8 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 	DIR *d;
 	struct dirent *e;
 	regs_t saved;
-	uint64_t sp, at;
-	int rc = 1;
+	uint64_t sp, at, mask;
+	int rc = 1, masked = 0;
 
 	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
 	/* Listed again until a listing finds no thread not held: one that a
@@ -749,6 +1159,11 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 		fail("process %d: cannot stop its main thread", pid);
 		goto out;
 	}
+	if (calls_mask(pid, &mask) < 0) {
+		fail("process %d: cannot set its signal mask: %s", pid, strerror(errno));
+		goto out;
+	}
+	masked = 1;
 	if (regs_save(pid, &saved, NULL) < 0)
 		goto out;
 	sp = (SP(saved) - 1024) & ~15ull;
@@ -769,13 +1184,15 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 	}
 	if (remote_call(pid, &saved, at - 256, fn, at, with_pcs ? n : 0, ret) == 0)
 		rc = 0;
-	if (regs_set(pid, &saved) < 0)
+	if (!stuck && regs_set(pid, &saved) < 0)
 		rc = fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
 out:
-	for (size_t i = 0; i < n; i++)
-		ptrace(PTRACE_DETACH, hs[i].tid, NULL, (void *)(uintptr_t)hs[i].sig);
-	while (npending)
-		kill(pid, pending[--npending]);
+	for (size_t i = 0; i < n; i++) {
+		if (hs[i].tid != pid)
+			ptrace(PTRACE_DETACH, hs[i].tid, NULL, (void *)(uintptr_t)hs[i].sig);
+		else if (!stuck)
+			release(pid, pid, masked ? &mask : NULL);
+	}
 	free(hs);
 	return rc;
 }
@@ -808,25 +1225,30 @@ static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 
 	if (!prep || !commit)
 		return 1;
-	/* One thread stopped (the others go on) for the planning. */
+	/* One thread stopped (the others go on) for the planning, which
+	 * allocates: at a safe point. */
 	{
-		struct held h;
+		struct sysnote note;
 		regs_t saved;
-		uint64_t at;
-		int rc = 1;
+		uint64_t at, mask;
+		int rc = 1, masked = 0;
 
-		if (hold(pid, pid, &h) < 0)
+		if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
 			return fail("process %d: cannot stop it to patch", pid);
-		if (regs_save(pid, &saved, NULL) == 0) {
-			at = ((SP(saved) - 1024) & ~15ull) - 8192;
-			if (put_string(pid, at, spec) == 0 &&
-			    remote_call(pid, &saved, at - 256, prep, at, 0, &ret) == 0)
-				rc = 0;
-			regs_set(pid, &saved);
+		if (stop_safe(pid, &note) == 0 && calls_mask(pid, &mask) == 0) {
+			masked = 1;
+			if (regs_save(pid, &saved, &note) == 0) {
+				at = ((SP(saved) - 1024) & ~15ull) - 8192;
+				if (put_string(pid, at, spec) == 0 &&
+				    remote_call(pid, &saved, at - 256, prep, at, 0, &ret) == 0)
+					rc = 0;
+				if (!stuck)
+					regs_set(pid, &saved);
+			}
 		}
-		ptrace(PTRACE_DETACH, pid, NULL, (void *)(uintptr_t)h.sig);
-		while (npending)
-			kill(pid, pending[--npending]);
+		if (stuck)
+			return 1;
+		release(pid, pid, masked ? &mask : NULL);
 		if (rc)
 			return 1;
 	}
@@ -885,8 +1307,8 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	regs_t saved;
 	struct sysnote note;
 	uintptr_t libc_base, agent_base;
-	uint64_t dlopen_off, start_off, sp, path_at, set_at, ret;
-	int st, sig = 0, rc = 1;
+	uint64_t dlopen_off, start_off, sp, path_at, set_at, ret, mask;
+	int masked = 0, rc = 1;
 
 	{
 		/* Its maps are read under the same rule as ptrace (a
@@ -922,28 +1344,13 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 		return fail("the agent %s has no ta_attach_start", agent);
 	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
 		return denied(pid, errno);
-	syscall_note(pid, pid, &note);
-	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0) {
-		fail("process %d: PTRACE_INTERRUPT: %s", pid, strerror(errno));
+	if (stop_safe(pid, &note))
+		goto detach;
+	if (calls_mask(pid, &mask) < 0) {
+		fail("process %d: cannot set its signal mask: %s", pid, strerror(errno));
 		goto detach;
 	}
-	for (;;) {
-		if (waitpid(pid, &st, __WALL) < 0) {
-			fail("process %d: waitpid: %s", pid, strerror(errno));
-			goto detach;
-		}
-		if (WIFEXITED(st) || WIFSIGNALED(st))
-			return fail("process %d ended during the attach", pid);
-		if (!WIFSTOPPED(st))
-			continue;
-		if (st >> 16 == PTRACE_EVENT_STOP)
-			break;
-		/* A signal on its way to the program: held, given at the end;
-		 * the thread is stopped, which is all we need. */
-		if (st >> 16 == 0)
-			keep_signal(WSTOPSIG(st));
-		break;
-	}
+	masked = 1;
 	if (regs_save(pid, &saved, &note) < 0)
 		goto detach;
 	/* Below the red zone (128 bytes on x86-64), with room to spare. */
@@ -991,14 +1398,13 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	else
 		rc = 0;
 restore:
+	/* Left stopped inside the call (remote_call): nothing to give back. */
+	if (stuck)
+		return 1;
 	if (regs_set(pid, &saved) < 0)
 		fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
 detach:
-	if (npending)
-		sig = pending[--npending];
-	ptrace(PTRACE_DETACH, pid, NULL, (void *)(uintptr_t)sig);
-	while (npending)
-		kill(pid, pending[--npending]);
+	release(pid, pid, masked ? &mask : NULL);
 	return rc;
 }
 #endif

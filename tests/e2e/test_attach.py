@@ -21,10 +21,10 @@ DONE = "done: leaf = 2 * mid: yes, alarms: yes\n"
 
 
 class Target:
-    def __init__(self, case, nthreads=4, env=None, wait=None):
+    def __init__(self, case, nthreads=4, env=None, wait=None, opts=()):
         self.case = case
         self.proc = subprocess.Popen([case.prog("attachme-O2"), str(nthreads)] +
-                                     ([wait] if wait else []),
+                                     ([wait or "read"] + list(opts) if wait or opts else []),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True,
                                      env=tahelp.clean_env(env), cwd=case.dir,
@@ -33,11 +33,16 @@ class Target:
         case.assertEqual(self.proc.stdout.readline(), "ready\n")
 
     def count(self):
+        c = self.counts()
+        return c["mid"], c["leaf"]
+
+    def counts(self):
+        """attachme's counters by name: mid, leaf, churn, dl, chld, timer."""
         self.proc.stdin.write("count\n")
         self.proc.stdin.flush()
         w = self.proc.stdout.readline().split()
         self.case.assertEqual((w[0], w[2]), ("mid", "leaf"), w)
-        return int(w[1]), int(w[3])
+        return {w[i]: int(w[i + 1]) for i in range(0, len(w) - 1, 2)}
 
     def say(self, line):
         self.proc.stdin.write(line + "\n")
@@ -144,6 +149,108 @@ class AttachTest(tahelp.Case):
                 status, out, err = t.quit()
                 self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), out + err)
                 self.assertNotIn("FAIL", out)
+
+    def windows(self, t, n, counter, *args):
+        """n windows of 50 ms on Target t, each into a dump of its own: every
+        attach ends with status 0 (never a hang: the test's timeout), and
+        the calls of counter's function recorded are at most those the
+        program counted around the window, and some.  Returns the stderr
+        lines of the attaches."""
+        said = []
+        for i in range(n):
+            dump = self.fresh("w%d" % i)
+            c0 = t.counts()
+            p = self.attach(t.proc.pid, "-o", dump, "--duration", "0.05", *args)
+            c1 = t.counts()
+            said += p.stderr.splitlines()
+            f = self.functions(self.report(dump))
+            name = {"mid": "mid", "churn": "churn"}[counter]
+            self.assertGreater(f[name]["calls"], 0, (i, f))
+            self.assertLessEqual(f[name]["calls"], c1[counter] - c0[counter], i)
+            self.assertTrue(self.info(dump)["complete"], i)
+        return said
+
+    def test_safe_point(self):
+        """The main thread, the one the agent is injected through, inside
+        malloc and free most of the time (attachme malloc: blocks of 16 B
+        to 64 KiB), and a thread dlopening and dlclosing libsample again
+        and again: a dlopen called where the thread was stopped would wait
+        for the arena lock it holds itself, or run inside the loader's
+        work.  22 windows: each attach waits for a safe point (outside
+        libc and the loader, or in a long wait; the loader consistent),
+        none hangs; the calls of churn() recorded are at most the
+        program's own count around each window; the output is the
+        untraced one."""
+        lib = os.path.join(os.path.dirname(self.prog("attachme-O2")), "libsample.so")
+        t = Target(self, nthreads=2, wait="malloc", opts=["dl=" + lib])
+        c0 = t.counts()
+        self.windows(t, 22, "churn")
+        c1 = t.counts()
+        self.assertGreater(c1["dl"], c0["dl"])
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), out + err)
+        self.assertNotIn("FAIL", out)
+
+    def test_signals_kept(self):
+        """Signals that come while the agent is injected keep their siginfo
+        and their thread: attachme signals' main thread takes a SIGCHLD
+        (SA_SIGINFO: si_pid must be a child it can reap, si_code
+        CLD_EXITED, si_status 7) every ~5 ms and a POSIX timer's
+        SIGRTMIN+1 (si_code SI_TIMER, its sigev_value) every 3 ms; its
+        read on stdin is restarted (SA_RESTART).  Across 22 windows no
+        handler sees a wrong siginfo (attachme says "FAIL" and ends), no
+        SIGCHLD is lost (its forker waits for each), no call fails."""
+        t = Target(self, nthreads=2, opts=["signals"])
+        c0 = t.counts()
+        self.windows(t, 22, "mid")
+        c1 = t.counts()
+        self.assertGreater(c1["chld"], c0["chld"])
+        self.assertGreater(c1["timer"], c0["timer"])
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), out + err)
+        self.assertNotIn("FAIL", out)
+
+    def test_fork_in_window(self):
+        """A child forked inside a window (attachme "fork": it calls mid()
+        for 3 s, past the window) is traced from its first call, into the
+        window's dump, and its tracing ends with the window: its part of
+        the dump gets its END soon after the detach, the dump does not grow
+        while the child runs on, the child holds the dump open no more, and
+        it ends as untraced (its counts agree: status 0)."""
+        t = Target(self, nthreads=2)
+        dump = self.fresh("fork")
+        a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump,
+                              "--duration", "1"], env=tahelp.clean_env(),
+                             stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        try:
+            self.assertIn("attached", a.stderr.readline())
+            w = t.say("fork 3000").split()
+            self.assertEqual(w[0], "child", w)
+            child = int(w[1])
+        finally:
+            a.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(a.returncode, 0)
+        # The child's flusher sees the window's end within a pass (50 ms).
+        deadline = time.monotonic() + 10
+        while True:
+            procs = {p["pid"]: p for p in self.info(dump)["processes"]}
+            if child in procs and procs[child]["end"] is not None:
+                break
+            self.assertLess(time.monotonic(), deadline, "the child's part has no END")
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists("/proc/%d" % child), "the child ended too soon")
+        size = os.path.getsize(dump)
+        time.sleep(0.5)
+        self.assertEqual(os.path.getsize(dump), size)
+        fds = [os.readlink("/proc/%d/fd/%s" % (child, f))
+               for f in os.listdir("/proc/%d/fd" % child)]
+        self.assertNotIn(dump, fds)
+        self.assertTrue(os.path.exists("/proc/%d" % child), "the child ended too soon")
+        self.assertGreater(self.functions(self.report(dump, "--pid=%d" % child))["mid"]["calls"], 0)
+        self.assertEqual(t.say("wait"), "child %d status 0" % child)
+        self.assertTrue(self.info(dump)["complete"])
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
 
     def test_open_at_start(self):
         """The calls open when the attach came (the opener thread sleeps in

@@ -15,8 +15,24 @@
  * injects the agent through, waits there instead (a nanosleep of an hour,
  * a condition variable, an epoll_wait of an hour; any return but the
  * expected is a failure) and a thread "reader" reads stdin, takes the
- * SIGALRM and ends the program (exit) at "quit".
- * Usage: attachme NTHREADS [WAIT]
+ * SIGALRM and ends the program (exit) at "quit".  WAIT malloc: the main
+ * thread calls churn() for ever, which mallocs and frees blocks of 16 B
+ * to 64 KiB (inside malloc, holding its arena's lock, much of the time:
+ * where an attach must not call dlopen).
+ * Options after WAIT ("read" for the default):
+ * - dl=LIB: a thread "dlloop" dlopens LIB (libsample), calls its
+ *   sample_square and dlcloses it, again and again: the dynamic loader
+ *   busy (r_debug not consistent) at times.
+ * - signals: a thread "forker" forks a child that exits with status 7,
+ *   one at a time, every 5 ms; the thread that takes SIGALRM takes
+ *   SIGCHLD (SA_SIGINFO: si_code CLD_EXITED, si_status 7 and si_pid a
+ *   child that waitpid reaps, or "FAIL") and a POSIX timer's SIGRTMIN+1
+ *   every 3 ms (si_code SI_TIMER and its sigev_value, or "FAIL"); the
+ *   counts in "count" and at the end ("signals: ...").
+ * "fork N" forks a child that calls mid() for N ms, then exits with status
+ * 0 if leaf = 2 * mid there (3 if not); the parent answers "child PID";
+ * "wait" reaps it and answers "child PID status S".
+ * Usage: attachme NTHREADS [WAIT [OPTION...]]
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -28,10 +44,11 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-static unsigned long n_leaf, n_mid, n_alarm;
+static unsigned long n_leaf, n_mid, n_alarm, n_churn, n_dl, n_chld, n_timer;
 static int quit;
 
 static void bad(const char *what, int err)
@@ -153,6 +170,192 @@ static void on_alarm(int sig)
 	__atomic_fetch_add(&n_alarm, 1, __ATOMIC_RELAXED);
 }
 
+void churn(void);
+
+/* malloc and free of blocks of 16 B to 64 KiB, 16 live at a time. */
+__attribute__((noinline)) void churn(void)
+{
+	static void *live[16];
+	static unsigned x = 12345;
+	unsigned k;
+	size_t size;
+
+	x = x * 1103515245u + 12345u;
+	k = (x >> 8) % 16;
+	size = (size_t)16 << ((x >> 16) % 13);
+	size += (x >> 4) % size;
+	free(live[k]);
+	live[k] = malloc(size);
+	if (!live[k])
+		bad("malloc", ENOMEM);
+	memset(live[k], (int)k, 1);
+	__atomic_fetch_add(&n_churn, 1, __ATOMIC_RELAXED);
+}
+
+static const char *dl_lib;
+
+static void *dlloop(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&quit, __ATOMIC_ACQUIRE)) {
+		void *lib = dlopen(dl_lib, RTLD_NOW);
+		int (*square)(int);
+
+		if (!lib) {
+			printf("FAIL dlopen %s: %s\n", dl_lib, dlerror());
+			fflush(stdout);
+			_exit(3);
+		}
+		*(void **)&square = dlsym(lib, "sample_square");
+		if (!square || square(7) != 49) {
+			printf("FAIL sample_square\n");
+			fflush(stdout);
+			_exit(3);
+		}
+		if (dlclose(lib) != 0) {
+			printf("FAIL dlclose: %s\n", dlerror());
+			fflush(stdout);
+			_exit(3);
+		}
+		__atomic_fetch_add(&n_dl, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+#define TIMER_SIG   (SIGRTMIN + 1)
+#define TIMER_VALUE 0x5eed
+
+/* "fork N"'s child (fork_child). */
+static pid_t child;
+
+static void fail_in_handler(const char *msg)
+{
+	/* write, not stdio: async-signal-safe. */
+	if (write(1, msg, strlen(msg)) < 0) {
+		/* _exit all the same */
+	}
+	_exit(3);
+}
+
+/* The child's end as the kernel tells it, its pid reaped here. */
+static void on_chld(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno, st;
+	pid_t got;
+
+	(void)sig;
+	(void)uc;
+	/* The child of "fork N" is "wait"'s (it lives N ms: child is set). */
+	if (si->si_pid == __atomic_load_n(&child, __ATOMIC_RELAXED))
+		return;
+	if (si->si_code != CLD_EXITED || si->si_status != 7)
+		fail_in_handler("FAIL SIGCHLD: si_code or si_status is not the child's exit\n");
+	do
+		got = waitpid(si->si_pid, &st, WNOHANG);
+	while (got < 0 && errno == EINTR);
+	if (got != si->si_pid || !WIFEXITED(st) || WEXITSTATUS(st) != 7)
+		fail_in_handler("FAIL SIGCHLD: si_pid is not an exited child\n");
+	__atomic_fetch_add(&n_chld, 1, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+static void on_timer(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (si->si_code != SI_TIMER || si->si_value.sival_int != TIMER_VALUE)
+		fail_in_handler("FAIL timer signal: si_code or si_value is not the timer's\n");
+	__atomic_fetch_add(&n_timer, 1, __ATOMIC_RELAXED);
+}
+
+/* One child at a time (its SIGCHLD cannot merge with another's). */
+static void *forker(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&quit, __ATOMIC_ACQUIRE)) {
+		unsigned long before = __atomic_load_n(&n_chld, __ATOMIC_ACQUIRE);
+		struct timespec ms = {0, 1000 * 1000}, gap = {0, 5 * 1000 * 1000};
+		pid_t p = fork();
+
+		if (p < 0)
+			bad("fork", errno);
+		if (p == 0)
+			_exit(7);
+		/* Reaped by the handler within 10 s, or the signal was lost. */
+		for (int i = 0; __atomic_load_n(&n_chld, __ATOMIC_ACQUIRE) == before; i++) {
+			if (i == 10000) {
+				printf("FAIL SIGCHLD of child %d never came\n", (int)p);
+				fflush(stdout);
+				_exit(3);
+			}
+			if (nanosleep(&ms, NULL) < 0)
+				bad("nanosleep (forker)", errno);
+		}
+		if (nanosleep(&gap, NULL) < 0)
+			bad("nanosleep (forker)", errno);
+	}
+	return NULL;
+}
+
+static void signals_start(void)
+{
+	struct sigaction sa;
+	struct sigevent ev;
+	struct itimerspec its = {{0, 3 * 1000 * 1000}, {0, 3 * 1000 * 1000}};
+	timer_t tm;
+	pthread_t f;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_chld;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	if (sigaction(SIGCHLD, &sa, NULL) < 0)
+		bad("sigaction SIGCHLD", errno);
+	sa.sa_sigaction = on_timer;
+	if (sigaction(TIMER_SIG, &sa, NULL) < 0)
+		bad("sigaction timer", errno);
+	memset(&ev, 0, sizeof(ev));
+	ev.sigev_notify = SIGEV_SIGNAL;
+	ev.sigev_signo = TIMER_SIG;
+	ev.sigev_value.sival_int = TIMER_VALUE;
+	if (timer_create(CLOCK_MONOTONIC, &ev, &tm) < 0)
+		bad("timer_create", errno);
+	if (timer_settime(tm, 0, &its, NULL) < 0)
+		bad("timer_settime", errno);
+	if (pthread_create(&f, NULL, forker, NULL) != 0)
+		bad("pthread_create forker", EAGAIN);
+	pthread_setname_np(f, "forker");
+	pthread_detach(f);
+}
+
+/* "fork N": a child that calls mid() for N ms (past an attach window's
+ * end) and says by its status whether its counts agree. */
+static void fork_child(long ms)
+{
+	pid_t p = fork();
+
+	if (p < 0)
+		bad("fork", errno);
+	if (p == 0) {
+		struct timespec a, b, gap = {0, 100 * 1000};
+		unsigned long m0 = n_mid, l0 = n_leaf;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		do {
+			for (int i = 0; i < 100; i++)
+				mid();
+			if (nanosleep(&gap, NULL) < 0)
+				_exit(4);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+		} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+		/* Only this thread runs mid() here (the busy threads are the
+		 * parent's): its own calls, two leaf() each. */
+		_exit(n_leaf - l0 == 2 * (n_mid - m0) ? 0 : 3);
+	}
+	__atomic_store_n(&child, p, __ATOMIC_RELAXED);
+	printf("child %d\n", (int)p);
+	fflush(stdout);
+}
+
 static int nthreads;
 static pthread_t t[64 + 4];
 
@@ -175,6 +378,9 @@ static void main_waits(const char *how)
 		for (;;)
 			if ((err = pthread_cond_wait(&never, &mu)) != 0)
 				bad("pthread_cond_wait (main)", err);
+	} else if (!strcmp(how, "malloc")) {
+		for (;;)
+			churn();
 	} else if (!strcmp(how, "epoll")) {
 		struct epoll_event ev;
 		int e = epoll_create1(0);
@@ -200,9 +406,17 @@ int main(int argc, char **argv)
 	struct itimerval it = {{0, 10000}, {0, 10000}};
 	sigset_t set;
 
+	int sigs = 0;
+
 	if (n < 1 || n > 64)
 		n = 4;
 	nthreads = n;
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "signals"))
+			sigs = 1;
+		else if (!strncmp(argv[i], "dl=", 3))
+			dl_lib = argv[i] + 3;
+	}
 	ep = epoll_create1(0);
 	if (ep < 0)
 		bad("epoll_create1", errno);
@@ -210,6 +424,8 @@ int main(int argc, char **argv)
 	 * SA_RESTART); the other threads block it. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGALRM);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, TIMER_SIG);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	for (int i = 0; i < n; i++)
 		pthread_create(&t[i], NULL, busy, NULL);
@@ -218,6 +434,15 @@ int main(int argc, char **argv)
 	pthread_create(&t[n + 2], NULL, poller, NULL);
 	pthread_create(&t[n + 3], NULL, opener, NULL);
 	pthread_setname_np(t[n + 3], "opener");
+	if (dl_lib) {
+		pthread_t d;
+
+		pthread_create(&d, NULL, dlloop, NULL);
+		pthread_setname_np(d, "dlloop");
+		pthread_detach(d);
+	}
+	if (sigs)
+		signals_start();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sa.sa_flags = SA_RESTART;
@@ -255,6 +480,8 @@ static void *commands(void *arg)
 
 		sigemptyset(&set);
 		sigaddset(&set, SIGALRM);
+		sigaddset(&set, SIGCHLD);
+		sigaddset(&set, TIMER_SIG);
 		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	}
 	for (;;) {
@@ -264,8 +491,27 @@ static void *commands(void *arg)
 			break;
 		}
 		if (!strncmp(line, "count", 5)) {
-			printf("mid %lu leaf %lu\n", __atomic_load_n(&n_mid, __ATOMIC_RELAXED),
-			       __atomic_load_n(&n_leaf, __ATOMIC_RELAXED));
+			printf("mid %lu leaf %lu churn %lu dl %lu chld %lu timer %lu\n",
+			       __atomic_load_n(&n_mid, __ATOMIC_RELAXED),
+			       __atomic_load_n(&n_leaf, __ATOMIC_RELAXED),
+			       __atomic_load_n(&n_churn, __ATOMIC_RELAXED),
+			       __atomic_load_n(&n_dl, __ATOMIC_RELAXED),
+			       __atomic_load_n(&n_chld, __ATOMIC_RELAXED),
+			       __atomic_load_n(&n_timer, __ATOMIC_RELAXED));
+			fflush(stdout);
+		} else if (!strncmp(line, "fork ", 5)) {
+			fork_child(atol(line + 5));
+		} else if (!strncmp(line, "wait", 4)) {
+			int st;
+			pid_t got;
+
+			do
+				got = waitpid(child, &st, 0);
+			while (got < 0 && errno == EINTR);
+			if (got != child)
+				bad("waitpid", errno);
+			printf("child %d status %d\n", (int)child,
+			       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 			fflush(stdout);
 		} else if (!strncmp(line, "load ", 5)) {
 			char path[512];
