@@ -1039,6 +1039,7 @@ int ta_cmd_attach(int argc, char **argv)
 {
 	const char *out = NULL, *patch = NULL, *channels = NULL, *mode = NULL;
 	const char *filter = NULL, *exclude = NULL, *depth = NULL, *min_duration = NULL;
+	const char *libcalls = NULL;
 	char agent[PATH_MAX], val[256], exe[64], ans[512], settings[4096] = "", cwd[PATH_MAX];
 	double duration = 0;
 	long pid = 0;
@@ -1055,12 +1056,13 @@ int ta_cmd_attach(int argc, char **argv)
 		const char **slot = NULL;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			printf("usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] [--duration TIME] "
-			       "[--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
-			       "       [--filter PATTERNS] [--exclude PATTERNS] [--depth N] "
-			       "[--min-duration TIME]\n"
-			       "Traces the running process PID until Ctrl-C or TIME (10, 10s, 500ms, "
-			       "2m),\nthen leaves it as it was.\n");
+			printf(
+			    "usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] "
+			    "[--duration TIME] [--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
+			    "       [--filter PATTERNS] [--exclude PATTERNS] [--depth N] "
+			    "[--min-duration TIME] [--libcalls LIST]\n"
+			    "Traces the running process PID until Ctrl-C or TIME (10, 10s, 500ms, "
+			    "2m),\nthen leaves it as it was.\n");
 			return 0;
 		}
 		if (!strcmp(a, "-o"))
@@ -1081,6 +1083,10 @@ int ta_cmd_attach(int argc, char **argv)
 			slot = &depth;
 		else if (!strcmp(a, "--min-duration"))
 			slot = &min_duration;
+		/* Library calls (the agent points the program's GOT entries
+		 * at its interposers: agent/attach.c). */
+		else if (!strcmp(a, "--libcalls"))
+			slot = &libcalls;
 		else if (!strcmp(a, "--duration")) {
 			if (i + 1 >= argc || parse_duration(argv[++i], &duration) < 0) {
 				fprintf(stderr, "traceagent: attach: --duration takes a time (10, 10s, "
@@ -1210,6 +1216,7 @@ int ta_cmd_attach(int argc, char **argv)
 	add_setting(settings, sizeof(settings), "TRACEAGENT_EXCLUDE", exclude);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_DEPTH", depth);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_MIN_DURATION", min_duration);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_LIBCALLS", libcalls);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -1225,7 +1232,7 @@ int ta_cmd_attach(int argc, char **argv)
 		if (strcmp(ans, "ok"))
 			return fail("process %ld: %s", pid,
 				    !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
-		if (out || mode || patch)
+		if (out || mode || patch || libcalls)
 			fprintf(stderr, "traceagent: attach: process %ld runs the agent already: "
 					"it records into its own output with its own settings\n",
 				pid);

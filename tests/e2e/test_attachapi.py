@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: MIT
+"""`traceagent attach` of tests/programs/attachapi.c (issue 17): the manual
+API's zones, counters, frame marks and messages, and library calls, recorded
+in a window by an agent brought in with dlopen (the GOT entries of the API's
+weak references and of the interposed functions pointed at it), and nothing
+after the detach."""
+
+import os
+import platform
+import subprocess
+import time
+
+import tahelp
+
+DONE = "done: ticks yes\n"
+# The library calls attachapi's "io" thread makes once a round, and the
+# ticker's sleep once a tick.
+IO_CALLS = ("nanosleep", "write", "read")
+ALL_CALLS = IO_CALLS + ("malloc", "free", "pthread_mutex_lock", "pthread_mutex_unlock")
+# The most a count of one macro may differ from another's in a window (see
+# test_api_windows).
+SKEW = 3
+
+
+class Target:
+    def __init__(self, case):
+        self.case = case
+        self.proc = subprocess.Popen([case.prog("attachapi")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=tahelp.clean_env(), cwd=case.dir,
+                                     preexec_fn=tahelp.no_core)
+        case.addCleanup(self.cleanup)
+        case.assertEqual(self.proc.stdout.readline(), "ready\n")
+
+    def count(self):
+        """(ticks, messages, io rounds) as the program counted them."""
+        self.proc.stdin.write("count\n")
+        self.proc.stdin.flush()
+        w = self.proc.stdout.readline().split()
+        self.case.assertEqual(w[0::2], ["ticks", "messages", "io"], w)
+        return int(w[1]), int(w[3]), int(w[5])
+
+    def quit(self):
+        out, err = self.proc.communicate("quit\n", timeout=tahelp.TIMEOUT)
+        return self.proc.returncode, out, err
+
+    def cleanup(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            f.close()
+
+
+class AttachApiTest(tahelp.Case):
+    def setUp(self):
+        super().setUp()
+        if platform.machine() not in ("x86_64", "aarch64"):
+            self.skipTest("the injection is implemented for x86-64 and aarch64 only")
+        self.skip_if_emulated("qemu-user does not let one guest ptrace another "
+                              "(scripts/test-aarch64-vm tests the injection on an arm64 kernel)")
+
+    def attach(self, pid, *args):
+        p = subprocess.run([tahelp.TRACEAGENT, "attach", str(pid)] + list(args),
+                           env=tahelp.clean_env(), capture_output=True, text=True,
+                           timeout=tahelp.TIMEOUT, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p
+
+    def got(self, pid, names):
+        """name -> the value of the program's GOT entries for the names
+        (JUMP_SLOT and GLOB_DAT), read from its memory."""
+        prog = self.prog("attachapi")
+        rel = subprocess.run(["readelf", "-rW", prog], capture_output=True, text=True,
+                             check=True).stdout
+        offs = {}
+        for line in rel.splitlines():
+            w = line.split()
+            if len(w) >= 5 and w[2].endswith(("JUMP_SLOT", "GLOB_DAT")):
+                name = w[4].split("@")[0]
+                if name in names:
+                    offs[name] = int(w[0], 16)
+        base = None
+        with open("/proc/%d/maps" % pid) as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 6 and os.path.realpath(w[5]) == os.path.realpath(prog) and \
+                        int(w[2], 16) == 0:
+                    base = int(w[0].split("-")[0], 16)
+                    break
+        self.assertIsNotNone(base)
+        out = {}
+        with open("/proc/%d/mem" % pid, "rb") as mem:
+            for name, off in offs.items():
+                mem.seek(base + off)
+                out[name] = int.from_bytes(mem.read(8), "little")
+        return out
+
+    def channel(self, dump, name="user"):
+        ch = {c["name"]: c for c in self.info(dump)["channels"]}
+        return ch[name]
+
+    def test_api_windows(self):
+        """Zones, counters, frame marks and messages in a window, counted as
+        the program counts its ticks (within the one tick open at each edge;
+        a message every 10th tick); nothing after the detach; a second
+        window records them again, named (the sites are described in each
+        dump) and switched on (the channels' words come back)."""
+        t = Target(self)
+        pid = t.proc.pid
+        for window in (1, 2):
+            with self.subTest(window=window):
+                dump = self.fresh("api")
+                t0, m0, _ = t.count()
+                self.attach(pid, "-o", dump, "--duration", "0.5")
+                t1, m1, _ = t.count()
+                user = self.channel(dump)
+                zones = user["zones"]
+                self.assertGreater(zones, 10, user)
+                self.assertLessEqual(zones, t1 - t0)
+                # The entries are pointed one after another (an mprotect
+                # around each): a tick or two at the start may see the
+                # zone's and not the counter's, or the other way round.
+                self.assertLessEqual(abs(user["counter_samples"] - zones), SKEW, user)
+                self.assertLessEqual(abs(user["frame_marks"] - zones), SKEW, user)
+                self.assertLessEqual(user["messages"], m1 - m0 + 1, user)
+                self.assertLessEqual(abs(user["messages"] - zones / 10), 2, user)
+                rep = self.report(dump)
+                self.assertTrue(rep["complete"])
+                zone = self.functions(rep, "[zone]")
+                self.assertEqual(list(zone), ["tick"])
+                self.assertEqual(zone["tick"]["calls"], zones)
+                # The instrumented function that holds the zone: one call a
+                # tick too (its hooks are pointed at the agent as well).
+                fn = self.functions(rep, "attachapi")
+                self.assertLessEqual(abs(fn["tick"]["calls"] - zones), SKEW)
+                # After the detach, nothing is recorded.
+                size = os.path.getsize(dump)
+                time.sleep(0.3)
+                t2, _, _ = t.count()
+                self.assertGreater(t2, t1)
+                self.assertEqual(os.path.getsize(dump), size)
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+    def test_libcalls_window(self):
+        """Library calls in a window, as zones: the default classes (io,
+        sleep) and all of them; one call of each per round of the io thread
+        (within the round open at each edge), clock_nanosleep once a tick;
+        the GOT entries hold what they held before the attach once it is
+        over, and nothing more is recorded."""
+        t = Target(self)
+        pid = t.proc.pid
+        names = ALL_CALLS + ("clock_nanosleep",)
+        # Every entry bound first (lazy binding: at its first call).
+        deadline = time.monotonic() + tahelp.TIMEOUT
+        while min(t.count()[0::2]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        before = self.got(pid, names)
+        self.assertEqual(set(before), set(names))
+        for opts, expect in (((), IO_CALLS), (("--libcalls", "all"), ALL_CALLS)):
+            with self.subTest(opts=opts):
+                dump = self.fresh("libcalls")
+                t0, _, r0 = t.count()
+                # A window held open while its entries are looked at.
+                p = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(pid), "-o", dump,
+                                      "--duration", "1.5"] + list(opts),
+                                     env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
+                                     cwd=self.dir)
+                self.assertIn("attached to process", p.stderr.readline())
+                during = self.got(pid, names)
+                _, err = p.communicate(timeout=tahelp.TIMEOUT)
+                self.assertEqual(p.returncode, 0, err)
+                t1, _, r1 = t.count()
+                for name in names:
+                    asked = name in expect or name == "clock_nanosleep"
+                    self.assertEqual(during[name] != before[name], asked, name)
+                self.assertEqual(self.got(pid, names), before)
+                lc = self.functions(self.report(dump), "[libcall]")
+                self.assertEqual(set(lc), set(expect) | {"clock_nanosleep"})
+                n = lc["nanosleep"]["calls"]
+                self.assertGreater(n, 10)
+                for name in expect:
+                    self.assertLessEqual(lc[name]["calls"], r1 - r0 + 1, name)
+                    self.assertLessEqual(abs(lc[name]["calls"] - n), 1, name)
+                # Once a tick, from the library calls' redirect (after the
+                # API's) to their restore (before the API's gates close).
+                self.assertGreater(lc["clock_nanosleep"]["calls"], 10)
+                self.assertLessEqual(lc["clock_nanosleep"]["calls"], t1 - t0 + 1)
+                size = os.path.getsize(dump)
+                time.sleep(0.3)
+                t.count()
+                self.assertEqual(os.path.getsize(dump), size)
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+
+if __name__ == "__main__":
+    tahelp.main()
