@@ -236,16 +236,90 @@ out:
 
 #endif
 
+/* Process pid as it sees itself: its pid in its own pid namespace (the
+ * last of NSpid's), and whether its mount or pid namespace is another than
+ * ours (then its files are reached from here through /proc/PID/root). */
+struct target_ns {
+	long pid;
+	int other_mnt, other_pid;
+};
+
+static int same_ns(long pid, const char *kind)
+{
+	char path[64];
+	struct stat mine, theirs;
+
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", kind);
+	if (stat(path, &mine) < 0)
+		return 1; /* no namespaces to tell apart */
+	snprintf(path, sizeof(path), "/proc/%ld/ns/%s", pid, kind);
+	if (stat(path, &theirs) < 0)
+		return 1; /* not readable: ptrace says why, later */
+	return mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+}
+
+static void target_ns(long pid, struct target_ns *t)
+{
+	char v[256];
+	const char *last;
+
+	t->pid = pid;
+	if (status_field(pid, "NSpid", v, sizeof(v)) == 0) {
+		last = strrchr(v, '\t');
+		last = last ? last + 1 : strrchr(v, ' ') ? strrchr(v, ' ') + 1 : v;
+		if (atol(last) > 0)
+			t->pid = atol(last);
+	}
+	t->other_mnt = !same_ns(pid, "mnt");
+	t->other_pid = !same_ns(pid, "pid");
+}
+
+/* The file path out, where the agent in process pid is to create it: in
+ * another mount namespace the same path may name another directory (a
+ * private /tmp), and the dump would be written there, not here.  0 when
+ * its directory is the one we see (the same inode through /proc/PID/root);
+ * else 1, said. */
+static int output_reachable(long pid, const char *out)
+{
+	char dir[PATH_MAX], seen[PATH_MAX + 32];
+	struct stat here, there;
+	struct target_ns t;
+	char *slash;
+
+	target_ns(pid, &t);
+	if (!t.other_mnt || !out || strstr(out, "://") || !strncmp(out, "unix:", 5))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", out);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	snprintf(seen, sizeof(seen), "/proc/%ld/root%s", pid, dir);
+	if (stat(dir, &here) == 0 && stat(seen, &there) == 0 && here.st_dev == there.st_dev &&
+	    here.st_ino == there.st_ino)
+		return 0;
+	return fail("process %ld is in another mount namespace, where %s is not this directory: "
+		    "its dump would not be written here; give -o a file in a directory it shares "
+		    "with you, or tcp://HOST:PORT (traceagent serve)",
+		    pid, dir);
+}
+
 /* The target's control socket, connected as the target's user (root
  * attaching to another user's process: the agent answers its own user
- * only); -1 if nobody listens. */
+ * only); -1 if nobody listens.  The agent names it after its pid in its
+ * own pid namespace, in its own mount namespace's directory. */
 static int ctl_connect(long pid, uid_t uid)
 {
+	struct target_ns t;
+	char local[sizeof(((struct sockaddr_un *)0)->sun_path)], root[48];
 	char envp[64], env[65536], dir[PATH_MAX], path[PATH_MAX];
 	const char *places[2] = {NULL, NULL};
 	ssize_t n = 0;
 	int fd;
 
+	target_ns(pid, &t);
+	snprintf(root, sizeof(root), "/proc/%ld/root", pid);
 	snprintf(envp, sizeof(envp), "/proc/%ld/environ", pid);
 	fd = open(envp, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -266,8 +340,11 @@ static int ctl_connect(long pid, uid_t uid)
 		if (k == 1 && !places[0])
 			break;
 		if (ta_ctl_dir(dir, sizeof(dir), k == 0 ? places[0] : NULL, uid) < 0 ||
-		    ta_ctl_path(path, sizeof(path), dir, pid) < 0)
+		    ta_ctl_path(local, sizeof(local), dir, t.pid) < 0)
 			continue;
+		/* Its directory seen from here: /proc/PID/root's prefix
+		 * (bounded: local fits a socket address). */
+		snprintf(path, sizeof(path), "%s%s", t.other_mnt ? root : "", local);
 		if (strlen(path) >= sizeof(sun.sun_path))
 			continue;
 		memcpy(sun.sun_path, path, strlen(path) + 1);
@@ -1244,7 +1321,7 @@ int ta_cmd_attach(int argc, char **argv)
 		}
 	} else {
 #ifdef CAN_INJECT
-		if (ta_record_find_agent(agent) < 0)
+		if (ta_record_find_agent(agent) < 0 || output_reachable(pid, out))
 			return 1;
 		rc = inject((pid_t)pid, agent, settings);
 		if (rc)

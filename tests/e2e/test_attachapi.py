@@ -7,6 +7,7 @@ after the detach."""
 
 import os
 import platform
+import shutil
 import subprocess
 import time
 
@@ -193,6 +194,77 @@ class AttachApiTest(tahelp.Case):
                 self.assertEqual(os.path.getsize(dump), size)
         status, out, err = t.quit()
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+
+class AttachNamespaceTest(tahelp.Case):
+    """A process in a mount and pid namespace of its own (unshare, its /tmp
+    a tmpfs of its own), attached to from ours."""
+
+    def setUp(self):
+        super().setUp()
+        if platform.machine() not in ("x86_64", "aarch64"):
+            self.skipTest("the injection is implemented for x86-64 and aarch64 only")
+        self.skip_if_emulated("qemu-user does not let one guest ptrace another")
+        if os.geteuid() != 0 or not shutil.which("unshare"):
+            self.skipTest("needs root and unshare(1) to make the namespaces")
+        probe = subprocess.run(["unshare", "--mount", "--pid", "--fork", "true"],
+                               capture_output=True)
+        if probe.returncode != 0:
+            self.skipTest("unshare refused here: %s" % probe.stderr.decode().strip())
+
+    def test_other_namespaces(self):
+        prog = self.prog("attachme-O2")
+        proc = subprocess.Popen(["unshare", "--mount", "--pid", "--fork", "sh", "-c",
+                                 "mount -t tmpfs none /tmp && exec %s 2" % prog],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=tahelp.clean_env(),
+                                cwd=self.dir)
+
+        def end():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for f in (proc.stdin, proc.stdout, proc.stderr):
+                f.close()
+        self.addCleanup(end)
+        self.assertEqual(proc.stdout.readline(), "ready\n")
+        # The program: unshare's child (pid 1 in its namespace).
+        with open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)) as f:
+            pid = int(f.read().split()[0])
+        with open("/proc/%d/status" % pid) as f:
+            nspid = [line.split()[1:] for line in f if line.startswith("NSpid:")][0]
+        self.assertEqual(nspid, [str(pid), "1"])
+
+        def maps():
+            with open("/proc/%d/maps" % pid) as f:
+                return f.read()
+
+        def attach(*args):
+            return subprocess.run([tahelp.TRACEAGENT, "attach", str(pid)] + list(args),
+                                  env=tahelp.clean_env(), capture_output=True, text=True,
+                                  timeout=tahelp.TIMEOUT, cwd=self.dir)
+        # Its /tmp is not ours: refused before anything is done to it.
+        p = attach("-o", "/tmp/attachns-%d.trace" % os.getpid(), "--duration", "0.2")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr, "traceagent: attach: process %d is in another mount "
+                         "namespace, where /tmp is not this directory: its dump would not be "
+                         "written here; give -o a file in a directory it shares with you, or "
+                         "tcp://HOST:PORT (traceagent serve)\n" % pid)
+        self.assertNotIn("libtraceagent", maps())
+        # A directory it shares with us (the test's): two windows, each
+        # ended through its control socket, named after its own pid (1)
+        # in its own /tmp.
+        for window in (1, 2):
+            dump = self.fresh("ns")
+            p = attach("-o", dump, "--duration", "0.3")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("traceagent: detached from process %d" % pid, p.stderr)
+            rep = self.report(dump)
+            self.assertTrue(rep["complete"])
+            self.assertGreater(self.functions(rep)["mid"]["calls"], 0)
+        out, err = proc.communicate("quit\n", timeout=tahelp.TIMEOUT)
+        self.assertEqual((proc.returncode, out.splitlines()[-1]),
+                         (0, "done: leaf = 2 * mid: yes, alarms: yes"), err)
 
 
 if __name__ == "__main__":
