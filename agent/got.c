@@ -161,10 +161,16 @@ void ta_got_restore(struct ta_got *g)
 
 /* ---- other imported functions (ta_gotset) ------------------------------------ */
 
+#define SET_LAZY_MAX 128
+
 struct setscan {
 	struct ta_gotset *s;
 	const struct dl_phdr_info *info;
-	void *global; /* the main program's handle: the global scope */
+	uintptr_t self_base;
+	/* Per sym: the global scope binds its name to `real`.  Looked up
+	 * before the walk: dlsym and dladdr take the loader's lock, which a
+	 * dlopen holds while it waits for dl_iterate_phdr's. */
+	uint8_t global_real[SET_LAZY_MAX];
 	int err;
 };
 
@@ -190,9 +196,11 @@ static int set_slot(void *arg, const char *name, uintptr_t *at, int jump_slot, i
 	struct ta_got_slot *ns;
 	uintptr_t v;
 
-	for (size_t i = 0; i < s->nsyms; i++)
-		if (s->syms[i].name[0] == name[0] && !strcmp(s->syms[i].name, name)) {
-			sym = &s->syms[i];
+	size_t k;
+
+	for (k = 0; k < s->nsyms; k++)
+		if (s->syms[k].name[0] == name[0] && !strcmp(s->syms[k].name, name)) {
+			sym = &s->syms[k];
 			break;
 		}
 	if (!sym)
@@ -201,13 +209,9 @@ static int set_slot(void *arg, const char *name, uintptr_t *at, int jump_slot, i
 	if (v == sym->to)
 		return 0; /* ours already (taken before, or kept from a window) */
 	if (v != sym->real) {
-		/* Unbound: where the loader would bind it, the global scope's
-		 * definition (the main program's handle; RTLD_DEFAULT would
-		 * search our own scope too, and find the agent's).  Its
-		 * default version, which is what an unversioned reference
-		 * gets (lazy is unset for the functions of two versions). */
-		if (!jump_slot || !sym->lazy || !in_module(sc->info, v) || !sc->global ||
-		    (uintptr_t)dlsym(sc->global, sym->name) != sym->real)
+		/* Unbound: taken if the loader would bind it to real. */
+		if (!jump_slot || !sym->lazy || !in_module(sc->info, v) || k >= SET_LAZY_MAX ||
+		    !sc->global_real[k])
 			return 0;
 	}
 	ns = ta_grow(s->got.slots, s->got.n, &s->got.cap, sizeof(*ns), 64);
@@ -242,11 +246,9 @@ static int is_system(const char *path)
 static int set_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct setscan *sc = arg;
-	Dl_info di;
 
 	(void)size;
-	if (dladdr((void *)&ta_gotset_redirect, &di) && di.dli_fbase &&
-	    info->dlpi_addr == (uintptr_t)di.dli_fbase)
+	if (info->dlpi_addr == sc->self_base)
 		return 0; /* ourselves */
 	if (sc->s->skip_system && info->dlpi_name && is_system(info->dlpi_name))
 		return 0;
@@ -256,11 +258,22 @@ static int set_module(struct dl_phdr_info *info, size_t size, void *arg)
 
 int ta_gotset_redirect(struct ta_gotset *s)
 {
-	struct setscan sc = {s, NULL, dlopen(NULL, RTLD_LAZY), 0};
+	struct setscan sc = {s, NULL, 0, {0}, 0};
+	/* The main program's handle: the global scope (RTLD_DEFAULT would
+	 * search our own scope too, and find the agent's definitions).
+	 * dlsym answers the default version, which an unversioned reference
+	 * gets (lazy is unset for the functions of two versions). */
+	void *global = dlopen(NULL, RTLD_LAZY);
+	Dl_info di;
 
+	if (dladdr((void *)&ta_gotset_redirect, &di) && di.dli_fbase)
+		sc.self_base = (uintptr_t)di.dli_fbase;
+	for (size_t k = 0; global && k < s->nsyms && k < SET_LAZY_MAX; k++)
+		sc.global_real[k] =
+		    s->syms[k].lazy && (uintptr_t)dlsym(global, s->syms[k].name) == s->syms[k].real;
+	if (global)
+		dlclose(global);
 	dl_iterate_phdr(set_module, &sc);
-	if (sc.global)
-		dlclose(sc.global);
 	return sc.err;
 }
 

@@ -25,7 +25,9 @@
  * agent defines (ta_zone_enter_ and the like, declared weak below).  When
  * libtraceagent.so is preloaded the dynamic linker binds the references to
  * it; when it is not they stay null, and each macro is one load (the
- * function's address from the GOT) and a branch.  With the agent, a macro
+ * function's address from the GOT) and a branch.  `traceagent attach`
+ * points them at the agent it brings into a running process, and leaves
+ * them there when it detaches (with every channel reading off).  With the agent, a macro
  * whose channel is off is three loads and two branches: its call site's
  * static descriptor points at the channel's on/off word.  TA_ZONE_BEGIN
  * and TA_ZONE_END always call the agent (it keeps their stack, so that an
