@@ -1044,6 +1044,22 @@ const struct ta_got_sym *ta_api_got_syms(size_t *n)
 	return syms;
 }
 
+void ta_api_hold(int on)
+{
+	sigset_t old;
+	uint32_t n;
+
+	lock(&old);
+	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	for (uint32_t i = TA_CHANNEL_USER; i < n; i++)
+		__atomic_store_n(&chan_on[i],
+				 on || __atomic_load_n(&paused, __ATOMIC_RELAXED)
+				     ? 0
+				     : __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+	unlock(&old);
+}
+
 void ta_api_rewind(void)
 {
 	sigset_t old;

@@ -82,6 +82,11 @@ void ta_api_stop(void) TA_HIDDEN;
  */
 struct ta_got_sym;
 const struct ta_got_sym *ta_api_got_syms(size_t *n) TA_HIDDEN;
+/* on: every channel but `functions` reads off, what they want kept; off:
+ * each reads what it wants again (off while paused).  `traceagent attach`
+ * holds them while it points the API's GOT entries one after another, so
+ * that a macro's events start together (within the call in flight). */
+void ta_api_hold(int on) TA_HIDDEN;
 /* A new dump of an attached agent (agent.c's ta_agent_reattach), before
  * ta_api_start: every site and channel written to it again, and each
  * channel's word back to what the channel wants (ta_api_stop zeroed them

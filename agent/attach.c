@@ -110,9 +110,13 @@ static void api_redirect(void)
 	api_exit_set.nsyms = 1;
 	api_set.syms = syms + 1;
 	api_set.nsyms = n - 1;
+	/* The zone's entry would record a while before the counter's, and
+	 * so on: all of them open at once instead. */
+	ta_api_hold(1);
 	if (ta_gotset_redirect(&api_exit_set) < 0 || ta_gotset_redirect(&api_set) < 0)
 		ta_warn("attach: out of memory pointing the manual API at the agent: some of its "
 			"calls are not recorded");
+	ta_api_hold(0);
 }
 
 /*

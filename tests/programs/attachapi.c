@@ -10,8 +10,9 @@
  * and its macros are in no loop, so each call reads the API's GOT entries
  * afresh (a loop's own may be read once before it).  Every return is
  * checked: a failure prints "FAIL".  Lines on stdin: "count" prints the
- * counters ("ticks T messages M io I"), "quit" prints the final line and
- * exits 0.
+ * counters ("ticks T messages M io I"), "user on" and "user off" switch
+ * the user channel (ta_channel_set) and print what it returned ("channel
+ * R": -1 without the agent), "quit" prints the final line and exits 0.
  * Usage: attachapi
  */
 #define _GNU_SOURCE
@@ -113,6 +114,9 @@ __attribute__((no_instrument_function)) int main(void)
 			       __atomic_load_n(&n_tick, __ATOMIC_RELAXED),
 			       __atomic_load_n(&n_msg, __ATOMIC_RELAXED),
 			       __atomic_load_n(&n_io, __ATOMIC_RELAXED));
+			fflush(stdout);
+		} else if (!strcmp(line, "user on\n") || !strcmp(line, "user off\n")) {
+			printf("channel %d\n", ta_channel_set("user", line[6] == 'n'));
 			fflush(stdout);
 		} else if (!strcmp(line, "quit\n")) {
 			break;
