@@ -101,7 +101,7 @@ static void loads_seen(unsigned long long *adds, unsigned long long *subs)
  */
 static struct ta_gotset api_exit_set, api_set;
 
-static void api_redirect(void)
+static void api_redirect(int hold)
 {
 	size_t n;
 	const struct ta_got_sym *syms = ta_api_got_syms(&n);
@@ -110,13 +110,17 @@ static void api_redirect(void)
 	api_exit_set.nsyms = 1;
 	api_set.syms = syms + 1;
 	api_set.nsyms = n - 1;
-	/* The zone's entry would record a while before the counter's, and
-	 * so on: all of them open at once instead. */
-	ta_api_hold(1);
+	/* At the window's start the zone's entry would record a while before
+	 * the counter's, and so on: all of them open at once instead.  Not
+	 * for a module loaded during the window: the others' events would be
+	 * dropped meanwhile. */
+	if (hold)
+		ta_api_hold(1);
 	if (ta_gotset_redirect(&api_exit_set) < 0 || ta_gotset_redirect(&api_set) < 0)
 		ta_warn("attach: out of memory pointing the manual API at the agent: some of its "
 			"calls are not recorded");
-	ta_api_hold(0);
+	if (hold)
+		ta_api_hold(0);
 }
 
 /*
@@ -169,7 +173,7 @@ static int redirect(void)
 	got.n = 0;
 	err = ta_got_redirect(&got);
 	if (__atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED)) {
-		api_redirect();
+		api_redirect(1);
 		libcalls_redirect();
 	}
 	redirected = 1;
@@ -203,7 +207,7 @@ void ta_attach_poll(void)
 		}
 		ta_filter_after_dlopen(); /* the new functions known first */
 		(void)ta_got_redirect(&got);
-		api_redirect();
+		api_redirect(0);
 		libcalls_redirect();
 		seen_adds = adds;
 		seen_subs = subs;

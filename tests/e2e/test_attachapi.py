@@ -5,6 +5,7 @@ in a window by an agent brought in with dlopen (the GOT entries of the API's
 weak references and of the interposed functions pointed at it), and nothing
 after the detach."""
 
+import json
 import os
 import platform
 import shutil
@@ -183,6 +184,45 @@ class AttachApiTest(tahelp.Case):
         self.assertGreater(off1 - off0, 10)
         self.assertGreater(user["zones"], 0)
         self.assertLessEqual(user["zones"], (t1 - t0) - (off1 - off0))
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+    def test_dlopen_in_window(self):
+        """A library loaded during a window (attachapilib, 300 ms before it
+        is used: the agent looks at the modules every 50 ms): its zones and
+        its library calls are recorded, all of them."""
+        t = Target(self)
+        pid = t.proc.pid
+        lib = os.path.join(os.path.dirname(self.prog("attachapi")), "libattachapilib.so")
+        dump = self.fresh("dlopen")
+        p = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(pid), "-o", dump,
+                              "--duration", "2"],
+                             env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
+                             cwd=self.dir)
+        self.assertIn("attached to process", p.stderr.readline())
+        self.assertEqual(t.say("load %s 40" % lib), "loaded")
+        _, err = p.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 0, err)
+        rep = self.report(dump)
+        zones = self.functions(rep, "[zone]")
+        self.assertEqual(zones["lib zone"]["calls"], 40)
+        # Its function, its zones and their nanosleep calls, one path.
+        graph = subprocess.run([tahelp.TRACEAGENT, "graph", "--json", dump],
+                               env=tahelp.clean_env(), capture_output=True, text=True,
+                               timeout=tahelp.TIMEOUT)
+        self.assertEqual(graph.returncode, 0, graph.stderr)
+        work = [n for n in json.loads(graph.stdout)["tree"]
+                if n["name"] == "attachapilib_work"]
+        self.assertEqual(len(work), 1, graph.stdout[:2000])
+        path = []
+        node = work[0]
+        while True:
+            path.append((node["name"], node["module"].split("/")[-1], node["calls"]))
+            if not node["children"]:
+                break
+            node = node["children"][0]
+        self.assertEqual(path, [("attachapilib_work", "libattachapilib.so", 1),
+                                ("lib zone", "[zone]", 40), ("nanosleep", "[libcall]", 40)])
         status, out, err = t.quit()
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
 

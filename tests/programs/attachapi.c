@@ -12,10 +12,14 @@
  * checked: a failure prints "FAIL".  Lines on stdin: "count" prints the
  * counters ("ticks T messages M io I"), "user on" and "user off" switch
  * the user channel (ta_channel_set) and print what it returned ("channel
- * R": -1 without the agent), "quit" prints the final line and exits 0.
+ * R": -1 without the agent), "load LIB N" dlopens LIB (attachapilib),
+ * waits 300 ms (the agent looks at the modules every 50) and calls its
+ * attachapilib_work(N) (N zones "lib zone", each around a nanosleep),
+ * then prints "loaded", "quit" prints the final line and exits 0.
  * Usage: attachapi
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -100,7 +104,7 @@ __attribute__((no_instrument_function)) static void *io(void *arg)
 __attribute__((no_instrument_function)) int main(void)
 {
 	pthread_t t[2];
-	char line[64];
+	char line[1024];
 
 	if (pipe(pfd) < 0)
 		bad("pipe", errno);
@@ -117,6 +121,21 @@ __attribute__((no_instrument_function)) int main(void)
 			fflush(stdout);
 		} else if (!strcmp(line, "user on\n") || !strcmp(line, "user off\n")) {
 			printf("channel %d\n", ta_channel_set("user", line[6] == 'n'));
+			fflush(stdout);
+		} else if (!strncmp(line, "load ", 5)) {
+			char lib[512];
+			int n;
+			void *h;
+			void (*work)(int);
+			struct timespec wait = {0, 300 * 1000 * 1000};
+
+			if (sscanf(line + 5, "%511s %d", lib, &n) != 2 ||
+			    !(h = dlopen(lib, RTLD_NOW)) ||
+			    !(work = (void (*)(int))dlsym(h, "attachapilib_work")))
+				bad("load", ENOENT);
+			clock_nanosleep(CLOCK_MONOTONIC, 0, &wait, NULL);
+			work(n);
+			printf("loaded\n");
 			fflush(stdout);
 		} else if (!strcmp(line, "quit\n")) {
 			break;
