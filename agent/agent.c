@@ -511,6 +511,7 @@ int ta_agent_reattach(void)
 		ta_filter_start();
 		if (ta_cfg.libcalls && ta_libcalls_dump)
 			ta_libcalls_dump();
+		ta_api_rewind();
 		ta_api_start();
 		err = ta_flusher_start();
 		if (err < 0) {

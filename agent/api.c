@@ -39,6 +39,7 @@
 #include "dump.h"
 #include "filter.h"
 #include "format.h"
+#include "got.h"
 #include "ring.h"
 #include "settings.h"
 
@@ -1006,4 +1007,77 @@ TA_PUBLIC int ta_channel_set_(const char *name, int on)
 		chan_switch(id, on != 0, 1);
 	errno = saved;
 	return 0;
+}
+
+/* ---- the functions under hidden names (`traceagent attach`) ------------------------ */
+
+/* Their own addresses, reached PC-relative: the name would be looked up
+ * in the global scope first, where a dlopen'ed agent is not. */
+#define API_FUNCS(X)                                                                               \
+	X(ta_zone_exit_)                                                                           \
+	X(ta_zone_enter_)                                                                          \
+	X(ta_zone_begin_)                                                                          \
+	X(ta_zone_end_)                                                                            \
+	X(ta_zone_text_)                                                                           \
+	X(ta_zone_value_)                                                                          \
+	X(ta_frame_mark_)                                                                          \
+	X(ta_counter_)                                                                             \
+	X(ta_counter_f_)                                                                           \
+	X(ta_message_)                                                                             \
+	X(ta_instant_)                                                                             \
+	X(ta_channel_set_)
+
+#define API_ALIAS(name)                                                                            \
+	extern __typeof__(name) api_at_##name __attribute__((alias(#name), visibility("hidden")));
+API_FUNCS(API_ALIAS)
+#undef API_ALIAS
+
+const struct ta_got_sym *ta_api_got_syms(size_t *n)
+{
+	static const struct ta_got_sym syms[] = {
+#define API_SYM(name) {#name, (uintptr_t)&api_at_##name, 0, 1},
+	    API_FUNCS(API_SYM)
+#undef API_SYM
+	};
+
+	*n = sizeof(syms) / sizeof(syms[0]);
+	return syms;
+}
+
+void ta_api_hold(int on)
+{
+	sigset_t old;
+	uint32_t n;
+
+	lock(&old);
+	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	for (uint32_t i = TA_CHANNEL_USER; i < n; i++)
+		__atomic_store_n(&chan_on[i],
+				 on || __atomic_load_n(&paused, __ATOMIC_RELAXED)
+				     ? 0
+				     : __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+	unlock(&old);
+}
+
+void ta_api_rewind(void)
+{
+	sigset_t old;
+	uint32_t n;
+
+	lock(&old);
+	/* Everything is described again in the new dump. */
+	sites_unwritten = sites_head;
+	chan_written = 0;
+	__atomic_store_n(&api_pending, 1, __ATOMIC_RELEASE);
+	/* ta_api_stop zeroed the words; ta_api_start switches only the
+	 * channels whose wish changes, so the others get theirs back here. */
+	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n; i++)
+		__atomic_store_n(&chan_on[i],
+				 __atomic_load_n(&paused, __ATOMIC_RELAXED)
+				     ? 0
+				     : __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+	unlock(&old);
 }

@@ -74,4 +74,23 @@ size_t ta_api_channels_text(char *out, size_t size) TA_HIDDEN;
  * load and branch only. */
 void ta_api_stop(void) TA_HIDDEN;
 
+/*
+ * The API's functions (include/traceagent.h's weak references) with their
+ * own addresses, for `traceagent attach` to point the program's GOT
+ * entries at (got.h; ta_zone_exit_ first: a zone entered through a new
+ * entry must find its exit's entry pointed already).  *n is set.
+ */
+struct ta_got_sym;
+const struct ta_got_sym *ta_api_got_syms(size_t *n) TA_HIDDEN;
+/* on: every channel but `functions` reads off, what they want kept; off:
+ * each reads what it wants again (off while paused).  `traceagent attach`
+ * holds them while it points the API's GOT entries one after another, so
+ * that a macro's events start together (within the call in flight). */
+void ta_api_hold(int on) TA_HIDDEN;
+/* A new dump of an attached agent (agent.c's ta_agent_reattach), before
+ * ta_api_start: every site and channel written to it again, and each
+ * channel's word back to what the channel wants (ta_api_stop zeroed them
+ * at the detach). */
+void ta_api_rewind(void) TA_HIDDEN;
+
 #endif

@@ -36,6 +36,7 @@
 #include "filter.h"
 #include "flusher.h"
 #include "got.h"
+#include "libcalls.h"
 #include "modules.h"
 #include "patch.h"
 #include "ring.h"
@@ -161,6 +162,71 @@ static void loads_seen(unsigned long long *adds, unsigned long long *subs)
 	*subs = v[1];
 }
 
+/*
+ * The manual API (include/traceagent.h): its macros call through weak
+ * references that the loader left null, the agent not being in the global
+ * scope.  They are pointed at the agent's functions (ta_zone_exit_'s
+ * first: a zone entered through a new entry leaves through that one) and
+ * left there at the detach: compiled code keeps such an address in a
+ * register across a loop (it reads the GOT once before it), so a null put
+ * back could be called, and a zone open at the detach calls its exit
+ * after it.  Once detached, each site's gate reads off (ta_api_stop), so
+ * a macro costs its loads and branches and calls nothing, as a preloaded
+ * agent's with its channel off.  Under attach_lock.
+ */
+static struct ta_gotset api_exit_set, api_set;
+
+static void api_redirect(int hold)
+{
+	size_t n;
+	const struct ta_got_sym *syms = ta_api_got_syms(&n);
+
+	api_exit_set.syms = syms;
+	api_exit_set.nsyms = 1;
+	api_set.syms = syms + 1;
+	api_set.nsyms = n - 1;
+	/* At the window's start the zone's entry would record a while before
+	 * the counter's, and so on: all of them open at once instead.  Not
+	 * for a module loaded during the window: the others' events would be
+	 * dropped meanwhile. */
+	if (hold)
+		ta_api_hold(1);
+	if (ta_gotset_redirect(&api_exit_set) < 0 || ta_gotset_redirect(&api_set) < 0)
+		ta_warn("attach: out of memory pointing the manual API at the agent: some of its "
+			"calls are not recorded");
+	if (hold)
+		ta_api_hold(0);
+}
+
+/*
+ * Library calls (TRACEAGENT_LIBCALLS): a dlopen'ed agent interposes
+ * nothing, so the classes' entries in every module but libc and the
+ * dynamic loader are pointed at its interposers, and put back at the
+ * detach (what they held is a function; a thread that read our address
+ * just before finds recording off and calls the real one).  Under
+ * attach_lock.
+ */
+#define LC_SYMS_MAX 96
+static struct ta_got_sym lc_syms[LC_SYMS_MAX];
+static struct ta_gotset lc_set = {lc_syms, 0, 1, {0, 0, NULL, 0, 0}};
+
+static void libcalls_redirect(void)
+{
+	if (!ta_libcalls_got_syms || !ta_cfg.libcalls)
+		return;
+	if (!lc_set.nsyms)
+		lc_set.nsyms = ta_libcalls_got_syms(ta_cfg.libcalls, lc_syms, LC_SYMS_MAX);
+	if (ta_gotset_redirect(&lc_set) < 0)
+		ta_warn("attach: out of memory pointing library calls at the agent: some are not "
+			"recorded");
+}
+
+static void libcalls_restore(void)
+{
+	ta_gotset_restore(&lc_set);
+	lc_set.nsyms = 0; /* the next window's classes may differ */
+}
+
 /* Under attach_lock. */
 static int redirect(void)
 {
@@ -181,6 +247,10 @@ static int redirect(void)
 	}
 	got.n = 0;
 	err = ta_got_redirect(&got);
+	if (__atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED)) {
+		api_redirect(1);
+		libcalls_redirect();
+	}
 	redirected = 1;
 	loads_seen(&seen_adds, &seen_subs);
 	return err;
@@ -217,6 +287,8 @@ void ta_attach_poll(void)
 		}
 		ta_filter_after_dlopen(); /* the new functions known first */
 		(void)ta_got_redirect(&got);
+		api_redirect(0);
+		libcalls_redirect();
 		seen_adds = adds;
 		seen_subs = subs;
 	}
@@ -228,6 +300,7 @@ void ta_attach_poll(void)
 static void restore(void)
 {
 	ta_got_restore(&got);
+	libcalls_restore();
 	redirected = 0;
 }
 

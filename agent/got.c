@@ -158,3 +158,126 @@ void ta_got_restore(struct ta_got *g)
 		(void)got_write(g->slots[i].at, g->slots[i].old, g->slots[i].relro);
 	g->n = 0;
 }
+
+/* ---- other imported functions (ta_gotset) ------------------------------------ */
+
+#define SET_LAZY_MAX 128
+
+struct setscan {
+	struct ta_gotset *s;
+	const struct dl_phdr_info *info;
+	uintptr_t self_base;
+	/* Per sym: the global scope binds its name to `real`.  Looked up
+	 * before the walk: dlsym and dladdr take the loader's lock, which a
+	 * dlopen holds while it waits for dl_iterate_phdr's. */
+	uint8_t global_real[SET_LAZY_MAX];
+	int err;
+};
+
+/* Whether v lies in one of the module's loaded segments (an unbound
+ * JUMP_SLOT points at its own PLT). */
+static int in_module(const struct dl_phdr_info *info, uintptr_t v)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && v >= lo && v < lo + ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+static int set_slot(void *arg, const char *name, uintptr_t *at, int jump_slot, int relro)
+{
+	struct setscan *sc = arg;
+	struct ta_gotset *s = sc->s;
+	const struct ta_got_sym *sym = NULL;
+	struct ta_got_slot *ns;
+	uintptr_t v;
+
+	size_t k;
+
+	for (k = 0; k < s->nsyms; k++)
+		if (s->syms[k].name[0] == name[0] && !strcmp(s->syms[k].name, name)) {
+			sym = &s->syms[k];
+			break;
+		}
+	if (!sym)
+		return 0;
+	v = __atomic_load_n(at, __ATOMIC_RELAXED);
+	if (v == sym->to)
+		return 0; /* ours already (taken before, or kept from a window) */
+	if (v != sym->real) {
+		/* Unbound: taken if the loader would bind it to real. */
+		if (!jump_slot || !sym->lazy || !in_module(sc->info, v) || k >= SET_LAZY_MAX ||
+		    !sc->global_real[k])
+			return 0;
+	}
+	ns = ta_grow(s->got.slots, s->got.n, &s->got.cap, sizeof(*ns), 64);
+	if (!ns) {
+		sc->err = -ENOMEM;
+		return 1;
+	}
+	s->got.slots = ns;
+	ns = &s->got.slots[s->got.n];
+	ns->at = at;
+	ns->old = v;
+	ns->relro = relro;
+	ns->base = sc->info->dlpi_addr;
+	if (got_write(at, sym->to, relro) < 0)
+		return 0;
+	s->got.n++;
+	return 0;
+}
+
+/* libc and the dynamic loader: their calls to each other are their own
+ * (a preloaded agent does not see them either, but for libc's calls
+ * through its PLT). */
+static int is_system(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return !strncmp(b, "libc.so", 7) || !strncmp(b, "ld-linux", 8) ||
+	       !strncmp(b, "linux-vdso", 10);
+}
+
+static int set_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct setscan *sc = arg;
+
+	(void)size;
+	if (info->dlpi_addr == sc->self_base)
+		return 0; /* ourselves */
+	if (sc->s->skip_system && info->dlpi_name && is_system(info->dlpi_name))
+		return 0;
+	sc->info = info;
+	return ta_module_got_slots(info, set_slot, sc);
+}
+
+int ta_gotset_redirect(struct ta_gotset *s)
+{
+	struct setscan sc = {s, NULL, 0, {0}, 0};
+	/* The main program's handle: the global scope (RTLD_DEFAULT would
+	 * search our own scope too, and find the agent's definitions).
+	 * dlsym answers the default version, which an unversioned reference
+	 * gets (lazy is unset for the functions of two versions). */
+	void *global = dlopen(NULL, RTLD_LAZY);
+	Dl_info di;
+
+	if (dladdr((void *)&ta_gotset_redirect, &di) && di.dli_fbase)
+		sc.self_base = (uintptr_t)di.dli_fbase;
+	for (size_t k = 0; global && k < s->nsyms && k < SET_LAZY_MAX; k++)
+		sc.global_real[k] =
+		    s->syms[k].lazy && (uintptr_t)dlsym(global, s->syms[k].name) == s->syms[k].real;
+	if (global)
+		dlclose(global);
+	dl_iterate_phdr(set_module, &sc);
+	return sc.err;
+}
+
+void ta_gotset_restore(struct ta_gotset *s)
+{
+	ta_got_restore(&s->got);
+}

@@ -39,4 +39,37 @@ void ta_got_prune(struct ta_got *g) TA_HIDDEN;
  * knows none. */
 void ta_got_restore(struct ta_got *g) TA_HIDDEN;
 
+/*
+ * Any other imported functions (`traceagent attach`): the manual API's weak
+ * references (include/traceagent.h) and the library calls' entries,
+ * pointed at the agent's definitions.  An entry is taken only when it
+ * holds what the program would call without the agent: `real` (libc's
+ * function; 0 for a weak reference the loader left null), or, for a
+ * JUMP_SLOT not bound yet (lazy binding: it points into its own module's
+ * PLT), when the global scope's definition is `real` (lazy set).  Anything
+ * else (a definition of the program's own, another allocator) is left as
+ * it is.  An entry already holding `to` is taken as done.
+ */
+struct ta_got_sym {
+	const char *name;
+	uintptr_t to;	/* the agent's definition */
+	uintptr_t real; /* what a taken entry holds (0: null) */
+	int lazy;	/* a JUMP_SLOT not bound yet is taken (see above) */
+};
+
+struct ta_gotset {
+	const struct ta_got_sym *syms;
+	size_t nsyms;
+	int skip_system;   /* libc and the dynamic loader left alone */
+	struct ta_got got; /* the entries taken (got.enter, exit unused) */
+};
+
+/* Points the entries of every module loaded now (the agent's own left
+ * alone) at their syms' `to`, as above; a rescan takes only new ones.
+ * 0, or -ENOMEM (those done stay done and known). */
+int ta_gotset_redirect(struct ta_gotset *s) TA_HIDDEN;
+/* Every entry taken, of modules still loaded, as it was; s then knows
+ * none. */
+void ta_gotset_restore(struct ta_gotset *s) TA_HIDDEN;
+
 #endif

@@ -49,6 +49,7 @@
 #include "dump.h"
 #include "filter.h"
 #include "format.h"
+#include "got.h"
 #include "libcalls.h"
 #include "nextsym.h"
 #include "ring.h"
@@ -812,4 +813,36 @@ void ta_libcalls_dump(void)
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_LIBCALLS, b.p, b.len);
 	ta_buf_free(&b);
+}
+
+/* ---- the GOT entries of an attached agent's program -------------------------------- */
+
+size_t ta_libcalls_got_syms(uint32_t classes, struct ta_got_sym *out, size_t max)
+{
+	const uint64_t *a = lc_addrs();
+	Dl_info self, di;
+	size_t n = 0;
+
+	if (!dladdr((void *)&ta_libcalls_got_syms, &self))
+		self.dli_fbase = NULL;
+	for (unsigned i = 0; i < LC_COUNT && n < max; i++) {
+		void *real = lc_real(i);
+
+		if (!(lc_class[i] & classes) || !real)
+			continue;
+		/* dlsym(RTLD_NEXT) from a library dlopen'ed in its own scope
+		 * answers libc's definition; were it ours, a call would loop. */
+		if (dladdr(real, &di) && di.dli_fbase == self.dli_fbase) {
+			ta_warn("%s: no real function but the agent's own: not recorded",
+				lc_names[i]);
+			continue;
+		}
+		out[n].name = lc_names[i];
+		out[n].to = (uintptr_t)a[i];
+		out[n].real = (uintptr_t)real;
+		/* Two versions: an unbound entry may want the old one. */
+		out[n].lazy = i != LC_pthread_cond_wait && i != LC_pthread_cond_timedwait;
+		n++;
+	}
+	return n;
 }

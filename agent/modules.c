@@ -193,7 +193,7 @@ void ta_dump_modules_all(uint64_t load_ticks)
 #define R_GLOB_DAT  R_AARCH64_GLOB_DAT
 #endif
 
-int ta_module_hook_slots(const struct dl_phdr_info *info, ta_hook_slot_fn *fn, void *arg)
+int ta_module_got_slots(const struct dl_phdr_info *info, ta_got_slot_fn *fn, void *arg)
 {
 	const ElfW(Phdr) *dynph = NULL;
 	uintptr_t relro_lo = 0, relro_hi = 0;
@@ -245,25 +245,42 @@ int ta_module_hook_slots(const struct dl_phdr_info *info, ta_hook_slot_fn *fn, v
 		for (size_t i = 0; rels[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
 			const ElfW(Rela) *r = &rels[k][i];
 			unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
-			const char *name;
 			uintptr_t *at;
-			int is_exit, stop;
+			int stop;
 
 			if (type != R_JUMP_SLOT && type != R_GLOB_DAT)
 				continue;
-			name = strtab + symtab[ELF64_R_SYM(r->r_info)].st_name;
-			if (!strcmp(name, "__cyg_profile_func_enter"))
-				is_exit = 0;
-			else if (!strcmp(name, "__cyg_profile_func_exit"))
-				is_exit = 1;
-			else
-				continue;
 			at = (uintptr_t *)(info->dlpi_addr + r->r_offset);
-			stop = fn(arg, at, is_exit,
+			stop = fn(arg, strtab + symtab[ELF64_R_SYM(r->r_info)].st_name, at,
+				  type == R_JUMP_SLOT,
 				  (uintptr_t)at >= relro_lo && (uintptr_t)at < relro_hi);
 			if (stop)
 				return stop;
 		}
 	}
 	return 0;
+}
+
+struct hook_walk {
+	ta_hook_slot_fn *fn;
+	void *arg;
+};
+
+static int hook_slot(void *arg, const char *name, uintptr_t *at, int jump_slot, int relro)
+{
+	struct hook_walk *w = arg;
+
+	(void)jump_slot;
+	if (!strcmp(name, "__cyg_profile_func_enter"))
+		return w->fn(w->arg, at, 0, relro);
+	if (!strcmp(name, "__cyg_profile_func_exit"))
+		return w->fn(w->arg, at, 1, relro);
+	return 0;
+}
+
+int ta_module_hook_slots(const struct dl_phdr_info *info, ta_hook_slot_fn *fn, void *arg)
+{
+	struct hook_walk w = {fn, arg};
+
+	return ta_module_got_slots(info, hook_slot, &w);
 }

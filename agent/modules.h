@@ -34,5 +34,11 @@ void ta_modules_forget(void) TA_HIDDEN;
  * through them. */
 typedef int ta_hook_slot_fn(void *arg, uintptr_t *at, int is_exit, int relro);
 int ta_module_hook_slots(const struct dl_phdr_info *info, ta_hook_slot_fn *fn, void *arg) TA_HIDDEN;
+/* The same walk for every JUMP_SLOT and GLOB_DAT relocation, with the
+ * symbol's name: `traceagent attach` points the manual API's weak
+ * references and the library calls' entries at the agent (got.c's
+ * ta_gotset). */
+typedef int ta_got_slot_fn(void *arg, const char *name, uintptr_t *at, int jump_slot, int relro);
+int ta_module_got_slots(const struct dl_phdr_info *info, ta_got_slot_fn *fn, void *arg) TA_HIDDEN;
 
 #endif

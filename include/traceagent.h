@@ -25,7 +25,9 @@
  * agent defines (ta_zone_enter_ and the like, declared weak below).  When
  * libtraceagent.so is preloaded the dynamic linker binds the references to
  * it; when it is not they stay null, and each macro is one load (the
- * function's address from the GOT) and a branch.  With the agent, a macro
+ * function's address from the GOT) and a branch.  `traceagent attach`
+ * points them at the agent it brings into a running process, and leaves
+ * them there when it detaches (with every channel reading off).  With the agent, a macro
  * whose channel is off is three loads and two branches: its call site's
  * static descriptor points at the channel's on/off word.  TA_ZONE_BEGIN
  * and TA_ZONE_END always call the agent (it keeps their stack, so that an
@@ -137,9 +139,66 @@ int ta_channel_set_(const char *name, int on) TA_WEAK_;
 #define TA_ID_ __LINE__
 #endif
 
-/* Whether the site records now: the agent is there and the channel is on
- * (or the site is not registered yet). */
-#define TA_ON_(fn, var) ((fn) && *(var).gate)
+/*
+ * The agent's function fn, its address read from the GOT at each use
+ * (ta_load_<fn>_()): a compiler otherwise reads it once before a loop and
+ * keeps it in a register, and a loop that began before `traceagent
+ * attach` brought the agent in would never see it.  An asm the compiler
+ * may not move out of the loop, on x86-64 and aarch64; elsewhere the
+ * plain address.  The macros call through what was read, never through
+ * another read of the entry.  `.weak`: the asm's reference is the only
+ * one, and must not require the agent at link time.
+ */
+#if defined(__x86_64__) && defined(__LP64__)
+#define TA_LOAD_DEF_(fn)                                                                           \
+	TA_INLINE_ __typeof__(&fn) ta_load_##fn##_(void)                                           \
+	{                                                                                          \
+		__typeof__(&fn) p;                                                                 \
+		__asm__ __volatile__(".weak " #fn "\n\tmovq " #fn "@GOTPCREL(%%rip), %0"           \
+				     : "=r"(p));                                                   \
+		return p;                                                                          \
+	}
+#elif defined(__aarch64__) && defined(__LP64__)
+#define TA_LOAD_DEF_(fn)                                                                           \
+	TA_INLINE_ __typeof__(&fn) ta_load_##fn##_(void)                                           \
+	{                                                                                          \
+		__typeof__(&fn) p;                                                                 \
+		__asm__ __volatile__(".weak " #fn "\n\tadrp %0, :got:" #fn                         \
+				     "\n\tldr %0, [%0, :got_lo12:" #fn "]"                         \
+				     : "=r"(p));                                                   \
+		return p;                                                                          \
+	}
+#else
+#define TA_LOAD_DEF_(fn)                                                                           \
+	TA_INLINE_ __typeof__(&fn) ta_load_##fn##_(void)                                           \
+	{                                                                                          \
+		return &fn;                                                                        \
+	}
+#endif
+#ifndef TA_AGENT_SIDE_
+TA_LOAD_DEF_(ta_zone_enter_)
+TA_LOAD_DEF_(ta_zone_begin_)
+TA_LOAD_DEF_(ta_zone_end_)
+TA_LOAD_DEF_(ta_zone_text_)
+TA_LOAD_DEF_(ta_zone_value_)
+TA_LOAD_DEF_(ta_frame_mark_)
+TA_LOAD_DEF_(ta_counter_)
+TA_LOAD_DEF_(ta_counter_f_)
+TA_LOAD_DEF_(ta_message_)
+TA_LOAD_DEF_(ta_instant_)
+TA_LOAD_DEF_(ta_channel_set_)
+#endif
+
+/* Whether the site records now: the agent is there (f, its function) and
+ * the channel is on (or the site is not registered yet). */
+#define TA_ON_(f, var) ((f) && *(var).gate)
+
+/* A zone's entry: its site when recorded (to pass to its exit), or null. */
+TA_INLINE_ struct ta_site_ *ta_zone_try_(struct ta_site_ *(*f)(struct ta_site_ *),
+					 struct ta_site_ *s)
+{
+	return f && *s->gate ? f(s) : (struct ta_site_ *)0;
+}
 
 #ifdef __cplusplus
 }
@@ -154,8 +213,8 @@ struct ta_zone_scope_ {
 };
 #define TA_ZONE_I_(id, ch, name)                                                                   \
 	TA_SITE_(TA_CAT_(ta_s_, id), TA_KIND_ZONE_, name, ch);                                     \
-	ta_zone_scope_ TA_CAT_(ta_z_, id) TA_UNUSED_ = {                                            \
-	    TA_ON_(ta_zone_enter_, TA_CAT_(ta_s_, id)) ? ta_zone_enter_(&TA_CAT_(ta_s_, id)) : 0}
+	ta_zone_scope_ TA_CAT_(ta_z_, id)                                                          \
+	    TA_UNUSED_ = {ta_zone_try_(ta_load_ta_zone_enter__(), &TA_CAT_(ta_s_, id))}
 #else
 TA_INLINE_ void ta_zone_leave_(struct ta_site_ **z)
 {
@@ -164,29 +223,31 @@ TA_INLINE_ void ta_zone_leave_(struct ta_site_ **z)
 }
 #define TA_ZONE_I_(id, ch, name)                                                                   \
 	TA_SITE_(TA_CAT_(ta_s_, id), TA_KIND_ZONE_, name, ch);                                     \
-	struct ta_site_ *TA_CAT_(ta_z_, id) __attribute__((cleanup(ta_zone_leave_), unused)) =    \
-	    TA_ON_(ta_zone_enter_, TA_CAT_(ta_s_, id)) ? ta_zone_enter_(&TA_CAT_(ta_s_, id))       \
-						       : (struct ta_site_ *)0
+	struct ta_site_ *TA_CAT_(ta_z_, id) __attribute__((cleanup(ta_zone_leave_), unused)) =     \
+	    ta_zone_try_(ta_load_ta_zone_enter__(), &TA_CAT_(ta_s_, id))
 #endif
 
 #define TA_CALL_I_(id, kind, ch, name, fn, ...)                                                    \
 	do {                                                                                       \
 		TA_SITE_(TA_CAT_(ta_s_, id), kind, name, ch);                                      \
-		if (TA_ON_(fn, TA_CAT_(ta_s_, id)))                                                \
-			fn(&TA_CAT_(ta_s_, id), __VA_ARGS__);                                      \
+		__typeof__(&fn) ta_f_ = ta_load_##fn##_();                                         \
+		if (TA_ON_(ta_f_, TA_CAT_(ta_s_, id)))                                             \
+			ta_f_(&TA_CAT_(ta_s_, id), __VA_ARGS__);                                   \
 	} while (0)
 #define TA_CALL0_I_(id, kind, ch, name, fn)                                                        \
 	do {                                                                                       \
 		TA_SITE_(TA_CAT_(ta_s_, id), kind, name, ch);                                      \
-		if (TA_ON_(fn, TA_CAT_(ta_s_, id)))                                                \
-			fn(&TA_CAT_(ta_s_, id));                                                   \
+		__typeof__(&fn) ta_f_ = ta_load_##fn##_();                                         \
+		if (TA_ON_(ta_f_, TA_CAT_(ta_s_, id)))                                             \
+			ta_f_(&TA_CAT_(ta_s_, id));                                                \
 	} while (0)
 /* BEGIN and END: the agent is called whatever the channel (see above). */
 #define TA_ALWAYS_I_(id, kind, ch, name, fn)                                                       \
 	do {                                                                                       \
 		TA_SITE_(TA_CAT_(ta_s_, id), kind, name, ch);                                      \
-		if (fn)                                                                            \
-			fn(&TA_CAT_(ta_s_, id));                                                   \
+		__typeof__(&fn) ta_f_ = ta_load_##fn##_();                                         \
+		if (ta_f_)                                                                         \
+			ta_f_(&TA_CAT_(ta_s_, id));                                                \
 	} while (0)
 
 /* ---- the manual API --------------------------------------------------------- */
@@ -250,7 +311,9 @@ TA_INLINE_ void ta_zone_leave_(struct ta_site_ **z)
 #ifndef TA_AGENT_SIDE_
 TA_INLINE_ int ta_channel_set(const char *name, int on)
 {
-	return ta_channel_set_ ? ta_channel_set_(name, on) : -1;
+	int (*f)(const char *, int) = ta_load_ta_channel_set__();
+
+	return f ? f(name, on) : -1;
 }
 #endif
 

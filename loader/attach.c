@@ -242,16 +242,90 @@ static uint64_t elf_dynsym(const char *path, const char *name)
 
 #endif
 
+/* Process pid as it sees itself: its pid in its own pid namespace (the
+ * last of NSpid's), and whether its mount or pid namespace is another than
+ * ours (then its files are reached from here through /proc/PID/root). */
+struct target_ns {
+	long pid;
+	int other_mnt, other_pid;
+};
+
+static int same_ns(long pid, const char *kind)
+{
+	char path[64];
+	struct stat mine, theirs;
+
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", kind);
+	if (stat(path, &mine) < 0)
+		return 1; /* no namespaces to tell apart */
+	snprintf(path, sizeof(path), "/proc/%ld/ns/%s", pid, kind);
+	if (stat(path, &theirs) < 0)
+		return 1; /* not readable: ptrace says why, later */
+	return mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+}
+
+static void target_ns(long pid, struct target_ns *t)
+{
+	char v[256];
+	const char *last;
+
+	t->pid = pid;
+	if (status_field(pid, "NSpid", v, sizeof(v)) == 0) {
+		last = strrchr(v, '\t');
+		last = last ? last + 1 : strrchr(v, ' ') ? strrchr(v, ' ') + 1 : v;
+		if (atol(last) > 0)
+			t->pid = atol(last);
+	}
+	t->other_mnt = !same_ns(pid, "mnt");
+	t->other_pid = !same_ns(pid, "pid");
+}
+
+/* The file path out, where the agent in process pid is to create it: in
+ * another mount namespace the same path may name another directory (a
+ * private /tmp), and the dump would be written there, not here.  0 when
+ * its directory is the one we see (the same inode through /proc/PID/root);
+ * else 1, said. */
+static int output_reachable(long pid, const char *out)
+{
+	char dir[PATH_MAX], seen[PATH_MAX + 32];
+	struct stat here, there;
+	struct target_ns t;
+	char *slash;
+
+	target_ns(pid, &t);
+	if (!t.other_mnt || !out || strstr(out, "://") || !strncmp(out, "unix:", 5))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", out);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	snprintf(seen, sizeof(seen), "/proc/%ld/root%s", pid, dir);
+	if (stat(dir, &here) == 0 && stat(seen, &there) == 0 && here.st_dev == there.st_dev &&
+	    here.st_ino == there.st_ino)
+		return 0;
+	return fail("process %ld is in another mount namespace, where %s is not this directory: "
+		    "its dump would not be written here; give -o a file in a directory it shares "
+		    "with you, or tcp://HOST:PORT (traceagent serve)",
+		    pid, dir);
+}
+
 /* The target's control socket, connected as the target's user (root
  * attaching to another user's process: the agent answers its own user
- * only); -1 if nobody listens. */
+ * only); -1 if nobody listens.  The agent names it after its pid in its
+ * own pid namespace, in its own mount namespace's directory. */
 static int ctl_connect(long pid, uid_t uid)
 {
+	struct target_ns t;
+	char local[sizeof(((struct sockaddr_un *)0)->sun_path)], root[48];
 	char envp[64], env[65536], dir[PATH_MAX], path[PATH_MAX];
 	const char *places[2] = {NULL, NULL};
 	ssize_t n = 0;
 	int fd;
 
+	target_ns(pid, &t);
+	snprintf(root, sizeof(root), "/proc/%ld/root", pid);
 	snprintf(envp, sizeof(envp), "/proc/%ld/environ", pid);
 	fd = open(envp, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -272,8 +346,11 @@ static int ctl_connect(long pid, uid_t uid)
 		if (k == 1 && !places[0])
 			break;
 		if (ta_ctl_dir(dir, sizeof(dir), k == 0 ? places[0] : NULL, uid) < 0 ||
-		    ta_ctl_path(path, sizeof(path), dir, pid) < 0)
+		    ta_ctl_path(local, sizeof(local), dir, t.pid) < 0)
 			continue;
+		/* Its directory seen from here: /proc/PID/root's prefix
+		 * (bounded: local fits a socket address). */
+		snprintf(path, sizeof(path), "%s%s", t.other_mnt ? root : "", local);
 		if (strlen(path) >= sizeof(sun.sun_path))
 			continue;
 		memcpy(sun.sun_path, path, strlen(path) + 1);
@@ -1445,6 +1522,7 @@ int ta_cmd_attach(int argc, char **argv)
 {
 	const char *out = NULL, *patch = NULL, *channels = NULL, *mode = NULL;
 	const char *filter = NULL, *exclude = NULL, *depth = NULL, *min_duration = NULL;
+	const char *libcalls = NULL;
 	char agent[PATH_MAX], val[256], exe[64], ans[512], settings[4096] = "", cwd[PATH_MAX];
 	double duration = 0;
 	long pid = 0;
@@ -1461,12 +1539,13 @@ int ta_cmd_attach(int argc, char **argv)
 		const char **slot = NULL;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			printf("usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] [--duration TIME] "
-			       "[--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
-			       "       [--filter PATTERNS] [--exclude PATTERNS] [--depth N] "
-			       "[--min-duration TIME]\n"
-			       "Traces the running process PID until Ctrl-C or TIME (10, 10s, 500ms, "
-			       "2m),\nthen leaves it as it was.\n");
+			printf(
+			    "usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] "
+			    "[--duration TIME] [--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
+			    "       [--filter PATTERNS] [--exclude PATTERNS] [--depth N] "
+			    "[--min-duration TIME] [--libcalls LIST]\n"
+			    "Traces the running process PID until Ctrl-C or TIME (10, 10s, 500ms, "
+			    "2m),\nthen leaves it as it was.\n");
 			return 0;
 		}
 		if (!strcmp(a, "-o"))
@@ -1487,6 +1566,10 @@ int ta_cmd_attach(int argc, char **argv)
 			slot = &depth;
 		else if (!strcmp(a, "--min-duration"))
 			slot = &min_duration;
+		/* Library calls (the agent points the program's GOT entries
+		 * at its interposers: agent/attach.c). */
+		else if (!strcmp(a, "--libcalls"))
+			slot = &libcalls;
 		else if (!strcmp(a, "--duration")) {
 			if (i + 1 >= argc || parse_duration(argv[++i], &duration) < 0) {
 				fprintf(stderr, "traceagent: attach: --duration takes a time (10, 10s, "
@@ -1616,6 +1699,7 @@ int ta_cmd_attach(int argc, char **argv)
 	add_setting(settings, sizeof(settings), "TRACEAGENT_EXCLUDE", exclude);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_DEPTH", depth);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_MIN_DURATION", min_duration);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_LIBCALLS", libcalls);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -1631,7 +1715,7 @@ int ta_cmd_attach(int argc, char **argv)
 		if (strcmp(ans, "ok"))
 			return fail("process %ld: %s", pid,
 				    !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
-		if (out || mode || patch)
+		if (out || mode || patch || libcalls)
 			fprintf(stderr, "traceagent: attach: process %ld runs the agent already: "
 					"it records into its own output with its own settings\n",
 				pid);
@@ -1643,7 +1727,7 @@ int ta_cmd_attach(int argc, char **argv)
 		}
 	} else {
 #ifdef CAN_INJECT
-		if (ta_record_find_agent(agent) < 0)
+		if (ta_record_find_agent(agent) < 0 || output_reachable(pid, out))
 			return 1;
 		rc = inject((pid_t)pid, agent, settings);
 		if (rc)

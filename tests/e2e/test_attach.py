@@ -441,8 +441,8 @@ class AttachTest(tahelp.Case):
             # pages the agent touched (1-2 MiB), and what malloc keeps of
             # the per-thread arenas in which the busy threads' own drains
             # allocated (up to 8 arenas a core, a few hundred KiB each:
-            # measured, 6-7 MiB reached after ~12 windows and no more
-            # over 25 on 2 cores).
+            # scripts/attach-cycles measured 2.7-7.0 MiB after the detaches
+            # of 50 windows on 2 cores, 1.7 MiB before; README).
             self.assertLess(status("VmRSS") - rss0, 10 * 1024, i)
         for i in range(10):
             d = "traceagent.%d.trace" % pid if i == 0 else "traceagent.%d.%d.trace" % (pid, i + 1)
