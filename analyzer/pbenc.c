@@ -81,6 +81,19 @@ void ta_pb_raw_varint(struct ta_pb *b, uint64_t v)
 	b->len += put_varint(b->buf + b->len, v);
 }
 
+void ta_pb_raw(struct ta_pb *b, const void *p, size_t n)
+{
+	if (!n || room(b, n) < 0)
+		return;
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+}
+
+uint8_t *ta_pb_reserve_slow(struct ta_pb *b, size_t n)
+{
+	return room(b, n) < 0 ? NULL : b->buf + b->len;
+}
+
 static void key(struct ta_pb *b, uint32_t field, unsigned wire)
 {
 	ta_pb_raw_varint(b, (uint64_t)field << 3 | wire);

@@ -54,5 +54,27 @@ void ta_pb_begin(struct ta_pb *b, uint32_t field);
 void ta_pb_end(struct ta_pb *b);
 /* A raw varint, without a field key (inside a packed repeated field). */
 void ta_pb_raw_varint(struct ta_pb *b, uint64_t v);
+/* n bytes the caller encoded, as they are. */
+void ta_pb_raw(struct ta_pb *b, const void *p, size_t n);
+/* Room for n bytes at the end, for a caller that encodes them itself and
+ * then adds what it wrote to b->len (NULL after a failure). */
+uint8_t *ta_pb_reserve_slow(struct ta_pb *b, size_t n);
+static inline uint8_t *ta_pb_reserve(struct ta_pb *b, size_t n)
+{
+	if (b->len + n <= b->cap && !b->nomem && !b->bad)
+		return b->buf + b->len;
+	return ta_pb_reserve_slow(b, n);
+}
+
+/* Writes v at p as a varint (at most 10 bytes); returns its length. */
+static inline size_t ta_pb_put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	for (; v >= 0x80; v >>= 7)
+		p[n++] = (uint8_t)(v | 0x80);
+	p[n++] = (uint8_t)v;
+	return n;
+}
 
 #endif /* TA_PBENC_H */

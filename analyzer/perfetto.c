@@ -11,11 +11,17 @@
  *  - defaults: the thread's track, and timestamps on clock 64, a clock of
  *    the sequence declared incremental by a ClockSnapshot, so a timestamp
  *    is the delta from the packet before (a byte or two, not eight);
- *  - interned names: a function's name and category go out once per
- *    sequence (InternedData, in the packet that first uses them), events
- *    carry their ids.
- * A call costs about 27 bytes (Chrome JSON: about 130).  Packets referring
- * to that state say so (SEQ_NEEDS_INCREMENTAL_STATE).
+ *  - interned names: a function's name, category and module (a debug
+ *    annotation "module", whose name and value are interned too) go out
+ *    once per sequence (InternedData, in the packet that first uses them),
+ *    events carry their ids.
+ * The packets do not set SEQ_NEEDS_INCREMENTAL_STATE: every sequence is
+ * whole from its first packet, so there is no lost state for a reader to
+ * skip packets over.  A call's two packets are about 31 bytes; the
+ * timestamp is each packet's last field, so that the rest repeats byte for
+ * byte from call to call, and pkdeflate.c deflates that as one match and
+ * the timestamp as literals: about 8 bytes a call in the file (Chrome
+ * JSON: about 110).
  *
  * The timeline (timeline.c) hands each thread's calls in time order, so the
  * deltas are never negative; an event that would go back in time (a
@@ -26,8 +32,8 @@
  * Timestamps are ns on the dump's clock (CLOCK_MONOTONIC), declared the
  * trace's clock by the first packet.
  *
- * Memory: per thread, a bit per function and category whose name went out
- * on its sequence; the counters, frame sets and zones still open.
+ * Memory: per thread, a bit per function, category and module whose name
+ * went out on its sequence; the counters, frame sets and zones still open.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -35,10 +41,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "export_pb.h"
 #include "pbenc.h"
+#include "pkdeflate.h"
 
 /* Field numbers of perfetto.protos (protos/perfetto/trace/...; the subset
  * used is tests/perfetto_subset.proto). */
@@ -73,13 +79,18 @@ enum {
 	CLK_ID = 1,
 	CLK_TIMESTAMP = 2,
 	CLK_INCREMENTAL = 3,
-	/* InternedData; EventCategory and EventName: iid 1, name 2 */
+	/* InternedData; EventCategory, EventName, DebugAnnotationName and
+	 * InternedString: iid 1, name (str) 2 */
 	IN_CATEGORIES = 1,
 	IN_NAMES = 2,
+	IN_DA_NAMES = 3,
+	IN_DA_STRINGS = 29,
 	IID = 1,
 	IID_NAME = 2,
 	/* DebugAnnotation */
 	DA_NAME = 10,
+	DA_NAME_IID = 1,
+	DA_STRING_IID = 17,
 	DA_BOOL = 2,
 	DA_UINT = 3,
 	DA_STRING = 6,
@@ -99,6 +110,8 @@ enum {
 };
 
 enum { SEQ_CLEARED = 1 };
+/* The one interned debug annotation name. */
+enum { DA_MODULE = 1 };
 enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 enum { CLOCK_MONO = 3, CLOCK_BOOT = 6, CLOCK_SEQ = 64 };
 
@@ -112,8 +125,8 @@ enum { CLOCK_MONO = 3, CLOCK_BOOT = 6, CLOCK_SEQ = 64 };
 #define SEQ_GLOBAL 1u
 
 /* Packets are deflated in bundles of this many bytes: each bundle's
- * packet must stay under 512 KiB, and deflate never grows 256 KiB by more
- * than a few hundred bytes. */
+ * packet must stay under 512 KiB, and pkdeflate.c's output is at most 9/8
+ * of its input (literals of 8 or 9 bits). */
 #define BUNDLE_BYTES (256u << 10)
 
 struct pf_thread {
@@ -122,6 +135,8 @@ struct pf_thread {
 	uint32_t nnamed; /* bits */
 	uint8_t *catted; /* bit per category iid */
 	uint32_t ncatted;
+	uint8_t *modded; /* bit per module iid */
+	uint32_t nmodded;
 	uint64_t stamp; /* the job (its number + 1) whose slot is slot */
 	uint32_t slot;
 };
@@ -170,8 +185,8 @@ struct prec {
 	unsigned char is_double, has_value;
 	uint32_t slot; /* the thread's in the job */
 	uint32_t seq, tindex;
-	uint32_t fn, cat;	  /* BEGIN: name iid - 1, category iid */
-	const char *iname, *icat; /* BEGIN: to intern first, or NULL */
+	uint32_t fn, cat, mod;		 /* BEGIN: name iid - 1, category and module iids */
+	const char *iname, *icat, *imod; /* BEGIN: to intern first, or NULL */
 	const struct ta_process *p;
 	uint64_t enter, exit; /* a call's, in ticks */
 	int64_t ns, ns2;      /* the API's event (a frame: its start and end) */
@@ -184,7 +199,7 @@ struct prec {
 };
 
 /* Records per job. */
-#define PJOB_RECS 4096u
+#define PJOB_RECS 1024u
 
 struct zjob {
 	uint64_t no; /* in submission order */
@@ -198,10 +213,14 @@ struct zjob {
 	int64_t *tmax, *tlast;
 	size_t nslots, slots_cap;
 	struct ta_pb pb;
-	uint8_t *out; /* the bundles, deflated and framed */
-	size_t outlen, outcap;
-	z_stream z;
-	int zinit, fail;
+	/* The packets in pb, for the deflater: each its body's length << 5 |
+	 * its tail's (the timestamp, < 32 bytes); covered: their bytes. */
+	uint32_t *runs;
+	size_t nruns, runs_cap, covered;
+	struct ta_pkz z; /* its out: the bundles, deflated and framed */
+	int fail;
+	uint8_t tail[16]; /* the open packet's timestamp */
+	size_t ntail;
 	struct pf *x;
 };
 
@@ -234,6 +253,10 @@ struct pf {
 	uint32_t ncat;
 	char **cats; /* category names by iid - 1 */
 	uint32_t ncats;
+	uint32_t *mod; /* by function id: its module's iid, 0 not known yet */
+	uint32_t nmod;
+	const char **mods; /* module names by iid - 1 (the function table's) */
+	uint32_t nmods;
 	struct pf_counter *counters;
 	size_t ncounters;
 	struct pf_frames *frames;
@@ -254,48 +277,29 @@ static size_t put_varint(uint8_t *p, uint64_t v)
 	return n;
 }
 
-/* Deflates the packets in j->pb as the compressed_packets of one packet,
- * appended to j->out. */
+/* Deflates len bytes of packets at in (cut into j's runs, or none) as
+ * the compressed_packets of one packet, appended to j->z.out. */
 static void bundle(struct zjob *j, const uint8_t *in, size_t len)
 {
-	uint8_t head[32], key[4], lenb[10];
-	size_t n, nkey, nlen, out, bound;
+	uint8_t head[16], key[4], lenb[10];
+	size_t n, nkey, nlen, out, at;
 
 	if (!len)
 		return;
-	/* Speed over size: the bundles are small and very repetitive. */
-	if (!j->zinit) {
-		if (deflateInit(&j->z, Z_BEST_SPEED) != Z_OK) {
-			j->fail = 1;
-			return;
-		}
-		j->zinit = 1;
-	}
-	bound = deflateBound(&j->z, (uLong)len) + sizeof(head);
-	if (j->outlen + bound > j->outcap) {
-		size_t cap = j->outcap ? j->outcap : (64u << 10);
-		uint8_t *z;
-
-		while (cap < j->outlen + bound)
-			cap *= 2;
-		z = realloc(j->out, cap);
-		if (!z) {
-			j->fail = 1;
-			return;
-		}
-		j->out = z;
-		j->outcap = cap;
-	}
-	/* The head's room: written once the deflated length is known. */
-	j->z.next_in = (uint8_t *)(uintptr_t)in;
-	j->z.avail_in = (uInt)len;
-	j->z.next_out = j->out + j->outlen + sizeof(head);
-	j->z.avail_out = (uInt)(bound - sizeof(head));
-	if (deflate(&j->z, Z_FINISH) != Z_STREAM_END || deflateReset(&j->z) != Z_OK) {
+	/* Room for the head, written once the deflated length is known. */
+	at = j->z.len;
+	j->z.len += sizeof(head);
+	if (ta_pkz_begin(&j->z, in, len) < 0) {
+		j->z.len = at;
 		j->fail = 1;
 		return;
 	}
-	out = bound - sizeof(head) - j->z.avail_out;
+	for (size_t k = 0; k < j->nruns; k++)
+		ta_pkz_packet(&j->z, j->runs[k] >> 5, j->runs[k] & 31);
+	ta_pkz_end(&j->z);
+	j->nruns = 0;
+	j->covered = 0;
+	out = j->z.len - at - sizeof(head);
 	/* Trace.packet { compressed_packets: BYTES }: its key and length, then
 	 * the field's, then the bytes. */
 	nkey = put_varint(key, PK_COMPRESSED << 3 | 2);
@@ -306,9 +310,31 @@ static void bundle(struct zjob *j, const uint8_t *in, size_t len)
 	n += nkey;
 	memcpy(head + n, lenb, nlen);
 	n += nlen;
-	memmove(j->out + j->outlen + n, j->out + j->outlen + sizeof(head), out);
-	memcpy(j->out + j->outlen, head, n);
-	j->outlen += n + out;
+	memmove(j->z.out + at + n, j->z.out + at + sizeof(head), out);
+	memcpy(j->z.out + at, head, n);
+	j->z.len = at + n + out;
+}
+
+/* The packet that ends at the encoder's end for the deflater: its body,
+ * what the encoder holds since the packet before (a sequence's first
+ * packet with it), and tail, its last bytes (the timestamp). */
+static inline __attribute__((always_inline)) void runs_add(struct zjob *j, size_t tail)
+{
+	size_t body = j->pb.len - j->covered - tail;
+
+	if (j->nruns == j->runs_cap) {
+		size_t n = j->runs_cap ? 2 * j->runs_cap : 4096;
+		uint32_t *r = realloc(j->runs, n * sizeof(*r));
+
+		if (!r) {
+			j->fail = 1;
+			return;
+		}
+		j->runs = r;
+		j->runs_cap = n;
+	}
+	j->runs[j->nruns++] = (uint32_t)body << 5 | (uint32_t)tail;
+	j->covered = j->pb.len;
 }
 
 /* A bit set by index: 1 when bit i was already set; -1 without memory. */
@@ -385,44 +411,76 @@ static void seq_start(struct ta_pb *b, int64_t t0, const struct prec *r)
 	clock_entry(b, CLOCK_MONO, t0, 0);
 	clock_entry(b, CLOCK_SEQ, t0, 1);
 	ta_pb_end(b);
+	ta_pb_begin(b, PK_INTERNED);
+	ta_pb_begin(b, IN_DA_NAMES);
+	ta_pb_varint(b, IID, DA_MODULE);
+	ta_pb_str(b, IID_NAME, "module");
+	ta_pb_end(b);
+	ta_pb_end(b);
 	ta_pb_end(b);
 }
 
 /*
- * Opens a packet of r's sequence at time at (the caller closes it with
- * ta_pb_end): the time as a delta on the sequence's clock, or absolute
- * when it would go back (always, when absolute).  The record's first
- * packet begins the sequence when it is the sequence's first.
+ * The timestamp of a packet of r's sequence at time at, written at t
+ * (at most 16 bytes; returns their number): a delta on the sequence's
+ * clock, or absolute on CLOCK_MONOTONIC when it would go back (always,
+ * when absolute).  It is the packet's last field, after the bytes that
+ * repeat from call to call, so that the deflater sees them whole.
  */
-static void packet(struct zjob *j, struct prec *r, int64_t at, int absolute)
+static inline __attribute__((always_inline)) size_t stamp(struct zjob *j, const struct prec *r,
+							  int64_t at, int absolute, uint8_t *t)
 {
-	struct ta_pb *b = &j->pb;
 	int64_t *last = &j->tlast[r->slot];
+	size_t n = 0;
 
-	if (r->newseq) {
-		seq_start(b, j->x->t0, r);
-		*last = j->x->t0;
-		r->newseq = 0;
-	}
-	ta_pb_begin(b, TRACE_PACKET);
 	if (absolute || at < *last) {
-		ta_pb_varint(b, PK_TIMESTAMP, at > 0 ? (uint64_t)at : 0);
-		ta_pb_varint(b, PK_CLOCK_ID, CLOCK_MONO);
+		n += put_varint(t + n, PK_TIMESTAMP << 3);
+		n += put_varint(t + n, at > 0 ? (uint64_t)at : 0);
+		n += put_varint(t + n, PK_CLOCK_ID << 3);
+		n += put_varint(t + n, CLOCK_MONO);
 	} else {
-		ta_pb_varint(b, PK_TIMESTAMP, (uint64_t)(at - *last));
+		n += put_varint(t + n, PK_TIMESTAMP << 3);
+		n += put_varint(t + n, (uint64_t)(at - *last));
 		*last = at;
 	}
-	ta_pb_varint(b, PK_SEQ_ID, r->seq);
+	return n;
 }
 
-/* Ends a packet; a bundle goes out when there are enough. */
-static void packet_end(struct zjob *j)
+/* The sequence's first packet, when r's is its first. */
+static void seq_first(struct zjob *j, struct prec *r)
 {
-	ta_pb_end(&j->pb);
+	if (r->newseq) {
+		seq_start(&j->pb, j->x->t0, r);
+		j->tlast[r->slot] = j->x->t0;
+		r->newseq = 0;
+	}
+}
+
+/* Opens a packet of r's sequence at time at, closed by packet_end. */
+static void packet(struct zjob *j, struct prec *r, int64_t at, int absolute)
+{
+	seq_first(j, r);
+	ta_pb_begin(&j->pb, TRACE_PACKET);
+	ta_pb_varint(&j->pb, PK_SEQ_ID, r->seq);
+	j->ntail = stamp(j, r, at, absolute, j->tail);
+}
+
+/* A bundle goes out when there are enough packets. */
+static inline __attribute__((always_inline)) void packet_done(struct zjob *j, size_t tail)
+{
+	runs_add(j, tail);
 	if (j->pb.len >= BUNDLE_BYTES && !ta_pb_failed(&j->pb)) {
 		bundle(j, j->pb.buf, j->pb.len);
 		ta_pb_reset(&j->pb);
 	}
+}
+
+/* Ends a packet with its timestamp. */
+static void packet_end(struct zjob *j)
+{
+	ta_pb_raw(&j->pb, j->tail, j->ntail);
+	ta_pb_end(&j->pb);
+	packet_done(j, j->ntail);
 }
 
 static void debug_str(struct ta_pb *b, const char *name, const char *value)
@@ -449,32 +507,94 @@ static void debug_true(struct ta_pb *b, const char *name)
 	ta_pb_end(b);
 }
 
+/* A BEGIN's TrackEvent, its module an annotation (interned name and value),
+ * written at p (at most 48 bytes; returns their number). */
+static inline __attribute__((always_inline)) size_t begin_event(const struct prec *r, uint8_t *p)
+{
+	size_t n = 0, te, da;
+
+	p[n++] = PK_TRACK_EVENT << 3 | 2;
+	te = n++; /* lengths: under 128 */
+	p[n++] = TE_CATEGORY_IIDS << 3;
+	n += put_varint(p + n, r->cat);
+	p[n++] = TE_TYPE << 3;
+	p[n++] = TYPE_BEGIN;
+	p[n++] = TE_NAME_IID << 3;
+	n += put_varint(p + n, (uint64_t)r->fn + 1);
+	p[n++] = TE_DEBUG << 3 | 2;
+	da = n++;
+	p[n++] = DA_NAME_IID << 3;
+	p[n++] = DA_MODULE;
+	n += put_varint(p + n, DA_STRING_IID << 3);
+	n += put_varint(p + n, r->mod);
+	p[da] = (uint8_t)(n - da - 1);
+	p[te] = (uint8_t)(n - te - 1);
+	return n;
+}
+
+/*
+ * A call's packet with nothing to intern, written in one go: the sequence,
+ * the event (a BEGIN's, or an END without args), the timestamp.  Most
+ * packets are these.
+ */
+static inline __attribute__((always_inline)) void call_packet(struct zjob *j, const struct prec *r,
+							      int begin)
+{
+	uint8_t *p = ta_pb_reserve(&j->pb, 96);
+	size_t n = 2, tail;
+
+	if (!p)
+		return;
+	p[n++] = PK_SEQ_ID << 3;
+	n += put_varint(p + n, r->seq);
+	if (begin) {
+		n += begin_event(r, p + n);
+	} else {
+		p[n++] = PK_TRACK_EVENT << 3 | 2;
+		p[n++] = 2;
+		p[n++] = TE_TYPE << 3;
+		p[n++] = TYPE_END;
+	}
+	tail = stamp(j, r, begin ? r->at[0] : r->at[1], 0, p + n);
+	n += tail;
+	p[0] = TRACE_PACKET << 3 | 2;
+	p[1] = (uint8_t)(n - 2);
+	j->pb.len += n;
+	packet_done(j, tail);
+}
+
 static void slice_begin(struct zjob *j, struct prec *r)
 {
 	struct ta_pb *b = &j->pb;
+	uint8_t ev[48];
 
+	seq_first(j, r);
+	if (!r->icat && !r->iname && !r->imod) {
+		call_packet(j, r, 1);
+		return;
+	}
 	packet(j, r, r->at[0], 0);
-	if (r->icat || r->iname) {
-		ta_pb_begin(b, PK_INTERNED);
-		if (r->icat) {
-			ta_pb_begin(b, IN_CATEGORIES);
-			ta_pb_varint(b, IID, r->cat);
-			ta_pb_str(b, IID_NAME, r->icat);
-			ta_pb_end(b);
-		}
-		if (r->iname) {
-			ta_pb_begin(b, IN_NAMES);
-			ta_pb_varint(b, IID, (uint64_t)r->fn + 1);
-			ta_pb_str(b, IID_NAME, r->iname);
-			ta_pb_end(b);
-		}
+	ta_pb_begin(b, PK_INTERNED);
+	if (r->icat) {
+		ta_pb_begin(b, IN_CATEGORIES);
+		ta_pb_varint(b, IID, r->cat);
+		ta_pb_str(b, IID_NAME, r->icat);
 		ta_pb_end(b);
 	}
-	ta_pb_begin(b, PK_TRACK_EVENT);
-	ta_pb_varint(b, TE_CATEGORY_IIDS, r->cat);
-	ta_pb_varint(b, TE_TYPE, TYPE_BEGIN);
-	ta_pb_varint(b, TE_NAME_IID, (uint64_t)r->fn + 1);
+	if (r->iname) {
+		ta_pb_begin(b, IN_NAMES);
+		ta_pb_varint(b, IID, (uint64_t)r->fn + 1);
+		ta_pb_str(b, IID_NAME, r->iname);
+		ta_pb_end(b);
+	}
+	if (r->imod) {
+		ta_pb_begin(b, IN_DA_STRINGS);
+		ta_pb_varint(b, IID, r->mod);
+		ta_pb_str(b, IID_NAME, r->imod);
+		ta_pb_end(b);
+	}
 	ta_pb_end(b);
+	ta_pb_raw(b, ev, begin_event(r, ev));
 	packet_end(j);
 }
 
@@ -482,6 +602,11 @@ static void slice_end(struct zjob *j, struct prec *r)
 {
 	struct ta_pb *b = &j->pb;
 
+	seq_first(j, r);
+	if (!r->open && !r->text && !r->has_value) {
+		call_packet(j, r, 0);
+		return;
+	}
 	packet(j, r, r->at[1], 0);
 	ta_pb_begin(b, PK_TRACK_EVENT);
 	ta_pb_varint(b, TE_TYPE, TYPE_END);
@@ -566,7 +691,18 @@ static void job_times(struct zjob *j)
 		struct prec *r = &j->r[k];
 		int64_t *m = &j->tmax[r->slot];
 
-		if (r->kind <= PR_CALL) {
+		if (r->kind <= PR_CALL && r->p) {
+			/* Each end on its own, as ta_tlcall_times has them: a
+			 * BEGIN or END record converts one. */
+			if (r->kind & PR_BEGIN)
+				r->at[0] = x->t0 + ta_timeline_rel(&x->tl, r->p, r->enter);
+			if (r->kind & PR_END)
+				r->at[1] = x->t0 + ta_timeline_rel(&x->tl, r->p, r->exit);
+			if ((r->kind & PR_BEGIN) && r->at[0] > *m)
+				*m = r->at[0];
+			if ((r->kind & PR_END) && r->at[1] > *m)
+				*m = r->at[1];
+		} else if (r->kind <= PR_CALL) {
 			struct ta_tlcall c;
 			int64_t start;
 			uint64_t dur;
@@ -639,7 +775,9 @@ static void job_work(void *ctx, void *job)
 	struct zjob *j = job;
 
 	(void)ctx;
-	j->outlen = 0;
+	j->z.len = 0;
+	j->nruns = 0;
+	j->covered = 0;
 	j->fail = 0;
 	if (j->len) {
 		job_chain(j);
@@ -673,16 +811,13 @@ static void job_retire(void *ctx, void *job)
 	if (j->fail)
 		x->nomem = 1;
 	else
-		fwrite(j->out, 1, j->outlen, x->f);
+		fwrite(j->z.out, 1, j->z.len, x->f);
 	j->nr = 0;
 	j->len = 0;
 	j->nslots = 0;
-	j->outlen = 0;
-	if (j->outcap > (16u << 20)) {
-		free(j->out);
-		j->out = NULL;
-		j->outcap = 0;
-	}
+	j->z.len = 0;
+	if (j->z.cap > (16u << 20))
+		ta_pkz_free(&j->z);
 }
 
 static void job_submit(struct pf *x)
@@ -757,8 +892,8 @@ static struct prec *rec(struct pf *x, const struct ta_thread *t, unsigned kind)
 	/* What every kind reads; the rest is the caller's. */
 	r->newseq = r->open = r->cut = r->has_value = 0;
 	r->text = r->chan = NULL;
-	r->iname = r->icat = NULL;
-	r->cat = 0;
+	r->iname = r->icat = r->imod = NULL;
+	r->cat = r->mod = 0;
 	r->ns = r->ns2 = 0;
 	r->kind = (unsigned char)kind;
 	r->slot = pt->slot;
@@ -829,29 +964,80 @@ static uint32_t category_of(struct pf *x, uint32_t fn)
 	return x->cat[fn] = k + 1;
 }
 
-/* What a slice's BEGIN interns on its sequence: its name and category,
- * each the first time. */
+/* The iid of function fn's module (its base name, interned trace-wide as
+ * an annotation's value), 0 without memory. */
+static uint32_t module_of(struct pf *x, uint32_t fn)
+{
+	const char *name;
+	uint32_t k;
+
+	if (fn >= x->nmod) {
+		uint32_t n = x->nmod ? x->nmod : 256;
+		uint32_t *m;
+
+		while (n <= fn)
+			n *= 2;
+		m = realloc(x->mod, n * sizeof(*m));
+		if (!m)
+			return 0;
+		memset(m + x->nmod, 0, (n - x->nmod) * sizeof(*m));
+		x->mod = m;
+		x->nmod = n;
+	}
+	if (x->mod[fn])
+		return x->mod[fn];
+	name = ta_base_name(x->tl.fns.fn[fn].module);
+	for (k = 0; k < x->nmods && strcmp(x->mods[k], name); k++)
+		;
+	if (k == x->nmods) {
+		const char **m = realloc(x->mods, (x->nmods + 1) * sizeof(*m));
+
+		if (!m)
+			return 0;
+		x->mods = m;
+		m[k] = name;
+		x->nmods++;
+	}
+	return x->mod[fn] = k + 1;
+}
+
+/* What a slice's BEGIN interns on its sequence: its name, category and
+ * module, each the first time. */
 static void intern(struct pf *x, const struct ta_thread *t, struct prec *r, uint32_t fn)
 {
 	struct pf_thread *pt = thread_of(x, t);
-	uint32_t cat = category_of(x, fn);
-	int had_name, had_cat;
+	uint32_t cat, mod;
+	int had_name, had_cat, had_mod;
 
-	if (!cat || !pt) {
+	/* Most calls: a name the sequence has, whose ids are known. */
+	if (pt && fn < pt->nnamed && (pt->named[fn / 8] & (1u << (fn % 8)))) {
+		r->cat = x->cat[fn];
+		r->mod = x->mod[fn];
+		return;
+	}
+	cat = category_of(x, fn);
+	mod = module_of(x, fn);
+	if (!cat || !mod || !pt) {
 		x->nomem = 1;
 		return;
 	}
 	r->cat = cat;
+	r->mod = mod;
 	had_name = bit_test_set(&pt->named, &pt->nnamed, fn);
+	/* Each name brings its category and module: known when the name is. */
+	if (had_name > 0)
+		return;
 	had_cat = bit_test_set(&pt->catted, &pt->ncatted, cat);
-	if (had_name < 0 || had_cat < 0) {
+	had_mod = bit_test_set(&pt->modded, &pt->nmodded, mod);
+	if (had_name < 0 || had_cat < 0 || had_mod < 0) {
 		x->nomem = 1;
 		return;
 	}
 	if (!had_cat)
 		r->icat = x->cats[cat - 1];
-	if (!had_name)
-		r->iname = x->tl.fns.fn[fn].name;
+	if (!had_mod)
+		r->imod = x->mods[mod - 1];
+	r->iname = x->tl.fns.fn[fn].name;
 }
 
 /* ---- calls ------------------------------------------------------------------------ */
@@ -1239,8 +1425,6 @@ static void jobs_free(struct pf *x)
 	for (size_t k = 0; k < x->nzjobs; k++) {
 		struct zjob *j = &x->zjobs[k];
 
-		if (j->zinit)
-			deflateEnd(&j->z);
 		for (size_t i = 0; j->r && i < j->nr; i++) {
 			free(j->r[i].text);
 			free(j->r[i].chan);
@@ -1251,7 +1435,8 @@ static void jobs_free(struct pf *x)
 		free(j->tmax);
 		free(j->tlast);
 		free(j->in);
-		free(j->out);
+		ta_pkz_free(&j->z);
+		free(j->runs);
 	}
 	free(x->zjobs);
 	free(x->last);
@@ -1302,12 +1487,15 @@ out:
 	for (uint32_t i = 0; i < x.nth; i++) {
 		free(x.th[i].named);
 		free(x.th[i].catted);
+		free(x.th[i].modded);
 	}
 	free(x.th);
 	free(x.cat);
 	for (uint32_t i = 0; i < x.ncats; i++)
 		free(x.cats[i]);
 	free(x.cats);
+	free(x.mod);
+	free(x.mods);
 	for (size_t i = 0; i < x.ncounters; i++)
 		free(x.counters[i].name);
 	free(x.counters);

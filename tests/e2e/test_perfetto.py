@@ -92,18 +92,34 @@ class Trace:
         self.instants = []
         self.counters = {}  # track uuid -> [values]
         self.t0 = None
+        self.interned = {}  # InternedData field -> entries
         seqs = {}
         open_ = {}  # track uuid -> stack of slices
         for p in packets:
             seq = one(p, "trusted_packet_sequence_id", 0)
             if one(p, "sequence_flags", 0) & 1:
-                seqs[seq] = {"names": {}, "cats": {}, "clock": None, "defaults": {}}
+                seqs[seq] = {"names": {}, "cats": {}, "clock": None, "defaults": {},
+                             "ann_names": {}, "ann_strings": {}}
             st = seqs.get(seq)
             if "trace_packet_defaults" in p:
                 d = p["trace_packet_defaults"][0]
                 st["defaults"] = {
                     "clock": one(d, "timestamp_clock_id"),
                     "track": one(one(d, "track_event_defaults", {}), "track_uuid")}
+            if "interned_data" in p:
+                # Each entry goes out once per sequence (interning is what
+                # makes a name cost its bytes once).
+                i = p["interned_data"][0]
+                for field, key, table in (("event_names", "name", "names"),
+                                          ("event_categories", "name", "cats"),
+                                          ("debug_annotation_names", "name", "ann_names"),
+                                          ("debug_annotation_string_values", "str",
+                                           "ann_strings")):
+                    for e in i.get(field, []):
+                        iid = one(e, "iid")
+                        assert iid not in st[table], (field, iid, "sent twice")
+                        st[table][iid] = one(e, key)
+                        self.interned[field] = self.interned.get(field, 0) + 1
             if "clock_snapshot" in p:
                 for c in p["clock_snapshot"][0]["clocks"]:
                     if one(c, "clock_id") == CLOCK_MONOTONIC and seq == 1:
@@ -112,12 +128,6 @@ class Trace:
                         assert one(c, "is_incremental")
                         st["clock"] = one(c, "timestamp")
                 continue
-            if "interned_data" in p:
-                i = p["interned_data"][0]
-                for e in i.get("event_names", []):
-                    st["names"][one(e, "iid")] = one(e, "name")
-                for e in i.get("event_categories", []):
-                    st["cats"][one(e, "iid")] = one(e, "name")
             if "track_descriptor" in p:
                 d = p["track_descriptor"][0]
                 self.tracks[one(d, "uuid")] = d
@@ -134,9 +144,18 @@ class Trace:
                 assert clock == CLOCK_MONOTONIC, clock
             track = one(te, "track_uuid") or st["defaults"]["track"]
             kind = one(te, "type")
-            name = one(te, "name") or st["names"].get(one(te, "name_iid"))
-            args = {one(a, "name"): [v for k, v in a.items() if k.endswith("_value")][0][0]
-                    for a in te.get("debug_annotations", [])}
+            iid = one(te, "name_iid")
+            name = one(te, "name") or (st["names"][iid] if iid is not None else None)
+            args = {}
+            for a in te.get("debug_annotations", []):
+                k = one(a, "name") or st["ann_names"][one(a, "name_iid")]
+                if "string_value_iid" in a:
+                    args[k] = st["ann_strings"][one(a, "string_value_iid")]
+                else:
+                    args[k] = [v for f, v in a.items() if f.endswith("_value")][0][0]
+            # A thread's slices (calls and zones) name themselves by iid.
+            if kind == "TYPE_SLICE_BEGIN" and track == st["defaults"]["track"]:
+                assert "name_iid" in te and "name" not in te, te
             stack = open_.setdefault(track, [])
             if kind == "TYPE_SLICE_BEGIN":
                 s = {"track": track, "name": name, "start": ts, "depth": len(stack),
@@ -197,9 +216,14 @@ class PerfettoTest(tahelp.Case):
                 self.assertEqual(len(names), 1 + tahelp.fib_calls(n))
                 for s in tr.slices:
                     self.assertEqual(s["cat"], ["function," + prog])
-                    self.assertEqual(s["args"], {})
+                    # The module, an annotation whose name and value are interned.
+                    self.assertEqual(s["args"], {"module": prog})
                     self.assertEqual(s["parent"], None if s["name"] == "main"
                                      else "main" if s["depth"] == 1 else "fib")
+                # Two function names, one category, one module: each once.
+                self.assertEqual(tr.interned, {"event_names": 2, "event_categories": 1,
+                                               "debug_annotation_names": 1,
+                                               "debug_annotation_string_values": 1})
                 # fib(n) recurses n levels under main.
                 self.assertEqual(max(s["depth"] for s in tr.slices), n)
                 main = [s for s in tr.slices if s["name"] == "main"][0]
@@ -246,8 +270,9 @@ class PerfettoTest(tahelp.Case):
         zones = [s for s in tr.slices if s["cat"] == ["zone"]]
         self.assertEqual(sorted(s["name"] for s in zones), ["send"] * 5 + ["work"])
         work = [s for s in zones if s["name"] == "work"][0]
-        self.assertEqual(work["args"], {"text": "item 7", "value": 7})
-        self.assertEqual([s["args"] for s in zones if s["name"] == "send"], [{}] * 5)
+        self.assertEqual(work["args"], {"text": "item 7", "value": 7, "module": "[zone]"})
+        self.assertEqual([s["args"] for s in zones if s["name"] == "send"],
+                         [{"module": "[zone]"}] * 5)
         # checkpoint is inside work, on the same thread track.
         cp = [i for i in tr.instants if i[1] == "checkpoint"][0]
         self.assertEqual(cp[0], work["track"])
