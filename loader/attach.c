@@ -916,10 +916,11 @@ static int loader_state(pid_t pid, uint64_t at)
 
 /* 1 if the thread stopped with registers r is at a safe point; else 0
  * with the reason in why. */
-static int safe_point(pid_t pid, const struct safety *s, const regs_t *r, char *why, size_t size)
+static int safe_point(pid_t pid, pid_t tid, const struct safety *s, const regs_t *r, char *why,
+		      size_t size)
 {
 	uint64_t pc = PC(*r);
-	long nr = at_syscall(pid, r);
+	long nr = at_syscall(tid, r);
 	int state;
 
 	for (int i = 0; i < s->n; i++) {
@@ -970,38 +971,37 @@ static int wait_until(pid_t pid, int *st, uint64_t deadline)
 }
 
 /*
- * Stops thread pid (seized, running) at a safe point, its note taken just
- * before (the epoll_wait it may have been stopped in made to restart, as
- * hold does).  A signal on its way is delivered as it came (its handler
- * runs first; the stop follows).  0 when stopped there; 1 when it never
- * was within SAFE_TRY_MS (said; stopped, as it was: to be detached), or
- * on an error (said).
+ * Stops thread tid of process pid (seized, running) at a safe point, its
+ * note taken just before (the epoll_wait it may have been stopped in made
+ * to restart, as hold does).  A signal on its way is delivered as it came
+ * (its handler runs first; the stop follows).  0 when stopped there; 2
+ * when it was not within budget_ms (why says where it was last; stopped,
+ * as it was: to be detached); 1 on an error (said).
  */
-static int stop_safe(pid_t pid, struct sysnote *note)
+static int stop_safe(pid_t pid, pid_t tid, struct sysnote *note, uint64_t budget_ms, char *why,
+		     size_t size)
 {
 	struct safety s;
-	char why[160] = "";
 	uint64_t t0 = mono_ms();
-	unsigned tries = 0;
 
 	safety_init(pid, &s);
 	for (;;) {
 		regs_t r;
 		int st;
 
-		syscall_note(pid, pid, note);
-		if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0)
-			return fail("process %d: PTRACE_INTERRUPT: %s", pid, strerror(errno));
+		syscall_note(pid, tid, note);
+		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0)
+			return fail("process %d: PTRACE_INTERRUPT of thread %d: %s", pid, tid,
+				    strerror(errno));
 		for (;;) {
 			/* A stop comes within microseconds; a thread that never
 			 * stops (in an uninterruptible wait) is said so. */
-			int w = wait_until(pid, &st, mono_ms() + 5000);
+			int w = wait_until(tid, &st, mono_ms() + 5000);
 
 			if (w == -2)
-				return fail(
-				    "process %d: its main thread did not stop in 5 s (state D?); "
-				    "try again",
-				    pid);
+				return fail("process %d: its thread %d did not stop in 5 s (state "
+					    "D?); try again",
+					    pid, tid);
 			if (w < 0)
 				return fail("process %d: waitpid: %s", pid, strerror(errno));
 			if (WIFEXITED(st) || WIFSIGNALED(st))
@@ -1010,26 +1010,74 @@ static int stop_safe(pid_t pid, struct sysnote *note)
 				continue;
 			if (st >> 16 != 0)
 				break;
-			if (ptrace(PTRACE_CONT, pid, NULL, (void *)(uintptr_t)WSTOPSIG(st)) < 0)
+			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(uintptr_t)WSTOPSIG(st)) < 0)
 				return fail("process %d: %s", pid, strerror(errno));
 		}
-		tries++;
-		if (regs_get(pid, &r) < 0 || (syscall_unintr(&r, note) && regs_set(pid, &r) < 0))
-			return fail("process %d: cannot read the registers: %s", pid,
-				    strerror(errno));
-		if (safe_point(pid, &s, &r, why, sizeof(why)))
+		if (regs_get(tid, &r) < 0 || (syscall_unintr(&r, note) && regs_set(tid, &r) < 0))
+			return fail("process %d: cannot read the registers of thread %d: %s", pid,
+				    tid, strerror(errno));
+		if (safe_point(pid, tid, &s, &r, why, size))
 			return 0;
-		if (mono_ms() - t0 >= SAFE_TRY_MS)
-			break;
-		if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
+		if (mono_ms() - t0 >= budget_ms)
+			return 2;
+		if (ptrace(PTRACE_CONT, tid, NULL, NULL) < 0)
 			return fail("process %d: %s", pid, strerror(errno));
 		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
 	}
-	fail("process %d: its main thread did not leave libc or the dynamic loader in %d ms "
-	     "(%u looks; last %s), where loading the agent could wait for a lock it holds; "
-	     "the process was left as it was: try again",
-	     pid, SAFE_TRY_MS, tries, why);
-	return 1;
+}
+
+/*
+ * A thread of process pid seized and stopped at a safe point, to call
+ * through: the main thread if it gets to one within a quarter of
+ * SAFE_TRY_MS, else the first of the others that does (a main thread
+ * that lives in malloc, as a busy allocator's does, is seldom caught
+ * outside it; the others often wait in a system call).  Its tid, or 0
+ * when none did within SAFE_TRY_MS or on an error (said; every thread
+ * let go as it was).
+ */
+static pid_t seize_safe(pid_t pid, struct sysnote *note)
+{
+	char why[160] = "", path[64];
+	uint64_t t0 = mono_ms();
+	DIR *d;
+	struct dirent *e;
+	int rc;
+
+	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
+		return denied(pid, errno), 0;
+	rc = stop_safe(pid, pid, note, SAFE_TRY_MS / 4, why, sizeof(why));
+	if (rc == 0)
+		return pid;
+	release(pid, pid, NULL);
+	if (rc == 1)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	while (d && (e = readdir(d)) != NULL && mono_ms() - t0 < SAFE_TRY_MS) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		char other[160];
+
+		if (tid <= 0 || tid == pid ||
+		    ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
+			continue;
+		rc = stop_safe(pid, tid, note, SAFE_TRY_MS / 8, other, sizeof(other));
+		if (rc == 0) {
+			closedir(d);
+			return tid;
+		}
+		release(pid, tid, NULL);
+		if (rc == 1) {
+			closedir(d);
+			return 0;
+		}
+	}
+	if (d)
+		closedir(d);
+	fail("process %d: none of its threads left libc or the dynamic loader in %d ms (the main "
+	     "thread last %s), where loading the agent could wait for a lock it holds; the "
+	     "process was left as it was: try again",
+	     pid, SAFE_TRY_MS, why);
+	return 0;
 }
 
 /* How long a call in the process may take (dlopen of the agent and its
@@ -1310,22 +1358,24 @@ static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 		uint64_t at, mask;
 		int rc = 1, masked = 0;
 
-		if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
+		pid_t tid = seize_safe(pid, &note);
+
+		if (!tid)
 			return fail("process %d: cannot stop it to patch", pid);
-		if (stop_safe(pid, &note) == 0 && calls_mask(pid, &mask) == 0) {
+		if (calls_mask(tid, &mask) == 0) {
 			masked = 1;
-			if (regs_save(pid, &saved, &note) == 0) {
+			if (regs_save(tid, &saved, &note) == 0) {
 				at = ((SP(saved) - 1024) & ~15ull) - 8192;
 				if (put_string(pid, at, spec) == 0 &&
-				    remote_call(pid, &saved, at - 256, prep, at, 0, &ret) == 0)
+				    remote_call(tid, &saved, at - 256, prep, at, 0, &ret) == 0)
 					rc = 0;
 				if (!stuck)
-					regs_set(pid, &saved);
+					regs_set(tid, &saved);
 			}
 		}
 		if (stuck)
 			return 1;
-		release(pid, pid, masked ? &mask : NULL);
+		release(pid, tid, masked ? &mask : NULL);
 		if (rc)
 			return 1;
 	}
@@ -1386,6 +1436,7 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	uintptr_t libc_base, agent_base;
 	uint64_t dlopen_off, start_off, sp, path_at, set_at, ret, mask;
 	int masked = 0, rc = 1;
+	pid_t tid;
 
 	{
 		/* Its maps are read under the same rule as ptrace (a
@@ -1419,16 +1470,15 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	start_off = elf_dynsym(agent_seen, "ta_attach_start");
 	if (!start_off)
 		return fail("the agent %s has no ta_attach_start", agent);
-	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
-		return denied(pid, errno);
-	if (stop_safe(pid, &note))
-		goto detach;
-	if (calls_mask(pid, &mask) < 0) {
+	tid = seize_safe(pid, &note);
+	if (!tid)
+		return 1;
+	if (calls_mask(tid, &mask) < 0) {
 		fail("process %d: cannot set its signal mask: %s", pid, strerror(errno));
 		goto detach;
 	}
 	masked = 1;
-	if (regs_save(pid, &saved, &note) < 0)
+	if (regs_save(tid, &saved, &note) < 0)
 		goto detach;
 	/* Below the red zone (128 bytes on x86-64), with room to spare. */
 	sp = (SP(saved) - 1024) & ~15ull;
@@ -1438,7 +1488,7 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 		fail("process %d: cannot write to its stack: %s", pid, strerror(errno));
 		goto restore;
 	}
-	if (remote_call(pid, &saved, set_at - 256, libc_base + dlopen_off, path_at,
+	if (remote_call(tid, &saved, set_at - 256, libc_base + dlopen_off, path_at,
 			RTLD_NOW, &ret) != 0)
 		goto restore;
 	if (!ret) {
@@ -1447,7 +1497,7 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 		char why[512] = "";
 
 		if (err_off &&
-		    remote_call(pid, &saved, set_at - 256, libc_base + err_off, 0, 0, &ret) == 0 &&
+		    remote_call(tid, &saved, set_at - 256, libc_base + err_off, 0, 0, &ret) == 0 &&
 		    ret) {
 			struct iovec l = {why, sizeof(why) - 1};
 			struct iovec rm = {(void *)(uintptr_t)ret, sizeof(why) - 1};
@@ -1465,7 +1515,7 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 		fail("process %d: the agent %s is not in its maps after dlopen", pid, agent);
 		goto restore;
 	}
-	if (remote_call(pid, &saved, set_at - 256, agent_base + start_off, set_at, 0, &ret) != 0)
+	if (remote_call(tid, &saved, set_at - 256, agent_base + start_off, set_at, 0, &ret) != 0)
 		goto restore;
 	if ((int)ret == -EBUSY)
 		fail("process %d is being traced by another attach already", pid);
@@ -1478,10 +1528,10 @@ restore:
 	/* Left stopped inside the call (remote_call): nothing to give back. */
 	if (stuck)
 		return 1;
-	if (regs_set(pid, &saved) < 0)
+	if (regs_set(tid, &saved) < 0)
 		fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
 detach:
-	release(pid, pid, masked ? &mask : NULL);
+	release(pid, tid, masked ? &mask : NULL);
 	return rc;
 }
 #endif

@@ -191,6 +191,19 @@ class AttachTest(tahelp.Case):
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), out + err)
         self.assertNotIn("FAIL", out)
 
+    def test_main_thread_in_libc(self):
+        """The main thread inside libc nearly all the time (attachme libc:
+        memset of 4 MiB for ever), where it is almost never caught at a
+        safe point: the agent is loaded through another thread that is
+        (the busy threads, or those waiting in a system call).  5 windows:
+        each attach succeeds (it was refused after 2 s, "did not leave
+        libc"), the calls of mid() recorded are at most the program's."""
+        t = Target(self, nthreads=2, wait="libc")
+        self.windows(t, 5, "mid")
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), out + err)
+        self.assertNotIn("FAIL", out)
+
     def test_signals_kept(self):
         """Signals that come while the agent is injected keep their siginfo
         and their thread: attachme signals' main thread takes a SIGCHLD

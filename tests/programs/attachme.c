@@ -18,7 +18,8 @@
  * SIGALRM and ends the program (exit) at "quit".  WAIT malloc: the main
  * thread calls churn() for ever, which mallocs and frees blocks of 16 B
  * to 64 KiB (inside malloc, holding its arena's lock, much of the time:
- * where an attach must not call dlopen).
+ * where an attach must not call dlopen).  WAIT libc: the main thread
+ * memsets 4 MiB for ever (its pc inside libc nearly always).
  * Options after WAIT ("read" for the default):
  * - dl=LIB: a thread "dlloop" dlopens LIB (libsample), calls its
  *   sample_square and dlcloses it, again and again: the dynamic loader
@@ -381,6 +382,14 @@ static void main_waits(const char *how)
 	} else if (!strcmp(how, "malloc")) {
 		for (;;)
 			churn();
+	} else if (!strcmp(how, "libc")) {
+		/* memset of 4 MiB at a time: the pc inside libc nearly always,
+		 * holding no lock (the attach must call through another
+		 * thread). */
+		static char big[4 << 20];
+
+		for (unsigned i = 0;; i++)
+			memset(big, (int)i, sizeof(big));
 	} else if (!strcmp(how, "epoll")) {
 		struct epoll_event ev;
 		int e = epoll_create1(0);
