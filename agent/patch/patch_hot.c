@@ -161,6 +161,22 @@ uint64_t ta_patch_on_return(uint64_t slot)
 	return e.orig;
 }
 
+/* A function relocated whole (patch.c): its entry and its exits (each
+ * ret, and each jump out to another function, a tail call, whose exit is
+ * recorded before the jump as -finstrument-functions code records it).
+ * Its return address is never touched: nothing to keep. */
+void ta_patch_rel_on_enter(const struct ta_patch_desc *d)
+{
+	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
+		ta_record(d->fn);
+}
+
+void ta_patch_rel_on_exit(const struct ta_patch_desc *d)
+{
+	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
+		ta_record(d->fn | TA_REC_EXIT);
+}
+
 /* Puts a frame's real return address back in its slot.  Top down: of a
  * tail-call chain sharing a slot, only the bottom entry holds the real
  * address.  A slot that no longer holds the stub belongs to a dead frame
