@@ -543,16 +543,17 @@ out:
  *
  * A function's slot, relocated whole:
  *   0  desc: the function's entry address
- *   8  the address of ta_patch_rel_enter_common
- *  16  the address of ta_patch_rel_exit_common
- *  24  the entry stub: push %r11; movabs $slot, %r11; call *-34(%rip); pop %r11
- *  44  the copy of the body (from the entry, after an endbr64), then the
+ *   8  the address of ta_patch_rel_on_enter
+ *  16  the address of ta_patch_rel_on_exit
+ *  24  the entry stub: push %rdi; movabs $entry, %rdi; call *-32(%rip); pop %rdi
+ *  42  the copy of the body (from the entry, after an endbr64), then the
  *      conditional tail calls' trailers (call exit; jmp target), then the
- *      exit stub: push %r11; movabs $slot, %r11; call *(slot+16); pop %r11; ret
+ *      exit stub: push %rdi; movabs $entry, %rdi; call *(slot+16); pop %rdi; ret
+ * The functions called keep every other register themselves (patch_hot.c).
  */
 #define REL_STUB_AT 24
-#define REL_BODY_AT 44
-#define EXIT_LEN    21
+#define REL_BODY_AT 42
+#define EXIT_LEN    19
 #define TRAIL_LEN   10
 
 /* What patching a module needs to know about it for whole relocation. */
@@ -869,8 +870,8 @@ static unsigned emit_whole(const struct whole *w, uint64_t fn, uint8_t *slot)
 {
 	uint64_t self = (uint64_t)(uintptr_t)slot;
 	uint64_t body = self + REL_BODY_AT, xit = body + w->body_len + w->ntrail * TRAIL_LEN;
-	uint64_t ptrs[2] = {(uint64_t)(uintptr_t)ta_patch_rel_enter_common,
-			    (uint64_t)(uintptr_t)ta_patch_rel_exit_common};
+	uint64_t ptrs[2] = {(uint64_t)(uintptr_t)ta_patch_rel_on_enter,
+			    (uint64_t)(uintptr_t)ta_patch_rel_on_exit};
 	uint8_t *out = slot + REL_BODY_AT, *trail = out + w->body_len, *x;
 	int64_t rel;
 
@@ -884,16 +885,14 @@ static unsigned emit_whole(const struct whole *w, uint64_t fn, uint8_t *slot)
 	memcpy(slot, &fn, 8);
 	memcpy(slot + 8, ptrs, 16);
 	/* The entry stub; the body follows. */
-	slot[24] = 0x41; /* push %r11 */
-	slot[25] = 0x53;
-	slot[26] = 0x49; /* movabs $slot, %r11 */
-	slot[27] = 0xbb;
-	memcpy(slot + 28, &self, 8);
-	slot[36] = 0xff; /* call *-34(%rip): the pointer at 8 */
-	slot[37] = 0x15;
-	put32(slot + 38, 8 - 42);
-	slot[42] = 0x41; /* pop %r11 */
-	slot[43] = 0x5b;
+	slot[24] = 0x57; /* push %rdi */
+	slot[25] = 0x48; /* movabs $fn, %rdi */
+	slot[26] = 0xbf;
+	memcpy(slot + 27, &fn, 8);
+	slot[35] = 0xff; /* call *-32(%rip): the pointer at 8 */
+	slot[36] = 0x15;
+	put32(slot + 37, 8 - 41);
+	slot[41] = 0x5f; /* pop %rdi */
 	for (size_t i = 0; i < w->n; i++) {
 		const struct rins *r = &w->ins[i];
 		uint8_t *o = out + r->off;
@@ -958,17 +957,15 @@ static unsigned emit_whole(const struct whole *w, uint64_t fn, uint8_t *slot)
 		REL32(o + 6, r->addr + r->size, here + 10);
 	}
 	x = slot + (xit - self);
-	x[0] = 0x41; /* push %r11 */
-	x[1] = 0x53;
-	x[2] = 0x49; /* movabs $slot, %r11 */
-	x[3] = 0xbb;
-	memcpy(x + 4, &self, 8);
-	x[12] = 0xff; /* call *(slot + 16)(%rip) */
-	x[13] = 0x15;
-	REL32(x + 14, self + 16, xit + 18);
-	x[18] = 0x41; /* pop %r11 */
-	x[19] = 0x5b;
-	x[20] = 0xc3; /* ret */
+	x[0] = 0x57; /* push %rdi */
+	x[1] = 0x48; /* movabs $fn, %rdi */
+	x[2] = 0xbf;
+	memcpy(x + 3, &fn, 8);
+	x[11] = 0xff; /* call *(slot + 16)(%rip) */
+	x[12] = 0x15;
+	REL32(x + 13, self + 16, xit + 17);
+	x[17] = 0x5f; /* pop %rdi */
+	x[18] = 0xc3; /* ret */
 #undef REL32
 	return 0;
 }

@@ -140,44 +140,6 @@ ta_patch_ret_stub:
 	ret
 	.size	ta_patch_ret_stub, .-ta_patch_ret_stub
 
-/* ta_patch_rel_enter_common, ta_patch_rel_exit_common: the entry and the
- * exit of a function relocated whole (patch.c), called from its own
- * stubs in the pool,
- *     push %r11; movabs $desc, %r11; call *common; pop %r11
- * (followed by the relocated body at the entry, by ret at the exit, where
- * the body's rets jump and its tail calls call before jumping).  They call
- * ta_patch_rel_on_enter(desc) or ta_patch_rel_on_exit(desc) keeping the
- * registers, as ta_patch_enter_common does.  No return address is
- * replaced: every call here returns where it was made, and the return
- * predictor stays right. */
-#define REL_COMMON(name, callee)	\
-	.globl	name;			\
-	.hidden	name;			\
-	.type	name, @function;	\
-	.p2align 4;			\
-name:					\
-	.cfi_startproc;			\
-	pushq	%rbp;			\
-	.cfi_def_cfa_offset 16;		\
-	.cfi_offset %rbp, -16;		\
-	movq	%rsp, %rbp;		\
-	.cfi_def_cfa_register %rbp;	\
-	andq	$-16, %rsp;		\
-	subq	$FRAME, %rsp;		\
-	SAVE_SCRATCH(0);		\
-	movq	%r11, %rdi;		\
-	call	callee;			\
-	RESTORE_SCRATCH(0);		\
-	movq	%rbp, %rsp;		\
-	popq	%rbp;			\
-	.cfi_def_cfa %rsp, 8;		\
-	ret;				\
-	.cfi_endproc;			\
-	.size	name, .-name
-
-REL_COMMON(ta_patch_rel_enter_common, ta_patch_rel_on_enter)
-REL_COMMON(ta_patch_rel_exit_common, ta_patch_rel_on_exit)
-
 /* void *ta_patch_vcall(void *(*fn)(void *, void *), void *a, void *b):
  * fn(a, b), with xmm0-15 as they were. */
 	.globl	ta_patch_vcall
@@ -207,16 +169,34 @@ ta_patch_vcall:
 	.size	ta_patch_vcall, .-ta_patch_vcall
 
 /* void ta_patch_record_slow(uint64_t addr, uint64_t ticks): the ring's
- * slow path, through ta_patch_vcall. */
+ * slow path, through ta_patch_vcall, keeping every register but rsp: the
+ * hot functions of a relocated function (patch_hot.c) are declared
+ * no_caller_saved_registers and save only what their fast path uses.
+ * Realigns the stack (they may be entered misaligned). */
 	.globl	ta_patch_record_slow
 	.hidden	ta_patch_record_slow
 	.type	ta_patch_record_slow, @function
 	.p2align 4
 ta_patch_record_slow:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-16, %rsp
+	subq	$FRAME, %rsp
+	SAVE_SCRATCH(0)
 	movq	%rsi, %rdx
 	movq	%rdi, %rsi
 	leaq	ta_record_slow(%rip), %rdi
-	jmp	ta_patch_vcall
+	call	ta_patch_vcall
+	RESTORE_SCRATCH(0)
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
 	.size	ta_patch_record_slow, .-ta_patch_record_slow
 
 	.section .note.GNU-stack, "", @progbits
