@@ -766,6 +766,8 @@ static unsigned plan_whole(uint64_t addr, uint64_t size, const struct plan *pl,
 			off += r->kind == K_JCC ? 6 : r->out ? 10 : 5;
 		} else if (ta_cs_in_group(in, X86_GRP_JUMP)) {
 			why = F_INDIRECT;
+		} else if (in->id == X86_INS_XBEGIN) {
+			why = F_UNMOVABLE; /* its abort address is relative */
 		} else {
 			for (int i = 0; i < x->op_count; i++) {
 				const cs_x86_op *o = &x->operands[i];
@@ -773,7 +775,10 @@ static unsigned plan_whole(uint64_t addr, uint64_t size, const struct plan *pl,
 				if (o->type != X86_OP_MEM || o->mem.base != X86_REG_RIP)
 					continue;
 				t = in->address + in->size + (uint64_t)o->mem.disp;
-				if (t >= addr && t < addr + size)
+				/* Its own entry's address is the function's (calls
+				 * through it are patched); any other place in it
+				 * would be the original's, not the copy's. */
+				if (t > addr && t < addr + size)
 					why = F_OWN_CODE;
 				else if ((r->doff = (int8_t)disp_offset(in)) < 0)
 					why = F_UNMOVABLE;

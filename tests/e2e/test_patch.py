@@ -294,25 +294,27 @@ class PatchTest(tahelp.Case):
         """Functions relocated whole record their exit before a tail call
         (ta_tail's jmp, ta_ctail's jnz), as -finstrument-functions code
         does: ta_leaf is main's callee, not theirs, and no frame is left
-        open.  A jump table (ta_table) and a jump to a .cold part
-        (ta_hot) get the return stub instead, with exact counts, and info
-        says why."""
+        open.  Taking its own address (ta_selfaddr) is no reason not to
+        relocate, and gives the entry's.  A jump table (ta_table) and a
+        jump to a .cold part (ta_hot) get the return stub instead, with
+        exact counts, and info says why."""
         for name in ("patchme-O0-pie-fp", "patchme-O2-nopie-nofp"):
             with self.subTest(prog=name):
                 prog = self.prog(name)
-                r = self.patched(prog, ["tail"], "ta_tail,ta_ctail,ta_leaf,ta_table,main",
-                                 expect_patched=5)
-                self.assertIn("sum = 84\n", r.stdout)
-                self.assertEqual(own_counts(r.stdout), {"tail+table": 10})
+                r = self.patched(prog, ["tail"],
+                                 "ta_tail,ta_ctail,ta_leaf,ta_table,ta_selfaddr,main",
+                                 expect_patched=6)
+                self.assertIn("sum = 84\nself=1\n", r.stdout)
+                self.assertEqual(own_counts(r.stdout), {"tail+table": 11})
                 rep = self.report(r.dump)
                 self.assert_whole(rep)
                 funcs = self.functions(rep)
                 self.assert_calls(funcs, {"main": 1, "ta_tail": 3, "ta_ctail": 3, "ta_leaf": 5,
-                                          "ta_table": 4})
+                                          "ta_table": 4, "ta_selfaddr": 1})
                 for fn in ("ta_tail", "ta_ctail"):
                     self.assertEqual(funcs[fn]["self_ns"], funcs[fn]["total_ns"], fn)
                 patch = self.info(r.dump)["processes"][0]["patch"]
-                self.assertEqual((patch["relocated"], patch["return_stub"]), (4, [
+                self.assertEqual((patch["relocated"], patch["return_stub"]), (5, [
                     {"code": 1, "count": 1,
                      "reason": "an indirect jump (a jump table, an indirect tail call)"}]))
 

@@ -183,6 +183,16 @@ ta_ctail:
 	ret
 	.size	ta_ctail, .-ta_ctail
 
+/* Takes its own address (as a function registering itself as a
+ * callback does): relocated all the same, the address its entry's. */
+	.globl	ta_selfaddr
+	.type	ta_selfaddr, @function
+ta_selfaddr:
+	leaq	ta_selfaddr(%rip), %rax
+	addq	$1, ta_tail_count(%rip)
+	ret
+	.size	ta_selfaddr, .-ta_selfaddr
+
 /* A jump table (an indirect jump into its own body): not relocated, the
  * return stub instead.  ta_table(k) is 10 + k for k in 0..3. */
 	.globl	ta_table

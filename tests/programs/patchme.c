@@ -15,8 +15,9 @@
  *   patchme deep N      a recursion N deep (past the return stack's 1024)
  *   patchme deepind N   the same by ta_deep_ind, which has an indirect jump
  *   patchme tail        tail calls (ta_tail 3 times, ta_ctail twice with a
- *                       tail call and once without: ta_leaf 5 times) and a
- *                       jump table (ta_table 4 times)
+ *                       tail call and once without: ta_leaf 5 times), a
+ *                       jump table (ta_table 4 times) and ta_selfaddr,
+ *                       which returns its own address (self=1)
  *   patchme signal N    N raise(SIGUSR1)s whose handler calls fib(5)
  *   patchme crash       crasher() recurses 3 deep and writes through NULL
  *   patchme smallstack  a thread with the smallest stack allowed
@@ -161,6 +162,7 @@ int ta_sse(void);
 int ta_tail(int x);
 int ta_ctail(int x);
 int ta_table(int k);
+void *ta_selfaddr(void);
 int ta_deep_ind(int n);
 extern unsigned long ta_tail_count, ta_deep_count;
 
@@ -277,7 +279,8 @@ int main(int argc, char **argv)
 		for (int k = 0; k < 4; k++)
 			sum += ta_table(k);
 		/* 3 x 7 + 7 + 7 + 3 + 10 + 11 + 12 + 13 */
-		printf("sum = %d\ncalls tail+table=%lu\n", sum, ta_tail_count);
+		printf("sum = %d\nself=%d\n", sum, ta_selfaddr() == (void *)ta_selfaddr);
+		printf("calls tail+table=%lu\n", ta_tail_count);
 	} else if (strcmp(what, "signal") == 0) {
 		signal(SIGUSR1, on_usr1);
 		for (int i = 0; i < n; i++)
