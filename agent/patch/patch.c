@@ -6,15 +6,19 @@
  * one thread runs) and when a library is dlopen'ed.
  *
  * For each function: capstone decodes the whole body (to find jumps into
- * its first bytes) and the first instructions that cover a 5-byte jmp;
- * those are copied into a trampoline, their RIP-relative operands and
- * relative branches rewritten for the new place, followed by a jmp back.
- * The entry (after an endbr64, which stays in place) becomes a jmp to the
- * function's stub, which calls ta_patch_enter_common (patch_stub.S) and
- * falls into the trampoline.  Stubs and trampolines live in memory mapped
- * within 2 GiB of the module, so rel32 jumps reach them both ways.  Exits
- * go through the return stub and the per-thread return stack of
- * patch_hot.c.
+ * its first bytes) and the first instructions that cover a 5-byte jmp,
+ * whose place the entry's jmp takes (after an endbr64, which stays).
+ * Where it is safe the whole body is then copied into the pool and the jmp
+ * goes to its entry stub ("relocating a whole function" below: rets and
+ * tail calls rewritten to record the exit, the return address untouched);
+ * else the first instructions are copied into a trampoline, their
+ * RIP-relative operands and relative branches rewritten for the new place,
+ * followed by a jmp back, and the jmp goes to the function's stub, which
+ * calls ta_patch_enter_common (patch_stub.S) and falls into the
+ * trampoline; exits then go through the return stub and the per-thread
+ * return stack of patch_hot.c.  Stubs, copies and trampolines live in
+ * memory mapped within 2 GiB of the module, so rel32 jumps reach them both
+ * ways.
  *
  * Refusals rather than corruption: too short, a jump into the bytes the jmp
  * replaces, an instruction that cannot be moved, a body capstone cannot
