@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * patch_hot.c - the hot path of patched functions (x86-64): the per-thread
- * return stack that lets a patched function's exit be recorded, and what
- * puts the real return addresses back before the stack is unwound.
+ * patch_hot.c - the hot path of patched functions (x86-64): the entry and
+ * exit of a function relocated whole (patch.c), and for the others the
+ * per-thread return stack that lets their exit be recorded, and what puts
+ * the real return addresses back before the stack is unwound.
  *
  * Built with -mgeneral-regs-only: the stubs (patch_stub.S) save only the
  * general-purpose registers around ta_patch_on_enter and

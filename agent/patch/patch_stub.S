@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * patch_stub.S - the two pieces of code every patched function goes
- * through (x86-64 only; see patch.c).
+ * patch_stub.S - the two pieces of code every function patched with the
+ * return stub goes through (x86-64 only; see patch.c; a function relocated
+ * whole calls ta_patch_rel_on_enter/on_exit of patch_hot.c from its own
+ * stubs instead), and the calls out that keep the registers.
  *
  * Both keep every register but rsp and rip as they found them, not only
  * those the ABI says a call preserves: GCC's interprocedural register
