@@ -62,14 +62,27 @@ static unsigned backtrace_from(void *uc, uint64_t pcs[MAX_FRAMES])
 {
 	unw_cursor_t cursor;
 	unsigned n = 0;
+	/* A copy: the faulting frame's address may be rewritten below, and
+	 * the thread must resume where it faulted. */
+	ucontext_t ucc = *(ucontext_t *)uc;
 
 	if (!ta_lazy.u_init_local2 ||
-	    ta_lazy.u_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
+	    ta_lazy.u_init_local2(&cursor, (unw_context_t *)&ucc, UNW_INIT_SIGNAL_FRAME) < 0)
 		return 0;
 	do {
 		unw_word_t ip;
+		uint64_t orig;
 		if (ta_lazy.u_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || !ip)
 			break;
+		/* A function relocated whole runs from a copy that has no
+		 * unwind information: the walk goes on from the same place
+		 * in the original, whose frame the copy keeps.  Above the
+		 * first frame this rewrites a return address on the stack to
+		 * the original code, which does the same (the agent records
+		 * nothing after a crash). */
+		if ((orig = ta_patch_orig_pc(ip, n == 0)) && ta_lazy.u_set_reg &&
+		    ta_lazy.u_set_reg(&cursor, UNW_REG_IP, orig) == 0)
+			ip = orig;
 		pcs[n++] = ip;
 	} while (n < MAX_FRAMES && ta_lazy.u_step(&cursor) > 0);
 	return n;

@@ -72,6 +72,7 @@ static void open_unwind(void)
 		bad = sym(h, LZ_STR(unw_init_local), &ta_lazy.u_init_local) |
 		      sym(h, LZ_STR(unw_init_local2), &ta_lazy.u_init_local2) |
 		      sym(h, LZ_STR(unw_get_reg), &ta_lazy.u_get_reg) |
+		      sym(h, LZ_STR(unw_set_reg), &ta_lazy.u_set_reg) |
 		      sym(h, LZ_STR(unw_step), &ta_lazy.u_step) |
 #if defined(__x86_64__)
 		      sym(h, LZ_STR(unw_tdep_getcontext), &ta_lazy.u_getcontext) |
@@ -81,6 +82,7 @@ static void open_unwind(void)
 		ta_lazy.u_init_local = NULL;
 		ta_lazy.u_init_local2 = NULL;
 		ta_lazy.u_get_reg = NULL;
+		ta_lazy.u_set_reg = NULL;
 		ta_lazy.u_step = NULL;
 		ta_lazy.u_backtrace = NULL;
 #if defined(__x86_64__)

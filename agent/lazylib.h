@@ -25,6 +25,7 @@ struct ta_lazy {
 	int (*u_init_local)(unw_cursor_t *, unw_context_t *);
 	int (*u_init_local2)(unw_cursor_t *, unw_context_t *, int);
 	int (*u_get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+	int (*u_set_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t);
 	int (*u_step)(unw_cursor_t *);
 	int (*u_backtrace)(void **, int);
 #if defined(__x86_64__)

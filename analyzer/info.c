@@ -427,6 +427,13 @@ static void text_patch(const struct ta_patch *pt)
 		printf("    %s (%s, %#" PRIx64 "): %s\n", f->name, ta_base_name(f->module), f->addr,
 		       f->reason);
 	}
+	if (pt->has_method) {
+		printf("  relocated whole: %" PRIu64 "; with a return stub: %" PRIu64 "%s\n",
+		       pt->relocated, pt->patched - pt->relocated, pt->nfallback ? ":" : "");
+		for (uint64_t i = 0; i < pt->nfallback; i++)
+			printf("    %" PRIu64 " %s\n", pt->fallback[i].count,
+			       pt->fallback[i].reason);
+	}
 	if (pt->frames_without_exit)
 		printf("  patched calls deeper than the return stack (exit not recorded): %" PRIu64
 		       "\n",
@@ -449,7 +456,19 @@ static void json_patch(const struct ta_patch *pt)
 		ta_json_str(stdout, f->reason);
 		putchar('}');
 	}
-	printf("]},\n");
+	printf("]");
+	if (pt->has_method) {
+		printf(", \"relocated\": %" PRIu64 ", \"return_stub\": [", pt->relocated);
+		for (uint64_t i = 0; i < pt->nfallback; i++) {
+			const struct ta_patch_fallback *f = &pt->fallback[i];
+			printf("%s{\"code\": %" PRIu64 ", \"count\": %" PRIu64 ", \"reason\": ",
+			       i ? ", " : "", f->code, f->count);
+			ta_json_str(stdout, f->reason);
+			putchar('}');
+		}
+		putchar(']');
+	}
+	printf("},\n");
 }
 
 static uint64_t count_how(const struct ta_filter_info *f, uint32_t how)

@@ -188,9 +188,19 @@ struct ta_patch_refusal {
 	uint64_t addr, code;
 };
 
+/* Functions patched with a return stub rather than relocated whole, by
+ * reason. */
+struct ta_patch_fallback {
+	uint64_t code, count;
+	char *reason;
+};
+
 struct ta_patch {
 	uint64_t patched, nrefused, frames_without_exit;
 	struct ta_patch_refusal *refused;
+	int has_method; /* the writer said how each was patched (since 1.8) */
+	uint64_t relocated, nfallback;
+	struct ta_patch_fallback *fallback;
 };
 
 /* One frame of a rebuilt call stack. */

@@ -840,6 +840,9 @@ static void patch_free(struct ta_patch *pt)
 		free(pt->refused[i].reason);
 	}
 	free(pt->refused);
+	for (uint64_t i = 0; i < pt->nfallback; i++)
+		free(pt->fallback[i].reason);
+	free(pt->fallback);
 	free(pt);
 }
 
@@ -876,6 +879,31 @@ static int patch_chunk(struct ta_process *p, struct ta_reader *r)
 		rc = -TA_E_PAYLOAD;
 		if (r->err)
 			goto fail;
+	}
+	/* Since 1.8: the functions relocated whole, the others' reasons. */
+	if (r->p < r->end) {
+		pt->has_method = 1;
+		ta_get_varint(r, &pt->relocated);
+		ta_get_varint(r, &n);
+		/* A reason takes 3 bytes at least. */
+		if (r->err || n > (uint64_t)(r->end - r->p) / 3)
+			goto fail;
+		pt->fallback = n ? calloc((size_t)n, sizeof(*pt->fallback)) : NULL;
+		if (n && !pt->fallback) {
+			rc = -TA_E_NOMEM;
+			goto fail;
+		}
+		for (uint64_t i = 0; i < n; i++) {
+			struct ta_patch_fallback *f = &pt->fallback[i];
+			pt->nfallback = i + 1;
+			ta_get_varint(r, &f->code);
+			ta_get_varint(r, &f->count);
+			if ((rc = get_str(r, &f->reason)) < 0)
+				goto fail;
+			rc = -TA_E_PAYLOAD;
+			if (r->err)
+				goto fail;
+		}
 	}
 	patch_free(p->patch);
 	p->patch = pt;

@@ -6,15 +6,19 @@
  * one thread runs) and when a library is dlopen'ed.
  *
  * For each function: capstone decodes the whole body (to find jumps into
- * its first bytes) and the first instructions that cover a 5-byte jmp;
- * those are copied into a trampoline, their RIP-relative operands and
- * relative branches rewritten for the new place, followed by a jmp back.
- * The entry (after an endbr64, which stays in place) becomes a jmp to the
- * function's stub, which calls ta_patch_enter_common (patch_stub.S) and
- * falls into the trampoline.  Stubs and trampolines live in memory mapped
- * within 2 GiB of the module, so rel32 jumps reach them both ways.  Exits
- * go through the return stub and the per-thread return stack of
- * patch_hot.c.
+ * its first bytes) and the first instructions that cover a 5-byte jmp,
+ * whose place the entry's jmp takes (after an endbr64, which stays).
+ * Where it is safe the whole body is then copied into the pool and the jmp
+ * goes to its entry stub ("relocating a whole function" below: rets and
+ * tail calls rewritten to record the exit, the return address untouched);
+ * else the first instructions are copied into a trampoline, their
+ * RIP-relative operands and relative branches rewritten for the new place,
+ * followed by a jmp back, and the jmp goes to the function's stub, which
+ * calls ta_patch_enter_common (patch_stub.S) and falls into the
+ * trampoline; exits then go through the return stub and the per-thread
+ * return stack of patch_hot.c.  Stubs, copies and trampolines live in
+ * memory mapped within 2 GiB of the module, so rel32 jumps reach them both
+ * ways.
  *
  * Refusals rather than corruption: too short, a jump into the bytes the jmp
  * replaces, an instruction that cannot be moved, a body capstone cannot
@@ -114,6 +118,37 @@ static const char *refusal_text(unsigned code)
 	return "unknown";
 }
 
+/* Why a function patched was not relocated whole but given the return
+ * stub (patch_hot.c): counted by reason for the PATCH chunk. */
+#define FALLBACKS(X)                                                                               \
+	X(INDIRECT, 1, "an indirect jump (a jump table, an indirect tail call)")                   \
+	X(COLD, 2, "a jump to a .cold part")                                                       \
+	X(OUTSIDE, 3, "a jump out of it to an address not known as a function's start")            \
+	X(MIDDLE, 4, "a jump into its entry or into the middle of an instruction")                 \
+	X(UNMOVABLE, 5, "a loop, jrcxz or xbegin, or an operand that cannot be moved")             \
+	X(OWN_CODE, 6, "it uses an address inside its own code")                                   \
+	X(EXCEPTIONS, 7, "C++ code that exceptions may unwind through (.gcc_except_table)")        \
+	X(NO_ROOM, 8, "no room for its copy within 2 GiB")
+
+enum fallback {
+#define TA_X(name, code, text) F_##name = code,
+	FALLBACKS(TA_X)
+#undef TA_X
+};
+enum { F_N = F_NO_ROOM + 1 };
+
+static const char *fallback_text(unsigned code)
+{
+	switch (code) {
+#define TA_X(name, code, text)                                                                     \
+	case code:                                                                                 \
+		return text;
+		FALLBACKS(TA_X)
+#undef TA_X
+	}
+	return "unknown";
+}
+
 struct refused {
 	char *module;
 	char *name;
@@ -124,6 +159,8 @@ struct refused {
 static struct refused *refused;
 static size_t nrefused, refused_cap;
 static uint64_t npatched;
+/* Of npatched, those relocated whole; the others' reasons, by code. */
+static uint64_t nrelocated, nfallback[F_N];
 static int patch_on; /* patterns were given and parsed */
 static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -492,6 +529,456 @@ out:
 	return why;
 }
 
+/* ---- relocating a whole function ---------------------------------------------------- */
+
+/*
+ * A function relocated whole runs from its copy in the pool, entered
+ * through its slot's entry stub (the original entry jumps there): each
+ * `ret` becomes a jmp to the slot's exit stub, which records the exit and
+ * returns, and each jump out of the function (a tail call) becomes a call
+ * of the exit stub followed by the jump.  The caller's return address is
+ * never replaced: call and ret stay paired for the processor's return
+ * predictor, and nothing is kept per thread.  Only what can be moved
+ * safely is: every branch inside the function lands on an instruction of
+ * the copy, every jump out goes to the start of a known function (or the
+ * PLT), nothing takes the address of its own code, and no exception can
+ * unwind through the copy (which has no unwind information).  The rest
+ * falls back to the return stub.
+ *
+ * A function's slot, relocated whole:
+ *   0  desc: the function's entry address
+ *   8  the address of ta_patch_rel_on_enter
+ *  16  the address of ta_patch_rel_on_exit
+ *  24  the entry stub: push %rdi; movabs $entry, %rdi; call *-32(%rip); pop %rdi
+ *  42  the copy of the body (from the entry, after an endbr64), then the
+ *      conditional tail calls' trailers (call exit; jmp target), then the
+ *      exit stub: push %rdi; movabs $entry, %rdi; call *(slot+16); pop %rdi; ret
+ * The functions called keep every other register themselves (patch_hot.c).
+ */
+#define REL_STUB_AT 24
+#define REL_BODY_AT 42
+#define EXIT_LEN    19
+#define TRAIL_LEN   10
+
+/* What patching a module needs to know about it for whole relocation. */
+struct fnrange {
+	uint64_t addr;
+	int cold;
+};
+struct modfacts {
+	int cxx_eh; /* exceptions may unwind through its code */
+	int nplt;
+	uint64_t plt[4][2];  /* .plt, .plt.sec, .plt.got: tail calls go there too */
+	struct fnrange *fns; /* every function's start, sorted */
+	size_t nfns;
+};
+
+static int want_any(void *arg, const char *modbase, int is_exe, const char *name)
+{
+	(void)arg;
+	(void)modbase;
+	(void)is_exe;
+	(void)name;
+	return 1;
+}
+
+static int is_cold_part(const char *name);
+
+/* The module's sections (from its file, mapped at map) and functions. */
+static void module_facts(const struct ta_module *m, const void *map, size_t maplen,
+			 struct modfacts *f)
+{
+	const ElfW(Ehdr) *eh = map;
+	const ElfW(Shdr) * sh, *ss;
+	struct ta_fn_cand *c;
+	void *map2;
+	size_t len2 = 0, n;
+
+	memset(f, 0, sizeof(*f));
+	/* Without readable section headers, assume the worst. */
+	f->cxx_eh = 1;
+	if (!map || maplen < sizeof(*eh) || !eh->e_shoff || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+	    eh->e_shstrndx >= eh->e_shnum ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)) > maplen)
+		return;
+	sh = (const ElfW(Shdr) *)((const char *)map + eh->e_shoff);
+	ss = &sh[eh->e_shstrndx];
+	if (ss->sh_offset + ss->sh_size > maplen)
+		return;
+	f->cxx_eh = 0;
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		const char *str = (const char *)map + ss->sh_offset, *nm;
+
+		if (sh[i].sh_name >= ss->sh_size ||
+		    !memchr(str + sh[i].sh_name, 0, ss->sh_size - sh[i].sh_name))
+			continue;
+		nm = str + sh[i].sh_name;
+		/* C++ code with landing pads, which a throw must unwind
+		 * through: the module's other functions may be unwound
+		 * through too (a throw from a callee), so none is moved. */
+		if (strcmp(nm, ".gcc_except_table") == 0)
+			f->cxx_eh = 1;
+		else if ((strcmp(nm, ".plt") == 0 || strcmp(nm, ".plt.sec") == 0 ||
+			  strcmp(nm, ".plt.got") == 0) &&
+			 f->nplt < 4) {
+			f->plt[f->nplt][0] = m->bias + sh[i].sh_addr;
+			f->plt[f->nplt++][1] = m->bias + sh[i].sh_addr + sh[i].sh_size;
+		}
+	}
+	c = ta_module_functions(m, want_any, NULL, &n, &map2, &len2);
+	if (c && n && (f->fns = malloc(n * sizeof(*f->fns)))) {
+		for (size_t i = 0; i < n; i++) {
+			f->fns[i].addr = c[i].addr;
+			f->fns[i].cold = is_cold_part(c[i].name);
+		}
+		f->nfns = n;
+	}
+	free(c);
+	if (map2)
+		munmap(map2, len2);
+}
+
+/* 0 if a jump to t, outside the function, is a tail call (t starts a
+ * function, or is in the PLT), else the fallback. */
+static unsigned jump_out_ok(const struct modfacts *f, uint64_t t)
+{
+	size_t lo = 0, hi = f->nfns;
+
+	for (int i = 0; i < f->nplt; i++)
+		if (t >= f->plt[i][0] && t < f->plt[i][1])
+			return 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->fns[mid].addr < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == f->nfns || f->fns[lo].addr != t)
+		return F_OUTSIDE;
+	return f->fns[lo].cold ? F_COLD : 0;
+}
+
+enum { K_COPY, K_RET, K_JMP, K_JCC, K_CALL };
+
+struct rins {
+	uint64_t addr, target; /* target: of K_JMP, K_JCC, K_CALL */
+	uint32_t off;	       /* in the copy */
+	uint8_t size, kind, cc;
+	uint8_t out; /* K_JMP, K_JCC: a tail call; K_CALL: a call of the function itself */
+	int8_t doff; /* where a RIP-relative displacement is, or -1 */
+};
+
+struct whole {
+	struct rins *ins;
+	size_t n;
+	uint32_t body_len, ntrail, len; /* len: body, trailers, exit stub */
+	int fall;			/* the body ends in a tail call to its end */
+};
+
+/* The instruction at a, or NULL. */
+static const struct rins *ins_at(const struct whole *w, uint64_t a)
+{
+	size_t lo = 0, hi = w->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (w->ins[mid].addr < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < w->n && w->ins[lo].addr == a ? &w->ins[lo] : NULL;
+}
+
+/* Decodes the function [addr, addr + size) from pl->start and plans its
+ * copy; 0, or why it cannot be relocated whole (w->ins to free either
+ * way). */
+static unsigned plan_whole(uint64_t addr, uint64_t size, const struct plan *pl,
+			   const struct modfacts *f, struct whole *w)
+{
+	const uint8_t *p = (const uint8_t *)(uintptr_t)pl->start;
+	size_t left = (size_t)(addr + size - pl->start), cap = 0;
+	uint64_t a = pl->start;
+	uint32_t off = 0;
+	unsigned why = 0;
+	cs_insn *in;
+
+	memset(w, 0, sizeof(*w));
+	if (f->cxx_eh)
+		return F_EXCEPTIONS;
+	in = ta_csf.malloc(ta_cs);
+	if (!in)
+		return F_NO_ROOM;
+	while (left > 0 && !why) {
+		const cs_x86 *x;
+		struct rins *r = ta_grow(w->ins, w->n, &cap, sizeof(*r), 64);
+
+		if (!r) {
+			why = F_NO_ROOM;
+			break;
+		}
+		w->ins = r;
+		if (!ta_csf.disasm_iter(ta_cs, &p, &left, &a, in)) {
+			why = F_UNMOVABLE; /* analyse decoded it: cannot happen */
+			break;
+		}
+		x = &in->detail->x86;
+		r = &w->ins[w->n++];
+		memset(r, 0, sizeof(*r));
+		r->addr = in->address;
+		r->size = in->size;
+		r->doff = -1;
+		r->off = off;
+		if (ta_cs_in_group(in, X86_GRP_RET)) {
+			r->kind = K_RET;
+			off += 5;
+		} else if (ta_cs_in_group(in, X86_GRP_BRANCH_RELATIVE)) {
+			uint8_t op = x->opcode[0];
+			uint64_t t = ta_cs_branch_target(in);
+			int inside = t >= addr && t < addr + size;
+
+			r->target = t;
+			if (op == 0xe8) {
+				r->kind = K_CALL;
+				/* Recursion: straight to the entry stub. */
+				r->out = t == addr || t == pl->start;
+				/* A call to a label of its own pushes the
+				 * copy's address (to compute others from). */
+				if (inside && !r->out)
+					why = F_OWN_CODE;
+				off += 5;
+				continue;
+			}
+			if (op == 0xe9 || op == 0xeb)
+				r->kind = K_JMP;
+			else if ((op >= 0x70 && op <= 0x7f) ||
+				 (op == 0x0f && x->opcode[1] >= 0x80 && x->opcode[1] <= 0x8f)) {
+				r->kind = K_JCC;
+				r->cc = op == 0x0f ? x->opcode[1] & 0xf : op & 0xf;
+			} else {
+				why = F_UNMOVABLE; /* loop, jrcxz, xbegin */
+				break;
+			}
+			if (!inside) {
+				r->out = 1;
+				if ((why = jump_out_ok(f, t)))
+					break;
+				if (r->kind == K_JCC)
+					w->ntrail++;
+			}
+			off += r->kind == K_JCC ? 6 : r->out ? 10 : 5;
+		} else if (ta_cs_in_group(in, X86_GRP_JUMP)) {
+			why = F_INDIRECT;
+		} else if (in->id == X86_INS_XBEGIN) {
+			why = F_UNMOVABLE; /* its abort address is relative */
+		} else {
+			for (int i = 0; i < x->op_count; i++) {
+				const cs_x86_op *o = &x->operands[i];
+				uint64_t t;
+				if (o->type != X86_OP_MEM || o->mem.base != X86_REG_RIP)
+					continue;
+				t = in->address + in->size + (uint64_t)o->mem.disp;
+				/* Its own entry's address is the function's (calls
+				 * through it are patched); any other place in it
+				 * would be the original's, not the copy's. */
+				if (t > addr && t < addr + size)
+					why = F_OWN_CODE;
+				else if ((r->doff = (int8_t)disp_offset(in)) < 0)
+					why = F_UNMOVABLE;
+			}
+			off += in->size;
+		}
+	}
+	ta_csf.free(in, 1);
+	/* A body that does not end in a ret or a jmp (a call of a noreturn
+	 * function, or asm falling into the next function) is followed in
+	 * the copy by a tail call to where it would fall. */
+	if (!why && w->n > 0 && w->ins[w->n - 1].kind != K_RET && w->ins[w->n - 1].kind != K_JMP) {
+		w->fall = 1;
+		off += 10;
+	}
+	/* Every branch inside lands on an instruction of the copy (not on
+	 * the endbr64 left behind, nor in the middle of one). */
+	for (size_t i = 0; i < w->n && !why; i++) {
+		const struct rins *r = &w->ins[i];
+		if ((r->kind == K_JMP || r->kind == K_JCC) && !r->out && !ins_at(w, r->target))
+			why = F_MIDDLE;
+	}
+	w->body_len = off;
+	w->len = off + w->ntrail * TRAIL_LEN + EXIT_LEN;
+	return why;
+}
+
+/* The copies of the functions relocated whole, for ta_patch_orig_pc:
+ * each instruction's offset in the copy and in the original.  Pushed at
+ * the head under patch_lock, never freed (the copies stay too). */
+struct relmap {
+	struct relmap *next;
+	uint64_t copy, orig, region_end; /* region_end: past the bytes the jmp replaced */
+	uint32_t n;
+	uint32_t pair[][2]; /* copy offset, original offset; the last: the body's end */
+};
+static struct relmap *relmaps;
+
+static void keep_relmap(const struct whole *w, const struct plan *pl, const uint8_t *slot)
+{
+	struct relmap *r = malloc(sizeof(*r) + (w->n + 1) * sizeof(r->pair[0]));
+
+	if (!r)
+		return;
+	r->copy = (uint64_t)(uintptr_t)slot + REL_BODY_AT;
+	r->orig = pl->start;
+	r->region_end = pl->start + pl->len;
+	r->n = (uint32_t)w->n + 1;
+	for (size_t i = 0; i < w->n; i++) {
+		r->pair[i][0] = w->ins[i].off;
+		r->pair[i][1] = (uint32_t)(w->ins[i].addr - pl->start);
+	}
+	r->pair[w->n][0] = w->body_len;
+	r->pair[w->n][1] = (uint32_t)(w->ins[w->n - 1].addr + w->ins[w->n - 1].size - pl->start);
+	r->next = relmaps;
+	/* Release: pairs with the acquire in ta_patch_orig_pc (a crash in
+	 * another thread sees the entry whole). */
+	__atomic_store_n(&relmaps, r, __ATOMIC_RELEASE);
+}
+
+uint64_t ta_patch_orig_pc(uint64_t pc, int first)
+{
+	/* Acquire: pairs with the release in keep_relmap. */
+	for (const struct relmap *r = __atomic_load_n(&relmaps, __ATOMIC_ACQUIRE); r; r = r->next) {
+		uint32_t lo = 0, hi, off;
+		uint64_t o;
+
+		if (pc < r->copy || pc > r->copy + r->pair[r->n - 1][0])
+			continue;
+		off = (uint32_t)(pc - r->copy);
+		hi = r->n;
+		/* The last pair at or before off. */
+		while (hi - lo > 1) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (r->pair[mid][0] <= off)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		/* Inside a rewritten sequence (a tail call's exit): within
+		 * the original instruction, whose unwind rule applies. */
+		o = r->orig + r->pair[lo][1] + (off != r->pair[lo][0]);
+		if (!first && o > r->orig && o < r->region_end)
+			return 0;
+		return o;
+	}
+	return 0;
+}
+
+/* Writes the slot of a function planned whole at `slot` (its bytes as the
+ * pool will hold them, the pool being writable); 0, or F_NO_ROOM when a
+ * displacement does not fit. */
+static unsigned emit_whole(const struct whole *w, uint64_t fn, uint8_t *slot)
+{
+	uint64_t self = (uint64_t)(uintptr_t)slot;
+	uint64_t body = self + REL_BODY_AT, xit = body + w->body_len + w->ntrail * TRAIL_LEN;
+	uint64_t ptrs[2] = {(uint64_t)(uintptr_t)ta_patch_rel_on_enter,
+			    (uint64_t)(uintptr_t)ta_patch_rel_on_exit};
+	uint8_t *out = slot + REL_BODY_AT, *trail = out + w->body_len, *x;
+	int64_t rel;
+
+#define REL32(at, to, end)                                                                         \
+	do {                                                                                       \
+		rel = (int64_t)((to) - (end));                                                     \
+		if (!fits32(rel))                                                                  \
+			return F_NO_ROOM;                                                          \
+		put32((at), (int32_t)rel);                                                         \
+	} while (0)
+	memcpy(slot, &fn, 8);
+	memcpy(slot + 8, ptrs, 16);
+	/* The entry stub; the body follows. */
+	slot[24] = 0x57; /* push %rdi */
+	slot[25] = 0x48; /* movabs $fn, %rdi */
+	slot[26] = 0xbf;
+	memcpy(slot + 27, &fn, 8);
+	slot[35] = 0xff; /* call *-32(%rip): the pointer at 8 */
+	slot[36] = 0x15;
+	put32(slot + 37, 8 - 41);
+	slot[41] = 0x5f; /* pop %rdi */
+	for (size_t i = 0; i < w->n; i++) {
+		const struct rins *r = &w->ins[i];
+		uint8_t *o = out + r->off;
+		uint64_t here = body + r->off;
+
+		switch (r->kind) {
+		case K_COPY:
+			memcpy(o, (const void *)(uintptr_t)r->addr, r->size);
+			if (r->doff >= 0) {
+				int32_t d;
+				memcpy(&d, o + r->doff, 4);
+				REL32(o + r->doff, r->addr + r->size + (uint64_t)(int64_t)d,
+				      here + r->size);
+			}
+			break;
+		case K_RET:
+			o[0] = 0xe9;
+			REL32(o + 1, xit, here + 5);
+			break;
+		case K_CALL:
+			o[0] = 0xe8;
+			REL32(o + 1, r->out ? self + REL_STUB_AT : r->target, here + 5);
+			break;
+		case K_JMP:
+			if (!r->out) {
+				o[0] = 0xe9;
+				REL32(o + 1, body + ins_at(w, r->target)->off, here + 5);
+				break;
+			}
+			/* A tail call: its exit, then the jump. */
+			o[0] = 0xe8;
+			REL32(o + 1, xit, here + 5);
+			o[5] = 0xe9;
+			REL32(o + 6, r->target, here + 10);
+			break;
+		case K_JCC:
+			o[0] = 0x0f;
+			o[1] = (uint8_t)(0x80 | r->cc);
+			if (!r->out) {
+				REL32(o + 2, body + ins_at(w, r->target)->off, here + 6);
+				break;
+			}
+			{
+				uint64_t t = self + (uint64_t)(trail - slot);
+				REL32(o + 2, t, here + 6);
+				trail[0] = 0xe8;
+				REL32(trail + 1, xit, t + 5);
+				trail[5] = 0xe9;
+				REL32(trail + 6, r->target, t + 10);
+				trail += TRAIL_LEN;
+			}
+			break;
+		}
+	}
+	if (w->fall) {
+		const struct rins *r = &w->ins[w->n - 1];
+		uint8_t *o = out + w->body_len - 10;
+		uint64_t here = body + w->body_len - 10;
+		o[0] = 0xe8;
+		REL32(o + 1, xit, here + 5);
+		o[5] = 0xe9;
+		REL32(o + 6, r->addr + r->size, here + 10);
+	}
+	x = slot + (xit - self);
+	x[0] = 0x57; /* push %rdi */
+	x[1] = 0x48; /* movabs $fn, %rdi */
+	x[2] = 0xbf;
+	memcpy(x + 3, &fn, 8);
+	x[11] = 0xff; /* call *(slot + 16)(%rip) */
+	x[12] = 0x15;
+	REL32(x + 13, self + 16, xit + 17);
+	x[17] = 0x5f; /* pop %rdi */
+	x[18] = 0xc3; /* ret */
+#undef REL32
+	return 0;
+}
+
 /* ---- one module ------------------------------------------------------------------ */
 
 /* GCC's foo.cold (or foo.cold.N): the unlikely part of foo, split out
@@ -529,8 +1016,20 @@ static int segments_writable(const struct ta_module *m, int on)
 
 struct job {
 	struct plan pl;
-	uint8_t *slot; /* stub, desc, trampoline in the pool */
+	uint8_t *slot;	/* stub, desc, trampoline (or copy) in the pool */
+	uint64_t entry; /* where the function's entry jumps: its stub */
+	unsigned fb;	/* 0: relocated whole; else why not (enum fallback) */
 };
+
+/* The count of a function patched by job j. */
+static void count_patched(unsigned fb)
+{
+	npatched++;
+	if (fb)
+		nfallback[fb]++;
+	else
+		nrelocated++;
+}
 
 /* An entry planned at attach: its bytes as they are and as they will be. */
 struct pending {
@@ -538,6 +1037,7 @@ struct pending {
 	uint64_t start;	 /* the entry (after an endbr64) */
 	unsigned len;	 /* bytes replaced: the jmp, then int3s */
 	int applied;
+	unsigned fb; /* as in struct job */
 	uint8_t orig[32], repl[32];
 };
 static struct pending *pend;
@@ -570,10 +1070,10 @@ static void keep_pending(const struct ta_module *m, const struct job *jobs, size
 		e->start = jobs[i].pl.start;
 		e->len = jobs[i].pl.len;
 		e->applied = 0;
+		e->fb = jobs[i].fb;
 		memcpy(e->orig, (const void *)(uintptr_t)e->start, e->len);
 		e->repl[0] = 0xe9;
-		put32(e->repl + 1, (int32_t)((int64_t)((uint64_t)(uintptr_t)jobs[i].slot + STUB_AT -
-						       (e->start + 5))));
+		put32(e->repl + 1, (int32_t)((int64_t)(jobs[i].entry - (e->start + 5))));
 		memset(e->repl + 5, 0xcc, e->len - 5);
 		npend++;
 	}
@@ -591,6 +1091,7 @@ static void patch_module(const struct ta_module *m)
 	struct pool pools[64];
 	int npools = 0;
 	int err;
+	struct modfacts facts = {0};
 
 	if (!ta_patterns_name_module(&patterns, modbase, m->is_exe))
 		return;
@@ -609,9 +1110,12 @@ static void patch_module(const struct ta_module *m)
 	jobs = calloc(n, sizeof(*jobs));
 	if (!jobs)
 		goto done;
+	module_facts(m, map, maplen, &facts);
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = &jobs[njobs];
+		struct whole w;
 		unsigned why;
+		size_t need = SLOT_SIZE;
 		if (seg_of(m, c[i].addr, c[i].size) < 0) {
 			refuse(m->path, c[i].name, c[i].addr, R_NOT_CODE);
 			continue;
@@ -625,9 +1129,21 @@ static void patch_module(const struct ta_module *m)
 			continue;
 		}
 		why = analyse(c[i].addr, c[i].size, &j->pl);
+		memset(&w, 0, sizeof(w));
 		if (!why) {
 			struct pool *pool = npools ? &pools[npools - 1] : NULL;
-			if ((!pool || pool->used + SLOT_SIZE > POOL_SIZE) &&
+			j->fb = plan_whole(c[i].addr, c[i].size, &j->pl, &facts, &w);
+			if (!j->fb) {
+				/* 16-byte aligned, and room for the return stub's
+				 * slot should the copy fail. */
+				need = (REL_BODY_AT + w.len + 15) & ~(size_t)15;
+				if (need > POOL_SIZE) {
+					j->fb = F_NO_ROOM;
+					need = SLOT_SIZE;
+				} else if (need < SLOT_SIZE)
+					need = SLOT_SIZE;
+			}
+			if ((!pool || pool->used + need > POOL_SIZE) &&
 			    npools < (int)(sizeof(pools) / sizeof(pools[0]))) {
 				uint8_t *b = map_near(m->lo, m->hi);
 				if (b) {
@@ -636,24 +1152,32 @@ static void patch_module(const struct ta_module *m)
 					pool = &pools[npools++];
 				}
 			}
-			if (!pool || pool->used + SLOT_SIZE > POOL_SIZE)
+			if (!pool || pool->used + need > POOL_SIZE)
 				why = R_NO_MEMORY;
 			else {
 				j->slot = pool->base + pool->used;
-				why = relocate(&j->pl, (uint64_t)(uintptr_t)j->slot + TRAMP_AT);
-				if (!why && !fits32((int64_t)((uint64_t)(uintptr_t)j->slot +
-							      STUB_AT - (j->pl.start + 5))))
+				if (!j->fb && (j->fb = emit_whole(&w, c[i].addr, j->slot)) == 0) {
+					j->entry = (uint64_t)(uintptr_t)j->slot + REL_STUB_AT;
+					keep_relmap(&w, &j->pl, j->slot);
+				} else {
+					j->entry = (uint64_t)(uintptr_t)j->slot + STUB_AT;
+					why = relocate(&j->pl,
+						       (uint64_t)(uintptr_t)j->slot + TRAMP_AT);
+				}
+				if (!why && !fits32((int64_t)(j->entry - (j->pl.start + 5))))
 					why = R_NO_MEMORY;
 				if (!why)
-					pool->used += SLOT_SIZE;
+					pool->used += need;
 			}
 		}
+		free(w.ins);
 		if (why) {
 			refuse(m->path, c[i].name, c[i].addr, why);
 			continue;
 		}
-		/* The descriptor, the stub and the trampoline. */
-		{
+		/* The return stub's way: the descriptor, the stub and the
+		 * trampoline. */
+		if (j->fb) {
 			uint8_t *s = j->slot;
 			uint64_t self = (uint64_t)(uintptr_t)s;
 			uint64_t common = (uint64_t)(uintptr_t)ta_patch_enter_common;
@@ -698,16 +1222,16 @@ static void patch_module(const struct ta_module *m)
 		uint8_t *e = (uint8_t *)(uintptr_t)jobs[i].pl.start;
 		uint8_t jmp[5];
 		jmp[0] = 0xe9;
-		put32(jmp + 1, (int32_t)((int64_t)((uint64_t)(uintptr_t)jobs[i].slot + STUB_AT -
-						   (jobs[i].pl.start + 5))));
+		put32(jmp + 1, (int32_t)((int64_t)(jobs[i].entry - (jobs[i].pl.start + 5))));
 		/* The bytes past the jmp are never run: trap if they were. */
 		memset(e + 5, 0xcc, jobs[i].pl.len - 5);
 		memcpy(e, jmp, 5);
+		count_patched(jobs[i].fb);
 	}
 	segments_writable(m, 0);
-	npatched += njobs;
 out:
 	free(jobs);
+	free(facts.fns);
 done:
 	free(c);
 	munmap(map, maplen);
@@ -833,6 +1357,23 @@ void ta_patch_dump(void)
 		ta_buf_u(&b, refused[i].addr);
 		ta_buf_u(&b, refused[i].reason);
 		ta_buf_str(&b, text, strlen(text));
+	}
+	/* Since 1.8: how many were relocated whole, and why the others
+	 * were not. */
+	{
+		unsigned nr = 0;
+		ta_buf_u(&b, nrelocated);
+		for (unsigned k = 1; k < F_N; k++)
+			nr += nfallback[k] > 0;
+		ta_buf_u(&b, nr);
+		for (unsigned k = 1; k < F_N; k++) {
+			const char *text = fallback_text(k);
+			if (!nfallback[k])
+				continue;
+			ta_buf_u(&b, k);
+			ta_buf_u(&b, nfallback[k]);
+			ta_buf_str(&b, text, strlen(text));
+		}
 	}
 	pthread_mutex_unlock(&patch_lock);
 	if (!b.oom)
@@ -1006,6 +1547,8 @@ int ta_patch_attach_prepare(const char *spec)
 	if (!npend) {
 		/* A window's first plan. */
 		npatched = 0;
+		nrelocated = 0;
+		memset(nfallback, 0, sizeof(nfallback));
 		for (size_t i = 0; i < nrefused; i++) {
 			free(refused[i].module);
 			free(refused[i].name);
@@ -1053,10 +1596,10 @@ int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs)
 			memcpy((void *)(uintptr_t)e->start, e->repl, e->len);
 			e->applied = 1;
 			applied++;
+			count_patched(e->fb);
 		}
 		segments_writable(&pend_mods[k], 0);
 	}
-	npatched += (uint64_t)applied;
 	(void)busy;
 	return applied;
 }
@@ -1089,6 +1632,13 @@ void ta_patch_attach_forget(void)
 }
 
 #else /* !TA_HAVE_PATCH */
+
+uint64_t ta_patch_orig_pc(uint64_t pc, int first)
+{
+	(void)pc;
+	(void)first;
+	return 0;
+}
 
 int ta_patch_attach_prepare(const char *spec)
 {

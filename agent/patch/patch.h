@@ -24,6 +24,11 @@ void ta_patch_restore(int record_exits) TA_HIDDEN;
  * `limit`, the frames unwound are exited and the others patched again. */
 void ta_patch_unwind_begin(void) TA_HIDDEN;
 void ta_patch_unwind_caught(uint64_t limit) TA_HIDDEN;
+/* For a crash's backtrace: the address in the original code of pc in the
+ * copy of a function relocated whole, or 0.  first: pc is where a thread
+ * was stopped (else a return address, which is not translated into bytes
+ * the patch replaced).  Async-signal-safe. */
+uint64_t ta_patch_orig_pc(uint64_t pc, int first) TA_HIDDEN;
 /* Writes the PATCH chunk (cumulative) when patching is on. */
 void ta_patch_dump(void) TA_HIDDEN;
 /* At the end: says on stderr what could not be recorded. */
@@ -64,13 +69,17 @@ void ta_patch_enter_common(void) TA_HIDDEN;
 void ta_patch_ret_stub(void) TA_HIDDEN;
 /* Calls fn(a, b) keeping xmm0-15. */
 void *ta_patch_vcall(void *(*fn)(void *, void *), void *a, void *b) TA_HIDDEN;
-/* ta_record_slow through ta_patch_vcall. */
-void ta_patch_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN;
+/* ta_record_slow through ta_patch_vcall, keeping every register but rsp. */
+void ta_patch_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN
+    __attribute__((no_caller_saved_registers));
 
 /* patch_hot.c: called by the stubs with only the general-purpose
  * registers saved. */
 void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot) TA_HIDDEN;
 uint64_t ta_patch_on_return(uint64_t slot) TA_HIDDEN;
+/* A function relocated whole: its entry, its exits. */
+void ta_patch_rel_on_enter(uint64_t fn) TA_HIDDEN __attribute__((no_caller_saved_registers));
+void ta_patch_rel_on_exit(uint64_t fn) TA_HIDDEN __attribute__((no_caller_saved_registers));
 /* Creates the thread key that unmaps a thread's return stack; 0 or -1. */
 int ta_patch_hot_init(void) TA_HIDDEN;
 /* Calls of patched functions whose exits could not be recorded (relaxed). */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * patch_hot.c - the hot path of patched functions (x86-64): the per-thread
- * return stack that lets a patched function's exit be recorded, and what
- * puts the real return addresses back before the stack is unwound.
+ * patch_hot.c - the hot path of patched functions (x86-64): the entry and
+ * exit of a function relocated whole (patch.c), and for the others the
+ * per-thread return stack that lets their exit be recorded, and what puts
+ * the real return addresses back before the stack is unwound.
  *
  * Built with -mgeneral-regs-only: the stubs (patch_stub.S) save only the
  * general-purpose registers around ta_patch_on_enter and
@@ -26,7 +27,8 @@
 /* The hot path's out-of-line part keeps the vector registers
  * (patch_stub.S; declared again in patch.h). */
 #include <stdint.h>
-void ta_patch_record_slow(uint64_t addr, uint64_t ticks) __attribute__((visibility("hidden")));
+void ta_patch_record_slow(uint64_t addr, uint64_t ticks)
+    __attribute__((visibility("hidden"), no_caller_saved_registers));
 #define TA_RECORD_SLOW ta_patch_record_slow
 #include "agent.h"
 #include "api.h"
@@ -159,6 +161,26 @@ uint64_t ta_patch_on_return(uint64_t slot)
 	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
 		ta_record(e.fn | TA_REC_EXIT);
 	return e.orig;
+}
+
+/* A function relocated whole (patch.c): its entry and its exits (each
+ * ret, and each jump out to another function, a tail call, whose exit is
+ * recorded before the jump as -finstrument-functions code records it).
+ * Its return address is never touched: nothing to keep.  Called straight
+ * from the function's stubs, which keep only rdi: no_caller_saved_registers
+ * has these two save the registers they use themselves (6 on the fast
+ * path rather than the 9 scratch registers), and their slow path,
+ * ta_patch_record_slow, keeps every one. */
+void ta_patch_rel_on_enter(uint64_t fn)
+{
+	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
+		ta_record(fn);
+}
+
+void ta_patch_rel_on_exit(uint64_t fn)
+{
+	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
+		ta_record(fn | TA_REC_EXIT);
 }
 
 /* Puts a frame's real return address back in its slot.  Top down: of a

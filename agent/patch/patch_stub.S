@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * patch_stub.S - the two pieces of code every patched function goes
- * through (x86-64 only; see patch.c).
+ * patch_stub.S - the two pieces of code every function patched with the
+ * return stub goes through (x86-64 only; see patch.c; a function relocated
+ * whole calls ta_patch_rel_on_enter/on_exit of patch_hot.c from its own
+ * stubs instead), and the calls out that keep the registers.
  *
  * Both keep every register but rsp and rip as they found them, not only
  * those the ABI says a call preserves: GCC's interprocedural register
@@ -169,16 +171,34 @@ ta_patch_vcall:
 	.size	ta_patch_vcall, .-ta_patch_vcall
 
 /* void ta_patch_record_slow(uint64_t addr, uint64_t ticks): the ring's
- * slow path, through ta_patch_vcall. */
+ * slow path, through ta_patch_vcall, keeping every register but rsp: the
+ * hot functions of a relocated function (patch_hot.c) are declared
+ * no_caller_saved_registers and save only what their fast path uses.
+ * Realigns the stack (they may be entered misaligned). */
 	.globl	ta_patch_record_slow
 	.hidden	ta_patch_record_slow
 	.type	ta_patch_record_slow, @function
 	.p2align 4
 ta_patch_record_slow:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-16, %rsp
+	subq	$FRAME, %rsp
+	SAVE_SCRATCH(0)
 	movq	%rsi, %rdx
 	movq	%rdi, %rsi
 	leaq	ta_record_slow(%rip), %rdi
-	jmp	ta_patch_vcall
+	call	ta_patch_vcall
+	RESTORE_SCRATCH(0)
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
 	.size	ta_patch_record_slow, .-ta_patch_record_slow
 
 	.section .note.GNU-stack, "", @progbits

@@ -86,6 +86,9 @@ class PatchTest(tahelp.Case):
                 for fn in ("main", "fib", "vsum"):
                     self.assertEqual(funcs[fn]["offset"], syms[fn], fn)
                     self.assertEqual(os.path.basename(funcs[fn]["module"]), name)
+                # All three relocated whole: no return address replaced.
+                patch = self.info(r.dump)["processes"][0]["patch"]
+                self.assertEqual((patch["relocated"], patch["return_stub"]), (3, []))
 
     def test_record_option(self):
         """traceagent record --patch sets TRACEAGENT_PATCH."""
@@ -261,16 +264,66 @@ class PatchTest(tahelp.Case):
                 self.assert_calls(self.functions(rep), {"main": 1, **own})
 
     def test_deep_recursion(self):
-        """2001 nested calls: the 1024 deepest-first get exits, the others
-        are entered, counted and said to have no recorded exit."""
+        """2001 nested calls of a function relocated whole: every exit
+        recorded (nothing is kept per frame).  With the return stub
+        (ta_deep_ind has an indirect jump), the 1024 deepest-first get
+        exits, the others are entered, counted and said to have no
+        recorded exit."""
         prog = self.prog("patchme-O2-pie-fp")
-        r = self.patched(prog, ["deep", "2000"], "deep", expect_patched=1, extra_lines=[
-            "traceagent: 977 calls of patched functions nested deeper than 1024 patched "
-            "frames: entered, their exits not recorded"])
+        r = self.patched(prog, ["deep", "2000"], "deep", expect_patched=1)
         self.assertEqual(own_counts(r.stdout), {"deep": 2001})
         rep = self.report(r.dump)
-        self.assertEqual(self.functions(rep)["deep"]["calls"], 2001)
-        self.assertEqual(self.info(r.dump)["processes"][0]["patch"]["frames_without_exit"], 977)
+        self.assert_whole(rep)
+        self.assert_calls(self.functions(rep), {"deep": 2001})
+        patch = self.info(r.dump)["processes"][0]["patch"]
+        self.assertEqual((patch["relocated"], patch["frames_without_exit"]), (1, 0))
+
+        r = self.patched(prog, ["deepind", "2000"], "ta_deep_ind", expect_patched=1, extra_lines=[
+            "traceagent: 977 calls of patched functions nested deeper than 1024 patched "
+            "frames: entered, their exits not recorded"])
+        self.assertEqual(own_counts(r.stdout), {"ta_deep_ind": 2001})
+        rep = self.report(r.dump)
+        self.assertEqual(self.functions(rep)["ta_deep_ind"]["calls"], 2001)
+        patch = self.info(r.dump)["processes"][0]["patch"]
+        self.assertEqual(patch["frames_without_exit"], 977)
+        self.assertEqual((patch["relocated"], patch["return_stub"]), (0, [
+            {"code": 1, "count": 1,
+             "reason": "an indirect jump (a jump table, an indirect tail call)"}]))
+
+    def test_tail_calls_and_fallbacks(self):
+        """Functions relocated whole record their exit before a tail call
+        (ta_tail's jmp, ta_ctail's jnz), as -finstrument-functions code
+        does: ta_leaf is main's callee, not theirs, and no frame is left
+        open.  Taking its own address (ta_selfaddr) is no reason not to
+        relocate, and gives the entry's.  A jump table (ta_table) and a
+        jump to a .cold part (ta_hot) get the return stub instead, with
+        exact counts, and info says why."""
+        for name in ("patchme-O0-pie-fp", "patchme-O2-nopie-nofp"):
+            with self.subTest(prog=name):
+                prog = self.prog(name)
+                r = self.patched(prog, ["tail"],
+                                 "ta_tail,ta_ctail,ta_leaf,ta_table,ta_selfaddr,main",
+                                 expect_patched=6)
+                self.assertIn("sum = 84\nself=1\n", r.stdout)
+                self.assertEqual(own_counts(r.stdout), {"tail+table": 11})
+                rep = self.report(r.dump)
+                self.assert_whole(rep)
+                funcs = self.functions(rep)
+                self.assert_calls(funcs, {"main": 1, "ta_tail": 3, "ta_ctail": 3, "ta_leaf": 5,
+                                          "ta_table": 4, "ta_selfaddr": 1})
+                for fn in ("ta_tail", "ta_ctail"):
+                    self.assertEqual(funcs[fn]["self_ns"], funcs[fn]["total_ns"], fn)
+                patch = self.info(r.dump)["processes"][0]["patch"]
+                self.assertEqual((patch["relocated"], patch["return_stub"]), (5, [
+                    {"code": 1, "count": 1,
+                     "reason": "an indirect jump (a jump table, an indirect tail call)"}]))
+
+                r = self.patched(prog, ["refuse"], "ta_hot,ta_ripload", expect_patched=2)
+                self.assert_calls(self.functions(self.report(r.dump)),
+                                  {"ta_hot": 2, "ta_ripload": 1})
+                patch = self.info(r.dump)["processes"][0]["patch"]
+                self.assertEqual((patch["relocated"], patch["return_stub"]), (1, [
+                    {"code": 2, "count": 1, "reason": "a jump to a .cold part"}]))
 
     def test_signal_handler(self):
         """A signal handler's patched calls, 10 times fib(5)."""

@@ -163,6 +163,90 @@ ta_sse:
 	ret
 	.size	ta_sse, .-ta_sse
 
+/* Tail calls, relocated whole: ta_tail(x) jumps to ta_leaf (7);
+ * ta_ctail(x) jumps to ta_leaf when x != 0 (a conditional tail call),
+ * else returns 3.  Their exits come before ta_leaf's entry. */
+	.globl	ta_tail
+	.type	ta_tail, @function
+ta_tail:
+	addq	$1, ta_tail_count(%rip)
+	jmp	ta_leaf
+	.size	ta_tail, .-ta_tail
+
+	.globl	ta_ctail
+	.type	ta_ctail, @function
+ta_ctail:
+	addq	$1, ta_tail_count(%rip)
+	testl	%edi, %edi
+	jnz	ta_leaf
+	movl	$3, %eax
+	ret
+	.size	ta_ctail, .-ta_ctail
+
+/* Takes its own address (as a function registering itself as a
+ * callback does): relocated all the same, the address its entry's. */
+	.globl	ta_selfaddr
+	.type	ta_selfaddr, @function
+ta_selfaddr:
+	leaq	ta_selfaddr(%rip), %rax
+	addq	$1, ta_tail_count(%rip)
+	ret
+	.size	ta_selfaddr, .-ta_selfaddr
+
+/* A jump table (an indirect jump into its own body): not relocated, the
+ * return stub instead.  ta_table(k) is 10 + k for k in 0..3. */
+	.globl	ta_table
+	.type	ta_table, @function
+ta_table:
+	addq	$1, ta_tail_count(%rip)
+	andl	$3, %edi
+	leaq	table(%rip), %rax
+	jmp	*(%rax,%rdi,8)
+1:	movl	$10, %eax
+	ret
+2:	movl	$11, %eax
+	ret
+3:	movl	$12, %eax
+	ret
+4:	movl	$13, %eax
+	ret
+	.size	ta_table, .-ta_table
+
+/* ta_deep_ind(n): n + 1 nested calls with an indirect jump in each (so
+ * with the return stub, whose depth is limited); returns n. */
+	.globl	ta_deep_ind
+	.type	ta_deep_ind, @function
+ta_deep_ind:
+	addq	$1, ta_deep_count(%rip)
+	leaq	deep_next(%rip), %rax
+	jmp	*(%rax)
+5:	testl	%edi, %edi
+	jz	6f
+	pushq	%rdi
+	subl	$1, %edi
+	call	ta_deep_ind
+	popq	%rdi
+	addl	$1, %eax
+	ret
+6:	xorl	%eax, %eax
+	ret
+	.size	ta_deep_ind, .-ta_deep_ind
+
+	.section .data.rel.ro, "aw"
+	.p2align 3
+table:
+	.quad	1b, 2b, 3b, 4b
+deep_next:
+	.quad	5b
+
+	.bss
+	.p2align 3
+	.globl	ta_tail_count, ta_deep_count
+ta_tail_count:
+	.zero	8
+ta_deep_count:
+	.zero	8
+
 	.section .rodata
 	.p2align 4
 sse_data:

@@ -13,6 +13,11 @@
  *   patchme longjmp N   N times: jumper() recurses 3 deep and longjmps
  *                       back; then fib(10)
  *   patchme deep N      a recursion N deep (past the return stack's 1024)
+ *   patchme deepind N   the same by ta_deep_ind, which has an indirect jump
+ *   patchme tail        tail calls (ta_tail 3 times, ta_ctail twice with a
+ *                       tail call and once without: ta_leaf 5 times), a
+ *                       jump table (ta_table 4 times) and ta_selfaddr,
+ *                       which returns its own address (self=1)
  *   patchme signal N    N raise(SIGUSR1)s whose handler calls fib(5)
  *   patchme crash       crasher() recurses 3 deep and writes through NULL
  *   patchme smallstack  a thread with the smallest stack allowed
@@ -154,6 +159,12 @@ long ta_retn_caller(void);
 void *ta_whereami(void);
 int ta_hot(int x);
 int ta_sse(void);
+int ta_tail(int x);
+int ta_ctail(int x);
+int ta_table(int k);
+void *ta_selfaddr(void);
+int ta_deep_ind(int n);
+extern unsigned long ta_tail_count, ta_deep_count;
 
 static void on_usr1(int sig)
 {
@@ -257,6 +268,19 @@ int main(int argc, char **argv)
 	} else if (strcmp(what, "deep") == 0) {
 		printf("deep(%d) = %ld\n", n, deep(n));
 		printf("calls deep=%lu\n", n_deep);
+	} else if (strcmp(what, "deepind") == 0) {
+		printf("ta_deep_ind(%d) = %d\n", n, ta_deep_ind(n));
+		printf("calls ta_deep_ind=%lu\n", ta_deep_count);
+	} else if (strcmp(what, "tail") == 0) {
+		int sum = 0;
+		for (int i = 0; i < 3; i++)
+			sum += ta_tail(i);
+		sum += ta_ctail(1) + ta_ctail(2) + ta_ctail(0);
+		for (int k = 0; k < 4; k++)
+			sum += ta_table(k);
+		/* 3 x 7 + 7 + 7 + 3 + 10 + 11 + 12 + 13 */
+		printf("sum = %d\nself=%d\n", sum, ta_selfaddr() == (void *)ta_selfaddr);
+		printf("calls tail+table=%lu\n", ta_tail_count);
 	} else if (strcmp(what, "signal") == 0) {
 		signal(SIGUSR1, on_usr1);
 		for (int i = 0; i < n; i++)
