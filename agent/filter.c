@@ -700,16 +700,57 @@ void ta_filter_after_dlclose(void)
 	errno = saved;
 }
 
+/* Everything setup() set, as before it (under filter_lock), so that the
+ * next window sets its own filters up.  The tables stay allocated (a hook
+ * that read the entry just before the detach may still be reading one). */
+static void forget_setup(void)
+{
+	/* Release: pairs with ta_filter_after_dlopen's acquire; the hooks
+	 * read the limits relaxed (at worst one call decided with the old). */
+	__atomic_store_n(&ta_filter_on, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&need_inc, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&depth_limit, UINT32_MAX, __ATOMIC_RELAXED);
+	/* Release: pairs with lookup's acquire. */
+	__atomic_store_n(&ftab, &empty_tab.t, __ATOMIC_RELEASE);
+	if (own_got) {
+		ta_got_restore(&fgot);
+		own_got = 0;
+	}
+	ta_patterns_free(&filter_ps);
+	ta_patterns_free(&exclude_ps);
+	free(hits);
+	free(mod_seen);
+	free(said);
+	hits = NULL;
+	mod_seen = said = NULL;
+	nfns = 0;
+	for (size_t i = 0; i < nmods_seen; i++)
+		free(mods_seen[i].path);
+	nmods_seen = 0;
+	filter_text[0] = exclude_text[0] = 0;
+	depth_asked = 0;
+	set_up = 0;
+}
+
 void ta_filter_unpatch(void)
 {
+	int n;
+
 	if (!__atomic_load_n(&ta_filter_on, __ATOMIC_ACQUIRE))
 		return;
 	TA_GUARD_ENTER();
 	pthread_mutex_lock(&filter_lock);
-	if (ta_hookpatch_restore_all() == 0)
-		for (size_t i = 0; i < nfns; i++)
-			if (fns[i].how == TA_FILTER_HOW_PATCHED)
-				fns[i].how = TA_FILTER_HOW_RUNTIME;
+	/* How many calls were put back, or an errno: those that could not
+	 * be stay no-ops (the others were put back all the same). */
+	n = ta_hookpatch_restore_all();
+	if (n < 0)
+		ta_warn("detach: cannot put back some hook calls of the excluded functions (%s); "
+			"those functions stay unrecorded",
+			strerror(-n));
+	/* This window's patterns naming a library never loaded: said now, as
+	 * at the end of a process. */
+	say_unmatched(1);
+	forget_setup();
 	pthread_mutex_unlock(&filter_lock);
 	TA_GUARD_LEAVE();
 }

@@ -16,6 +16,8 @@
  * a condition variable, an epoll_wait of an hour; any return but the
  * expected is a failure) and a thread "reader" reads stdin, takes the
  * SIGALRM and ends the program (exit) at "quit".
+ * With NTHREADS 0, mid() and leaf() run only at "time N": counts known
+ * exactly.
  * Usage: attachme NTHREADS [WAIT]
  */
 #define _GNU_SOURCE
@@ -200,7 +202,7 @@ int main(int argc, char **argv)
 	struct itimerval it = {{0, 10000}, {0, 10000}};
 	sigset_t set;
 
-	if (n < 1 || n > 64)
+	if (n < 0 || n > 64)
 		n = 4;
 	nthreads = n;
 	ep = epoll_create1(0);
