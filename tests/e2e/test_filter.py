@@ -126,6 +126,30 @@ class FilterTest(tahelp.Case):
                                  [("hash", "patched"), ("leaf", "patched")])
                 self.assertEqual((f["patched_out"], f["run_time"]), (2, 0))
 
+    def test_exclude_refused_run_time(self):
+        """EXCLUDE of a function the rewrite refuses (coldpart's checked,
+        which GCC splits at -O2 into checked and checked.cold): filtered
+        at run time instead (info: run-time), nothing of it recorded, its
+        callees every time.  At -O0 it has no .cold part: rewritten."""
+        for level, how in (("O0", "patched"), ("O2", "run-time")):
+            with self.subTest(level=level):
+                prog = self.prog("coldpart-" + level)
+                fns = tahelp.elf_functions(prog)
+                self.assertEqual("checked.cold" in fns, level == "O2", sorted(fns))
+                r = self.run_preload([prog, "10"], env={"TRACEAGENT_EXCLUDE": "checked"})
+                self.assertEqual((r.returncode, r.stdout, r.stderr),
+                                 (0, "coldpart: 10 calls, 5 odd, total 100\n", ""))
+                rep, warn = self.report_json(r.dump)
+                self.assert_whole(rep)
+                self.assertEqual(self.calls(rep), {"main": 1, "step": 20})
+                self.assertEqual(rep["events"], 2 * 21)
+                self.assertEqual(len(warn), 1, warn)
+                f = self.info(r.dump)["processes"][0]["filters"]
+                self.assertEqual([(x["name"], x["how"]) for x in f["functions"]],
+                                 [("checked", how)])
+                self.assertEqual((f["patched_out"], f["run_time"]),
+                                 (1, 0) if how == "patched" else (0, 1))
+
     def test_depth(self):
         """DEPTH=2: main and its direct callees; noise under skipme and
         usleep under noise are deeper."""
@@ -253,6 +277,28 @@ class FilterTest(tahelp.Case):
                     self.assert_whole(rep)
                     self.assertEqual(self.calls(rep), expected)
                     self.assertEqual(len(warn), 1, warn)
+
+    def test_dlopen_exclude_patched(self):
+        """EXCLUDE of a function of a library loaded later: its hook calls
+        are rewritten when it comes (info: patched), nothing of it is
+        recorded, its callee is, every time."""
+        lib = tahelp.LIBSAMPLE
+        for level in LEVELS:
+            for excluded, kept in (("sample_square", "sample_twice"),
+                                   ("sample_twice", "sample_square")):
+                with self.subTest(level=level, exclude=excluded):
+                    r = self.run_preload([self.prog("dlopen-" + level), lib, "9"],
+                                         env={"TRACEAGENT_EXCLUDE": "libsample.so:" + excluded})
+                    self.assertEqual((r.returncode, r.stderr), (0, ""))
+                    rep, warn = self.report_json(r.dump)
+                    self.assert_whole(rep)
+                    self.assertEqual(self.calls(rep), {"main": 1, kept: 9})
+                    self.assertEqual(len(warn), 1, warn)
+                    f = self.info(r.dump)["processes"][0]["filters"]
+                    self.assertEqual([(x["name"], x["how"], os.path.basename(x["module"]))
+                                      for x in f["functions"]],
+                                     [(excluded, "patched", "libsample.so")])
+                    self.assertEqual((f["patched_out"], f["run_time"]), (1, 0))
 
     def test_zones(self):
         """Zones follow the stack they run under (apiviews.c: work's zone,
