@@ -116,12 +116,30 @@ struct fstate {
 	uint32_t kept; /* frames with F_KEPT: the recorded depth */
 	uint32_t incs; /* frames inside a FILTER match */
 	uint32_t nots; /* frames inside a `!` exclusion */
+	uint32_t gen;  /* the filters' generation its frames belong to (fgen) */
+	uint32_t pad;
 	struct fframe f[FSTACK_MAX];
 };
 
 #define FSTATE_BYTES ((sizeof(struct fstate) + 4095) & ~(size_t)4095)
 
 static __thread struct fstate *fst __attribute__((tls_model("initial-exec")));
+
+/* Bumped when an attach window's filters are forgotten (forget_setup): a
+ * thread's frames of an earlier window (left on its stack when their
+ * exits went to glibc's hooks between windows, with what they opened:
+ * a FILTER match, a `!`, depth) are dropped at its next entry.  Written
+ * under filter_lock before the next window's hooks are pointed at;
+ * read relaxed (a hook that misses it sees it at its next call). */
+static uint32_t fgen;
+
+/* A stack of an earlier window's frames, emptied (cold: once a thread
+ * and window). */
+static __attribute__((noinline, cold)) void fstate_renew(struct fstate *st)
+{
+	st->sp = st->kept = st->incs = st->nots = 0;
+	st->gen = __atomic_load_n(&fgen, __ATOMIC_RELAXED);
+}
 
 /* The thread's stack, mapped at its first hook; NULL when it cannot be.
  * A handler that maps it first wins (relaxed: this thread and its
@@ -134,6 +152,7 @@ static __attribute__((noinline, cold)) struct fstate *fstate_get(void)
 
 	if (p == MAP_FAILED)
 		return NULL;
+	((struct fstate *)p)->gen = __atomic_load_n(&fgen, __ATOMIC_RELAXED);
 	if (!__atomic_compare_exchange_n(&fst, &none, (struct fstate *)p, 0, __ATOMIC_RELAXED,
 					 __ATOMIC_RELAXED)) {
 		munmap(p, FSTATE_BYTES);
@@ -202,6 +221,12 @@ void ta_filter_hook_enter(void *fnp, void *call_site)
 		(void)ta_fn_gate_start();
 	if (TA_UNLIKELY(!st) && !(st = fstate_get()))
 		return;
+	/* Only the entry looks: an exit before it pops an earlier window's
+	 * frame, at worst writing the exit of a call open when this window
+	 * began (as the plain hooks do after an attach), and the counts it
+	 * leaves are emptied here. */
+	if (TA_UNLIKELY(st->gen != __atomic_load_n(&fgen, __ATOMIC_RELAXED)))
+		fstate_renew(st);
 	/* Taken before it is filled: a handler's frames go above it, and a
 	 * handler's hooks leave sp and the counts as they found them. */
 	sp = st->sp;
@@ -729,6 +754,9 @@ static void forget_setup(void)
 	nmods_seen = 0;
 	filter_text[0] = exclude_text[0] = 0;
 	depth_asked = 0;
+	/* Relaxed: the hooks read it relaxed; the next window's are pointed
+	 * at after its set-up (attach.c, under its lock). */
+	__atomic_store_n(&fgen, fgen + 1, __ATOMIC_RELAXED);
 	set_up = 0;
 }
 

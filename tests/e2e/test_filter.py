@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import subprocess
+import time
 
 import tahelp
 from tahelp import LEVELS
@@ -411,6 +412,35 @@ class FilterTest(tahelp.Case):
                 self.assertEqual([(x["name"], x["how"]) for x in f["functions"]],
                                  [(exclude, "patched")])
                 self.assertEqual((f["patched_out"], f["run_time"]), (1, 0))
+        rc, out, err = t.quit()
+        self.assertEqual((rc, out.splitlines()[-1] + "\n", err), (0, DONE, ""))
+
+    def test_attach_windows_frames_left(self):
+        """A FILTER match open when a window ends is not open in the next
+        window: attachme's main thread enters held() inside a window with
+        --filter=held and stays in it (reading commands there) through the
+        detach and the next window, with --filter=leaf: there only leaf is
+        recorded, not the mid calls that held's match would have kept."""
+        self.skip_unless_attach()
+        from test_attach import DONE, Target
+        t = Target(self, 0)
+        for filt, say, expected in (("held", "hold", {"held": 1, "commands": 1}),
+                                    ("leaf", "time 1000", {"leaf": 2000})):
+            with self.subTest(filter=filt):
+                dump = self.fresh("frames")
+                a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump,
+                                      "--filter", filt], env=tahelp.clean_env(),
+                                     stderr=subprocess.PIPE, text=True, cwd=self.dir)
+                try:
+                    self.assertIn("attached", a.stderr.readline())
+                    self.assertIn(t.say(say).split()[0], ("holding", "ns"))
+                finally:
+                    a.send_signal(2)
+                    a.communicate(timeout=tahelp.TIMEOUT)
+                self.assertEqual(a.returncode, 0)
+                rep, _ = self.report_json(dump)
+                self.assertEqual(self.calls(rep), expected)
+        self.assertEqual(t.say("release"), "released")
         rc, out, err = t.quit()
         self.assertEqual((rc, out.splitlines()[-1] + "\n", err), (0, DONE, ""))
 
