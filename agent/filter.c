@@ -116,12 +116,30 @@ struct fstate {
 	uint32_t kept; /* frames with F_KEPT: the recorded depth */
 	uint32_t incs; /* frames inside a FILTER match */
 	uint32_t nots; /* frames inside a `!` exclusion */
+	uint32_t gen;  /* the filters' generation its frames belong to (fgen) */
+	uint32_t pad;
 	struct fframe f[FSTACK_MAX];
 };
 
 #define FSTATE_BYTES ((sizeof(struct fstate) + 4095) & ~(size_t)4095)
 
 static __thread struct fstate *fst __attribute__((tls_model("initial-exec")));
+
+/* Bumped when an attach window's filters are forgotten (forget_setup): a
+ * thread's frames of an earlier window (left on its stack when their
+ * exits went to glibc's hooks between windows, with what they opened:
+ * a FILTER match, a `!`, depth) are dropped at its next entry.  Written
+ * under filter_lock before the next window's hooks are pointed at;
+ * read relaxed (a hook that misses it sees it at its next call). */
+static uint32_t fgen;
+
+/* A stack of an earlier window's frames, emptied (cold: once a thread
+ * and window). */
+static __attribute__((noinline, cold)) void fstate_renew(struct fstate *st)
+{
+	st->sp = st->kept = st->incs = st->nots = 0;
+	st->gen = __atomic_load_n(&fgen, __ATOMIC_RELAXED);
+}
 
 /* The thread's stack, mapped at its first hook; NULL when it cannot be.
  * A handler that maps it first wins (relaxed: this thread and its
@@ -134,6 +152,7 @@ static __attribute__((noinline, cold)) struct fstate *fstate_get(void)
 
 	if (p == MAP_FAILED)
 		return NULL;
+	((struct fstate *)p)->gen = __atomic_load_n(&fgen, __ATOMIC_RELAXED);
 	if (!__atomic_compare_exchange_n(&fst, &none, (struct fstate *)p, 0, __ATOMIC_RELAXED,
 					 __ATOMIC_RELAXED)) {
 		munmap(p, FSTATE_BYTES);
@@ -167,8 +186,8 @@ int ta_filter_allows_here(void)
 
 /* A frame the filters keep: counted, recorded, pushed.  Out of line (a
  * tail call), so that the path that filters a call out saves one register,
- * not five (callgrind, fib 20 with TRACEAGENT_EXCLUDE=fib: 45 instructions
- * an entry with it inline, 42 without). */
+ * not five (callgrind, fib 20 with TRACEAGENT_EXCLUDE=fib filtered at run time,
+ * before the rewrite: 45 instructions an entry with it inline, 42 without). */
 static __attribute__((noinline)) void enter_kept(struct fstate *st, uint32_t sp, uint64_t fn,
 						 uint32_t fl)
 {
@@ -202,6 +221,12 @@ void ta_filter_hook_enter(void *fnp, void *call_site)
 		(void)ta_fn_gate_start();
 	if (TA_UNLIKELY(!st) && !(st = fstate_get()))
 		return;
+	/* Only the entry looks: an exit before it pops an earlier window's
+	 * frame, at worst writing the exit of a call open when this window
+	 * began (as the plain hooks do after an attach), and the counts it
+	 * leaves are emptied here. */
+	if (TA_UNLIKELY(st->gen != __atomic_load_n(&fgen, __ATOMIC_RELAXED)))
+		fstate_renew(st);
 	/* Taken before it is filled: a handler's frames go above it, and a
 	 * handler's hooks leave sp and the counts as they found them. */
 	sp = st->sp;
@@ -700,16 +725,60 @@ void ta_filter_after_dlclose(void)
 	errno = saved;
 }
 
+/* Everything setup() set, as before it (under filter_lock), so that the
+ * next window sets its own filters up.  The tables stay allocated (a hook
+ * that read the entry just before the detach may still be reading one). */
+static void forget_setup(void)
+{
+	/* Release: pairs with ta_filter_after_dlopen's acquire; the hooks
+	 * read the limits relaxed (at worst one call decided with the old). */
+	__atomic_store_n(&ta_filter_on, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&need_inc, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&depth_limit, UINT32_MAX, __ATOMIC_RELAXED);
+	/* Release: pairs with lookup's acquire. */
+	__atomic_store_n(&ftab, &empty_tab.t, __ATOMIC_RELEASE);
+	if (own_got) {
+		ta_got_restore(&fgot);
+		own_got = 0;
+	}
+	ta_patterns_free(&filter_ps);
+	ta_patterns_free(&exclude_ps);
+	free(hits);
+	free(mod_seen);
+	free(said);
+	hits = NULL;
+	mod_seen = said = NULL;
+	nfns = 0;
+	for (size_t i = 0; i < nmods_seen; i++)
+		free(mods_seen[i].path);
+	nmods_seen = 0;
+	filter_text[0] = exclude_text[0] = 0;
+	depth_asked = 0;
+	/* Relaxed: the hooks read it relaxed; the next window's are pointed
+	 * at after its set-up (attach.c, under its lock). */
+	__atomic_store_n(&fgen, fgen + 1, __ATOMIC_RELAXED);
+	set_up = 0;
+}
+
 void ta_filter_unpatch(void)
 {
+	int n;
+
 	if (!__atomic_load_n(&ta_filter_on, __ATOMIC_ACQUIRE))
 		return;
 	TA_GUARD_ENTER();
 	pthread_mutex_lock(&filter_lock);
-	if (ta_hookpatch_restore_all() == 0)
-		for (size_t i = 0; i < nfns; i++)
-			if (fns[i].how == TA_FILTER_HOW_PATCHED)
-				fns[i].how = TA_FILTER_HOW_RUNTIME;
+	/* How many calls were put back, or an errno: those that could not
+	 * be stay no-ops (the others were put back all the same). */
+	n = ta_hookpatch_restore_all();
+	if (n < 0)
+		ta_warn("detach: cannot put back some hook calls of the excluded functions (%s); "
+			"those functions stay unrecorded",
+			strerror(-n));
+	/* This window's patterns naming a library never loaded: said now, as
+	 * at the end of a process. */
+	say_unmatched(1);
+	forget_setup();
 	pthread_mutex_unlock(&filter_lock);
 	TA_GUARD_LEAVE();
 }

@@ -48,7 +48,8 @@ void ta_filter_report_end(void) TA_HIDDEN;
 void ta_filter_after_dlopen(void) TA_HIDDEN;
 void ta_filter_after_dlclose(void) TA_HIDDEN;
 /* attach's detach: the hook calls rewritten into no-ops put back (the
- * code as it was); those functions are filtered at run time from then. */
+ * code as it was) and the filters forgotten: the next window sets its
+ * own up from its settings (and rewrites its excluded functions again). */
 void ta_filter_unpatch(void) TA_HIDDEN;
 /* The exiting thread's filter stack is unmapped (ring.c's ta_thread_exit). */
 void ta_filter_thread_exit(void) TA_HIDDEN;

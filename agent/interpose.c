@@ -144,7 +144,12 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 	 * addresses from it (see patch.c for what remains). */
 	if (h) {
 		ta_patch_after_dlopen();
-		ta_filter_after_dlopen();
+		/* Not for the agent's own loads (inside agent code): capstone
+		 * is opened while filter.c rewrites an excluded function of a
+		 * library just loaded, under the lock this would take again.
+		 * The next load looks at what this one brought. */
+		if (!ta_guard)
+			ta_filter_after_dlopen();
 	}
 	return h;
 }

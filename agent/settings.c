@@ -282,8 +282,34 @@ int ta_parse_duration(const char *s, uint64_t *ns)
 	return -1;
 }
 
+/* Whether the list "[!][MODULE:]GLOB,..." has an empty pattern: an empty
+ * item (two commas in a row, one at either end), a lone `!`, an empty
+ * MODULE or GLOB around the last colon (where fnsel.c's parser splits). */
+static int has_empty_pattern(const char *v)
+{
+	for (;;) {
+		size_t n = strcspn(v, ",");
+		const char *colon = NULL;
+
+		if (n && *v == '!') {
+			v++;
+			n--;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (v[i] == ':')
+				colon = v + i;
+		if (!n || (colon && (colon == v || colon == v + n - 1)))
+			return 1;
+		if (!v[n])
+			return 0;
+		v += n + 1;
+	}
+}
+
 /* A pattern list: kept as it is (filter.c parses it with the patcher's
- * parser); too long, or nothing but commas, is said and dropped. */
+ * parser); too long, nothing but commas, or with an empty pattern, is
+ * said and dropped whole (a list with a hole in it may not say what was
+ * meant: no filter rather than another one). */
 static void patterns_setting(const char *name, char *out, size_t size, int warn)
 {
 	const char *v = setting_env(name);
@@ -299,6 +325,11 @@ static void patterns_setting(const char *name, char *out, size_t size, int warn)
 	if (!v[strspn(v, ", ")]) {
 		if (warn)
 			ta_warn("%s='%s' names no pattern; no filter", name, v);
+		return;
+	}
+	if (has_empty_pattern(v)) {
+		if (warn)
+			ta_warn("%s='%s' has an empty pattern; no filter", name, v);
 		return;
 	}
 	strcpy(out, v);

@@ -9,6 +9,10 @@
  * thread's: time the machine gave to other work is not counted), then the
  * wall time.
  *
+ * Built with -DXFIB_PLAIN, there is no --nop and no agent core: the
+ * instrumented build run with the agent preloaded and TRACEAGENT_EXCLUDE=fib,
+ * where the agent's own start-up (filter.c) rewrites fib's hook calls.
+ *
  * Usage: xfib [--nop] N REPS.  Each rep makes 2*F(N+1) - 1 calls of fib.
  * Link with -rdynamic: the range of fib comes from its dynamic symbol.
  */
@@ -21,7 +25,9 @@
 #include <string.h>
 #include <time.h>
 
+#ifndef XFIB_PLAIN
 #include "hookpatch.h"
+#endif
 
 long fib(int n);
 
@@ -39,6 +45,16 @@ __attribute__((noipa)) long fib(int n)
 	return a + b;
 }
 
+#ifdef XFIB_PLAIN
+/* One hooked call before the timing: it starts the agent (a run whose
+ * only hooked function was rewritten would never start it, and write no
+ * dump saying fib was patched out). */
+void xfib_start(void);
+__attribute__((noipa)) void xfib_start(void)
+{
+}
+#endif
+
 __attribute__((no_instrument_function)) int main(int argc, char **argv)
 {
 	int nop = argc > 1 && strcmp(argv[1], "--nop") == 0;
@@ -47,6 +63,13 @@ __attribute__((no_instrument_function)) int main(int argc, char **argv)
 	struct timespec t0, t1, c0, c1;
 	long sum = 0;
 
+#ifdef XFIB_PLAIN
+	if (nop) {
+		fprintf(stderr, "xfib: built without --nop\n");
+		return 2;
+	}
+	xfib_start();
+#else
 	if (nop) {
 		Dl_info di;
 		void *symp = NULL;
@@ -64,6 +87,7 @@ __attribute__((no_instrument_function)) int main(int argc, char **argv)
 			return 2;
 		}
 	}
+#endif
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	for (int i = 0; i < reps; i++)

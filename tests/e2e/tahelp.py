@@ -275,6 +275,20 @@ if EMULATED:
 def elf_symbols(path):
     """name -> st_value of the function symbols in .symtab (else .dynsym)
     of a 64-bit little-endian ELF file."""
+    return {name: v for name, (v, _size) in elf_functions(path).items()}
+
+
+def elf_is_pie(path):
+    """Whether the ELF file is position-independent (ET_DYN): its symbols'
+    values are offsets from where it is loaded."""
+    with open(path, "rb") as fh:
+        head = fh.read(18)
+    return struct.unpack_from("<H", head, 16)[0] == 3
+
+
+def elf_functions(path):
+    """name -> (st_value, st_size) of the function symbols in .symtab (else
+    .dynsym) of a 64-bit little-endian ELF file."""
     with open(path, "rb") as fh:
         data = fh.read()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
@@ -290,12 +304,12 @@ def elf_symbols(path):
                 continue
             strtab = sections[sh[6]]
             for off in range(sh[4], sh[4] + sh[5], 24):
-                name, info, _other, shndx, value, _size = struct.unpack_from(
+                name, info, _other, shndx, value, size = struct.unpack_from(
                     "<IBBHQQ", data, off)
                 if info & 0xF != 2 or shndx == 0:  # STT_FUNC, defined
                     continue
                 end = data.index(b"\0", strtab[4] + name)
-                syms.setdefault(data[strtab[4] + name:end].decode(), value)
+                syms.setdefault(data[strtab[4] + name:end].decode(), (value, size))
         if syms:
             break
     return syms

@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import subprocess
+import time
 
 import tahelp
 from tahelp import LEVELS
@@ -125,6 +126,30 @@ class FilterTest(tahelp.Case):
                 self.assertEqual(sorted((x["name"], x["how"]) for x in f["functions"]),
                                  [("hash", "patched"), ("leaf", "patched")])
                 self.assertEqual((f["patched_out"], f["run_time"]), (2, 0))
+
+    def test_exclude_refused_run_time(self):
+        """EXCLUDE of a function the rewrite refuses (coldpart's checked,
+        which GCC splits at -O2 into checked and checked.cold): filtered
+        at run time instead (info: run-time), nothing of it recorded, its
+        callees every time.  At -O0 it has no .cold part: rewritten."""
+        for level, how in (("O0", "patched"), ("O2", "run-time")):
+            with self.subTest(level=level):
+                prog = self.prog("coldpart-" + level)
+                fns = tahelp.elf_functions(prog)
+                self.assertEqual("checked.cold" in fns, level == "O2", sorted(fns))
+                r = self.run_preload([prog, "10"], env={"TRACEAGENT_EXCLUDE": "checked"})
+                self.assertEqual((r.returncode, r.stdout, r.stderr),
+                                 (0, "coldpart: 10 calls, 5 odd, total 100\n", ""))
+                rep, warn = self.report_json(r.dump)
+                self.assert_whole(rep)
+                self.assertEqual(self.calls(rep), {"main": 1, "step": 20})
+                self.assertEqual(rep["events"], 2 * 21)
+                self.assertEqual(len(warn), 1, warn)
+                f = self.info(r.dump)["processes"][0]["filters"]
+                self.assertEqual([(x["name"], x["how"]) for x in f["functions"]],
+                                 [("checked", how)])
+                self.assertEqual((f["patched_out"], f["run_time"]),
+                                 (1, 0) if how == "patched" else (0, 1))
 
     def test_depth(self):
         """DEPTH=2: main and its direct callees; noise under skipme and
@@ -254,6 +279,28 @@ class FilterTest(tahelp.Case):
                     self.assertEqual(self.calls(rep), expected)
                     self.assertEqual(len(warn), 1, warn)
 
+    def test_dlopen_exclude_patched(self):
+        """EXCLUDE of a function of a library loaded later: its hook calls
+        are rewritten when it comes (info: patched), nothing of it is
+        recorded, its callee is, every time."""
+        lib = tahelp.LIBSAMPLE
+        for level in LEVELS:
+            for excluded, kept in (("sample_square", "sample_twice"),
+                                   ("sample_twice", "sample_square")):
+                with self.subTest(level=level, exclude=excluded):
+                    r = self.run_preload([self.prog("dlopen-" + level), lib, "9"],
+                                         env={"TRACEAGENT_EXCLUDE": "libsample.so:" + excluded})
+                    self.assertEqual((r.returncode, r.stderr), (0, ""))
+                    rep, warn = self.report_json(r.dump)
+                    self.assert_whole(rep)
+                    self.assertEqual(self.calls(rep), {"main": 1, kept: 9})
+                    self.assertEqual(len(warn), 1, warn)
+                    f = self.info(r.dump)["processes"][0]["filters"]
+                    self.assertEqual([(x["name"], x["how"], os.path.basename(x["module"]))
+                                      for x in f["functions"]],
+                                     [(excluded, "patched", "libsample.so")])
+                    self.assertEqual((f["patched_out"], f["run_time"]), (1, 0))
+
     def test_zones(self):
         """Zones follow the stack they run under (apiviews.c: work's zone,
         send_one's zones, one of them with its channel off)."""
@@ -272,13 +319,18 @@ class FilterTest(tahelp.Case):
                         self.assertEqual(f["open"], 0, f)
                     self.assertEqual(len(warn), 1, warn)
 
+    def skip_unless_attach(self):
+        """As test_attach.py's: where `traceagent attach` can inject."""
+        if platform.machine() not in ("x86_64", "aarch64"):
+            self.skipTest("the injection is implemented for x86-64 and aarch64 only")
+        self.skip_if_emulated("qemu-user does not let one guest ptrace another "
+                              "(scripts/test-aarch64-vm tests the injection on an arm64 kernel)")
+
     def test_attach(self):
         """`traceagent attach --exclude`: the injected agent filters too
         (the program's leaf calls are left out, its mid calls kept), and
         the program ends as it would have."""
-        if platform.machine() != "x86_64":
-            self.skipTest("the injection is implemented for x86-64 only")
-        self.skip_if_emulated("qemu-user does not let one guest ptrace another")
+        self.skip_unless_attach()
         from test_attach import DONE, Target
         t = Target(self, 2)
         dump = self.path("attach.trace")
@@ -295,6 +347,121 @@ class FilterTest(tahelp.Case):
         self.assertGreater(calls.get("mid", 0), 0, calls)
         self.assertEqual(rep["filters"], {"filter": "", "exclude": "leaf", "depth": 0,
                                           "min_duration_ns": 0})
+
+    def test_attach_windows_patch_and_restore(self):
+        """Each attach window has its own filters: its excluded functions'
+        hook calls are rewritten at its start (the code differs inside the
+        window, info says `patched`) and put back at its detach (the code
+        read from /proc/PID/mem is byte for byte what it was before the
+        first attach); a later window with another --exclude rewrites that
+        one, and one without records everything.  attachme with no busy
+        thread: mid() and leaf() run only at "time N", counts exact."""
+        self.skip_unless_attach()
+        from test_attach import DONE, Target
+        prog = self.prog("attachme-O2")
+        fns = tahelp.elf_functions(prog)
+        t = Target(self, 0)
+        pid = t.proc.pid
+        base, text = self.exe_text(pid, prog)
+        bias = base if tahelp.elf_is_pie(prog) else 0
+
+        def code(lo, n):
+            with open("/proc/%d/mem" % pid, "rb") as mem:
+                mem.seek(lo)
+                return mem.read(n)
+
+        def fn_code(name):
+            return code(bias + fns[name][0], fns[name][1])
+
+        before = {name: fn_code(name) for name in ("mid", "leaf")}
+        text_before = code(*text)
+        for exclude, expected in (("leaf", {"mid": 1000}), ("mid", {"leaf": 2000}),
+                                  (None, {"mid": 1000, "leaf": 2000})):
+            with self.subTest(exclude=exclude):
+                dump = self.fresh("win")
+                a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(pid), "-o", dump] +
+                                     (["--exclude", exclude] if exclude else []),
+                                     env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
+                                     cwd=self.dir)
+                try:
+                    self.assertIn("attached", a.stderr.readline())
+                    during = {name: fn_code(name) for name in ("mid", "leaf")}
+                    self.assertTrue(t.say("time 1000").startswith("ns "))
+                finally:
+                    a.send_signal(2)
+                    a.communicate(timeout=tahelp.TIMEOUT)
+                self.assertEqual(a.returncode, 0)
+                for name in ("mid", "leaf"):
+                    if name == exclude:
+                        self.assertNotEqual(during[name], before[name], name)
+                    else:
+                        self.assertEqual(during[name], before[name], name)
+                self.assertEqual(fn_code("mid"), before["mid"])
+                self.assertEqual(fn_code("leaf"), before["leaf"])
+                self.assertTrue(code(*text) == text_before,
+                                "the executable's code differs after the detach")
+                rep, _ = self.report_json(dump)
+                got = self.calls(rep)
+                self.assertEqual({k: got.get(k, 0) for k in ("mid", "leaf") if got.get(k)},
+                                 expected)
+                f = self.info(dump)["processes"][0]["filters"]
+                if exclude is None:
+                    self.assertIsNone(f)
+                    continue
+                self.assertEqual(f["exclude"], exclude)
+                self.assertEqual([(x["name"], x["how"]) for x in f["functions"]],
+                                 [(exclude, "patched")])
+                self.assertEqual((f["patched_out"], f["run_time"]), (1, 0))
+        rc, out, err = t.quit()
+        self.assertEqual((rc, out.splitlines()[-1] + "\n", err), (0, DONE, ""))
+
+    def test_attach_windows_frames_left(self):
+        """A FILTER match open when a window ends is not open in the next
+        window: attachme's main thread enters held() inside a window with
+        --filter=held and stays in it (reading commands there) through the
+        detach and the next window, with --filter=leaf: there only leaf is
+        recorded, not the mid calls that held's match would have kept."""
+        self.skip_unless_attach()
+        from test_attach import DONE, Target
+        t = Target(self, 0)
+        for filt, say, expected in (("held", "hold", {"held": 1, "commands": 1}),
+                                    ("leaf", "time 1000", {"leaf": 2000})):
+            with self.subTest(filter=filt):
+                dump = self.fresh("frames")
+                a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump,
+                                      "--filter", filt], env=tahelp.clean_env(),
+                                     stderr=subprocess.PIPE, text=True, cwd=self.dir)
+                try:
+                    self.assertIn("attached", a.stderr.readline())
+                    self.assertIn(t.say(say).split()[0], ("holding", "ns"))
+                finally:
+                    a.send_signal(2)
+                    a.communicate(timeout=tahelp.TIMEOUT)
+                self.assertEqual(a.returncode, 0)
+                rep, _ = self.report_json(dump)
+                self.assertEqual(self.calls(rep), expected)
+        self.assertEqual(t.say("release"), "released")
+        rc, out, err = t.quit()
+        self.assertEqual((rc, out.splitlines()[-1] + "\n", err), (0, DONE, ""))
+
+    def exe_text(self, pid, prog):
+        """Where the executable prog is loaded in process pid (its mapping
+        at file offset 0), and its executable mapping as (start, length)."""
+        real = os.path.realpath(prog)
+        base = text = None
+        with open("/proc/%d/maps" % pid) as fh:
+            for line in fh:
+                w = line.split()
+                if len(w) < 6 or w[5] != real:
+                    continue
+                lo, hi = (int(x, 16) for x in w[0].split("-"))
+                if int(w[2], 16) == 0 and base is None:
+                    base = lo
+                if "x" in w[1]:
+                    text = (lo, hi - lo)
+        self.assertIsNotNone(base)
+        self.assertIsNotNone(text)
+        return base, text
 
     def test_bad_values(self):
         """A bad depth or duration: one line, and no limit."""
@@ -314,6 +481,27 @@ class FilterTest(tahelp.Case):
                 rep, warn = self.report_json(r.dump)
                 self.assertEqual(self.calls(rep), WHOLE)
                 self.assertEqual(warn, [])
+
+    def test_bad_patterns(self):
+        """A pattern list with nothing in it, longer than the limit, or with
+        an empty pattern: one line, and no filter at all (not the rest of
+        the list: it may not say what was meant)."""
+        for setting in ("TRACEAGENT_FILTER", "TRACEAGENT_EXCLUDE"):
+            for value, line in (
+                    (",,", "%s=',,' names no pattern; no filter"),
+                    ("w" * 1024, "%s is longer than 1023 bytes; no filter"),
+                    ("work,,hash", "%s='work,,hash' has an empty pattern; no filter"),
+                    ("work,", "%s='work,' has an empty pattern; no filter"),
+                    ("!,hash", "%s='!,hash' has an empty pattern; no filter"),
+                    ("hash,filtertree-O0:", "%s='hash,filtertree-O0:' has an empty pattern; "
+                     "no filter")):
+                with self.subTest(setting=setting, value=value[:16]):
+                    r = self.run_tree("O0", {setting: value})
+                    self.assertEqual(r.stderr_lines(), ["traceagent: " + line % setting])
+                    rep, warn = self.report_json(r.dump)
+                    self.assertEqual(self.calls(rep), WHOLE)
+                    self.assertEqual(warn, [])
+                    self.assertIsNone(rep["filters"])
 
     def test_record_options(self):
         """record's --filter, --exclude, --depth set the variables."""

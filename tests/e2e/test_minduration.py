@@ -195,6 +195,45 @@ class MinDurationTest(tahelp.Case):
                     kept = {p: n for p, n in tree.items() if not set(p) - KEPT}
                     self.assertEqual(kept, TREE)
 
+    def test_with_filters(self):
+        """--min-duration with --filter, --exclude and --depth: the calls
+        are exactly those the filters keep (recorded + short_calls), the
+        short ones among them left out, the long ones all recorded.
+        FILTER=outer: outer, its slow and slow's tiny; EXCLUDE=slow: all
+        but slow (its tiny calls stay); DEPTH=2: main's direct callees and
+        helper's (zoned's zone z is deeper)."""
+        cases = (
+            ({"TRACEAGENT_FILTER": "outer"}, ["--filter=outer"],
+             {"outer": 3, "slow": 3, "tiny": 6}, {"tiny"}),
+            ({"TRACEAGENT_EXCLUDE": "slow"}, ["--exclude=slow"],
+             dict((k, v) for k, v in CALLS.items() if k != "slow"), {"quick", "tiny"}),
+            ({"TRACEAGENT_DEPTH": "2"}, ["--depth=2"],
+             {"main": 1, "slow": 12, "outer": 3, "helper": 1, "quick": 150, "says": 4,
+              "zoned": 5, "finish": 1}, {"quick"}))
+        for level in LEVELS:
+            for env, options, calls, short in cases:
+                for mode in ("preload", "record"):
+                    with self.subTest(level=level, env=env, mode=mode):
+                        if mode == "preload":
+                            r = self.run_it(mode, level, env=env)
+                        else:
+                            r = self.run_it(mode, level, options=options)
+                        rep = self.report(r.dump)
+                        self.assertTrue(rep["complete"], rep)
+                        self.assertEqual((rep["lost"], rep["errors"]), (0, []))
+                        funcs = self.functions(rep)
+                        self.assertEqual({n: f["calls"] for n, f in funcs.items()}, calls)
+                        self.assertEqual(rep["short_calls"],
+                                         sum(f["short_calls"] for f in funcs.values()))
+                        for name, f in funcs.items():
+                            if name in short:
+                                # All short but for one the machine
+                                # stopped for a millisecond.
+                                self.assertGreaterEqual(f["short_calls"], f["calls"] - 5, f)
+                            elif name in ("slow", "outer", "main", "helper"):
+                                self.assertEqual(f["short_calls"], 0, f)
+                        self.assertEqual(rep["filters"]["min_duration_ns"], THRESHOLD_NS)
+
     def test_units_and_bad_values(self):
         prog = self.prog("mindur-O2")
         # 1 s: only what is forced out or open at the end stays.

@@ -9,8 +9,9 @@
  * when an attach comes.  Lines on stdin: "count" prints the counters,
  * "load LIB N" dlopens LIB (libsample) and calls its sample_square N times,
  * "time N" calls mid() N times on the main thread and prints the ns per
- * instrumented call (three a mid: scripts/bench's attach part), "quit" ends
- * with the final line.
+ * instrumented call (three a mid: scripts/bench's attach part), "hold"
+ * enters held(), which reads the lines that follow until "release" (a call
+ * open across attach windows), "quit" ends with the final line.
  * With WAIT (nanosleep, futex or epoll) the main thread, the one `attach`
  * injects the agent through, waits there instead (a nanosleep of an hour,
  * a condition variable, an epoll_wait of an hour; any return but the
@@ -33,6 +34,8 @@
  * "fork N" forks a child that calls mid() for N ms, then exits with status
  * 0 if leaf = 2 * mid there (3 if not); the parent answers "child PID";
  * "wait" reaps it and answers "child PID status S".
+ * With NTHREADS 0, mid() and leaf() run only at "time N": counts known
+ * exactly.
  * Usage: attachme NTHREADS [WAIT [OPTION...]]
  */
 #define _GNU_SOURCE
@@ -407,6 +410,15 @@ static void main_waits(const char *how)
 
 static void *commands(void *arg);
 
+/* "hold": the main thread reads the next lines inside this call, until
+ * "release": a call open across attach windows. */
+static __attribute__((noinline)) void held(void)
+{
+	printf("holding\n");
+	fflush(stdout);
+	commands(NULL);
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4;
@@ -417,7 +429,7 @@ int main(int argc, char **argv)
 
 	int sigs = 0;
 
-	if (n < 1 || n > 64)
+	if (n < 0 || n > 64)
 		n = 4;
 	nthreads = n;
 	for (int i = 3; i < argc; i++) {
@@ -540,6 +552,12 @@ static void *commands(void *arg)
 					     (double)(b.tv_nsec - a.tv_nsec)) /
 						(3.0 * (double)(k > 0 ? k : 1)));
 			fflush(stdout);
+		} else if (!strncmp(line, "hold", 4)) {
+			held();
+			printf("released\n");
+			fflush(stdout);
+		} else if (!strncmp(line, "release", 7)) {
+			break;
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}
