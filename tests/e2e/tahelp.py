@@ -67,6 +67,38 @@ class Run:
         return [l for l in self.stderr.splitlines() if l.strip()]
 
 
+class LineChild:
+    """A long-running test program spoken to by lines on its stdin (the
+    attach tests' targets): started with the test's environment, it must
+    say "ready" first; killed at the test's end if still running."""
+
+    def __init__(self, case, argv, env=None):
+        self.case = case
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=clean_env(env),
+                                     cwd=case.dir, preexec_fn=no_core)
+        case.addCleanup(self.cleanup)
+        case.assertEqual(self.proc.stdout.readline(), "ready\n")
+
+    def say(self, line):
+        """line sent; the first line of the answer, without its newline."""
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().rstrip("\n")
+
+    def quit(self):
+        """(status, stdout, stderr) after "quit"."""
+        out, err = self.proc.communicate("quit\n", timeout=TIMEOUT)
+        return self.proc.returncode, out, err
+
+    def cleanup(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            f.close()
+
+
 class Case(unittest.TestCase):
     """A test case with its own scratch directory."""
 

@@ -20,17 +20,10 @@ import tahelp
 DONE = "done: leaf = 2 * mid: yes, alarms: yes\n"
 
 
-class Target:
+class Target(tahelp.LineChild):
     def __init__(self, case, nthreads=4, env=None, wait=None, opts=()):
-        self.case = case
-        self.proc = subprocess.Popen([case.prog("attachme-O2"), str(nthreads)] +
-                                     ([wait or "read"] + list(opts) if wait or opts else []),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True,
-                                     env=tahelp.clean_env(env), cwd=case.dir,
-                                     preexec_fn=tahelp.no_core)
-        case.addCleanup(self.cleanup)
-        case.assertEqual(self.proc.stdout.readline(), "ready\n")
+        super().__init__(case, [case.prog("attachme-O2"), str(nthreads)] +
+                         ([wait or "read"] + list(opts) if wait or opts else []), env)
 
     def count(self):
         c = self.counts()
@@ -44,21 +37,6 @@ class Target:
         self.case.assertEqual((w[0], w[2]), ("mid", "leaf"), w)
         return {w[i]: int(w[i + 1]) for i in range(0, len(w) - 1, 2)}
 
-    def say(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        return self.proc.stdout.readline().rstrip("\n")
-
-    def quit(self):
-        out, err = self.proc.communicate("quit\n", timeout=tahelp.TIMEOUT)
-        return self.proc.returncode, out, err
-
-    def cleanup(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            f.close()
 
 
 class AttachTest(tahelp.Case):

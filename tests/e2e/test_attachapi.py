@@ -25,15 +25,9 @@ ALL_CALLS = IO_CALLS + ("malloc", "free", "pthread_mutex_lock", "pthread_mutex_u
 SKEW = 2
 
 
-class Target:
+class Target(tahelp.LineChild):
     def __init__(self, case):
-        self.case = case
-        self.proc = subprocess.Popen([case.prog("attachapi")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=tahelp.clean_env(), cwd=case.dir,
-                                     preexec_fn=tahelp.no_core)
-        case.addCleanup(self.cleanup)
-        case.assertEqual(self.proc.stdout.readline(), "ready\n")
+        super().__init__(case, [case.prog("attachapi")])
 
     def count(self, loop=False):
         """(ticks, messages, io rounds) as the program counted them, and
@@ -44,21 +38,6 @@ class Target:
         self.case.assertEqual(w[0::2], ["ticks", "messages", "io", "loop"], w)
         return (int(w[1]), int(w[3]), int(w[5])) + ((int(w[7]),) if loop else ())
 
-    def say(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        return self.proc.stdout.readline().rstrip("\n")
-
-    def quit(self):
-        out, err = self.proc.communicate("quit\n", timeout=tahelp.TIMEOUT)
-        return self.proc.returncode, out, err
-
-    def cleanup(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            f.close()
 
 
 class AttachApiTest(tahelp.Case):
