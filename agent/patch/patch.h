@@ -64,22 +64,29 @@ struct ta_patch_desc {
 	uint64_t fn; /* entry address, recorded as the event's */
 };
 
+/* What the stubs call keeps every register it may use itself (x86-64,
+ * where patching is; elsewhere these are never called). */
+#if defined(__x86_64__)
+#define TA_PATCH_KEEPS_REGS __attribute__((no_caller_saved_registers))
+#else
+#define TA_PATCH_KEEPS_REGS
+#endif
+
 /* patch_stub.S */
 void ta_patch_enter_common(void) TA_HIDDEN;
 void ta_patch_ret_stub(void) TA_HIDDEN;
 /* Calls fn(a, b) keeping xmm0-15. */
 void *ta_patch_vcall(void *(*fn)(void *, void *), void *a, void *b) TA_HIDDEN;
 /* ta_record_slow through ta_patch_vcall, keeping every register but rsp. */
-void ta_patch_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN
-    __attribute__((no_caller_saved_registers));
+void ta_patch_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN TA_PATCH_KEEPS_REGS;
 
 /* patch_hot.c: called by the stubs with only the general-purpose
  * registers saved. */
 void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot) TA_HIDDEN;
 uint64_t ta_patch_on_return(uint64_t slot) TA_HIDDEN;
 /* A function relocated whole: its entry, its exits. */
-void ta_patch_rel_on_enter(uint64_t fn) TA_HIDDEN __attribute__((no_caller_saved_registers));
-void ta_patch_rel_on_exit(uint64_t fn) TA_HIDDEN __attribute__((no_caller_saved_registers));
+void ta_patch_rel_on_enter(uint64_t fn) TA_HIDDEN TA_PATCH_KEEPS_REGS;
+void ta_patch_rel_on_exit(uint64_t fn) TA_HIDDEN TA_PATCH_KEEPS_REGS;
 /* Creates the thread key that unmaps a thread's return stack; 0 or -1. */
 int ta_patch_hot_init(void) TA_HIDDEN;
 /* Calls of patched functions whose exits could not be recorded (relaxed). */
