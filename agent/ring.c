@@ -815,8 +815,8 @@ static __thread struct ta_rec nest_buf[NEST_MAX] __attribute__((tls_model("initi
 /*
  * The reserve beyond nest_buf: a storm of handlers inside one
  * slow path (a thread waiting at the memory cap, or starved by handlers
- * that run back to back, as under qemu-user) puts aside far more than 256
- * slots, and in lossless mode none may be dropped.  A handler cannot
+ * that run back to back, as under qemu-user) puts aside far more than any
+ * buffer in TLS could hold, and in lossless mode none may be dropped.  A handler cannot
  * malloc, but mmap is a system call, safe in a handler: the first push past
  * nest_buf maps NEST_RESERVE slots of address space (MAP_NORESERVE: only
  * the pages written become resident), slots NEST_MAX on; it stays mapped,

@@ -471,7 +471,7 @@ START_TEST(nested_hooks_beyond_the_buffer_are_kept)
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
-	/* 256 put aside in TLS, 44 in the reserve: all written,
+	/* 8 put aside in TLS, 292 in the reserve: all written,
 	 * in order, none lost. */
 	ck_assert_uint_eq(d.t[0].n, 302);
 	for (int i = 0; i < 300; i++)

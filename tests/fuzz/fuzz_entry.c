@@ -141,7 +141,24 @@ struct checker {
 	struct ta_visitor inner; /* the profile's */
 	int64_t *open;		 /* per thread index: frames entered, not yet exited */
 	size_t n;
+	const struct ta_session *s; /* its walk_proc: the pauses of the exits' process */
 };
+
+/* The ticks of [a, b) inside p's pauses, summed pause by pause (not from
+ * their running totals, as ta_process_paused does). */
+static uint64_t paused_in(const struct ta_process *p, uint64_t a, uint64_t b)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; p && i < p->npauses; i++) {
+		uint64_t from = p->pauses[i].from > a ? p->pauses[i].from : a;
+		uint64_t to = p->pauses[i].to < b ? p->pauses[i].to : b;
+
+		if (to > from)
+			sum += to - from;
+	}
+	return sum;
+}
 
 static uintptr_t check_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
 			     uint64_t addr, unsigned flags)
@@ -166,11 +183,15 @@ static uintptr_t check_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uin
 static void check_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
 {
 	struct checker *c = ctx;
+	uint64_t span = x->exit > x->enter ? x->exit - x->enter : 0;
+	/* A call open across a pause of the recording is not charged the
+	 * paused time (MARK chunks: `traceagent ctl PID pause`). */
+	uint64_t paused = paused_in(c->s->walk_proc, x->enter, x->exit);
 
 	CHECK(t->index < c->n && c->open[t->index] > 0);
 	c->open[t->index]--;
 	CHECK(x->depth == t->depth);
-	CHECK(x->duration == (x->exit > x->enter ? x->exit - x->enter : 0));
+	CHECK(paused <= span && x->duration == span - paused);
 	CHECK(x->self <= x->duration);
 	c->inner.exit(c->inner.ctx, t, x);
 }
@@ -334,6 +355,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	s = ta_session_new(vp);
 	CHECK(s);
 	lv.s = s;
+	chk.s = s;
 
 	/* As ta_session_read does with a file. */
 	rc = ta_dump_memopen(dump ? dump : (const uint8_t *)"", len, &d);
