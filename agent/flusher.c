@@ -722,6 +722,11 @@ static void *flusher_main(void *arg)
 	TA_GUARD_ENTER();
 	in_flusher = 1;
 	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "traceagent", 0, 0, 0);
+	/* A flight recorder's rings are written at the exit, a crash or its
+	 * signal, on a thread that may not dlopen (a handler's) and with no
+	 * block ever handed over before: liblz4 now, in the background. */
+	if (ta_cfg.mode == TA_MODE_FLIGHT)
+		ta_lazy_open_lz4();
 	if (ta_cfg.min_duration_ns && !__atomic_load_n(&mindur_ticks_v, __ATOMIC_RELAXED)) {
 		/* The counter's rate for the threshold, before the first
 		 * pass needs it (mindur_ticks). */

@@ -700,10 +700,26 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 			ta_flusher_kick();
 			return NULL;
 		}
+	} else if (pool_mode == TA_MODE_FLIGHT) {
+		/* Below its quota and the pool empty (a memory cap smaller than
+		 * the threads' quotas): its own oldest block all the same, as
+		 * at the quota.  Nothing frees pool blocks in flight mode but a
+		 * thread's end, so a wait here could last for ever (it did).
+		 * The recycle fails only while the flusher writes this ring
+		 * (a flight signal): a moment. */
+		while (!(nb = pool_try_get()) && !(nb = flight_recycle(t, 1))) {
+			if (__atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED) < 2) {
+				nb = block_get_wait(t); /* one block: nothing to recycle */
+				break;
+			}
+			if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
+				break;
+			sched_yield();
+		}
+		if (!nb)
+			return NULL;
 	} else {
 		nb = block_get_wait(t);
-		if (!nb && pool_mode == TA_MODE_FLIGHT)
-			nb = flight_recycle(t, 1);
 		if (!nb && self_draining &&
 		    __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 			/* A handler inside its thread's own drain, the pool and

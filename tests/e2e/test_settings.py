@@ -109,6 +109,24 @@ class SettingsTest(tahelp.Case):
                 self.assert_whole(rep)
                 self.assert_calls(self.functions(rep), {"step": 360, "work": 36})
 
+    def test_flight_size_over_the_cap(self):
+        """Flight mode with each thread's quota (TRACEAGENT_FLIGHT_SIZE, 4M)
+        over the memory cap (1M): at the cap a thread below its quota
+        takes its own oldest block again, as at the quota (it waited for
+        a block that nothing frees in flight mode: the program never
+        ended).  The dump is whole with the newest events, and its
+        events are compressed (liblz4 opened by the flusher when it
+        starts: a flight recorder never hands a block over, and its
+        rings are written where no dlopen may run)."""
+        r = self.traced("preload", [self.prog("fib-O2"), "30"],
+                        env={"TRACEAGENT_MODE": "flight", "TRACEAGENT_MEMORY": "1M"})
+        info = self.info(r.dump)
+        self.assertTrue(info["complete"], info)
+        self.assertEqual(info["lost"], 0, info)
+        self.assertGreater(info["events"], 0, info)
+        flags = [f for _, t, f, _ in tahelp.chunks(r.dump) if t == tahelp.CHUNK_EVENTS]
+        self.assertTrue(flags and all(f & 1 for f in flags), flags)
+
 
 if __name__ == "__main__":
     tahelp.main()
