@@ -268,8 +268,9 @@ class AttachApiTest(tahelp.Case):
 
 
 class AttachNamespaceTest(tahelp.Case):
-    """A process in a mount and pid namespace of its own (unshare, its /tmp
-    a tmpfs of its own), attached to from ours."""
+    """A process in a mount and pid namespace of its own (unshare, a
+    directory of the test's a tmpfs of its own there, its control socket
+    in it), attached to from ours."""
 
     def setUp(self):
         super().setUp()
@@ -285,10 +286,17 @@ class AttachNamespaceTest(tahelp.Case):
 
     def test_other_namespaces(self):
         prog = self.prog("attachme-O2")
+        # A directory of the test's own gets a tmpfs in the namespace (not
+        # /tmp, which may hold the build: CI's clone does), and the
+        # program's control socket goes there (XDG_RUNTIME_DIR): seen from
+        # here only through /proc/PID/root.
+        private = self.path("private")
+        os.makedirs(private, exist_ok=True)
         proc = subprocess.Popen(["unshare", "--mount", "--pid", "--fork", "sh", "-c",
-                                 "mount -t tmpfs none /tmp && exec %s 2" % prog],
+                                 "mount -t tmpfs none %s && exec %s 2" % (private, prog)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=tahelp.clean_env(),
+                                stderr=subprocess.PIPE, text=True,
+                                env=tahelp.clean_env({"XDG_RUNTIME_DIR": private}),
                                 cwd=self.dir)
 
         def end():
@@ -314,17 +322,18 @@ class AttachNamespaceTest(tahelp.Case):
             return subprocess.run([tahelp.TRACEAGENT, "attach", str(pid)] + list(args),
                                   env=tahelp.clean_env(), capture_output=True, text=True,
                                   timeout=tahelp.TIMEOUT, cwd=self.dir)
-        # Its /tmp is not ours: refused before anything is done to it.
-        p = attach("-o", "/tmp/attachns-%d.trace" % os.getpid(), "--duration", "0.2")
+        # Its private directory is not ours: refused before anything is
+        # done to it.
+        p = attach("-o", os.path.join(private, "attachns.trace"), "--duration", "0.2")
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertEqual(p.stderr, "traceagent: attach: process %d is in another mount "
-                         "namespace, where /tmp is not this directory: its dump would not be "
+                         "namespace, where %s is not this directory: its dump would not be "
                          "written here; give -o a file in a directory it shares with you, or "
-                         "tcp://HOST:PORT (traceagent serve)\n" % pid)
+                         "tcp://HOST:PORT (traceagent serve)\n" % (pid, private))
         self.assertNotIn("libtraceagent", maps())
         # A directory it shares with us (the test's): two windows, each
         # ended through its control socket, named after its own pid (1)
-        # in its own /tmp.
+        # in its private directory.
         for window in (1, 2):
             dump = self.fresh("ns")
             p = attach("-o", dump, "--duration", "0.3")
