@@ -127,7 +127,11 @@ START_TEST(default_version)
 			 dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2"));
 	ck_assert_ptr_ne(ta_next_sym("pthread_cond_wait"),
 			 dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.2.5"));
+#if !defined(__SANITIZE_ADDRESS__)
+	/* (Under AddressSanitizer the next sem_wait is libasan's interceptor,
+	 * which has no version: dlsym's answer too, not dlvsym's.) */
 	ck_assert_ptr_eq(ta_next_sym("sem_wait"), dlvsym(RTLD_NEXT, "sem_wait", "GLIBC_2.34"));
+#endif
 #endif
 }
 END_TEST
