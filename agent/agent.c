@@ -301,8 +301,12 @@ static int start(void)
 		return -EPERM;
 	ta_pid = (uint32_t)getpid();
 	ta_settings_load(&ta_cfg);
-	/* Before the first chunk (compressed) and the crash handler. */
-	ta_lazy_open();
+	/* An injected agent opens libunwind at once, as the first window
+	 * starts: its cost is no process's start-up, and its dlopen then
+	 * comes before the filters and patching set up for the window
+	 * rather than in the middle of it. */
+	if (ta_settings_attach)
+		ta_lazy_open();
 	err = ta_ring_init(ta_cfg.block_bytes, ta_cfg.memory_cap, (int)ta_cfg.mode,
 			  ta_cfg.flight_bytes);
 	if (err < 0) {

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -56,6 +57,35 @@ static __thread int altstack_tried __attribute__((tls_model("initial-exec")));
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 static uint32_t crashing; /* atomic: only the first crash is recorded */
 
+/* libunwind is opened by the flusher some time after the start
+ * (lazylib.h); a crash before that asks for it now and waits for it, a
+ * bounded time: the flusher may be the crashing thread, or need a lock the
+ * crashing thread holds (the loader's, malloc's).  Past that the crash is
+ * recorded without its backtrace, and the line below says so. */
+#define UNWIND_WAIT_MS 2000
+
+static int unwinder_ready(void)
+{
+	static const char msg[] = "traceagent: libunwind was not loaded in time: the crash is "
+				  "recorded without its backtrace\n";
+
+	if (!ta_lazy_unw_settled() && ta_flusher_can_open_unwind()) {
+		ta_lazy_unw_request();
+		ta_flusher_kick();
+		for (int i = 0; i < UNWIND_WAIT_MS && !ta_lazy_unw_settled(); i++) {
+			struct timespec ms = {0, 1000000};
+
+			syscall(SYS_nanosleep, &ms, NULL);
+		}
+	}
+	if (ta_lazy_unw_on())
+		return 1;
+	if (!ta_lazy_unw_settled() && syscall(SYS_write, 2, msg, sizeof(msg) - 1) < 0) {
+		/* Nowhere left to say it. */
+	}
+	return 0;
+}
+
 /* The backtrace of the crashing thread, from the signal's own context so
  * the first frame is the faulting instruction. */
 static unsigned backtrace_from(void *uc, uint64_t pcs[MAX_FRAMES])
@@ -66,7 +96,7 @@ static unsigned backtrace_from(void *uc, uint64_t pcs[MAX_FRAMES])
 	 * the thread must resume where it faulted. */
 	ucontext_t ucc = *(ucontext_t *)uc;
 
-	if (!ta_lazy.u_init_local2 ||
+	if (!unwinder_ready() || !ta_lazy.u_init_local2 ||
 	    ta_lazy.u_init_local2(&cursor, (unw_context_t *)&ucc, UNW_INIT_SIGNAL_FRAME) < 0)
 		return 0;
 	do {
@@ -203,19 +233,6 @@ void ta_crash_thread_exit(void)
 
 void ta_crash_install(void)
 {
-	/* libunwind's first use may allocate; do it now rather than in a
-	 * handler. */
-	unw_context_t ctx;
-	unw_cursor_t cursor;
-
-	if (ta_lazy.u_init_local) {
-#if defined(__x86_64__)
-		ta_lazy.u_getcontext(&ctx);
-#else
-		unw_getcontext(&ctx); /* inline code, no library call */
-#endif
-		ta_lazy.u_init_local(&cursor, &ctx);
-	}
 	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++) {
 		struct sigaction old, sa;
 

@@ -37,6 +37,7 @@
 #include "agent.h"
 #include "compiler.h"
 #include "format.h"
+#include "flusher.h"
 #include "lazylib.h"
 #include "nextsym.h"
 #include "patch.h"
@@ -256,9 +257,14 @@ __attribute__((noinline)) void *__cxa_begin_catch(void *exc)
 		TA_GUARD_ENTER();
 		if (catcher_range(ret - 1, &r)) {
 			uint64_t v[2] = {r.start, 0};
-			int n = r.end && ta_lazy.u_backtrace
-					? ta_lazy.u_backtrace(ips, CATCH_WALK_MAX)
-					: 0;
+			int n = 0;
+
+			/* libunwind may not be open yet (lazylib.h): at
+			 * once here, outside any signal handler. */
+			if (r.end)
+				ta_flusher_open_unwind();
+			if (r.end && ta_lazy_unw_on() && ta_lazy.u_backtrace)
+				n = ta_lazy.u_backtrace(ips, CATCH_WALK_MAX);
 
 			/* The catcher's frame and those of its outer
 			 * activations all return into its range. */

@@ -112,6 +112,25 @@ void ta_flusher_request_dump(void)
 }
 
 /* Seqlock reader of a thread's name (writer: ta_thread_set_name). */
+static __thread int in_flusher __attribute__((tls_model("initial-exec")));
+
+int ta_flusher_can_open_unwind(void)
+{
+	/* Relaxed: written before the program's threads could crash
+	 * (start, fork child), or at the exit, when a crash waits in vain
+	 * only the bounded time. */
+	return __atomic_load_n(&flusher_running, __ATOMIC_RELAXED) && !in_flusher;
+}
+
+void ta_flusher_open_unwind(void)
+{
+	if (ta_lazy_unw_settled())
+		return;
+	pthread_mutex_lock(&drain_lock);
+	ta_lazy_open();
+	pthread_mutex_unlock(&drain_lock);
+}
+
 static int read_name(struct ta_thread *t, char out[16], uint32_t *seq)
 {
 	for (int tries = 0; tries < 1000; tries++) {
@@ -182,7 +201,6 @@ static void write_thread_end(struct ta_thread *t, uint64_t end_ticks, uint64_t e
 }
 
 /* The flusher thread (never a signal handler): where liblz4 is opened. */
-static __thread int in_flusher __attribute__((tls_model("initial-exec")));
 
 /* The flusher opens liblz4 once a full block was handed over or its
  * encoder holds this much: before, the chunks (a short run's few events,
@@ -710,9 +728,14 @@ static void judge_slack(void)
 	slack_self = self;
 }
 
+/* How long a run lasts before the flusher opens libunwind (~0.1 ms of its
+ * CPU, with liblzma): a traced process that exits sooner (most of a
+ * build's) never pays it. */
+#define UNWIND_AFTER_MS 20u
+
 static void *flusher_main(void *arg)
 {
-	uint64_t last_clock = mono_ms(), last_full = last_clock;
+	uint64_t last_clock = mono_ms(), last_full = last_clock, started = last_clock;
 	/* Calibration pairs 10 ms and 100 ms after the start, then every
 	 * second: a run killed early still has two pairs to convert with. */
 	uint64_t clock_gap = 10;
@@ -743,6 +766,12 @@ static void *flusher_main(void *arg)
 		/* Reset before draining, so a kick during the drain makes
 		 * the wait below return at once rather than be missed. */
 		__atomic_store_n(&kick_word, 0, __ATOMIC_RELEASE);
+		/* libunwind once the run has lasted a while, or at once for a
+		 * crash waiting for it (lazylib.h): a short run never loads
+		 * it, nor makes its exit wait for this thread to. */
+		if (!ta_lazy_unw_settled() &&
+		    (ta_lazy_unw_wanted() || mono_ms() - started >= UNWIND_AFTER_MS))
+			ta_flusher_open_unwind();
 		if (ta_cfg.mode == TA_MODE_FLIGHT) {
 			/* A flight recorder writes on demand only. */
 			if (__atomic_exchange_n(&dump_requested, 0, __ATOMIC_ACQ_REL)) {

@@ -23,6 +23,14 @@ void ta_flusher_kick(void) TA_HIDDEN;
 /* Flight mode: asks the flusher to write what the rings hold (async-signal
  * safe). */
 void ta_flusher_request_dump(void) TA_HIDDEN;
+
+/* Opens libunwind now (lazylib.h), under the lock a fork takes first, so
+ * that a child never inherits a load half done. */
+void ta_flusher_open_unwind(void) TA_HIDDEN;
+
+/* Whether the flusher runs and may open it for the calling thread (a
+ * crash handler's), which is not the flusher: async-signal-safe. */
+int ta_flusher_can_open_unwind(void) TA_HIDDEN;
 /* Drains every ring once (the flusher, or the final flush when the
  * flusher is stopped); at_end also closes live threads. */
 void ta_flusher_drain(int at_end) TA_HIDDEN;

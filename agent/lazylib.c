@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lazylib.c - liblz4 and libunwind, opened with dlopen when the agent
- * starts (lazylib.h says why).  The sonames are those of the headers we
+ * lazylib.c - liblz4 and libunwind, opened with dlopen by the flusher
+ * when first needed (lazylib.h says why and when).  The sonames are those of the headers we
  * were built with: the functions' signatures are theirs.
  */
 #define _GNU_SOURCE
@@ -20,6 +20,9 @@ struct ta_lazy ta_lazy;
 static pthread_once_t lz4_once = PTHREAD_ONCE_INIT;
 static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
 static uint32_t lz4_on; /* atomic: ta_lazy_lz4_on */
+static uint32_t unw_on; /* atomic: ta_lazy_unw_on */
+static uint32_t unw_done; /* atomic: ta_lazy_unw_settled */
+static uint32_t unw_want; /* atomic: ta_lazy_unw_request */
 
 /* name's address in h, into *slot (which stays NULL if it is not there). */
 static int sym(void *h, const char *name, void *slot)
@@ -91,7 +94,48 @@ static void open_unwind(void)
 		ta_warn("cannot open libunwind.so.8 (%s): crashes are recorded without their "
 			"backtrace, caught exceptions without their frames",
 			h ? "a function is missing" : dlerror());
+	} else {
+		/* libunwind's first use may allocate: done here rather than
+		 * in a crash handler. */
+		unw_context_t ctx;
+		unw_cursor_t cursor;
+
+#if defined(__x86_64__)
+		ta_lazy.u_getcontext(&ctx);
+#else
+		unw_getcontext(&ctx); /* inline code, no library call */
+#endif
+		ta_lazy.u_init_local(&cursor, &ctx);
+		/* Release: the pointers above before the flag (pairs with
+		 * the acquire in ta_lazy_unw_on). */
+		__atomic_store_n(&unw_on, 1, __ATOMIC_RELEASE);
 	}
+	/* Release: after unw_on (pairs with the acquire in
+	 * ta_lazy_unw_settled, which a crash handler reads before
+	 * unw_on). */
+	__atomic_store_n(&unw_done, 1, __ATOMIC_RELEASE);
+}
+
+int ta_lazy_unw_on(void)
+{
+	return __atomic_load_n(&unw_on, __ATOMIC_ACQUIRE);
+}
+
+int ta_lazy_unw_settled(void)
+{
+	return __atomic_load_n(&unw_done, __ATOMIC_ACQUIRE);
+}
+
+void ta_lazy_unw_request(void)
+{
+	/* Relaxed: the flusher's futex wake that follows orders nothing it
+	 * must see but this flag, which it reads again each pass. */
+	__atomic_store_n(&unw_want, 1, __ATOMIC_RELAXED);
+}
+
+int ta_lazy_unw_wanted(void)
+{
+	return __atomic_load_n(&unw_want, __ATOMIC_RELAXED);
 }
 
 void ta_lazy_open(void)

@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lazylib.h - the libraries the agent needs only once it records (LZ4 for
- * the chunks, libunwind for crashes and caught exceptions), opened when it
- * starts rather than linked: a process that never records (the shell, the
+ * the chunks, libunwind for crashes and caught exceptions), opened with
+ * dlopen rather than linked: a process that never records (the shell, the
  * build tool and the compilers a traced build spawns, which inherit
- * LD_PRELOAD) loads neither, nor liblzma under libunwind.
+ * LD_PRELOAD) loads neither, nor liblzma under libunwind.  One that does
+ * opens them on the flusher thread, not the program's: libunwind (with
+ * liblzma, ~150k instructions) some time after the start, so that a short
+ * run (a traced `fib 1`) neither loads it nor waits at its exit for the
+ * flusher to finish loading it; a crash before that asks the flusher for
+ * it and waits a bounded time (crash.c), a caught exception opens it at
+ * once (ctlflow.c).
  */
 #ifndef TA_LAZYLIB_H
 #define TA_LAZYLIB_H
@@ -33,13 +39,28 @@ struct ta_lazy {
 #endif
 };
 
-/* Written once by ta_lazy_open, before the agent runs (release: the state
- * store that makes it RUNNING); read by whoever records after. */
+/* The LZ4 pointers are written once by ta_lazy_open_lz4 and the libunwind
+ * ones by ta_lazy_open, each published by its flag (ta_lazy_lz4_on,
+ * ta_lazy_unw_on): read them only after the flag says so. */
 extern struct ta_lazy ta_lazy TA_HIDDEN;
 
-/* Opens libunwind (once; later calls return at once), when the agent
- * starts, saying in one line if it could not and what is lost with it. */
+/* Opens libunwind (once; later calls return at once), saying in one line
+ * if it could not and what is lost with it.  Never from a signal handler;
+ * once the agent runs, through ta_flusher_open_unwind, which keeps a fork
+ * from copying a load half done (an attach's start calls it directly). */
 void ta_lazy_open(void) TA_HIDDEN;
+
+/* 1 once ta_lazy's libunwind functions may be called (acquire). */
+int ta_lazy_unw_on(void) TA_HIDDEN;
+
+/* 1 once ta_lazy_open has finished, whether or not it could open it
+ * (acquire). */
+int ta_lazy_unw_settled(void) TA_HIDDEN;
+
+/* Asks the flusher to open libunwind at its next pass rather than later
+ * (a crash handler, which kicks it after); async-signal-safe. */
+void ta_lazy_unw_request(void) TA_HIDDEN;
+int ta_lazy_unw_wanted(void) TA_HIDDEN;
 
 /* Opens liblz4 (once), the same way.  Only the flusher thread calls it,
  * at its first chunk of events big enough to be worth compressing

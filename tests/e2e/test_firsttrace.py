@@ -50,7 +50,7 @@ class FirstTraceTest(tahelp.Case):
     def test_untraced_process_loads_nothing_more(self):
         """A process that never records (cat, under LD_PRELOAD) has the
         agent mapped but none of the libraries it records with (liblz4,
-        libunwind, liblzma under it): they are opened when it starts; an
+        libunwind, liblzma under it): they are opened once it records; an
         instrumented program's dump is compressed all the same."""
         self.need_host_program("cat")
         r = self.run_preload(["cat", "/proc/self/maps"], dump="")
@@ -63,6 +63,21 @@ class FirstTraceTest(tahelp.Case):
         r = self.run_preload([self.prog("fib-O0"), "20"])
         info = self.info(r.dump)
         self.assertGreater(info["raw_bytes"], info["stored_bytes"], info)
+
+    def test_short_run_loads_no_unwinder(self):
+        """A traced run too short to need it (fib 1) never opens libunwind
+        (nor liblzma under it): the flusher opens it some time after the
+        start, which a run of 100 ms reaches (its dump's module map has
+        it); a crash before then is test_crash's."""
+        def libs(argv):
+            r = self.run_preload(argv)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            info = self.info(r.dump)
+            (proc,) = info["processes"]
+            return [os.path.basename(m["path"]) for m in proc["modules"]
+                    if os.path.basename(m["path"]).startswith(("libunwind", "liblzma"))]
+        self.assertEqual(libs([self.prog("fib-O0"), "1"]), [])
+        self.assertIn("libunwind.so.8", libs([self.prog("sleep-O0")]))
 
     # Functions the agent interposes and never calls itself: a process that
     # never calls them has no reason to look them up.
