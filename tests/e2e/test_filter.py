@@ -434,6 +434,11 @@ class FilterTest(tahelp.Case):
                 try:
                     self.assertIn("attached", a.stderr.readline())
                     self.assertIn(t.say(say).split()[0], ("holding", "ns"))
+                    if say == "hold":
+                        # Answered by the commands() that held() calls: it
+                        # was entered in this window (it printed "holding"
+                        # before, and the window could end first).
+                        t.counts()
                 finally:
                     a.send_signal(2)
                     a.communicate(timeout=tahelp.TIMEOUT)
