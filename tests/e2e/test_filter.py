@@ -131,12 +131,17 @@ class FilterTest(tahelp.Case):
         """EXCLUDE of a function the rewrite refuses (coldpart's checked,
         which GCC splits at -O2 into checked and checked.cold): filtered
         at run time instead (info: run-time), nothing of it recorded, its
-        callees every time.  At -O0 it has no .cold part: rewritten."""
-        for level, how in (("O0", "patched"), ("O2", "run-time")):
+        callees every time.  At -O0 it has no .cold part: rewritten.  (The
+        aarch64 cross compiler makes no .cold part at -O2 either: there
+        checked is rewritten at both levels.)"""
+        for level in LEVELS:
             with self.subTest(level=level):
                 prog = self.prog("coldpart-" + level)
                 fns = tahelp.elf_functions(prog)
-                self.assertEqual("checked.cold" in fns, level == "O2", sorted(fns))
+                cold = "checked.cold" in fns
+                if platform.machine() == "x86_64":
+                    self.assertEqual(cold, level == "O2", sorted(fns))
+                how = "run-time" if cold else "patched"
                 r = self.run_preload([prog, "10"], env={"TRACEAGENT_EXCLUDE": "checked"})
                 self.assertEqual((r.returncode, r.stdout, r.stderr),
                                  (0, "coldpart: 10 calls, 5 odd, total 100\n", ""))
