@@ -20,6 +20,7 @@
  * the dump's length.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ struct slot {
 	uint64_t at;   /* the reader's offset after it (for -TA_E_IO) */
 	int zrc;       /* ta_chunk_decompress's */
 	int summed;    /* part holds the chunk's sums */
+	size_t bytes;  /* what it adds to par's held (its sizes change as it is decompressed) */
 	struct ta_chunk c;
 	uint8_t *stored, *raw;
 	size_t stored_cap, raw_cap;
@@ -124,8 +126,9 @@ static int fill(struct par *pp, struct ta_dump *d)
 
 	sl->rc = rc;
 	sl->at = ta_dump_offset(d);
-	if (rc == 1)
-		pp->held += sl->c.len + ((sl->c.h.flags & TA_CHUNK_F_LZ4) ? sl->c.h.raw_size : 0);
+	sl->bytes = rc == 1 ? sl->c.len + ((sl->c.h.flags & TA_CHUNK_F_LZ4) ? sl->c.h.raw_size : 0)
+			    : 0;
+	pp->held += sl->bytes;
 	sl->zrc = 0;
 	sl->summed = 0;
 	if (rc == 1) {
@@ -275,9 +278,7 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 		pthread_mutex_lock(&pp.mu);
 		sl->state = SLOT_FREE;
 		pthread_mutex_unlock(&pp.mu);
-		if (sl->rc == 1)
-			pp.held -= sl->c.len +
-				   ((sl->c.h.flags & TA_CHUNK_F_LZ4) ? sl->c.h.raw_size : 0);
+		pp.held -= sl->bytes;
 		/* The buffers of an outsized chunk are not kept for the next. */
 		if (sl->stored_cap > KEEP_BYTES) {
 			free(sl->stored);
@@ -293,6 +294,10 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 		if (rc <= 0)
 			break;
 	}
+	/* Every chunk merged gave back what it held: the window's measure
+	 * never drifts (it did, and a wrapped count held the window at one
+	 * chunk: the reader did every chunk's work itself). */
+	assert(pp.head != pp.tail || pp.held == 0);
 
 	pthread_mutex_lock(&pp.mu);
 	pp.quit = 1;
