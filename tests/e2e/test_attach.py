@@ -311,26 +311,10 @@ class AttachTest(tahelp.Case):
         self.assertEqual(p.returncode, 0, p.stderr)
 
     def patchme_stdin(self, prog):
-        """`patchme stdin` started and ready; say(line) sends a command
-        and returns the answer's line."""
-        t = subprocess.Popen([prog, "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=tahelp.clean_env(),
-                             cwd=self.dir)
-
-        def end():
-            if t.poll() is None:
-                t.kill()
-                t.wait()
-            for f in (t.stdin, t.stdout, t.stderr):
-                f.close()
-        self.addCleanup(end)
-        self.assertEqual(t.stdout.readline(), "ready\n")
-
-        def say(line):
-            t.stdin.write(line + "\n")
-            t.stdin.flush()
-            return t.stdout.readline().rstrip("\n")
-        return t, say
+        """`patchme stdin` started and ready: (its Popen, say), say(line)
+        sending a command and returning the answer's line."""
+        c = tahelp.LineChild(self, [prog, "stdin"])
+        return c.proc, c.say
 
     def test_patch(self):
         """--patch on an uninstrumented program (patchme, x86-64) while a

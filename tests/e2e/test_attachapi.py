@@ -292,21 +292,9 @@ class AttachNamespaceTest(tahelp.Case):
         # here only through /proc/PID/root.
         private = self.path("private")
         os.makedirs(private, exist_ok=True)
-        proc = subprocess.Popen(["unshare", "--mount", "--pid", "--fork", "sh", "-c",
-                                 "mount -t tmpfs none %s && exec %s 2" % (private, prog)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True,
-                                env=tahelp.clean_env({"XDG_RUNTIME_DIR": private}),
-                                cwd=self.dir)
-
-        def end():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            for f in (proc.stdin, proc.stdout, proc.stderr):
-                f.close()
-        self.addCleanup(end)
-        self.assertEqual(proc.stdout.readline(), "ready\n")
+        proc = tahelp.LineChild(self, ["unshare", "--mount", "--pid", "--fork", "sh", "-c",
+                                       "mount -t tmpfs none %s && exec %s 2" % (private, prog)],
+                                env={"XDG_RUNTIME_DIR": private}).proc
         # The program: unshare's child (pid 1 in its namespace).
         with open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)) as f:
             pid = int(f.read().split()[0])

@@ -13,24 +13,18 @@ import time
 import tahelp
 
 
-class Traced:
+class Traced(tahelp.LineChild):
     """ctlphases running with the agent, driven line by line."""
 
     def __init__(self, case, lvl="O2", env=None, xdg=None):
-        self.case = case
         self.dump = case.fresh("ctl")
         # The sockets in the test's own directory (0700), unless asked.
         self.xdg = case.dir if xdg is None else xdg
         e = {"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": self.dump,
              "XDG_RUNTIME_DIR": self.xdg}
         e.update(env or {})
-        self.proc = subprocess.Popen([case.prog("ctlphases-" + lvl)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=tahelp.clean_env(e), cwd=case.dir,
-                                     preexec_fn=tahelp.no_core)
-        case.addCleanup(self.cleanup)
-        self.out = [self.proc.stdout.readline()]
-        case.assertEqual(self.out[0], "ready\n")
+        super().__init__(case, [case.prog("ctlphases-" + lvl)], e)
+        self.out = ["ready\n"]
 
     def line(self, s, expect=None):
         self.proc.stdin.write(s + "\n")
@@ -40,13 +34,6 @@ class Traced:
         if expect is not None:
             self.case.assertEqual(got, expect)
         return got
-
-    def cleanup(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            f.close()
 
     def env(self):
         return tahelp.clean_env({"XDG_RUNTIME_DIR": self.xdg})
