@@ -19,8 +19,8 @@ struct ta_lazy ta_lazy;
 
 static pthread_once_t lz4_once = PTHREAD_ONCE_INIT;
 static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
-static uint32_t lz4_on; /* atomic: ta_lazy_lz4_on */
-static uint32_t unw_on; /* atomic: ta_lazy_unw_on */
+static uint32_t lz4_on;	  /* atomic: ta_lazy_lz4_on */
+static uint32_t unw_on;	  /* atomic: ta_lazy_unw_on */
 static uint32_t unw_done; /* atomic: ta_lazy_unw_settled */
 static uint32_t unw_want; /* atomic: ta_lazy_unw_request */
 

@@ -126,8 +126,8 @@ static int fill(struct par *pp, struct ta_dump *d)
 
 	sl->rc = rc;
 	sl->at = ta_dump_offset(d);
-	sl->bytes = rc == 1 ? sl->c.len + ((sl->c.h.flags & TA_CHUNK_F_LZ4) ? sl->c.h.raw_size : 0)
-			    : 0;
+	sl->bytes =
+	    rc == 1 ? sl->c.len + ((sl->c.h.flags & TA_CHUNK_F_LZ4) ? sl->c.h.raw_size : 0) : 0;
 	pp->held += sl->bytes;
 	sl->zrc = 0;
 	sl->summed = 0;

@@ -1488,8 +1488,8 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 		fail("process %d: cannot write to its stack: %s", pid, strerror(errno));
 		goto restore;
 	}
-	if (remote_call(tid, &saved, set_at - 256, libc_base + dlopen_off, path_at,
-			RTLD_NOW, &ret) != 0)
+	if (remote_call(tid, &saved, set_at - 256, libc_base + dlopen_off, path_at, RTLD_NOW,
+			&ret) != 0)
 		goto restore;
 	if (!ret) {
 		/* dlerror's message, from the process's memory. */
