@@ -20,6 +20,7 @@ struct ta_lazy ta_lazy;
 static pthread_once_t lz4_once = PTHREAD_ONCE_INIT;
 static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
 static uint32_t lz4_on;	  /* atomic: ta_lazy_lz4_on */
+static uint32_t lz4_done; /* atomic: ta_lazy_lz4_settled */
 static uint32_t unw_on;	  /* atomic: ta_lazy_unw_on */
 static uint32_t unw_done; /* atomic: ta_lazy_unw_settled */
 static uint32_t unw_want; /* atomic: ta_lazy_unw_request */
@@ -33,7 +34,17 @@ static int sym(void *h, const char *name, void *slot)
 	return f ? 0 : -1;
 }
 
+static void open_lz4_once(void);
+
 static void open_lz4(void)
+{
+	open_lz4_once();
+	/* Release: after lz4_on, which a thread that reads this set then
+	 * sees (pairs with the acquire in ta_lazy_lz4_settled). */
+	__atomic_store_n(&lz4_done, 1, __ATOMIC_RELEASE);
+}
+
+static void open_lz4_once(void)
 {
 	void *h = dlopen("liblz4.so.1", RTLD_NOW | RTLD_LOCAL);
 	int bad = !h;
@@ -56,6 +67,11 @@ static void open_lz4(void)
 int ta_lazy_lz4_on(void)
 {
 	return __atomic_load_n(&lz4_on, __ATOMIC_ACQUIRE);
+}
+
+int ta_lazy_lz4_settled(void)
+{
+	return __atomic_load_n(&lz4_done, __ATOMIC_ACQUIRE);
 }
 
 void ta_lazy_open_lz4(void)

@@ -71,5 +71,7 @@ void ta_lazy_open_lz4(void) TA_HIDDEN;
 /* 1 once ta_lazy's LZ4 functions may be called (acquire), 0 before or
  * when it could not be opened: the chunks are stored raw. */
 int ta_lazy_lz4_on(void) TA_HIDDEN;
+/* 1 once the flusher tried to open liblz4, whether it could or not. */
+int ta_lazy_lz4_settled(void) TA_HIDDEN;
 
 #endif

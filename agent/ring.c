@@ -29,6 +29,7 @@
 #include "filter.h"
 #include "flusher.h"
 #include "format.h"
+#include "lazylib.h"
 #include "ring.h"
 #include "settings.h"
 
@@ -478,9 +479,14 @@ static void throttle(struct ta_thread *t)
 	if (self_draining)
 		return;
 	t0 = ta_ticks();
-	/* Plain TLS: a handler sees this thread's stores in program order. */
+	/* Plain TLS: a handler sees this thread's stores in program order.
+	 * Before the flusher has tried to open liblz4 (its first pass after
+	 * a block was handed over), what a thread drained itself would be
+	 * written uncompressed, and the thread may not open it (it may be a
+	 * signal handler): it waits for the flusher instead, as when the
+	 * flusher holds its ring. */
 	self_draining = 1;
-	helped = ta_flusher_help(t);
+	helped = ta_lazy_lz4_settled() && ta_flusher_help(t);
 	self_draining = 0;
 	if (!helped) {
 		ta_flusher_kick();
