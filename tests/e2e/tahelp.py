@@ -8,6 +8,7 @@ TA_TRACEAGENT, TA_AGENT, TA_PROGRAMS, TA_LIBSAMPLE, TA_WORKDIR."""
 
 import json
 import os
+import platform
 import shutil
 import struct
 import subprocess
@@ -144,6 +145,14 @@ class Case(unittest.TestCase):
         (qemu-user), for a check that emulation itself would fail: why."""
         if EMULATED:
             self.skipTest("emulated run: " + why)
+
+    def skip_unless_attach(self):
+        """Skips the test where `traceagent attach` cannot inject: another
+        architecture than x86-64 and aarch64, or under qemu-user."""
+        if platform.machine() not in ("x86_64", "aarch64"):
+            self.skipTest("the injection is implemented for x86-64 and aarch64 only")
+        self.skip_if_emulated("qemu-user does not let one guest ptrace another "
+                              "(scripts/test-aarch64-vm tests the injection on an arm64 kernel)")
 
     def fresh(self, stem):
         """A dump path not used before in this test."""

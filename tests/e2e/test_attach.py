@@ -42,10 +42,7 @@ class Target(tahelp.LineChild):
 class AttachTest(tahelp.Case):
     def setUp(self):
         super().setUp()
-        if platform.machine() not in ("x86_64", "aarch64"):
-            self.skipTest("the injection is implemented for x86-64 and aarch64 only")
-        self.skip_if_emulated("qemu-user does not let one guest ptrace another "
-                              "(scripts/test-aarch64-vm tests the injection on an arm64 kernel)")
+        self.skip_unless_attach()
 
     def attach(self, pid, *args, status=0, user=None):
         p = subprocess.run([tahelp.TRACEAGENT, "attach", str(pid)] + list(args),

@@ -7,7 +7,6 @@ after the detach."""
 
 import json
 import os
-import platform
 import shutil
 import subprocess
 import time
@@ -43,10 +42,7 @@ class Target(tahelp.LineChild):
 class AttachApiTest(tahelp.Case):
     def setUp(self):
         super().setUp()
-        if platform.machine() not in ("x86_64", "aarch64"):
-            self.skipTest("the injection is implemented for x86-64 and aarch64 only")
-        self.skip_if_emulated("qemu-user does not let one guest ptrace another "
-                              "(scripts/test-aarch64-vm tests the injection on an arm64 kernel)")
+        self.skip_unless_attach()
 
     def attach(self, pid, *args):
         p = subprocess.run([tahelp.TRACEAGENT, "attach", str(pid)] + list(args),
@@ -274,9 +270,7 @@ class AttachNamespaceTest(tahelp.Case):
 
     def setUp(self):
         super().setUp()
-        if platform.machine() not in ("x86_64", "aarch64"):
-            self.skipTest("the injection is implemented for x86-64 and aarch64 only")
-        self.skip_if_emulated("qemu-user does not let one guest ptrace another")
+        self.skip_unless_attach()
         if os.geteuid() != 0 or not shutil.which("unshare"):
             self.skipTest("needs root and unshare(1) to make the namespaces")
         probe = subprocess.run(["unshare", "--mount", "--pid", "--fork", "true"],

@@ -9,7 +9,6 @@ options set them."""
 
 import json
 import os
-import platform
 import subprocess
 import time
 
@@ -323,13 +322,6 @@ class FilterTest(tahelp.Case):
                     for f in rep["functions"]:
                         self.assertEqual(f["open"], 0, f)
                     self.assertEqual(len(warn), 1, warn)
-
-    def skip_unless_attach(self):
-        """As test_attach.py's: where `traceagent attach` can inject."""
-        if platform.machine() not in ("x86_64", "aarch64"):
-            self.skipTest("the injection is implemented for x86-64 and aarch64 only")
-        self.skip_if_emulated("qemu-user does not let one guest ptrace another "
-                              "(scripts/test-aarch64-vm tests the injection on an arm64 kernel)")
 
     def test_attach(self):
         """`traceagent attach --exclude`: the injected agent filters too
