@@ -165,21 +165,27 @@ class MinDurationTest(tahelp.Case):
     def test_chunk_edges(self):
         """Small blocks and a 1 ms flush interval: calls cross many chunks
         (their entries wait in the pending stack from one to the next,
-        the snapshots hold only written frames); the same result."""
+        the snapshots hold only written frames); the same result.  A run
+        whose flusher got too few passes to write 5 chunks of events (one
+        under qemu-user did) is checked all the same and made again, up
+        to 3 times, until one has."""
         env = {"TRACEAGENT_BUFFER": "4K", "TRACEAGENT_FLUSH_MS": "1"}
         for level in LEVELS:
             for mode in ("preload", "record"):
                 with self.subTest(level=level, mode=mode):
-                    r = self.run_it(mode, level, env=env)
-                    rep = self.report(r.dump)
-                    self.whole(rep)
-                    self.check_counts(self.functions(rep), CALLS)
-                    info = tadump.view(self, "info", r.dump).stdout
-                    m = re.search(r"chunks: +\d+ \((\d+) of events\)", info)
+                    for attempt in range(3):
+                        r = self.run_it(mode, level, env=env)
+                        rep = self.report(r.dump)
+                        self.whole(rep)
+                        self.check_counts(self.functions(rep), CALLS)
+                        tree = paths(self.graph(r.dump))
+                        kept = {p: n for p, n in tree.items() if not set(p) - KEPT}
+                        self.assertEqual(kept, TREE)
+                        info = tadump.view(self, "info", r.dump).stdout
+                        m = re.search(r"chunks: +\d+ \((\d+) of events\)", info)
+                        if int(m.group(1)) >= 5:
+                            break
                     self.assertGreaterEqual(int(m.group(1)), 5, info)
-                    tree = paths(self.graph(r.dump))
-                    kept = {p: n for p, n in tree.items() if not set(p) - KEPT}
-                    self.assertEqual(kept, TREE)
 
     def test_drop_and_flight_modes(self):
         """Drop mode (nothing dropped here: the memory is ample) and
