@@ -50,6 +50,14 @@ class MinDurationTest(tahelp.Case):
         self.assertEqual(r.stdout, "mindur: done\n")
         return r
 
+    def kept_tree(self, dump):
+        """The dump's call paths, and those of them made of kept functions
+        only, which must be TREE."""
+        tree = paths(self.graph(dump))
+        kept = {p: n for p, n in tree.items() if not set(p) - KEPT}
+        self.assertEqual(kept, TREE)
+        return tree, kept
+
     def whole(self, rep, processes=1):
         """Complete, nothing lost, no errors; open at the end: main and
         finish (the process exits in finish) and in a forked child the
@@ -96,9 +104,7 @@ class MinDurationTest(tahelp.Case):
                     self.assertGreater(funcs["says"]["max_ns"], 0)
                     self.assertGreater(funcs["z"]["max_ns"], 0)
                     self.assertEqual(funcs["finish"]["open"], 1)
-                    tree = paths(self.graph(r.dump))
-                    kept = {p: n for p, n in tree.items() if not set(p) - KEPT}
-                    self.assertEqual(kept, TREE)
+                    tree, kept = self.kept_tree(r.dump)
                     # What else is in the tree: preempted short calls only.
                     self.assertLessEqual(sum(n for p, n in tree.items() if p not in kept), 10)
                     text = self.report_raw(r.dump).stdout
@@ -178,9 +184,7 @@ class MinDurationTest(tahelp.Case):
                         rep = self.report(r.dump)
                         self.whole(rep)
                         self.check_counts(self.functions(rep), CALLS)
-                        tree = paths(self.graph(r.dump))
-                        kept = {p: n for p, n in tree.items() if not set(p) - KEPT}
-                        self.assertEqual(kept, TREE)
+                        self.kept_tree(r.dump)
                         info = tadump.view(self, "info", r.dump).stdout
                         m = re.search(r"chunks: +\d+ \((\d+) of events\)", info)
                         if int(m.group(1)) >= 5:
@@ -197,9 +201,7 @@ class MinDurationTest(tahelp.Case):
                     rep = self.report(r.dump)
                     self.whole(rep)
                     self.check_counts(self.functions(rep), CALLS)
-                    tree = paths(self.graph(r.dump))
-                    kept = {p: n for p, n in tree.items() if not set(p) - KEPT}
-                    self.assertEqual(kept, TREE)
+                    tree, kept = self.kept_tree(r.dump)
 
     def test_with_filters(self):
         """--min-duration with --filter, --exclude and --depth: the calls
