@@ -18,10 +18,41 @@
 #include "got.h"
 #include "modules.h"
 
-/* Whether an object with load bias base is loaded now and has a writable
- * segment holding at (its GOT). */
+/* Whether v lies in one of the module's loaded segments (an unbound
+ * JUMP_SLOT points at its own PLT). */
+static int in_module(const struct dl_phdr_info *info, uintptr_t v)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && v >= lo && v < lo + ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+/* FNV-1a of a module's path, to tell it from another mapped at its base
+ * after it was dlclose'd. */
+static uint32_t name_hash(const struct dl_phdr_info *info)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *c = info->dlpi_name ? info->dlpi_name : ""; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	return h;
+}
+
+/* Whether slot s is an entry of the loaded module info (the one it was
+ * taken in, still mapped). */
+static int slot_of(const struct ta_got_slot *s, const struct dl_phdr_info *info)
+{
+	return s->base == info->dlpi_addr && s->name == name_hash(info) &&
+	       in_module(info, (uintptr_t)s->at);
+}
+
 struct alive {
-	uintptr_t base, at;
+	const struct ta_got_slot *slot;
 	int yes;
 };
 
@@ -30,18 +61,10 @@ static int find_alive(struct dl_phdr_info *info, size_t size, void *arg)
 	struct alive *a = arg;
 
 	(void)size;
-	if (info->dlpi_addr != a->base)
+	if (!slot_of(a->slot, info))
 		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && a->at >= lo && a->at < lo + ph->p_memsz) {
-			a->yes = 1;
-			return 1;
-		}
-	}
-	return 0;
+	a->yes = 1;
+	return 1;
 }
 
 /* Writes v at *at, with the page made writable for the write if it is not
@@ -65,10 +88,11 @@ static int got_write(uintptr_t *at, uintptr_t v, int relro)
  * if the loader's relocation wrote over it meanwhile (a module being
  * loaded while we scanned), its first old value kept.  Linear: two slots a
  * module. */
-static int known_slot(struct ta_got *g, uintptr_t *at, uintptr_t hook, uintptr_t base)
+static int known_slot(struct ta_got *g, uintptr_t *at, uintptr_t hook, uintptr_t base,
+		      uint32_t name)
 {
 	for (size_t i = 0; i < g->n; i++) {
-		if (g->slots[i].at != at || g->slots[i].base != base)
+		if (g->slots[i].at != at || g->slots[i].base != base || g->slots[i].name != name)
 			continue;
 		if (__atomic_load_n(at, __ATOMIC_RELAXED) != hook)
 			(void)got_write(at, hook, g->slots[i].relro);
@@ -81,6 +105,7 @@ struct scan {
 	struct ta_got *g;
 	uintptr_t self_base;
 	uintptr_t base; /* the module being scanned: its load bias */
+	uint32_t name;	/* and its name_hash */
 	int err;
 };
 
@@ -93,7 +118,7 @@ static int redirect_slot(void *arg, uintptr_t *at, int is_exit, int relro)
 	uintptr_t hook = is_exit ? g->exit : g->enter;
 	struct ta_got_slot *ns;
 
-	if (known_slot(g, at, hook, sc->base))
+	if (known_slot(g, at, hook, sc->base, sc->name))
 		return 0;
 	ns = ta_grow(g->slots, g->n, &g->cap, sizeof(*ns), 16);
 	if (!ns) {
@@ -106,6 +131,7 @@ static int redirect_slot(void *arg, uintptr_t *at, int is_exit, int relro)
 	ns->old = __atomic_load_n(at, __ATOMIC_RELAXED);
 	ns->relro = relro;
 	ns->base = sc->base;
+	ns->name = sc->name;
 	if (got_write(at, hook, relro) < 0)
 		return 0;
 	g->n++;
@@ -120,12 +146,13 @@ static int scan_module(struct dl_phdr_info *info, size_t size, void *arg)
 	if (info->dlpi_addr == sc->self_base)
 		return 0; /* ourselves */
 	sc->base = info->dlpi_addr;
+	sc->name = name_hash(info);
 	return ta_module_hook_slots(info, redirect_slot, sc);
 }
 
 int ta_got_redirect(struct ta_got *g)
 {
-	struct scan sc = {g, 0, 0, 0};
+	struct scan sc = {g, 0, 0, 0, 0};
 	Dl_info di;
 
 	if (dladdr((void *)&ta_got_redirect, &di) && di.dli_fbase) {
@@ -142,7 +169,7 @@ void ta_got_prune(struct ta_got *g)
 	size_t k = 0;
 
 	for (size_t i = 0; i < g->n; i++) {
-		struct alive al = {g->slots[i].base, (uintptr_t)g->slots[i].at, 0};
+		struct alive al = {&g->slots[i], 0};
 
 		dl_iterate_phdr(find_alive, &al);
 		if (al.yes)
@@ -151,11 +178,29 @@ void ta_got_prune(struct ta_got *g)
 	g->n = k;
 }
 
+/* The entries of one loaded module put back.  dl_iterate_phdr holds the
+ * loader's write lock through its callbacks, and dlclose unmaps under it:
+ * a module seen here stays mapped until we return, where a look first and
+ * a write after (ta_got_prune, then the writes) raced a dlclose in another
+ * thread and wrote into a GOT that was gone, or into what was mapped there
+ * since. */
+static int restore_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ta_got *g = arg;
+
+	(void)size;
+	for (size_t i = 0; i < g->n; i++)
+		if (slot_of(&g->slots[i], info))
+			(void)got_write(g->slots[i].at, g->slots[i].old, g->slots[i].relro);
+	return 0;
+}
+
 void ta_got_restore(struct ta_got *g)
 {
-	ta_got_prune(g); /* not into a module dlclose'd since the last look */
-	for (size_t i = g->n; i-- > 0;)
-		(void)got_write(g->slots[i].at, g->slots[i].old, g->slots[i].relro);
+	/* An entry of a module dlclose'd since the last look is in no
+	 * module's segments: left alone. */
+	if (g->n)
+		dl_iterate_phdr(restore_module, g);
 	g->n = 0;
 }
 
@@ -173,20 +218,6 @@ struct setscan {
 	uint8_t global_real[SET_LAZY_MAX];
 	int err;
 };
-
-/* Whether v lies in one of the module's loaded segments (an unbound
- * JUMP_SLOT points at its own PLT). */
-static int in_module(const struct dl_phdr_info *info, uintptr_t v)
-{
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && v >= lo && v < lo + ph->p_memsz)
-			return 1;
-	}
-	return 0;
-}
 
 static int set_slot(void *arg, const char *name, uintptr_t *at, int jump_slot, int relro)
 {
@@ -225,6 +256,7 @@ static int set_slot(void *arg, const char *name, uintptr_t *at, int jump_slot, i
 	ns->old = v;
 	ns->relro = relro;
 	ns->base = sc->info->dlpi_addr;
+	ns->name = name_hash(sc->info);
 	if (got_write(at, sym->to, relro) < 0)
 		return 0;
 	s->got.n++;

@@ -19,7 +19,8 @@ struct ta_got_slot {
 	uintptr_t *at;
 	uintptr_t old;
 	int relro;	/* read-only but while we write */
-	uintptr_t base; /* its module's load bias: gone when dladdr says otherwise */
+	uintptr_t base; /* its module's load bias, and */
+	uint32_t name;	/* a hash of its path: another module mapped there since is not it */
 };
 
 struct ta_got {

@@ -94,6 +94,14 @@ static int status_field(long pid, const char *key, char *out, size_t size)
 	return found;
 }
 
+/* Whether process pid is there and not a zombie (it ended). */
+static int process_alive(long pid)
+{
+	char st[8] = "";
+
+	return status_field(pid, "State", st, sizeof(st)) == 0 && st[0] != 'Z';
+}
+
 #ifdef CAN_INJECT /* the injection's helpers */
 /* A file mapping of /proc/PID/maps. */
 struct map_line {
@@ -788,16 +796,24 @@ static int regs_save(pid_t tid, regs_t *saved, const struct sysnote *before)
  * them (inside malloc, inside dlopen or dlsym, inside libc with a lock
  * dlopen needs) would wait for itself in our call.  So the thread we call
  * through is stopped where it holds none: its pc outside the text of
- * libc.so.6 and the dynamic loader, or blocked in one of the long waits
- * below (libc's wrapper holds no lock of its own there), and the loader
- * consistent (r_debug's r_state RT_CONSISTENT in every namespace: no
- * dlopen or dlclose half done).  Elsewhere it is let run 1 ms and
- * stopped again, for 2 s at most.  Not seen: a lock held by the program's
+ * libc.so.6 and the dynamic loader (and of an agent a window before this
+ * one left loaded: a hook's slow path holds the agent's locks, and a
+ * claimed block), or blocked in one of the long waits
+ * below (libc's wrapper holds no lock of its own there) while the loader
+ * is consistent (r_debug's r_state RT_CONSISTENT in every namespace): a
+ * dlopen or dlclose half done may be this thread's own, waiting in a read
+ * or a futex inside the loader's work with its lock held.  A thread
+ * outside that text is not in that work whatever the loader's state (a
+ * library being mapped is mapped by the loader's code, in another thread
+ * which runs on: our dlopen waits for it).  Elsewhere the thread is let
+ * run 1 ms and stopped again (seize_safe says for how long).  Not seen: a
+ * lock held by the program's
  * code around (a dl_iterate_phdr callback, a signal handler that
  * interrupted malloc, another malloc than glibc's): the call's timeout
  * says so (remote_call).
  */
-#define SAFE_TRY_MS 2000
+#define SAFE_TRY_MS  4000
+#define SAFE_TURN_MS 100
 
 struct safety {
 	struct {
@@ -814,12 +830,13 @@ static int safety_one(const struct map_line *m, void *arg)
 {
 	struct safety *s = arg;
 	const char *b = strrchr(m->path, '/');
-	int libc, ld;
+	int libc, ld, agent;
 
 	b = b ? b + 1 : m->path;
 	libc = !strcmp(b, "libc.so.6");
 	ld = !strncmp(b, "ld-linux", 8);
-	if (!libc && !ld)
+	agent = !strncmp(b, "libtraceagent", 13);
+	if (!libc && !ld && !agent)
 		return 0;
 	if (ld && m->off == 0 && !s->ld_base && strlen(m->path) < sizeof(s->ld)) {
 		s->ld_base = m->lo;
@@ -828,7 +845,7 @@ static int safety_one(const struct map_line *m, void *arg)
 	if (m->perms[2] == 'x' && s->n < 16) {
 		s->text[s->n].lo = m->lo;
 		s->text[s->n].hi = m->hi;
-		s->text[s->n].what = libc ? "libc" : "the dynamic loader";
+		s->text[s->n].what = libc ? "libc" : ld ? "the dynamic loader" : "the agent";
 		s->n++;
 	}
 	return 0;
@@ -921,11 +938,15 @@ static int safe_point(pid_t pid, pid_t tid, const struct safety *s, const regs_t
 {
 	uint64_t pc = PC(*r);
 	long nr = at_syscall(tid, r);
-	int state;
+	int state, waits = 0;
 
 	for (int i = 0; i < s->n; i++) {
-		if (pc < s->text[i].lo || pc >= s->text[i].hi || (nr >= 0 && long_wait(nr)))
+		if (pc < s->text[i].lo || pc >= s->text[i].hi)
 			continue;
+		if (nr >= 0 && long_wait(nr)) {
+			waits = 1;
+			continue;
+		}
 		if (nr >= 0)
 			snprintf(why, size, "it was in %s, in system call %ld", s->text[i].what,
 				 nr);
@@ -934,6 +955,8 @@ static int safe_point(pid_t pid, pid_t tid, const struct safety *s, const regs_t
 				 (unsigned long long)pc);
 		return 0;
 	}
+	if (!waits)
+		return 1;
 	state = loader_state(pid, s->r_debug);
 	if (state != RT_CONSISTENT) {
 		snprintf(why, size, "%s",
@@ -1026,57 +1049,63 @@ static int stop_safe(pid_t pid, pid_t tid, struct sysnote *note, uint64_t budget
 	}
 }
 
+/* Thread tid's turn: seized and given SAFE_TURN_MS to be stopped at a safe
+ * point.  0: it is (kept stopped); 2: not (let go, or gone); 1: an error
+ * (said). */
+static int safe_turn(pid_t pid, pid_t tid, struct sysnote *note, char *why, size_t size)
+{
+	int rc;
+
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
+		return tid == pid ? (denied(pid, errno), 1) : 2; /* a thread gone since */
+	rc = stop_safe(pid, tid, note, SAFE_TURN_MS, why, size);
+	if (rc != 0)
+		release(pid, tid, NULL);
+	return rc;
+}
+
 /*
  * A thread of process pid seized and stopped at a safe point, to call
- * through: the main thread if it gets to one within a quarter of
- * SAFE_TRY_MS, else the first of the others that does (a main thread
- * that lives in malloc, as a busy allocator's does, is seldom caught
- * outside it; the others often wait in a system call).  Its tid, or 0
- * when none did within SAFE_TRY_MS or on an error (said; every thread
- * let go as it was).
+ * through: the threads in turn, the main thread first, SAFE_TURN_MS each,
+ * round after round until SAFE_TRY_MS (a main thread that lives in malloc,
+ * as a busy allocator's does, is seldom caught outside it; the others
+ * often wait in a system call, or run the program's own code, and are
+ * taken at their first stop).  Its tid, or 0 when none was within
+ * SAFE_TRY_MS or on an error (said; every thread let go as it was).
  */
 static pid_t seize_safe(pid_t pid, struct sysnote *note)
 {
-	char why[160] = "", path[64];
+	char why[160] = "", other[160], path[64];
 	uint64_t t0 = mono_ms();
+	int rc = 2;
 	DIR *d;
-	struct dirent *e;
-	int rc;
 
-	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
-		return denied(pid, errno), 0;
-	rc = stop_safe(pid, pid, note, SAFE_TRY_MS / 4, why, sizeof(why));
-	if (rc == 0)
-		return pid;
-	release(pid, pid, NULL);
-	if (rc == 1)
-		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
-	while (d && (e = readdir(d)) != NULL && mono_ms() - t0 < SAFE_TRY_MS) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-		char other[160];
+	if (!d)
+		return fail("process %d: cannot list its threads: %s", pid, strerror(errno)), 0;
+	while (rc == 2 && mono_ms() - t0 < SAFE_TRY_MS) {
+		struct dirent *e;
+		pid_t tid = pid;
 
-		if (tid <= 0 || tid == pid ||
-		    ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
-			continue;
-		rc = stop_safe(pid, tid, note, SAFE_TRY_MS / 8, other, sizeof(other));
+		rewinddir(d);
+		rc = safe_turn(pid, pid, note, why, sizeof(why));
+		while (rc == 2 && mono_ms() - t0 < SAFE_TRY_MS && (e = readdir(d)) != NULL) {
+			tid = (pid_t)atoi(e->d_name);
+			if (tid > 0 && tid != pid)
+				rc = safe_turn(pid, tid, note, other, sizeof(other));
+		}
 		if (rc == 0) {
 			closedir(d);
 			return tid;
 		}
-		release(pid, tid, NULL);
-		if (rc == 1) {
-			closedir(d);
-			return 0;
-		}
 	}
-	if (d)
-		closedir(d);
-	fail("process %d: none of its threads left libc or the dynamic loader in %d ms (the main "
-	     "thread last %s), where loading the agent could wait for a lock it holds; the "
-	     "process was left as it was: try again",
-	     pid, SAFE_TRY_MS, why);
+	closedir(d);
+	if (rc == 2)
+		fail("process %d: none of its threads left libc or the dynamic loader in %d ms "
+		     "(the main thread last %s), where loading the agent could wait for a lock it "
+		     "holds; the process was left as it was: try again",
+		     pid, SAFE_TRY_MS, why);
 	return 0;
 }
 
@@ -1845,9 +1874,12 @@ int ta_cmd_attach(int argc, char **argv)
 #endif
 	if (ctl_say(pid, uid, "detach\n", ans, sizeof(ans)) < 0)
 		return fail("process %ld: its control socket does not answer: cannot detach", pid);
-	/* Closed with no answer (seen once in CI under load, cause not found;
-	 * the control thread drops a line it could not read within 2 s, which
-	 * does nothing): asked once more. */
+	/* Closed with no answer: the process ended meanwhile, or the control
+	 * thread dropped a line it could not read within 2 s (a loader that
+	 * waited that long for a CPU between its connect and its write),
+	 * which does nothing: asked once more. */
+	if (!ans[0] && !process_alive(pid))
+		return fail("process %ld ended during the detach", pid);
 	if (!ans[0] && ctl_say(pid, uid, "detach\n", ans, sizeof(ans)) < 0)
 		return fail("process %ld: its control socket does not answer: cannot detach", pid);
 	if (!ans[0])

@@ -142,6 +142,7 @@ class AttachTest(tahelp.Case):
             said += p.stderr.splitlines()
             f = self.functions(self.report(dump))
             name = {"mid": "mid", "churn": "churn"}[counter]
+            self.assertIn(name, f, (i, c0, c1, p.stderr, sorted(f), self.info(dump)))
             self.assertGreater(f[name]["calls"], 0, (i, f))
             self.assertLessEqual(f[name]["calls"] - f[name]["open"], c1[counter] - c0[counter],
                                  (i, f[name]))
