@@ -129,24 +129,26 @@ class AttachTest(tahelp.Case):
         """n windows of 50 ms on Target t, each into a dump of its own: every
         attach ends with status 0 (never a hang: the test's timeout), and
         the calls of counter's function that ended in the window are at
-        most those the program counted around it, and some.  (A call still
-        open at the detach is in the dump, open, and the program counts it
-        as it ends, which may be after the count that follows the
-        window.)  Returns the stderr lines of the attaches."""
+        most those the program counted around it, and some in all.  (A
+        call still open at the detach is in the dump, open, and the program
+        counts it as it ends, which may be after the count that follows
+        the window.  A window may have none of a thread's calls: under
+        load, its first hook of the window can wait for the CPU, and for
+        the mmap lock that a dlopen loop holds, longer than the window
+        lasts.)  Returns the stderr lines of the attaches."""
         said = []
+        recorded = 0
         for i in range(n):
             dump = self.fresh("w%d" % i)
             c0 = t.counts()
             p = self.attach(t.proc.pid, "-o", dump, "--duration", "0.05", *args)
             c1 = t.counts()
             said += p.stderr.splitlines()
-            f = self.functions(self.report(dump))
-            name = {"mid": "mid", "churn": "churn"}[counter]
-            self.assertIn(name, f, (i, c0, c1, p.stderr, sorted(f), self.info(dump)))
-            self.assertGreater(f[name]["calls"], 0, (i, f))
-            self.assertLessEqual(f[name]["calls"] - f[name]["open"], c1[counter] - c0[counter],
-                                 (i, f[name]))
+            f = self.functions(self.report(dump)).get(counter, {"calls": 0, "open": 0})
+            self.assertLessEqual(f["calls"] - f["open"], c1[counter] - c0[counter], (i, f))
             self.assertTrue(self.info(dump)["complete"], i)
+            recorded += f["calls"]
+        self.assertGreater(recorded, 0)
         return said
 
     def test_safe_point(self):
