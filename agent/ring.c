@@ -82,6 +82,8 @@ uint64_t ta_lost_unowned;
 uint64_t ta_lost_unowned_by[TA_LOST_NCAUSES];
 uint32_t ta_pending_blocks;
 
+
+
 static uint8_t *pool_base;
 static uint32_t pool_block_bytes, pool_events, pool_nblocks;
 static uint32_t pool_next;      /* blocks never used start here (atomic) */
@@ -1154,6 +1156,14 @@ void ta_thread_exit(void)
 	__atomic_store_n(&t->state, TA_T_EXITED, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ta_cur = &idle_block;
+	/* Its last block waits for the flusher as a full one does, and every
+	 * 64 of them wake it: a program that starts and ends threads by the
+	 * thousand held every exited thread's block and record until the next
+	 * timed pass (e2e-exits' 10,000 threads on one CPU peaked at 40-69 MiB,
+	 * 5 MiB with this; every 4 as for full blocks woke it for a pass per
+	 * few threads, for no less memory). */
+	if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 64)
+		ta_flusher_kick();
 	/* Handlers no longer put events aside (the idle placeholder sends
 	 * them to a slow path that is not nested): the reserve can go. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);

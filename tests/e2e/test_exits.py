@@ -48,7 +48,10 @@ class ExitsTest(tahelp.Case):
         self.assertEqual(rep["threads"], 10001)
         self.assert_calls(self.functions(rep), {"main": 1, "churner": 10000, "work": 30000})
         # Exited threads' records and blocks are reused: the peak resident
-        # size stays far below 10,000 threads' worth of 64 KiB blocks.
+        # size stays far below 10,000 threads' worth of 64 KiB blocks.  Each
+        # exited thread's last block wakes the flusher (every 64): on one
+        # CPU, where it runs only when woken, the backlog peaked at 40-69
+        # MiB without that, 5 MiB with it.
         self.skip_if_emulated("qemu-user keeps ~300 KiB for every thread that ran: "
                               "10,000 threads peak at 3 GB untraced")
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -58,7 +61,7 @@ class ExitsTest(tahelp.Case):
                        stdout=subprocess.DEVNULL, timeout=tahelp.TIMEOUT)
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         self.assertGreaterEqual(peak_kib, before)
-        self.assertLess(peak_kib, 64 * 1024, "peak RSS %d KiB" % peak_kib)
+        self.assertLess(peak_kib, 32 * 1024, "peak RSS %d KiB" % peak_kib)
 
 
 if __name__ == "__main__":
