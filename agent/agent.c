@@ -485,6 +485,10 @@ int ta_agent_detach(void)
 	ta_ring_detach();
 	ta_flusher_release();
 	ta_modules_forget();
+	/* The program's signal dispositions as they were before the window
+	 * (the handlers ours only: one it set since stays). */
+	ta_crash_uninstall();
+	ta_signal_default_if(ta_cfg.flight_signal, (uintptr_t)&flight_signal_handler);
 	/* What the agent freed (the encoders' buffers, ~1 MiB a thread at
 	 * most) back to the system, not kept in malloc's arenas. */
 	malloc_trim(0);
@@ -517,6 +521,9 @@ int ta_agent_reattach(void)
 			ta_libcalls_dump();
 		ta_api_rewind();
 		ta_api_start();
+		ta_crash_install();
+		if (ta_cfg.mode == TA_MODE_FLIGHT)
+			flight_signal_install();
 		err = ta_flusher_start();
 		if (err < 0) {
 			ta_warn("cannot start the flusher thread: %s; not tracing",
@@ -526,8 +533,12 @@ int ta_agent_reattach(void)
 	}
 	/* Release: hooks that see RUNNING see the pool and the dump. */
 	__atomic_store_n(&ta_state, err == 0 ? TA_S_RUNNING : TA_S_DETACHED, __ATOMIC_RELEASE);
-	if (err == 0)
+	if (err == 0) {
 		ta_libcalls_enable(1);
+	} else {
+		ta_crash_uninstall();
+		ta_signal_default_if(ta_cfg.flight_signal, (uintptr_t)&flight_signal_handler);
+	}
 	TA_GUARD_LEAVE();
 	return err;
 }

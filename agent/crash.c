@@ -248,3 +248,24 @@ void ta_crash_install(void)
 		sigaction(crash_signals[i], &sa, NULL);
 	}
 }
+
+void ta_signal_default_if(int sig, uintptr_t ours)
+{
+	struct sigaction cur, dfl;
+
+	/* Only ours: a handler the program set since stays. */
+	if (sigaction(sig, NULL, &cur) < 0 ||
+	    (cur.sa_flags & SA_SIGINFO ? (uintptr_t)cur.sa_sigaction : (uintptr_t)cur.sa_handler) !=
+		ours)
+		return;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+}
+
+void ta_crash_uninstall(void)
+{
+	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+		ta_signal_default_if(crash_signals[i], (uintptr_t)&crash_handler);
+}

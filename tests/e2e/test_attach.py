@@ -9,6 +9,7 @@ import ctypes
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -91,6 +92,36 @@ class AttachTest(tahelp.Case):
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
         # Nothing written at the exit: the dumps were finished at detach.
         self.assertEqual(os.path.getsize(dump), size)
+
+    def caught(self, pid):
+        """The signals process pid has handlers for: /proc's SigCgt mask."""
+        with open("/proc/%d/status" % pid) as f:
+            return next(int(l.split()[1], 16) for l in f if l.startswith("SigCgt:"))
+
+    def test_signals_as_they_were(self):
+        """The crash handler the agent sets for a window (SIGSEGV, SIGBUS,
+        SIGILL, SIGFPE, SIGABRT... where the program has none) is taken
+        out at the detach: the program's signal dispositions are those it
+        had before, window after window."""
+        t = Target(self)
+        before = self.caught(t.proc.pid)
+        segv = 1 << (signal.SIGSEGV - 1)
+        self.assertEqual(before & segv, 0)
+        for i in range(2):
+            a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o",
+                                  self.fresh("sig%d" % i), "--duration", "1"],
+                                 env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True)
+            for _ in range(200):
+                during = self.caught(t.proc.pid)
+                if during & segv:
+                    break
+                time.sleep(0.01)
+            err = a.communicate(timeout=tahelp.TIMEOUT)[1]
+            self.assertEqual(a.returncode, 0, err)
+            self.assertNotEqual(during & segv, 0, "no crash handler during window %d" % i)
+            self.assertEqual(self.caught(t.proc.pid), before, "after window %d" % i)
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
 
     def syscall(self, pid):
         """The system call number thread pid is in (/proc), None if it runs."""
