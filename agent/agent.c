@@ -259,8 +259,9 @@ static int restart_in_child(void)
 	}
 	/* The hooks' gate as the parent's pause and channels had it. */
 	ta_api_restarted();
-	/* Its own control socket, under its own pid. */
-	ta_control_start();
+	/* Its own control socket, under its own pid; an attach window's
+	 * child answers at once, as its parent does. */
+	ta_control_start(ta_attach_injected);
 	return 0;
 }
 
@@ -340,7 +341,8 @@ static int start(void)
 		ta_dump_close();
 		return err;
 	}
-	ta_control_start();
+	/* Its thread is the flusher's to start, or ta_attach_start's. */
+	ta_control_start(0);
 	return 0;
 }
 
@@ -554,7 +556,9 @@ void ta_agent_shutdown(void)
 	 * the gates again). */
 	ta_control_stop();
 	ta_api_stop();
-	ta_flusher_stop();
+	/* An idle flusher is not waited for: the drain below is this
+	 * thread's. */
+	ta_flusher_stop_at_exit();
 	/* The exiting thread's own frames are done: end its ring so that it
 	 * is drained as exited. */
 	ta_thread_exit();
