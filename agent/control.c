@@ -376,7 +376,7 @@ void ta_control_start(int thread_now)
 {
 	struct sockaddr_un sun;
 	char dir[sizeof(sun.sun_path)];
-	int fd;
+	int fd, err;
 
 	if (!ta_cfg.control || listen_fd >= 0)
 		return;
@@ -398,9 +398,15 @@ void ta_control_start(int thread_now)
 	sun.sun_family = AF_UNIX;
 	memcpy(sun.sun_path, sock_path, strlen(sock_path) + 1);
 	/* A socket left by a process of this pid that is gone (or by this
-	 * process's previous image, before an exec). */
-	unlink(sock_path);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 16) < 0) {
+	 * process's previous image, before an exec) is unlinked, then bound
+	 * again; only then: most starts find none, and a lookup on the
+	 * directory costs as much as the bind. */
+	err = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	if (err < 0 && errno == EADDRINUSE) {
+		unlink(sock_path);
+		err = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	}
+	if (err < 0 || listen(fd, 16) < 0) {
 		ta_warn("cannot listen on the control socket %s: %s; no control socket", sock_path,
 			strerror(errno));
 		close(fd);
