@@ -319,13 +319,17 @@ static void *control_main(void *arg)
 static int private_dir(const char *dir)
 {
 	struct stat st;
+	int there;
 
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	/* Looked at first: it is there but at a user's first traced run,
+	 * and a mkdir that finds it costs a system call more. */
+	there = lstat(dir, &st) == 0;
+	if (!there && mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		ta_warn("cannot create the control directory %s: %s; no control socket", dir,
 			strerror(errno));
 		return -1;
 	}
-	if (lstat(dir, &st) < 0) {
+	if (!there && lstat(dir, &st) < 0) {
 		ta_warn("cannot look at the control directory %s: %s; no control socket", dir,
 			strerror(errno));
 		return -1;

@@ -745,6 +745,11 @@ static void judge_slack(void)
  * process that exits sooner (most of a build's) never pays for them. */
 #define LATE_START_MS 20u
 
+/* The flusher's first pass comes at once (an attach's: it looks for the
+ * modules dlopen'ed since, attach.c), else later.  Set before the thread
+ * is created, which publishes it. */
+static int first_pass_now;
+
 /* Only a BUSY flusher touches anything; 0 once the exit made it GONE. */
 static int busy_begin(void)
 {
@@ -792,6 +797,18 @@ static void *flusher_main(void *arg)
 
 		nanosleep(&ms2, NULL);
 		(void)mindur_ticks();
+	}
+	if (!first_pass_now) {
+		/* No pass at once: nothing is recorded yet.  The first comes
+		 * with a producer's kick, or at LATE_START_MS: the exit of a
+		 * shorter run finds this thread asleep and never wakes it. */
+		uint32_t ms = ta_cfg.flush_ms < LATE_START_MS ? ta_cfg.flush_ms : LATE_START_MS;
+		struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+		busy_end();
+		syscall(SYS_futex, &kick_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		if (!busy_begin())
+			goto gone;
 	}
 	while (!__atomic_load_n(&flusher_stop, __ATOMIC_ACQUIRE)) {
 		uint32_t wait_ms = ta_cfg.flush_ms;
@@ -880,6 +897,8 @@ int ta_flusher_start(void)
 	 * compressed until the first look says otherwise. */
 	slack_wall = slack_proc = slack_self = 0;
 	__atomic_store_n(&store_raw, 0, __ATOMIC_RELAXED);
+	first_pass_now =
+	    ta_settings_attach != NULL || __atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED);
 	/* Release: pairs with the acquire in busy_begin. */
 	__atomic_store_n(&flusher_phase, FL_IDLE, __ATOMIC_RELEASE);
 	err = ta_real_pthread_create(&flusher_thread, NULL, flusher_main, NULL);
