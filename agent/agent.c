@@ -588,13 +588,15 @@ void ta_agent_shutdown(void)
 	 * threads) go straight to libc. */
 	ta_libcalls_enable(0);
 	TA_GUARD_ENTER();
+	/* An idle flusher is not waited for (the drain below is this
+	 * thread's), and is told to end now: it does while this thread
+	 * writes the end, rather than when exit_group makes it, which the
+	 * process's parent would wait for. */
+	ta_flusher_stop_at_exit();
 	/* No command runs while the end is written (a resume would open
 	 * the gates again). */
 	ta_control_stop();
 	ta_api_stop();
-	/* An idle flusher is not waited for: the drain below is this
-	 * thread's. */
-	ta_flusher_stop_at_exit();
 	/* The exiting thread's own frames are done: end its ring so that it
 	 * is drained as exited. */
 	ta_thread_exit();

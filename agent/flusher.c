@@ -937,6 +937,8 @@ void ta_flusher_stop_at_exit(void)
 		/* Relaxed: as in ta_flusher_can_open_unwind; a crash from
 		 * here on does not wait for it. */
 		__atomic_store_n(&flusher_running, 0, __ATOMIC_RELAXED);
+		/* Woken, it finds itself GONE and ends. */
+		ta_flusher_kick();
 		return;
 	}
 	ta_flusher_stop();
