@@ -51,10 +51,10 @@ static int flusher_running;
  * Whether the flusher thread is doing anything (BUSY) or not (IDLE: asleep,
  * or created and not yet run).  At the process's exit an IDLE flusher is
  * made GONE, never to do anything again, and is not waited for: the exiting
- * thread drains what is left itself, and exit_group ends the thread.  A
- * short run's exit then neither wakes a thread nor waits for one to be
- * scheduled (on a loaded machine that wait was milliseconds).  A BUSY one is
- * stopped and joined as before.
+ * thread drains what is left itself, and the flusher, woken, ends on its
+ * own meanwhile.  A short run's exit then never waits for it to be
+ * scheduled (on a loaded machine that wait was milliseconds).  A BUSY one
+ * is stopped and joined as before.
  */
 enum { FL_IDLE, FL_BUSY, FL_GONE };
 static uint32_t flusher_phase; /* atomic */
