@@ -107,6 +107,36 @@ void *ta_grow(void *p, size_t n, size_t *cap, size_t size, size_t first)
 	return p;
 }
 
+size_t ta_exe_path(char *out, size_t size)
+{
+	static char path[4096];
+	static size_t len;
+	static uint32_t state; /* 0: not read, 1: being read, 2: in path */
+	uint32_t s = 0;
+	ssize_t n;
+
+	/* Acquire: pairs with the release below (path and len). */
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2) {
+		n = readlink("/proc/self/exe", out, size - 1);
+		out[n > 0 ? n : 0] = 0;
+		/* Only the first reader keeps it (a reader beside it, or a
+		 * signal handler inside it, only reads its own). */
+		if (n > 0 && (size_t)n < sizeof(path) &&
+		    __atomic_compare_exchange_n(&state, &s, 1, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED)) {
+			memcpy(path, out, (size_t)n + 1);
+			len = (size_t)n;
+			/* Release: pairs with the acquire above. */
+			__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+		}
+		return n > 0 ? (size_t)n : 0;
+	}
+	if (len >= size)
+		return (size_t)(out[0] = 0);
+	memcpy(out, path, len + 1);
+	return len;
+}
+
 int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 			   void *arg)
 {
@@ -243,6 +273,8 @@ static int restart_in_child(void)
 	err = open_output(1);
 	if (err < 0)
 		return err;
+	/* The description in one write. */
+	ta_dump_batch(1);
 	ta_dump_process();
 	ta_dump_clock();
 	t0 = ta_ticks();
@@ -251,6 +283,7 @@ static int restart_in_child(void)
 	if (ta_cfg.libcalls && ta_libcalls_dump)
 		ta_libcalls_dump();
 	ta_api_write(1);
+	ta_dump_batch(0);
 	err = ta_flusher_start();
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread in process %d: %s; not tracing it",
@@ -259,8 +292,9 @@ static int restart_in_child(void)
 	}
 	/* The hooks' gate as the parent's pause and channels had it. */
 	ta_api_restarted();
-	/* Its own control socket, under its own pid. */
-	ta_control_start();
+	/* Its own control socket, under its own pid; an attach window's
+	 * child answers at once, as its parent does. */
+	ta_control_start(ta_attach_injected);
 	return 0;
 }
 
@@ -318,6 +352,8 @@ static int start(void)
 	err = ta_dump_adopt() ? 0 : open_output(0);
 	if (err < 0)
 		return err;
+	/* The process's description (a dozen small chunks) in one write. */
+	ta_dump_batch(1);
 	ta_dump_process();
 	ta_dump_clock();
 	t0 = ta_ticks();
@@ -334,13 +370,15 @@ static int start(void)
 	ta_crash_install();
 	if (ta_cfg.mode == TA_MODE_FLIGHT)
 		flight_signal_install();
+	ta_dump_batch(0);
 	err = ta_flusher_start();
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread: %s; not tracing", strerror(-err));
 		ta_dump_close();
 		return err;
 	}
-	ta_control_start();
+	/* Its thread is the flusher's to start, or ta_attach_start's. */
+	ta_control_start(0);
 	return 0;
 }
 
@@ -561,14 +599,20 @@ void ta_agent_shutdown(void)
 	 * threads) go straight to libc. */
 	ta_libcalls_enable(0);
 	TA_GUARD_ENTER();
+	/* An idle flusher is not waited for (the drain below is this
+	 * thread's), and is told to end now: it does while this thread
+	 * writes the end, rather than when exit_group makes it, which the
+	 * process's parent would wait for. */
+	ta_flusher_stop_at_exit();
 	/* No command runs while the end is written (a resume would open
 	 * the gates again). */
 	ta_control_stop();
 	ta_api_stop();
-	ta_flusher_stop();
 	/* The exiting thread's own frames are done: end its ring so that it
 	 * is drained as exited. */
 	ta_thread_exit();
+	/* The last chunks in one write (ta_dump_close's). */
+	ta_dump_batch(1);
 	ta_flusher_drain(1);
 	ta_dump_clock();
 	ta_patch_dump();

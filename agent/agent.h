@@ -67,6 +67,10 @@ int ta_lock_bounded(pthread_mutex_t *m) TA_HIDDEN;
  * updated; else p as it is.  NULL when out of memory, *cap unchanged (p
  * still valid, to be kept). */
 void *ta_grow(void *p, size_t n, size_t *cap, size_t size, size_t first) TA_HIDDEN;
+/* The executable's path (/proc/self/exe) in out, NUL-terminated ("" when
+ * it cannot be read); its length.  Read once: it changes only with an
+ * exec, which starts the agent anew. */
+size_t ta_exe_path(char *out, size_t size) TA_HIDDEN;
 
 /* ---- library calls (the interposers: libcalls.c) ------------------------------- */
 

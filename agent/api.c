@@ -109,6 +109,21 @@ static void chan_effect(uint32_t id, uint32_t on)
 static void lock(sigset_t *old);
 static void unlock(const sigset_t *old);
 
+/* chan_switch's change, under the lock; whether it took effect (not
+ * paused). */
+static int chan_set_locked(uint32_t id, uint32_t on)
+{
+	int live;
+
+	__atomic_store_n(&chan_want[id], on, __ATOMIC_RELAXED);
+	live = !__atomic_load_n(&paused, __ATOMIC_RELAXED);
+	if (live) {
+		__atomic_store_n(&chan_on[id], on, __ATOMIC_RELAXED);
+		chan_effect(id, on);
+	}
+	return live;
+}
+
 /* Switches channel id; recorded (when record is set) so that the channel's
  * events of this thread fall strictly between its on and its off.  While
  * paused, only what resume restores changes (nothing is recorded).  The
@@ -125,12 +140,7 @@ static void chan_switch(uint32_t id, uint32_t on, int record)
 	if (on && record && !__atomic_load_n(&paused, __ATOMIC_RELAXED))
 		ta_record_ext(TA_EXT_CHANNEL, v, 2);
 	lock(&old);
-	__atomic_store_n(&chan_want[id], on, __ATOMIC_RELAXED);
-	live = !__atomic_load_n(&paused, __ATOMIC_RELAXED);
-	if (live) {
-		__atomic_store_n(&chan_on[id], on, __ATOMIC_RELAXED);
-		chan_effect(id, on);
-	}
+	live = chan_set_locked(id, on);
 	unlock(&old);
 	if (!on && record && live)
 		ta_record_ext(TA_EXT_CHANNEL, v, 2);
@@ -544,9 +554,23 @@ static void switch_all(int record)
 {
 	uint32_t n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
 	const char *spec = spec_now();
+	sigset_t old;
 
-	for (uint32_t i = 0; i < n; i++)
-		chan_switch(i, (uint32_t)ta_channel_list_has(spec, chan_name[i]), record);
+	if (record) {
+		for (uint32_t i = 0; i < n; i++)
+			chan_switch(i, (uint32_t)ta_channel_list_has(spec, chan_name[i]), 1);
+		return;
+	}
+	/* Nothing recorded: the lock taken once (two sigprocmask calls),
+	 * not once per channel. */
+	lock(&old);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t on = (uint32_t)ta_channel_list_has(spec, chan_name[i]);
+
+		if (__atomic_load_n(&chan_want[i], __ATOMIC_RELAXED) != on)
+			(void)chan_set_locked(i, on);
+	}
+	unlock(&old);
 }
 
 static void channel_signal_handler(int sig)

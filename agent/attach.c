@@ -341,6 +341,9 @@ TA_PUBLIC int ta_attach_start(const char *settings)
 	}
 	ta_settings_attach = NULL;
 	ta_attach_injected = 1;
+	/* The loader's next words (detach, attach) come on the control
+	 * socket: answered at once, not once the flusher starts the thread. */
+	(void)ta_control_start_thread();
 	err = redirect();
 	if (err < 0) {
 		restore();

@@ -49,7 +49,11 @@ static int wake_fd = -1; /* eventfd: stop, or chunks for the tap */
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static pid_t sock_pid; /* the process that made sock_path (unlinks it) */
 static pthread_t ctl_thread;
+/* The thread runs (atomic, relaxed: read by the flusher for
+ * ta_control_detach_soon, which the window's own thread would see). */
 static int ctl_running;
+/* Held while the thread is started (by the flusher) or stopped (exit). */
+static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t ctl_stop; /* atomic */
 /* ta_control_detach_soon asked the thread to end the attach window. */
 static uint32_t ctl_detach; /* atomic */
@@ -315,13 +319,17 @@ static void *control_main(void *arg)
 static int private_dir(const char *dir)
 {
 	struct stat st;
+	int there;
 
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	/* Looked at first: it is there but at a user's first traced run,
+	 * and a mkdir that finds it costs a system call more. */
+	there = lstat(dir, &st) == 0;
+	if (!there && mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		ta_warn("cannot create the control directory %s: %s; no control socket", dir,
 			strerror(errno));
 		return -1;
 	}
-	if (lstat(dir, &st) < 0) {
+	if (!there && lstat(dir, &st) < 0) {
 		ta_warn("cannot look at the control directory %s: %s; no control socket", dir,
 			strerror(errno));
 		return -1;
@@ -335,14 +343,46 @@ static int private_dir(const char *dir)
 	return 0;
 }
 
-void ta_control_start(void)
+/* The eventfd and the thread, for the socket bound already; the caller
+ * holds ctl_lock.  On failure no socket is left. */
+static void start_thread(void)
+{
+	sigset_t all, old;
+	int err;
+
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd < 0) {
+		ta_warn("cannot make the control socket's eventfd: %s; no control socket",
+			strerror(errno));
+		goto fail;
+	}
+	/* Created with every signal blocked: the program's handlers never
+	 * run on it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = ta_real_pthread_create(&ctl_thread, NULL, control_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		ta_warn("cannot start the control thread: %s; no control socket", strerror(err));
+		close(wake_fd);
+		wake_fd = -1;
+		goto fail;
+	}
+	__atomic_store_n(&ctl_running, 1, __ATOMIC_RELAXED);
+	return;
+fail:
+	close(listen_fd);
+	listen_fd = -1;
+	unlink(sock_path);
+}
+
+void ta_control_start(int thread_now)
 {
 	struct sockaddr_un sun;
 	char dir[sizeof(sun.sun_path)];
-	sigset_t all, old;
 	int fd, err;
 
-	if (!ta_cfg.control || ctl_running)
+	if (!ta_cfg.control || listen_fd >= 0)
 		return;
 	if (ta_ctl_dir(dir, sizeof(dir), secure_getenv("XDG_RUNTIME_DIR"), geteuid()) < 0 ||
 	    ta_ctl_path(sock_path, sizeof(sock_path), dir, (long)getpid()) < 0) {
@@ -362,60 +402,66 @@ void ta_control_start(void)
 	sun.sun_family = AF_UNIX;
 	memcpy(sun.sun_path, sock_path, strlen(sock_path) + 1);
 	/* A socket left by a process of this pid that is gone (or by this
-	 * process's previous image, before an exec). */
-	unlink(sock_path);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 16) < 0) {
+	 * process's previous image, before an exec) is unlinked, then bound
+	 * again; only then: most starts find none, and a lookup on the
+	 * directory costs as much as the bind. */
+	err = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	if (err < 0 && errno == EADDRINUSE) {
+		unlink(sock_path);
+		err = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	}
+	if (err < 0 || listen(fd, 16) < 0) {
 		ta_warn("cannot listen on the control socket %s: %s; no control socket", sock_path,
 			strerror(errno));
 		close(fd);
 		return;
 	}
-	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (wake_fd < 0) {
-		ta_warn("cannot make the control socket's eventfd: %s; no control socket",
-			strerror(errno));
-		close(fd);
-		unlink(sock_path);
-		return;
-	}
+	/* Under the lock: the flusher, which reads them, runs already. */
+	pthread_mutex_lock(&ctl_lock);
 	listen_fd = fd;
 	sock_pid = getpid();
 	__atomic_store_n(&ctl_stop, 0, __ATOMIC_RELAXED);
-	/* Created with every signal blocked: the program's handlers never
-	 * run on it. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = ta_real_pthread_create(&ctl_thread, NULL, control_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		ta_warn("cannot start the control thread: %s; no control socket", strerror(err));
-		close(listen_fd);
-		close(wake_fd);
-		listen_fd = wake_fd = -1;
-		unlink(sock_path);
-		return;
-	}
-	ctl_running = 1;
+	if (thread_now)
+		start_thread();
+	pthread_mutex_unlock(&ctl_lock);
+}
+
+int ta_control_start_thread(void)
+{
+	/* Tried, not waited for: the exit may hold the lock while it joins
+	 * a control thread that is detaching, which waits for the flusher. */
+	if (pthread_mutex_trylock(&ctl_lock) != 0)
+		return -1;
+	if (listen_fd >= 0 && !__atomic_load_n(&ctl_running, __ATOMIC_RELAXED) && !stopping())
+		start_thread();
+	pthread_mutex_unlock(&ctl_lock);
+	return 0;
 }
 
 void ta_control_stop(void)
 {
 	uint64_t one = 1;
 
-	if (!ctl_running)
+	pthread_mutex_lock(&ctl_lock);
+	if (listen_fd < 0) {
+		pthread_mutex_unlock(&ctl_lock);
 		return;
+	}
 	/* Release: pairs with the acquire in stopping(). */
 	__atomic_store_n(&ctl_stop, 1, __ATOMIC_RELEASE);
-	if (write(wake_fd, &one, sizeof(one)) < 0) {
-		/* Readable already: the thread wakes all the same. */
+	if (__atomic_load_n(&ctl_running, __ATOMIC_RELAXED)) {
+		if (write(wake_fd, &one, sizeof(one)) < 0) {
+			/* Readable already: the thread wakes all the same. */
+		}
+		if (!pthread_equal(pthread_self(), ctl_thread))
+			pthread_join(ctl_thread, NULL);
+		__atomic_store_n(&ctl_running, 0, __ATOMIC_RELAXED);
 	}
-	if (!pthread_equal(pthread_self(), ctl_thread))
-		pthread_join(ctl_thread, NULL);
-	ctl_running = 0;
 	close(listen_fd);
 	listen_fd = -1;
 	if (sock_pid == getpid())
 		unlink(sock_path);
+	pthread_mutex_unlock(&ctl_lock);
 }
 
 void ta_control_finish(void)
@@ -423,7 +469,7 @@ void ta_control_finish(void)
 	/* The reader's last chunks (the END among them), for at most a
 	 * second: the process is exiting and must not wait for long. */
 	ta_tap_finish(1000);
-	if (wake_fd >= 0 && !ctl_running) {
+	if (wake_fd >= 0 && !__atomic_load_n(&ctl_running, __ATOMIC_RELAXED)) {
 		close(wake_fd);
 		wake_fd = -1;
 	}
@@ -433,7 +479,7 @@ void ta_control_detach_soon(void)
 {
 	uint64_t one = 1;
 
-	if (!ctl_running)
+	if (!__atomic_load_n(&ctl_running, __ATOMIC_RELAXED))
 		return;
 	/* Release: pairs with the acquire in control_main. */
 	__atomic_store_n(&ctl_detach, 1, __ATOMIC_RELEASE);
@@ -444,9 +490,13 @@ void ta_control_detach_soon(void)
 
 void ta_control_fork_child(void)
 {
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
 	/* The thread does not exist here; the descriptors are copies of the
-	 * parent's, whose socket file stays. */
-	ctl_running = 0;
+	 * parent's, whose socket file stays.  The lock may have been held by
+	 * the parent's flusher, which does not exist here either. */
+	memcpy(&ctl_lock, &fresh, sizeof(fresh));
+	__atomic_store_n(&ctl_running, 0, __ATOMIC_RELAXED);
 	if (listen_fd >= 0)
 		close(listen_fd);
 	if (wake_fd >= 0)

@@ -46,6 +46,12 @@ struct ta_zbuf {
 };
 int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zbuf *z) TA_HIDDEN;
 void ta_zbuf_free(struct ta_zbuf *z) TA_HIDDEN;
+/* on: the chunks written from now on are held and written together (up
+ * to 16 KiB in one write; a crash's are not held); off: what is held is
+ * written.  For the bursts of small chunks at the start and the exit.
+ * ta_dump_close writes what is held too. */
+void ta_dump_batch(int on) TA_HIDDEN;
+/* Writes what a batch holds, and closes the dump. */
 void ta_dump_close(void) TA_HIDDEN;
 /* Bytes of payload written, and chunks, for the statistics. */
 uint64_t ta_dump_bytes(void) TA_HIDDEN;

@@ -25,6 +25,7 @@
 #include "dump.h"
 #include "api.h"
 #include "attach.h"
+#include "ctl.h"
 #include "flusher.h"
 #include "lazylib.h"
 #include "format.h"
@@ -46,6 +47,17 @@ struct ta_flush_state {
 
 static pthread_t flusher_thread;
 static int flusher_running;
+/*
+ * Whether the flusher thread is doing anything (BUSY) or not (IDLE: asleep,
+ * or created and not yet run).  At the process's exit an IDLE flusher is
+ * made GONE, never to do anything again, and is not waited for: the exiting
+ * thread drains what is left itself, and the flusher, woken, ends on its
+ * own meanwhile.  A short run's exit then never waits for it to be
+ * scheduled (on a loaded machine that wait was milliseconds).  A BUSY one
+ * is stopped and joined as before.
+ */
+enum { FL_IDLE, FL_BUSY, FL_GONE };
+static uint32_t flusher_phase; /* atomic */
 static uint32_t flusher_stop; /* atomic */
 static uint32_t kick_word;    /* futex: 1 once kicked, reset by the flusher */
 static uint32_t dump_requested; /* flight mode: write the rings now (atomic) */
@@ -729,9 +741,32 @@ static void judge_slack(void)
 }
 
 /* How long a run lasts before the flusher opens libunwind (~0.1 ms of its
- * CPU, with liblzma): a traced process that exits sooner (most of a
- * build's) never pays it. */
-#define UNWIND_AFTER_MS 20u
+ * CPU, with liblzma) and starts the control thread (ctl.h): a traced
+ * process that exits sooner (most of a build's) never pays for them. */
+#define LATE_START_MS 20u
+
+/* The flusher's first pass comes at once (an attach's: it looks for the
+ * modules dlopen'ed since, attach.c), else later.  Set before the thread
+ * is created, which publishes it. */
+static int first_pass_now;
+
+/* Only a BUSY flusher touches anything; 0 once the exit made it GONE. */
+static int busy_begin(void)
+{
+	uint32_t s = FL_IDLE;
+
+	/* Acquire: pairs with the release in ta_flusher_start (the state it
+	 * set up for the thread). */
+	return __atomic_compare_exchange_n(&flusher_phase, &s, FL_BUSY, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static void busy_end(void)
+{
+	/* Release: pairs with the acquire of the exit's exchange in
+	 * ta_flusher_stop_at_exit, which then sees all this pass did. */
+	__atomic_store_n(&flusher_phase, FL_IDLE, __ATOMIC_RELEASE);
+}
 
 static void *flusher_main(void *arg)
 {
@@ -740,10 +775,15 @@ static void *flusher_main(void *arg)
 	 * second: a run killed early still has two pairs to convert with. */
 	uint64_t clock_gap = 10;
 
+	/* Until the control thread and libunwind are started. */
+	int late_pending = 1;
+
 	(void)arg;
 	/* Everything this thread does is the agent's. */
 	TA_GUARD_ENTER();
 	in_flusher = 1;
+	if (!busy_begin())
+		goto gone;
 	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "traceagent", 0, 0, 0);
 	/* A flight recorder's rings are written at the exit, a crash or its
 	 * signal, on a thread that may not dlopen (a handler's) and with no
@@ -758,9 +798,21 @@ static void *flusher_main(void *arg)
 		nanosleep(&ms2, NULL);
 		(void)mindur_ticks();
 	}
+	if (!first_pass_now) {
+		/* No pass at once: nothing is recorded yet.  The first comes
+		 * with a producer's kick, or at LATE_START_MS: the exit of a
+		 * shorter run finds this thread asleep and never wakes it. */
+		uint32_t ms = ta_cfg.flush_ms < LATE_START_MS ? ta_cfg.flush_ms : LATE_START_MS;
+		struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+		busy_end();
+		syscall(SYS_futex, &kick_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		if (!busy_begin())
+			goto gone;
+	}
 	while (!__atomic_load_n(&flusher_stop, __ATOMIC_ACQUIRE)) {
-		struct timespec ts = {(time_t)(ta_cfg.flush_ms / 1000),
-				      (long)(ta_cfg.flush_ms % 1000) * 1000000L};
+		uint32_t wait_ms = ta_cfg.flush_ms;
+		struct timespec ts;
 		uint64_t now;
 
 		/* Reset before draining, so a kick during the drain makes
@@ -770,8 +822,10 @@ static void *flusher_main(void *arg)
 		 * crash waiting for it (lazylib.h): a short run never loads
 		 * it, nor makes its exit wait for this thread to. */
 		if (!ta_lazy_unw_settled() &&
-		    (ta_lazy_unw_wanted() || mono_ms() - started >= UNWIND_AFTER_MS))
+		    (ta_lazy_unw_wanted() || mono_ms() - started >= LATE_START_MS))
 			ta_flusher_open_unwind();
+		if (late_pending && mono_ms() - started >= LATE_START_MS)
+			late_pending = ta_control_start_thread() < 0;
 		if (ta_cfg.mode == TA_MODE_FLIGHT) {
 			/* A flight recorder writes on demand only. */
 			if (__atomic_exchange_n(&dump_requested, 0, __ATOMIC_ACQ_REL)) {
@@ -806,13 +860,24 @@ static void *flusher_main(void *arg)
 		}
 		if (__atomic_load_n(&ta_pending_blocks, __ATOMIC_RELAXED) >= 8)
 			continue;
+		/* Awake again at LATE_START_MS for what starts then. */
+		if (late_pending && now - started < LATE_START_MS &&
+		    LATE_START_MS - (now - started) < wait_ms)
+			wait_ms = (uint32_t)(LATE_START_MS - (now - started));
+		ts.tv_sec = (time_t)(wait_ms / 1000);
+		ts.tv_nsec = (long)(wait_ms % 1000) * 1000000L;
+		busy_end();
 		syscall(SYS_futex, &kick_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		if (!busy_begin())
+			goto gone;
 	}
 	/* Stopping: the exit's last drain (on the exiting thread, which may
 	 * be a signal handler's) writes what is left, compressed when a
 	 * full block or more of it was handed over since the last pass. */
 	if (__atomic_load_n(&ta_pending_blocks, __ATOMIC_RELAXED))
 		ta_lazy_open_lz4();
+gone:
+	/* Still in the guard: the thread's exit (its frees) is the agent's. */
 	return NULL;
 }
 
@@ -832,6 +897,10 @@ int ta_flusher_start(void)
 	 * compressed until the first look says otherwise. */
 	slack_wall = slack_proc = slack_self = 0;
 	__atomic_store_n(&store_raw, 0, __ATOMIC_RELAXED);
+	first_pass_now =
+	    ta_settings_attach != NULL || __atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED);
+	/* Release: pairs with the acquire in busy_begin. */
+	__atomic_store_n(&flusher_phase, FL_IDLE, __ATOMIC_RELEASE);
 	err = ta_real_pthread_create(&flusher_thread, NULL, flusher_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
@@ -849,6 +918,30 @@ void ta_flusher_stop(void)
 	if (!pthread_equal(pthread_self(), flusher_thread))
 		pthread_join(flusher_thread, NULL);
 	flusher_running = 0;
+}
+
+void ta_flusher_stop_at_exit(void)
+{
+	uint32_t s = FL_IDLE;
+
+	if (!flusher_running)
+		return;
+	/* Blocks handed over since its last pass, or a flight recorder's
+	 * rings before it opened liblz4: it opens liblz4 for the last drain
+	 * (flusher_main), so it is stopped as usual.  Acquire: pairs with the
+	 * release in busy_end. */
+	if (!__atomic_load_n(&ta_pending_blocks, __ATOMIC_RELAXED) &&
+	    (ta_cfg.mode != TA_MODE_FLIGHT || ta_lazy_lz4_settled()) &&
+	    __atomic_compare_exchange_n(&flusher_phase, &s, FL_GONE, 0, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED)) {
+		/* Relaxed: as in ta_flusher_can_open_unwind; a crash from
+		 * here on does not wait for it. */
+		__atomic_store_n(&flusher_running, 0, __ATOMIC_RELAXED);
+		/* Woken, it finds itself GONE and ends. */
+		ta_flusher_kick();
+		return;
+	}
+	ta_flusher_stop();
 }
 
 void ta_flusher_fork_prepare(void)

@@ -18,6 +18,10 @@ struct ta_jmptab;
 int ta_flusher_start(void) TA_HIDDEN;
 /* Stops and joins the flusher thread; returns when it is gone. */
 void ta_flusher_stop(void) TA_HIDDEN;
+/* At the process's exit: an idle flusher is told never to run again and
+ * is not waited for (exit ends it); a busy one is stopped as by
+ * ta_flusher_stop.  Either way it writes nothing more. */
+void ta_flusher_stop_at_exit(void) TA_HIDDEN;
 /* Wakes the flusher early (blocks are piling up). */
 void ta_flusher_kick(void) TA_HIDDEN;
 /* Flight mode: asks the flusher to write what the rings hold (async-signal

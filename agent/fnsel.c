@@ -140,8 +140,7 @@ static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
 	m = &cl->mods[cl->n];
 	memset(m, 0, sizeof(*m));
 	if (first) {
-		ssize_t k = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
-		m->path[k > 0 ? k : 0] = 0;
+		ta_exe_path(m->path, sizeof(m->path));
 		m->is_exe = 1;
 	} else {
 		size_t len = strlen(info->dlpi_name);

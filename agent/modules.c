@@ -118,8 +118,7 @@ static int one_module(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	if (sc->first) {
 		/* The first object is the executable, named "" here. */
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = 0;
+		ta_exe_path(exe, sizeof(exe));
 		path = exe;
 		flags |= 1;
 		sc->first = 0;

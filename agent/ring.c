@@ -528,6 +528,11 @@ static struct ta_block *block_get_wait(struct ta_thread *t)
 	return b;
 }
 
+/* The first record is static: most traced processes have one thread,
+ * which then costs no mmap (records are never freed, only reused). */
+static struct ta_thread first_rec;
+static uint32_t first_rec_taken; /* atomic */
+
 static struct ta_thread *thread_alloc(void)
 {
 	struct ta_thread *t;
@@ -539,9 +544,16 @@ static struct ta_thread *thread_alloc(void)
 						__ATOMIC_RELAXED))
 			return t;
 	}
-	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t == MAP_FAILED)
-		return NULL;
+	/* Relaxed: only who takes it is decided here; the record is
+	 * published by the release below, as an mmap'd one is. */
+	if (!__atomic_exchange_n(&first_rec_taken, 1, __ATOMIC_RELAXED)) {
+		t = &first_rec;
+	} else {
+		t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0);
+		if (t == MAP_FAILED)
+			return NULL;
+	}
 	t->state = TA_T_CLAIMED;
 	t->all_next = __atomic_load_n(&ta_threads, __ATOMIC_RELAXED);
 	/* Release: the flusher walking the list sees an initialised record. */

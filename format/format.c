@@ -36,6 +36,13 @@ static void crc_init(void)
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#if defined(__GLIBC__) && defined(__has_include)
+#if __has_include(<sys/platform/x86.h>)
+/* glibc 2.33's view of the CPU, taken by ld.so at the start. */
+#include <sys/platform/x86.h>
+#define TA_GLIBC_CPU_FEATURES 1
+#endif
+#endif
 
 /* SSE 4.2's crc32 instruction computes CRC-32C itself: 8 bytes in one
  * instruction rather than the table's ~20 (the flusher and the analyzer
@@ -65,6 +72,12 @@ static int crc_have_sse42(void)
 	int hw = __atomic_load_n(&crc_hw, __ATOMIC_RELAXED);
 
 	if (hw < 0) {
+#ifdef TA_GLIBC_CPU_FEATURES
+		/* What ld.so found at the start: no cpuid of ours, which in a
+		 * VM traps to the hypervisor (9-16 us each here, at every
+		 * traced program's first chunk). */
+		hw = CPU_FEATURE_ACTIVE(SSE4_2) ? 1 : 0;
+#else
 		unsigned a, b, c, d;
 
 		/* One cpuid, when first needed.  Not __builtin_cpu_supports:
@@ -72,6 +85,7 @@ static int crc_have_sse42(void)
 		 * runs a dozen cpuid at every traced program's start, each a
 		 * trap to the hypervisor in a VM (perf: ~0.2 ms of CPU a start). */
 		hw = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2) ? 1 : 0;
+#endif
 		__atomic_store_n(&crc_hw, hw, __ATOMIC_RELAXED); /* same value for all */
 	}
 	return hw;
