@@ -1136,11 +1136,11 @@ static void leave_stuck(pid_t pid, uint64_t fn, uint64_t ms)
 	kill(pid, SIGSTOP);
 	if (wait_until(pid, &st, mono_ms() + 2000) == 0 && WIFSTOPPED(st))
 		ptrace(PTRACE_DETACH, pid, NULL, (void *)(uintptr_t)SIGSTOP);
-	fail("process %d: the call into it (at %#llx) did not return in %llu ms: its main "
-	     "thread waits inside it, perhaps for a lock another thread holds; the process "
-	     "cannot go on safely and is left stopped (SIGSTOP) to be looked at (gdb -p %d, "
-	     "gcore) or ended; kill -CONT lets it go on, but it crashes if that call returns",
-	     pid, (unsigned long long)fn, (unsigned long long)ms, pid);
+	fail("thread %d: the call into it (at %#llx) did not return in %llu ms: it waits "
+	     "inside it, perhaps for a lock another thread holds; its process cannot go on "
+	     "safely and is left stopped (SIGSTOP) to be looked at (gdb -p, gcore) or ended; "
+	     "kill -CONT lets it go on, but it crashes if that call returns",
+	     pid, (unsigned long long)fn, (unsigned long long)ms);
 }
 
 /* Calls fn(a0, a1) in the stopped thread, on its stack below sp_base;

@@ -48,6 +48,13 @@ def clean_env(extra=None):
     return env
 
 
+def proc_state(pid, tid=None):
+    """The state letter of process pid (or of its thread tid) in /proc's
+    status (R, S, T, Z...)."""
+    with open("/proc/%d/task/%d/status" % (pid, tid) if tid else "/proc/%d/status" % pid) as f:
+        return next(l.split()[1] for l in f if l.startswith("State:"))
+
+
 def no_core():
     """preexec_fn: programs the tests kill leave no core files."""
     import resource

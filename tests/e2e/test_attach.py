@@ -93,6 +93,33 @@ class AttachTest(tahelp.Case):
         # Nothing written at the exit: the dumps were finished at detach.
         self.assertEqual(os.path.getsize(dump), size)
 
+    def test_call_timeout(self):
+        """A call into the process that does not return: attachme lockheld's
+        "holder" thread sits in a dl_iterate_phdr callback for ever, so the
+        dlopen of the agent waits for the loader's write lock in whichever
+        thread it is called through.  With TRACEAGENT_ATTACH_TIMEOUT=1 the
+        attach gives up after a second: status 1, the message says so, and
+        the process is left stopped (SIGSTOP), as it says."""
+        t = Target(self, nthreads=2, wait="libc", opts=["lockheld"])
+        t0 = time.monotonic()
+        p = subprocess.run([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "--duration", "0.1"],
+                           env=tahelp.clean_env({"TRACEAGENT_ATTACH_TIMEOUT": "1"}),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT, cwd=self.dir)
+        took = time.monotonic() - t0
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, r"the call into it \(at 0x[0-9a-f]+\) did not return in "
+                         r"1000 ms: .* left stopped \(SIGSTOP\)")
+        self.assertNotIn("attached to process", p.stderr)
+        self.assertGreaterEqual(took, 1.0)
+        # The group stop reaches every thread a moment after the detach.
+        for _ in range(200):
+            states = {tahelp.proc_state(t.proc.pid, tid)
+                      for tid in map(int, os.listdir("/proc/%d/task" % t.proc.pid))}
+            if states == {"T"}:
+                break
+            time.sleep(0.01)
+        self.assertEqual(states, {"T"}, p.stderr)
+
     def caught(self, pid):
         """The signals process pid has handlers for: /proc's SigCgt mask."""
         with open("/proc/%d/status" % pid) as f:

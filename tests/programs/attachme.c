@@ -31,6 +31,10 @@
  *   child that waitpid reaps, or "FAIL") and a POSIX timer's SIGRTMIN+1
  *   every 3 ms (si_code SI_TIMER and its sigev_value, or "FAIL"); the
  *   counts in "count" and at the end ("signals: ...").
+ * - lockheld: a thread "holder" sits in a dl_iterate_phdr callback for
+ *   ever, memsetting (its pc inside libc, never at a safe point), with the
+ *   loader's write lock held: a dlopen in any other thread waits for it
+ *   (the attach's call timeout).
  * "fork N" forks a child that calls mid() for N ms, then exits with status
  * 0 if leaf = 2 * mid there (3 if not); the parent answers "child PID";
  * "wait" reaps it and answers "child PID status S".
@@ -41,6 +45,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -197,6 +202,25 @@ __attribute__((noinline)) void churn(void)
 }
 
 static const char *dl_lib;
+
+static int hold_forever(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	static char buf[1 << 20];
+
+	(void)info;
+	(void)size;
+	(void)arg;
+	for (unsigned i = 0;; i++)
+		memset(buf, (int)i, sizeof(buf));
+	return 0;
+}
+
+static void *holder(void *arg)
+{
+	(void)arg;
+	dl_iterate_phdr(hold_forever, NULL);
+	return NULL;
+}
 
 static void *dlloop(void *arg)
 {
@@ -427,7 +451,7 @@ int main(int argc, char **argv)
 	struct itimerval it = {{0, 10000}, {0, 10000}};
 	sigset_t set;
 
-	int sigs = 0;
+	int sigs = 0, lockheld = 0;
 
 	if (n < 0 || n > 64)
 		n = 4;
@@ -437,6 +461,8 @@ int main(int argc, char **argv)
 			sigs = 1;
 		else if (!strncmp(argv[i], "dl=", 3))
 			dl_lib = argv[i] + 3;
+		else if (!strcmp(argv[i], "lockheld"))
+			lockheld = 1;
 	}
 	ep = epoll_create1(0);
 	if (ep < 0)
@@ -461,6 +487,13 @@ int main(int argc, char **argv)
 		pthread_create(&d, NULL, dlloop, NULL);
 		pthread_setname_np(d, "dlloop");
 		pthread_detach(d);
+	}
+	if (lockheld) {
+		pthread_t h;
+
+		pthread_create(&h, NULL, holder, NULL);
+		pthread_setname_np(h, "holder");
+		pthread_detach(h);
 	}
 	if (sigs)
 		signals_start();
