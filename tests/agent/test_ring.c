@@ -686,7 +686,14 @@ START_TEST(drop_mode_counts_and_marks_the_gap)
 	ta_flusher_fork_prepare(); /* the flusher cannot drain */
 	record_tree(0, before);
 	ta_flusher_fork_parent();
-	usleep(50000); /* it drains and frees the pool */
+	/* It drains and frees the pool: waited for (a fixed 50 ms failed
+	 * about one run in ten under load, the flusher not yet scheduled),
+	 * up to 10 s, until one block is in use, the thread's current. */
+	for (int i = 0; i < 10000 && ta_pool_used_bytes() > 4096; i++) {
+		ta_flusher_kick();
+		usleep(1000);
+	}
+	ck_assert_uint_le(ta_pool_used_bytes(), 4096);
 	record_tree(0, after);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
