@@ -61,6 +61,12 @@ const struct ta_jmptab *ta_flusher_jmptab(struct ta_thread *t) TA_HIDDEN;
 /* From a crash handler: stops the flusher and drains what can be had. */
 void ta_flusher_crash_drain(void) TA_HIDDEN;
 
+/* For the agent-ring test only: hold(b) runs inside a drain after each
+ * read of block b's shared state (its head, its next), as if the draining
+ * thread were held up there while b's producer went on (NULL: none). */
+struct ta_block;
+void ta_flusher_test_hold(void (*hold)(const struct ta_block *b)) TA_HIDDEN;
+
 /* Flight mode: the consume lock of a thread's ring (flusher.c). */
 int ta_consume_trylock(struct ta_thread *t) TA_HIDDEN;
 void ta_consume_unlock(struct ta_thread *t) TA_HIDDEN;

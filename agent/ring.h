@@ -38,8 +38,11 @@
 
 struct ta_block {
 	/* Written by the producer; read by the flusher with acquire. */
-	uint32_t head;  /* events written; | TA_BUSY while a slot is written */
-	uint32_t limit; /* capacity in events; 0 in the placeholder blocks */
+	uint32_t head; /* events written; | TA_BUSY while a slot is written */
+	/* Capacity in events; 0 in the placeholder blocks, and for a moment
+	 * while a handler's events are put aside (ring.c's nest_push): the
+	 * flusher takes a block as done by its next, never by this. */
+	uint32_t limit;
 	struct ta_block *next; /* set by the producer when it moves on */
 	/* Owned by the flusher. */
 	uint32_t consumed;

@@ -571,6 +571,93 @@ START_TEST(handler_in_its_own_drain_past_the_reserve_counts)
 }
 END_TEST
 
+/*
+ * A drain reads a block's state in steps (its next and its head; it once
+ * read the limit too: three steps), and the block's producer may go on
+ * between them: the flusher thread preempted there, as on a loaded machine
+ * under qemu-user, where sigstorm lost 22 events about one run in 400.
+ * The block's limit reads 0 while a handler's events are put aside
+ * (ring.c's nest_push); the drain that took that 0 for "full", then found
+ * the next block linked, freed the block with its last events never read.
+ * Here the thread drains its own ring and, held up at step _i of its look
+ * at the block, plays its producer there: its next event appends what was
+ * put aside, then events until the block is full and the next one linked.
+ * Every event is in the dump, in order.
+ */
+#define FILL_ADDR 0x4000
+static const struct ta_block *hold_block;
+static pthread_t hold_thread;
+static int hold_at, hold_seen;
+static uint64_t fill_pairs;
+
+static void fill_block(const struct ta_block *b)
+{
+	while (!__atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+		ta_record(FILL_ADDR);
+		ta_record(FILL_ADDR | TA_REC_EXIT);
+		fill_pairs++;
+	}
+}
+
+/* Only the test thread's drain of that block: the flusher thread's drains
+ * go by untouched. */
+static void hold_and_fill(const struct ta_block *b)
+{
+	if (b == hold_block && pthread_equal(pthread_self(), hold_thread) && hold_seen++ == hold_at)
+		fill_block(b);
+}
+
+START_TEST(a_block_filled_during_its_drain_is_drained_whole)
+{
+	struct dump d;
+	struct ta_thread *t;
+	uint64_t i, n;
+
+	agent_env("4K", "1M");
+	ta_record(0x1000); /* registers the thread */
+	for (i = 0; i < 10; i++) {
+		ta_record(0x2000);
+		ta_record(0x2000 | TA_REC_EXIT);
+	}
+	/* A handler's events in the middle of a hook: put aside, the
+	 * block's limit 0 until the thread's next event. */
+	freeze_block();
+	ta_record(0x3000);
+	ta_record(0x3000 | TA_REC_EXIT);
+	thaw_block();
+	hold_block = ta_cur;
+	hold_thread = pthread_self();
+	hold_at = _i;
+	ta_flusher_test_hold(hold_and_fill);
+	t = ta_thread_self();
+	/* The flusher thread may be draining this ring just now. */
+	while (!ta_flusher_help(t))
+		sched_yield();
+	ta_flusher_test_hold(NULL);
+	/* A drain with fewer steps than _i: the block is filled after it. */
+	ck_assert(_i > 0 || fill_pairs > 0);
+	if (!fill_pairs)
+		fill_block(hold_block);
+	ta_record(0x1000 | TA_REC_EXIT);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	n = 1 + 20 + 2 + 2 * fill_pairs + 1;
+	ck_assert_uint_eq(d.t[0].n, n);
+	ck_assert_uint_eq(d.t[0].ev[0], 0x1000);
+	for (i = 0; i < 20; i++)
+		ck_assert_uint_eq(d.t[0].ev[1 + i], 0x2000 | (i & 1 ? TA_REC_EXIT : 0));
+	ck_assert_uint_eq(d.t[0].ev[21], 0x3000);
+	ck_assert_uint_eq(d.t[0].ev[22], 0x3000 | TA_REC_EXIT);
+	for (i = 0; i < 2 * fill_pairs; i++)
+		ck_assert_uint_eq(d.t[0].ev[23 + i], FILL_ADDR | (i & 1 ? TA_REC_EXIT : 0));
+	ck_assert_uint_eq(d.t[0].ev[n - 1], 0x1000 | TA_REC_EXIT);
+	ck_assert_uint_eq(d.t[0].end_lost, 0);
+	ck_assert_uint_eq(d.end_events, n);
+	unlink(dump_path);
+}
+END_TEST
+
 static void *short_thread(void *p)
 {
 	record_tree((long)(intptr_t)p, 10);
@@ -993,6 +1080,8 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, nested_hooks_beyond_the_buffer_are_kept);
 	tcase_add_test(tc, handler_in_its_own_drain_takes_the_reserve);
 	tcase_add_test(tc, handler_in_its_own_drain_past_the_reserve_counts);
+	/* Each step of a drain's look at a block in turn. */
+	tcase_add_loop_test(tc, a_block_filled_during_its_drain_is_drained_whole, 0, 3);
 	tcase_add_test(tc, ext_events_stay_whole_across_blocks);
 	tcase_add_test(tc, nested_ext_events_are_recorded_in_order);
 	tcase_add_test(tc, exited_threads_are_drained_and_reused);
