@@ -441,7 +441,10 @@ class FilterTest(tahelp.Case):
                     a.communicate(timeout=tahelp.TIMEOUT)
                 self.assertEqual(a.returncode, 0)
                 rep, _ = self.report_json(dump)
-                self.assertEqual(self.calls(rep), expected)
+                # attachme's 10 ms SIGALRM runs on_alarm on the main thread,
+                # inside held() or leaf() at times: under the match, kept.
+                calls = {k: v for k, v in self.calls(rep).items() if k != "on_alarm"}
+                self.assertEqual(calls, expected)
         self.assertEqual(t.say("release"), "released")
         rc, out, err = t.quit()
         self.assertEqual((rc, out.splitlines()[-1] + "\n", err), (0, DONE, ""))
