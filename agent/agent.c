@@ -324,6 +324,23 @@ static void flight_signal_install(void)
 	sigaction(ta_cfg.flight_signal, &sa, NULL);
 }
 
+/* The agent's signal handlers: the crash handler, and the flight
+ * recorder's signal in flight mode. */
+static void signals_install(void)
+{
+	ta_crash_install();
+	if (ta_cfg.mode == TA_MODE_FLIGHT)
+		flight_signal_install();
+}
+
+/* Those of them still the agent's back to SIG_DFL (one the program set
+ * since stays): an attach window's process as it was. */
+static void signals_uninstall(void)
+{
+	ta_crash_uninstall();
+	ta_signal_default_if(ta_cfg.flight_signal, (uintptr_t)&flight_signal_handler);
+}
+
 static int start(void)
 {
 	uint64_t t0;
@@ -367,9 +384,7 @@ static int start(void)
 	 * first instrumented call), so it runs after them: quick_exit leaves
 	 * through libc's internal _exit, which no wrapper sees. */
 	at_quick_exit(ta_agent_shutdown);
-	ta_crash_install();
-	if (ta_cfg.mode == TA_MODE_FLIGHT)
-		flight_signal_install();
+	signals_install();
 	ta_dump_batch(0);
 	err = ta_flusher_start();
 	if (err < 0) {
@@ -523,10 +538,8 @@ int ta_agent_detach(void)
 	ta_ring_detach();
 	ta_flusher_release();
 	ta_modules_forget();
-	/* The program's signal dispositions as they were before the window
-	 * (the handlers ours only: one it set since stays). */
-	ta_crash_uninstall();
-	ta_signal_default_if(ta_cfg.flight_signal, (uintptr_t)&flight_signal_handler);
+	/* The program's signal dispositions as they were before the window. */
+	signals_uninstall();
 	/* What the agent freed (the encoders' buffers, ~1 MiB a thread at
 	 * most) back to the system, not kept in malloc's arenas. */
 	malloc_trim(0);
@@ -559,9 +572,7 @@ int ta_agent_reattach(void)
 			ta_libcalls_dump();
 		ta_api_rewind();
 		ta_api_start();
-		ta_crash_install();
-		if (ta_cfg.mode == TA_MODE_FLIGHT)
-			flight_signal_install();
+		signals_install();
 		err = ta_flusher_start();
 		if (err < 0) {
 			ta_warn("cannot start the flusher thread: %s; not tracing",
@@ -574,8 +585,7 @@ int ta_agent_reattach(void)
 	if (err == 0) {
 		ta_libcalls_enable(1);
 	} else {
-		ta_crash_uninstall();
-		ta_signal_default_if(ta_cfg.flight_signal, (uintptr_t)&flight_signal_handler);
+		signals_uninstall();
 	}
 	TA_GUARD_LEAVE();
 	return err;

@@ -518,6 +518,7 @@ static int preloads_agent(char *const envp[])
 #define HANDOVER_LEN 128
 
 static uint64_t boot_start(void);
+static uint64_t boot_start_of(int nf, const uint64_t f[3]);
 static int self_stat(uint64_t f[3]);
 
 /* The boot_start the image before an exec wrote, and the pid it wrote it
@@ -527,6 +528,12 @@ static int self_stat(uint64_t f[3]);
  * dump so that every image of a process names it alike. */
 static uint64_t handed_boot_start;
 static pid_t handed_pid;
+
+/* Whether this process's start was handed over to it. */
+static int handed_here(void)
+{
+	return handed_pid && handed_pid == getpid();
+}
 
 char **ta_dump_handover(char *const envp[])
 {
@@ -669,9 +676,16 @@ static uint64_t boot_start(void)
 {
 	uint64_t f[3];
 
-	if (handed_pid && handed_pid == getpid())
+	return boot_start_of(handed_here() ? 0 : self_stat(f), f);
+}
+
+/* The start handed over by the image before an exec, else field 22 of the
+ * nf fields self_stat read into f. */
+static uint64_t boot_start_of(int nf, const uint64_t f[3])
+{
+	if (handed_here())
 		return handed_boot_start;
-	return self_stat(f) >= 1 ? f[0] : 0;
+	return nf >= 1 ? f[0] : 0;
 }
 
 /* Fields 22 (the start), 48 and 49 (where the arguments are) of
@@ -731,17 +745,14 @@ void ta_dump_process(void)
 	char exe[4096];
 	static char cmd[65536];
 	size_t n, clen, argc = 0;
-	uint64_t ticks, ns, f[3], boot = 0;
+	uint64_t ticks, ns, f[3], boot;
 	int nf = self_stat(f);
 
 	n = ta_exe_path(exe, sizeof(exe));
 	clen = nf == 3 ? cmdline_at(f[1], f[2], cmd, sizeof(cmd)) : 0;
 	if (!clen)
 		clen = read_file("/proc/self/cmdline", cmd, sizeof(cmd));
-	if (handed_pid && handed_pid == getpid())
-		boot = handed_boot_start;
-	else if (nf >= 1)
-		boot = f[0];
+	boot = boot_start_of(nf, f);
 	for (size_t i = 0; i < clen; i++)
 		argc += cmd[i] == 0;
 	if (clen && cmd[clen - 1] != 0)

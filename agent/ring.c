@@ -82,8 +82,6 @@ uint64_t ta_lost_unowned;
 uint64_t ta_lost_unowned_by[TA_LOST_NCAUSES];
 uint32_t ta_pending_blocks;
 
-
-
 static uint8_t *pool_base;
 static uint32_t pool_block_bytes, pool_events, pool_nblocks;
 static uint32_t pool_next;      /* blocks never used start here (atomic) */

@@ -798,19 +798,18 @@ static int regs_save(pid_t tid, regs_t *saved, const struct sysnote *before)
  * through is stopped where it holds none: its pc outside the text of
  * libc.so.6 and the dynamic loader (and of an agent a window before this
  * one left loaded: a hook's slow path holds the agent's locks, and a
- * claimed block), or blocked in one of the long waits
- * below (libc's wrapper holds no lock of its own there) while the loader
- * is consistent (r_debug's r_state RT_CONSISTENT in every namespace): a
- * dlopen or dlclose half done may be this thread's own, waiting in a read
- * or a futex inside the loader's work with its lock held.  A thread
- * outside that text is not in that work whatever the loader's state (a
- * library being mapped is mapped by the loader's code, in another thread
- * which runs on: our dlopen waits for it).  Elsewhere the thread is let
- * run 1 ms and stopped again (seize_safe says for how long).  Not seen: a
- * lock held by the program's
- * code around (a dl_iterate_phdr callback, a signal handler that
- * interrupted malloc, another malloc than glibc's): the call's timeout
- * says so (remote_call).
+ * claimed block), or blocked there in one of the long waits below (libc's
+ * wrapper holds no lock of its own there) while the loader is consistent
+ * (r_debug's r_state RT_CONSISTENT in every namespace): a dlopen or
+ * dlclose half done may be this thread's own, waiting in a read or a
+ * futex inside the loader's work with its lock held.  A thread outside
+ * that text is not in that work whatever the loader's state (a library
+ * being mapped is mapped by the loader's code, in another thread which
+ * runs on: our dlopen waits for it).  Elsewhere the thread is let run 1 ms
+ * and stopped again (seize_safe says for how long).  Not seen: a lock held
+ * by the program's code around (a dl_iterate_phdr callback, a signal
+ * handler that interrupted malloc, another malloc than glibc's): the
+ * call's timeout says so (remote_call).
  */
 #define SAFE_TRY_MS  4000
 #define SAFE_TURN_MS 100
