@@ -143,12 +143,72 @@ void *ta_ctl_setjmp_hook(void *env, unsigned which)
 
 /* ---- longjmp ------------------------------------------------------------------------ */
 
+#if defined(__aarch64__)
+/* ctlflow_aarch64.S: calls setjmp_fn(buf) and returns the sp it called it
+ * with; ta_jmp_probe_ret is the return address the call left in x30. */
+uintptr_t ta_jmp_probe(void *buf, void *setjmp_fn) TA_HIDDEN;
+extern const char ta_jmp_probe_ret[] TA_HIDDEN;
+
+/* glibc's pointer guard on aarch64 is a variable of ld.so, private to
+ * glibc; a jmp_buf filled at a known sp gives it (sp ^ guard is what is
+ * stored), checked on the saved return address.  0 until known, 1 when it
+ * cannot be (a guard of exactly 1 then reads as unknown: harmless). */
+static uintptr_t jmp_guard;
+
+static uintptr_t aarch64_guard(void)
+{
+	uintptr_t g = __atomic_load_n(&jmp_guard, __ATOMIC_RELAXED);
+	struct __jmp_buf_tag probe[1];
+	void *fn;
+
+	if (g)
+		return g;
+	g = 1;
+	fn = real(REAL_SETJMP_);
+	if (fn) {
+		uintptr_t sp = ta_jmp_probe(probe, fn);
+		uintptr_t guess = (uintptr_t)probe->__jmpbuf[13] ^ sp;
+
+		/* glibc's layout: x19-x28, x29, x30 (11), sp (13). */
+		if (((uintptr_t)probe->__jmpbuf[11] ^ guess) == (uintptr_t)ta_jmp_probe_ret)
+			g = guess;
+	}
+	__atomic_store_n(&jmp_guard, g, __ATOMIC_RELAXED);
+	return g;
+}
+#endif
+
+/* The stack pointer a jmp_buf restores, unmangled as glibc mangles it
+ * (PTR_MANGLE: on x86-64 xor with the guard in the thread control block
+ * at %fs:0x30, then rotate left 17; on aarch64 xor with the guard);
+ * 0 if not known. */
+static uintptr_t jump_sp(const struct __jmp_buf_tag *env)
+{
+#if defined(__x86_64__)
+	uintptr_t v = (uintptr_t)env->__jmpbuf[6], guard;
+
+	__asm__("movq %%fs:0x30, %0" : "=r"(guard));
+	return (v >> 17 | v << 47) ^ guard;
+#elif defined(__aarch64__)
+	uintptr_t g = aarch64_guard();
+
+	return g == 1 ? 0 : (uintptr_t)env->__jmpbuf[13] ^ g;
+#else
+	(void)env;
+	return 0;
+#endif
+}
+
 /* The frames between here and the setjmp go: the marker says which jmp_buf,
- * the encoder knows how deep the stack was when it was set. */
+ * the encoder knows how deep the stack was when it was set.  A hook the
+ * jump abandons (this is a signal handler that interrupted it) gives up
+ * its claim first, so that the marker and what follows record directly. */
 #define JUMP(which, env, val)                                                                      \
 	do {                                                                                       \
 		void (*f_)(struct __jmp_buf_tag *, int) =                                          \
 		    (void (*)(struct __jmp_buf_tag *, int))real(which);                            \
+		if (__atomic_load_n(&ta_hot.claim, __ATOMIC_RELAXED))                              \
+			ta_ring_longjmp(jump_sp(env));                                             \
 		mark(TA_EXT_LONGJMP, env);                                                         \
 		f_(env, val);                                                                      \
 		__builtin_unreachable();                                                           \

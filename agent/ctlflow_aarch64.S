@@ -42,4 +42,32 @@
 	TRAMPOLINE setjmp, 1
 	TRAMPOLINE __sigsetjmp, 2
 
+/* uintptr_t ta_jmp_probe(void *buf, void *setjmp_fn): calls the real
+ * _setjmp on buf and returns the sp it was called with, which glibc stores
+ * mangled; ctlflow.c works out the pointer guard from the two. */
+	.globl ta_jmp_probe
+	.hidden ta_jmp_probe
+	.globl ta_jmp_probe_ret
+	.hidden ta_jmp_probe_ret
+	.type ta_jmp_probe, %function
+	.p2align 2
+ta_jmp_probe:
+	.cfi_startproc
+	hint #34			/* bti c */
+	stp x29, x30, [sp, #-16]!
+	.cfi_def_cfa_offset 16
+	.cfi_offset 29, -16
+	.cfi_offset 30, -8
+	mov x29, sp
+	blr x1
+ta_jmp_probe_ret:
+	mov x0, sp			/* as it was at the blr */
+	ldp x29, x30, [sp], #16
+	.cfi_restore 29
+	.cfi_restore 30
+	.cfi_def_cfa_offset 0
+	ret
+	.cfi_endproc
+	.size ta_jmp_probe, . - ta_jmp_probe
+
 	.section .note.GNU-stack, "", %progbits

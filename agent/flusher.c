@@ -491,9 +491,9 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 
 		held_up(b);
 		/* (E) Acquire: pairs with the release stores of head in
-		 * ta_record; slots below it are whole.  TA_BUSY means the
-		 * slot at h is being written: not yet ours. */
-		h = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE) & ~TA_BUSY;
+		 * ta_record; slots below it are whole (the one at h may be
+		 * being written: not yet ours). */
+		h = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE);
 		held_up(b);
 		if (h > b->consumed) {
 			encode(fs, b->ev, b->consumed, h);

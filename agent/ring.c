@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -33,24 +34,16 @@
 #include "ring.h"
 #include "settings.h"
 
-/* Blocks with no room.  A hook's claim is a read-modify-write of the
- * block's head even when the bit is already set (x86's plain bts, aarch64's
- * ldset), so a placeholder that several threads point at is a cache line
- * they all write: with the agent not tracing (a bad setting, an unwritable
- * dump, or after the end), where every hook comes here, four threads on two
- * cores ran 26x slower than untraced.  So each thread has its own two, in
- * initial-exec TLS like ta_cur:
- * - idle_block: no ring yet, or the agent not running: every event goes to
- *   the slow path.  It reads as claimed for good, and its bit is never
- *   cleared (a claimable placeholder would let a handler's claim make the
- *   interrupted hook look nested, its events put aside in a thread that may
- *   never get a ring to append them to);
+/* Blocks with no room (limit 0): every hook that finds one in ta_cur takes
+ * the slow path.  Hooks only read them, but the slow path tells them apart
+ * by address, so each thread has its own two, in initial-exec TLS like
+ * ta_hot:
+ * - idle_block: no ring yet, or the agent not running;
  * - busy_block: what the thread points at while its slow path works: a
- *   nested hook (a signal handler) sees TA_BUSY and puts its event aside.
+ *   nested hook (a signal handler) finds it there and puts its event aside.
  * A TLS address is no constant initializer, so ta_cur starts at first_block,
- * shared and claimed for good like idle_block, left at a thread's first
- * event: its line is written once a thread. */
-static struct ta_block first_block = {.head = TA_BUSY};
+ * shared by the threads that have not recorded yet. */
+static struct ta_block first_block;
 /* A line of their own; on aarch64 16 bytes only: glibc there gives a
  * library dlopen'ed into a running process (traceagent attach) no static
  * TLS aligned to more ("cannot allocate memory in static TLS block"); the
@@ -61,11 +54,11 @@ static struct ta_block first_block = {.head = TA_BUSY};
 #define TLS_BLOCK_ALIGN 64
 #endif
 static __thread struct ta_block idle_block
-    __attribute__((tls_model("initial-exec"), aligned(TLS_BLOCK_ALIGN))) = {.head = TA_BUSY};
+    __attribute__((tls_model("initial-exec"), aligned(TLS_BLOCK_ALIGN)));
 static __thread struct ta_block busy_block
-    __attribute__((tls_model("initial-exec"), aligned(TLS_BLOCK_ALIGN))) = {.head = TA_BUSY};
+    __attribute__((tls_model("initial-exec"), aligned(TLS_BLOCK_ALIGN)));
 
-__thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) = &first_block;
+__thread struct ta_hot ta_hot __attribute__((tls_model("initial-exec"))) = {.cur = &first_block};
 static __thread struct ta_thread *self __attribute__((tls_model("initial-exec")));
 static __thread uint64_t parent_tid __attribute__((tls_model("initial-exec")));
 __thread uint32_t ta_guard __attribute__((tls_model("initial-exec")));
@@ -657,6 +650,18 @@ int ta_ring_start(void)
 	return ok;
 }
 
+void ta_ring_longjmp(uintptr_t jump_sp)
+{
+	uintptr_t c = __atomic_load_n(&ta_hot.claim, __ATOMIC_RELAXED);
+
+	/* The stack grows down: a jump to a frame above the hook's leaves it
+	 * (a handler on an alternate stack jumping back to the program's does
+	 * too, as long as the hook ran on the program's stack).  A target not
+	 * known is taken as leaving, the usual case. */
+	if (c && (!jump_sp || jump_sp > c))
+		__atomic_store_n(&ta_hot.claim, 0, __ATOMIC_RELAXED);
+}
+
 void ta_lost_here(unsigned cause)
 {
 	count_lost(self, (enum ta_lost_cause)cause);
@@ -962,6 +967,31 @@ static struct ta_block *nest_drain(struct ta_thread *t, struct ta_block *b)
 	}
 }
 
+/*
+ * The slow path holds what a signal handler that never returns (one that
+ * siglongjmps out, as programs with a timeout do) would leave held for
+ * good: the placeholder in ta_cur, the recursion guard, its thread's
+ * consume lock while it drains, a block taken but not yet linked.  So it
+ * runs with the asynchronous signals blocked, and they are delivered, as
+ * sent, when it ends (a system call pair, ~0.5 us, once a block: 0.1 ns an
+ * event at the default 64 KiB).  Faults stay unblocked: one in the agent
+ * is the crash handler's.  glibc's own signals (cancellation, setxid) are
+ * never blocked by pthread_sigmask.
+ */
+static void async_signals_block(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSYS);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
 /* The slow path for one record or one EXT group r[0..cnt). */
 static void record_slow(const struct ta_rec *r, uint32_t cnt)
 {
@@ -972,7 +1002,15 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	 * second one after the same full block and lose the handler's. */
 	struct ta_block *b;
 	int ringless = 0;
+	sigset_t old_mask;
+	/* An agent that has ended records nothing more: its hooks come here
+	 * at every call, and the system calls would cost them 0.5 us each. */
+	uint32_t state = __atomic_load_n(&ta_state, __ATOMIC_RELAXED);
+	int masked = state != TA_S_STOPPED && state != TA_S_DETACHED;
 
+	/* Before anything is held. */
+	if (masked)
+		async_signals_block(&old_mask);
 	/* Before the state is read below (ta_ring_quiesce pairs with it). */
 	__atomic_fetch_add(&slow_inflight, 1, __ATOMIC_SEQ_CST);
 	b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
@@ -980,12 +1018,11 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	/* What follows is the agent's work (starting, registering, waiting
 	 * for a block, helping the flusher): its library calls are its own. */
 	TA_GUARD_ENTER();
-	if (b == &busy_block ||
-	    (!is_idle(b) && (__atomic_load_n(&b->head, __ATOMIC_RELAXED) & TA_BUSY))) {
+	if (b == &busy_block || __atomic_load_n(&ta_hot.claim, __ATOMIC_RELAXED)) {
 		/* Nested in a slow path (b is the placeholder) or in a fast
-		 * path between its (A) and (C) (b is claimed; the idle
-		 * placeholders always read claimed, and no fast path gets
-		 * past (A) on them). */
+		 * path between its claim (A) and its publication (C), which
+		 * holds b or has yet to read it: either way the block it will
+		 * read is b, as only slow paths move ta_cur. */
 		nest_push(t, b, r, cnt);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		ta_cur = b;
@@ -1071,6 +1108,8 @@ out:
 	/* Release: what this slow path linked and wrote is seen by the
 	 * detach that waits for the count to fall. */
 	__atomic_fetch_sub(&slow_inflight, 1, __ATOMIC_RELEASE);
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	errno = saved_errno;
 }
 
@@ -1217,7 +1256,7 @@ static void replay_chain(struct ta_stack *st, struct ta_jmptab *jmp, struct ta_b
 			 uint32_t from)
 {
 	while (b) {
-		uint32_t h = __atomic_load_n(&b->head, __ATOMIC_RELAXED) & ~TA_BUSY;
+		uint32_t h = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
 		int top;
 
 		for (uint32_t i = from; i < h; i++) {

@@ -10,10 +10,15 @@
  * at the cap the thread waits for the flusher (lossless mode).
  *
  * Signal safety: a signal handler may run instrumented code between any two
- * instructions of a hook.  The hook claims the block (TA_BUSY in head, set
- * by one signal-atomic instruction) while it writes a slot, so a nested hook
- * finds the claim, takes the slow path and puts its event aside; the
- * interrupted thread's next event appends those after its own (ring.c).
+ * instructions of a hook.  The hook claims its thread (its stack pointer
+ * in TLS, set as if in one signal-atomic step) before it even reads which
+ * block is current,
+ * and keeps the claim while it writes a slot, so a nested hook finds the
+ * claim, takes the slow path and puts its event aside; the interrupted
+ * thread's next event appends those after its own (ring.c).  A handler
+ * that runs before the claim may fill the current block, and the block may
+ * be freed and handed to another thread before the hook resumes: the hook
+ * reads the block only after its claim, so it never holds a stale one.
  */
 #ifndef TA_RING_H
 #define TA_RING_H
@@ -27,8 +32,6 @@
 
 /* Bit 63 of a recorded address marks an exit (the format's raw events). */
 #define TA_REC_EXIT TA_RAW_EXIT
-/* Set in a block's head while the owner writes a slot. */
-#define TA_BUSY 0x80000000u
 
 /* A slot: struct ta_raw of format.h, so the flusher encodes straight from
  * the block. */
@@ -38,10 +41,11 @@
 
 struct ta_block {
 	/* Written by the producer; read by the flusher with acquire. */
-	uint32_t head; /* events written; | TA_BUSY while a slot is written */
-	/* Capacity in events; 0 in the placeholder blocks, and for a moment
-	 * while a handler's events are put aside (ring.c's nest_push): the
-	 * flusher takes a block as done by its next, never by this. */
+	uint32_t head; /* events written */
+	/* Capacity in events; 0 in the placeholder blocks (so every hook on
+	 * them takes the slow path), and for a moment while a handler's
+	 * events are put aside (ring.c's nest_push): the flusher takes a
+	 * block as done by its next, never by this. */
 	uint32_t limit;
 	struct ta_block *next; /* set by the producer when it moves on */
 	/* Owned by the flusher. */
@@ -54,14 +58,28 @@ struct ta_block {
 
 _Static_assert(sizeof(struct ta_block) == TA_BLOCK_HEADER, "block header is one cache line");
 
-/* The calling thread's current block.  Initial-exec TLS: the agent is
- * preloaded, so its TLS lives in the static block and a hook reaches it with
- * one %fs-relative load, no __tls_get_addr.  It starts at a placeholder
- * that reads as claimed for good (ring.c's first_block, shared, its line
- * written once a thread), so a thread's first event takes the slow path,
- * which registers the thread or, with no ring for it, moves it to a
- * placeholder of its own. */
-extern __thread struct ta_block *ta_cur __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
+/*
+ * What a hook reads first, in initial-exec TLS: the agent is preloaded, so
+ * its TLS lives in the static block and a hook reaches it with %fs-relative
+ * accesses, no __tls_get_addr; one struct, so one GOT load finds both.
+ * - cur: the thread's current block.  It starts at a placeholder whose limit
+ *   is 0 (ring.c's first_block, shared, only read by hooks), so a thread's
+ *   first event takes the slow path, which registers the thread or, with
+ *   no ring for it, moves it to a placeholder of its own.
+ * - claim: while a hook's fast path runs between its claim (A) and its
+ *   publication (C), the hook's stack pointer, 0 otherwise.  Only this
+ *   thread and its signal handlers touch it, and a handler that returns
+ *   leaves it as it found it.  A handler that siglongjmps out of the hook
+ *   does not return: the longjmp wrapper (ctlflow.c) compares the jump's
+ *   stack pointer with this one to tell, and drops the claim of a hook it
+ *   abandons.
+ */
+struct ta_hot {
+	struct ta_block *cur;
+	uintptr_t claim;
+};
+extern __thread struct ta_hot ta_hot __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
+#define ta_cur (ta_hot.cur)
 
 /* The out-of-line path: first event of a thread, full block, nested hook,
  * agent not (or no longer) running. */
@@ -80,6 +98,12 @@ void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n) TA_HIDDEN;
  * its events are then put aside by ta_record. */
 int ta_ring_start(void) TA_HIDDEN;
 
+/* A longjmp to env (its saved stack pointer jump_sp, 0 if unknown) is
+ * about to leave whatever it leaves: a hook's claim that it abandons (a
+ * signal handler that interrupted a hook jumps out of it) is dropped, or
+ * the thread would take every later event for a nested one. */
+void ta_ring_longjmp(uintptr_t jump_sp) TA_HIDDEN;
+
 /* Counts one event of the calling thread lost for cause (TA_LOST_*). */
 void ta_lost_here(unsigned cause) TA_HIDDEN;
 
@@ -89,37 +113,44 @@ void ta_record_ext_exit_slow(uint64_t addr, uint32_t subtype, uint64_t a, uint64
 			     uint64_t d, uint32_t n) TA_HIDDEN __attribute__((noinline, cold));
 
 /*
- * Sets TA_BUSY in *head and returns whether it was set already, in one
- * signal-atomic step: a signal can come before it or after it, never in the
- * middle (a load then a store would let a handler's whole hook run between
- * them, and the store would then erase what the handler published).  When
- * it was not set, *h is the head it claimed, without TA_BUSY.  On x86 a
- * plain, not locked, bts: atomic against this thread's signal handlers,
- * which is all it must be, at the cost of an ordinary store.
+ * Claims the calling thread against its own signal handlers; returns
+ * whether it was claimed already (a hook we interrupted).  A load, a test
+ * and a store of the stack pointer: a handler that runs between the test
+ * and the store finds 0 and leaves 0 (or never returns), so the three are
+ * as good as one signal-atomic step.  Everything the hook reads or writes
+ * afterwards (ta_cur, the block) comes after it: the memory clobber, and a
+ * signal fence, keep the compiler from hoisting it.  No barrier: only this
+ * thread reads the claim, and a thread sees its own accesses in order.
  */
-static inline __attribute__((always_inline)) int ta_claim(uint32_t *head, uint32_t *h)
+static inline __attribute__((always_inline)) int ta_claim(void)
 {
 #if defined(__x86_64__)
-	/* The carry flag is the old bit: branch on it directly.  The memory
-	 * clobber makes the compiler reload head after the claim.  A handler
-	 * that runs after the claim finds it and leaves head alone, so the
-	 * reload is the value claimed. */
-	__asm__ goto("btsl $31, %0\n\tjc %l[claimed]" : : "m"(*head) : "cc", "memory" : claimed);
-	*h = __atomic_load_n(head, __ATOMIC_RELAXED) & ~TA_BUSY;
+	__asm__ goto("cmpq $0, %0\n\tjne %l[claimed]\n\tmovq %%rsp, %0"
+		     :
+		     : "m"(ta_hot.claim)
+		     : "cc", "memory"
+		     : claimed);
 	return 0;
 claimed:
 	return 1;
 #else
-	/* An ldxr/stlxr loop (a handler in between clears the exclusive
-	 * monitor, so the store fails and the loop reads again) or one LSE
-	 * ldsetl: both signal-atomic; the old value comes with it, no reload.
-	 * Release: the flusher may read this value instead of the previous
-	 * event's (C). */
-	uint32_t old = __atomic_fetch_or(head, TA_BUSY, __ATOMIC_RELEASE);
+	uintptr_t sp;
 
-	*h = old;
-	return (old & TA_BUSY) != 0;
+	if (__atomic_load_n(&ta_hot.claim, __ATOMIC_RELAXED))
+		return 1;
+	__asm__("mov %0, sp" : "=r"(sp));
+	__atomic_store_n(&ta_hot.claim, sp, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return 0;
 #endif
+}
+
+/* Drops the claim, after the stores it covered (a handler that comes after
+ * this finds the slot published and records directly). */
+static inline __attribute__((always_inline)) void ta_unclaim(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&ta_hot.claim, 0, __ATOMIC_RELAXED);
 }
 
 /* A file may route the slow path through a wrapper of its own: patch.c's
@@ -160,34 +191,33 @@ claimed:
 
 static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 {
-	struct ta_block *b = ta_cur;
 	uint64_t t = ta_ticks();
+	struct ta_block *b;
 	uint32_t h;
 
-	/* (A) Claim the block against this thread's signal handlers.  A
-	 * claim already there is a hook we interrupted (or one of ring.c's
-	 * placeholders, which are always claimed). */
-	if (TA_UNLIKELY(ta_claim(&b->head, &h))) {
+	/* (A) Claim the thread against its own signal handlers.  A claim
+	 * already there is a hook we interrupted. */
+	if (TA_UNLIKELY(ta_claim())) {
 		TA_RECORD_SLOW(addr, t);
 		return;
 	}
-	/* Full, or a handler set limit to 0 to have its events appended
-	 * (ring.c's nest_push): give the claim back and take the slow path. */
+	b = ta_cur;
+	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
+	/* Full, a placeholder (limit 0), or a handler set limit to 0 to have
+	 * its events appended (ring.c's nest_push): give the claim back and
+	 * take the slow path. */
 	if (TA_UNLIKELY(h >= __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
-		__atomic_store_n(&b->head, h, __ATOMIC_RELAXED);
+		ta_unclaim();
 		TA_RECORD_SLOW(addr, t);
 		return;
 	}
-	/* The compiler must not move the slot writes above (A). */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* (B) Fill the slot. */
 	ta_prefetch_slot(b, h);
 	b->ev[h].ticks = t;
 	b->ev[h].addr = addr;
-	/* (C) Publish it and drop the claim: pairs with the flusher's acquire
-	 * load of head.  Between (A) and (C) head reads h | TA_BUSY, which the
-	 * flusher takes as h: slot h is not consumed before it is whole. */
+	/* (C) Publish it: pairs with the flusher's acquire load of head. */
 	__atomic_store_n(&b->head, h + 1, __ATOMIC_RELEASE);
+	ta_unclaim();
 }
 
 /*
@@ -203,19 +233,20 @@ static inline __attribute__((always_inline)) void ta_record_ext_exit(uint64_t ad
 								     uint64_t b, uint64_t c,
 								     uint64_t d, uint32_t n)
 {
-	struct ta_block *blk = ta_cur;
 	uint64_t t = ta_ticks();
 	uint32_t slots = TA_RAW_EXT_SLOTS(n);
+	struct ta_block *blk;
 	struct ta_rec *s;
 	uint32_t h;
 
-	if (TA_UNLIKELY(ta_claim(&blk->head, &h)))
+	if (TA_UNLIKELY(ta_claim()))
 		goto slow;
+	blk = ta_cur; /* after (A), as in ta_record */
+	h = __atomic_load_n(&blk->head, __ATOMIC_RELAXED);
 	if (TA_UNLIKELY(h + slots + 2 > __atomic_load_n(&blk->limit, __ATOMIC_RELAXED))) {
-		__atomic_store_n(&blk->head, h, __ATOMIC_RELAXED);
+		ta_unclaim();
 		goto slow;
 	}
-	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* as in ta_record: after (A) */
 	/* One base pointer and constant offsets (n is a constant in every
 	 * caller): the values go from registers to the slots, no array on
 	 * the stack and no index arithmetic per slot. */
@@ -233,6 +264,7 @@ static inline __attribute__((always_inline)) void ta_record_ext_exit(uint64_t ad
 	s[1 + slots].addr = addr | TA_REC_EXIT;
 	/* Pairs with the flusher's acquire load of head, as in ta_record. */
 	__atomic_store_n(&blk->head, h + slots + 2, __ATOMIC_RELEASE);
+	ta_unclaim();
 	return;
 slow:
 	ta_record_ext_exit_slow(addr, subtype, a, b, c, d, n);

@@ -329,20 +329,18 @@ START_TEST(many_writers_lossless_at_the_cap)
 }
 END_TEST
 
-/* Freezes the calling thread's block as if a hook were interrupted between
- * its claim (A) and its publication (C), and thaws it.  Atomic
- * read-modify-writes like the agent's own (ring.h's ta_claim), relaxed:
- * the flusher's acquire load of head, which may run at any time, then
- * races with nothing (ThreadSanitizer checks it); no slot is written while
- * frozen, so nothing needs publishing. */
+/* Freezes the calling thread as if a hook were interrupted between its
+ * claim (A) and its publication (C), and thaws it: the claim in TLS, as
+ * ring.h's ta_claim sets it.  No slot is written while frozen, so nothing
+ * needs publishing. */
 static void freeze_block(void)
 {
-	__atomic_fetch_or(&ta_cur->head, TA_BUSY, __ATOMIC_RELAXED);
+	ck_assert_int_eq(ta_claim(), 0);
 }
 
 static void thaw_block(void)
 {
-	__atomic_fetch_and(&ta_cur->head, ~TA_BUSY, __ATOMIC_RELAXED);
+	ta_unclaim();
 }
 
 /* A hook that runs while another hook of the same thread is half done (a
@@ -814,12 +812,6 @@ END_TEST
 /* Every thread starts at one shared placeholder block (ring.c's
  * first_block); threads without a ring (drop mode, the pool used up while
  * the flusher is held) come back to the slow path through it or their own. */
-static void *cur_block(void *p)
-{
-	(void)p;
-	return ta_cur; /* before any event: the placeholder */
-}
-
 #define RINGLESS_EVENTS 5
 
 static void *ringless_thread(void *p)
@@ -855,30 +847,38 @@ static uint64_t lost_no_ring(const struct dump *d)
 	return d->end_lost - threads;
 }
 
-/* Another ringless thread holds the placeholder's claim (its fast path
- * between (A) and giving the claim back, preempted there: the claim is
- * not atomic across threads).  A thread that hooks meanwhile must not take
+/* Another ringless thread is in its fast path, between (A) and giving the
+ * claim back, preempted there.  A thread that hooks meanwhile must not take
  * that for a nested hook of its own and put its events aside: it could
  * never append them, and they would be lost silently (the e2e crowd test's
- * rare "events + lost" short by a few). */
+ * rare "events + lost" short by a few, when the claim was a bit in the
+ * placeholder block they shared). */
+static pthread_barrier_t claim_held;
+
+static void *claiming_thread(void *p)
+{
+	(void)p;
+	ck_assert_int_eq(ta_claim(), 0); /* the fast path's (A) */
+	pthread_barrier_wait(&claim_held);
+	pthread_barrier_wait(&claim_held); /* preempted while the other hooks */
+	ta_unclaim();
+	return NULL;
+}
+
 START_TEST(ringless_hooks_do_not_look_nested)
 {
 	struct dump d;
-	struct ta_block *idle;
-	pthread_t t;
+	pthread_t c, t;
 	uint64_t produced = fill_pool_dropping();
-	uint32_t h;
-	int held;
 
-	ck_assert_int_eq(pthread_create(&t, NULL, cur_block, NULL), 0);
-	ck_assert_int_eq(pthread_join(t, (void **)&idle), 0);
-	/* The other thread's fast path, step (A), on its placeholder. */
-	held = !ta_claim(&idle->head, &h);
+	pthread_barrier_init(&claim_held, NULL, 2);
+	ck_assert_int_eq(pthread_create(&c, NULL, claiming_thread, NULL), 0);
+	pthread_barrier_wait(&claim_held);
 	ck_assert_int_eq(pthread_create(&t, NULL, ringless_thread, NULL), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
-	/* It goes on: the claim given back, as ta_record does. */
-	if (held)
-		__atomic_fetch_and(&idle->head, ~TA_BUSY, __ATOMIC_RELAXED);
+	pthread_barrier_wait(&claim_held);
+	ck_assert_int_eq(pthread_join(c, NULL), 0);
+	pthread_barrier_destroy(&claim_held);
 	ta_flusher_fork_parent();
 	produced += RINGLESS_EVENTS;
 	ta_agent_shutdown();

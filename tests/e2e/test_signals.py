@@ -43,5 +43,33 @@ class SignalTest(tahelp.Case):
         ended.  Now it goes on at once; still nothing lost."""
         self.check_handlers("sigdeep", ["1000000", "200"], 10, env={"TRACEAGENT_BUFFER": "4K"})
 
+    def test_handlers_that_jump_out(self):
+        """A timer's handler siglongjmps out, every 200 us, while the main
+        loop makes tiny calls: it lands in hooks and in their slow path,
+        which it abandons.  A hook's claim left behind made the agent put
+        every later event aside, then count it lost (all but ~0.2-1% of
+        them); a drain of the thread's own ring left behind hung the exit.
+        Now nothing is lost and the program ends.  A hook abandoned after it
+        recorded an entry counts a call whose body never ran: at most one a
+        jump."""
+        for env in ({}, {"TRACEAGENT_BUFFER": "4K"}):
+            for level in LEVELS:
+                with self.subTest(level=level, env=env):
+                    r = self.traced("preload", [self.prog("sigjump-" + level), "1000000"],
+                                    env=env)
+                    words = r.stdout.split()
+                    counts = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+                    self.assertGreater(counts["on_alarm"], 10)  # it jumped
+                    rep = self.report(r.dump)
+                    self.assert_whole(rep, processes=1)
+                    self.assertEqual(rep["lost"], 0, rep["lost_by_cause"])
+                    calls = self.functions(rep)
+                    self.assertEqual(calls["main"]["calls"], 1)
+                    self.assertEqual(calls["on_alarm"]["calls"], counts["on_alarm"])
+                    self.assertGreaterEqual(calls["leaf"]["calls"], counts["leaf"])
+                    self.assertLessEqual(calls["leaf"]["calls"],
+                                         counts["leaf"] + counts["on_alarm"])
+
+
 if __name__ == "__main__":
     tahelp.main()
