@@ -1278,16 +1278,17 @@ static __attribute__((noinline)) void stepped_enter(uint64_t addr, long act)
 			 : "memory", "cc");
 }
 
-/* The thread's stream is exactly want[0..n). */
+/* The thread's stream is exactly want[0..n), in time order unless
+ * `any_time` (below). */
 static void check_stream(const struct thread_log *t, const char *who, const uint64_t *want,
-			 size_t n)
+			 size_t n, int any_time)
 {
 	for (size_t i = 0; i < t->n && i < n; i++)
 		ck_assert_msg(t->ev[i] == want[i],
 			      "%s thread: event %zu of %zu is %#llx, not %#llx", who, i, t->n,
 			      (unsigned long long)t->ev[i], (unsigned long long)want[i]);
 	ck_assert_msg(t->n == n, "%s thread: %zu events, not %zu", who, t->n, n);
-	for (size_t i = 1; i < t->n; i++)
+	for (size_t i = 1; i < t->n && !any_time; i++)
 		ck_assert_uint_ge(t->ticks[i], t->ticks[i - 1]);
 	ck_assert(t->ended);
 	ck_assert_uint_eq(t->end_events, n);
@@ -1357,7 +1358,7 @@ START_TEST(hook_interrupted_at_each_step_keeps_to_its_thread)
 	/* The other thread first: it holds the main thread's event, if it
 	 * went astray. */
 	ck_assert_uint_ne(other_tid, 0);
-	check_stream(find_tid(&d, other_tid), "other", other_want, 4);
+	check_stream(find_tid(&d, other_tid), "other", other_want, 4, 0);
 
 	/* Where the handler ran decides the order: before the hook, its
 	 * events come first; after it, the hook's; inside it, the hook's
@@ -1377,7 +1378,11 @@ START_TEST(hook_interrupted_at_each_step_keeps_to_its_thread)
 		want[n++] = STEP_MAIN(3);
 	want[n++] = STEP_MAIN(3) | TA_REC_EXIT;
 	want[n++] = STEP_MAIN(0) | TA_REC_EXIT;
-	check_stream(t, "main", want, n);
+	/* A hook reads the counter, then claims: a handler between the two
+	 * records before the hook's event with later times (the encoder
+	 * clamps the step back within a chunk; the handler's block went out
+	 * in a chunk of its own here).  Not a loss, nor a foreign event. */
+	check_stream(t, "main", want, n, step.at == STEP_IN_HOOK);
 
 	ck_assert(d.ended);
 	ck_assert_uint_eq(d.end_events, n + 4);
