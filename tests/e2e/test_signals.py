@@ -40,7 +40,9 @@ class SignalTest(tahelp.Case):
         blocks that neither it nor the flusher could drain before it
         returned.  It used to wait ~2 ms a block for them, longer than the
         timer's period: handlers ran back to back and the program never
-        ended.  Now it goes on at once; still nothing lost."""
+        ended.  Then it went on at once; now the slow path (and the drain
+        in it) runs with the asynchronous signals blocked, so the handlers
+        wait for its end.  Still nothing lost."""
         self.check_handlers("sigdeep", ["1000000", "200"], 10, env={"TRACEAGENT_BUFFER": "4K"})
 
     def test_handlers_that_jump_out(self):
