@@ -12,27 +12,37 @@
  */
 	.text
 
+/* A frame record of `size` bytes (x29, x30 at its bottom), with its CFI;
+ * FRAME_POP takes it down. */
+.macro FRAME_PUSH size
+	hint #34			/* bti c */
+	stp x29, x30, [sp, #-\size]!
+	.cfi_def_cfa_offset \size
+	.cfi_offset 29, -\size
+	.cfi_offset 30, -(\size - 8)
+	mov x29, sp
+.endm
+
+.macro FRAME_POP size
+	ldp x29, x30, [sp], #\size
+	.cfi_restore 29
+	.cfi_restore 30
+	.cfi_def_cfa_offset 0
+.endm
+
 .macro TRAMPOLINE name, which
 	.globl \name
 	.type \name, %function
 	.p2align 2
 \name:
 	.cfi_startproc
-	hint #34			/* bti c */
-	stp x29, x30, [sp, #-32]!
-	.cfi_def_cfa_offset 32
-	.cfi_offset 29, -32
-	.cfi_offset 30, -24
-	mov x29, sp
+	FRAME_PUSH 32
 	stp x0, x1, [sp, #16]		/* env, savemask of __sigsetjmp */
 	mov w1, #\which
 	bl ta_ctl_setjmp_hook
 	mov x16, x0
 	ldp x0, x1, [sp, #16]
-	ldp x29, x30, [sp], #32
-	.cfi_restore 29
-	.cfi_restore 30
-	.cfi_def_cfa_offset 0
+	FRAME_POP 32
 	br x16				/* the real one, with the caller's sp and x30 */
 	.cfi_endproc
 	.size \name, . - \name
@@ -53,19 +63,11 @@
 	.p2align 2
 ta_jmp_probe:
 	.cfi_startproc
-	hint #34			/* bti c */
-	stp x29, x30, [sp, #-16]!
-	.cfi_def_cfa_offset 16
-	.cfi_offset 29, -16
-	.cfi_offset 30, -8
-	mov x29, sp
+	FRAME_PUSH 16
 	blr x1
 ta_jmp_probe_ret:
 	mov x0, sp			/* as it was at the blr */
-	ldp x29, x30, [sp], #16
-	.cfi_restore 29
-	.cfi_restore 30
-	.cfi_def_cfa_offset 0
+	FRAME_POP 16
 	ret
 	.cfi_endproc
 	.size ta_jmp_probe, . - ta_jmp_probe
