@@ -353,7 +353,9 @@ struct ta_reader {
 static inline void ta_reader_init(struct ta_reader *r, const void *buf, size_t len)
 {
 	r->p = (const uint8_t *)buf;
-	r->end = r->p + len;
+	/* An empty payload may come with no buffer at all: NULL + 0 is
+	 * undefined in C, so no arithmetic on it. */
+	r->end = len ? r->p + len : r->p;
 	r->err = 0;
 }
 
