@@ -251,6 +251,15 @@ static const void *compress(struct ta_zbuf *z, const void *payload, size_t len, 
 	return z->p;
 }
 
+/* The batch off and empty, what it held not written (a closed or a
+ * parent's dump). */
+static void batch_forget(void)
+{
+	batch.on = 0;
+	batch.len = 0;
+	batch.n = 0;
+}
+
 /* Writes what the batch holds, under dump_lock; 0 or -errno, the dump then
  * failed (said once, naming the first chunk not written whole). */
 static int batch_write(void)
@@ -453,9 +462,7 @@ void ta_dump_close(void)
 	pthread_mutex_lock(&dump_lock);
 	if (dump_fd >= 0 && !dump_failed)
 		(void)batch_write();
-	batch.on = 0;
-	batch.len = 0;
-	batch.n = 0;
+	batch_forget();
 	if (dump_fd >= 0)
 		close(dump_fd);
 	dump_fd = -1;
@@ -473,9 +480,7 @@ void ta_dump_fork_child(void)
 	dump_seq = 0;
 	dump_bytes = 0;
 	/* What the parent held is the parent's to write. */
-	batch.on = 0;
-	batch.len = 0;
-	batch.n = 0;
+	batch_forget();
 	/* A stream is the parent's alone: a child that wrote into it would
 	 * interleave its chunks with the parent's.  The child connects anew
 	 * at its restart (ta_dump_child_open) and sends a dump of its own. */

@@ -12,13 +12,13 @@
  * Signal safety: a signal handler may run instrumented code between any two
  * instructions of a hook.  The hook claims its thread (its stack pointer
  * in TLS, set as if in one signal-atomic step) before it even reads which
- * block is current,
- * and keeps the claim while it writes a slot, so a nested hook finds the
- * claim, takes the slow path and puts its event aside; the interrupted
- * thread's next event appends those after its own (ring.c).  A handler
- * that runs before the claim may fill the current block, and the block may
- * be freed and handed to another thread before the hook resumes: the hook
- * reads the block only after its claim, so it never holds a stale one.
+ * block is current, and keeps the claim while it writes a slot, so a
+ * nested hook finds the claim, takes the slow path and puts its event
+ * aside; the interrupted thread's next event appends those after its own
+ * (ring.c).  A handler that runs before the claim may fill the current
+ * block, and the block may be freed and handed to another thread before
+ * the hook resumes: the hook reads the block only after its claim, so it
+ * never holds a stale one.
  */
 #ifndef TA_RING_H
 #define TA_RING_H
