@@ -48,8 +48,8 @@
 
 uint32_t ta_state;
 uint32_t ta_pid;
-uint32_t ta_lc_on;
-uint32_t ta_lc_asked;
+uint32_t ta_lc_on TA_STARTUP_DATA;
+uint32_t ta_lc_asked TA_STARTUP_DATA;
 
 void ta_libcalls_enable(int on)
 {

@@ -534,6 +534,13 @@ static int setup(const struct ta_settings *s, int redirect)
 	return 0;
 }
 
+static int env_set(const char *name)
+{
+	const char *v = secure_getenv(name);
+
+	return v && *v;
+}
+
 /* Before the program's code (and its constructors), while it has one
  * thread: the entries point at the filtering hooks before the first
  * instrumented call, so that every frame the agent sees was filtered
@@ -545,6 +552,11 @@ __attribute__((constructor)) static void filter_init(void)
 	int saved = errno;
 
 	if (getauxval(AT_SECURE))
+		return;
+	/* Most processes set none of them: s (8 KiB, three pages of bss
+	 * first written here) is then never touched. */
+	if (!env_set("TRACEAGENT_FILTER") && !env_set("TRACEAGENT_EXCLUDE") &&
+	    !env_set("TRACEAGENT_DEPTH"))
 		return;
 	ta_settings_filters(&s, 0);
 	if (!s.filter[0] && !s.exclude[0] && !s.depth)

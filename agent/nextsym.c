@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/auxv.h>
 
+#include "compiler.h"
 #include "nextsym.h"
 
 #define NS_MAX 32
@@ -39,13 +40,13 @@ struct ns_obj {
 	const ElfW(Half) * ver; /* DT_VERSYM, or NULL */
 };
 
-static struct ns_obj ns_objs[NS_MAX];
-static unsigned ns_n;
+static struct ns_obj ns_objs[NS_MAX] TA_STARTUP_DATA;
+static unsigned ns_n TA_STARTUP_DATA;
 
 enum { NS_UNBUILT, NS_BUILDING, NS_BUILT };
 /* Set to BUILT with release once ns_objs/ns_n are written; lookups
  * acquire it (pairs with the store in ns_build). */
-static uint32_t ns_state;
+static uint32_t ns_state TA_STARTUP_DATA;
 
 struct ns_walk {
 	uintptr_t self; /* an address inside the agent */

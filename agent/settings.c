@@ -16,7 +16,7 @@
 
 struct ta_settings ta_cfg;
 
-const char *ta_settings_attach;
+const char *ta_settings_attach TA_STARTUP_DATA;
 
 /*
  * A variable's value: the environment's, or under `traceagent attach` the
