@@ -758,6 +758,7 @@ static void judge_slack(void)
 					wall - slack_wall, CPU_COUNT(&mask));
 
 		__atomic_store_n(&store_raw, (uint32_t)busy, __ATOMIC_RELAXED);
+		__atomic_store_n(&ta_kick_blocks, busy ? 16u : 4u, __ATOMIC_RELAXED);
 	}
 	slack_wall = wall;
 	slack_proc = proc;

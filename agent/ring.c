@@ -74,6 +74,7 @@ struct ta_thread *ta_threads;
 uint64_t ta_lost_unowned;
 uint64_t ta_lost_unowned_by[TA_LOST_NCAUSES];
 uint32_t ta_pending_blocks;
+uint32_t ta_kick_blocks = 4;
 
 static uint8_t *pool_base;
 static uint32_t pool_block_bytes, pool_events, pool_nblocks;
@@ -769,8 +770,12 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 	/* Every 4 blocks (256 KiB at the default size): the blocks the
 	 * flusher frees come back while the producer's cache still holds
 	 * some of their lines; every 8 cost fib ~0.5 ns an event more, every
-	 * 1-2 more wake-ups than that saves (scripts/bench, ring.h). */
-	if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 4)
+	 * 1-2 more wake-ups than that saves (scripts/bench, ring.h).  Every
+	 * 16 while the program keeps every CPU busy (ta_kick_blocks): each
+	 * wake-up then preempts a producer, and its lines are gone anyway.
+	 * Relaxed: a hint, set by the flusher, paired with nothing. */
+	if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >=
+	    __atomic_load_n(&ta_kick_blocks, __ATOMIC_RELAXED))
 		ta_flusher_kick();
 	if (pool_mode == TA_MODE_DROP) {
 		if (t->drop_count) {

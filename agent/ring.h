@@ -351,6 +351,9 @@ void ta_block_put(struct ta_block *b) TA_HIDDEN;
 uint32_t ta_block_events(void) TA_HIDDEN;
 /* Blocks handed over since the flusher last looked; the flusher resets it. */
 extern uint32_t ta_pending_blocks TA_HIDDEN;
+/* How many handed-over blocks make a producer kick the flusher (4, or 16
+ * while the program keeps every CPU busy: the flusher's judge_slack). */
+extern uint32_t ta_kick_blocks TA_HIDDEN;
 /* Bytes of pool blocks in use now (the control socket's status). */
 uint64_t ta_pool_used_bytes(void) TA_HIDDEN;
 /* Peak number of pool blocks in use (for the END statistics). */
