@@ -521,6 +521,221 @@ static inline __attribute__((always_inline)) uint64_t raw_dt(uint64_t t, uint64_
 	return dt;
 }
 
+/* Records a run of ta_encoder_raw (enc_run) takes at most: the shadow
+ * stack is grown ahead to hold one more frame per record of it. */
+#define RUN_MAX 512u
+
+/* v < 2^14 as a varint of one or two bytes, without a branch: both bytes
+ * stored (the second is past the end when v < 0x80); returns 1 when it
+ * took two.  v = hi << 7 | lo gives lo | 0x80 and hi, or v alone when hi is
+ * 0: v + (v & ~0x7f) + 0x80 is lo + 0x80 + hi << 8. */
+static inline __attribute__((always_inline)) uint64_t put_small(uint8_t *p, uint64_t v)
+{
+	/* big: v >= 0x80, without a compare the compiler could make a branch
+	 * of (v < 2^14, so v + 0x3f80 < 2^15). */
+	uint64_t big = (v + 0x3f80) >> 14, w = v + (v & ~(uint64_t)0x7f) + (big << 7);
+
+	p[0] = (uint8_t)w;
+	p[1] = (uint8_t)(w >> 8);
+	return big;
+}
+
+/* q[-1].ticks, loaded again where it is needed (the slow paths): not kept
+ * in a register, so that the common case's t - q[-1].ticks is one sub. */
+static inline __attribute__((always_inline)) uint64_t enc_prev_ticks(const struct ta_raw *q)
+{
+	__asm__("" : "+r"(q));
+	return q[-1].ticks;
+}
+
+/* Room on the stack for m more frames (grown as ta_stack_push would grow
+ * it), or 0: frames overflow it, or m more would pass TA_STACK_MAX. */
+static int stack_room(struct ta_stack *st, size_t m)
+{
+	size_t need = (size_t)st->depth + m, cap;
+	uint64_t *a;
+
+	if (st->overflow || need > TA_STACK_MAX)
+		return 0;
+	if (need <= st->cap)
+		return 1;
+	cap = st->cap ? st->cap : 64;
+	while (cap < need)
+		cap *= 2;
+	a = realloc(st->addr, cap * sizeof(*a));
+	if (!a)
+		return 0;
+	st->addr = a;
+	st->cap = (uint32_t)cap;
+	return 1;
+}
+
+struct enc_run {
+	const struct ta_raw *q, *rend;
+	uint8_t *p;
+	uint64_t prev_addr;
+	size_t depth;
+	uint64_t prev_ticks;
+	size_t slow; /* events that took the slow path */
+};
+
+/*
+ * A run: the records from r->q to before r->rend (r->rend only as a leaf
+ * call's exit), with room on the stack for a frame per record
+ * (stack_room) and the tick before each record its record before's
+ * (prev_ticks = q[-1].ticks on entry; every event leaves it so, or ends
+ * the run).  So no room test, and the tick delta is one sub from memory.
+ * Returns where it stopped: at or past r->rend, at a LOST or EXT slot
+ * (not taken), or past a backstep or a clamp (r->prev_ticks then is not
+ * q[-1].ticks).
+ *
+ * wide = 0: tick deltas below 32 (one byte) in the common case, the
+ * others through raw_dt and the varint loops; wide = 1: tick deltas below
+ * 2^10 (one or two bytes, put_small) in the common case, without a branch
+ * on their length: more instructions, but no misprediction where one- and
+ * two-byte deltas mix.  The same bytes either way.
+ */
+static inline __attribute__((always_inline)) const struct ta_raw *
+enc_run_(struct ta_encoder *e, struct enc_run *r, const int wide)
+{
+	const struct ta_raw *q = r->q, *rend = r->rend;
+	uint8_t *p = r->p;
+	uint64_t prev_addr = r->prev_addr, prev = 0;
+	size_t depth = r->depth, slow = 0;
+	struct ta_stack *st = &e->stack;
+	uint64_t *sa = st->addr;
+
+	while (q < rend) {
+		uint64_t t = q->ticks, h = q->addr, d = t - q[-1].ticks, dt, a;
+		/* The tick went forward (no borrow): then d < 32 (or 2^10) is
+		 * the delta's size. */
+		int fwd = t >= q[-1].ticks;
+		int top;
+
+		if (!(h & TA_RAW_EXIT)) {
+			uint64_t z = ta_zigzag((int64_t)(h - prev_addr));
+
+			if (TA_UNLIKELY_(h & (TA_RAW_LOST | TA_RAW_EXT))) {
+				prev = q[-1].ticks;
+				goto out;
+			}
+			if (wide ? TA_LIKELY_(fwd && (d >> 3 | z) < 0x80)
+				 : TA_LIKELY_(fwd && (d | z >> 2) < 0x20)) {
+				/* b0: the tick delta took two bytes.  p moves once
+				 * an event (or a leaf call), by a length computed
+				 * beside it. */
+				uint64_t b0 = 0;
+
+				if (wide) {
+					b0 = put_small(p, d << 2 | TA_EV_ENTER);
+					p[1 + b0] = (uint8_t)z;
+				} else {
+					p[0] = (uint8_t)(d << 2 | TA_EV_ENTER);
+					p[1] = (uint8_t)z;
+				}
+				/* A leaf call (the next record is this function's
+				 * exit): the push and the pop cancel out.  h has bit
+				 * 63 clear: h + TA_RAW_EXIT is h | TA_RAW_EXIT (one
+				 * lea, the constant in a register). */
+				if (q[1].addr == h + TA_RAW_EXIT) {
+					uint64_t d1 = q[1].ticks - t;
+
+					if (wide && TA_LIKELY_(q[1].ticks >= t && d1 < 0x400)) {
+						uint64_t b1 = put_small(p + 2 + b0, d1 << 2 | TA_EV_EXIT);
+
+						p += 3 + (b0 + b1);
+						prev_addr = h;
+						q += 2;
+						continue;
+					}
+					if (!wide && TA_LIKELY_(q[1].ticks >= t && d1 < 0x20)) {
+						p[2] = (uint8_t)(d1 << 2 | TA_EV_EXIT);
+						p += 3;
+						prev_addr = h;
+						q += 2;
+						continue;
+					}
+				}
+				p += 2 + b0;
+			} else {
+				slow++;
+				prev = enc_prev_ticks(q);
+				dt = raw_dt(t, &prev, &e->backsteps);
+				p = ta_varint_put(p, dt << 2 | TA_EV_ENTER);
+				p = ta_varint_put(p, z);
+				if (TA_UNLIKELY_(prev != t)) {
+					/* A backstep or a clamp: the run ends. */
+					prev_addr = h;
+					sa[depth++] = h;
+					q++;
+					goto out;
+				}
+			}
+			prev_addr = h;
+			sa[depth++] = h;
+			q++;
+			continue;
+		}
+		/* Bit 63 set: h - TA_RAW_EXIT clears it (the leaf test's
+		 * constant).  An exit whose address has bit 62 or 61 set is a
+		 * function event like any other. */
+		a = h - TA_RAW_EXIT;
+		if (TA_LIKELY_(depth && sa[depth - 1] == a)) {
+			depth--;
+			if (wide && TA_LIKELY_(fwd && d < 0x400)) {
+				p += 1 + put_small(p, d << 2 | TA_EV_EXIT);
+				q++;
+				continue;
+			}
+			if (!wide && TA_LIKELY_(fwd && d < 0x20)) {
+				*p++ = (uint8_t)(d << 2 | TA_EV_EXIT);
+				q++;
+				continue;
+			}
+			slow++;
+			q++;
+			prev = enc_prev_ticks(q - 1);
+			dt = raw_dt(t, &prev, &e->backsteps);
+			p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
+		} else {
+			slow++;
+			q++;
+			prev = enc_prev_ticks(q - 1);
+			dt = raw_dt(t, &prev, &e->backsteps);
+			st->depth = (uint32_t)depth;
+			(void)ta_stack_exit(st, a, &top);
+			depth = st->depth;
+			if (top) {
+				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
+			} else {
+				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT_ADDR);
+				p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
+				prev_addr = a;
+			}
+		}
+		if (TA_UNLIKELY_(prev != t))
+			goto out;
+	}
+	prev = q[-1].ticks;
+out:
+	r->p = p, r->prev_addr = prev_addr, r->depth = depth, r->prev_ticks = prev;
+	r->slow = slow;
+	return q;
+}
+
+/* Out of line: their own registers. */
+static __attribute__((noinline)) const struct ta_raw *enc_run(struct ta_encoder *e,
+							       struct enc_run *r)
+{
+	return enc_run_(e, r, 0);
+}
+
+static __attribute__((noinline)) const struct ta_raw *enc_run_wide(struct ta_encoder *e,
+								    struct enc_run *r)
+{
+	return enc_run_(e, r, 1);
+}
+
 /* An EXT group of raw slots at ev[0] (n_slots of them available): encodes
  * it and returns the slots it took, or 0 if the group is cut short (the
  * producer never publishes half a group: a bad ring, skipped whole). */
@@ -545,14 +760,22 @@ _Static_assert(TA_EXT_MAX_VALUES < 0x80 && TA_EXT_SLEEP < 0x80,
 /* The flusher's loop: the same encoding as ta_encoder_event, with the
  * buffer reserved once per batch and the common cases inline.
  *
- * Per event, the common case is one test for the rare kinds (LOST and EXT
- * both have bit 62 or 61 set, a function's address neither), one for exit
- * or enter, and one that the tick delta (and for an enter the address
- * delta) fits in the event's one-byte varints; only the others go through
- * raw_dt's clamp and the varint loops; a leaf call's enter and exit go
- * in one step.  Events are counted from the slots
- * walked less those that are not events, not one by one.  The bytes are
- * those of ta_encoder_event (tests/unit/test_format.c compares them). */
+ * Most records go through runs (enc_run, out of line): up to RUN_MAX
+ * records with room made on the stack ahead, so without the room test,
+ * and with the tick before each record its record before's, so the tick
+ * delta is one sub from memory.  Per event there, an exit is tested first
+ * (an exit is never a rare kind), an enter once for the rare kinds (LOST
+ * and EXT both have bit 62 or 61 set, a function's address neither), then
+ * one test that the tick went forward and that the deltas fit the common
+ * case's varints; a leaf call's enter and exit go in one step.  A run's
+ * loop is one of two (e->wide, chosen from the run before): one-byte tick
+ * deltas only, or one- and two-byte ones without a branch on their
+ * length.  The loop below takes what runs do not: a batch's first record,
+ * the records after a LOST or EXT slot, a backstep or a clamp, its last
+ * records, and all of them while frames overflow the stack.  Events are
+ * counted from the slots walked less those that are not events, not one
+ * by one.  The bytes are those of ta_encoder_event
+ * (tests/unit/test_format.c compares them). */
 size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len)
 {
 	enum { BATCH = 4096, WORST = 2 * TA_VARINT_MAX };
@@ -565,7 +788,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 		return 0;
 	while (done < n && e->len < max_len) {
 		size_t k = n - done < BATCH ? n - done : BATCH;
-		const struct ta_raw *q = ev + done, *qend = q + k;
+		const struct ta_raw *q = ev + done, *qend = q + k, *gend;
 		uint64_t prev_ticks = e->prev_ticks, prev_addr = e->prev_addr;
 		/* Slots of this batch that are not counted here as events:
 		 * gaps, EXT values, and groups ta_encoder_ext counts itself. */
@@ -579,16 +802,73 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 		/* 64 bits wide: no zero extension to index sa with. */
 		size_t depth = st->depth, lim = st->overflow ? 0 : st->cap;
 		uint8_t *p;
+		size_t glen;
 
 		if (enc_reserve(e, k * WORST) < 0)
 			break;
 		p = e->buf + e->len;
-		for (; q < qend; q++) {
-			uint64_t t = q->ticks, h = q->addr, a, d, far, dt;
+	runs:
+		/* Runs (enc_run) first: the common case without the room test,
+		 * with the tick delta one sub.  A run stops at a LOST or EXT
+		 * slot, or after a backstep or a clamp: the loop below takes
+		 * the record after (one, or a run's worth after a short run,
+		 * as in a stream of library calls), and the runs go on from
+		 * there. */
+		glen = RUN_MAX;
+		while (qend - q >= 16) {
+			size_t m = (size_t)(qend - q) < RUN_MAX ? (size_t)(qend - q) : RUN_MAX;
+			/* The last record only as a leaf call's exit. */
+			struct enc_run r = {q, q + m - 1, p, prev_addr, depth, 0, 0};
+			size_t taken;
+			uint8_t *p0 = p;
+
+			if (q == ev || q[-1].ticks != prev_ticks) {
+				glen = 1;
+				break;
+			}
+			st->depth = (uint32_t)depth;
+			if (!stack_room(st, m))
+				break;
+			q = e->wide ? enc_run_wide(e, &r) : enc_run(e, &r);
+			taken = (size_t)(q - r.q);
+			/* Which loop the next run takes: the wide one while more
+			 * than 1 event in 16 has a tick delta of 32 or more (the
+			 * other loop's slow path, a misprediction each), back
+			 * below 1 in 32.  In the wide loop an enter is 2 bytes,
+			 * an exit 1, and a two-byte delta 1 more: 2 * bytes - 3 *
+			 * records - (enters - exits) is twice the deltas of two
+			 * bytes (and of the slow path's longer ones). */
+			if (!e->wide)
+				e->wide = r.slow * 16 > taken;
+			else
+				e->wide = (int64_t)(2 * (size_t)(r.p - p0) - 3 * taken) -
+						  ((int64_t)r.depth - (int64_t)depth) >=
+					  (int64_t)(taken / 16);
+			p = r.p, prev_addr = r.prev_addr, depth = r.depth;
+			prev_ticks = r.prev_ticks;
+			if (q < r.rend) {
+				glen = taken < 32 ? RUN_MAX : 1;
+				break;
+			}
+		}
+		st->depth = (uint32_t)depth;
+		sa = st->addr;
+		lim = st->overflow ? 0 : st->cap;
+		/* Then glen records one by one: after a run that stopped, or
+		 * when none could start (frames overflow the stack: a run's
+		 * worth; the batch's last records). */
+		gend = (size_t)(qend - q) < glen ? qend : q + glen;
+		for (; q < gend; q++) {
+			uint64_t t = q->ticks, h = q->addr, a, d, dt;
 			int top;
 
 			if (AHEAD)
 				__builtin_prefetch(q + AHEAD);
+			/* An exit is never a rare kind (an exit whose address has
+			 * bit 62 or 61 set is a function event like any other):
+			 * tested first, so exits skip the rare-kind test. */
+			if (h & TA_RAW_EXIT)
+				goto exit_ev;
 			if (TA_UNLIKELY_(h & (TA_RAW_LOST | TA_RAW_EXT))) {
 				size_t i = (size_t)(q - ev), end = (size_t)(qend - ev);
 
@@ -674,17 +954,16 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				 * a function event like any other. */
 			}
 
-			/* far < 32 when the tick went forward (no borrow:
-			 * else far is all ones) by d < 32: then dt is d (no
-			 * clamp) and dt << 2 | kind is one varint byte. */
+			/* An enter.  The tick went forward (t >= prev_ticks:
+			 * no borrow) by d < 32: then dt is d (no clamp) and
+			 * dt << 2 | kind is one varint byte. */
 			d = t - prev_ticks;
-			far = d | (0 - (uint64_t)(t < prev_ticks));
-			if (!(h & TA_RAW_EXIT)) {
+			{
 				uint64_t z = ta_zigzag((int64_t)(h - prev_addr));
 
 				/* Both one byte (a short call of a nearby
 				 * function): z >> 2 < 32 is z < 0x80. */
-				if (TA_LIKELY_((far | z >> 2) < 0x20)) {
+				if (TA_LIKELY_(t >= prev_ticks && (d | z >> 2) < 0x20)) {
 					p[0] = (uint8_t)(d << 2 | TA_EV_ENTER);
 					p[1] = (uint8_t)z;
 					prev_ticks = t;
@@ -696,9 +975,8 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 					if (q + 1 < qend && q[1].addr == (h | TA_RAW_EXIT) &&
 					    depth < lim) {
 						uint64_t t1 = q[1].ticks, d1 = t1 - t;
-						uint64_t far1 = d1 | (0 - (uint64_t)(t1 < t));
 
-						if (TA_LIKELY_(far1 < 0x20)) {
+						if (TA_LIKELY_(t1 >= t && d1 < 0x20)) {
 							p[2] = (uint8_t)(d1 << 2 | TA_EV_EXIT);
 							p += 3;
 							prev_ticks = t1;
@@ -724,11 +1002,13 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				}
 				continue;
 			}
+		exit_ev:
+			d = t - prev_ticks;
 			a = h & ~TA_RAW_EXIT;
 			/* depth - 1 wraps when the stack is empty. */
 			if (TA_LIKELY_(depth - 1 < lim && sa[depth - 1] == a)) {
 				depth--;
-				if (TA_LIKELY_(far < 0x20)) {
+				if (TA_LIKELY_(t >= prev_ticks && d < 0x20)) {
 					*p++ = (uint8_t)(d << 2 | TA_EV_EXIT);
 					prev_ticks = t;
 				} else {
@@ -749,6 +1029,8 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				prev_addr = a;
 			}
 		}
+		if (q < qend)
+			goto runs;
 		st->depth = (uint32_t)depth;
 		e->len = (size_t)(p - e->buf);
 		e->prev_ticks = prev_ticks;

@@ -553,6 +553,8 @@ struct ta_encoder {
 	uint64_t marker_slots; /* raw slots ta_encoder_raw took that were not
 				  function events (LOST, EXT and its values) */
 	int open;
+	int wide; /* ta_encoder_raw's loop for tick deltas of two bytes (no
+		     effect on the bytes) */
 };
 
 /* Events as the agent's rings hold them: bit 63 of addr marks an exit. */

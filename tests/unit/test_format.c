@@ -811,9 +811,25 @@ END_TEST
 /*
  * The flusher's batch path must write exactly what the one-event path
  * writes: same random streams (skipped frames, unmatched exits, backward
- * ticks, huge jumps, deep stacks), fed in random batch sizes.
+ * ticks, huge jumps, deep stacks), fed in random batch sizes.  steps 0:
+ * tick steps of 0-199; 1: mostly below 32 with stretches where a tenth
+ * are 1000-1050 and a twentieth 32-200, so that ta_encoder_raw's runs go
+ * from its one-byte loop to its one-or-two-byte loop and back, and meet
+ * the two-byte bound (2^10 ticks) from both sides.
  */
-static void raw_vs_event(uint64_t seed, size_t n, int deep)
+static uint64_t tick_step(struct rng *r, int steps, size_t k)
+{
+	uint64_t u;
+
+	if (!steps)
+		return rng_below(r, 200);
+	if ((k / 3000) % 2 == 0)
+		return rng_below(r, 32);
+	u = rng_below(r, 100);
+	return u < 10 ? 1000 + rng_below(r, 51) : u < 15 ? 32 + rng_below(r, 169) : rng_below(r, 32);
+}
+
+static void raw_vs_event(uint64_t seed, size_t n, int deep, int steps)
 {
 	struct rng r = {seed};
 	struct ta_encoder a, b;
@@ -831,7 +847,7 @@ static void raw_vs_event(uint64_t seed, size_t n, int deep)
 		else if (rng_below(&r, 30) == 0)
 			t -= rng_below(&r, 100) < t ? 50 : 0;
 		else
-			t += rng_below(&r, 200);
+			t += tick_step(&r, steps, k);
 		if (op < 45 || !m.depth) {
 			addr = 0x400000 + rng_below(&r, 12) * 32;
 			model_push(&m, addr);
@@ -886,8 +902,10 @@ START_TEST(codec_raw_matches_event)
 	struct rng r = {seed};
 
 	for (int i = 0; i < 200; i++)
-		raw_vs_event(rng_next(&r), 1 + rng_below(&r, 5000), 0);
-	raw_vs_event(rng_next(&r), 2 * 70000, 1);
+		raw_vs_event(rng_next(&r), 1 + rng_below(&r, 5000), 0, 0);
+	raw_vs_event(rng_next(&r), 2 * 70000, 1, 0);
+	for (int i = 0; i < 20; i++)
+		raw_vs_event(rng_next(&r), 20000 + rng_below(&r, 20000), 0, 1);
 }
 END_TEST
 
