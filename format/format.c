@@ -521,6 +521,22 @@ static inline __attribute__((always_inline)) uint64_t raw_dt(uint64_t t, uint64_
 	return dt;
 }
 
+/* An exit that is not the top frame's (ta_stack_exit's rule): with its
+ * address when it matched no frame. */
+static inline __attribute__((always_inline)) uint8_t *
+put_exit_unmatched(struct ta_stack *st, uint8_t *p, uint64_t dt, uint64_t a, uint64_t *prev_addr)
+{
+	int top;
+
+	(void)ta_stack_exit(st, a, &top);
+	if (top)
+		return ta_varint_put(p, dt << 2 | TA_EV_EXIT);
+	p = ta_varint_put(p, dt << 2 | TA_EV_EXIT_ADDR);
+	p = ta_varint_put(p, ta_zigzag((int64_t)(a - *prev_addr)));
+	*prev_addr = a;
+	return p;
+}
+
 /* Records a run of ta_encoder_raw (enc_run) takes at most: the shadow
  * stack is grown ahead to hold one more frame per record of it. */
 #define RUN_MAX 512u
@@ -610,7 +626,6 @@ enc_run_(struct ta_encoder *e, struct enc_run *r, const int wide)
 		/* The tick went forward (no borrow): then d < 32 (or 2^10) is
 		 * the delta's size. */
 		int fwd = t >= q[-1].ticks;
-		int top;
 
 		if (!(h & TA_RAW_EXIT)) {
 			uint64_t z = ta_zigzag((int64_t)(h - prev_addr));
@@ -703,15 +718,8 @@ enc_run_(struct ta_encoder *e, struct enc_run *r, const int wide)
 			prev = enc_prev_ticks(q - 1);
 			dt = raw_dt(t, &prev, &e->backsteps);
 			st->depth = (uint32_t)depth;
-			(void)ta_stack_exit(st, a, &top);
+			p = put_exit_unmatched(st, p, dt, a, &prev_addr);
 			depth = st->depth;
-			if (top) {
-				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
-			} else {
-				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT_ADDR);
-				p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
-				prev_addr = a;
-			}
 		}
 		if (TA_UNLIKELY_(prev != t))
 			goto out;
@@ -860,7 +868,6 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 		gend = (size_t)(qend - q) < glen ? qend : q + glen;
 		for (; q < gend; q++) {
 			uint64_t t = q->ticks, h = q->addr, a, d, dt;
-			int top;
 
 			if (AHEAD)
 				__builtin_prefetch(q + AHEAD);
@@ -1019,15 +1026,8 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 			}
 			dt = raw_dt(t, &prev_ticks, &e->backsteps);
 			st->depth = (uint32_t)depth;
-			(void)ta_stack_exit(st, a, &top);
+			p = put_exit_unmatched(st, p, dt, a, &prev_addr);
 			depth = st->depth, lim = st->overflow ? 0 : st->cap;
-			if (top) {
-				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
-			} else {
-				p = ta_varint_put(p, dt << 2 | TA_EV_EXIT_ADDR);
-				p = ta_varint_put(p, ta_zigzag((int64_t)(a - prev_addr)));
-				prev_addr = a;
-			}
 		}
 		if (q < qend)
 			goto runs;
