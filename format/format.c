@@ -265,21 +265,32 @@ void ta_stack_free(struct ta_stack *s)
 	ta_stack_init(s);
 }
 
+/* Capacity for need frames (need <= TA_STACK_MAX), doubled from 64: 0 or
+ * -TA_E_NOMEM, the stack as it was. */
+static int stack_grow(struct ta_stack *s, size_t need)
+{
+	size_t cap = s->cap ? s->cap : 64;
+	uint64_t *a;
+
+	while (cap < need)
+		cap *= 2;
+	a = realloc(s->addr, cap * sizeof(*a));
+	if (!a)
+		return -TA_E_NOMEM;
+	s->addr = a;
+	s->cap = (uint32_t)cap;
+	return 0;
+}
+
 int ta_stack_push(struct ta_stack *s, uint64_t addr)
 {
 	if (s->depth == TA_STACK_MAX || s->overflow) {
 		s->overflow++;
 		return 0;
 	}
-	if (s->depth == s->cap) {
-		uint32_t cap = s->cap ? s->cap * 2 : 64;
-		uint64_t *a = realloc(s->addr, cap * sizeof(*a));
-		if (!a) {
-			s->overflow++;
-			return -TA_E_NOMEM;
-		}
-		s->addr = a;
-		s->cap = cap;
+	if (s->depth == s->cap && stack_grow(s, (size_t)s->depth + 1) < 0) {
+		s->overflow++;
+		return -TA_E_NOMEM;
 	}
 	s->addr[s->depth++] = addr;
 	return 0;
@@ -564,26 +575,15 @@ static inline __attribute__((always_inline)) uint64_t enc_prev_ticks(const struc
 	return q[-1].ticks;
 }
 
-/* Room on the stack for m more frames (grown as ta_stack_push would grow
- * it), or 0: frames overflow it, or m more would pass TA_STACK_MAX. */
+/* Room on the stack for m more frames (grown as ta_stack_push grows it),
+ * or 0: frames overflow it, or m more would pass TA_STACK_MAX. */
 static int stack_room(struct ta_stack *st, size_t m)
 {
-	size_t need = (size_t)st->depth + m, cap;
-	uint64_t *a;
+	size_t need = (size_t)st->depth + m;
 
 	if (st->overflow || need > TA_STACK_MAX)
 		return 0;
-	if (need <= st->cap)
-		return 1;
-	cap = st->cap ? st->cap : 64;
-	while (cap < need)
-		cap *= 2;
-	a = realloc(st->addr, cap * sizeof(*a));
-	if (!a)
-		return 0;
-	st->addr = a;
-	st->cap = (uint32_t)cap;
-	return 1;
+	return need <= st->cap || stack_grow(st, need) == 0;
 }
 
 struct enc_run {
@@ -625,7 +625,7 @@ enc_run_(struct ta_encoder *e, struct enc_run *r, const int wide)
 		uint64_t t = q->ticks, h = q->addr, d = t - q[-1].ticks, dt, a;
 		/* The tick went forward (no borrow): then d < 32 (or 2^10) is
 		 * the delta's size. */
-		int fwd = t >= q[-1].ticks;
+		int fwd = t >= q[-1].ticks, top;
 
 		if (!(h & TA_RAW_EXIT)) {
 			uint64_t z = ta_zigzag((int64_t)(h - prev_addr));
@@ -695,7 +695,8 @@ enc_run_(struct ta_encoder *e, struct enc_run *r, const int wide)
 		 * constant).  An exit whose address has bit 62 or 61 set is a
 		 * function event like any other. */
 		a = h - TA_RAW_EXIT;
-		if (TA_LIKELY_(depth && sa[depth - 1] == a)) {
+		top = depth && sa[depth - 1] == a;
+		if (TA_LIKELY_(top)) {
 			depth--;
 			if (wide && TA_LIKELY_(fwd && d < 0x400)) {
 				p += 1 + put_small(p, d << 2 | TA_EV_EXIT);
@@ -707,16 +708,14 @@ enc_run_(struct ta_encoder *e, struct enc_run *r, const int wide)
 				q++;
 				continue;
 			}
-			slow++;
-			q++;
-			prev = enc_prev_ticks(q - 1);
-			dt = raw_dt(t, &prev, &e->backsteps);
+		}
+		slow++;
+		prev = enc_prev_ticks(q);
+		dt = raw_dt(t, &prev, &e->backsteps);
+		q++;
+		if (top) {
 			p = ta_varint_put(p, dt << 2 | TA_EV_EXIT);
 		} else {
-			slow++;
-			q++;
-			prev = enc_prev_ticks(q - 1);
-			dt = raw_dt(t, &prev, &e->backsteps);
 			st->depth = (uint32_t)depth;
 			p = put_exit_unmatched(st, p, dt, a, &prev_addr);
 			depth = st->depth;
