@@ -441,8 +441,11 @@ int ta_agent_ensure_started(void)
 		/* Release: threads waiting below then see the pool and dump. */
 		__atomic_store_n(&ta_state, ok ? TA_S_RUNNING : TA_S_STOPPED, __ATOMIC_RELEASE);
 		/* Off when it could not start: the classes that were to start
-		 * it would otherwise try again at every call. */
+		 * it would otherwise try again at every call, and the manual
+		 * API's macros would call in at every use to find it out. */
 		ta_libcalls_enable(ok);
+		if (!ok)
+			ta_api_stop();
 		tell_loader(ok);
 		errno = saved;
 		return ok;

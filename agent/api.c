@@ -57,9 +57,13 @@ uint32_t ta_fn_gate = 2;
 
 /* Each channel's on/off word, which sites' gates point at (relaxed
  * atomics: see ta_fn_gate): what the channel wants (chan_want) unless the
- * recording is paused, then 0.  Names are written before nchan is raised
- * (release) and never change. */
-static uint32_t chan_on[TA_CHANNELS_MAX];
+ * recording is paused, then 0.  Before the agent has started, CHAN_STARTING
+ * ("not known yet", as ta_fn_gate's 2): the macros read it as on and call
+ * in, and the agent waits for the start (site_slow), as the hooks do,
+ * rather than drop an event the settings may well want.  Names are written
+ * before nchan is raised (release) and never change. */
+#define CHAN_STARTING 2u
+static uint32_t chan_on[TA_CHANNELS_MAX] = {[0 ... TA_CHANNELS_MAX - 1] = CHAN_STARTING};
 static uint32_t chan_want[TA_CHANNELS_MAX];
 /* `traceagent ctl PID pause` (control.c): every gate reads off; changed
  * under the registry's lock, with chan_on. */
@@ -255,17 +259,31 @@ static size_t bounded_len(const char *s)
 	return s ? strnlen(s, TA_SITE_NAME_MAX) : 0;
 }
 
-/* Registers s if nobody has: its record and its gate. */
-static __attribute__((noinline, cold)) void site_register(struct ta_site_ *s)
+/* Whether the agent is to be started, or its start (or a forked child's
+ * restart) waited for, before an API event is judged. */
+static int not_started(void)
+{
+	uint32_t st = __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE);
+
+	return st == TA_S_UNINIT || st == TA_S_STARTING || st == TA_S_FORKED;
+}
+
+/* Registers s if nobody has: its record and its gate.  -1 (s left
+ * unregistered) when the calling thread is inside its own start (a signal
+ * handler's call), where the settings that decide the channel's state may
+ * not be read yet and the start cannot be waited for; 0 otherwise. */
+static int site_register(struct ta_site_ *s)
 {
 	const uint32_t *gate = &never_on;
-	uint32_t st = __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE);
 	sigset_t old;
 
 	TA_GUARD_ENTER();
-	/* The settings decide the channel's state: start the agent first. */
-	if (st == TA_S_UNINIT)
-		(void)ta_ring_start();
+	/* The settings decide the channel's state: start the agent first, or
+	 * wait for the thread that is starting it. */
+	if (not_started() && ta_ring_start() < 0) {
+		TA_GUARD_LEAVE();
+		return -1;
+	}
 	lock(&old);
 	if (s->gate != &s->first)
 		goto out; /* another thread did it meanwhile */
@@ -306,13 +324,48 @@ static __attribute__((noinline, cold)) void site_register(struct ta_site_ *s)
 out:
 	unlock(&old);
 	TA_GUARD_LEAVE();
+	return 0;
 }
 
+/* site_on's way out: s registered, the agent's start waited for; whether
+ * its events are recorded, -1 when the calling thread is inside its own
+ * start (neither can be done there). */
+static __attribute__((noinline, cold)) int site_slow(struct ta_site_ *s)
+{
+	int ok;
+
+	if (__atomic_load_n(&s->gate, __ATOMIC_ACQUIRE) == &s->first && site_register(s) < 0)
+		return -1;
+	if (__atomic_load_n(s->gate, __ATOMIC_RELAXED) == CHAN_STARTING) {
+		TA_GUARD_ENTER();
+		ok = ta_ring_start();
+		TA_GUARD_LEAVE();
+		if (ok < 0)
+			return -1;
+	}
+	/* Started (ta_agent_ensure_started's acquire of the state pairs with
+	 * its release, after ta_api_start set the words), or not tracing
+	 * (ta_api_stop zeroed them). */
+	return __atomic_load_n(s->gate, __ATOMIC_RELAXED) == 1;
+}
+
+/* Whether an event of s is recorded.  One the agent cannot judge (made
+ * inside its thread's own start) is counted lost. */
 static inline __attribute__((always_inline)) int site_on(struct ta_site_ *s)
 {
-	if (TA_UNLIKELY(__atomic_load_n(&s->gate, __ATOMIC_ACQUIRE) == &s->first))
-		site_register(s);
-	return *s->gate != 0;
+	const volatile uint32_t *g = __atomic_load_n(&s->gate, __ATOMIC_ACQUIRE);
+	uint32_t v;
+	int on;
+
+	if (TA_LIKELY(g != &s->first) &&
+	    TA_LIKELY((v = __atomic_load_n(g, __ATOMIC_RELAXED)) != CHAN_STARTING))
+		return v != 0;
+	on = site_slow(s);
+	if (TA_UNLIKELY(on < 0)) {
+		ta_lost_here(TA_LOST_STARTING);
+		return 0;
+	}
+	return on;
 }
 
 /* ---- the SITES and CHANNELS chunks --------------------------------------------- */
@@ -550,6 +603,23 @@ size_t ta_api_channels_text(char *out, size_t size)
 
 /* ---- the switching signal ------------------------------------------------------- */
 
+/* Every channel's word to what it wants, or 0 while paused. */
+static void chan_words_set(void)
+{
+	sigset_t old;
+	uint32_t n;
+
+	lock(&old);
+	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n; i++)
+		__atomic_store_n(&chan_on[i],
+				 __atomic_load_n(&paused, __ATOMIC_RELAXED)
+				     ? 0
+				     : __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+	unlock(&old);
+}
+
 static void switch_all(int record)
 {
 	uint32_t n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
@@ -595,6 +665,10 @@ void ta_api_start(void)
 		__atomic_store_n(&paused, 1, __ATOMIC_RELAXED);
 	/* The first states, before anything is recorded: no switch events. */
 	switch_all(0);
+	/* Every word, including those of the channels whose wish was already
+	 * what the settings ask (not switched above), which still read
+	 * CHAN_STARTING. */
+	chan_words_set();
 	/* The hooks' gate in every case: a channel whose word already reads
 	 * what the settings ask is not switched, and the gate still reads
 	 * "not started" (2), which would send every hook out of line. */
@@ -741,7 +815,7 @@ TA_PUBLIC void ta_zone_end_(struct ta_site_ *s)
 		/* An END without a BEGIN: where it was. */
 		uint64_t v = (uint64_t)(uintptr_t)s;
 
-		(void)site_on(s); /* registered: the dump says where it is */
+		(void)site_slow(s); /* registered: the dump says where it is */
 		ta_record_ext(TA_EXT_ZONE_UNMATCHED, &v, 1);
 		return;
 	}
@@ -1016,8 +1090,16 @@ TA_PUBLIC int ta_channel_set_(const char *name, int on)
 	if (!name)
 		return -1;
 	TA_GUARD_ENTER();
-	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_UNINIT)
-		(void)ta_ring_start();
+	/* The settings give a new channel its state, and a switch is recorded
+	 * once the agent runs: start it, or wait for its start.  Inside the
+	 * thread's own start (a handler's call) neither can be: the switch is
+	 * not made, and counted lost as such an event is. */
+	if (not_started() && ta_ring_start() < 0) {
+		TA_GUARD_LEAVE();
+		ta_lost_here(TA_LOST_STARTING);
+		errno = saved;
+		return -1;
+	}
 	lock(&old);
 	id = chan_find(name);
 	unlock(&old);
@@ -1087,21 +1169,12 @@ void ta_api_hold(int on)
 void ta_api_rewind(void)
 {
 	sigset_t old;
-	uint32_t n;
 
 	lock(&old);
 	/* Everything is described again in the new dump. */
 	sites_unwritten = sites_head;
 	chan_written = 0;
 	__atomic_store_n(&api_pending, 1, __ATOMIC_RELEASE);
-	/* ta_api_stop zeroed the words; ta_api_start switches only the
-	 * channels whose wish changes, so the others get theirs back here. */
-	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
-	for (uint32_t i = 0; i < n; i++)
-		__atomic_store_n(&chan_on[i],
-				 __atomic_load_n(&paused, __ATOMIC_RELAXED)
-				     ? 0
-				     : __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED),
-				 __ATOMIC_RELAXED);
 	unlock(&old);
+	/* ta_api_stop zeroed the words: ta_api_start sets them again. */
 }

@@ -89,8 +89,8 @@ const struct ta_got_sym *ta_api_got_syms(size_t *n) TA_HIDDEN;
 void ta_api_hold(int on) TA_HIDDEN;
 /* A new dump of an attached agent (agent.c's ta_agent_reattach), before
  * ta_api_start: every site and channel written to it again, and each
- * channel's word back to what the channel wants (ta_api_stop zeroed them
- * at the detach). */
+ * channel's word back, by ta_api_start, to what the channel wants
+ * (ta_api_stop zeroed them at the detach). */
 void ta_api_rewind(void) TA_HIDDEN;
 
 #endif

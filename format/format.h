@@ -261,7 +261,8 @@ int ta_channel_list_has(const char *list, const char *name);
 	X(NO_RING, 1, "no-ring")  /* the thread could not get a ring */                          \
 	X(NESTED, 2, "nested")    /* signal handlers' events beyond the reserve put aside */     \
 	X(STOPPED, 3, "stopped")  /* the agent stopped before they could be appended */      \
-	X(ZONE_DEPTH, 4, "zone-depth") /* zones begun beyond TA_ZONE_BEGIN's depth (1.5) */
+	X(ZONE_DEPTH, 4, "zone-depth") /* zones begun beyond TA_ZONE_BEGIN's depth (1.5) */ \
+	X(STARTING, 5, "starting") /* API events inside their thread's own start (1.8) */
 
 enum ta_lost_cause {
 #define TA_X(name, value, str) TA_LOST_##name = value,

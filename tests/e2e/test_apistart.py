@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: MIT
+"""The manual API's events made while the agent starts (issue 30): two
+worker threads of apistart.c call TA_ZONE and TA_COUNTER from their first
+instant, before the main thread's first API call, the second while the
+first is starting the agent; with "fork", again in the child while its agent
+restarts.  Every event is recorded, exactly: 600 `job` zones and 600 `done`
+samples per process, and nothing lost.  Whether the second worker comes
+while the start is under way depends on timing: each case is run several
+times, and every run must be exact."""
+
+import tahelp
+import tadump
+from tahelp import LEVELS, MODES
+
+JOBS = 300  # apistart.c's, per worker
+RUNS = 3
+
+
+class ApiStartTest(tahelp.Case):
+
+    def check(self, dump, processes):
+        rep = self.report(dump)
+        self.assert_whole(rep, processes=processes)
+        funcs = self.functions(rep)
+        self.assert_calls(funcs, {"job": 2 * JOBS * processes, "main": processes})
+        info = self.info(dump)
+        self.assertEqual(info["lost"], 0, info["lost_by_cause"])
+        self.assertEqual(len(info["processes"]), processes)
+        for p in info["processes"]:
+            self.assertEqual(p["lost"], 0, p["lost_by_cause"])
+            one = self.report(dump, "--pid=%d" % p["pid"])
+            self.assert_calls(self.functions(one), {"job": 2 * JOBS, "main": 1})
+        counters = tadump.view_json(self, "counters", "--json", dump)["counters"]
+        self.assertEqual([(c["name"], c["samples"], c["min"], c["max"]) for c in counters],
+                         [("done", 2 * JOBS * processes, 0, JOBS - 1)])
+
+    def test_start(self):
+        for level in LEVELS:
+            prog = self.prog("apistart-" + level)
+            for mode in MODES:
+                for run in range(RUNS):
+                    with self.subTest(level=level, mode=mode, run=run):
+                        r = self.traced(mode, [prog])
+                        self.assertEqual(r.stdout, "apistart: process done\n")
+                        self.check(r.dump, 1)
+
+    def test_forked_child(self):
+        for level in LEVELS:
+            prog = self.prog("apistart-" + level)
+            for mode in MODES:
+                for run in range(RUNS):
+                    with self.subTest(level=level, mode=mode, run=run):
+                        r = self.traced(mode, [prog, "fork"])
+                        self.assertEqual(r.stdout,
+                                         "apistart: parent done\napistart: child done\n")
+                        self.check(r.dump, 2)
+
+
+if __name__ == "__main__":
+    tahelp.main()
