@@ -39,6 +39,7 @@
 #include "filter.h"
 #include "lazylib.h"
 #include "format.h"
+#include "got.h"
 #include "libcalls.h"
 #include "modules.h"
 #include "nextsym.h"
@@ -375,6 +376,11 @@ static int start(void)
 	ta_dump_clock();
 	t0 = ta_ticks();
 	ta_dump_modules(t0, t0);
+	/* The hooks' entries bound now, not by each instrumented function's
+	 * first call; before the filters point them at theirs.  An attach
+	 * points every entry at the hooks itself (attach.c). */
+	if (!ta_settings_attach)
+		ta_got_bind_hooks();
 	ta_filter_start();
 	if (ta_cfg.libcalls && ta_libcalls_dump)
 		ta_libcalls_dump();

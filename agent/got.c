@@ -313,3 +313,58 @@ void ta_gotset_restore(struct ta_gotset *s)
 {
 	ta_got_restore(&s->got);
 }
+
+/* ---- the hooks' entries bound at the start ------------------------------------ */
+
+struct bindscan {
+	const struct dl_phdr_info *info;
+	uintptr_t self_base;
+	uintptr_t to[2]; /* what the global scope binds enter and exit to */
+};
+
+static int bind_slot(void *arg, const char *name, uintptr_t *at, int jump_slot, int relro)
+{
+	struct bindscan *b = arg;
+	int is_exit;
+
+	/* A GLOB_DAT entry was bound at load; a JUMP_SLOT that holds
+	 * anything but its own module's PLT was bound since (or pointed
+	 * elsewhere on purpose: the filters' hooks). */
+	if (!jump_slot || strncmp(name, "__cyg_profile_func_", 19))
+		return 0;
+	if (!strcmp(name + 19, "enter"))
+		is_exit = 0;
+	else if (!strcmp(name + 19, "exit"))
+		is_exit = 1;
+	else
+		return 0;
+	if (b->to[is_exit] && in_module(b->info, __atomic_load_n(at, __ATOMIC_RELAXED)))
+		(void)got_write(at, b->to[is_exit], relro);
+	return 0;
+}
+
+static int bind_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct bindscan *b = arg;
+
+	(void)size;
+	if (info->dlpi_addr == b->self_base || (info->dlpi_name && is_system(info->dlpi_name)))
+		return 0; /* ourselves, and modules that make no hook calls */
+	b->info = info;
+	return ta_module_got_slots(info, bind_slot, b);
+}
+
+void ta_got_bind_hooks(void)
+{
+	struct bindscan b = {NULL, 0, {0, 0}};
+	Dl_info di;
+
+	if (dladdr((void *)&ta_got_bind_hooks, &di) && di.dli_fbase)
+		b.self_base = (uintptr_t)di.dli_fbase;
+	/* Before the walk: dlsym takes the loader's lock, which a dlopen
+	 * holds while it waits for dl_iterate_phdr's.  The default search
+	 * order: the global scope first, as the lazy binder's. */
+	b.to[0] = (uintptr_t)dlsym(RTLD_DEFAULT, "__cyg_profile_func_enter");
+	b.to[1] = (uintptr_t)dlsym(RTLD_DEFAULT, "__cyg_profile_func_exit");
+	dl_iterate_phdr(bind_module, &b);
+}

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "crash.h"
 #include "filter.h"
+#include "got.h"
 #include "modules.h"
 #include "nextsym.h"
 #include "patch.h"
@@ -132,11 +133,15 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 		return NULL;
 	h = real_dlopen(file, mode);
 	if (h && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
-		int saved = errno;
+		int saved = errno, own = ta_guard != 0;
 		/* Loads from when the dlopen began (constructors ran inside
 		 * it); anything gone went before it. */
 		TA_GUARD_ENTER();
 		ta_dump_modules(t0, t0);
+		/* Its hooks' entries bound, as the start binds the others
+		 * (not for the agent's own loads: they make no hook calls). */
+		if (!own)
+			ta_got_bind_hooks();
 		TA_GUARD_LEAVE();
 		errno = saved;
 	}
