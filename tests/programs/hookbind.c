@@ -86,8 +86,8 @@ NI static int look_module(struct dl_phdr_info *info, size_t size, void *arg)
 		at = (uintptr_t *)(info->dlpi_addr + rel[i].r_offset);
 		v = *(volatile uintptr_t *)at;
 		lk->state = v == (uintptr_t)dlsym(RTLD_DEFAULT, lk->name) ? "bound"
-			    : in_module(info, v)			      ? "lazy"
-									      : "other";
+			    : in_module(info, v)			  ? "lazy"
+									  : "other";
 	}
 	return 1;
 }
