@@ -1437,7 +1437,9 @@ static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 	fprintf(stderr, "traceagent: attach: patched %d functions in process %d%s", done, pid,
 		later ? " (in modules loaded during the window)" : "");
 	if (done < n)
-		fprintf(stderr, " (%d left alone: a thread was inside their first bytes)",
+		fprintf(stderr,
+			" (%d left alone: a thread was inside their first bytes, or they changed "
+			"since they were planned: a breakpoint)",
 			n - done);
 	fputc('\n', stderr);
 	return 0;

@@ -23,9 +23,17 @@
  * Refusals rather than corruption: too short, a jump into the bytes the jmp
  * replaces, an instruction that cannot be moved, a body capstone cannot
  * decode, ret N, a function reading its own return address, a .cold part,
- * the entry point, the agent's own dependencies, no memory near the module.
- * Each is listed in the dump's PATCH chunk (traceagent info) and counted
- * on stderr.
+ * the entry point, the agent's own dependencies, no memory near the module,
+ * a breakpoint in the bytes the jmp replaces.  Each is listed in the
+ * dump's PATCH chunk (traceagent info) and counted on stderr; a breakpoint
+ * is also named there, as it may be set by someone debugging the process.
+ *
+ * Breakpoints (an int3 written over an instruction's first byte by a
+ * debugger, a uprobe or `perf probe`): copied into a trampoline or a
+ * relocated body, one would trap where nobody set it, and the process
+ * would die of SIGTRAP.  One in the bytes the jmp replaces refuses the
+ * function; one further in keeps the body in place (the return stub's
+ * way), so that it traps where it was set.
  *
  * Safe points: at start nothing else runs yet; after a dlopen, the new
  * module's functions are patched before dlopen returns (see the README for
@@ -98,7 +106,8 @@ static int is_untouchable(const char *modbase)
 	X(ENTRY_POINT, 8, "the program's entry point, which is jumped to, not called")             \
 	X(RET_POPS, 9, "it returns with ret N, popping its caller's arguments")                    \
 	X(READS_RET, 10, "it reads or moves its own return address")                               \
-	X(COLD_PART, 11, "a part of another function (.cold), entered by a jump")
+	X(COLD_PART, 11, "a part of another function (.cold), entered by a jump")                  \
+	X(BREAKPOINT, 12, "a breakpoint (int3) in its first bytes: a debugger, uprobe or perf probe")
 
 enum refusal {
 #define TA_X(name, code, text) R_##name = code,
@@ -128,14 +137,15 @@ static const char *refusal_text(unsigned code)
 	X(UNMOVABLE, 5, "a loop, jrcxz or xbegin, or an operand that cannot be moved")             \
 	X(OWN_CODE, 6, "it uses an address inside its own code")                                   \
 	X(EXCEPTIONS, 7, "C++ code that exceptions may unwind through (.gcc_except_table)")        \
-	X(NO_ROOM, 8, "no room for its copy within 2 GiB")
+	X(NO_ROOM, 8, "no room for its copy within 2 GiB")                                         \
+	X(BREAKPOINT, 9, "a breakpoint (int3) inside it, which must stay where it was set")
 
 enum fallback {
 #define TA_X(name, code, text) F_##name = code,
 	FALLBACKS(TA_X)
 #undef TA_X
 };
-enum { F_N = F_NO_ROOM + 1 };
+enum { F_N = F_BREAKPOINT + 1 };
 
 static const char *fallback_text(unsigned code)
 {
@@ -330,6 +340,15 @@ static int touches_return_address(const cs_insn *in, int64_t *delta, int64_t *rb
 	return 0;
 }
 
+/* A trap instruction as a debugger, a uprobe or `perf probe` sets one
+ * (int3; int1 and int 3 trap the same way). */
+static int is_breakpoint(const cs_insn *in)
+{
+	return in->id == X86_INS_INT3 || in->id == X86_INS_INT1 ||
+	       (in->id == X86_INS_INT && in->detail->x86.op_count == 1 &&
+		in->detail->x86.operands[0].type == X86_OP_IMM && in->detail->x86.operands[0].imm == 3);
+}
+
 /* Decodes the function [addr, addr + size) and plans its patch; 0, or the
  * refusal code. */
 static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
@@ -342,6 +361,7 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 	cs_insn *in;
 	unsigned why = 0;
 	int64_t delta = 0, rbp_at = -1;
+	int bp_seen = 0;
 
 	pl->start = addr;
 	if (size >= 4 && memcmp(code, endbr64, 4) == 0)
@@ -363,6 +383,13 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 			goto out;
 		}
 		pl->len += in->size;
+		/* Copied into the trampoline, a breakpoint would trap there,
+		 * where nobody set it (an int3 over an endbr64 hides the
+		 * endbr64: it is looked for from the function's start). */
+		if (is_breakpoint(in)) {
+			why = R_BREAKPOINT;
+			goto out;
+		}
 		/* At attach, a thread may be inside a call made from these
 		 * bytes: it would return into the middle of the jmp. */
 		if (attach_mode && ta_cs_in_group(in, X86_GRP_CALL)) {
@@ -380,9 +407,13 @@ static unsigned analyse(uint64_t addr, uint64_t size, struct plan *pl)
 	while (left > 0) {
 		uint64_t t;
 		if (!ta_csf.disasm_iter(ta_cs, &p, &left, &a, in)) {
-			why = R_UNDECODABLE;
+			/* The rest of an instruction a breakpoint's int3 took
+			 * the first byte of may decode as nothing: the body
+			 * cannot be known, because of the breakpoint. */
+			why = bp_seen ? R_BREAKPOINT : R_UNDECODABLE;
 			goto out;
 		}
+		bp_seen |= is_breakpoint(in);
 		if (touches_return_address(in, &delta, &rbp_at)) {
 			why = R_READS_RET;
 			goto out;
@@ -770,6 +801,12 @@ static unsigned plan_whole(uint64_t addr, uint64_t size, const struct plan *pl,
 			off += r->kind == K_JCC ? 6 : r->out ? 10 : 5;
 		} else if (ta_cs_in_group(in, X86_GRP_JUMP)) {
 			why = F_INDIRECT;
+		} else if (is_breakpoint(in)) {
+			/* In a copy it would trap where nobody set it: the body
+			 * stays in place.  Also an int3 after a ret (padding,
+			 * -mharden-sls): it may be a breakpoint on a jump's
+			 * target. */
+			why = F_BREAKPOINT;
 		} else if (in->id == X86_INS_XBEGIN) {
 			why = F_UNMOVABLE; /* its abort address is relative */
 		} else {
@@ -1036,7 +1073,7 @@ struct pending {
 	size_t mod;	 /* in pend_mods */
 	uint64_t start;	 /* the entry (after an endbr64) */
 	unsigned len;	 /* bytes replaced: the jmp, then int3s */
-	int applied;
+	int applied;	 /* 1 written, 2 given up (its bytes changed since the plan) */
 	unsigned fb; /* as in struct job */
 	uint8_t orig[32], repl[32];
 };
@@ -1173,6 +1210,11 @@ static void patch_module(const struct ta_module *m)
 		free(w.ins);
 		if (why) {
 			refuse(m->path, c[i].name, c[i].addr, why);
+			/* Someone is debugging or probing the process: told
+			 * which function is not traced, and why, at once. */
+			if (why == R_BREAKPOINT)
+				ta_warn("not patching %s (%s, %#llx): %s; it is not traced", c[i].name,
+					m->path, (unsigned long long)c[i].addr, refusal_text(why));
 			continue;
 		}
 		/* The return stub's way: the descriptor, the stub and the
@@ -1593,6 +1635,13 @@ int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs)
 				busy++;
 				continue;
 			}
+			/* Changed since the plan (a breakpoint set meanwhile):
+			 * the trampoline holds the bytes planned, not these.
+			 * Left alone for good. */
+			if (memcmp((const void *)(uintptr_t)e->start, e->orig, e->len) != 0) {
+				e->applied = 2;
+				continue;
+			}
 			memcpy((void *)(uintptr_t)e->start, e->repl, e->len);
 			e->applied = 1;
 			applied++;
@@ -1610,7 +1659,7 @@ void ta_patch_attach_restore(void)
 		if (segments_writable(&pend_mods[k], 1) < 0)
 			continue;
 		for (size_t i = 0; i < npend; i++)
-			if (pend[i].mod == k && pend[i].applied)
+			if (pend[i].mod == k && pend[i].applied == 1)
 				memcpy((void *)(uintptr_t)pend[i].start, pend[i].orig, pend[i].len);
 		segments_writable(&pend_mods[k], 0);
 	}

@@ -334,6 +334,58 @@ class PatchTest(tahelp.Case):
         self.assert_whole(rep)
         self.assert_calls(self.functions(rep), {"fib": 150, "on_usr1": 10})
 
+    def test_breakpoints(self):
+        """Breakpoints (int3) a debugger, a uprobe or `perf probe` set in a
+        library's code before it is patched (patchbplib.c's constructor,
+        whose SIGTRAP handler plays the debugger): a function with one at
+        its entry (over its first instruction, or over its endbr64) is
+        refused, named on stderr and in the PATCH chunk, and left as it is;
+        one with a breakpoint further in is patched with its body left in
+        place (the return stub).  Every breakpoint traps where it was set,
+        the program's output is the untraced run's, and nothing dies of a
+        SIGTRAP."""
+        prog = self.prog("patchbp")
+        lib = os.path.join(tahelp.PROGRAMS, "libpatchbplib.so")
+        spec = "libpatchbplib.so:bp_[eip]*"
+        plain = self.run_plain([prog, lib])
+        self.assertEqual((plain.returncode, plain.stdout), (0, (
+            "bp_entry(21) = 64\nbp_endbr(21) = 43\nbp_inner(21) = 42\nbp_plain(21) = 22\n"
+            "breakpoints hit: 3\n")))
+        why = "a breakpoint (int3) in its first bytes: a debugger, uprobe or perf probe"
+        warn = re.compile(r"^traceagent: not patching (\w+) \((.*), 0x[0-9a-f]+\): "
+                          + re.escape(why) + "; it is not traced$")
+        for mode in ("preload", "record"):
+            with self.subTest(mode=mode):
+                if mode == "preload":
+                    r = self.run_preload([prog, lib], env={"TRACEAGENT_PATCH": spec})
+                else:
+                    r = self.run_record([prog, lib], options=["--patch=" + spec])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(r.stdout, plain.stdout)
+                lines = r.stderr_lines()
+                if mode == "record":
+                    self.assertEqual(lines[-1], "traceagent: dump written to %s" % r.dump)
+                    lines = lines[:-1]
+                self.assertEqual(lines[2:], [
+                    "traceagent: patched 2 functions, refused 2 (see traceagent info)"])
+                named = [warn.match(l) for l in lines[:2]]
+                self.assertTrue(all(named), r.stderr)
+                self.assertEqual(sorted(m.group(1) for m in named), ["bp_endbr", "bp_entry"])
+                self.assertEqual({os.path.realpath(m.group(2)) for m in named},
+                                 {os.path.realpath(lib)})
+                patch = self.info(r.dump)["processes"][0]["patch"]
+                self.assertEqual((patch["patched"], patch["refused_count"]), (2, 2))
+                self.assertEqual(sorted((f["name"], f["code"], f["reason"])
+                                        for f in patch["refused"]),
+                                 [("bp_endbr", 12, why), ("bp_entry", 12, why)])
+                self.assertEqual((patch["relocated"], patch["return_stub"]), (1, [
+                    {"code": 9, "count": 1,
+                     "reason": "a breakpoint (int3) inside it, which must stay where it was set"}]))
+                rep = self.report(r.dump)
+                self.assert_whole(rep)
+                self.assert_calls(self.functions(rep), {"bp_inner": 1, "bp_plain": 1,
+                                                        "bp_entry": None, "bp_endbr": None})
+
     def test_dlopen(self):
         """A library dlopen'ed later is patched before dlopen returns, and
         again when it is loaded again after a dlclose: plib_square's 2 x 100
