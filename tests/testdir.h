@@ -23,7 +23,7 @@ static char ta_test_dir_path[PATH_MAX];
 
 /* Removes the directory and the files in it (the tests make no
  * subdirectories).  At exit: each test is a process of its own. */
-static void ta_test_dir_remove(void)
+static inline void ta_test_dir_remove(void)
 {
 	DIR *d;
 	struct dirent *e;
@@ -45,7 +45,7 @@ static void ta_test_dir_remove(void)
 /* A new directory "$TMPDIR/ta-NAME-XXXXXX" (or under /tmp), removed with
  * what it holds when the process exits; its path.  One a process: a
  * second call returns the same one. */
-static const char *ta_test_dir(const char *name)
+static inline const char *ta_test_dir(const char *name)
 {
 	const char *tmp = getenv("TMPDIR");
 
@@ -62,7 +62,7 @@ static const char *ta_test_dir(const char *name)
 }
 
 /* The path of file NAME in the test's directory, in out. */
-static void ta_test_path(char *out, size_t size, const char *dirname, const char *name)
+static inline void ta_test_path(char *out, size_t size, const char *dirname, const char *name)
 {
 	ck_assert_int_lt(snprintf(out, size, "%s/%s", ta_test_dir(dirname), name), (int)size);
 }
@@ -75,7 +75,7 @@ struct ta_stderr_catch {
 	char path[PATH_MAX + 32];
 };
 
-static void ta_stderr_begin(struct ta_stderr_catch *c, const char *dirname)
+static inline void ta_stderr_begin(struct ta_stderr_catch *c, const char *dirname)
 {
 	int fd;
 
@@ -89,7 +89,7 @@ static void ta_stderr_begin(struct ta_stderr_catch *c, const char *dirname)
 	close(fd);
 }
 
-static const char *ta_stderr_end(struct ta_stderr_catch *c, char *msg, size_t size)
+static inline const char *ta_stderr_end(struct ta_stderr_catch *c, char *msg, size_t size)
 {
 	FILE *f;
 	size_t n = 0;
