@@ -632,6 +632,19 @@ static void count_lost(struct ta_thread *t, enum ta_lost_cause cause)
 	}
 }
 
+/* The same for an event a hook nested in a fast path could not put aside
+ * (nest_push): that push runs with signals open, so a handler nested in it
+ * may count too, between a load and a store: atomic adds. */
+static void count_lost_nested(struct ta_thread *t)
+{
+	if (t) {
+		__atomic_add_fetch(&t->lost_by[TA_LOST_NESTED], 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&t->lost, 1, __ATOMIC_RELAXED);
+	} else {
+		count_lost(NULL, TA_LOST_NESTED);
+	}
+}
+
 int ta_ring_start(void)
 {
 	/* As record_slow does: the thread points at busy_block while the
@@ -873,18 +886,38 @@ static __thread uint32_t nest_n __attribute__((tls_model("initial-exec")));
 static __thread struct ta_block *nest_block __attribute__((tls_model("initial-exec")));
 static __thread uint32_t nest_limit __attribute__((tls_model("initial-exec")));
 
+/* Slot i of the events put aside: nest_buf, then the reserve. */
+static inline struct ta_rec *nest_slot(uint32_t i)
+{
+	return i < NEST_MAX ? &nest_buf[i] : &nest_more[i - NEST_MAX];
+}
+
+/* The slots that exist: a push that a handler jumped out of (record_slow
+ * puts single records aside with signals open) may leave nest_n past
+ * them. */
+static inline uint32_t nest_room(void)
+{
+	return NEST_MAX + (__atomic_load_n(&nest_more, __ATOMIC_RELAXED) ? NEST_RESERVE : 0);
+}
+
+/* The first n slots emptied (addr 0: never written, nest_drain), nest_n 0.
+ * Only where no handler can push (async signals blocked, or the thread
+ * is done with its ring). */
+static void nest_clear(uint32_t n)
+{
+	uint32_t room = nest_room();
+
+	for (uint32_t i = 0; i < n && i < room; i++)
+		nest_slot(i)->addr = 0;
+	__atomic_store_n(&nest_n, 0, __ATOMIC_RELAXED);
+}
+
 /* A window ended (forget_window): what handlers put aside then is lost
  * with it, and the block whose room they took is no longer this thread's. */
 static void nest_forget(void)
 {
 	nest_block = NULL;
-	__atomic_store_n(&nest_n, 0, __ATOMIC_RELAXED);
-}
-
-/* Slot i of the events put aside: nest_buf, then the reserve. */
-static inline struct ta_rec *nest_slot(uint32_t i)
-{
-	return i < NEST_MAX ? &nest_buf[i] : &nest_more[i - NEST_MAX];
+	nest_clear(__atomic_load_n(&nest_n, __ATOMIC_RELAXED));
 }
 
 /* The reserve, mapped on first use; NULL if it cannot be.  Only this thread
@@ -922,41 +955,75 @@ static void nest_push(struct ta_thread *t, struct ta_block *b, const struct ta_r
 		 * given their slots back already (they ran to their end), so
 		 * ours are the last: nest_n is as before the add. */
 		__atomic_fetch_sub(&nest_n, cnt, __ATOMIC_RELAXED);
-		count_lost(t, TA_LOST_NESTED);
+		count_lost_nested(t);
 		return;
 	}
-	for (uint32_t k = 0; k < cnt; k++)
-		*nest_slot(i + k) = r[k];
-	if (b != &busy_block && !nest_block) {
-		/* The interrupted hook is in its fast path on b: send its
-		 * thread's next event to the slow path.  (In the slow path,
-		 * the interrupted code appends these itself before it ends.) */
-		nest_limit = __atomic_load_n(&b->limit, __ATOMIC_RELAXED);
-		nest_block = b;
+	/* The values first, the group's header (its first slot's address,
+	 * never 0) last: a slot whose address is still 0 was never written
+	 * (a push abandoned by a handler that jumped out of it; nest_drain
+	 * skips it).  Groups are pushed with signals blocked (record_slow),
+	 * so never left half written. */
+	for (uint32_t k = cnt; k-- > 0;) {
+		nest_slot(i + k)->ticks = r[k].ticks;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		__atomic_store_n(&b->limit, 0, __ATOMIC_RELAXED);
+		nest_slot(i + k)->addr = r[k].addr;
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (b != &busy_block) {
+		/* Read before nest_block: a handler nested in this push that
+		 * sets both in between is then seen below, and this push
+		 * never takes the 0 it stored for the block's room. */
+		uint32_t limit = __atomic_load_n(&b->limit, __ATOMIC_RELAXED);
+
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (!nest_block) {
+			/* The interrupted hook is in its fast path on b: send
+			 * its thread's next event to the slow path.  (In the
+			 * slow path, the interrupted code appends these itself
+			 * before it ends.) */
+			nest_limit = limit;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			nest_block = b;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			__atomic_store_n(&b->limit, 0, __ATOMIC_RELAXED);
+		}
 	}
 }
 
 /* Appends the events put aside by nested hooks; returns the current block.
  * Handlers have finished by the time this runs, so every slot they took
- * is written. */
+ * is written, but for those of a push that a handler jumped out of: their
+ * address is 0, and each is counted lost (cause nested), as are the slots
+ * such a push took beyond the room there is.  Each slot is emptied once
+ * read, for the next pushes. */
 static struct ta_block *nest_drain(struct ta_thread *t, struct ta_block *b)
 {
-	uint32_t done = 0, n;
+	uint32_t done = 0, n, room = nest_room();
 
 	for (;;) {
 		while (done < (n = __atomic_load_n(&nest_n, __ATOMIC_RELAXED))) {
 			/* A group may straddle nest_buf's end: gathered here. */
 			struct ta_rec g[1 + TA_RAW_EXT_SLOTS(TA_EXT_MAX_VALUES)];
-			uint32_t cnt = group_slots(nest_slot(done));
+			uint32_t cnt;
 
+			if (done >= room || !nest_slot(done)->addr) {
+				count_lost(t, TA_LOST_NESTED);
+				if (done < room)
+					nest_slot(done)->addr = 0;
+				done++;
+				continue;
+			}
+			cnt = group_slots(nest_slot(done));
 			if (cnt > n - done)
 				cnt = n - done; /* cannot happen: groups go in whole */
+			if (cnt > room - done)
+				cnt = room - done; /* nor this */
 			if (cnt > sizeof(g) / sizeof(g[0]))
 				cnt = sizeof(g) / sizeof(g[0]); /* nor this */
-			for (uint32_t k = 0; k < cnt; k++)
+			for (uint32_t k = 0; k < cnt; k++) {
 				g[k] = *nest_slot(done + k);
+				nest_slot(done + k)->addr = 0;
+			}
 			if (b && !is_idle(b))
 				b = append(t, b, g, cnt, 0);
 			else
@@ -1013,6 +1080,25 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	uint32_t state = __atomic_load_n(&ta_state, __ATOMIC_RELAXED);
 	int masked = state != TA_S_STOPPED && state != TA_S_DETACHED;
 
+	/*
+	 * A hook nested in another's fast path (a signal handler that
+	 * interrupted it between its claim and its publication): the event
+	 * is only put aside, which holds nothing and takes nothing, so it
+	 * needs neither the signal mask nor the placeholder in ta_cur.  The
+	 * mask's two system calls an event made a handler of a few hundred
+	 * events slower than a 2 ms timer under qemu-user on one CPU: each
+	 * handler then found the next signal pending as it returned, the
+	 * interrupted hook never reached its publication, and every later
+	 * handler was nested in it again, for ever (e2e-signals' sigdeep).
+	 * Only single records: an EXT group's slots are written in more than
+	 * one step, which a handler that jumped out of it would leave half
+	 * done for nest_drain to misread, so groups are put aside below.
+	 */
+	if (cnt == 1 && masked && __atomic_load_n(&ta_hot.claim, __ATOMIC_RELAXED)) {
+		nest_push(t, __atomic_load_n(&ta_cur, __ATOMIC_RELAXED), r, 1);
+		errno = saved_errno;
+		return;
+	}
 	/* Before anything is held. */
 	if (masked)
 		async_signals_block(&old_mask);
@@ -1057,7 +1143,7 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 		if (!(t && __atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_DETACHED &&
 		      in_pool(b)))
 			b = &idle_block;
-		nest_n = 0;
+		nest_clear(nest_n);
 		goto done;
 	}
 	if (!t) {

@@ -10,6 +10,7 @@
 #include <check.h>
 
 #include "../check_run.h"
+#include "../testdir.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -27,15 +28,13 @@
 
 #define FAR ((1ull << 32) - 16) /* the next chunk's header crosses 2^32 */
 
-static char path[256];
+static char path[PATH_MAX + 32];
 
+/* In a directory of the test's own: a fixed name in the temporary
+ * directory may be another run's. */
 static void setup(void)
 {
-	const char *dir = getenv("TMPDIR");
-
-	snprintf(path, sizeof(path), "%s/ta-test-dump-%ld.trace", dir && *dir ? dir : "/tmp",
-		 (long)getpid());
-	unlink(path);
+	ta_test_path(path, sizeof(path), "test-dump", "dump.trace");
 }
 
 static void teardown(void)
@@ -134,8 +133,8 @@ START_TEST(failed_write_past_4gib_is_cut_back)
 {
 	static uint8_t a[3000], big[8000];
 	struct rlimit lim;
-	char warn[1024];
-	char want[512];
+	char warn[PATH_MAX + 512];
+	char want[PATH_MAX + 512];
 	ssize_t n;
 	uint64_t end;
 	int err_fd, saved;
@@ -154,7 +153,7 @@ START_TEST(failed_write_past_4gib_is_cut_back)
 	signal(SIGXFSZ, SIG_IGN);
 	/* The warning, caught in an unnamed file. */
 	{
-		char name[300];
+		char name[PATH_MAX + 64];
 
 		snprintf(name, sizeof(name), "%s.err", path);
 		err_fd = open(name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

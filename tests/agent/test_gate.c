@@ -10,6 +10,7 @@
 #include <check.h>
 
 #include "../check_run.h"
+#include "../testdir.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -32,10 +33,13 @@ static const struct {
 
 START_TEST(gate_after_start)
 {
-	char path[128];
+	char path[PATH_MAX + 32], said[1024];
+	struct ta_stderr_catch c;
+	int gate;
 
-	snprintf(path, sizeof(path), "/tmp/ta-test-gate.%d.trace", (int)getpid());
-	unlink(path);
+	/* In a directory of the test's own: a fixed name in the temporary
+	 * directory may be another run's, and the agent would not trace. */
+	ta_test_path(path, sizeof(path), "test-gate", "gate.trace");
 	setenv("TRACEAGENT_OUTPUT", path, 1);
 	setenv("TRACEAGENT_CONTROL", "off", 1);
 	if (cases[_i].channels)
@@ -43,9 +47,14 @@ START_TEST(gate_after_start)
 	if (cases[_i].start)
 		setenv("TRACEAGENT_START", cases[_i].start, 1);
 	ck_assert_uint_eq(__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED), 2);
-	/* What the first hook does. */
-	ck_assert_int_eq(ta_fn_gate_start(), (int)cases[_i].gate);
-	ck_assert_uint_eq(__atomic_load_n(&ta_state, __ATOMIC_RELAXED), TA_S_RUNNING);
+	/* What the first hook does; an agent that does not trace fails the
+	 * test with what it said. */
+	ta_stderr_begin(&c, "test-gate");
+	gate = ta_fn_gate_start();
+	ta_stderr_end(&c, said, sizeof(said));
+	ck_assert_msg(__atomic_load_n(&ta_state, __ATOMIC_RELAXED) == TA_S_RUNNING,
+		      "the agent did not start: %s", said[0] ? said : "(it said nothing)");
+	ck_assert_int_eq(gate, (int)cases[_i].gate);
 	ck_assert_uint_eq(__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED), cases[_i].gate);
 	ck_assert_int_eq(ta_fn_on(), (int)cases[_i].gate);
 	ta_agent_shutdown();

@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 TRACEAGENT = os.environ.get("TA_TRACEAGENT", "")
@@ -35,6 +36,43 @@ def fib_calls(n):
     for _ in range(n + 1):
         a, b = b, a + b
     return 2 * a - 1
+
+
+def bounded(call, what, timeout=None):
+    """call()'s result, call being a read that blocks until a child says
+    something (a line, or all it writes up to its end): a child that never
+    does fails the test after timeout seconds (TIMEOUT) with what was
+    awaited, rather than hanging it until meson's timeout.  The reader is
+    left blocked in a thread of its own, until the child is killed at the
+    test's end."""
+    box = []
+
+    def run():
+        try:
+            box.append((True, call()))
+        except BaseException as e:  # handed to the caller below
+            box.append((False, e))
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(TIMEOUT if timeout is None else timeout)
+    if not box:
+        raise AssertionError("waited %d s for %s: nothing came"
+                             % (TIMEOUT if timeout is None else timeout, what))
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+def readline(stream, what=None):
+    """stream.readline(), bounded (bounded())."""
+    return bounded(stream.readline, what or "a line from a child")
+
+
+def read_all(stream, what=None):
+    """stream.read() up to the child's end, bounded (bounded())."""
+    return bounded(stream.read, what or "the end of a child's output")
 
 
 def clean_env(extra=None):
@@ -86,13 +124,13 @@ class LineChild:
                                      stderr=subprocess.PIPE, text=True, env=clean_env(env),
                                      cwd=case.dir, preexec_fn=no_core)
         case.addCleanup(self.cleanup)
-        case.assertEqual(self.proc.stdout.readline(), "ready\n")
+        case.assertEqual(readline(self.proc.stdout, "%s to say ready" % argv[0]), "ready\n")
 
     def say(self, line):
         """line sent; the first line of the answer, without its newline."""
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
-        return self.proc.stdout.readline().rstrip("\n")
+        return readline(self.proc.stdout, "the answer to " + line).rstrip("\n")
 
     def quit(self):
         """(status, stdout, stderr) after "quit"."""
@@ -102,7 +140,7 @@ class LineChild:
     def cleanup(self):
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+            self.proc.wait(timeout=TIMEOUT)
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             f.close()
 

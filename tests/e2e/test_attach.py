@@ -34,7 +34,7 @@ class Target(tahelp.LineChild):
         """attachme's counters by name: mid, leaf, churn, dl, chld, timer."""
         self.proc.stdin.write("count\n")
         self.proc.stdin.flush()
-        w = self.proc.stdout.readline().split()
+        w = tahelp.readline(self.proc.stdout).split()
         self.case.assertEqual((w[0], w[2]), ("mid", "leaf"), w)
         return {w[i]: int(w[i + 1]) for i in range(0, len(w) - 1, 2)}
 
@@ -275,7 +275,7 @@ class AttachTest(tahelp.Case):
                               "--duration", "1"], env=tahelp.clean_env(),
                              stderr=subprocess.PIPE, text=True, cwd=self.dir)
         try:
-            self.assertIn("attached", a.stderr.readline())
+            self.assertIn("attached", tahelp.readline(a.stderr))
             w = t.say("fork 3000").split()
             self.assertEqual(w[0], "child", w)
             child = int(w[1])
@@ -337,7 +337,7 @@ class AttachTest(tahelp.Case):
                                  env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
                                  cwd=self.dir)
         try:
-            self.assertIn("attached", first.stderr.readline())
+            self.assertIn("attached", tahelp.readline(first.stderr))
             self.assertEqual(t.say("load %s 0" % lib), "square 0 sum 0")
             self.ctl(t.proc.pid, "flush")
             self.assertEqual(t.say("load %s 1000" % lib), "square 1000 sum 332833500")
@@ -354,7 +354,7 @@ class AttachTest(tahelp.Case):
                                   env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
                                   cwd=self.dir)
         try:
-            self.assertIn("attached", second.stderr.readline())
+            self.assertIn("attached", tahelp.readline(second.stderr))
             self.assertEqual(t.say("load %s 500" % lib), "square 500 sum 41541750")
         finally:
             second.send_signal(2)
@@ -390,9 +390,9 @@ class AttachTest(tahelp.Case):
                                   "--patch", "fib,work,step"], env=tahelp.clean_env(),
                                  stderr=subprocess.PIPE, text=True, cwd=self.dir)
             try:
-                self.assertEqual(a.stderr.readline(), "traceagent: attach: patched 3 functions "
+                self.assertEqual(tahelp.readline(a.stderr), "traceagent: attach: patched 3 functions "
                                  "in process %d\n" % t.pid)
-                self.assertIn("attached", a.stderr.readline())
+                self.assertIn("attached", tahelp.readline(a.stderr))
                 self.assertEqual(say("fib %d" % n), "fib(%d) = %d calls %d"
                                  % (n, [6765, 610][n != 20], calls))
                 # A window of a few milliseconds may end before the worker
@@ -425,9 +425,9 @@ class AttachTest(tahelp.Case):
                               "--patch", "fib,libpatchlib.so:plib_*"], env=tahelp.clean_env(),
                              stderr=subprocess.PIPE, text=True, cwd=self.dir)
         try:
-            self.assertEqual(a.stderr.readline(), "traceagent: attach: patched 1 functions "
+            self.assertEqual(tahelp.readline(a.stderr), "traceagent: attach: patched 1 functions "
                              "in process %d\n" % t.pid)
-            self.assertIn("attached", a.stderr.readline())
+            self.assertIn("attached", tahelp.readline(a.stderr))
             self.assertEqual(say("load " + lib), "loaded")
             # The loader looks at the maps 5 times a second (a loader that
             # never patches is stopped after 30 s: the line below fails).
@@ -435,7 +435,7 @@ class AttachTest(tahelp.Case):
             stop.start()
             self.addCleanup(stop.cancel)
             # plib_twice (4 bytes) is refused, as at a preloaded dlopen.
-            self.assertEqual(a.stderr.readline(), "traceagent: attach: patched 1 functions "
+            self.assertEqual(tahelp.readline(a.stderr), "traceagent: attach: patched 1 functions "
                              "in process %d (in modules loaded during the window)\n" % t.pid)
             self.assertEqual(say("square 100"), "sum = 328350")
             self.assertEqual(say("fib 10"), "fib(10) = 55 calls 177")
@@ -528,7 +528,7 @@ class AttachTest(tahelp.Case):
 
         def end():
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=tahelp.TIMEOUT)
         self.addCleanup(end)
         return proc
 
@@ -631,10 +631,10 @@ class AttachTest(tahelp.Case):
 
         def end():
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=tahelp.TIMEOUT)
             proc.stdout.close()
         self.addCleanup(end)
-        self.assertEqual(proc.stdout.readline(), "\n".encode())
+        self.assertEqual(tahelp.readline(proc.stdout), "\n".encode())
         try:
             with open("/proc/sys/kernel/yama/ptrace_scope") as f:
                 scope = f.read().strip()

@@ -33,7 +33,7 @@ class Target(tahelp.LineChild):
         the looper's rounds if loop."""
         self.proc.stdin.write("count\n")
         self.proc.stdin.flush()
-        w = self.proc.stdout.readline().split()
+        w = tahelp.readline(self.proc.stdout).split()
         self.case.assertEqual(w[0::2], ["ticks", "messages", "io", "loop"], w)
         return (int(w[1]), int(w[3]), int(w[5])) + ((int(w[7]),) if loop else ())
 
@@ -152,7 +152,7 @@ class AttachApiTest(tahelp.Case):
                               "--duration", "1.5"],
                              env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
                              cwd=self.dir)
-        self.assertIn("attached to process", p.stderr.readline())
+        self.assertIn("attached to process", tahelp.readline(p.stderr))
         time.sleep(0.2)
         self.assertEqual(t.say("user off"), "channel 0")
         off0, _, _ = t.count()
@@ -185,7 +185,7 @@ class AttachApiTest(tahelp.Case):
                               "--duration", "2"],
                              env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
                              cwd=self.dir)
-        self.assertIn("attached to process", p.stderr.readline())
+        self.assertIn("attached to process", tahelp.readline(p.stderr))
         self.assertEqual(t.say("load %s 40" % lib), "loaded")
         _, err = p.communicate(timeout=tahelp.TIMEOUT)
         self.assertEqual(p.returncode, 0, err)
@@ -236,7 +236,7 @@ class AttachApiTest(tahelp.Case):
                                       "--duration", "1.5"] + list(opts),
                                      env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
                                      cwd=self.dir)
-                self.assertIn("attached to process", p.stderr.readline())
+                self.assertIn("attached to process", tahelp.readline(p.stderr))
                 during = self.got(pid, names)
                 _, err = p.communicate(timeout=tahelp.TIMEOUT)
                 self.assertEqual(p.returncode, 0, err)

@@ -58,7 +58,7 @@ class Piped:
         _, status, usage = os.wait4(ana.pid, 0)
         self.seconds = time.monotonic() - start
         ana.returncode = os.waitstatus_to_exitcode(status)
-        gen.wait()
+        gen.wait(timeout=tahelp.TIMEOUT)
         guard.cancel()
         for r in readers:
             r.join()

@@ -29,7 +29,7 @@ class Traced(tahelp.LineChild):
     def line(self, s, expect=None):
         self.proc.stdin.write(s + "\n")
         self.proc.stdin.flush()
-        got = self.proc.stdout.readline()
+        got = tahelp.readline(self.proc.stdout)
         self.out.append(got)
         if expect is not None:
             self.case.assertEqual(got, expect)
@@ -53,8 +53,8 @@ class Traced(tahelp.LineChild):
 
     def finish(self):
         self.proc.stdin.close()
-        rest = self.proc.stdout.read()
-        err = self.proc.stderr.read()
+        rest = tahelp.read_all(self.proc.stdout)
+        err = tahelp.read_all(self.proc.stderr)
         self.case.assertEqual(self.proc.wait(timeout=tahelp.TIMEOUT), 0, err)
         self.case.assertEqual(err, "")
         self.case.assertEqual(rest, "bye\n")
@@ -169,7 +169,7 @@ class CtlTest(tahelp.Case):
         self.assertEqual(t.ctl("dump").stdout, "ok\n")
         # Killed: only what `dump` wrote is there.
         t.proc.kill()
-        t.proc.wait()
+        t.proc.wait(timeout=tahelp.TIMEOUT)
         p = self.report_raw(t.dump, "--json")
         self.assertIn('"name": "work"', p.stdout, p.stderr)
         import json
@@ -491,7 +491,7 @@ class Family:
         case.assertEqual(self.answer(), "parent %d ready\n" % self.pid)
 
     def answer(self):
-        return self.proc.stdout.readline()
+        return tahelp.readline(self.proc.stdout)
 
     def say(self, line, expect=None, to_child=False):
         f = self.child if to_child else self.proc.stdin
@@ -509,8 +509,8 @@ class Family:
 
     def finish(self):
         self.proc.stdin.close()
-        rest = self.proc.stdout.read()
-        err = self.proc.stderr.read()
+        rest = tahelp.read_all(self.proc.stdout)
+        err = tahelp.read_all(self.proc.stderr)
         self.case.assertEqual(self.proc.wait(timeout=tahelp.TIMEOUT), 0, err)
         self.case.assertEqual(err, "")
         self.case.assertEqual(rest, "parent %d bye\n" % self.pid)
@@ -520,7 +520,7 @@ class Family:
             self.child.close()
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+            self.proc.wait(timeout=tahelp.TIMEOUT)
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             f.close()
 

@@ -381,7 +381,7 @@ class FilterTest(tahelp.Case):
                                      env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
                                      cwd=self.dir)
                 try:
-                    self.assertIn("attached", a.stderr.readline())
+                    self.assertIn("attached", tahelp.readline(a.stderr))
                     during = {name: fn_code(name) for name in ("mid", "leaf")}
                     self.assertTrue(t.say("time 1000").startswith("ns "))
                 finally:
@@ -429,7 +429,7 @@ class FilterTest(tahelp.Case):
                                       "--filter", filt], env=tahelp.clean_env(),
                                      stderr=subprocess.PIPE, text=True, cwd=self.dir)
                 try:
-                    self.assertIn("attached", a.stderr.readline())
+                    self.assertIn("attached", tahelp.readline(a.stderr))
                     self.assertIn(t.say(say).split()[0], ("holding", "ns"))
                     if say == "hold":
                         # Answered by the commands() that held() calls: it

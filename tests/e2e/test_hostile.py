@@ -23,10 +23,10 @@ class HostileTest(tahelp.Case):
         env.update(LD_PRELOAD=tahelp.AGENT, TRACEAGENT_OUTPUT=dump)
         p = subprocess.Popen([self.prog("exits-O2"), "loop", "200000"], env=env,
                              stdout=subprocess.PIPE, text=True)
-        self.assertEqual(p.stdout.readline(), "ready\n")
+        self.assertEqual(tahelp.readline(p.stdout), "ready\n")
         time.sleep(0.3)  # six flush intervals
         p.send_signal(signal.SIGKILL)
-        p.wait()
+        p.wait(timeout=tahelp.TIMEOUT)
         p.stdout.close()
         r = self.report_raw(dump, "--json")
         self.assertEqual(r.returncode, 0, r.stderr)

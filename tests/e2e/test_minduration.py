@@ -171,25 +171,25 @@ class MinDurationTest(tahelp.Case):
     def test_chunk_edges(self):
         """Small blocks and a 1 ms flush interval: calls cross many chunks
         (their entries wait in the pending stack from one to the next,
-        the snapshots hold only written frames); the same result.  A run
-        whose flusher got too few passes to write 5 chunks of events (one
-        under qemu-user did) is checked all the same and made again, up
-        to 3 times, until one has."""
-        env = {"TRACEAGENT_BUFFER": "4K", "TRACEAGENT_FLUSH_MS": "1"}
+        the snapshots hold only written frames); the same result.  How
+        many chunks the flusher writes on its own depends on its share of
+        the CPU (4 under qemu-user once, where 5 were expected): mindur
+        asks its agent to write what it holds after each of main's first
+        10 long calls (control socket, "flush"), and the agent answers once
+        it is written, so the dump has at least 10 chunks of events."""
+        env = {"TRACEAGENT_BUFFER": "4K", "TRACEAGENT_FLUSH_MS": "1",
+               "XDG_RUNTIME_DIR": self.dir}
         for level in LEVELS:
             for mode in ("preload", "record"):
                 with self.subTest(level=level, mode=mode):
-                    for attempt in range(3):
-                        r = self.run_it(mode, level, env=env)
-                        rep = self.report(r.dump)
-                        self.whole(rep)
-                        self.check_counts(self.functions(rep), CALLS)
-                        self.kept_tree(r.dump)
-                        info = tadump.view(self, "info", r.dump).stdout
-                        m = re.search(r"chunks: +\d+ \((\d+) of events\)", info)
-                        if int(m.group(1)) >= 5:
-                            break
-                    self.assertGreaterEqual(int(m.group(1)), 5, info)
+                    r = self.run_it(mode, level, "flush", env=env)
+                    rep = self.report(r.dump)
+                    self.whole(rep)
+                    self.check_counts(self.functions(rep), CALLS)
+                    self.kept_tree(r.dump)
+                    info = tadump.view(self, "info", r.dump).stdout
+                    m = re.search(r"chunks: +\d+ \((\d+) of events\)", info)
+                    self.assertGreaterEqual(int(m.group(1)), 10, info)
 
     def test_drop_and_flight_modes(self):
         """Drop mode (nothing dropped here: the memory is ample) and

@@ -83,7 +83,11 @@ class PlacementTest(tahelp.Case):
                                     preexec_fn=lambda: os.sched_setaffinity(0, set(cpus)))
             seen = same = 0
             flusher = None
+            deadline = time.monotonic() + tahelp.TIMEOUT
             while prog.poll() is None:
+                if time.monotonic() > deadline:
+                    prog.kill()
+                    self.fail("fib-O2 34 still running after %d s" % tahelp.TIMEOUT)
                 time.sleep(0.005)
                 flusher = flusher or flusher_tid(prog.pid)
                 if flusher is None:
@@ -93,14 +97,14 @@ class PlacementTest(tahelp.Case):
                     continue
                 seen += 1
                 same += a == b
-            err = prog.stderr.read().decode()
+            err = tahelp.read_all(prog.stderr).decode()
             prog.stderr.close()
             self.assertEqual(prog.returncode, 0, err)
             self.assertEqual(err, "")
             return seen, same
         finally:
             hog.kill()
-            hog.wait()
+            hog.wait(timeout=tahelp.TIMEOUT)
 
     def test_flusher_leaves_the_producers_cpu(self):
         self.skip_if_emulated("the CPUs the emulator's threads run on are not the program's")
@@ -130,8 +134,12 @@ class PlacementTest(tahelp.Case):
                                 preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
         samples = []
         flusher = None
+        deadline = time.monotonic() + tahelp.TIMEOUT
         try:
             while prog.poll() is None:
+                if time.monotonic() > deadline:
+                    prog.kill()
+                    self.fail("%s still running after %d s" % (prog.args[0], tahelp.TIMEOUT))
                 time.sleep(0.002)
                 flusher = flusher or flusher_tid(prog.pid)
                 if flusher is None:
@@ -140,11 +148,11 @@ class PlacementTest(tahelp.Case):
                           cpu_of(prog.pid, prog.pid), cpu_of(prog.pid, flusher))
                 if None not in sample:
                     samples.append(sample)
-            err = prog.stderr.read().decode()
+            err = tahelp.read_all(prog.stderr).decode()
         finally:
             if prog.poll() is None:
                 prog.kill()
-            prog.wait()
+            prog.wait(timeout=tahelp.TIMEOUT)
             prog.stderr.close()
         self.assertEqual(prog.returncode, 0, err)
         self.assertEqual(err, "")
@@ -194,9 +202,9 @@ class PlacementTest(tahelp.Case):
         prog = subprocess.Popen([self.prog("fib-O2"), str(n)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 preexec_fn=lambda: os.sched_setaffinity(0, set(cpus)))
-        err = prog.stderr.read().decode()
+        err = tahelp.read_all(prog.stderr).decode()
         prog.stderr.close()
-        prog.wait()
+        prog.wait(timeout=tahelp.TIMEOUT)
         wall = time.monotonic() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

@@ -6,10 +6,12 @@ are refused with one clear line and a shell's exit status."""
 
 import glob
 import os
+import select
 import shutil
 import signal
 import struct
 import subprocess
+import time
 
 import tahelp
 from tahelp import TRACEAGENT, AGENT, fib_calls
@@ -53,7 +55,7 @@ class RecordTest(tahelp.Case):
         self.assertEqual((r.returncode, r.stdout), (0, "fib(5) = 5\n"), r.stderr)
 
     def wait_ready(self, proc):
-        self.assertEqual(proc.stdout.readline(), "ready\n")
+        self.assertEqual(tahelp.readline(proc.stdout), "ready\n")
 
     def start_waiting(self, dump):
         def preexec():
@@ -81,7 +83,7 @@ class RecordTest(tahelp.Case):
                     out, err = proc.communicate(timeout=tahelp.TIMEOUT)
                 finally:
                     proc.kill()
-                    proc.wait()
+                    proc.wait(timeout=tahelp.TIMEOUT)
                 self.assertEqual(proc.returncode, int(sig), err)
                 self.assertEqual(out, "got %d\n" % sig)
                 self.assertEqual(err, "traceagent: dump written to %s\n" % dump)
@@ -98,7 +100,7 @@ class RecordTest(tahelp.Case):
             out, err = proc.communicate(timeout=tahelp.TIMEOUT)
         finally:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=tahelp.TIMEOUT)
         self.assertEqual(proc.returncode, -signal.SIGTERM, err)
         self.assertEqual(out, "")
 
@@ -116,13 +118,25 @@ class RecordTest(tahelp.Case):
             finally:
                 os._exit(127)
         out = b""
+        deadline = time.monotonic() + tahelp.TIMEOUT
+
+        def readable():
+            """Until fd has something to read (or its other side closed),
+            up to the deadline."""
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                self.fail("record said nothing more in %d s: %r" % (tahelp.TIMEOUT, out))
+
         try:
             while b"ready" not in out:
+                readable()
                 chunk = os.read(fd, 1024)
                 self.assertTrue(chunk, out)
                 out += chunk
             os.write(fd, b"\x03")
             while True:
+                readable()
                 try:
                     chunk = os.read(fd, 1024)
                 except OSError:  # EIO: the terminal's other side closed
@@ -151,7 +165,7 @@ class RecordTest(tahelp.Case):
             out, err = proc.communicate(timeout=tahelp.TIMEOUT)
         finally:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=tahelp.TIMEOUT)
         self.assertEqual((proc.returncode, out), (int(signal.SIGUSR1), "got 10\n"), err)
 
     def test_setuid_refused(self):

@@ -32,13 +32,18 @@ def run(argv, cpus=None):
                          stderr=subprocess.PIPE,
                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     most = 0
+    deadline = time.monotonic() + tahelp.TIMEOUT
     while p.poll() is None:
+        if time.monotonic() > deadline:
+            p.kill()
+            p.wait()
+            raise AssertionError("%s still running after %d s" % (argv[0], tahelp.TIMEOUT))
         try:
             most = max(most, len(os.listdir("/proc/%d/task" % p.pid)))
         except OSError:
             pass
         time.sleep(0.001)
-    err = p.stderr.read().decode()
+    err = tahelp.read_all(p.stderr).decode()
     p.stderr.close()
     return p.returncode, most, err
 
@@ -46,7 +51,7 @@ def run(argv, cpus=None):
 def peak_rss(argv):
     p = subprocess.Popen(argv, env=clean_env(), stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)
-    err = p.stderr.read().decode()
+    err = tahelp.read_all(p.stderr).decode()
     _, status, usage = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
     p.stderr.close()

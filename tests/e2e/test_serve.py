@@ -34,7 +34,7 @@ class Serve:
         self.proc = subprocess.Popen(
             [TRACEAGENT, "serve", "--listen", listen, "--dir", self.dir] + list(options),
             stdout=self.log, stderr=subprocess.PIPE, text=True, env=clean_env())
-        first = self.proc.stderr.readline()
+        first = tahelp.readline(self.proc.stderr)
         m = re.match(r"traceagent serve: listening on (\S+), dumps in ", first)
         case.assertTrue(m, first)
         self.addr = m.group(1)
@@ -62,7 +62,7 @@ class Serve:
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+            self.proc.wait(timeout=tahelp.TIMEOUT)
         self.proc.stderr.close()
         self.log.close()
 
@@ -151,7 +151,7 @@ class ServeTest(tahelp.Case):
         procs = self.start_all(progs, serve.addr)
         time.sleep(0.3)
         serve.proc.kill()
-        serve.proc.wait()
+        serve.proc.wait(timeout=tahelp.TIMEOUT)
         for p, argv, want in zip(procs, progs, plain):
             out, err, status = p.communicate(timeout=TIMEOUT) + (None,)
             self.assertEqual((out, p.returncode), (want.stdout, want.returncode), argv)

@@ -5,12 +5,19 @@
  * short ones do next to nothing.  A long call holds short ones; short
  * calls hold a message, a zone, or the fork; a helper thread does the
  * same; the process ends inside an open short call (exit from a
- * callee).  argv[1] "fork": the fork part too.  Prints what it did.
+ * callee).  argv[1] "fork": the fork part too; "flush": main asks its
+ * agent to write what it holds after each of its first 10 long calls
+ * (the control socket in $XDG_RUNTIME_DIR, as `traceagent ctl PID flush`
+ * would), so that the dump has at least 10 chunks of events whatever the
+ * flusher's timing.  Prints what it did.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +32,48 @@ static __attribute__((no_instrument_function)) double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* "flush" to this process's agent, its answer awaited: the agent answers
+ * once what its rings held is in the dump.  Raw system calls: libc's
+ * would be recorded library calls.  Exits 1, saying why, on failure; the
+ * socket may not be there yet (the agent makes it as it starts): tried
+ * again for up to 10 s. */
+static __attribute__((no_instrument_function)) void flush_agent(void)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	char answer[64];
+	long n = 0, fd = -1;
+
+	if (!xdg || xdg[0] != '/' ||
+	    (size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/traceagent/%ld.sock", xdg,
+			     (long)getpid()) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "mindur: flush needs XDG_RUNTIME_DIR, an absolute path\n");
+		exit(1);
+	}
+	for (int i = 0; i < 1000; i++) {
+		struct timespec ts = {0, 10000000};
+
+		fd = syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && syscall(SYS_connect, fd, &sun, sizeof(sun)) == 0)
+			break;
+		if (fd >= 0)
+			syscall(SYS_close, fd);
+		fd = -1;
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
+	if (fd < 0 || syscall(SYS_write, fd, "flush\n", 6) != 6 ||
+	    (n = syscall(SYS_read, fd, answer, sizeof(answer) - 1)) <= 0) {
+		fprintf(stderr, "mindur: no answer to flush from %s\n", sun.sun_path);
+		exit(1);
+	}
+	answer[n] = 0;
+	if (strcmp(answer, "ok\n")) {
+		fprintf(stderr, "mindur: flush answered %s", answer);
+		exit(1);
+	}
+	syscall(SYS_close, fd);
 }
 
 /* noinline: a function (and a row) of its own at every level. */
@@ -109,9 +158,13 @@ int main(int argc, char **argv)
 {
 	pthread_t th;
 	pid_t pid;
+	int flush = argc > 1 && !strcmp(argv[1], "flush");
 
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 10; i++) {
 		slow();
+		if (flush)
+			flush_agent();
+	}
 	for (int i = 0; i < 100; i++)
 		quick();
 	for (int i = 0; i < 3; i++)
