@@ -415,6 +415,13 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 
 	if (st != TA_T_LIVE && st != TA_T_EXITED)
 		return;
+	/* A thread registered without a ring (drop mode at the cap) is
+	 * written once it has one, or when it ends without: its THREAD_START
+	 * and THREAD_END then carry its losses.  Acquire: pairs with the
+	 * release store of first in ring.c's ringless_get. */
+	if (!t->drain && !__atomic_load_n(&t->first, __ATOMIC_ACQUIRE) && st == TA_T_LIVE &&
+	    !at_end)
+		return;
 	if (!fs) {
 		fs = calloc(1, sizeof(*fs));
 		if (!fs)
@@ -429,7 +436,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		ta_mindur_init(&fs->md, 0);
 		fs->events = 0;
 		fs->started = 0;
-		t->drain = t->first;
+		t->drain = __atomic_load_n(&t->first, __ATOMIC_ACQUIRE);
 	}
 	if (!fs->started) {
 		uint64_t flags = 0;
@@ -475,7 +482,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		t->cut = 0;
 	}
 	b = t->drain;
-	for (;;) {
+	for (; b;) {
 		/* Whether the block is done is its next, read first, never
 		 * its limit: that reads 0 while a handler's events are put
 		 * aside (ring.c's nest_push), and a drain that took the 0 for
@@ -518,7 +525,8 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 
 	if (st == TA_T_EXITED) {
 		write_thread_end(t, __atomic_load_n(&t->end_ticks, __ATOMIC_RELAXED), fs->events);
-		ta_block_put(b);
+		if (b)
+			ta_block_put(b);
 		t->drain = NULL;
 		/* Release: a new thread claiming the record sees it clean. */
 		__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
