@@ -50,7 +50,8 @@ struct thread_log {
 struct dump {
 	struct thread_log t[MAX_TIDS];
 	int nthreads;
-	uint64_t end_events, end_lost;
+	uint64_t end_events, end_lost, end_flags;
+	uint64_t end_lost_by[TA_LOST_NCAUSES];
 	int ended;
 	int chunks;
 };
@@ -161,6 +162,16 @@ static void load_dump(const char *path, struct dump *d)
 			ta_get_varint(&r, &v);
 			ta_get_varint(&r, &d->end_events);
 			ta_get_varint(&r, &d->end_lost);
+			ta_get_varint(&r, &v); /* threads */
+			ta_get_varint(&r, &d->end_flags);
+			ta_get_varint(&r, &v);
+			for (uint64_t k = 0; k < v; k++) {
+				uint64_t n;
+
+				ta_get_varint(&r, &n);
+				if (k < TA_LOST_NCAUSES)
+					d->end_lost_by[k] = n;
+			}
 			d->ended = 1;
 		} else if (c.type == TA_CHUNK_EVENTS) {
 			struct ta_decoder dec;
@@ -216,6 +227,7 @@ static void agent_env(const char *buffer, const char *memory)
 {
 	unsetenv("TRACEAGENT_MODE");
 	unsetenv("TRACEAGENT_FLIGHT_SIZE");
+	unsetenv("TRACEAGENT_TEST_ENCODER_MAX");
 	snprintf(dump_path, sizeof(dump_path), "/tmp/ta-test-ring-%ld.trace", (long)getpid());
 	unlink(dump_path);
 	setenv("TRACEAGENT_OUTPUT", dump_path, 1);
@@ -1035,6 +1047,67 @@ START_TEST(ringless_threads_own_their_losses)
 }
 END_TEST
 
+/* The flusher out of memory (its encoder's buffer may not grow: the
+ * agent's fault injection, TRACEAGENT_TEST_ENCODER_MAX): what it cannot
+ * encode is counted lost, cause no-memory, in the thread's THREAD_END and
+ * the END, and the END says the dump is incomplete. */
+static void check_nomem(const struct dump *d, uint64_t produced)
+{
+	const struct thread_log *t;
+
+	ck_assert_int_eq(d->nthreads, 1);
+	t = &d->t[0];
+	ck_assert_int_eq(t->ended, 1);
+	ck_assert_uint_gt(t->end_lost, 0);
+	ck_assert_uint_eq(t->end_lost_by[TA_LOST_NO_MEMORY], t->end_lost);
+	ck_assert_uint_eq(t->n, t->end_events);
+	ck_assert_uint_eq(t->n + t->end_lost, produced);
+	ck_assert_int_eq(d->ended, 1);
+	ck_assert_uint_eq(d->end_lost, t->end_lost);
+	ck_assert_uint_eq(d->end_lost_by[TA_LOST_NO_MEMORY], t->end_lost);
+	ck_assert_uint_eq(d->end_events + d->end_lost, produced);
+	ck_assert_uint_eq(d->end_flags & TA_END_F_INCOMPLETE, TA_END_F_INCOMPLETE);
+}
+
+/* No room for even a chunk's start: every event is lost, exactly. */
+START_TEST(flusher_without_memory_loses_all_counted)
+{
+	struct dump d;
+
+	agent_env("64K", "16M");
+	setenv("TRACEAGENT_TEST_ENCODER_MAX", "1", 1);
+	record_tree(0, 20000);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	check_nomem(&d, 20000 * 4);
+	ck_assert_uint_eq(d.t[0].n, 0);
+	unlink(dump_path);
+}
+END_TEST
+
+/* Room for small batches only: a block handed over whole (the flusher held
+ * up while it fills) cannot be encoded, what comes after it can. */
+START_TEST(flusher_out_of_memory_loses_a_block_counted)
+{
+	struct dump d;
+
+	agent_env("64K", "16M");
+	setenv("TRACEAGENT_TEST_ENCODER_MAX", "16K", 1);
+	ta_record(addr_of(0, 0)); /* starts the agent */
+	ta_record(addr_of(0, 0) | TA_REC_EXIT);
+	ta_flusher_fork_prepare(); /* the flusher cannot drain */
+	record_tree(0, 2000);      /* 8000 events: a block of 4096 full */
+	ta_flusher_fork_parent();
+	record_tree(0, 10);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	check_nomem(&d, 2 + 2010 * 4);
+	/* A full block's batch (4096 slots, 80 KiB reserved) cannot fit. */
+	ck_assert_uint_ge(d.t[0].end_lost, 4096 - 2);
+	unlink(dump_path);
+}
+END_TEST
+
 /* Flight mode keeps each thread's newest events, up to its quota, and
  * writes nothing until asked (here: at the end). */
 START_TEST(flight_mode_keeps_the_newest_events)
@@ -1527,6 +1600,8 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, ringless_hooks_do_not_look_nested);
 	tcase_add_test(tc, ringless_nested_events_are_counted);
 	tcase_add_test(tc, ringless_threads_own_their_losses);
+	tcase_add_test(tc, flusher_without_memory_loses_all_counted);
+	tcase_add_test(tc, flusher_out_of_memory_loses_a_block_counted);
 	tcase_add_test(tc, flight_mode_keeps_the_newest_events);
 	tcase_add_test(tc, flight_cut_forgets_setjmp_depths);
 	tcase_add_test(tc, thread_name_is_recorded);
