@@ -457,6 +457,63 @@ static int older_holders_drained(struct ta_thread *t, int at_end, struct ta_thre
 	return 1;
 }
 
+/* ta_flusher_test_no_state's switch.  Relaxed: set by a test before the
+ * drains it means to affect. */
+static uint32_t test_no_state;
+
+void ta_flusher_test_no_state(int on)
+{
+	__atomic_store_n(&test_no_state, (uint32_t)on, __ATOMIC_RELAXED);
+}
+
+/*
+ * A ring whose thread never had memory for its flush state, at its end or
+ * the process's: its events are counted lost (no-memory) and its blocks
+ * freed, its own losses added to the totals.  Without a THREAD_START
+ * there is no THREAD_END to carry them: they are counted in the END only.
+ * A live thread keeps its current block, read to its head.
+ */
+static void discard_ring(struct ta_thread *t, uint32_t st)
+{
+	struct ta_block *b = t->drain ? t->drain : __atomic_load_n(&t->first, __ATOMIC_ACQUIRE);
+	uint64_t lost = 0;
+
+	while (b) {
+		/* Acquire, as in drain_thread_held's (D) and (E). */
+		struct ta_block *n = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+		uint32_t h = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE);
+
+		if (h > b->consumed) {
+			lost += raw_events(b->ev, b->consumed, h);
+			b->consumed = h;
+		}
+		if (!n)
+			break;
+		ta_block_put(b);
+		__atomic_sub_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
+		b = n;
+		t->drain = b;
+	}
+	__atomic_add_fetch(&ta_lost_unowned_by[TA_LOST_NO_MEMORY], lost, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ta_lost_unowned, lost, __ATOMIC_RELAXED);
+	for (unsigned c = 0; c < TA_LOST_NCAUSES; c++)
+		__atomic_add_fetch(&total_lost_by[c],
+				   __atomic_load_n(&t->lost_by[c], __ATOMIC_RELAXED),
+				   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&total_lost, __atomic_load_n(&t->lost, __ATOMIC_RELAXED),
+			   __ATOMIC_RELAXED);
+	note_out_of_memory();
+	if (st == TA_T_EXITED) {
+		if (b)
+			ta_block_put(b);
+		t->drain = NULL;
+		/* Release: a new thread claiming the record sees it clean. */
+		__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
+	} else {
+		t->drain = b;
+	}
+}
+
 /* whole: the calls the minimum-duration filter holds back are written too
  * (before a fork or an exec, and when asked to write everything).  budget:
  * how many blocks it may pass before it stops (UINT32_MAX: to the end of
@@ -472,6 +529,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 	struct ta_block *b;
 	char name[16];
 	uint32_t seq = 0;
+	int fresh = 0;
 
 	if (st != TA_T_LIVE && st != TA_T_EXITED)
 		return;
@@ -483,13 +541,22 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 	    !at_end)
 		return;
 	if (!fs) {
-		fs = calloc(1, sizeof(*fs));
-		if (!fs)
+		fs = __atomic_load_n(&test_no_state, __ATOMIC_RELAXED) ? NULL
+									 : calloc(1, sizeof(*fs));
+		if (!fs) {
+			/* No memory for its encoder: tried again at the next
+			 * pass; at its end (or the process's) what it holds
+			 * is counted lost rather than left for good. */
+			if (st == TA_T_EXITED || at_end)
+				discard_ring(t, st);
 			return;
+		}
 		t->fs = fs;
+		fresh = 1;
 	}
-	if (!t->drain) {
-		/* A new thread in this record: start its stream afresh. */
+	if (!t->drain || fresh) {
+		/* A new thread in this record (or, fresh, one whose events so
+		 * far were discarded): start its stream afresh. */
 		ta_encoder_free(&fs->enc);
 		ta_encoder_init(&fs->enc, t->tid);
 		fs->enc.max_cap = ta_cfg.test_encoder_max;
@@ -498,7 +565,8 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		fs->events = 0;
 		fs->lost_nomem = 0;
 		fs->started = 0;
-		t->drain = __atomic_load_n(&t->first, __ATOMIC_ACQUIRE);
+		if (!t->drain)
+			t->drain = __atomic_load_n(&t->first, __ATOMIC_ACQUIRE);
 	}
 	if (!fs->started) {
 		uint64_t flags = 0;

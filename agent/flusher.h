@@ -69,6 +69,9 @@ void ta_flusher_crash_drain(void) TA_HIDDEN;
  * thread were held up there while b's producer went on (NULL: none). */
 struct ta_block;
 void ta_flusher_test_hold(void (*hold)(const struct ta_block *b)) TA_HIDDEN;
+/* Tests only: while on, the flusher has no memory for a thread's flush
+ * state (its first drain's allocation fails). */
+void ta_flusher_test_no_state(int on) TA_HIDDEN;
 
 /* Flight mode: the consume lock of a thread's ring (flusher.c). */
 int ta_consume_trylock(struct ta_thread *t) TA_HIDDEN;

@@ -1108,6 +1108,33 @@ START_TEST(flusher_out_of_memory_loses_a_block_counted)
 }
 END_TEST
 
+/* No memory for a thread's flush state (the allocation at its first
+ * drain fails, ta_flusher_test_no_state): at its end, or the process's,
+ * its events are counted lost, no-memory, in the END (no THREAD_START was
+ * written, so no THREAD_END carries them), and the dump is incomplete. */
+START_TEST(flusher_without_state_memory_counts_at_the_end)
+{
+	struct dump d;
+	struct worker w = {.id = 1, .calls = 500};
+	pthread_t th;
+
+	agent_env("64K", "16M");
+	ta_flusher_test_no_state(1);
+	record_tree(0, 1000);
+	ck_assert_int_eq(pthread_create(&th, NULL, worker_main, &w), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 0);
+	ck_assert_int_eq(d.ended, 1);
+	ck_assert_uint_eq(d.end_events, 0);
+	ck_assert_uint_eq(d.end_lost, 1500 * 4);
+	ck_assert_uint_eq(d.end_lost_by[TA_LOST_NO_MEMORY], 1500 * 4);
+	ck_assert_uint_eq(d.end_flags & TA_END_F_INCOMPLETE, TA_END_F_INCOMPLETE);
+	unlink(dump_path);
+}
+END_TEST
+
 /* Flight mode keeps each thread's newest events, up to its quota, and
  * writes nothing until asked (here: at the end). */
 START_TEST(flight_mode_keeps_the_newest_events)
@@ -1602,6 +1629,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, ringless_threads_own_their_losses);
 	tcase_add_test(tc, flusher_without_memory_loses_all_counted);
 	tcase_add_test(tc, flusher_out_of_memory_loses_a_block_counted);
+	tcase_add_test(tc, flusher_without_state_memory_counts_at_the_end);
 	tcase_add_test(tc, flight_mode_keeps_the_newest_events);
 	tcase_add_test(tc, flight_cut_forgets_setjmp_depths);
 	tcase_add_test(tc, thread_name_is_recorded);
