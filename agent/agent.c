@@ -476,7 +476,9 @@ void ta_agent_write_end(uint64_t flags)
 	ta_buf_u(&b, events);
 	ta_buf_u(&b, lost);
 	ta_buf_u(&b, threads);
-	ta_buf_u(&b, flags | (ta_dump_failed() ? TA_END_F_INCOMPLETE : 0) |
+	ta_buf_u(&b, flags |
+			 (ta_dump_failed() || ta_flusher_out_of_memory() ? TA_END_F_INCOMPLETE
+									   : 0) |
 			 (ta_attach_injected ? TA_END_F_ATTACH : 0));
 	/* 1.4: the lost events by cause (format.h). */
 	ta_flusher_lost_by(by);

@@ -42,6 +42,9 @@ struct ta_flush_state {
 	uint64_t events;   /* recorded for this thread so far */
 	uint32_t name_seq; /* the name version last written */
 	int started;       /* THREAD_START written */
+	/* Events it had no memory to encode (TA_LOST_NO_MEMORY): the
+	 * drainer's count, added to the thread's own in its THREAD_END. */
+	uint64_t lost_nomem;
 	struct ta_mindur md; /* TRACEAGENT_MIN_DURATION's pending calls and counts */
 };
 
@@ -72,6 +75,24 @@ static uint32_t store_raw;
 /* Totals (atomic: rings are drained by the flusher and by their threads). */
 static uint64_t total_events, total_lost, total_threads;
 static uint64_t total_lost_by[TA_LOST_NCAUSES];
+/* 1 once something could not be written for want of memory (events, a
+ * thread's chunk): the END says the dump is incomplete.  Atomic, relaxed:
+ * read when the END is written, after the last drain. */
+static uint32_t out_of_memory;
+
+static void note_out_of_memory(void)
+{
+	/* Said once: the losses are counted, by thread, in the dump. */
+	if (!__atomic_exchange_n(&out_of_memory, 1, __ATOMIC_RELAXED))
+		ta_warn("out of memory in the flusher of process %d: what it cannot write is "
+			"counted lost (no-memory), and the dump is incomplete",
+			(int)getpid());
+}
+
+int ta_flusher_out_of_memory(void)
+{
+	return __atomic_load_n(&out_of_memory, __ATOMIC_RELAXED);
+}
 
 /*
  * TRACEAGENT_MIN_DURATION in ticks.  The counter's rate is measured from
@@ -173,6 +194,8 @@ static void write_thread_start(struct ta_thread *t, const char *name, uint64_t f
 	ta_buf_u(&b, flags);
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_THREAD_START, b.p, b.len);
+	else
+		note_out_of_memory();
 	ta_buf_free(&b);
 }
 
@@ -185,13 +208,16 @@ static void write_thread_name(struct ta_thread *t, const char *name)
 	ta_buf_str(&b, name, strnlen(name, 16));
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_THREAD_NAME, b.p, b.len);
+	else
+		note_out_of_memory();
 	ta_buf_free(&b);
 }
 
 static void write_thread_end(struct ta_thread *t, uint64_t end_ticks, uint64_t events)
 {
 	struct ta_buf b = {0};
-	uint64_t lost = __atomic_load_n(&t->lost, __ATOMIC_RELAXED);
+	uint64_t nomem = t->fs ? t->fs->lost_nomem : 0;
+	uint64_t lost = __atomic_load_n(&t->lost, __ATOMIC_RELAXED) + nomem;
 
 	ta_buf_u(&b, t->tid);
 	ta_buf_u(&b, end_ticks);
@@ -201,7 +227,8 @@ static void write_thread_end(struct ta_thread *t, uint64_t end_ticks, uint64_t e
 	/* 1.4: the same by cause (format.h), for info and report. */
 	ta_buf_u(&b, TA_LOST_NCAUSES);
 	for (unsigned c = 0; c < TA_LOST_NCAUSES; c++) {
-		uint64_t n = __atomic_load_n(&t->lost_by[c], __ATOMIC_RELAXED);
+		uint64_t n = __atomic_load_n(&t->lost_by[c], __ATOMIC_RELAXED) +
+			     (c == TA_LOST_NO_MEMORY ? nomem : 0);
 
 		ta_buf_u(&b, n);
 		__atomic_add_fetch(&total_lost_by[c], n, __ATOMIC_RELAXED);
@@ -209,6 +236,8 @@ static void write_thread_end(struct ta_thread *t, uint64_t end_ticks, uint64_t e
 	__atomic_add_fetch(&total_lost, lost, __ATOMIC_RELAXED);
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_THREAD_END, b.p, b.len);
+	else
+		note_out_of_memory();
 	ta_buf_free(&b);
 }
 
@@ -253,7 +282,29 @@ static void flush_chunk(struct ta_flush_state *fs)
 static volatile uint64_t handoff_sink;
 #endif
 
-/* Encodes the records [from, to) of a block, in chunks of CHUNK_TARGET. */
+/* The events among the records [from, to): a function event or an EXT
+ * group is one (as the hooks count their losses), a gap (counted where it
+ * was dropped) or padding none. */
+static uint64_t raw_events(const struct ta_rec *rec, size_t from, size_t to)
+{
+	uint64_t n = 0;
+
+	for (size_t i = from; i < to; i++) {
+		uint64_t a = rec[i].addr;
+
+		if (ta_raw_is_ext(a)) {
+			n += ta_raw_ext_kind(a) || ta_raw_ext_n(a);
+			i += TA_RAW_EXT_SLOTS(ta_raw_ext_n(a));
+		} else if ((a >> 62) != 1) {
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Encodes the records [from, to) of a block, in chunks of CHUNK_TARGET.
+ * What the encoder has no memory for is lost, counted (TA_LOST_NO_MEMORY),
+ * and the dump is then incomplete. */
 static void encode_raw(struct ta_flush_state *fs, const struct ta_rec *rec, size_t from, size_t to)
 {
 	size_t i = from;
@@ -272,8 +323,17 @@ static void encode_raw(struct ta_flush_state *fs, const struct ta_rec *rec, size
 #endif
 	while (i < to) {
 		size_t n = ta_encoder_raw(&fs->enc, rec + i, to - i, CHUNK_TARGET);
-		if (!n)
-			break; /* out of memory: these events are not written */
+		if (!n && fs->enc.open && fs->enc.len >= CHUNK_TARGET) {
+			flush_chunk(fs); /* full, not out of memory */
+			continue;
+		}
+		if (!n) {
+			/* Out of memory: the rest is not written.  The stream
+			 * goes on after it as after dropped events. */
+			fs->lost_nomem += raw_events(rec, i, to);
+			note_out_of_memory();
+			break;
+		}
 		i += n;
 		if (fs->enc.len >= CHUNK_TARGET)
 			flush_chunk(fs);
@@ -397,6 +457,63 @@ static int older_holders_drained(struct ta_thread *t, int at_end, struct ta_thre
 	return 1;
 }
 
+/* ta_flusher_test_no_state's switch.  Relaxed: set by a test before the
+ * drains it means to affect. */
+static uint32_t test_no_state;
+
+void ta_flusher_test_no_state(int on)
+{
+	__atomic_store_n(&test_no_state, (uint32_t)on, __ATOMIC_RELAXED);
+}
+
+/*
+ * A ring whose thread never had memory for its flush state, at its end or
+ * the process's: its events are counted lost (no-memory) and its blocks
+ * freed, its own losses added to the totals.  Without a THREAD_START
+ * there is no THREAD_END to carry them: they are counted in the END only.
+ * A live thread keeps its current block, read to its head.
+ */
+static void discard_ring(struct ta_thread *t, uint32_t st)
+{
+	struct ta_block *b = t->drain ? t->drain : __atomic_load_n(&t->first, __ATOMIC_ACQUIRE);
+	uint64_t lost = 0;
+
+	while (b) {
+		/* Acquire, as in drain_thread_held's (D) and (E). */
+		struct ta_block *n = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+		uint32_t h = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE);
+
+		if (h > b->consumed) {
+			lost += raw_events(b->ev, b->consumed, h);
+			b->consumed = h;
+		}
+		if (!n)
+			break;
+		ta_block_put(b);
+		__atomic_sub_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
+		b = n;
+		t->drain = b;
+	}
+	__atomic_add_fetch(&ta_lost_unowned_by[TA_LOST_NO_MEMORY], lost, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ta_lost_unowned, lost, __ATOMIC_RELAXED);
+	for (unsigned c = 0; c < TA_LOST_NCAUSES; c++)
+		__atomic_add_fetch(&total_lost_by[c],
+				   __atomic_load_n(&t->lost_by[c], __ATOMIC_RELAXED),
+				   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&total_lost, __atomic_load_n(&t->lost, __ATOMIC_RELAXED),
+			   __ATOMIC_RELAXED);
+	note_out_of_memory();
+	if (st == TA_T_EXITED) {
+		if (b)
+			ta_block_put(b);
+		t->drain = NULL;
+		/* Release: a new thread claiming the record sees it clean. */
+		__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
+	} else {
+		t->drain = b;
+	}
+}
+
 /* whole: the calls the minimum-duration filter holds back are written too
  * (before a fork or an exec, and when asked to write everything).  budget:
  * how many blocks it may pass before it stops (UINT32_MAX: to the end of
@@ -412,24 +529,44 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 	struct ta_block *b;
 	char name[16];
 	uint32_t seq = 0;
+	int fresh = 0;
 
 	if (st != TA_T_LIVE && st != TA_T_EXITED)
 		return;
+	/* A thread registered without a ring (drop mode at the cap) is
+	 * written once it has one, or when it ends without: its THREAD_START
+	 * and THREAD_END then carry its losses.  Acquire: pairs with the
+	 * release store of first in ring.c's ringless_get. */
+	if (!t->drain && !__atomic_load_n(&t->first, __ATOMIC_ACQUIRE) && st == TA_T_LIVE &&
+	    !at_end)
+		return;
 	if (!fs) {
-		fs = calloc(1, sizeof(*fs));
-		if (!fs)
+		fs = __atomic_load_n(&test_no_state, __ATOMIC_RELAXED) ? NULL
+									 : calloc(1, sizeof(*fs));
+		if (!fs) {
+			/* No memory for its encoder: tried again at the next
+			 * pass; at its end (or the process's) what it holds
+			 * is counted lost rather than left for good. */
+			if (st == TA_T_EXITED || at_end)
+				discard_ring(t, st);
 			return;
+		}
 		t->fs = fs;
+		fresh = 1;
 	}
-	if (!t->drain) {
-		/* A new thread in this record: start its stream afresh. */
+	if (!t->drain || fresh) {
+		/* A new thread in this record (or, fresh, one whose events so
+		 * far were discarded): start its stream afresh. */
 		ta_encoder_free(&fs->enc);
 		ta_encoder_init(&fs->enc, t->tid);
+		fs->enc.max_cap = ta_cfg.test_encoder_max;
 		ta_mindur_free(&fs->md);
 		ta_mindur_init(&fs->md, 0);
 		fs->events = 0;
+		fs->lost_nomem = 0;
 		fs->started = 0;
-		t->drain = t->first;
+		if (!t->drain)
+			t->drain = __atomic_load_n(&t->first, __ATOMIC_ACQUIRE);
 	}
 	if (!fs->started) {
 		uint64_t flags = 0;
@@ -475,7 +612,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		t->cut = 0;
 	}
 	b = t->drain;
-	for (;;) {
+	for (; b;) {
 		/* Whether the block is done is its next, read first, never
 		 * its limit: that reads 0 while a handler's events are put
 		 * aside (ring.c's nest_push), and a drain that took the 0 for
@@ -518,7 +655,8 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 
 	if (st == TA_T_EXITED) {
 		write_thread_end(t, __atomic_load_n(&t->end_ticks, __ATOMIC_RELAXED), fs->events);
-		ta_block_put(b);
+		if (b)
+			ta_block_put(b);
 		t->drain = NULL;
 		/* Release: a new thread claiming the record sees it clean. */
 		__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
@@ -1013,6 +1151,7 @@ void ta_flusher_forget(void)
 	memcpy(&drain_lock, &fresh, sizeof(fresh));
 	total_events = total_lost = total_threads = 0;
 	memset(total_lost_by, 0, sizeof(total_lost_by));
+	__atomic_store_n(&out_of_memory, 0, __ATOMIC_RELAXED);
 }
 
 void ta_flusher_release(void)
@@ -1039,6 +1178,7 @@ void ta_flusher_release(void)
 	pthread_mutex_unlock(&drain_lock);
 	total_events = total_lost = total_threads = 0;
 	memset(total_lost_by, 0, sizeof(total_lost_by));
+	__atomic_store_n(&out_of_memory, 0, __ATOMIC_RELAXED);
 	kick_word = 0;
 	__atomic_store_n(&dump_requested, 0, __ATOMIC_RELAXED);
 	/* The next attach may ask for another threshold. */

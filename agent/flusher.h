@@ -45,6 +45,9 @@ int ta_flusher_help(struct ta_thread *t) TA_HIDDEN;
 void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads) TA_HIDDEN;
 /* The lost events of ta_flusher_totals by cause (format.h's TA_LOST_*). */
 void ta_flusher_lost_by(uint64_t by[TA_LOST_NCAUSES]) TA_HIDDEN;
+/* 1 once the flusher could not write something for want of memory (its
+ * events counted lost, TA_LOST_NO_MEMORY): the dump is incomplete. */
+int ta_flusher_out_of_memory(void) TA_HIDDEN;
 /* In a forked child: the flusher thread does not exist there. */
 void ta_flusher_forget(void) TA_HIDDEN;
 /* An attach window ended (flusher stopped, rings drained): the per-thread
@@ -66,6 +69,9 @@ void ta_flusher_crash_drain(void) TA_HIDDEN;
  * thread were held up there while b's producer went on (NULL: none). */
 struct ta_block;
 void ta_flusher_test_hold(void (*hold)(const struct ta_block *b)) TA_HIDDEN;
+/* Tests only: while on, the flusher has no memory for a thread's flush
+ * state (its first drain's allocation fails). */
+void ta_flusher_test_no_state(int on) TA_HIDDEN;
 
 /* Flight mode: the consume lock of a thread's ring (flusher.c). */
 int ta_consume_trylock(struct ta_thread *t) TA_HIDDEN;

@@ -566,10 +566,12 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	if (!t)
 		return NULL;
 	t->first = pool_try_get();
-	if (!t->first) {
-		/* At the cap already: wait like any full block would (or,
-		 * dropping, do without: this event is lost). */
-		t->first = pool_mode == TA_MODE_DROP ? NULL : block_get_wait(t);
+	/* At the cap already: wait like any full block would.  Dropping, it
+	 * is registered all the same, without a ring (first NULL): what it
+	 * cannot record until a block is free is counted as its own loss
+	 * (ringless_get), in its THREAD_END, of its process. */
+	if (!t->first && pool_mode != TA_MODE_DROP) {
+		t->first = block_get_wait(t);
 		if (!t->first) {
 			__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
 			return NULL;
@@ -588,7 +590,7 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	t->lost = 0;
 	memset(t->lost_by, 0, sizeof(t->lost_by));
 	t->drop_count = 0;
-	t->chain_blocks = 1;
+	t->chain_blocks = t->first ? 1 : 0;
 	t->cut = 0;
 	t->wait_ticks = 0;
 	t->end_ticks = 0;
@@ -805,6 +807,37 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 		need_throttle = 1;
 	}
 	return nb;
+}
+
+/*
+ * Drop mode: a thread registered without a ring (thread_register found the
+ * pool dry) takes its first block as soon as one is free.  Until then each
+ * event is its own loss (TA_LOST_NO_RING), counted in its THREAD_END like
+ * a dropped one, and the gap goes into the stream before its first event.
+ * NULL while there is no block.
+ */
+static struct ta_block *ringless_get(struct ta_thread *t, uint64_t ticks)
+{
+	struct ta_block *b = pool_try_get();
+
+	if (!b) {
+		if (!t->drop_count++)
+			t->drop_ticks = ticks;
+		count_lost(t, TA_LOST_NO_RING);
+		ta_flusher_kick();
+		return NULL;
+	}
+	if (t->drop_count) {
+		b->ev[0].ticks = t->drop_ticks;
+		b->ev[0].addr = TA_RAW_LOST | t->drop_count;
+		__atomic_store_n(&b->head, 1, __ATOMIC_RELAXED);
+		t->drop_count = 0;
+	}
+	__atomic_store_n(&t->chain_blocks, 1, __ATOMIC_RELAXED);
+	/* Release: pairs with the flusher's acquire load of first, after
+	 * which it reads the block (and its head) as any other. */
+	__atomic_store_n(&t->first, b, __ATOMIC_RELEASE);
+	return b;
 }
 
 /* Slots a record takes: one, or an EXT group's header and values. */
@@ -1027,9 +1060,9 @@ static struct ta_block *nest_drain(struct ta_thread *t, struct ta_block *b)
 			if (b && !is_idle(b))
 				b = append(t, b, g, cnt, 0);
 			else
-				/* No ring to append them to: the thread never
-				 * got one, or the agent stopped meanwhile. */
-				count_lost(t, t ? TA_LOST_STOPPED : TA_LOST_NO_RING);
+				/* No ring to append them to: the thread has
+				 * none yet, or the agent stopped meanwhile. */
+				count_lost(t, t && t->first ? TA_LOST_STOPPED : TA_LOST_NO_RING);
 			done += cnt;
 		}
 		/* Reset, unless a handler added one meanwhile. */
@@ -1157,8 +1190,19 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 			goto done;
 		}
 		b = t->first;
-	} else if (is_idle(b)) {
+	} else if (is_idle(b) && t->first) {
 		goto done; /* registered, but the agent stopped meanwhile */
+	}
+	if (TA_UNLIKELY(!b || is_idle(b))) {
+		/* Registered without a ring (drop mode at the cap): this
+		 * event, and those handlers put aside, are its own losses
+		 * while no block is free. */
+		b = ringless_get(t, r[0].ticks);
+		if (!b) {
+			b = &idle_block;
+			ringless = 1;
+			goto done;
+		}
 	}
 	if (TA_UNLIKELY(nest_n))
 		b = nest_drain(t, b);
@@ -1177,8 +1221,9 @@ done:
 	/* A handler that ran while the placeholder was in place put its
 	 * events aside; once ours is back, new handlers write directly, so
 	 * one look after it is enough.  A thread that could not get a ring
-	 * has nowhere to append them: nest_drain counts them as lost (in
-	 * no thread's count), or they would be lost silently. */
+	 * has nowhere to append them: nest_drain counts them as lost (its
+	 * own, or in no thread's count when it has no record either), or
+	 * they would be lost silently. */
 	while (TA_UNLIKELY(__atomic_load_n(&nest_n, __ATOMIC_RELAXED)) &&
 	       ((t && !is_idle(b)) || ringless)) {
 		b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
@@ -1286,7 +1331,9 @@ void ta_thread_exit(void)
 		__atomic_store_n(&nest_block->limit, nest_limit, __ATOMIC_RELAXED);
 		nest_block = NULL;
 	}
-	if (__atomic_load_n(&nest_n, __ATOMIC_RELAXED) && b != &busy_block && !is_idle(b))
+	/* Without a ring (drop mode), what handlers put aside is counted. */
+	if (__atomic_load_n(&nest_n, __ATOMIC_RELAXED) && b != &busy_block &&
+	    (!is_idle(b) || !t->first))
 		(void)nest_drain(t, b);
 	__atomic_store_n(&t->end_ticks, ta_ticks(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);

@@ -418,6 +418,8 @@ void ta_settings_load(struct ta_settings *s)
 	s->control = onoff_setting("TRACEAGENT_CONTROL", "on", "off", 1);
 	s->start_paused = !onoff_setting("TRACEAGENT_START", "running", "paused", 1);
 	ta_settings_filters(s, 1);
+	s->test_encoder_max = 0;
+	size_setting("TRACEAGENT_TEST_ENCODER_MAX", 0, 1ull << 40, &s->test_encoder_max);
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;
 	fallback = setting_env("TRACEAGENT_OUTPUT_FALLBACK");

@@ -41,6 +41,10 @@ struct ta_settings {
 	char exclude[1024];       /* TRACEAGENT_EXCLUDE: "[MODULE:]GLOB,..." ("" = none) */
 	uint32_t depth;           /* TRACEAGENT_DEPTH: frames kept per thread, 0 = all */
 	uint64_t min_duration_ns; /* TRACEAGENT_MIN_DURATION, 0 = none */
+	/* TRACEAGENT_TEST_ENCODER_MAX: for tests only, the most a thread's
+	 * encoder buffer may hold (0 = no limit): past it the flusher is out
+	 * of memory, as when an allocation fails. */
+	uint64_t test_encoder_max;
 };
 
 #define TA_DEFAULT_OUTPUT   "traceagent.%p.trace"

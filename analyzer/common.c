@@ -301,8 +301,9 @@ void ta_view_warnings(struct ta_view *v)
 	}
 	if (v->lost_no_ring)
 		ta_view_warn(v,
-			     "%" PRIu64 " events lost by threads that could not get a ring (memory "
-			     "cap reached when they started; in no thread's count)",
+			     "%" PRIu64 " events lost by threads that could not get a ring (no "
+			     "record for them, or an older agent at its memory cap; in no thread's "
+			     "count)",
 			     v->lost_no_ring);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct ta_process *p = ta_session_process(s, s->threads[i]->pid);

@@ -231,28 +231,33 @@ static int get_fields(const struct ta_stream_ev *ev, uint64_t *f, int n)
 static int on_chunk(struct ta_sv_conn *c, const struct ta_stream_ev *ev)
 {
 	uint64_t f[5];
+	/* Counted only when kept: a chunk past the quota is cut off the
+	 * dump (cut_back), and the line says what the dump holds. */
+	int kept = !c->quota || c->st.good <= c->quota;
 
-	c->last_end = 0;
-	switch (ev->chunk.type) {
-	case TA_CHUNK_EVENTS:
-		if (get_fields(ev, f, 4) == 0)
-			c->events += f[3];
-		else
-			c->events_unknown = 1;
-		break;
-	case TA_CHUNK_THREAD_START:
-		c->threads++;
-		break;
-	case TA_CHUNK_END:
-		if (get_fields(ev, f, 5) == 0) {
-			c->end_events = f[2];
-			c->end_threads = f[4];
-			c->saw_end = 1;
-			c->last_end = 1;
+	if (kept) {
+		c->last_end = 0;
+		switch (ev->chunk.type) {
+		case TA_CHUNK_EVENTS:
+			if (get_fields(ev, f, 4) == 0)
+				c->events += f[3];
+			else
+				c->events_unknown = 1;
+			break;
+		case TA_CHUNK_THREAD_START:
+			c->threads++;
+			break;
+		case TA_CHUNK_END:
+			if (get_fields(ev, f, 5) == 0) {
+				c->end_events = f[2];
+				c->end_threads = f[4];
+				c->saw_end = 1;
+				c->last_end = 1;
+			}
+			break;
+		default:
+			break;
 		}
-		break;
-	default:
-		break;
 	}
 	if (!c->named) {
 		uint64_t start_ns = 0;
@@ -264,7 +269,7 @@ static int on_chunk(struct ta_sv_conn *c, const struct ta_stream_ev *ev)
 		if (create_dump(c, start_ns) < 0)
 			return c->cut;
 	}
-	if (!c->quota || c->st.good <= c->quota)
+	if (kept)
 		c->keep = c->st.good;
 	return 0;
 }

@@ -401,6 +401,11 @@ static int enc_reserve(struct ta_encoder *e, size_t more)
 	cap = e->cap ? e->cap : 4096;
 	while (cap < need)
 		cap *= 2;
+	if (e->max_cap && cap > e->max_cap) {
+		if (need > e->max_cap)
+			return -TA_E_NOMEM;
+		cap = e->max_cap;
+	}
 	b = realloc(e->buf, cap);
 	if (!b)
 		return -TA_E_NOMEM;

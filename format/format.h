@@ -262,7 +262,8 @@ int ta_channel_list_has(const char *list, const char *name);
 	X(NESTED, 2, "nested")    /* signal handlers' events beyond the reserve put aside */     \
 	X(STOPPED, 3, "stopped")  /* the agent stopped before they could be appended */      \
 	X(ZONE_DEPTH, 4, "zone-depth") /* zones begun beyond TA_ZONE_BEGIN's depth (1.5) */ \
-	X(STARTING, 5, "starting") /* API events inside their thread's own start (1.8) */
+	X(STARTING, 5, "starting")     /* API events made while the agent could not take them */ \
+	X(NO_MEMORY, 6, "no-memory")   /* the flusher had no memory to encode them */
 
 enum ta_lost_cause {
 #define TA_X(name, value, str) TA_LOST_##name = value,
@@ -556,6 +557,10 @@ struct ta_encoder {
 	int open;
 	int wide; /* ta_encoder_raw's loop for tick deltas of two bytes (no
 		     effect on the bytes) */
+	/* 0, or the most the buffer may hold: a growth past it fails as one
+	 * out of memory does (the agent's fault injection for its tests,
+	 * TRACEAGENT_TEST_ENCODER_MAX; set after ta_encoder_init). */
+	size_t max_cap;
 };
 
 /* Events as the agent's rings hold them: bit 63 of addr marks an exit. */

@@ -41,6 +41,7 @@ struct thread_log {
 	uint64_t *ticks;
 	size_t n, cap;
 	uint64_t end_events, end_lost, end_wait;
+	uint64_t end_lost_by[TA_LOST_NCAUSES]; /* THREAD_END's by cause */
 	uint64_t marker_lost;   /* sum of LOST records in the stream */
 	size_t marker_at;       /* events recorded before the first one */
 	int markers;
@@ -53,7 +54,8 @@ struct thread_log {
 struct dump {
 	struct thread_log t[MAX_TIDS];
 	int nthreads;
-	uint64_t end_events, end_lost;
+	uint64_t end_events, end_lost, end_flags;
+	uint64_t end_lost_by[TA_LOST_NCAUSES];
 	int ended;
 	int chunks;
 };
@@ -150,12 +152,30 @@ static void load_dump(const char *path, struct dump *d)
 			ta_get_varint(&r, &t->end_events);
 			ta_get_varint(&r, &t->end_lost);
 			ta_get_varint(&r, &t->end_wait);
+			ta_get_varint(&r, &v);
+			for (uint64_t k = 0; k < v; k++) {
+				uint64_t n;
+
+				ta_get_varint(&r, &n);
+				if (k < TA_LOST_NCAUSES)
+					t->end_lost_by[k] = n;
+			}
 			t->ended = 1;
 		} else if (c.type == TA_CHUNK_END) {
 			ta_get_varint(&r, &v);
 			ta_get_varint(&r, &v);
 			ta_get_varint(&r, &d->end_events);
 			ta_get_varint(&r, &d->end_lost);
+			ta_get_varint(&r, &v); /* threads */
+			ta_get_varint(&r, &d->end_flags);
+			ta_get_varint(&r, &v);
+			for (uint64_t k = 0; k < v; k++) {
+				uint64_t n;
+
+				ta_get_varint(&r, &n);
+				if (k < TA_LOST_NCAUSES)
+					d->end_lost_by[k] = n;
+			}
 			d->ended = 1;
 		} else if (c.type == TA_CHUNK_EVENTS) {
 			struct ta_decoder dec;
@@ -222,6 +242,7 @@ static void agent_env_only(const char *buffer, const char *memory, const char *m
 		setenv("TRACEAGENT_FLIGHT_SIZE", flight_size, 1);
 	else
 		unsetenv("TRACEAGENT_FLIGHT_SIZE");
+	unsetenv("TRACEAGENT_TEST_ENCODER_MAX");
 	ta_test_path(dump_path, sizeof(dump_path), "test-ring", "ring.trace");
 	setenv("TRACEAGENT_OUTPUT", dump_path, 1);
 	setenv("TRACEAGENT_BUFFER", buffer, 1);
@@ -931,10 +952,11 @@ END_TEST
 
 static void *ringless_thread(void *p)
 {
-	(void)p;
 	for (long i = 0; i < RINGLESS_EVENTS; i++)
 		ta_record(addr_of(9, 0) | (i % 2 ? TA_REC_EXIT : 0));
-	ck_assert_ptr_null(ta_thread_self()); /* it never got a ring */
+	/* Registered, without a ring: its losses are its own. */
+	ck_assert_ptr_nonnull(ta_thread_self());
+	*(uint64_t *)p = ta_thread_self()->tid;
 	return NULL;
 }
 
@@ -961,6 +983,20 @@ static uint64_t lost_no_ring(const struct dump *d)
 	return d->end_lost - threads;
 }
 
+/* A thread that never had a ring: in the dump all the same, its events
+ * all lost, as its own, for want of a ring. */
+static void check_ringless(const struct dump *d, uint64_t tid, uint64_t lost)
+{
+	const struct thread_log *t = find_tid(d, tid);
+
+	ck_assert_int_eq(t->ended, 1);
+	ck_assert_uint_eq(t->n, 0);
+	ck_assert_uint_eq(t->end_events, 0);
+	ck_assert_uint_eq(t->end_lost, lost);
+	ck_assert_uint_eq(t->end_lost_by[TA_LOST_NO_RING], lost);
+	ck_assert_uint_eq(lost_no_ring(d), 0);
+}
+
 /* Another ringless thread is in its fast path, between (A) and giving the
  * claim back, preempted there.  A thread that hooks meanwhile must not take
  * that for a nested hook of its own and put its events aside: it could
@@ -983,12 +1019,13 @@ START_TEST(ringless_hooks_do_not_look_nested)
 {
 	struct dump d;
 	pthread_t c, t;
+	uint64_t tid = 0;
 	uint64_t produced = fill_pool_dropping();
 
 	pthread_barrier_init(&claim_held, NULL, 2);
 	ck_assert_int_eq(pthread_create(&c, NULL, claiming_thread, NULL), 0);
 	pthread_barrier_wait(&claim_held);
-	ck_assert_int_eq(pthread_create(&t, NULL, ringless_thread, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, ringless_thread, &tid), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	pthread_barrier_wait(&claim_held);
 	ck_assert_int_eq(pthread_join(c, NULL), 0);
@@ -997,8 +1034,8 @@ START_TEST(ringless_hooks_do_not_look_nested)
 	produced += RINGLESS_EVENTS;
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
-	ck_assert_int_eq(d.nthreads, 1);
-	ck_assert_uint_eq(lost_no_ring(&d), RINGLESS_EVENTS);
+	ck_assert_int_eq(d.nthreads, 2);
+	check_ringless(&d, tid, RINGLESS_EVENTS);
 	ck_assert_uint_eq(d.end_events + d.end_lost, produced);
 	unlink(dump_path);
 }
@@ -1008,38 +1045,206 @@ static void *ringless_nested_thread(void *p)
 {
 	struct ta_block *idle = ta_cur;
 
-	(void)p;
 	/* A signal handler's hooks while the slow path works (its placeholder
 	 * in ta_cur): put aside... */
 	ta_cur_stop();
 	ta_record(addr_of(9, 0));
 	ta_record(addr_of(9, 0) | TA_REC_EXIT);
-	/* ...then the slow path, which could not register the thread, ends
-	 * and its next event fails to register again. */
+	/* ...then the slow path, which could not give the thread a ring,
+	 * ends, and its next event finds no block either. */
 	ta_cur = idle;
 	ta_record(addr_of(9, 1));
 	ta_record(addr_of(9, 1) | TA_REC_EXIT);
-	ck_assert_ptr_null(ta_thread_self());
+	ck_assert_ptr_nonnull(ta_thread_self());
+	*(uint64_t *)p = ta_thread_self()->tid;
 	return NULL;
 }
 
 /* Events put aside by a handler in a thread that cannot get a ring have
- * nowhere to go: they are counted lost, in no thread's count. */
+ * nowhere to go: they are counted lost, the thread's own. */
 START_TEST(ringless_nested_events_are_counted)
 {
 	struct dump d;
 	pthread_t t;
+	uint64_t tid = 0;
 	uint64_t produced = fill_pool_dropping();
 
-	ck_assert_int_eq(pthread_create(&t, NULL, ringless_nested_thread, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, ringless_nested_thread, &tid), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ta_flusher_fork_parent();
 	produced += 4;
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
-	ck_assert_int_eq(d.nthreads, 1);
-	ck_assert_uint_eq(lost_no_ring(&d), 4);
+	ck_assert_int_eq(d.nthreads, 2);
+	check_ringless(&d, tid, 4);
 	ck_assert_uint_eq(d.end_events + d.end_lost, produced);
+	unlink(dump_path);
+}
+END_TEST
+
+/* Threads that start while the pool is used up (drop mode) lose their
+ * first events, then record once the flusher frees blocks: each thread's
+ * recorded + lost is what it produced, exactly, the losses in its own
+ * THREAD_END (none in the process's alone) and marked where they were,
+ * before its first recorded event. */
+#define LATE_THREADS 8
+#define LATE_BEFORE 7 /* calls without a ring: 28 events */
+#define LATE_AFTER 50
+
+static pthread_barrier_t late_ringless, late_freed;
+
+static void *late_ring_thread(void *p)
+{
+	struct worker *w = p;
+
+	record_tree(w->id, LATE_BEFORE);
+	pthread_barrier_wait(&late_ringless);
+	pthread_barrier_wait(&late_freed); /* main waits for free blocks */
+	record_tree(w->id, LATE_AFTER);
+	w->tid = ta_thread_self()->tid;
+	return NULL;
+}
+
+START_TEST(ringless_threads_own_their_losses)
+{
+	struct dump d;
+	pthread_t th[LATE_THREADS];
+	struct worker w[LATE_THREADS];
+	uint64_t produced = fill_pool_dropping(), threads_lost = 0;
+	const struct thread_log *m;
+
+	pthread_barrier_init(&late_ringless, NULL, LATE_THREADS + 1);
+	pthread_barrier_init(&late_freed, NULL, LATE_THREADS + 1);
+	for (long i = 0; i < LATE_THREADS; i++) {
+		w[i] = (struct worker){.id = 1 + i, .calls = LATE_AFTER};
+		ck_assert_int_eq(pthread_create(&th[i], NULL, late_ring_thread, &w[i]), 0);
+	}
+	pthread_barrier_wait(&late_ringless);
+	ta_flusher_fork_parent();
+	/* As in drop_mode_counts_and_marks_the_gap: up to 10 s for the
+	 * flusher to free the pool but main's current block. */
+	for (int i = 0; i < 10000 && ta_pool_used_bytes() > 4096; i++) {
+		ta_flusher_kick();
+		usleep(1000);
+	}
+	ck_assert_uint_le(ta_pool_used_bytes(), 4096);
+	pthread_barrier_wait(&late_freed);
+	for (int i = 0; i < LATE_THREADS; i++)
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+	pthread_barrier_destroy(&late_ringless);
+	pthread_barrier_destroy(&late_freed);
+	produced += (uint64_t)LATE_THREADS * (LATE_BEFORE + LATE_AFTER) * 4;
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, LATE_THREADS + 1);
+	for (int i = 0; i < LATE_THREADS; i++) {
+		const struct thread_log *t = find_tid(&d, w[i].tid);
+
+		check_tree(t, w[i].id, LATE_AFTER);
+		ck_assert_uint_eq(t->end_events, LATE_AFTER * 4);
+		ck_assert_uint_eq(t->end_lost, LATE_BEFORE * 4);
+		ck_assert_uint_eq(t->end_lost_by[TA_LOST_NO_RING], LATE_BEFORE * 4);
+		ck_assert_int_eq(t->markers, 1);
+		ck_assert_uint_eq(t->marker_lost, LATE_BEFORE * 4);
+		ck_assert_uint_eq(t->marker_at, 0);
+		threads_lost += t->end_lost;
+	}
+	/* Main's, all dropped at the cap. */
+	m = find_tid(&d, (uint64_t)syscall(SYS_gettid));
+	ck_assert_uint_eq(m->end_lost_by[TA_LOST_NO_RING], 0);
+	ck_assert_uint_eq(m->n + m->end_lost, 2 + 20000 * 4);
+	threads_lost += m->end_lost;
+	ck_assert_uint_eq(lost_no_ring(&d), 0);
+	ck_assert_uint_eq(d.end_lost, threads_lost);
+	ck_assert_uint_eq(d.end_events + d.end_lost, produced);
+	unlink(dump_path);
+}
+END_TEST
+
+/* The flusher out of memory (its encoder's buffer may not grow: the
+ * agent's fault injection, TRACEAGENT_TEST_ENCODER_MAX): what it cannot
+ * encode is counted lost, cause no-memory, in the thread's THREAD_END and
+ * the END, and the END says the dump is incomplete. */
+static void check_nomem(const struct dump *d, uint64_t produced)
+{
+	const struct thread_log *t;
+
+	ck_assert_int_eq(d->nthreads, 1);
+	t = &d->t[0];
+	ck_assert_int_eq(t->ended, 1);
+	ck_assert_uint_gt(t->end_lost, 0);
+	ck_assert_uint_eq(t->end_lost_by[TA_LOST_NO_MEMORY], t->end_lost);
+	ck_assert_uint_eq(t->n, t->end_events);
+	ck_assert_uint_eq(t->n + t->end_lost, produced);
+	ck_assert_int_eq(d->ended, 1);
+	ck_assert_uint_eq(d->end_lost, t->end_lost);
+	ck_assert_uint_eq(d->end_lost_by[TA_LOST_NO_MEMORY], t->end_lost);
+	ck_assert_uint_eq(d->end_events + d->end_lost, produced);
+	ck_assert_uint_eq(d->end_flags & TA_END_F_INCOMPLETE, TA_END_F_INCOMPLETE);
+}
+
+/* No room for even a chunk's start: every event is lost, exactly. */
+START_TEST(flusher_without_memory_loses_all_counted)
+{
+	struct dump d;
+
+	agent_env("64K", "16M");
+	setenv("TRACEAGENT_TEST_ENCODER_MAX", "1", 1);
+	record_tree(0, 20000);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	check_nomem(&d, 20000 * 4);
+	ck_assert_uint_eq(d.t[0].n, 0);
+	unlink(dump_path);
+}
+END_TEST
+
+/* Room for small batches only: a block handed over whole (the flusher held
+ * up while it fills) cannot be encoded, what comes after it can. */
+START_TEST(flusher_out_of_memory_loses_a_block_counted)
+{
+	struct dump d;
+
+	agent_env("64K", "16M");
+	setenv("TRACEAGENT_TEST_ENCODER_MAX", "16K", 1);
+	ta_record(addr_of(0, 0)); /* starts the agent */
+	ta_record(addr_of(0, 0) | TA_REC_EXIT);
+	ta_flusher_fork_prepare(); /* the flusher cannot drain */
+	record_tree(0, 2000);      /* 8000 events: a block of 4096 full */
+	ta_flusher_fork_parent();
+	record_tree(0, 10);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	check_nomem(&d, 2 + 2010 * 4);
+	/* A full block's batch (4096 slots, 80 KiB reserved) cannot fit. */
+	ck_assert_uint_ge(d.t[0].end_lost, 4096 - 2);
+	unlink(dump_path);
+}
+END_TEST
+
+/* No memory for a thread's flush state (the allocation at its first
+ * drain fails, ta_flusher_test_no_state): at its end, or the process's,
+ * its events are counted lost, no-memory, in the END (no THREAD_START was
+ * written, so no THREAD_END carries them), and the dump is incomplete. */
+START_TEST(flusher_without_state_memory_counts_at_the_end)
+{
+	struct dump d;
+	struct worker w = {.id = 1, .calls = 500};
+	pthread_t th;
+
+	agent_env("64K", "16M");
+	ta_flusher_test_no_state(1);
+	record_tree(0, 1000);
+	ck_assert_int_eq(pthread_create(&th, NULL, worker_main, &w), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ta_agent_shutdown();
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 0);
+	ck_assert_int_eq(d.ended, 1);
+	ck_assert_uint_eq(d.end_events, 0);
+	ck_assert_uint_eq(d.end_lost, 1500 * 4);
+	ck_assert_uint_eq(d.end_lost_by[TA_LOST_NO_MEMORY], 1500 * 4);
+	ck_assert_uint_eq(d.end_flags & TA_END_F_INCOMPLETE, TA_END_F_INCOMPLETE);
 	unlink(dump_path);
 }
 END_TEST
@@ -1532,6 +1737,10 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, drop_mode_counts_and_marks_the_gap);
 	tcase_add_test(tc, ringless_hooks_do_not_look_nested);
 	tcase_add_test(tc, ringless_nested_events_are_counted);
+	tcase_add_test(tc, ringless_threads_own_their_losses);
+	tcase_add_test(tc, flusher_without_memory_loses_all_counted);
+	tcase_add_test(tc, flusher_out_of_memory_loses_a_block_counted);
+	tcase_add_test(tc, flusher_without_state_memory_counts_at_the_end);
 	tcase_add_test(tc, flight_mode_keeps_the_newest_events);
 	tcase_add_test(tc, flight_cut_forgets_setjmp_depths);
 	tcase_add_test(tc, thread_name_is_recorded);

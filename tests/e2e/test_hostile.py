@@ -94,9 +94,9 @@ class HostileTest(tahelp.Case):
 
     def test_drop_threads_without_ring(self):
         # 320 threads alive at once, each holding a ring once it has one,
-        # and 256 blocks in all (1 MiB of 4 KiB): some threads cannot
-        # even register.  What they lose is in END but in no thread's
-        # count, and the analyzer says so apart.
+        # and 256 blocks in all (1 MiB of 4 KiB): some threads start
+        # without a ring.  What they lose is their own (cause no-ring, in
+        # their THREAD_END): every lost event is in a thread's count.
         n = 320
         argv = [self.prog("crowd-O2"), str(n)]
         plain = self.run_plain(argv)
@@ -104,7 +104,7 @@ class HostileTest(tahelp.Case):
         r = self.run_preload(argv, env={"TRACEAGENT_MODE": "drop", "TRACEAGENT_BUFFER": "4K",
                                         "TRACEAGENT_MEMORY": "1M"})
         self.assertEqual((r.returncode, r.stdout, r.stderr), (0, plain.stdout, ""))
-        end_lost, threads_lost = None, 0
+        end_lost, threads_lost, threads_no_ring = None, 0, 0
         with open(r.dump, "rb") as fh:
             data = fh.read()
         for off, ctype, flags, stored in tahelp.chunks(r.dump):
@@ -119,32 +119,32 @@ class HostileTest(tahelp.Case):
                     vals.append(v)
                     v, shift = 0, 0
             if ctype == 6:
+                # tid, end, events, lost, wait, n causes, the causes.
                 threads_lost += vals[3]
+                threads_no_ring += vals[7]
             else:
                 end_lost = vals[3]
-        no_ring = end_lost - threads_lost
-        self.assertGreater(no_ring, 0, "every thread got a ring: the test shows nothing")
+        self.assertGreater(threads_no_ring, 0, "every thread got a ring: the test shows nothing")
+        self.assertEqual(end_lost, threads_lost)
         p = self.report_raw(r.dump, "--json", "--threads")
         self.assertEqual(p.returncode, 0, p.stderr)
         rep = json.loads(p.stdout)
-        # Every event the program made is recorded or counted as lost.
+        # Every event the program made is recorded or counted as lost, by
+        # its thread.
         self.assertEqual(rep["events"] + rep["lost"], 2 + n * 112)
         self.assertEqual(rep["lost"], end_lost)
-        self.assertEqual(rep["lost_no_ring"], no_ring)
-        self.assertEqual(sum(t["lost"] for t in rep["per_thread"]) + no_ring, rep["lost"])
-        self.assertIn("warning: %d events lost by threads that could not get a ring" % no_ring,
-                      p.stderr)
+        self.assertEqual(rep["lost_no_ring"], 0)
+        self.assertEqual(rep["lost_by_cause"]["no-ring"], threads_no_ring)
+        self.assertEqual(sum(t["lost"] for t in rep["per_thread"]), rep["lost"])
+        self.assertEqual(sum(t["events"] + t["lost"] for t in rep["per_thread"]), 2 + n * 112)
+        self.assertNotIn("could not get a ring", p.stderr)
         info = subprocess.run([tahelp.TRACEAGENT, "info", "--json", r.dump],
                               capture_output=True, text=True)
         self.assertEqual(info.returncode, 0, info.stderr)
         info = json.loads(info.stdout)
-        self.assertEqual(info["lost_no_ring"], no_ring)
-        self.assertEqual(info["processes"][0]["lost_no_ring"], no_ring)
-        text = subprocess.run([tahelp.TRACEAGENT, "info", r.dump], capture_output=True,
-                              text=True).stdout
-        self.assertIn("lost %d (%d by threads that could not get a ring)"
-                      % (end_lost, no_ring), text)
-
+        self.assertEqual(info["lost_no_ring"], 0)
+        self.assertEqual(info["processes"][0]["lost_no_ring"], 0)
+        self.assertEqual(info["lost_by_cause"]["no-ring"], threads_no_ring)
 
 if __name__ == "__main__":
     tahelp.main()

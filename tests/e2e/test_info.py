@@ -13,7 +13,7 @@ import subprocess
 import time
 
 import tahelp
-from tahelp import TRACEAGENT, TIMEOUT, clean_env
+from tahelp import TRACEAGENT, TIMEOUT, clean_env, fib_calls
 
 
 def build_id(path):
@@ -55,6 +55,36 @@ class InfoTest(tahelp.Case):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr, "")
         return json.loads(p.stdout)
+
+    def test_flusher_out_of_memory(self):
+        """The flusher without memory to encode (its encoder's buffer may
+        not grow: TRACEAGENT_TEST_ENCODER_MAX=1, the agent's fault
+        injection): every event counted lost, cause no-memory, said once,
+        and the dump incomplete, which info and report show."""
+        r = self.run_preload([self.prog("fib-O0"), "15"],
+                             env={"TRACEAGENT_TEST_ENCODER_MAX": "1"})
+        self.assertEqual((r.returncode, r.stdout), (0, "fib(15) = 610\n"))
+        self.assertRegex(r.stderr, r"^traceagent: out of memory in the flusher of process \d+: "
+                         r"what it cannot write is counted lost \(no-memory\), and the dump "
+                         r"is incomplete\n$")
+        produced = 2 * (fib_calls(15) + 1)  # fib's calls and main's
+        p = subprocess.run([TRACEAGENT, "info", "--json", r.dump], env=clean_env(),
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        info = json.loads(p.stdout)
+        self.assertFalse(info["complete"])
+        self.assertEqual(info["incomplete"], "the agent could not write all of its data")
+        self.assertEqual((info["events"], info["lost"]), (0, produced))
+        self.assertEqual(info["lost_by_cause"]["no-memory"], produced)
+        self.assertEqual(sum(info["lost_by_cause"].values()), produced)
+        proc = info["processes"][0]
+        self.assertTrue(proc["end"]["data_lost"])
+        self.assertEqual([(t["events"], t["lost"]) for t in proc["threads"]], [(0, produced)])
+        text = subprocess.run([TRACEAGENT, "info", r.dump], env=clean_env(),
+                              capture_output=True, text=True, timeout=TIMEOUT).stdout
+        self.assertIn("lost by cause: no-memory %d\n" % produced, text)
+        rep = self.report_raw(r.dump)
+        self.assertIn("%d events were lost (the agent could not record them); by cause: "
+                      "no-memory %d" % (produced, produced), rep.stderr)
 
     def test_run(self):
         prog = self.prog("threads-O2")

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -234,6 +235,46 @@ class ServeTest(tahelp.Case):
         self.assertLess(serve.vm_hwm_kib(), 64 * 1024)
         self.assertEqual(serve.proc.poll(), None)
         self.assertEqual(serve.stop(), 0)
+
+    def test_quota_counts_what_is_kept(self):
+        """The line counts what the saved dump holds: a chunk that arrives
+        past --quota is cut off the dump and is not counted (an EVENTS
+        chunk's events, a THREAD_START's thread, an END's totals)."""
+        r = self.run_preload([self.prog("threads-O0")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(r.dump, "rb") as f:
+            data = f.read()
+        chunks = []  # (type, offset of its end)
+        off = struct.unpack_from("<I", data, 12)[0]
+        while off < len(data):
+            ctype, stored = struct.unpack_from("<HxxI", data, off + 4)
+            off += 32 + stored
+            chunks.append((ctype, off))
+        self.assertEqual(off, len(data))
+        EVENTS, THREAD_START, END = 7, 4, 8
+        for kind in (EVENTS, THREAD_START, END):
+            # The quota ends one byte into the last chunk of the kind: the
+            # dump keeps the chunks before it.
+            end = [e for t, e in chunks[1:] if t == kind][-1]
+            keep = max(e for _, e in chunks if e < end)
+            serve = Serve(self, "--quota", str(end - 1))
+            host, port = serve.addr[len("tcp://"):].rsplit(":", 1)
+            with socket.create_connection((host, int(port))) as c:
+                try:
+                    c.sendall(data)
+                except OSError:
+                    pass  # cut off while sending
+            l = parse(serve.wait_lines(1)[0])
+            self.assertEqual(serve.stop(), 0)
+            self.assertIn("over the quota", l["status"], l)
+            self.assertEqual(l["bytes"], keep, l)
+            with open(l["file"], "rb") as f:
+                self.assertEqual(f.read(), data[:keep])
+            p = self.report_raw(l["file"], "--json")
+            rep = json.loads(p.stdout)
+            self.assertFalse(rep["complete"])
+            self.assertEqual((l["events"], l["threads"]), (rep["events"], rep["threads"]),
+                             (kind, l, p.stderr))
 
     def slow_collector(self, path, dump):
         """A collector on unix:path that reads 8 KiB every 5 ms (1.6 MB/s)
