@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -50,6 +51,11 @@ static char dump_path[4096];
  * file offsets, no handover across exec, a new connection per child. */
 static int dump_stream;
 static int crash_mode; /* locks are tried, not waited on */
+
+/* The recording's file as its descendants find it (TA_DUMP_FILE_VAR's
+ * value, "" when this process shares none): a file without %p in its name
+ * is one recording, every process of the program's tree in it. */
+static char dump_token[sizeof(dump_path) + 64];
 
 /* Compression scratch for chunks written without one of their own,
  * used under dump_lock. */
@@ -212,6 +218,97 @@ int ta_dump_open(const char *path)
 	dump_seq = 0;
 	dump_bytes = sizeof(hdr);
 	return 0;
+}
+
+/* The path of the file open on fd, absolute, in out (readlink of
+ * /proc/self/fd; else path made absolute with the working directory). */
+static void fd_path(int fd, const char *path, char *out, size_t size)
+{
+	char proc[64], cwd[4096];
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, out, size - 1);
+	if (n > 0 && out[0] == '/' && (size_t)n < size - 1) {
+		out[n] = 0;
+		/* A file removed meanwhile: " (deleted)" is no path to join. */
+		if (!strstr(out, " (deleted)"))
+			return;
+	}
+	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)) || strlen(cwd) + strlen(path) + 2 > size) {
+		snprintf(out, size, "%s", path);
+		return;
+	}
+	memcpy(out, cwd, strlen(cwd));
+	out[strlen(cwd)] = '/';
+	memcpy(out + strlen(cwd) + 1, path, strlen(path) + 1);
+}
+
+int ta_dump_share(uint64_t output_id)
+{
+	char abs[sizeof(dump_path)];
+	struct stat st;
+	int n;
+
+	if (dump_fd < 0 || dump_stream || fstat(dump_fd, &st) < 0)
+		return -1;
+	fd_path(dump_fd, dump_path, abs, sizeof(abs));
+	n = snprintf(dump_token, sizeof(dump_token), "%llu:%llu:%016llx:%s",
+		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		     (unsigned long long)output_id, abs);
+	if (n < 0 || (size_t)n >= sizeof(dump_token)) {
+		dump_token[0] = 0;
+		return -1;
+	}
+	/* In the process's own environment: posix_spawn, system(), popen()
+	 * and a vfork child's exec pass environ on without a call of ours. */
+	if (setenv(TA_DUMP_FILE_VAR, dump_token, 1) < 0) {
+		dump_token[0] = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int ta_dump_join(uint64_t output_id, const char *path)
+{
+	const char *v = secure_getenv(TA_DUMP_FILE_VAR);
+	unsigned long long dev, ino, id;
+	uint8_t hdr[TA_FILE_HEADER_SIZE];
+	struct ta_file_header fh;
+	struct stat st;
+	int off = 0, fd;
+
+	if (!v || sscanf(v, "%llu:%llu:%llx:%n", &dev, &ino, &id, &off) != 3 || !off ||
+	    v[off] != '/' || strlen(v) >= sizeof(dump_token) ||
+	    strlen(v + off) >= sizeof(dump_path))
+		return 0;
+	/* The same setting (a relative path from another directory is the
+	 * recording's still), or a setting naming that very file. */
+	if (id != output_id && (stat(path, &st) < 0 || (unsigned long long)st.st_dev != dev ||
+				(unsigned long long)st.st_ino != ino))
+		return 0;
+	/* No O_CREAT: the file the token names or none.  Read too, to see
+	 * that it is a dump: an inode number freed and given to another file
+	 * must not take this process's chunks. */
+	fd = open(v + off, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_dev != dev ||
+	    (unsigned long long)st.st_ino != ino ||
+	    pread(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    ta_file_header_decode(hdr, &fh) < 0) {
+		close(fd);
+		return 0;
+	}
+	snprintf(dump_path, sizeof(dump_path), "%s", v + off);
+	snprintf(dump_token, sizeof(dump_token), "%s", v);
+	dump_fd = fd;
+	dump_stream = 0;
+	dump_failed = 0;
+	/* A writer of its own in the file, as a forked child is. */
+	dump_seq = 0;
+	dump_bytes = 0;
+	return 1;
 }
 
 int ta_dump_is_stream(void)
@@ -525,6 +622,7 @@ static int preloads_agent(char *const envp[])
 static uint64_t boot_start(void);
 static uint64_t boot_start_of(int nf, const uint64_t f[3]);
 static int self_stat(uint64_t f[3]);
+static uint64_t process_start_ns(void);
 
 /* The boot_start the image before an exec wrote, and the pid it wrote it
  * for (0: none handed over).  The kernel keeps /proc/self/stat's start
@@ -534,43 +632,64 @@ static int self_stat(uint64_t f[3]);
 static uint64_t handed_boot_start;
 static pid_t handed_pid;
 
+/* The process's start as CLOCK_BOOTTIME's nanoseconds, and the pid it is
+ * for: boot_start's clock ticks (10 ms) cannot tell apart two processes of
+ * one pid started in the same tick, while no two processes given one pid
+ * live at once, so a clock read while each lives differs.  Read when the
+ * agent first writes for the process (a forked child's restart, a new
+ * process's start) and handed over across exec with the dump. */
+static uint64_t start_ns;
+static pid_t start_pid;
+
 /* Whether this process's start was handed over to it. */
 static int handed_here(void)
 {
 	return handed_pid && handed_pid == getpid();
 }
 
-char **ta_dump_handover(char *const envp[])
+char **ta_dump_handover(char *const envp[], int with_fd)
 {
 	const size_t vlen = sizeof(TA_HANDOVER_VAR); /* with its '=' */
+	const size_t flen = sizeof(TA_DUMP_FILE_VAR);
+	size_t tlen = dump_token[0] ? flen + strlen(dump_token) + 1 : 0;
 	struct stat st;
 	size_t n = 0, k = 0;
-	char **env, *var;
+	char **env, *var, *tok;
 
 	/* A new image without the agent would only inherit a descriptor. */
 	/* A stream is not handed over: the new image connects anew, as a
 	 * dump of its own (the old one ended with END, flag exec). */
 	if (!envp || dump_fd < 0 || dump_failed || dump_stream || !preloads_agent(envp) ||
-	    fstat(dump_fd, &st) < 0)
+	    fstat(dump_fd, &st) < 0 || (!with_fd && !tlen))
 		return (char **)(uintptr_t)envp;
 	while (envp[n])
 		n++;
-	env = malloc((n + 2) * sizeof(*env) + HANDOVER_LEN);
+	env = malloc((n + 3) * sizeof(*env) + HANDOVER_LEN + tlen);
 	if (!env)
 		return (char **)(uintptr_t)envp;
-	var = (char *)(env + n + 2);
+	var = (char *)(env + n + 3);
+	tok = var + HANDOVER_LEN;
 	/* The file's identity too: a descendant that inherits the variable
 	 * but not the descriptor (closed at exec, the number reused) must
-	 * not write into another file. */
-	snprintf(var, HANDOVER_LEN, TA_HANDOVER_VAR "=%d:%llu:%llu:%ld:%llu", dump_fd,
+	 * not write into another file.  Then the process's start, which
+	 * its next image names alike. */
+	snprintf(var, HANDOVER_LEN, TA_HANDOVER_VAR "=%d:%llu:%llu:%ld:%llu:%llu", dump_fd,
 		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (long)getpid(),
-		 (unsigned long long)boot_start());
+		 (unsigned long long)boot_start(), (unsigned long long)process_start_ns());
+	if (tlen)
+		snprintf(tok, tlen, TA_DUMP_FILE_VAR "=%s", dump_token);
+	/* The program's environment may lack the token (an environment of
+	 * its own making): the new image's descendants get it all the same. */
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(envp[i], TA_HANDOVER_VAR "=", vlen))
+		if ((!with_fd || strncmp(envp[i], TA_HANDOVER_VAR "=", vlen)) &&
+		    (!tlen || strncmp(envp[i], TA_DUMP_FILE_VAR "=", flen)))
 			env[k++] = envp[i];
-	env[k++] = var;
+	if (with_fd)
+		env[k++] = var;
+	if (tlen)
+		env[k++] = tok;
 	env[k] = NULL;
-	if (fcntl(dump_fd, F_SETFD, 0) < 0) {
+	if (with_fd && fcntl(dump_fd, F_SETFD, 0) < 0) {
 		free(env);
 		return (char **)(uintptr_t)envp;
 	}
@@ -588,7 +707,7 @@ void ta_dump_handover_cancel(char **env, char *const envp[])
 int ta_dump_adopt(void)
 {
 	const char *v = secure_getenv(TA_HANDOVER_VAR);
-	unsigned long long dev, ino, bs = 0;
+	unsigned long long dev, ino, bs = 0, sns = 0;
 	long pid = 0;
 	char proc[64], extra;
 	struct stat st;
@@ -597,8 +716,8 @@ int ta_dump_adopt(void)
 
 	if (!v)
 		return 0;
-	got = sscanf(v, "%d:%llu:%llu:%ld:%llu%c", &fd, &dev, &ino, &pid, &bs, &extra);
-	if ((got != 3 && got != 5) || fd < 0)
+	got = sscanf(v, "%d:%llu:%llu:%ld:%llu:%llu%c", &fd, &dev, &ino, &pid, &bs, &sns, &extra);
+	if ((got != 3 && got != 5 && got != 6) || fd < 0)
 		return 0;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || !(fl & O_APPEND) || (fl & O_ACCMODE) == O_RDONLY || fstat(fd, &st) < 0 ||
@@ -617,9 +736,20 @@ int ta_dump_adopt(void)
 	 * this pid (or, in a descendant, a process of its own). */
 	dump_seq = 0;
 	dump_bytes = 0;
-	if (got == 5 && pid == (long)getpid()) {
+	if (got >= 5 && pid == (long)getpid()) {
 		handed_boot_start = bs;
 		handed_pid = (pid_t)pid;
+	}
+	if (got == 6 && pid == (long)getpid() && sns) {
+		start_ns = sns;
+		start_pid = (pid_t)pid;
+	}
+	/* The recording's file, if the previous image shared it. */
+	{
+		const char *t = secure_getenv(TA_DUMP_FILE_VAR);
+
+		if (t && strlen(t) < sizeof(dump_token))
+			snprintf(dump_token, sizeof(dump_token), "%s", t);
 	}
 	return 1;
 }
@@ -682,6 +812,20 @@ static uint64_t boot_start(void)
 	uint64_t f[3];
 
 	return boot_start_of(handed_here() ? 0 : self_stat(f), f);
+}
+
+static uint64_t process_start_ns(void)
+{
+	struct timespec ts;
+
+	if (start_pid != getpid()) {
+		if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0 &&
+		    clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+			return 0;
+		start_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		start_pid = getpid();
+	}
+	return start_ns;
 }
 
 /* The start handed over by the image before an exec, else field 22 of the
@@ -781,7 +925,8 @@ void ta_dump_process(void)
 	ta_buf_u(&b, ta_cfg.memory_cap);
 	ta_buf_u(&b, ta_cfg.flush_ms);
 	ta_buf_u(&b, ta_cfg.mode);
-	ta_buf_u(&b, boot); /* 1.7 */
+	ta_buf_u(&b, boot);		  /* 1.7 */
+	ta_buf_u(&b, process_start_ns()); /* 1.8 */
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_PROCESS, b.p, b.len);
 	ta_buf_free(&b);

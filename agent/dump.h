@@ -65,9 +65,23 @@ int ta_dump_child_open(void) TA_HIDDEN;
 /* The handover of the dump across exec: the variable that names the
  * descriptor, which is left open (not close-on-exec) for the new image. */
 #define TA_HANDOVER_VAR "TRACEAGENT_DUMP_FD"
-/* envp plus TA_HANDOVER_VAR (malloc'd; any older one left out), with the
- * descriptor made inheritable; envp itself when nothing is handed over. */
-char **ta_dump_handover(char *const envp[]) TA_HIDDEN;
+/* The recording's file for the processes started after this one
+ * ("DEV:INO:ID:PATH", ID the hex FNV-1a of the output setting): kept in the
+ * process's environment, since children started by posix_spawn, system()
+ * or vfork get environ without a call of the agent's. */
+#define TA_DUMP_FILE_VAR "TRACEAGENT_DUMP_FILE"
+/* After this process created its dump (a file): names it in the
+ * environment for its descendants with the same output setting; 0 or -1. */
+int ta_dump_share(uint64_t output_id) TA_HIDDEN;
+/* At a start: 1 if the file the environment names (same device and inode,
+ * a dump, and the same output setting or path naming that file) is opened
+ * to append to, as a process of its own in it; else 0 (the caller creates
+ * its own). */
+int ta_dump_join(uint64_t output_id, const char *path) TA_HIDDEN;
+/* envp plus TA_HANDOVER_VAR if with_fd (malloc'd; any older one left out),
+ * with the descriptor made inheritable, and TA_DUMP_FILE_VAR when this
+ * process shares its file; envp itself when nothing is handed over. */
+char **ta_dump_handover(char *const envp[], int with_fd) TA_HIDDEN;
 /* Undoes ta_dump_handover (the exec failed). */
 void ta_dump_handover_cancel(char **env, char *const envp[]) TA_HIDDEN;
 /* In a new image: 1 if the dump handed over by the previous one is taken
