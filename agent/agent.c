@@ -238,10 +238,10 @@ static int open_output(int in_child)
 
 	if (in_child)
 		err = ta_dump_child_open();
-	else if (shared && ta_dump_join(ta_cfg.output_id, ta_cfg.output))
-		err = 0;
-	else if ((err = ta_dump_open(ta_cfg.output)) == 0 && shared)
+	else if (shared && (err = ta_dump_open_shared(ta_cfg.output_id, ta_cfg.output)) == 0)
 		(void)ta_dump_share(ta_cfg.output_id);
+	else if (!shared)
+		err = ta_dump_open(ta_cfg.output);
 	if (err == 0)
 		return 0;
 	if (!ta_addr_is_stream(ta_cfg.output)) {

@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/auxv.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <stdio.h>
@@ -178,6 +181,8 @@ static int write_chunk(const uint8_t *hdr, const void *payload, size_t len)
 /* What the last failed open could not say with an errno. */
 static const char *open_why;
 
+static int preloads_agent(char *const envp[]);
+
 const char *ta_dump_open_why(void)
 {
 	return open_why;
@@ -244,24 +249,190 @@ static void fd_path(int fd, const char *path, char *out, size_t size)
 	memcpy(out + strlen(cwd) + 1, path, strlen(path) + 1);
 }
 
+/* The recording's id in the file header of the file this process writes
+ * (0: none). */
+static uint32_t dump_recording;
+
+/* A token: "DEV:INO:ID:REC:PATH", DEV and INO 0 while no process of the
+ * recording has created the file yet (a pending token). */
+struct token {
+	unsigned long long dev, ino, id;
+	uint32_t rec;
+	const char *path;
+};
+
+static int token_parse(const char *v, struct token *t)
+{
+	unsigned int rec;
+	int off = 0;
+
+	if (!v || sscanf(v, "%llu:%llu:%llx:%x:%n", &t->dev, &t->ino, &t->id, &rec, &off) != 4 ||
+	    !off || v[off] != '/' || strlen(v) >= sizeof(dump_token) ||
+	    strlen(v + off) >= sizeof(dump_path) || !rec)
+		return -1;
+	t->rec = rec;
+	t->path = v + off;
+	return 0;
+}
+
+/* A recording's id: random, never 0. */
+static uint32_t new_recording(void)
+{
+	struct timespec ts;
+	uint32_t r = 0;
+
+	if (syscall(SYS_getrandom, &r, sizeof(r), GRND_NONBLOCK) != (long)sizeof(r) || !r) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)getpid() * 40503u ^
+		    (uint32_t)ts.tv_sec;
+	}
+	return r ? r : 1;
+}
+
+/* The file writes go to from now on: fd, at path. */
+static void dump_take(int fd, const char *path, uint32_t rec)
+{
+	snprintf(dump_path, sizeof(dump_path), "%s", path);
+	dump_fd = fd;
+	dump_stream = 0;
+	dump_failed = 0;
+	dump_recording = rec;
+}
+
+/*
+ * Appends to the recording's file at path if it is one: a dump whose header
+ * names recording rec and, for a token with them, that device and inode.
+ * 1 when taken (a writer of its own there: sequence from 0, no header
+ * written), -ENOENT when nothing is there, -EEXIST when something else is,
+ * else -errno.
+ */
+static int join_file(const char *path, const struct token *t, uint32_t rec)
+{
+	uint8_t hdr[TA_FILE_HEADER_SIZE];
+	struct ta_file_header fh;
+	struct stat st;
+	int fd;
+
+	/* No O_CREAT; read too, to check the header. */
+	fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : errno == ELOOP ? -EEXIST : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (t && t->dev &&
+	     ((unsigned long long)st.st_dev != t->dev ||
+	      (unsigned long long)st.st_ino != t->ino)) ||
+	    pread(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    ta_file_header_decode(hdr, &fh) < 0 || fh.recording != rec) {
+		close(fd);
+		return -EEXIST;
+	}
+	dump_take(fd, path, rec);
+	dump_seq = 0;
+	dump_bytes = 0;
+	return 1;
+}
+
+/*
+ * Creates the recording's file at path, its header (recording rec) in it
+ * before it appears there: written under a name of its own in the same
+ * directory, then linked in place (link never replaces a file), so that a
+ * process finding it there finds a header to check.  0, -EEXIST when a
+ * file is there (another process of the recording may have won: join it),
+ * else -errno.  Where the file system has no links, an O_EXCL create.
+ */
+static int create_file(const char *path, uint32_t rec)
+{
+	uint8_t hdr[TA_FILE_HEADER_SIZE];
+	char tmp[sizeof(dump_path) + 48];
+	int fd, err;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%ld.%08x.tmp", path, (long)getpid(),
+			     new_recording()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	ta_file_header_encode_rec(hdr, (uint32_t)getpid(), rec);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = write_all(fd, hdr, sizeof(hdr));
+	if (err == 0 && link(tmp, path) < 0)
+		err = -errno;
+	unlink(tmp);
+	if (err == -EPERM || err == -EOPNOTSUPP || err == -ENOSYS) {
+		close(fd);
+		fd =
+		    open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		err = write_all(fd, hdr, sizeof(hdr));
+		if (err < 0)
+			unlink(path);
+	}
+	if (err < 0) {
+		close(fd);
+		return err;
+	}
+	dump_take(fd, path, rec);
+	dump_seq = 0;
+	dump_bytes = sizeof(hdr);
+	return 0;
+}
+
+int ta_dump_open_shared(uint64_t output_id, const char *path)
+{
+	const char *v = secure_getenv(TA_DUMP_FILE_VAR);
+	struct token t;
+	struct stat st;
+	int err;
+
+	open_why = NULL;
+	/* The recording's token, for the same setting (a relative path from
+	 * another directory is the recording's still) or a setting naming
+	 * that very file. */
+	if (token_parse(v, &t) == 0 &&
+	    (t.id == output_id ||
+	     (t.dev && stat(path, &st) == 0 && (unsigned long long)st.st_dev == t.dev &&
+	      (unsigned long long)st.st_ino == t.ino))) {
+		for (int i = 0; i < 2; i++) {
+			err = join_file(t.path, &t, t.rec);
+			if (err == 1)
+				return 0;
+			/* Pending and not there yet: the first to trace makes
+			 * it; another may make it meanwhile (then join it). */
+			if (err != -ENOENT || t.dev)
+				break;
+			err = create_file(t.path, t.rec);
+			if (err != -EEXIST)
+				return err;
+		}
+		/* The token's file gone, or not the recording's: this
+		 * process's own, as without a token. */
+	}
+	/* The first process of a recording: its file, never one that is
+	 * there. */
+	return create_file(path, new_recording());
+}
+
 int ta_dump_share(uint64_t output_id)
 {
 	char abs[sizeof(dump_path)];
 	struct stat st;
 	int n;
 
-	if (dump_fd < 0 || dump_stream || fstat(dump_fd, &st) < 0)
+	if (dump_fd < 0 || dump_stream || !dump_recording || fstat(dump_fd, &st) < 0)
 		return -1;
 	fd_path(dump_fd, dump_path, abs, sizeof(abs));
-	n = snprintf(dump_token, sizeof(dump_token), "%llu:%llu:%016llx:%s",
+	n = snprintf(dump_token, sizeof(dump_token), "%llu:%llu:%016llx:%08x:%s",
 		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-		     (unsigned long long)output_id, abs);
+		     (unsigned long long)output_id, (unsigned)dump_recording, abs);
 	if (n < 0 || (size_t)n >= sizeof(dump_token)) {
 		dump_token[0] = 0;
 		return -1;
 	}
 	/* In the process's own environment: posix_spawn, system(), popen()
-	 * and a vfork child's exec pass environ on without a call of ours. */
+	 * and a vfork child's exec pass environ on without a call of ours.
+	 * The agent starts before the program's other threads as a rule
+	 * (at its first instrumented call); one reading environ meanwhile
+	 * sees the old array or the new one. */
 	if (setenv(TA_DUMP_FILE_VAR, dump_token, 1) < 0) {
 		dump_token[0] = 0;
 		return -1;
@@ -269,46 +440,75 @@ int ta_dump_share(uint64_t output_id)
 	return 0;
 }
 
-int ta_dump_join(uint64_t output_id, const char *path)
+/* The pending token of this process's setting ("NAME=VALUE"), built once
+ * (in a vfork child too: static, no allocation), or NULL when the setting
+ * is not one file for the whole tree. */
+static const char *pending_token(void)
 {
-	const char *v = secure_getenv(TA_DUMP_FILE_VAR);
-	unsigned long long dev, ino, id;
-	uint8_t hdr[TA_FILE_HEADER_SIZE];
-	struct ta_file_header fh;
-	struct stat st;
-	int off = 0, fd;
+	static char entry[sizeof(TA_DUMP_FILE_VAR) + sizeof(dump_token)];
+	static int state; /* 0: not built, 1: built, -1: none */
+	const char *out = getenv("TRACEAGENT_OUTPUT");
+	char cwd[sizeof(dump_path)];
+	uint64_t id = 0xcbf29ce484222325ull;
+	int n;
 
-	if (!v || sscanf(v, "%llu:%llu:%llx:%n", &dev, &ino, &id, &off) != 3 || !off ||
-	    v[off] != '/' || strlen(v) >= sizeof(dump_token) ||
-	    strlen(v + off) >= sizeof(dump_path))
-		return 0;
-	/* The same setting (a relative path from another directory is the
-	 * recording's still), or a setting naming that very file. */
-	if (id != output_id && (stat(path, &st) < 0 || (unsigned long long)st.st_dev != dev ||
-				(unsigned long long)st.st_ino != ino))
-		return 0;
-	/* No O_CREAT: the file the token names or none.  Read too, to see
-	 * that it is a dump: an inode number freed and given to another file
-	 * must not take this process's chunks. */
-	fd = open(v + off, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_dev != dev ||
-	    (unsigned long long)st.st_ino != ino ||
-	    pread(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
-	    ta_file_header_decode(hdr, &fh) < 0) {
-		close(fd);
-		return 0;
+	if (state)
+		return state > 0 ? entry : NULL;
+	state = -1;
+	/* The agent's settings: an empty one is the default (%p). */
+	if (!out || !*out || ta_addr_is_stream(out) || getauxval(AT_SECURE))
+		return NULL;
+	for (const char *p = out; *p; p++) {
+		if (p[0] == '%' && p[1] == 'p')
+			return NULL;
+		if (p[0] == '%' && p[1] == '%')
+			p++;
 	}
-	snprintf(dump_path, sizeof(dump_path), "%s", v + off);
-	snprintf(dump_token, sizeof(dump_token), "%s", v);
-	dump_fd = fd;
-	dump_stream = 0;
-	dump_failed = 0;
-	/* A writer of its own in the file, as a forked child is. */
-	dump_seq = 0;
-	dump_bytes = 0;
-	return 1;
+	for (const char *c = out; *c; c++)
+		id = (id ^ (uint8_t)*c) * 0x100000001b3ull;
+	if (out[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	/* %% as the agent expands it: the path the first process creates. */
+	n = snprintf(entry, sizeof(entry), TA_DUMP_FILE_VAR "=0:0:%016llx:%08x:%s%s",
+		     (unsigned long long)id, (unsigned)new_recording(), out[0] == '/' ? "" : cwd,
+		     out[0] == '/' ? "" : "/");
+	if (n < 0 || (size_t)n >= sizeof(entry))
+		return NULL;
+	for (const char *p = out; *p && (size_t)n + 1 < sizeof(entry); p++) {
+		entry[n++] = *p;
+		if (p[0] == '%' && p[1] == '%')
+			p++;
+	}
+	entry[n] = 0;
+	state = 1;
+	return entry;
+}
+
+/* Built when the agent is loaded, before the program runs: its forked
+ * children (a shell's background jobs, make's) copy it, so that they all
+ * pass on the same recording, whichever of their images traces first. */
+__attribute__((constructor)) static void pending_init(void)
+{
+	int saved = errno;
+
+	(void)pending_token();
+	errno = saved;
+}
+
+const char *ta_dump_pass_token(char *const envp[])
+{
+	const size_t flen = sizeof(TA_DUMP_FILE_VAR); /* with its '=' */
+
+	if (!envp || !preloads_agent(envp))
+		return NULL;
+	for (size_t i = 0; envp[i]; i++)
+		if (!strncmp(envp[i], TA_DUMP_FILE_VAR "=", flen))
+			return NULL;
+	/* This process's own, else the one its children are to share. */
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, TA_DUMP_FILE_VAR "=", flen))
+			return *e;
+	return pending_token();
 }
 
 int ta_dump_is_stream(void)
@@ -748,8 +948,12 @@ int ta_dump_adopt(void)
 	{
 		const char *t = secure_getenv(TA_DUMP_FILE_VAR);
 
-		if (t && strlen(t) < sizeof(dump_token))
+		struct token tk;
+
+		if (t && token_parse(t, &tk) == 0) {
 			snprintf(dump_token, sizeof(dump_token), "%s", t);
+			dump_recording = tk.rec;
+		}
 	}
 	return 1;
 }

@@ -66,18 +66,26 @@ int ta_dump_child_open(void) TA_HIDDEN;
  * descriptor, which is left open (not close-on-exec) for the new image. */
 #define TA_HANDOVER_VAR "TRACEAGENT_DUMP_FD"
 /* The recording's file for the processes started after this one
- * ("DEV:INO:ID:PATH", ID the hex FNV-1a of the output setting): kept in the
- * process's environment, since children started by posix_spawn, system()
- * or vfork get environ without a call of the agent's. */
+ * ("DEV:INO:ID:REC:PATH": ID the hex FNV-1a of the output setting, REC the
+ * recording's id in the file header; DEV and INO 0 while the file is still
+ * to be created by the first process of the recording that traces): kept
+ * in the process's environment, since children started by posix_spawn,
+ * system() or vfork get environ without a call of the agent's. */
 #define TA_DUMP_FILE_VAR "TRACEAGENT_DUMP_FILE"
-/* After this process created its dump (a file): names it in the
- * environment for its descendants with the same output setting; 0 or -1. */
+/* Opens a file named without %p, the whole tree's: the recording's file
+ * that the environment names (same setting, or a path naming that very
+ * file; checked by device, inode and header), as a process of its own in
+ * it, or creates it (its header in it before it appears, never over a file
+ * that is there).  0, or -errno (-EEXIST: a file not the recording's). */
+int ta_dump_open_shared(uint64_t output_id, const char *path) TA_HIDDEN;
+/* After ta_dump_open_shared: names the file in the environment for this
+ * process's descendants; 0 or -1. */
 int ta_dump_share(uint64_t output_id) TA_HIDDEN;
-/* At a start: 1 if the file the environment names (same device and inode,
- * a dump, and the same output setting or path naming that file) is opened
- * to append to, as a process of its own in it; else 0 (the caller creates
- * its own). */
-int ta_dump_join(uint64_t output_id, const char *path) TA_HIDDEN;
+/* The environment entry ("NAME=VALUE") an exec or spawn with envp is to
+ * add: the process's own token, else a pending one for its setting; NULL
+ * when envp has one, does not preload the agent, or the setting is not one
+ * file.  No allocation (a vfork child's exec calls it). */
+const char *ta_dump_pass_token(char *const envp[]) TA_HIDDEN;
 /* envp plus TA_HANDOVER_VAR if with_fd (malloc'd; any older one left out),
  * with the descriptor made inheritable, and TA_DUMP_FILE_VAR when this
  * process shares its file; envp itself when nothing is handed over. */

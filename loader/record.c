@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -524,6 +526,19 @@ struct prepared {
 	uint64_t dev, ino;
 };
 
+/* A recording's id: random, never 0. */
+static uint32_t new_recording(void)
+{
+	uint32_t r = 0;
+	struct timespec ts;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r) || !r) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)getpid();
+	}
+	return r ? r : 1;
+}
+
 /*
  * A dump named without %p is one recording, every process of the
  * program's tree in it: the file is created here (with its file header),
@@ -539,6 +554,7 @@ static int create_recording(const char *pattern, const char *path, struct prepar
 	char abs[PATH_MAX], cwd[PATH_MAX], token[PATH_MAX + 64];
 	uint64_t id = 0xcbf29ce484222325ull;
 	struct stat st;
+	uint32_t rec;
 	int fd, n;
 
 	if (path[0] == '/')
@@ -549,15 +565,18 @@ static int create_recording(const char *pattern, const char *path, struct prepar
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	/* The agent's file header: the program's pid (this process's). */
-	ta_file_header_encode(hdr, (uint32_t)getpid());
+	/* The agent's file header: the program's pid (this process's) and
+	 * the recording's id, which the agents check before they append. */
+	rec = new_recording();
+	ta_file_header_encode_rec(hdr, (uint32_t)getpid(), rec);
 	/* The agent's id of the setting (agent/settings.c's output_id). */
 	for (const char *c = pattern; *c; c++)
 		id = (id ^ (uint8_t)*c) * 0x100000001b3ull;
 	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) || fstat(fd, &st) < 0)
 		goto fail;
-	n = snprintf(token, sizeof(token), "%llu:%llu:%016llx:%s", (unsigned long long)st.st_dev,
-		     (unsigned long long)st.st_ino, (unsigned long long)id, abs);
+	n = snprintf(token, sizeof(token), "%llu:%llu:%016llx:%08x:%s",
+		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		     (unsigned long long)id, (unsigned)rec, abs);
 	if (n < 0 || (size_t)n >= sizeof(token) || setenv("TRACEAGENT_DUMP_FILE", token, 1) < 0)
 		goto fail;
 	close(fd);

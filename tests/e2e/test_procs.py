@@ -10,6 +10,7 @@ import glob
 import os
 import re
 import shutil
+import struct
 import subprocess
 
 import tahelp
@@ -93,27 +94,32 @@ class ProcsTest(tahelp.Case):
             self.assertEqual(self.calls_of(r.dump, pid), {"main": 1, "work": k})
 
     def test_file_not_overwritten(self):
-        """The token names a file by device and inode: a file put in its
-        place is never appended to, and the child says why it does not
-        trace."""
+        """The token names a file by device, inode and the recording's id
+        in its header: a file put in its place, or another recording's, is
+        never appended to, and the process says why it does not trace."""
         prog = self.prog("family-O2")
         dump = self.fresh("moved")
         r = self.run_preload([prog, "child", "2"], dump=dump,
-                             env={"TRACEAGENT_DUMP_FILE": "1:2:%016x:%s" % (0, dump)})
-        # Not the token's file (none there): the child creates its own.
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stderr, "")
+                             env={"TRACEAGENT_DUMP_FILE": "1:2:%016x:1:%s" % (0, dump)})
+        # Not the token's setting nor file: the process creates its own.
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
         self.assert_calls(self.functions(self.report(dump)), {"work": 2})
         with open(dump, "rb") as fh:
             before = fh.read()
         st = os.stat(dump)
-        token = "%d:%d:%016x:%s" % (st.st_dev, st.st_ino + 1, fnv(dump), dump)
-        r = self.run_preload([prog, "child", "3"], dump=dump,
-                             env={"TRACEAGENT_DUMP_FILE": token})
-        self.assertEqual(r.returncode, 0)
-        self.assertIn("a file is already there (not overwritten)", r.stderr)
-        with open(dump, "rb") as fh:
-            self.assertEqual(fh.read(), before)
+        rec = struct.unpack_from("<I", before, 24)[0]
+        self.assertNotEqual(rec, 0)
+        for token in ("%d:%d:%016x:%08x:%s" % (st.st_dev, st.st_ino + 1, fnv(dump), rec, dump),
+                      "%d:%d:%016x:%08x:%s" % (st.st_dev, st.st_ino, fnv(dump), rec ^ 1, dump),
+                      "0:0:%016x:%08x:%s" % (fnv(dump), rec ^ 1, dump)):
+            with self.subTest(token=token):
+                r = self.run_preload([prog, "child", "3"], dump=dump,
+                                     env={"TRACEAGENT_DUMP_FILE": token})
+                self.assertEqual(r.returncode, 0)
+                self.assertIn("a file is already there (not overwritten)", r.stderr)
+                with open(dump, "rb") as fh:
+                    self.assertEqual(fh.read(), before)
+        self.assertEqual(os.listdir(self.dir), [os.path.basename(dump)])
 
     def test_same_file_other_name(self):
         """A descendant whose setting names the recording's file another
@@ -123,13 +129,59 @@ class ProcsTest(tahelp.Case):
         first = self.run_preload([prog, "child", "2"], dump=dump)
         self.assertEqual((first.returncode, first.stderr), (0, ""))
         st = os.stat(dump)
-        token = "%d:%d:%016x:%s" % (st.st_dev, st.st_ino, fnv(dump), dump)
+        with open(dump, "rb") as fh:
+            rec = struct.unpack_from("<I", fh.read(32), 24)[0]
+        token = "%d:%d:%016x:%08x:%s" % (st.st_dev, st.st_ino, fnv(dump), rec, dump)
         r = self.run_preload([prog, "child", "3"], dump="./" + os.path.basename(dump),
                              env={"TRACEAGENT_DUMP_FILE": token})
         self.assertEqual((r.returncode, r.stderr), (0, ""))
         rep = self.report(dump)
         self.assert_whole(rep, processes=2)
         self.assert_calls(self.functions(rep), {"main": 2, "work": 5})
+
+    def test_preload_uninstrumented_parent(self):
+        """LD_PRELOAD on a shell that runs no instrumented code: its
+        children, one after the other and at the same time, share the one
+        file (the first to trace creates it), and the shell writes none."""
+        self.need_host_program("/bin/sh")
+        prog = self.prog("family-O2")
+        script = "%s child 2; %s child 3 & %s child 4 & %s child 5 & wait" % ((prog,) * 4)
+        dumps = []
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                r = self.traced(mode, ["/bin/sh", "-c", script])
+                dumps.append(os.path.basename(r.dump))
+                kids = {}
+                for line in r.stdout.splitlines():
+                    m = re.match(r"^child (\d) pid (\d+) ppid (\d+)$", line)
+                    kids[int(m.group(1))] = int(m.group(2))
+                self.assertEqual(sorted(kids), [2, 3, 4, 5])
+                rep = self.report(r.dump)
+                self.assert_whole(rep, processes=4)
+                for k, pid in kids.items():
+                    self.assertEqual(self.calls_of(r.dump, pid), {"main": 1, "work": k})
+                self.assertEqual(sorted(os.listdir(self.dir)), dumps)
+
+    def test_concurrent_writers(self):
+        """Processes writing the one file at the same time (small blocks,
+        a small flush interval) never cut into each other's chunks: every
+        one is read, every call counted."""
+        self.need_host_program("/bin/sh")
+        fib = self.prog("fib-O2")
+        n = 4
+        script = " ".join("%s 20 &" % fib for _ in range(n)) + " wait"
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                r = self.traced(mode, ["/bin/sh", "-c", script],
+                                env={"TRACEAGENT_FLUSH_MS": "1", "TRACEAGENT_BUFFER": "4K"})
+                self.assertEqual(r.stdout, "fib(20) = 6765\n" * n)
+                rep = self.report(r.dump, "--threads")
+                self.assert_whole(rep, processes=n)
+                self.assertEqual(sorted(t["functions"] and
+                                        {f["name"]: f["calls"] for f in t["functions"]}["fib"]
+                                        for t in rep["per_thread"]),
+                                 [tahelp.fib_calls(20)] * n)
+                self.assertEqual(self.info(r.dump)["errors"], [])
 
     def test_pid_pattern_lists_every_dump(self):
         """With %p each process that is not a forked child writes its own
