@@ -230,9 +230,10 @@ static int open_output(int in_child)
 	int err, ferr;
 
 	/* A file named without %p is the recording's, shared by the
-	 * program's tree: one started after the process that created it
-	 * (posix_spawn, system(), vfork or fork and exec) appends to it.
-	 * Not an attach window's: its file is the attach's own. */
+	 * program's tree: a process started after the one that created it
+	 * (posix_spawn, system(), vfork or fork and exec) appends to it, as
+	 * the environment's token names it (dump.c).  Not an attach
+	 * window's: its file is the attach's own. */
 	int shared =
 	    !ta_settings_attach && !ta_cfg.output_per_process && !ta_addr_is_stream(ta_cfg.output);
 
@@ -495,10 +496,9 @@ void ta_agent_write_end(uint64_t flags)
 
 char **ta_agent_before_exec(char *const envp[])
 {
+	uint32_t s = __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE);
 	int saved = errno;
 	char **env;
-
-	uint32_t s = __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE);
 
 	/* A forked child that has not restarted wrote nothing: its new image
 	 * gets the recording's file (an environment of the program's making

@@ -14,7 +14,8 @@
  * time namespaces, one B is started (its tick is then A's or a later one).
  *
  * Each child prints "child PID start TICKS calls N"; the parent ends with
- * "same-tick N" (how many Bs started in A's tick).  Exit status 3: the
+ * "same-tick N timens T" (how many Bs started in A's tick; T 0 when the
+ * kernel makes no time namespace).  Exit status 3: the
  * kernel did not give the pid again.
  */
 #define _GNU_SOURCE
@@ -150,6 +151,6 @@ int main(void)
 		}
 		same += sb == sa;
 	}
-	printf("same-tick %d\n", same);
+	printf("same-tick %d timens %d\n", same, timens);
 	return 0;
 }
