@@ -230,7 +230,20 @@ static int open_output(int in_child)
 	const char *why;
 	int err, ferr;
 
-	err = in_child ? ta_dump_child_open() : ta_dump_open(ta_cfg.output);
+	/* A file named without %p is the recording's, shared by the
+	 * program's tree: a process started after the one that created it
+	 * (posix_spawn, system(), vfork or fork and exec) appends to it, as
+	 * the environment's token names it (dump.c).  Not an attach
+	 * window's: its file is the attach's own. */
+	int shared =
+	    !ta_settings_attach && !ta_cfg.output_per_process && !ta_addr_is_stream(ta_cfg.output);
+
+	if (in_child)
+		err = ta_dump_child_open();
+	else if (shared && (err = ta_dump_open_shared(ta_cfg.output_id, ta_cfg.output)) == 0)
+		(void)ta_dump_share(ta_cfg.output_id);
+	else if (!shared)
+		err = ta_dump_open(ta_cfg.output);
 	if (err == 0)
 		return 0;
 	if (!ta_addr_is_stream(ta_cfg.output)) {
@@ -494,13 +507,23 @@ void ta_agent_write_end(uint64_t flags)
 
 char **ta_agent_before_exec(char *const envp[])
 {
+	uint32_t s = __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE);
 	int saved = errno;
 	char **env;
 
+	/* A forked child that has not restarted wrote nothing: its new image
+	 * gets the recording's file (an environment of the program's making
+	 * may lack it), not the descriptor, and is a process of its own. */
+	if (s == TA_S_FORKED && (uint32_t)getpid() == ta_pid) {
+		TA_GUARD_ENTER();
+		env = ta_dump_handover(envp, 0);
+		TA_GUARD_LEAVE();
+		errno = saved;
+		return env;
+	}
 	/* Not from a vfork child: the memory, rings included, is the
-	 * parent's, and so is the recording. */
-	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING ||
-	    (uint32_t)getpid() != ta_pid)
+	 * parent's, and so is the recording (environ's token goes on). */
+	if (s != TA_S_RUNNING || (uint32_t)getpid() != ta_pid)
 		return (char **)(uintptr_t)envp;
 	/* Everything recorded reaches the dump before the image goes; if
 	 * the exec fails, recording just goes on (and a later END follows). */
@@ -509,7 +532,7 @@ char **ta_agent_before_exec(char *const envp[])
 	ta_dump_clock();
 	ta_agent_write_end(TA_END_F_EXEC);
 	/* The new image, if it preloads the agent, goes on in this dump. */
-	env = ta_dump_handover(envp);
+	env = ta_dump_handover(envp, 1);
 	TA_GUARD_LEAVE();
 	errno = saved;
 	return env;

@@ -65,9 +65,31 @@ int ta_dump_child_open(void) TA_HIDDEN;
 /* The handover of the dump across exec: the variable that names the
  * descriptor, which is left open (not close-on-exec) for the new image. */
 #define TA_HANDOVER_VAR "TRACEAGENT_DUMP_FD"
-/* envp plus TA_HANDOVER_VAR (malloc'd; any older one left out), with the
- * descriptor made inheritable; envp itself when nothing is handed over. */
-char **ta_dump_handover(char *const envp[]) TA_HIDDEN;
+/* The recording's file for the processes started after this one
+ * ("DEV:INO:ID:REC:PATH": ID the hex FNV-1a of the output setting, REC the
+ * recording's id in the file header; DEV and INO 0 while the file is still
+ * to be created by the first process of the recording that traces): kept
+ * in the process's environment, since children started by posix_spawn,
+ * system() or vfork get environ without a call of the agent's. */
+#define TA_DUMP_FILE_VAR "TRACEAGENT_DUMP_FILE"
+/* Opens a file named without %p, the whole tree's: the recording's file
+ * that the environment names (same setting, or a path naming that very
+ * file; checked by device, inode and header), as a process of its own in
+ * it, or creates it (its header in it before it appears, never over a file
+ * that is there).  0, or -errno (-EEXIST: a file not the recording's). */
+int ta_dump_open_shared(uint64_t output_id, const char *path) TA_HIDDEN;
+/* After ta_dump_open_shared: names the file in the environment for this
+ * process's descendants; 0 or -1. */
+int ta_dump_share(uint64_t output_id) TA_HIDDEN;
+/* The environment entry ("NAME=VALUE") an exec or spawn with envp is to
+ * add: the process's own token, else a pending one for its setting; NULL
+ * when envp has one, does not preload the agent, or the setting is not one
+ * file.  No allocation (a vfork child's exec calls it). */
+const char *ta_dump_pass_token(char *const envp[]) TA_HIDDEN;
+/* envp plus TA_HANDOVER_VAR if with_fd (malloc'd; any older one left out),
+ * with the descriptor made inheritable, and TA_DUMP_FILE_VAR when this
+ * process shares its file; envp itself when nothing is handed over. */
+char **ta_dump_handover(char *const envp[], int with_fd) TA_HIDDEN;
 /* Undoes ta_dump_handover (the exec failed). */
 void ta_dump_handover_cancel(char **env, char *const envp[]) TA_HIDDEN;
 /* In a new image: 1 if the dump handed over by the previous one is taken

@@ -16,8 +16,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include "agent.h"
 #include "clock.h"
 #include "crash.h"
+#include "dump.h"
 #include "filter.h"
 #include "got.h"
 #include "modules.h"
@@ -255,20 +258,89 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 static int exec_with(execve_fn real_path, fexecve_fn real_fd, const char *path, int fd,
 		     char *const argv[], char *const envp[])
 {
-	char **env;
+	char **env, **run;
+	const char *token;
 	int rc, err;
 
 	if (!(real_path || real_fd)) {
 		errno = ENOSYS;
 		return -1;
 	}
-	env = ta_agent_before_exec(envp);
-	rc = real_path ? real_path(path, argv, env) : real_fd(fd, argv, env);
+	env = run = ta_agent_before_exec(envp);
+	/* Nothing handed over (no agent running here, a vfork child): the
+	 * recording's file still goes to the new image, on this stack (no
+	 * allocation in a vfork child; the exec replaces it). */
+	if (env == (char **)(uintptr_t)envp && (token = ta_dump_pass_token(envp))) {
+		size_t n = 0;
+
+		while (envp[n])
+			n++;
+		if (n < (1u << 16)) {
+			run = __builtin_alloca((n + 2) * sizeof(*run));
+			memcpy(run, envp, n * sizeof(*run));
+			run[n] = (char *)(uintptr_t)token;
+			run[n + 1] = NULL;
+		}
+	}
+	rc = real_path ? real_path(path, argv, run) : real_fd(fd, argv, run);
 	/* Only a failed exec returns: recording goes on here. */
 	err = errno;
 	ta_agent_exec_failed(env, envp);
 	errno = err;
 	return rc;
+}
+
+/* ---- posix_spawn: the recording's file to the child ---- */
+
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			const posix_spawnattr_t *, char *const[], char *const[]);
+
+/* The child's environment: envp plus the recording's file when it lacks
+ * it (the agent's own token, or the one this process's children are to
+ * share); a program's environment of its own making included. */
+static int spawn_with(spawn_fn real, pid_t *pid, const char *path,
+		      const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+		      char *const argv[], char *const envp[])
+{
+	const char *token;
+	char **env = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!real)
+		return ENOSYS;
+	TA_GUARD_ENTER(); /* the agent's allocation, not the program's */
+	token = ta_dump_pass_token(envp);
+	if (token) {
+		while (envp[n])
+			n++;
+		env = malloc((n + 2) * sizeof(*env));
+		if (env) {
+			memcpy(env, envp, n * sizeof(*env));
+			env[n] = (char *)(uintptr_t)token;
+			env[n + 1] = NULL;
+		}
+	}
+	TA_GUARD_LEAVE();
+	rc = real(pid, path, fa, attr, argv, env ? env : envp);
+	TA_GUARD_ENTER();
+	free(env);
+	TA_GUARD_LEAVE();
+	return rc;
+}
+
+TA_PUBLIC int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	REAL_FN(real, "posix_spawn", spawn_fn);
+	return spawn_with(real, pid, path, fa, attr, argv, envp);
+}
+
+TA_PUBLIC int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	REAL_FN(real, "posix_spawnp", spawn_fn);
+	return spawn_with(real, pid, file, fa, attr, argv, envp);
 }
 
 TA_PUBLIC int execve(const char *path, char *const argv[], char *const envp[])

@@ -116,6 +116,20 @@ int ta_expand_output(const char *pattern, long pid, char *out, size_t size)
 	return 0;
 }
 
+/* Whether an output pattern names the pid (%p, not the %% escape). */
+static int has_pid_field(const char *pattern)
+{
+	for (const char *p = pattern; *p; p++) {
+		if (p[0] != '%')
+			continue;
+		if (p[1] == 'p')
+			return 1;
+		if (p[1] == '%')
+			p++;
+	}
+	return 0;
+}
+
 static void size_setting(const char *name, uint64_t min, uint64_t max, uint64_t *val)
 {
 	const char *s = setting_env(name);
@@ -432,6 +446,11 @@ void ta_settings_load(struct ta_settings *s)
 		out = TA_DEFAULT_OUTPUT;
 	if (ta_expand_output(out, (long)getpid(), s->output, sizeof(s->output)) < 0) {
 		ta_warn("TRACEAGENT_OUTPUT='%s' is too long; using %s", out, TA_DEFAULT_OUTPUT);
-		ta_expand_output(TA_DEFAULT_OUTPUT, (long)getpid(), s->output, sizeof(s->output));
+		out = TA_DEFAULT_OUTPUT;
+		ta_expand_output(out, (long)getpid(), s->output, sizeof(s->output));
 	}
+	s->output_per_process = has_pid_field(out);
+	s->output_id = 0xcbf29ce484222325ull;
+	for (const char *c = out; *c; c++)
+		s->output_id = (s->output_id ^ (uint8_t)*c) * 0x100000001b3ull;
 }

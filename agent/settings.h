@@ -21,6 +21,11 @@ enum ta_mode {
 struct ta_settings {
 	char output[4096];     /* TRACEAGENT_OUTPUT, %p expanded: a file or a
 				  collector (tcp://HOST:PORT, unix:PATH) */
+	int output_per_process; /* TRACEAGENT_OUTPUT has %p: each process
+				   writes a dump of its own */
+	uint64_t output_id;    /* FNV-1a of TRACEAGENT_OUTPUT as set (before
+				  expansion): a descendant with the same
+				  setting joins this recording's file */
 	int output_fallback;   /* TRACEAGENT_OUTPUT_FALLBACK=file: a collector
 				  that cannot be reached at the start gives
 				  way to TA_DEFAULT_OUTPUT */

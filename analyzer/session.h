@@ -86,6 +86,7 @@ struct ta_process {
 	uint32_t os_pid;     /* the pid its chunks carry */
 	uint32_t nth;	     /* 1 for the first process of that pid in the dump, 2... */
 	uint64_t boot_start; /* its start in clock ticks after boot (0: not known) */
+	uint64_t start_ns;   /* its start, CLOCK_BOOTTIME ns (1.8; 0: not known) */
 	int has_info; /* a PROCESS chunk was read */
 	int has_end;  /* an END chunk was read */
 	uint64_t ppid, start_realtime_ns, start_ticks, clock_source, nominal_hz;

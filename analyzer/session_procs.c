@@ -104,43 +104,51 @@ static struct ta_process *process_new(struct ta_session *s, uint32_t pid, uint32
 	return p;
 }
 
-/* PROCESS's boot_start (1.7), or 0: the fields before it skipped. */
-static uint64_t chunk_boot_start(const struct ta_chunk *c)
+/* PROCESS's boot_start (1.7) and start_ns (1.8), each 0 when absent: the
+ * fields before them skipped. */
+static void chunk_starts(const struct ta_chunk *c, uint64_t *bs, uint64_t *ns)
 {
 	struct ta_reader r;
 	const uint8_t *b;
 	uint64_t v = 0, argc;
 
+	*bs = *ns = 0;
 	ta_reader_init(&r, c->payload, c->len);
 	for (int i = 0; i < 6; i++)
 		ta_get_varint(&r, &v);
 	ta_get_bytes(&r, &b, &v);
 	ta_get_bytes(&r, &b, &v);
 	if (ta_get_varint(&r, &argc) < 0)
-		return 0;
+		return;
 	for (uint64_t i = 0; i < argc && !r.err; i++)
 		ta_get_bytes(&r, &b, &v);
 	for (int i = 0; i < 4; i++)
 		ta_get_varint(&r, &v);
 	if (r.err || r.p >= r.end || ta_get_varint(&r, &v) < 0)
-		return 0;
-	return v;
+		return;
+	*bs = v;
+	if (r.p < r.end && ta_get_varint(&r, &v) == 0)
+		*ns = v;
 }
 
 /*
  * The process a chunk belongs to: the latest one with the chunk's pid (a
  * process with a reused pid had ended before its pid was given again, so
  * its chunks all come before the new one's PROCESS).  A PROCESS chunk for
- * a pid seen with another boot_start begins a new process, not an image.
+ * a pid seen with another start (boot_start, or start_ns, which tells
+ * apart two processes started in one clock tick) begins a new process, not
+ * an image.
  */
 static struct ta_process *process_get(struct ta_session *s, const struct ta_chunk *c)
 {
 	struct ta_process *p = process_latest(s, c->h.pid);
 
 	if (p && c->h.type == TA_CHUNK_PROCESS && p->has_info) {
-		uint64_t bs = chunk_boot_start(c);
+		uint64_t bs, ns;
 
-		if (bs && p->boot_start && bs != p->boot_start)
+		chunk_starts(c, &bs, &ns);
+		if ((bs && p->boot_start && bs != p->boot_start) ||
+		    (ns && p->start_ns && ns != p->start_ns))
 			return process_new(s, c->h.pid, p->nth + 1);
 	}
 	return p ? p : process_new(s, c->h.pid, 1);
@@ -616,6 +624,17 @@ static int process_chunk(struct ta_process *p, struct ta_reader *r)
 		}
 		if (bs)
 			p->boot_start = bs;
+	}
+	/* Since 1.8, likewise. */
+	if (r->p < r->end) {
+		uint64_t ns;
+
+		if (ta_get_varint(r, &ns) < 0) {
+			rc = -TA_E_PAYLOAD;
+			goto fail;
+		}
+		if (ns)
+			p->start_ns = ns;
 	}
 	/* A second PROCESS chunk (exec in place) replaces the first. */
 	free(p->arch);

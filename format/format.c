@@ -174,7 +174,7 @@ const char *ta_lost_cause_name(unsigned cause)
 
 /* ---- file and chunk headers -------------------------------------------------- */
 
-void ta_file_header_encode(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid)
+void ta_file_header_encode_rec(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid, uint32_t recording)
 {
 	memset(out, 0, TA_FILE_HEADER_SIZE);
 	memcpy(out, TA_FILE_MAGIC, TA_FILE_MAGIC_LEN);
@@ -182,7 +182,13 @@ void ta_file_header_encode(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid)
 	ta_put_le16(out + 10, TA_FORMAT_MINOR);
 	ta_put_le32(out + 12, TA_FILE_HEADER_SIZE);
 	ta_put_le32(out + 16, pid);
+	ta_put_le32(out + 24, recording);
 	ta_put_le32(out + 28, ta_crc32c(0, out, 28));
+}
+
+void ta_file_header_encode(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid)
+{
+	ta_file_header_encode_rec(out, pid, 0);
 }
 
 int ta_file_header_decode(const uint8_t buf[TA_FILE_HEADER_SIZE], struct ta_file_header *h)
@@ -194,6 +200,7 @@ int ta_file_header_decode(const uint8_t buf[TA_FILE_HEADER_SIZE], struct ta_file
 	h->header_size = ta_get_le32(buf + 12);
 	h->pid = ta_get_le32(buf + 16);
 	h->flags = ta_get_le32(buf + 20);
+	h->recording = ta_get_le32(buf + 24);
 	if (h->major != TA_FORMAT_MAJOR)
 		return -TA_E_VERSION;
 	if (ta_crc32c(0, buf, 28) != ta_get_le32(buf + 28))

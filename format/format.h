@@ -34,7 +34,7 @@
  * 12      4   header size (32)
  * 16      4   pid of the process that created the dump
  * 20      4   flags (none defined, 0)
- * 24      4   reserved (0)
+ * 24      4   the recording's id (since 1.8; 0: none, before: reserved)
  * 28      4   CRC-32C of bytes 0..27
  */
 struct ta_file_header {
@@ -43,6 +43,7 @@ struct ta_file_header {
 	uint32_t header_size;
 	uint32_t pid;
 	uint32_t flags;
+	uint32_t recording; /* bytes 24..27 since 1.8: the recording's id (0: none) */
 };
 
 /* ---- chunks ------------------------------------------------------------ */
@@ -409,6 +410,9 @@ uint32_t ta_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 int ta_crc32c_hw(void);
 
 void ta_file_header_encode(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid);
+/* The same with the recording's id (1.8): the processes of one recording
+ * that find the file there check it before they append. */
+void ta_file_header_encode_rec(uint8_t out[TA_FILE_HEADER_SIZE], uint32_t pid, uint32_t recording);
 
 /* 0 if buf holds a file header of a version this code reads; otherwise a
  * negative TA_E_* code. */

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -29,6 +31,7 @@
 #include "addr.h"
 #include "cmdopts.h"
 #include "commands.h"
+#include "format.h"
 #include "ta_config.h"
 
 #define EXIT_USAGE	2
@@ -502,30 +505,120 @@ static void die_of_signal(int sig)
 	exit(128 + sig);
 }
 
+/* Whether an output pattern names the pid (%p; %% is a '%'). */
+static int per_process(const char *pattern)
+{
+	for (const char *p = pattern; *p; p++) {
+		if (p[0] != '%')
+			continue;
+		if (p[1] == 'p')
+			return 1;
+		if (p[1] == '%')
+			p++;
+	}
+	return 0;
+}
+
+/* What the child tells the loader before its exec. */
+struct prepared {
+	uint8_t stale;	 /* a file was at the dump path: the agent refuses it */
+	uint8_t created; /* the loader's child created the recording's file */
+	uint64_t dev, ino;
+};
+
+/* A recording's id: random, never 0. */
+static uint32_t new_recording(void)
+{
+	uint32_t r = 0;
+	struct timespec ts;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r) || !r) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)getpid();
+	}
+	return r ? r : 1;
+}
+
+/*
+ * A dump named without %p is one recording, every process of the
+ * program's tree in it: the file is created here (with its file header),
+ * and named to the agents by TRACEAGENT_DUMP_FILE as agent/dump.c's
+ * ta_dump_share does, so that processes that do not descend from the first
+ * one to start the agent (the children of an uninstrumented make) join it
+ * too.  0, or -1 when it could not be created (the agent then tries, and
+ * says why).
+ */
+static int create_recording(const char *pattern, const char *path, struct prepared *pr)
+{
+	uint8_t hdr[TA_FILE_HEADER_SIZE];
+	char abs[PATH_MAX], cwd[PATH_MAX], token[PATH_MAX + 64];
+	uint64_t id = 0xcbf29ce484222325ull;
+	struct stat st;
+	uint32_t rec;
+	int fd, n;
+
+	if (path[0] == '/')
+		snprintf(abs, sizeof(abs), "%s", path);
+	else if (!getcwd(cwd, sizeof(cwd)) ||
+		 (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, path) >= sizeof(abs))
+		return -1;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	/* The agent's file header: the program's pid (this process's) and
+	 * the recording's id, which the agents check before they append. */
+	rec = new_recording();
+	ta_file_header_encode_rec(hdr, (uint32_t)getpid(), rec);
+	/* The agent's id of the setting (agent/settings.c's output_id). */
+	for (const char *c = pattern; *c; c++)
+		id = (id ^ (uint8_t)*c) * 0x100000001b3ull;
+	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) || fstat(fd, &st) < 0)
+		goto fail;
+	n = snprintf(token, sizeof(token), "%llu:%llu:%016llx:%08x:%s",
+		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		     (unsigned long long)id, (unsigned)rec, abs);
+	if (n < 0 || (size_t)n >= sizeof(token) || setenv("TRACEAGENT_DUMP_FILE", token, 1) < 0)
+		goto fail;
+	close(fd);
+	pr->created = 1;
+	pr->dev = (uint64_t)st.st_dev;
+	pr->ino = (uint64_t)st.st_ino;
+	return 0;
+fail:
+	close(fd);
+	unlink(path);
+	return -1;
+}
+
 /*
  * In the child, between fork and exec: replace an existing dump at -o,
- * then report through the pipe whether a file is at the dump path (the
- * agent will then refuse to write, and the loader must not claim the file
- * as this run's dump).
+ * create the recording's file when it is one for every process, then
+ * report through the pipe whether a file was at the dump path (the agent
+ * will then refuse to write, and the loader must not claim the file as
+ * this run's dump) and the file made here.
  */
 static void child_prepare(const char *pattern, int explicit_output, int report_fd)
 {
+	struct prepared pr = {0};
 	char path[PATH_MAX];
 	struct stat st;
-	char stale = 0;
 
+	/* An inherited token names some other recording's file. */
+	unsetenv("TRACEAGENT_DUMP_FILE");
 	/* A collector's address (tcp://, unix:) is no file to replace or
 	 * look at: the collector names its dumps. */
-	if (ta_addr_is_stream(pattern)) {
-		while (write(report_fd, &stale, 1) < 0 && errno == EINTR)
-			;
-		return;
+	if (!ta_addr_is_stream(pattern)) {
+		expand_output(pattern, getpid(), path, sizeof(path));
+		if (explicit_output && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    unlink(path) < 0)
+			fprintf(stderr, "traceagent: cannot replace %s: %s\n", path,
+				strerror(errno));
+		pr.stale = lstat(path, &st) == 0 ? 1 : 0;
+		if (!pr.stale && !per_process(pattern))
+			(void)create_recording(pattern, path, &pr);
 	}
-	expand_output(pattern, getpid(), path, sizeof(path));
-	if (explicit_output && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) < 0)
-		fprintf(stderr, "traceagent: cannot replace %s: %s\n", path, strerror(errno));
-	stale = lstat(path, &st) == 0 ? 1 : 0;
-	while (write(report_fd, &stale, 1) < 0 && errno == EINTR)
+	/* Below PIPE_BUF: one write, whole. */
+	while (write(report_fd, &pr, sizeof(pr)) < 0 && errno == EINTR)
 		;
 }
 
@@ -546,6 +639,9 @@ static int notify_open(void)
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
 	close(p[1]);
+	/* Read once the program is done: room for 128K starts (8 bytes
+	 * each) where the system allows it, else the default 64 KiB. */
+	(void)fcntl(p[0], F_SETPIPE_SZ, 1 << 20);
 	snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)getpid(), p[0]);
 	if (access(path, W_OK) < 0 || set_env("TRACEAGENT_RECORD_NOTIFY", path) < 0) {
 		close(p[0]);
@@ -554,18 +650,24 @@ static int notify_open(void)
 	return p[0];
 }
 
-#define MAX_CHILD_DUMPS 4 /* named in the line; the rest are counted */
-
 struct started {
-	int self;	/* the program's own process started the agent */
-	int children;	/* other processes that started it */
-	pid_t child[MAX_CHILD_DUMPS]; /* the first of them */
+	int self;     /* the program's own process started the agent */
+	size_t n;     /* other processes that started it: */
+	pid_t *child; /* their pids, sorted, each once (NULL without memory) */
 };
+
+static int pid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
 
 /* Reads the agents' records: pid, then 1 when it started (0: it could not,
  * and said why itself). */
 static void notify_read(int fd, pid_t pid, struct started *st)
 {
+	size_t cap = 0, k = 0;
 	uint32_t rec[2];
 
 	memset(st, 0, sizeof(*st));
@@ -576,16 +678,55 @@ static void notify_read(int fd, pid_t pid, struct started *st)
 		}
 		if (!rec[1])
 			continue;
-		/* An exec'd image starts again under the same pid. */
-		int seen = 0;
-		for (int i = 0; i < st->children && i < MAX_CHILD_DUMPS; i++)
-			seen |= st->child[i] == (pid_t)rec[0];
-		if (seen)
-			continue;
-		if (st->children < MAX_CHILD_DUMPS)
-			st->child[st->children] = (pid_t)rec[0];
-		st->children++;
+		if (st->n == cap) {
+			pid_t *v = realloc(st->child, (cap ? 2 * cap : 16) * sizeof(*v));
+
+			if (!v)
+				continue;
+			st->child = v;
+			cap = cap ? 2 * cap : 16;
+		}
+		st->child[st->n++] = (pid_t)rec[0];
 	}
+	/* An exec'd image starts again under the same pid. */
+	if (st->n)
+		qsort(st->child, st->n, sizeof(*st->child), pid_cmp);
+	for (size_t i = 0; i < st->n; i++)
+		if (!k || st->child[k - 1] != st->child[i])
+			st->child[k++] = st->child[i];
+	st->n = k;
+}
+
+/*
+ * The dumps of the program's descendants that started the agent (with %p
+ * in the output, one each), comma-separated in names; how many.
+ */
+static size_t child_dumps(const char *output, const struct started *st, char **names)
+{
+	char path[PATH_MAX];
+	size_t len = 0, cap = 0, named = 0;
+
+	*names = NULL;
+	if (ta_addr_is_stream(output))
+		return 0;
+	for (size_t i = 0; i < st->n; i++) {
+		size_t add;
+
+		expand_output(output, st->child[i], path, sizeof(path));
+		if (access(path, F_OK) < 0)
+			continue;
+		add = strlen(path) + 2;
+		if (len + add + 1 > cap) {
+			char *v = realloc(*names, cap = 2 * (len + add + 1));
+
+			if (!v)
+				break;
+			*names = v;
+		}
+		len += (size_t)sprintf(*names + len, "%s%s", named ? ", " : "", path);
+		named++;
+	}
+	return named;
 }
 
 /*
@@ -597,24 +738,13 @@ static void notify_read(int fd, pid_t pid, struct started *st)
 static void say_no_dump(const struct record_opts *o, const char *output, const struct started *st)
 {
 	const char *prog = o->argv[0];
-	char path[PATH_MAX], names[1024] = "";
-	size_t len = 0;
-	int named = 0;
+	char *names;
 
-	for (int i = 0; i < st->children && i < MAX_CHILD_DUMPS; i++) {
-		expand_output(output, st->child[i], path, sizeof(path));
-		if (ta_addr_is_stream(output) || access(path, F_OK) < 0)
-			continue;
-		int n = snprintf(names + len, sizeof(names) - len, "%s%s", named ? ", " : "", path);
-		if (n < 0 || (size_t)n >= sizeof(names) - len)
-			break;
-		len += (size_t)n;
-		named++;
-	}
-	if (named) {
+	if (child_dumps(output, st, &names)) {
 		fprintf(stderr,
-			"traceagent: %s ran no instrumented code; processes it started wrote %s%s\n",
-			prog, names, st->children > named ? " and more" : "");
+			"traceagent: %s ran no instrumented code; processes it started wrote %s\n",
+			prog, names);
+		free(names);
 		return;
 	}
 	if (o->libcalls && strcmp(o->libcalls, "none")) {
@@ -632,14 +762,33 @@ static void say_no_dump(const struct record_opts *o, const char *output, const s
 		prog);
 }
 
+/*
+ * The recording's file the loader made, once the program is done: kept
+ * when an agent wrote to it, else removed (a file header alone is no dump)
+ * if it is still the one made.  Whether it is kept.
+ */
+static int recording_kept(const char *path, const struct prepared *pr, const struct started *st,
+			  int notified)
+{
+	struct stat s;
+
+	if (lstat(path, &s) < 0 || (uint64_t)s.st_dev != pr->dev || (uint64_t)s.st_ino != pr->ino)
+		return 0;
+	if (s.st_size > TA_FILE_HEADER_SIZE || (notified && (st->self || st->n)))
+		return 1;
+	unlink(path);
+	return 0;
+}
+
 static int run(const struct record_opts *o, const char *prog_path, const char *output,
 	       int explicit_output)
 {
 	struct sigaction old_act[NFORWARDED], act;
 	sigset_t block, old_mask;
 	int report[2], status, installed[NFORWARDED], notify;
-	struct started started;
-	char stale = 0, path[PATH_MAX];
+	struct started started = {0};
+	struct prepared pr = {0};
+	char path[PATH_MAX];
 	pid_t pid;
 	ssize_t n;
 
@@ -694,7 +843,7 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 	/* The pipe closes at exec (or at the child's exit when exec fails). */
 	close(report[1]);
 	do
-		n = read(report[0], &stale, 1);
+		n = read(report[0], &pr, sizeof(pr));
 	while (n < 0 && errno == EINTR);
 	close(report[0]);
 
@@ -711,10 +860,26 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 		notify_read(notify, pid, &started);
 		close(notify);
 	}
-	if (n == 1 && !stale && !ta_addr_is_stream(output) && access(path, F_OK) == 0)
-		fprintf(stderr, "traceagent: dump written to %s\n", path);
-	else if (n == 1 && notify >= 0 && !started.self)
+	if (n == (ssize_t)sizeof(pr) && pr.created) {
+		/* One file for the program and every descendant. */
+		if (recording_kept(path, &pr, &started, notify >= 0))
+			fprintf(stderr, "traceagent: dump written to %s\n", path);
+		else if (notify >= 0)
+			say_no_dump(o, output, &started);
+	} else if (n == (ssize_t)sizeof(pr) && !pr.stale && !ta_addr_is_stream(output) &&
+		   access(path, F_OK) == 0) {
+		char *names;
+
+		/* One dump a process (%p): every one written. */
+		if (child_dumps(output, &started, &names))
+			fprintf(stderr, "traceagent: dumps written to %s, %s\n", path, names);
+		else
+			fprintf(stderr, "traceagent: dump written to %s\n", path);
+		free(names);
+	} else if (n == (ssize_t)sizeof(pr) && notify >= 0 && !started.self) {
 		say_no_dump(o, output, &started);
+	}
+	free(started.child);
 
 	if (WIFSIGNALED(status))
 		die_of_signal(WTERMSIG(status));

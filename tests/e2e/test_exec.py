@@ -87,7 +87,8 @@ class ExecTest(tahelp.Case):
 
     def test_exec_environment(self):
         """The new image's environment is the program's plus the agent's
-        own handover variable, and only when it preloads the agent."""
+        own handover variables (the descriptor, and the recording's file
+        for the processes it starts), and only when it preloads the agent."""
         self.need_host_program("env")
         prog = self.prog("exec-O2")
         env = "/usr/bin/env" if os.path.exists("/usr/bin/env") else "/bin/env"
@@ -95,6 +96,13 @@ class ExecTest(tahelp.Case):
         lines = sorted(r.stdout.splitlines())
         handover = [l for l in lines if l.startswith("TRACEAGENT_DUMP_FD=")]
         self.assertEqual(len(handover), 1, lines)
+        st = os.stat(r.dump)
+        shared = [l for l in lines if l.startswith("TRACEAGENT_DUMP_FILE=")]
+        self.assertEqual(len(shared), 1, lines)
+        self.assertTrue(shared[0].startswith("TRACEAGENT_DUMP_FILE=%d:%d:" %
+                                             (st.st_dev, st.st_ino)), shared)
+        self.assertTrue(shared[0].endswith(":" + r.dump), shared)
+        handover += shared
         plain = self.run_plain([env], env={"LD_PRELOAD": tahelp.AGENT,
                                            "TRACEAGENT_OUTPUT": r.dump,
                                            "SOME_SETTING": "x y"})

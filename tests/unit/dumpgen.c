@@ -158,10 +158,12 @@ size_t dg_process(struct dumpgen *g, uint64_t start_ticks, uint64_t clock_source
 	pb_u(&b, 65536);
 	pb_u(&b, 256u << 20);
 	pb_u(&b, 50);
-	if (g->boot_start) {
+	if (g->boot_start || g->start_ns) {
 		pb_u(&b, 0); /* mode */
 		pb_u(&b, g->boot_start);
 	}
+	if (g->start_ns)
+		pb_u(&b, g->start_ns);
 	return put(g, TA_CHUNK_PROCESS, &b);
 }
 

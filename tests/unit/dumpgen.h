@@ -31,6 +31,7 @@ struct dumpgen {
 	uint32_t pid; /* writer of the next chunks */
 	int lz4;      /* LZ4-compress the payloads */
 	uint64_t boot_start; /* dg_process writes it (1.7) when not 0 */
+	uint64_t start_ns;   /* and this after it (1.8) when not 0 */
 	uint32_t pids[DG_MAX_PIDS], seqs[DG_MAX_PIDS];
 	int npids;
 };

@@ -221,6 +221,14 @@ START_TEST(file_header_roundtrip)
 	ck_assert_uint_eq(h.header_size, TA_FILE_HEADER_SIZE);
 	ck_assert_uint_eq(h.pid, 4242);
 	ck_assert_uint_eq(h.flags, 0);
+	ck_assert_uint_eq(h.recording, 0);
+	/* 1.8: the recording's id in bytes 24..27, under the CRC. */
+	ta_file_header_encode_rec(b, 4242, 0xdeadbeefu);
+	ck_assert_int_eq(ta_file_header_decode(b, &h), 0);
+	ck_assert_uint_eq(h.recording, 0xdeadbeefu);
+	ck_assert_uint_eq(h.pid, 4242);
+	b[25] ^= 1;
+	ck_assert_int_eq(ta_file_header_decode(b, &h), -TA_E_CHECKSUM);
 }
 END_TEST
 

@@ -953,6 +953,65 @@ static void start_image(struct dumpgen *g, uint64_t ticks, const char *exe)
 	dg_module(g, exe, 0x10000, 1, 0x11000, 0x20000);
 }
 
+/* Two processes given pid 100 in one clock tick after boot (the same
+ * boot_start), told apart by PROCESS's start_ns (1.8); an exec'd image
+ * keeps its start_ns and stays the process it was. */
+START_TEST(reused_pid_same_tick)
+{
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct run r;
+	const struct ta_process *p1, *p2;
+	char pn[TA_PID_NAME_MAX];
+	const uint64_t starts[3] = {111000, 111000, 222000};
+	const char *exes[3] = {"/bin/prog", "/bin/next", "/bin/prog"};
+	const int calls[3] = {1, 2, 3};
+
+	dg_init(&g, 100);
+	g.boot_start = 5000;
+	for (int k = 0; k < 3; k++) {
+		uint64_t t = 1000 + 1000 * (uint64_t)k;
+
+		g.seqs[0] = 0;
+		g.start_ns = starts[k];
+		start_image(&g, t, exes[k]);
+		dg_thread_start(&g, 100, t + 10, "prog");
+		ta_encoder_init(&e, 100);
+		REQUIRE(ta_encoder_begin(&e, t + 20) == 0, "begin");
+		for (int i = 0; i < calls[k]; i++) {
+			ev(&e, t + 20 + 10 * (uint64_t)i, A, 0);
+			ev(&e, t + 25 + 10 * (uint64_t)i, A, 1);
+		}
+		dg_events(&g, &e);
+		ta_encoder_free(&e);
+		dg_thread_end(&g, 100, t + 500, 2 * (uint64_t)calls[k], 0);
+		dg_end(&g, t + 600, 0, 2 * (uint64_t)calls[k], 0, 1, k == 0 ? TA_END_F_EXEC : 0);
+	}
+	ck_assert_int_eq(run_dump(&g, &r), 0);
+	ck_assert_ptr_null(ta_session_incomplete(r.s));
+	ck_assert_uint_eq(r.s->nprocs, 2);
+	p1 = r.s->procs[0];
+	p2 = r.s->procs[1];
+	ck_assert_uint_eq(p1->nth, 1);
+	ck_assert_uint_eq(p1->start_ns, 111000);
+	ck_assert_uint_eq(p1->nimages, 2);
+	ck_assert_uint_eq(p2->os_pid, 100);
+	ck_assert_uint_eq(p2->nth, 2);
+	ck_assert_uint_eq(p2->boot_start, 5000);
+	ck_assert_uint_eq(p2->start_ns, 222000);
+	ck_assert_uint_eq(p2->nimages, 1);
+	ck_assert_uint_eq(p2->end_events, 6);
+	ck_assert_str_eq(ta_pid_name(r.s, p2->pid, pn), "100 (2)");
+	ck_assert_uint_eq(r.s->nthreads, 3);
+	ck_assert_uint_eq(r.s->threads[0]->pid, p1->pid);
+	ck_assert_uint_eq(r.s->threads[1]->pid, p1->pid);
+	ck_assert_uint_eq(r.s->threads[2]->pid, p2->pid);
+	ck_assert_uint_eq(r.s->threads[2]->events, 6);
+	run_free(&r);
+	dg_free(&g);
+}
+END_TEST
+
 /* A long run forks more processes than pid_max: two processes given pid
  * 100, told apart by PROCESS's boot_start (1.7), stay two processes, each
  * with its own threads and totals; an exec'd image keeps its boot_start and
@@ -1313,6 +1372,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, module_unloaded_and_replaced);
 	tcase_add_test(tc, exec_starts_new_image);
 	tcase_add_test(tc, reused_pid_is_another_process);
+	tcase_add_test(tc, reused_pid_same_tick);
 	tcase_add_test(tc, chunk_seq_wraps);
 	tcase_add_test(tc, sites_later_description_replaces);
 	tcase_add_test(tc, api_chunks_malformed);
