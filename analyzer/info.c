@@ -46,7 +46,7 @@ static void usage(FILE *f)
 		   "  --json       one JSON object instead of text\n"
 		   "  -h, --help   this help\n"
 		   "\n"
-		   "Exit status: 0 for a whole dump, 1 when it is damaged or truncated (what\n"
+		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
 		   "could be read is still shown), 2 for usage errors or a file that cannot\n"
 		   "be opened.\n");
 }

@@ -314,7 +314,8 @@ int ta_sv_conn_midway(const struct ta_sv_conn *c)
 }
 
 /* A CUT chunk (format.h) after the last whole one: the saved dump says
- * why it stops, for every reader (written counts it: the file's size). */
+ * why it stops, for every reader (cut_bytes: written counts the stream's
+ * bytes). */
 static void append_cut(struct ta_sv_conn *c)
 {
 	struct ta_chunk_header h = {0};
@@ -338,7 +339,7 @@ static void append_cut(struct ta_sv_conn *c)
 	/* At the end of what was kept (the file may have been cut back
 	 * below its write offset). */
 	if (pwrite(c->fd, buf, (size_t)(p - buf), (off_t)c->written) == (ssize_t)(p - buf))
-		c->written += (uint64_t)(p - buf);
+		c->cut_bytes = (uint64_t)(p - buf);
 	/* Else the dump stays readable, without the reason. */
 }
 
