@@ -524,14 +524,20 @@ void ta_crash_uninstall(void)
 {
 	sigset_t mask;
 
-	/* The program's actions as it set them (all defaults). */
+	/* The program's actions as it set them (all defaults), where the
+	 * handler is still ours: an injected agent interposes nothing, and
+	 * a handler the program set meanwhile stays. */
 	act_lock_take(&mask);
 	taking = 0;
 	for (int sig = 1; sig < _NSIG; sig++) {
+		struct sigaction cur;
+
 		if (!held[sig].held)
 			continue;
-		ta_real_sigaction(sig, &held[sig].prog, NULL);
 		held[sig].held = 0;
+		if (ta_real_sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+		    (cur.sa_sigaction == crash_handler || cur.sa_sigaction == term_handler))
+			ta_real_sigaction(sig, &held[sig].prog, NULL);
 	}
 	act_lock_drop(&mask);
 }

@@ -643,6 +643,7 @@ struct outcome {
 	uint64_t end_flags; /* END's flags, and its 1.8 trailing fields */
 	uint64_t failed_at, failed_errno;
 	uint32_t next_seq; /* the seq after its last image's last chunk */
+	int torn;	   /* the file ends in the middle of a chunk */
 };
 
 static void parse_end(const uint8_t *p, size_t len, struct outcome *oc)
@@ -705,6 +706,7 @@ static void dump_outcome(int fd, pid_t pid, struct outcome *oc)
 		}
 		off += TA_CHUNK_HEADER_SIZE + (off_t)h.stored_size;
 	}
+	oc->torn = off != st.st_size;
 }
 
 /* A CUT chunk (format.h) for a process killed before its agent wrote
@@ -762,13 +764,13 @@ static void say_dump(const char *path, pid_t pid, int status)
 		fprintf(stderr, "traceagent: dump written to %s\n", path);
 	} else if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
+		/* Not after a torn chunk: a reader would not find it there. */
+		int noted = !oc.torn && append_cut(fd, pid, oc.next_seq, sig) == 0;
 
 		fprintf(stderr,
-			"traceagent: incomplete dump written to %s: %s was killed by signal %d (%s) "
-			"before the agent could end it%s\n",
-			path, "the program", sig, ta_signal_name(sig),
-			append_cut(fd, pid, oc.next_seq, sig) < 0 ? " (not recorded in the dump)"
-								  : "");
+			"traceagent: incomplete dump written to %s: the program was killed by signal "
+			"%d (%s) before the agent could end it%s\n",
+			path, sig, ta_signal_name(sig), noted ? "" : " (not recorded in the dump)");
 	} else {
 		fprintf(stderr,
 			"traceagent: incomplete dump written to %s: it has no end (the agent could "
