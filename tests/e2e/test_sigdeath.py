@@ -11,6 +11,7 @@ import resource
 import signal
 import subprocess
 import tempfile
+import time
 
 import tahelp
 from tahelp import LEVELS
@@ -90,6 +91,32 @@ class SigDeathTest(tahelp.Case):
                 funcs = self.check_dump(dump, sig,
                                         {"main": 1, "thread_main": 3, "work": 4 * N}, threads=4)
                 self.assertEqual(funcs["thread_main"]["open"], 3)
+
+    def test_in_the_middle_of_calls(self):
+        """SIGTERM while two threads make calls as fast as they can: it
+        lands in their hooks and their drains.  The dump is whole, nothing
+        lost, every thread's calls in it."""
+        dump = self.fresh("firehose")
+        env = tahelp.clean_env({"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": dump})
+        p = subprocess.Popen([self.prog("firehose"), "2", "60"], env=env, cwd=self.dir,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=tahelp.no_core)
+        # Once a megabyte is written: the threads are well into their calls.
+        end = time.time() + 60
+        while time.time() < end and not (os.path.exists(dump) and
+                                          os.path.getsize(dump) > 1000000):
+            time.sleep(0.02)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual((p.returncode, err), (-signal.SIGTERM, b""))
+        rep = json.loads(self.report_raw(dump, "--json").stdout)
+        self.assertTrue(rep["complete"])
+        self.assertEqual((rep["lost"], rep["errors"]), (0, []))
+        self.assertGreaterEqual(rep["threads"], 2)
+        (proc,) = self.info(dump)["processes"]
+        self.assertEqual(proc["end"]["signal"], signal.SIGTERM)
+        self.assertEqual(sum(t["events"] for t in proc["threads"]), rep["events"])
+        self.assertGreater(rep["events"], 100000)
 
     def test_pipe_into_head(self):
         """`record ... | head -c 100`: the program dies of SIGPIPE, its
