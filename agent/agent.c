@@ -495,7 +495,8 @@ void ta_agent_write_end(uint64_t flags)
 	ta_buf_u(&b, ta_ring_reserve_taken());
 	/* 1.8: the signal the process dies of (0: none), and where and why
 	 * the dump could not be written (offset 0: it could). */
-	ta_buf_u(&b, (flags & TA_END_F_SIGNAL) ? __atomic_load_n(&end_signal, __ATOMIC_RELAXED) : 0);
+	ta_buf_u(&b,
+		 (flags & TA_END_F_SIGNAL) ? __atomic_load_n(&end_signal, __ATOMIC_RELAXED) : 0);
 	ta_dump_failure(&failed_at, &failed_errno);
 	ta_buf_u(&b, failed_at);
 	ta_buf_u(&b, (uint64_t)failed_errno);

@@ -4,9 +4,10 @@
  * naming (thread identity in the dump), dlopen and dlclose (the module map,
  * patching new modules), sigaltstack and sigaction (the agent's own
  * alternate stacks and signal handlers stay unseen), the exec family (what
- * was recorded is written before the image goes), the exits that skip destructors (so every event reaches the dump),
- * and what unwinds the stack (C++ exceptions, pthread_exit: patched frames
- * get their return addresses back first).
+ * was recorded is written before the image goes), the exits that skip
+ * destructors (so every event reaches the dump), and what unwinds the stack
+ * (C++ exceptions, pthread_exit: patched frames get their return addresses
+ * back first).
  *
  * Each wrapper finds the real function, RTLD_NEXT's, once (nextsym.h) and
  * preserves errno as the real function left it.

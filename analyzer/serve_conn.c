@@ -321,9 +321,9 @@ static void append_cut(struct ta_sv_conn *c)
 	struct ta_chunk_header h = {0};
 	uint8_t buf[TA_CHUNK_HEADER_SIZE + 3 * TA_VARINT_MAX + sizeof(c->why)];
 	uint8_t *p = buf + TA_CHUNK_HEADER_SIZE;
-	const char *why = c->cut				? c->why
+	const char *why = c->cut			   ? c->why
 			  : !ta_stream_at_boundary(&c->st) ? "closed in the middle of a chunk"
-							    : "closed without END";
+							   : "closed without END";
 	size_t len = strlen(why);
 
 	p = ta_varint_put(p, TA_CUT_STREAM);

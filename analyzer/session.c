@@ -303,8 +303,7 @@ static const char *process_incomplete(const struct ta_process *p, char *buf, siz
 		return buf;
 	}
 	if ((p->end_flags & 1) && p->end_failed_errno) {
-		snprintf(buf, n,
-			 "the agent could not write its data from byte %" PRIu64 " on: %s",
+		snprintf(buf, n, "the agent could not write its data from byte %" PRIu64 " on: %s",
 			 p->end_failed_at, strerror((int)p->end_failed_errno));
 		return buf;
 	}

@@ -1104,9 +1104,9 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 	}
 	/* 1.8: the signal the process died of, the failed write. */
 	p->end_signal = p->end_failed_at = p->end_failed_errno = 0;
-	if (r->p < r->end && (ta_get_varint(r, &p->end_signal) < 0 ||
-			      ta_get_varint(r, &p->end_failed_at) < 0 ||
-			      ta_get_varint(r, &p->end_failed_errno) < 0))
+	if (r->p < r->end &&
+	    (ta_get_varint(r, &p->end_signal) < 0 || ta_get_varint(r, &p->end_failed_at) < 0 ||
+	     ta_get_varint(r, &p->end_failed_errno) < 0))
 		return -TA_E_PAYLOAD;
 	p->has_end = 1;
 	ta_sess_note_ticks(p, p->end_ticks);
