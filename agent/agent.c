@@ -24,6 +24,7 @@
 #include <malloc.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -342,6 +343,8 @@ static void flight_signal_install(void)
  * recorder's signal in flight mode. */
 static void signals_install(void)
 {
+	/* The flight signal's handler replaces the hold the crash install
+	 * puts on its default action (through the interposed sigaction). */
 	ta_crash_install();
 	if (ta_cfg.mode == TA_MODE_FLIGHT)
 		flight_signal_install();
@@ -357,13 +360,16 @@ static void signals_uninstall(void)
 
 static int start(void)
 {
-	uint64_t t0;
+	uint64_t t0, clock_t0, clock_n0;
 	int err;
 
 	/* A setuid or setgid program is never traced: the settings come
 	 * from a less privileged environment. */
 	if (getauxval(AT_SECURE))
 		return -EPERM;
+	/* The first calibration pair; the start's CLOCK chunk has a second,
+	 * taken as it ends (below). */
+	ta_clock_pair(&clock_t0, &clock_n0);
 	ta_pid = (uint32_t)getpid();
 	ta_settings_load(&ta_cfg);
 	/* An injected agent opens libunwind at once, as the first window
@@ -386,7 +392,6 @@ static int start(void)
 	/* The process's description (a dozen small chunks) in one write. */
 	ta_dump_batch(1);
 	ta_dump_process();
-	ta_dump_clock();
 	t0 = ta_ticks();
 	ta_dump_modules(t0, t0);
 	/* The hooks' entries bound now, not by each instrumented function's
@@ -404,6 +409,9 @@ static int start(void)
 	 * through libc's internal _exit, which no wrapper sees. */
 	at_quick_exit(ta_agent_shutdown);
 	signals_install();
+	/* Two pairs the start's length apart: a process killed before the
+	 * flusher's first pair (10 ms on) still has its counter's rate. */
+	ta_dump_clock_since(clock_t0, clock_n0);
 	ta_dump_batch(0);
 	err = ta_flusher_start();
 	if (err < 0) {
@@ -477,10 +485,19 @@ int ta_agent_ensure_started(void)
 	return s == TA_S_RUNNING;
 }
 
+/* The signal a held signal's handler dies of (crash.c). */
+static uint32_t end_signal;
+
+void ta_agent_end_signal(uint32_t sig)
+{
+	__atomic_store_n(&end_signal, sig, __ATOMIC_RELAXED);
+}
+
 void ta_agent_write_end(uint64_t flags)
 {
 	struct ta_buf b = {0};
-	uint64_t events, lost, threads, ticks, ns, by[TA_LOST_NCAUSES];
+	uint64_t events, lost, threads, ticks, ns, by[TA_LOST_NCAUSES], failed_at;
+	int failed_errno;
 
 	ta_flusher_totals(&events, &lost, &threads);
 	ta_clock_pair(&ticks, &ns);
@@ -500,8 +517,15 @@ void ta_agent_write_end(uint64_t flags)
 		ta_buf_u(&b, by[c]);
 	/* 1.7: blocks taken beyond the cap (ring.c's emergency reserve). */
 	ta_buf_u(&b, ta_ring_reserve_taken());
+	/* 1.8: the signal the process dies of (0: none), and where and why
+	 * the dump could not be written (offset 0: it could). */
+	ta_buf_u(&b,
+		 (flags & TA_END_F_SIGNAL) ? __atomic_load_n(&end_signal, __ATOMIC_RELAXED) : 0);
+	ta_dump_failure(&failed_at, &failed_errno);
+	ta_buf_u(&b, failed_at);
+	ta_buf_u(&b, (uint64_t)failed_errno);
 	if (!b.oom)
-		ta_dump_chunk(TA_CHUNK_END, b.p, b.len);
+		ta_dump_end_chunk(b.p, b.len);
 	ta_buf_free(&b);
 }
 
@@ -625,10 +649,25 @@ int ta_agent_reattach(void)
 	return err;
 }
 
+/* The exit writing the END: 1 while it does, 2 once done.  A held
+ * signal (crash.c) that reaches another thread meanwhile waits for it. */
+static uint32_t shutdown_phase;
+
+void ta_agent_wait_shutdown(unsigned ms)
+{
+	for (unsigned i = 0; i < ms && __atomic_load_n(&shutdown_phase, __ATOMIC_ACQUIRE) == 1;
+	     i++) {
+		struct timespec one = {0, 1000000};
+
+		syscall(SYS_nanosleep, &one, NULL);
+	}
+}
+
 void ta_agent_shutdown(void)
 {
 	uint32_t s = TA_S_RUNNING;
 	int saved = errno;
+	sigset_t async, old_mask;
 
 	/* A vfork child shares our memory: it must not finish the parent's
 	 * dump when it calls _exit. */
@@ -639,6 +678,20 @@ void ta_agent_shutdown(void)
 	if (!__atomic_compare_exchange_n(&ta_state, &s, TA_S_STOPPED, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
+	/* A signal sent now waits until the END is written, then has its
+	 * default action (its handler sees the agent stopped): the dump is
+	 * whole and the process dies of it as it would have.  The faults
+	 * stay deliverable. */
+	sigfillset(&async);
+	sigdelset(&async, SIGSEGV);
+	sigdelset(&async, SIGBUS);
+	sigdelset(&async, SIGILL);
+	sigdelset(&async, SIGFPE);
+	sigdelset(&async, SIGTRAP);
+	sigdelset(&async, SIGSYS);
+	pthread_sigmask(SIG_BLOCK, &async, &old_mask);
+	/* Release: pairs with the acquire in ta_agent_wait_shutdown. */
+	__atomic_store_n(&shutdown_phase, 1, __ATOMIC_RELEASE);
 	/* Library calls made from here on (later destructors, other
 	 * threads) go straight to libc. */
 	ta_libcalls_enable(0);
@@ -666,6 +719,8 @@ void ta_agent_shutdown(void)
 	ta_control_finish();
 	ta_patch_report_end();
 	ta_filter_report_end();
+	__atomic_store_n(&shutdown_phase, 2, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	TA_GUARD_LEAVE();
 	errno = saved;
 }

@@ -59,6 +59,11 @@ char **ta_agent_before_exec(char *const envp[]) TA_HIDDEN;
 void ta_agent_exec_failed(char **env, char *const envp[]) TA_HIDDEN;
 /* The END chunk with the totals so far. */
 void ta_agent_write_end(uint64_t flags) TA_HIDDEN;
+/* The signal the process dies of, for the END (TA_END_F_SIGNAL). */
+void ta_agent_end_signal(uint32_t sig) TA_HIDDEN;
+/* A signal handler's bounded wait for an exit that is writing the END on
+ * another thread (async-signal-safe). */
+void ta_agent_wait_shutdown(unsigned ms) TA_HIDDEN;
 /* Tries a lock for up to ~200 ms (signal handlers: never wait forever on
  * a lock whose holder may be the interrupted code); 0 if taken. */
 int ta_lock_bounded(pthread_mutex_t *m) TA_HIDDEN;

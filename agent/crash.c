@@ -15,6 +15,21 @@
  * itself: every lock here is tried for a bounded time, and what cannot be
  * had is skipped.
  *
+ * The signals whose default action ends the process (SIGTERM, SIGINT,
+ * SIGHUP, SIGPIPE, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2) are taken the same
+ * way: what was recorded and an END naming the signal are written, then
+ * the process dies of it (same status, same core dump for SIGQUIT).  The
+ * writing is the flusher's (it blocks every signal, may allocate and take
+ * the agent's locks): the thread that took the signal may have been
+ * stopped holding malloc's lock, so it only asks and waits, a bounded
+ * time.
+ *
+ * The program never sees these handlers (sigaction and signal are
+ * interposed, interpose.c): while the agent holds a signal the program
+ * is told the action is the default, and what it sets is its own.  A
+ * handler or SIG_IGN it installs replaces ours; SIG_DFL it sets (again)
+ * is held by the agent, as at the start.
+ *
  * A thread that overflows its stack has no room left for a handler: each
  * thread the agent records gets an alternate signal stack of the agent's
  * own when it has none (never replacing the program's), and the handler
@@ -25,6 +40,8 @@
 #define UNW_LOCAL_ONLY
 #include <errno.h>
 #include <libunwind.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -39,6 +56,7 @@
 #include "flusher.h"
 #include "format.h"
 #include "lazylib.h"
+#include "nextsym.h"
 #include "patch.h"
 #include "ring.h"
 
@@ -171,7 +189,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
-	sigaction(sig, &dfl, NULL);
+	ta_real_sigaction(sig, &dfl, NULL);
 	if (si->si_code <= 0 || sig == SIGABRT)
 		syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
 	errno = saved;
@@ -231,41 +249,295 @@ void ta_crash_thread_exit(void)
 	altstack = NULL;
 }
 
-void ta_crash_install(void)
-{
-	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++) {
-		struct sigaction old, sa;
+/* ---- the signals the agent holds ------------------------------------------ */
 
-		if (sigaction(crash_signals[i], NULL, &old) < 0 ||
-		    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
-			continue;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = crash_handler;
-		/* Everything blocked while we write: no other handler runs on
-		 * top of the flush. */
-		sigfillset(&sa.sa_mask);
-		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-		sigaction(crash_signals[i], &sa, NULL);
+static const int term_signals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGPIPE,
+				   SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2};
+
+/* A signal held: the agent's handler is installed while the program was
+ * told (or found) that the action is the default; prog is that action as
+ * the program set it (its mask and flags), for its queries.  Under
+ * act_lock. */
+static struct {
+	uint8_t held;
+	struct sigaction prog;
+} held[_NSIG];
+/* A spin lock, taken with every signal blocked in the thread (sigaction
+ * is called from handlers, the program's re-raise idiom among them). */
+static uint32_t act_lock;
+/* Set while the agent takes the default actions (from its start to a
+ * detach): a SIG_DFL the program sets is then held.  Under act_lock. */
+static int taking;
+
+/* The first death by a held signal: its number (atomic, only the first
+ * is recorded), and 1 once its END is written or given up. */
+static uint32_t dying;
+static uint32_t death_over;
+
+/* How long a dying thread waits for the flusher to write what was
+ * recorded: the drain of a full ring at the memory cap takes well under
+ * a second; past this the process dies with its dump incomplete. */
+#define DEATH_WAIT_MS 20000
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+static sigaction_fn real_sigaction_fn;
+
+int ta_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	/* Relaxed: a function's address, the same whoever finds it; found
+	 * at the install, before any handler may need it. */
+	sigaction_fn f = __atomic_load_n(&real_sigaction_fn, __ATOMIC_RELAXED);
+
+	if (!f) {
+		f = (sigaction_fn)ta_next_fn("sigaction");
+		__atomic_store_n(&real_sigaction_fn, f, __ATOMIC_RELAXED);
+	}
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return f(sig, act, old);
+}
+
+static int is_crash_signal(int sig)
+{
+	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+		if (crash_signals[i] == sig)
+			return 1;
+	return 0;
+}
+
+static int is_term_signal(int sig)
+{
+	for (size_t i = 0; i < sizeof(term_signals) / sizeof(term_signals[0]); i++)
+		if (term_signals[i] == sig)
+			return 1;
+	return 0;
+}
+
+static int is_default(const struct sigaction *a)
+{
+	/* sa_handler and sa_sigaction share their storage; SIG_DFL is 0. */
+	return a->sa_handler == SIG_DFL;
+}
+
+static void act_lock_take(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+	/* Acquire: pairs with the release in act_lock_drop (the table). */
+	while (__atomic_exchange_n(&act_lock, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void act_lock_drop(const sigset_t *old)
+{
+	__atomic_store_n(&act_lock, 0, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* The bounded wait of a handler for a flag another thread sets. */
+static void wait_flag(const uint32_t *flag, unsigned ms)
+{
+	for (unsigned i = 0; i < ms && !__atomic_load_n(flag, __ATOMIC_ACQUIRE); i++) {
+		struct timespec one = {0, 1000000};
+
+		syscall(SYS_nanosleep, &one, NULL);
 	}
 }
 
-void ta_signal_default_if(int sig, uintptr_t ours)
+void ta_death_write(void)
+{
+	uint32_t sig = __atomic_load_n(&dying, __ATOMIC_ACQUIRE);
+
+	if (!sig || __atomic_load_n(&death_over, __ATOMIC_ACQUIRE))
+		return;
+	/* Bounded: a thread stopped by the signal in the agent's code keeps
+	 * what it holds. */
+	ta_dump_crash_mode();
+	ta_flusher_crash_drain();
+	ta_dump_clock();
+	ta_agent_end_signal(sig);
+	ta_agent_write_end(TA_END_F_SIGNAL);
+	/* Release: pairs with the dying thread's acquire (wait_flag). */
+	__atomic_store_n(&death_over, 1, __ATOMIC_RELEASE);
+}
+
+uint32_t ta_death_pending(void)
+{
+	return __atomic_load_n(&dying, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&death_over, __ATOMIC_ACQUIRE);
+}
+
+/* A held signal's default action is to end the process: the flusher
+ * writes what was recorded and the END, then the signal is delivered
+ * again with its default action.  Async-signal-safe on this side: atomics,
+ * futex and nanosleep, sigaction and tgkill. */
+static void term_handler(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction dfl;
+	uint32_t none = 0, running = TA_S_RUNNING;
+	int saved = errno;
+
+	(void)si;
+	(void)uc;
+	/* This thread records nothing more (it may have been in a hook);
+	 * its patched frames get their return addresses back (a core dump
+	 * of SIGQUIT shows the program's). */
+	ta_cur_stop();
+	TA_GUARD_ENTER();
+	ta_patch_restore(0);
+	if ((uint32_t)getpid() == __atomic_load_n(&ta_pid, __ATOMIC_RELAXED)) {
+		if (__atomic_compare_exchange_n(&dying, &none, (uint32_t)sig, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			/* From here no thread waits for ring memory and the
+			 * exit writes no second END. */
+			if (__atomic_compare_exchange_n(&ta_state, &running, TA_S_STOPPED, 0,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				ta_libcalls_enable(0);
+				ta_flusher_kick();
+			} else {
+				/* Not recording (ended, never started): nothing
+				 * to write, or the exit is writing it. */
+				__atomic_store_n(&death_over, 1, __ATOMIC_RELEASE);
+			}
+		}
+		/* Every thread a held signal reaches waits for the END. */
+		wait_flag(&death_over, DEATH_WAIT_MS);
+		/* The exit writing the END on another thread ends first. */
+		ta_agent_wait_shutdown(DEATH_WAIT_MS);
+	}
+	/* The default action, on this thread when the handler returns (the
+	 * signal is blocked until then). */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	ta_real_sigaction(sig, &dfl, NULL);
+	syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+	errno = saved;
+}
+
+/* The agent's action for a signal it holds. */
+static void ours(int sig, struct sigaction *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (is_crash_signal(sig))
+		sa->sa_sigaction = crash_handler;
+	else
+		sa->sa_sigaction = term_handler;
+	/* Everything blocked while we write: no other handler runs on top
+	 * of the flush. */
+	sigfillset(&sa->sa_mask);
+	sa->sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+}
+
+static int covered(int sig)
+{
+	return sig > 0 && sig < _NSIG && (is_crash_signal(sig) || is_term_signal(sig));
+}
+
+int ta_signal_action(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction prog_old, sa;
+	sigset_t mask;
+	int rc, err;
+
+	if (!covered(sig))
+		return ta_real_sigaction(sig, act, old);
+	act_lock_take(&mask);
+	if (held[sig].held) {
+		prog_old = held[sig].prog;
+		rc = 0;
+		if (act && !is_default(act)) {
+			/* The program's own handler (or SIG_IGN): it decides. */
+			rc = ta_real_sigaction(sig, act, NULL);
+			if (rc == 0)
+				held[sig].held = 0;
+		} else if (act) {
+			held[sig].prog = *act;
+		}
+		if (rc == 0 && old)
+			*old = prog_old;
+	} else if (act && is_default(act) && taking) {
+		ours(sig, &sa);
+		rc = ta_real_sigaction(sig, &sa, old);
+		if (rc == 0) {
+			held[sig].held = 1;
+			held[sig].prog = *act;
+		}
+	} else {
+		rc = ta_real_sigaction(sig, act, old);
+	}
+	err = errno;
+	act_lock_drop(&mask);
+	errno = err;
+	return rc;
+}
+
+void ta_crash_install(void)
+{
+	const int *lists[2] = {crash_signals, term_signals};
+	const size_t counts[2] = {sizeof(crash_signals) / sizeof(crash_signals[0]),
+				  sizeof(term_signals) / sizeof(term_signals[0])};
+	sigset_t mask;
+
+	act_lock_take(&mask);
+	taking = 1;
+	for (int l = 0; l < 2; l++) {
+		for (size_t i = 0; i < counts[l]; i++) {
+			int sig = lists[l][i];
+			struct sigaction old, sa;
+
+			/* Only a default action: the program's own handlers
+			 * and SIG_IGN (nohup's) stay. */
+			if (held[sig].held || ta_real_sigaction(sig, NULL, &old) < 0 ||
+			    !is_default(&old))
+				continue;
+			ours(sig, &sa);
+			if (ta_real_sigaction(sig, &sa, NULL) == 0) {
+				held[sig].held = 1;
+				held[sig].prog = old;
+			}
+		}
+	}
+	act_lock_drop(&mask);
+}
+
+void ta_signal_default_if(int sig, uintptr_t ours_fn)
 {
 	struct sigaction cur, dfl;
 
 	/* Only ours: a handler the program set since stays. */
-	if (sigaction(sig, NULL, &cur) < 0 ||
+	if (ta_real_sigaction(sig, NULL, &cur) < 0 ||
 	    (cur.sa_flags & SA_SIGINFO ? (uintptr_t)cur.sa_sigaction : (uintptr_t)cur.sa_handler) !=
-		ours)
+		ours_fn)
 		return;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
-	sigaction(sig, &dfl, NULL);
+	ta_real_sigaction(sig, &dfl, NULL);
 }
 
 void ta_crash_uninstall(void)
 {
-	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
-		ta_signal_default_if(crash_signals[i], (uintptr_t)&crash_handler);
+	sigset_t mask;
+
+	/* The program's actions as it set them (all defaults), where the
+	 * handler is still ours: an injected agent interposes nothing, and
+	 * a handler the program set meanwhile stays. */
+	act_lock_take(&mask);
+	taking = 0;
+	for (int sig = 1; sig < _NSIG; sig++) {
+		struct sigaction cur;
+
+		if (!held[sig].held)
+			continue;
+		held[sig].held = 0;
+		if (ta_real_sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+		    (cur.sa_sigaction == crash_handler || cur.sa_sigaction == term_handler))
+			ta_real_sigaction(sig, &held[sig].prog, NULL);
+	}
+	act_lock_drop(&mask);
 }

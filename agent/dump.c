@@ -54,6 +54,68 @@ static char dump_path[4096];
  * file offsets, no handover across exec, a new connection per child. */
 static int dump_stream;
 static int crash_mode; /* locks are tried, not waited on */
+/* The first failed write: the offset (or, for a stream, the bytes sent)
+ * where the chunk not written began, and its errno; for END (1.8). */
+static uint64_t fail_at;
+static int fail_errno;
+
+/*
+ * A full disk leaves no room for the END that says so: a page of the same
+ * file system is kept, in an unnamed file (O_TMPFILE beside the dump),
+ * and given back when a write fails, for that END.  Its identity is
+ * checked before the close: a program that closed every descriptor may
+ * have the number for a file of its own.  Where there is no O_TMPFILE,
+ * no reserve: the END is still tried.
+ */
+#define RESERVE_BYTES 4096
+static int reserve_fd = -1;
+static dev_t reserve_dev;
+static ino_t reserve_ino;
+
+static void reserve_open(const char *path)
+{
+	char dir[4096];
+	static const uint8_t zero[RESERVE_BYTES];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	int fd;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	/* Written, not fallocate'd: every file system then holds the room. */
+	if (write(fd, zero, sizeof(zero)) != (ssize_t)sizeof(zero) || fstat(fd, &st) < 0) {
+		close(fd);
+		return;
+	}
+	reserve_fd = fd;
+	reserve_dev = st.st_dev;
+	reserve_ino = st.st_ino;
+}
+
+static void reserve_release(void)
+{
+	struct stat st;
+
+	if (reserve_fd >= 0 && fstat(reserve_fd, &st) == 0 && st.st_dev == reserve_dev &&
+	    st.st_ino == reserve_ino && st.st_nlink == 0)
+		close(reserve_fd);
+	reserve_fd = -1;
+}
+
+static void note_failure(uint64_t at, int err)
+{
+	if (fail_errno)
+		return;
+	fail_at = at;
+	fail_errno = err > 0 ? err : EIO;
+}
 
 /* The recording's file as its descendants find it (TA_DUMP_FILE_VAR's
  * value, "" when this process shares none): a file without %p in its name
@@ -220,8 +282,12 @@ int ta_dump_open(const char *path)
 	dump_fd = fd;
 	dump_stream = stream;
 	dump_failed = 0;
+	fail_at = 0;
+	fail_errno = 0;
 	dump_seq = 0;
 	dump_bytes = sizeof(hdr);
+	if (!stream)
+		reserve_open(path);
 	return 0;
 }
 
@@ -587,6 +653,7 @@ static int batch_write(void)
 			/* The reader will see a truncated last chunk. */
 		}
 		dump_failed = 1;
+		note_failure((uint64_t)(before + (off_t)(whole ? batch.end[whole - 1] : 0)), -err);
 		ta_warn("cannot write to the dump %s: chunk %" PRIu32 " of process %d at offset "
 			"%" PRId64 ": %s; the rest of this run is not recorded",
 			dump_path, batch.first_seq + whole, (int)getpid(),
@@ -655,10 +722,14 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	} else {
 		pthread_mutex_lock(&dump_lock);
 	}
-	if (dump_fd < 0 || dump_failed) {
+	/* After a failed write only the END is tried, in the room the
+	 * reserve gives back: it says where and why the dump stops. */
+	if (dump_fd < 0 || (dump_failed && (type != TA_CHUNK_END || dump_stream))) {
 		err = -EBADF;
 		goto out;
 	}
+	if (dump_failed)
+		reserve_release();
 	if (!z)
 		stored = compress(&shared_z, payload, len, &stored_len, &h.flags);
 	h.type = (uint16_t)type;
@@ -671,7 +742,7 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	 * made for it alone go nowhere else. */
 	if (ta_tap_chunk(hdr, stored, stored_len))
 		goto out;
-	if (batch.on && !__atomic_load_n(&crash_mode, __ATOMIC_RELAXED)) {
+	if (batch.on && !dump_failed && !__atomic_load_n(&crash_mode, __ATOMIC_RELAXED)) {
 		if (batch_add(hdr, stored, stored_len) == 0) {
 			dump_seq++;
 			dump_bytes += sizeof(hdr) + stored_len;
@@ -701,6 +772,8 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 		    ftruncate(dump_fd, before) < 0) {
 			/* The reader will see a truncated last chunk. */
 		}
+		if (dump_failed)
+			goto out; /* the END after a failure: said already */
 		goto fail;
 	}
 	/* The chunk is written (the one place where that is known). */
@@ -709,6 +782,7 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	goto out;
 fail:
 	dump_failed = 1;
+	note_failure((uint64_t)before, -err);
 	if (dump_stream) {
 		/* The program goes on; what was sent is the collector's dump
 		 * (without END: incomplete).  The flusher keeps draining into
@@ -763,6 +837,7 @@ void ta_dump_close(void)
 	if (dump_fd >= 0)
 		close(dump_fd);
 	dump_fd = -1;
+	reserve_release();
 	pthread_mutex_unlock(&dump_lock);
 }
 
@@ -932,6 +1007,9 @@ int ta_dump_adopt(void)
 	dump_fd = fd;
 	dump_stream = 0;
 	dump_failed = 0;
+	fail_at = 0;
+	fail_errno = 0;
+	reserve_open(dump_path);
 	/* A new writer in the file: its PROCESS chunk starts a new image of
 	 * this pid (or, in a descendant, a process of its own). */
 	dump_seq = 0;
@@ -968,20 +1046,47 @@ int ta_dump_failed(void)
 	return dump_failed;
 }
 
+void ta_dump_failure(uint64_t *at, int *err)
+{
+	*at = fail_errno ? fail_at : 0;
+	*err = fail_errno;
+}
+
+int ta_dump_end_chunk(const void *payload, size_t len)
+{
+	return ta_dump_chunk(TA_CHUNK_END, payload, len);
+}
+
 /* ---- process and clock chunks ---------------------------------------------- */
 
-void ta_dump_clock(void)
+static void dump_clock_pairs(unsigned n, const uint64_t *ticks, const uint64_t *ns)
 {
 	struct ta_buf b = {0};
-	uint64_t ticks, ns;
 
-	ta_clock_pair(&ticks, &ns);
-	ta_buf_u(&b, 1);
-	ta_buf_u(&b, ticks);
-	ta_buf_u(&b, ns);
+	ta_buf_u(&b, n);
+	for (unsigned i = 0; i < n; i++) {
+		ta_buf_u(&b, ticks[i]);
+		ta_buf_u(&b, ns[i]);
+	}
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_CLOCK, b.p, b.len);
 	ta_buf_free(&b);
+}
+
+void ta_dump_clock(void)
+{
+	uint64_t ticks, ns;
+
+	ta_clock_pair(&ticks, &ns);
+	dump_clock_pairs(1, &ticks, &ns);
+}
+
+void ta_dump_clock_since(uint64_t ticks0, uint64_t ns0)
+{
+	uint64_t ticks[2] = {ticks0}, ns[2] = {ns0};
+
+	ta_clock_pair(&ticks[1], &ns[1]);
+	dump_clock_pairs(2, ticks, ns);
 }
 
 /* Reads a small /proc file whole (our own, no stdio). */

@@ -56,6 +56,11 @@ void ta_dump_close(void) TA_HIDDEN;
 /* Bytes of payload written, and chunks, for the statistics. */
 uint64_t ta_dump_bytes(void) TA_HIDDEN;
 int ta_dump_failed(void) TA_HIDDEN;
+/* Where the first failed write's chunk began (a file offset, or the bytes
+ * a stream had sent) and its errno; 0 and 0 when none failed. */
+void ta_dump_failure(uint64_t *at, int *err) TA_HIDDEN;
+/* The END chunk: after a failed write too, in the room kept for it. */
+int ta_dump_end_chunk(const void *payload, size_t len) TA_HIDDEN;
 /* In a forked child: keep writing the shared dump (O_APPEND), as a new
  * writer with its own pid and chunk sequence; a stream's is closed. */
 void ta_dump_fork_child(void) TA_HIDDEN;
@@ -100,6 +105,8 @@ void ta_dump_crash_mode(void) TA_HIDDEN;
 
 /* Chunks built from the agent's state. */
 void ta_dump_clock(void) TA_HIDDEN;
+/* A CLOCK chunk of two pairs: (ticks0, ns0), taken earlier, and now. */
+void ta_dump_clock_since(uint64_t ticks0, uint64_t ns0) TA_HIDDEN;
 void ta_dump_process(void) TA_HIDDEN;
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "crash.h"
 #include "dump.h"
 #include "api.h"
 #include "attach.h"
@@ -977,6 +978,13 @@ static void *flusher_main(void *arg)
 		uint32_t wait_ms = ta_cfg.flush_ms;
 		struct timespec ts;
 		uint64_t now;
+
+		/* A held signal is ending the process (crash.c): its thread
+		 * waits for this one to write what was recorded. */
+		if (ta_death_pending()) {
+			ta_death_write();
+			break;
+		}
 
 		/* Reset before draining, so a kick during the drain makes
 		 * the wait below return at once rather than be missed. */

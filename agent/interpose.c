@@ -2,11 +2,12 @@
 /*
  * interpose.c - libc functions the agent wraps: thread creation and
  * naming (thread identity in the dump), dlopen and dlclose (the module map,
- * patching new modules), sigaltstack (the agent's own alternate stacks stay
- * unseen), the exec family (what was recorded is written before the image
- * goes), the exits that skip destructors (so every event reaches the dump),
- * and what unwinds the stack (C++ exceptions, pthread_exit: patched frames
- * get their return addresses back first).
+ * patching new modules), sigaltstack and sigaction (the agent's own
+ * alternate stacks and signal handlers stay unseen), the exec family (what
+ * was recorded is written before the image goes), the exits that skip
+ * destructors (so every event reaches the dump), and what unwinds the stack
+ * (C++ exceptions, pthread_exit: patched frames get their return addresses
+ * back first).
  *
  * Each wrapper finds the real function, RTLD_NEXT's, once (nextsym.h) and
  * preserves errno as the real function left it.
@@ -202,6 +203,57 @@ TA_PUBLIC int sigaltstack(const stack_t *ss, stack_t *old)
 		old->ss_flags = SS_DISABLE;
 	}
 	return (int)rc;
+}
+
+/* ---- signal actions: the agent's handlers stay unseen (crash.c) ---------- */
+
+TA_PUBLIC int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return ta_signal_action(sig, act, old);
+}
+
+/* signal() as glibc has it (BSD semantics): the handler stays, the signal
+ * is blocked while it runs, system calls restart. */
+static sighandler_t signal_with(int sig, sighandler_t h, int flags)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	if (!(flags & SA_NODEFER) && sig > 0 && sig < _NSIG)
+		sigaddset(&sa.sa_mask, sig);
+	sa.sa_flags = flags;
+	if (h == SIG_ERR || ta_signal_action(sig, &sa, &old) < 0) {
+		if (h == SIG_ERR)
+			errno = EINVAL;
+		return SIG_ERR;
+	}
+	return old.sa_handler;
+}
+
+TA_PUBLIC sighandler_t signal(int sig, sighandler_t h)
+{
+	return signal_with(sig, h, SA_RESTART);
+}
+
+TA_PUBLIC sighandler_t bsd_signal(int sig, sighandler_t h);
+sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+	return signal_with(sig, h, SA_RESTART);
+}
+
+/* System V semantics: the action back to the default at delivery, the
+ * signal not blocked in its handler. */
+TA_PUBLIC sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+	return signal_with(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+TA_PUBLIC sighandler_t __sysv_signal(int sig, sighandler_t h);
+sighandler_t __sysv_signal(int sig, sighandler_t h)
+{
+	return signal_with(sig, h, SA_RESETHAND | SA_NODEFER);
 }
 
 /* ---- unwinding through patched frames ------------------------------------

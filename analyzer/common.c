@@ -196,7 +196,10 @@ int ta_view_open(struct ta_view *v, const char *path, const struct ta_visitor *v
 	if (v->s->errors_all > v->s->nerrors)
 		fprintf(stderr, "traceagent: %s: %" PRIu64 " more errors\n", path,
 			v->s->errors_all - v->s->nerrors);
-	if (v->fatal[0] || v->s->errors_all)
+	/* A dump without its END (the program killed, a stream cut) or that
+	 * says data could not be written (a full disk) is shown as far as
+	 * it goes, and the status says it is not whole. */
+	if (v->fatal[0] || v->s->errors_all || ta_session_incomplete(v->s))
 		v->status = 1;
 	return 0;
 }
@@ -333,6 +336,10 @@ void ta_view_warnings(struct ta_view *v)
 				     " (%s) in thread %" PRIu64 "; 'traceagent info' shows where",
 				     ta_pid_name(s, s->procs[i]->pid, pn), c->signal,
 				     strsignal((int)c->signal), c->tid);
+		else if (s->procs[i]->has_end && (s->procs[i]->end_flags & TA_END_F_SIGNAL))
+			ta_view_warn(v, "process %s died of signal %" PRIu64 " (%s)",
+				     ta_pid_name(s, s->procs[i]->pid, pn), s->procs[i]->end_signal,
+				     ta_signal_name((int)s->procs[i]->end_signal));
 	}
 	if (open_at_attach)
 		ta_view_warn(v,

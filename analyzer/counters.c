@@ -81,7 +81,7 @@ static void usage(FILE *f)
 		   "               counter, with the frame marks as ticks on the time axis\n"
 		   "  -h, --help   this help\n"
 		   "\n"
-		   "Exit status: 0 for a whole dump, 1 when it is damaged or truncated, 2 for\n"
+		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete, 2 for\n"
 		   "usage errors or a file that cannot be opened.\n");
 }
 

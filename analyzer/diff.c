@@ -71,7 +71,7 @@ static void usage(FILE *f)
 		   "  -h, --help       this help\n"
 		   "\n"
 		   "Exit status: 0 when both dumps are whole, 1 when one is damaged or\n"
-		   "truncated (what could be read is still compared), 2 for usage errors or\n"
+		   "incomplete (what could be read is still compared), 2 for usage errors or\n"
 		   "a file that cannot be opened.\n");
 }
 

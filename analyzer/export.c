@@ -177,7 +177,7 @@ static void usage(FILE *f)
 		"                        its number of calls\n"
 		"  --threads             one root per thread instead of merging the threads\n"
 		"\n"
-		"Exit status: 0 for a whole dump, 1 when it is damaged or truncated (what\n"
+		"Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
 		"could be read is exported) or the output cannot be written, 2 for usage\n"
 		"errors or a dump that cannot be opened.\n");
 }

@@ -60,7 +60,7 @@ static void usage(FILE *f)
 		   "  --min-width=PX      leave out frames narrower than this (default 0.1)\n"
 		   "  -h, --help          this help\n"
 		   "\n"
-		   "Exit status: 0 for a whole dump, 1 when it is damaged or truncated (what\n"
+		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
 		   "could be read is drawn) or the file cannot be written, 2 for usage errors\n"
 		   "or a dump that cannot be opened.\n");
 }

@@ -68,7 +68,7 @@ static void usage(FILE *f)
 	    "functions and zones whose self time in it (all threads of the process,\n"
 	    "clipped to the frame) exceeds their median self time per frame, largest\n"
 	    "excess first.  Exit status: 0 for a whole dump, 1 when it is damaged or\n"
-	    "truncated, 2 for usage errors or a file that cannot be opened.\n");
+	    "incomplete, 2 for usage errors or a file that cannot be opened.\n");
 }
 
 /* ---- numbers ---------------------------------------------------------------------- */

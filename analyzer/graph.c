@@ -63,7 +63,7 @@ static void usage(FILE *f)
 		   "\n"
 		   "Total counts every call on the path once (a recursive function's deeper\n"
 		   "calls are other paths).  Exit status: 0 for a whole dump, 1 when it is\n"
-		   "damaged or truncated (what could be read is shown), 2 for usage errors\n"
+		   "damaged or incomplete (what could be read is shown), 2 for usage errors\n"
 		   "or a file that cannot be opened.\n");
 }
 

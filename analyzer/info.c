@@ -46,7 +46,7 @@ static void usage(FILE *f)
 		   "  --json       one JSON object instead of text\n"
 		   "  -h, --help   this help\n"
 		   "\n"
-		   "Exit status: 0 for a whole dump, 1 when it is damaged or truncated (what\n"
+		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
 		   "could be read is still shown), 2 for usage errors or a file that cannot\n"
 		   "be opened.\n");
 }
@@ -605,13 +605,33 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 	putchar('\n');
 	if (c.lost && ta_fmt_lost_by(b[0], sizeof(b[0]), p->end_lost_by)[0])
 		printf("  lost by:     %s\n", b[0]);
-	if (p->has_end)
+	if (p->has_end) {
+		char why[320] = "";
+
+		if ((p->end_flags & 1) && p->end_failed_errno == ENOSPC)
+			snprintf(why, sizeof(why), "; the disk was full at byte %" PRIu64,
+				 p->end_failed_at);
+		else if ((p->end_flags & 1) && p->end_failed_errno)
+			snprintf(why, sizeof(why), "; could not write from byte %" PRIu64 " on: %s",
+				 p->end_failed_at, strerror((int)p->end_failed_errno));
+		else if (p->end_flags & 1)
+			snprintf(why, sizeof(why), "; some data could not be written");
 		printf("  end:         present (%" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
 		       " threads, by the writer)%s\n",
-		       p->end_events, p->end_lost, p->end_threads,
-		       p->end_flags & 1 ? "; some data could not be written" : "");
-	else
+		       p->end_events, p->end_lost, p->end_threads, why);
+		if ((p->end_flags & TA_END_F_SIGNAL) && p->end_signal)
+			printf("  signal:      the process died of signal %" PRIu64 " (%s)\n",
+			       p->end_signal, ta_signal_name((int)p->end_signal));
+	} else if (p->cut_cause == TA_CUT_KILLED) {
+		printf("  end:         missing (killed by signal %" PRIu64 " (%s) before the agent "
+		       "could write it)\n",
+		       p->cut_value, ta_signal_name((int)p->cut_value));
+	} else if (p->cut_cause == TA_CUT_STREAM) {
+		printf("  end:         missing (the stream was cut after %" PRIu64 " bytes: %s)\n",
+		       p->cut_value, p->cut_text[0] ? p->cut_text : "no reason given");
+	} else {
 		printf("  end:         missing (the program was killed or is still running)\n");
+	}
 	if (p->end_reserve_blocks)
 		printf("  reserve:     %" PRIu64 " blocks beyond the memory cap, taken by signal "
 		       "handlers inside their thread's drain\n",
@@ -856,11 +876,25 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	if (p->has_end)
 		printf("    \"end\": {\"events\": %" PRIu64 ", \"lost\": %" PRIu64
 		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s, \"reserve_blocks\": %" PRIu64
-		       "},\n",
+		       ", \"signal\": %" PRIu64 ", \"write_failed_at\": %" PRIu64
+		       ", \"write_errno\": %" PRIu64 "},\n",
 		       p->end_events, p->end_lost, p->end_threads,
-		       p->end_flags & 1 ? "true" : "false", p->end_reserve_blocks);
+		       p->end_flags & 1 ? "true" : "false", p->end_reserve_blocks,
+		       (p->end_flags & TA_END_F_SIGNAL) ? p->end_signal : 0,
+		       p->end_failed_errno ? p->end_failed_at : 0, p->end_failed_errno);
 	else
 		printf("    \"end\": null,\n");
+	if (p->cut_cause) {
+		printf("    \"cut\": {\"cause\": \"%s\", \"value\": %" PRIu64 ", \"why\": ",
+		       p->cut_cause == TA_CUT_KILLED	 ? "killed"
+		       : p->cut_cause == TA_CUT_STREAM ? "stream"
+						       : "unknown",
+		       p->cut_value);
+		ta_json_str(stdout, p->cut_text);
+		printf("},\n");
+	} else {
+		printf("    \"cut\": null,\n");
+	}
 	printf("    \"attached\": %s, \"open_at_start\": %" PRIu64 ",\n",
 	       p->end_flags & TA_END_F_ATTACH ? "true" : "false",
 	       p->end_flags & TA_END_F_ATTACH ? open_at_start(s, p) : 0);

@@ -65,7 +65,7 @@ static void usage(FILE *f)
 		   "--json, objects with an \"event\" key.  --min-duration hides them.\n"
 		   "\n"
 		   "A call is shown with its callers, which the filters never hide.  Exit\n"
-		   "status: 0 for a whole dump, 1 when it is damaged or truncated, 2 for\n"
+		   "status: 0 for a whole dump, 1 when it is damaged or incomplete, 2 for\n"
 		   "usage errors or a file that cannot be opened.\n");
 }
 

@@ -102,7 +102,7 @@ static void usage(FILE *f)
 		   "self is a call's own time without its direct callees; min, max, avg and\n"
 		   "the percentiles p50, p90 and p99 are over every activation (percentiles\n"
 		   "from a histogram, within 0.4%%; min and max are exact).  Exit status: 0\n"
-		   "for a whole dump, 1 when it is damaged or truncated (what could be read\n"
+		   "for a whole dump, 1 when it is damaged or incomplete (what could be read\n"
 		   "is still reported), 2 for usage errors or a file that cannot be opened.\n");
 }
 

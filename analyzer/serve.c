@@ -350,7 +350,7 @@ static void finish(struct client *c, const char *dir, const char *why)
 		    " bytes, %s, %s/%s",
 		    c->peer, k->prog, k->pid, ta_sv_conn_events(k),
 		    k->events_unknown && !k->last_end ? "+" : "", threads, threads == 1 ? "" : "s",
-		    k->written, status, dir, k->file);
+		    k->written + k->cut_bytes, status, dir, k->file);
 	else
 		say("%s: %" PRIu64 " bytes, %s, no dump written", c->peer, k->written, status);
 	ta_sv_conn_free(k);

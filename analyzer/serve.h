@@ -47,6 +47,8 @@ struct ta_sv_conn {
 	uint64_t end_events, end_threads; /* the last END chunk's totals */
 	int saw_end, last_end;		  /* an END came; the last chunk was one */
 	int events_unknown;		  /* an EVENTS chunk could not be counted */
+	uint32_t chunk_pid, next_seq;	  /* the last chunk's writer, its seq + 1 */
+	uint64_t cut_bytes;		  /* the CUT chunk appended after written */
 	int cut;			  /* cut off: nothing more is taken */
 	char why[200];			  /* why it was cut off */
 };

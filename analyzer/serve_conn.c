@@ -237,6 +237,8 @@ static int on_chunk(struct ta_sv_conn *c, const struct ta_stream_ev *ev)
 
 	if (kept) {
 		c->last_end = 0;
+		c->chunk_pid = ev->chunk.pid;
+		c->next_seq = ev->chunk.seq + 1;
 		switch (ev->chunk.type) {
 		case TA_CHUNK_EVENTS:
 			if (get_fields(ev, f, 4) == 0)
@@ -316,12 +318,46 @@ int ta_sv_conn_midway(const struct ta_sv_conn *c)
 	return !c->cut && (!c->named || !ta_stream_at_boundary(&c->st));
 }
 
+/* A CUT chunk (format.h) after the last whole one: the saved dump says
+ * why it stops, for every reader (cut_bytes: written counts the stream's
+ * bytes). */
+static void append_cut(struct ta_sv_conn *c)
+{
+	struct ta_chunk_header h = {0};
+	uint8_t buf[TA_CHUNK_HEADER_SIZE + 3 * TA_VARINT_MAX + sizeof(c->why)];
+	uint8_t *p = buf + TA_CHUNK_HEADER_SIZE;
+	const char *why = c->cut			   ? c->why
+			  : !ta_stream_at_boundary(&c->st) ? "closed in the middle of a chunk"
+							   : "closed without END";
+	size_t len = strlen(why);
+
+	p = ta_varint_put(p, TA_CUT_STREAM);
+	p = ta_varint_put(p, c->written);
+	p = ta_varint_put(p, len);
+	memcpy(p, why, len);
+	p += len;
+	h.type = TA_CHUNK_CUT;
+	h.stored_size = h.raw_size = (uint32_t)(p - buf - TA_CHUNK_HEADER_SIZE);
+	h.pid = c->chunk_pid;
+	h.seq = c->next_seq;
+	ta_chunk_header_encode(buf, &h, buf + TA_CHUNK_HEADER_SIZE);
+	/* At the end of what was kept (the file may have been cut back
+	 * below its write offset). */
+	if (pwrite(c->fd, buf, (size_t)(p - buf), (off_t)c->written) == (ssize_t)(p - buf))
+		c->cut_bytes = (uint64_t)(p - buf);
+	/* Else the dump stays readable, without the reason. */
+}
+
 int ta_sv_conn_close(struct ta_sv_conn *c)
 {
 	int complete = !c->cut && c->last_end && ta_stream_at_boundary(&c->st);
 
 	if (!c->cut)
 		cut_back(c, c->st.good);
+	/* Only after a chunk of the process: a dump without any says
+	 * nothing of one. */
+	if (!complete && c->fd >= 0 && c->next_seq)
+		append_cut(c);
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;

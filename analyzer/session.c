@@ -21,7 +21,9 @@
 #include "session_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,19 +277,57 @@ void ta_session_finish(struct ta_session *s)
 	}
 }
 
+/* Why a process's dump stops without END, or with data left out, in
+ * buf; NULL if it does not. */
+static const char *process_incomplete(const struct ta_process *p, char *buf, size_t n)
+{
+	if (!p->has_end && p->cut_cause == TA_CUT_KILLED) {
+		snprintf(buf, n,
+			 "no end chunk: the program was killed by signal %" PRIu64
+			 " (%s) before the agent could write it",
+			 p->cut_value, ta_signal_name((int)p->cut_value));
+		return buf;
+	}
+	if (!p->has_end && p->cut_cause == TA_CUT_STREAM) {
+		snprintf(buf, n, "no end chunk: the stream was cut after %" PRIu64 " bytes (%s)",
+			 p->cut_value, p->cut_text[0] ? p->cut_text : "no reason given");
+		return buf;
+	}
+	if (!p->has_end)
+		return "no end chunk: the program was killed or is still running";
+	if ((p->end_flags & 1) && p->end_failed_errno == ENOSPC) {
+		snprintf(buf, n,
+			 "the disk was full at byte %" PRIu64
+			 ": the agent could not write the rest of its data",
+			 p->end_failed_at);
+		return buf;
+	}
+	if ((p->end_flags & 1) && p->end_failed_errno) {
+		snprintf(buf, n, "the agent could not write its data from byte %" PRIu64 " on: %s",
+			 p->end_failed_at, strerror((int)p->end_failed_errno));
+		return buf;
+	}
+	if (p->end_flags & 1)
+		return "the agent could not write all of its data";
+	return NULL;
+}
+
 const char *ta_session_incomplete(const struct ta_session *s)
 {
+	/* The views are single-threaded where they ask; a buffer per thread
+	 * all the same. */
+	static __thread char buf[320];
+
 	if (s->errors_all)
 		return "the dump is damaged";
 	if (!s->nprocs)
 		return "the dump holds no process (the program ended before writing any)";
 	for (size_t i = 0; i < s->nprocs; i++) {
 		const struct ta_process *p = s->procs[i];
+		const char *why = process_incomplete(p, buf, sizeof(buf));
 
-		if (!p->has_end)
-			return "no end chunk: the program was killed or is still running";
-		if (p->end_flags & 1)
-			return "the agent could not write all of its data";
+		if (why)
+			return why;
 		if (p->chunks_missing)
 			return "chunks are missing";
 	}

@@ -109,6 +109,14 @@ struct ta_process {
 	/* END's reserve_blocks (1.7): blocks signal handlers took beyond the
 	 * memory cap, summed over the images. */
 	uint64_t end_reserve_blocks, base_reserve_blocks;
+	/* END's trailing fields (1.8), the last image's: the signal the
+	 * process died of (0: none), and where the agent's first failed
+	 * write began and its errno (0: none failed). */
+	uint64_t end_signal, end_failed_at, end_failed_errno;
+	/* A CUT chunk (1.8): why the dump stops without END, as the program
+	 * that saw it said (cause TA_CUT_*, 0: none). */
+	uint64_t cut_cause, cut_value;
+	char cut_text[160];
 	/* The executable of each image, in order (exe is the last). */
 	char **images;
 	size_t nimages;
@@ -493,9 +501,10 @@ uint64_t ta_process_addr_at(const struct ta_process *p, uint64_t addr, uint64_t 
 uint64_t ta_process_addr(const struct ta_process *p, uint64_t key);
 
 /*
- * Is the dump whole and finished?  0 if so; otherwise a short reason (a
- * static string): damage, a process without END, or one that says some data
- * could not be written.
+ * Is the dump whole and finished?  0 if so; otherwise a short reason (valid
+ * until the thread's next call): damage, a process without END (killed by
+ * a signal, a stream cut, as a CUT chunk says), or one that says some data
+ * could not be written (where, and why: the disk full).
  */
 const char *ta_session_incomplete(const struct ta_session *s);
 

@@ -1121,6 +1121,12 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 			return -TA_E_PAYLOAD;
 		p->end_reserve_blocks += n;
 	}
+	/* 1.8: the signal the process died of, the failed write. */
+	p->end_signal = p->end_failed_at = p->end_failed_errno = 0;
+	if (r->p < r->end &&
+	    (ta_get_varint(r, &p->end_signal) < 0 || ta_get_varint(r, &p->end_failed_at) < 0 ||
+	     ta_get_varint(r, &p->end_failed_errno) < 0))
+		return -TA_E_PAYLOAD;
 	p->has_end = 1;
 	ta_sess_note_ticks(p, p->end_ticks);
 	return 0;
@@ -1196,6 +1202,30 @@ static int new_image(struct ta_session *s, struct ta_process *p)
 	return 0;
 }
 
+/* CUT: u cause, u value, str why (1.8); the header's pid is the process. */
+static int cut_chunk(struct ta_process *p, struct ta_reader *r)
+{
+	uint64_t cause, value, len;
+	const uint8_t *text;
+
+	ta_get_varint(r, &cause);
+	ta_get_varint(r, &value);
+	ta_get_varint(r, &len);
+	if (r->err || len > (uint64_t)(r->end - r->p))
+		return -TA_E_PAYLOAD;
+	text = r->p;
+	r->p += len;
+	p->cut_cause = cause;
+	p->cut_value = value;
+	if (len >= sizeof(p->cut_text))
+		len = sizeof(p->cut_text) - 1;
+	/* Shown as text: control characters become '?'. */
+	for (uint64_t i = 0; i < len; i++)
+		p->cut_text[i] = text[i] < 0x20 || text[i] == 0x7f ? '?' : (char)text[i];
+	p->cut_text[len] = 0;
+	return 0;
+}
+
 int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 {
 	struct ta_process *p = process_get(s, c);
@@ -1215,8 +1245,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 	 * placed by its distance from the one expected, modulo 2^32: ahead
 	 * (a gap of that many), or, when it is less than 2^31 behind and not
 	 * before the writer's first chunk, behind (out of order, left alone).
-	 * Below 2^31 chunks this is the plain comparison. */
-	{
+	 * Below 2^31 chunks this is the plain comparison.  A CUT chunk is
+	 * another program's, not in the sequence. */
+	if (c->h.type != TA_CHUNK_CUT) {
 		uint32_t ahead = c->h.seq - (uint32_t)p->next_chunk_seq;
 		uint64_t back = (1ull << 32) - ahead;
 
@@ -1270,6 +1301,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_MARK:
 		rc = mark_chunk(p, &r);
+		break;
+	case TA_CHUNK_CUT:
+		rc = cut_chunk(p, &r);
 		break;
 	case TA_CHUNK_FILTER:
 		rc = filter_chunk(p, c->payload, c->len);

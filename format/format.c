@@ -148,6 +148,21 @@ const char *ta_strerror(int err)
 	return msg[err];
 }
 
+const char *ta_signal_name(int sig)
+{
+	/* Linux's numbers, as on x86-64 and aarch64 (asm-generic). */
+	static const char *const names[] = {
+	    NULL,	"SIGHUP",  "SIGINT",	"SIGQUIT", "SIGILL",  "SIGTRAP",   "SIGABRT",
+	    "SIGBUS",	"SIGFPE",  "SIGKILL",	"SIGUSR1", "SIGSEGV", "SIGUSR2",   "SIGPIPE",
+	    "SIGALRM",	"SIGTERM", "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP",   "SIGTSTP",
+	    "SIGTTIN",	"SIGTTOU", "SIGURG",	"SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF",
+	    "SIGWINCH", "SIGIO",   "SIGPWR",	"SIGSYS"};
+
+	if (sig > 0 && (size_t)sig < sizeof(names) / sizeof(names[0]))
+		return names[sig];
+	return sig >= 32 && sig <= 64 ? "a real-time signal" : "unknown";
+}
+
 const char *ta_chunk_type_name(unsigned type)
 {
 	switch (type) {

@@ -97,7 +97,8 @@ struct ta_chunk_header {
 	X(SITES, 13, "sites")       /* the manual API's call sites (1.5) */  \
 	X(CHANNELS, 14, "channels") /* the channels and their first state */ \
 	X(MARK, 15, "mark")         /* process-wide: pause, resume, switch (1.6) */ \
-	X(FILTER, 16, "filter")     /* the filters in force at record time (1.7) */
+	X(FILTER, 16, "filter")     /* the filters in force at record time (1.7) */ \
+	X(CUT, 18, "cut")           /* why a dump stops without END, said by record or serve (1.8) */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,
@@ -109,12 +110,18 @@ enum ta_chunk_type {
 #define TA_THREAD_F_INHERITED 1u /* a forked child's: the frames in its first
 				    snapshot were entered by the parent */
 
+/* TA_CHUNK_CUT causes. */
+#define TA_CUT_KILLED 1u /* the process was killed by a signal (value: its number) */
+#define TA_CUT_STREAM 2u /* the stream was cut (value: the bytes kept; text: why) */
+
 /* END flags. */
 #define TA_END_F_INCOMPLETE 1u /* some data could not be written */
 #define TA_END_F_EXEC 2u       /* written before an exec: the image ended */
 #define TA_END_F_CRASH 4u      /* written by the crash handler */
 #define TA_END_F_ATTACH 8u     /* the agent was brought in by `traceagent attach`: threads
 				  start inside calls whose entries were never seen */
+#define TA_END_F_SIGNAL 16u    /* written as the process dies of a signal's default action
+				  (END's trailing `signal`, 1.8) */
 
 /* Clock sources recorded in the PROCESS chunk. */
 enum ta_clock_source {
@@ -452,6 +459,8 @@ enum ta_error {
 
 /* Returns a static message for -TA_E_x (or TA_E_x). */
 const char *ta_strerror(int err);
+/* "SIGTERM" for 15 (Linux's numbers); "a real-time signal" or "unknown". */
+const char *ta_signal_name(int sig);
 
 /* ---- the shadow stack rule ---------------------------------------------- */
 

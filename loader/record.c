@@ -14,6 +14,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -468,7 +469,7 @@ static void expand_output(const char *pattern, pid_t pid, char *out, size_t size
 /* ---- running the child ---------------------------------------------------- */
 
 static const int forwarded[] = {
-    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT,
+    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGCONT,
 };
 #define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
 
@@ -780,6 +781,152 @@ static int recording_kept(const char *path, const struct prepared *pr, const str
 	return 0;
 }
 
+/* ---- whether the program's dump is whole ------------------------------------ */
+
+/* What the chunk headers of a dump say of one process's last image. */
+struct outcome {
+	int seen;	    /* a chunk of the pid */
+	int has_end;	    /* its last image ended with END */
+	uint64_t end_flags; /* END's flags, and its 1.8 trailing fields */
+	uint64_t failed_at, failed_errno;
+	uint32_t next_seq; /* the seq after its last image's last chunk */
+	int torn;	   /* the file ends in the middle of a chunk */
+};
+
+static void parse_end(const uint8_t *p, size_t len, struct outcome *oc)
+{
+	struct ta_reader r;
+	uint64_t v, n;
+
+	ta_reader_init(&r, p, len);
+	for (int i = 0; i < 6; i++)
+		ta_get_varint(&r, &v);
+	oc->end_flags = v;
+	oc->failed_at = oc->failed_errno = 0;
+	/* Lost by cause, reserve_blocks, signal, then the failed write. */
+	if (r.p < r.end && ta_get_varint(&r, &n) == 0)
+		for (uint64_t i = 0; i < n && !r.err; i++)
+			ta_get_varint(&r, &v);
+	if (r.p < r.end)
+		ta_get_varint(&r, &v);
+	if (r.p < r.end)
+		ta_get_varint(&r, &v);
+	if (r.p < r.end && ta_get_varint(&r, &oc->failed_at) == 0)
+		ta_get_varint(&r, &oc->failed_errno);
+	if (r.err)
+		oc->failed_at = oc->failed_errno = 0;
+}
+
+/* Walks the chunk headers (one pread each: a dump of gigabytes has a few
+ * thousand chunks), up to a damaged or torn one. */
+static void dump_outcome(int fd, pid_t pid, struct outcome *oc)
+{
+	uint8_t hdr[TA_CHUNK_HEADER_SIZE], end[512];
+	struct stat st;
+	off_t off = TA_FILE_HEADER_SIZE;
+
+	memset(oc, 0, sizeof(*oc));
+	if (fstat(fd, &st) < 0)
+		return;
+	while (off + TA_CHUNK_HEADER_SIZE <= st.st_size) {
+		struct ta_chunk_header h;
+
+		if (pread(fd, hdr, sizeof(hdr), off) != (ssize_t)sizeof(hdr) ||
+		    ta_chunk_header_decode(hdr, &h) < 0 ||
+		    off + TA_CHUNK_HEADER_SIZE + (off_t)h.stored_size > st.st_size)
+			break;
+		if (h.pid == (uint32_t)pid && h.type != TA_CHUNK_CUT) {
+			oc->seen = 1;
+			if (h.type == TA_CHUNK_PROCESS)
+				oc->has_end = 0;
+			oc->next_seq = h.seq + 1;
+			if (h.type == TA_CHUNK_END) {
+				oc->has_end = 1;
+				oc->end_flags = 0;
+				oc->failed_at = oc->failed_errno = 0;
+				if (!(h.flags & TA_CHUNK_F_LZ4) && h.stored_size <= sizeof(end) &&
+				    pread(fd, end, h.stored_size, off + TA_CHUNK_HEADER_SIZE) ==
+					(ssize_t)h.stored_size &&
+				    ta_chunk_verify(hdr, &h, end) == 0)
+					parse_end(end, h.stored_size, oc);
+			}
+		}
+		off += TA_CHUNK_HEADER_SIZE + (off_t)h.stored_size;
+	}
+	oc->torn = off != st.st_size;
+}
+
+/* A CUT chunk (format.h) for a process killed before its agent wrote
+ * END: the dump then says why it stops, for every reader. */
+static int append_cut(int fd, pid_t pid, uint32_t seq, int sig)
+{
+	struct ta_chunk_header h = {0};
+	uint8_t buf[TA_CHUNK_HEADER_SIZE + 16], *p = buf + TA_CHUNK_HEADER_SIZE;
+
+	p = ta_varint_put(p, TA_CUT_KILLED);
+	p = ta_varint_put(p, (uint64_t)sig);
+	p = ta_varint_put(p, 0); /* no text */
+	h.type = TA_CHUNK_CUT;
+	h.stored_size = h.raw_size = (uint32_t)(p - buf - TA_CHUNK_HEADER_SIZE);
+	h.pid = (uint32_t)pid;
+	h.seq = seq;
+	ta_chunk_header_encode(buf, &h, buf + TA_CHUNK_HEADER_SIZE);
+	return write(fd, buf, (size_t)(p - buf)) == (ssize_t)(p - buf) ? 0 : -1;
+}
+
+/* The line for the program's dump at path: written whole, or incomplete
+ * and why (its END says a write failed; killed before the agent could
+ * write END, as the wait status says, which a CUT chunk then records). */
+static void say_dump(const char *path, pid_t pid, int status)
+{
+	int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	struct outcome oc;
+
+	if (fd < 0) {
+		fprintf(stderr, "traceagent: dump written to %s\n", path);
+		return;
+	}
+	dump_outcome(fd, pid, &oc);
+	if (!oc.seen) {
+		/* Not the program's own (its agent wrote nothing): its
+		 * descendants' dumps say for themselves. */
+		fprintf(stderr, "traceagent: dump written to %s\n", path);
+	} else if (oc.has_end && (oc.end_flags & TA_END_F_INCOMPLETE) &&
+		   oc.failed_errno == ENOSPC) {
+		fprintf(stderr,
+			"traceagent: incomplete dump written to %s: the disk was full at byte %" PRIu64
+			"; the rest of the run is not in it\n",
+			path, oc.failed_at);
+	} else if (oc.has_end && (oc.end_flags & TA_END_F_INCOMPLETE) && oc.failed_errno) {
+		fprintf(stderr,
+			"traceagent: incomplete dump written to %s: the agent could not write from "
+			"byte %" PRIu64 " on (%s)\n",
+			path, oc.failed_at, strerror((int)oc.failed_errno));
+	} else if (oc.has_end && (oc.end_flags & TA_END_F_INCOMPLETE)) {
+		fprintf(stderr,
+			"traceagent: incomplete dump written to %s: the agent could not write all "
+			"of its data\n",
+			path);
+	} else if (oc.has_end) {
+		fprintf(stderr, "traceagent: dump written to %s\n", path);
+	} else if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		/* Not after a torn chunk: a reader would not find it there. */
+		int noted = !oc.torn && append_cut(fd, pid, oc.next_seq, sig) == 0;
+
+		fprintf(stderr,
+			"traceagent: incomplete dump written to %s: the program was killed by signal "
+			"%d (%s) before the agent could end it%s\n",
+			path, sig, ta_signal_name(sig), noted ? "" : " (not recorded in the dump)");
+	} else {
+		fprintf(stderr,
+			"traceagent: incomplete dump written to %s: it has no end (the agent could "
+			"not finish it)\n",
+			path);
+	}
+	close(fd);
+}
+
 static int run(const struct record_opts *o, const char *prog_path, const char *output,
 	       int explicit_output)
 {
@@ -863,7 +1010,7 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 	if (n == (ssize_t)sizeof(pr) && pr.created) {
 		/* One file for the program and every descendant. */
 		if (recording_kept(path, &pr, &started, notify >= 0))
-			fprintf(stderr, "traceagent: dump written to %s\n", path);
+			say_dump(path, pid, status);
 		else if (notify >= 0)
 			say_no_dump(o, output, &started);
 	} else if (n == (ssize_t)sizeof(pr) && !pr.stale && !ta_addr_is_stream(output) &&
@@ -874,7 +1021,7 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 		if (child_dumps(output, &started, &names))
 			fprintf(stderr, "traceagent: dumps written to %s, %s\n", path, names);
 		else
-			fprintf(stderr, "traceagent: dump written to %s\n", path);
+			say_dump(path, pid, status);
 		free(names);
 	} else if (n == (ssize_t)sizeof(pr) && notify >= 0 && !started.self) {
 		say_no_dump(o, output, &started);

@@ -29,7 +29,8 @@ class HostileTest(tahelp.Case):
         p.wait(timeout=tahelp.TIMEOUT)
         p.stdout.close()
         r = self.report_raw(dump, "--json")
-        self.assertEqual(r.returncode, 0, r.stderr)
+        # Incomplete: exit status 1, what could be read reported.
+        self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("incomplete dump", r.stderr)
         rep = json.loads(r.stdout)
         self.assertEqual((rep["errors"], rep["lost"]), ([], 0))
@@ -65,8 +66,9 @@ class HostileTest(tahelp.Case):
             self.assertIn("cannot write to the dump", lines[0])
             self.assertIn("No space left on device", lines[0])
             rep_p = self.report_raw(dump, "--json")
-            # Whole chunks up to the failure: readable, marked incomplete.
-            self.assertEqual(rep_p.returncode, 0, rep_p.stderr)
+            # Whole chunks up to the failure: readable, marked incomplete
+            # (exit status 1).
+            self.assertEqual(rep_p.returncode, 1, rep_p.stderr)
             rep = json.loads(rep_p.stdout)
             self.assertFalse(rep["complete"])
             self.assertEqual(rep["errors"], [])

@@ -152,7 +152,9 @@ START_TEST(json)
 	    "    \"crash\": null,\n"
 	    "    \"patch\": null,\n"
 	    "    \"filters\": null,\n"
-	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false, \"reserve_blocks\": 0},\n"
+	    "    \"end\": {\"events\": 6, \"lost\": 5, \"threads\": 2, \"data_lost\": false, \"reserve_blocks\": 0, "
+	    "\"signal\": 0, \"write_failed_at\": 0, \"write_errno\": 0},\n"
+	    "    \"cut\": null,\n"
 	    "    \"attached\": false, \"open_at_start\": 0,\n"
 	    "    \"threads\": [\n"
 	    "      {\"tid\": 4242, \"name\": \"prog\", \"parent_tid\": 4000, \"events\": 4, "
@@ -233,7 +235,7 @@ END_TEST
 
 START_TEST(incomplete)
 {
-	/* Without END: exit 0, and it says so; cut short: exit 1, and the
+	/* Without END: exit 1, and it says so; cut short: exit 1, and the
 	 * error is listed with what could be read. */
 	struct dumpgen g;
 	struct out *o = malloc(sizeof(*o));
@@ -242,7 +244,7 @@ START_TEST(incomplete)
 	info_dump(&g, 0);
 	dg_write_tmp(&g, path);
 	run(o, "info", "--json", path, NULL);
-	ck_assert_int_eq(o->status, 0);
+	ck_assert_int_eq(o->status, 1);
 	ck_assert_ptr_nonnull(strstr(o->out, "\"complete\": false, \"incomplete\": \"no end chunk: "
 					     "the program was killed or is still running\", "
 					     "\"errors\": []"));
