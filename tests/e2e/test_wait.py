@@ -9,13 +9,14 @@ checks that the waits add up to the thread's wait in info, in no leaf."""
 
 import json
 import os
+import shutil
 import socket
 import subprocess
-import threading
 import time
 
 import tadump
 import tahelp
+import test_perfetto
 from tadump import ENTER, EXIT, EXT_WAIT
 
 WAIT = "[traceagent wait]"
@@ -60,20 +61,43 @@ def synthetic(case, split=False):
     return path
 
 
-def in_agent_wait(pid):
-    """Whether the main thread of pid sleeps in nanosleep or sendmsg, which
-    the test program never calls: the agent's wait for its flusher, or its
-    help with its own ring (a send to the collector) that counts as one."""
+WAIT_CALLS = {"x86_64": {"sendmsg": "46", "futex": "202"},
+              "aarch64": {"sendmsg": "211", "futex": "98"}}
+
+
+def sleeping_in(pid, tid, calls):
+    """Whether thread tid of pid sleeps in one of the system calls named."""
+    nr = WAIT_CALLS.get(os.uname().machine, {})
     try:
-        if tahelp.proc_state(pid) != "S":
+        if tahelp.proc_state(pid, tid) != "S":
             return False
-        with open("/proc/%d/task/%d/syscall" % (pid, pid)) as f:
-            nr = f.read().split()[0]
+        with open("/proc/%d/task/%d/syscall" % (pid, tid)) as f:
+            return f.read().split()[0] in [nr.get(c) for c in calls]
     except (OSError, IndexError, StopIteration):
         return False
-    # nanosleep, clock_nanosleep, sendmsg
-    return nr in (("35", "230", "46") if os.uname().machine == "x86_64" else
-                  ("101", "115", "211"))
+
+
+def stalled(pid, env):
+    """Whether the program must wait for the collector: some thread of it
+    sleeps in a send (the socket is full: the writer goes on only when the
+    collector reads), and either its main thread, which makes no system
+    call of its own before its end, sleeps in a send or a lock (helping
+    with its own ring: the writer's send, or waiting for the writer), or
+    its ring memory is all in use (`ctl status`: only a drain could free
+    some, and a drain ends in that send, so the thread is about to wait for
+    a block).  Either way it goes on only when the collector reads."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+    except OSError:
+        return False
+    if not any(sleeping_in(pid, t, ("sendmsg",)) for t in tids):
+        return False
+    if sleeping_in(pid, pid, ("sendmsg", "futex")):
+        return True
+    p = subprocess.run([tahelp.TRACEAGENT, "ctl", str(pid), "status"], env=env,
+                       capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+    mem = [l.split()[1].split("/") for l in p.stdout.splitlines() if l.startswith("memory ")]
+    return p.returncode == 0 and len(mem) == 1 and mem[0][0] == mem[0][1]
 
 
 class Wait(tahelp.Case):
@@ -149,6 +173,18 @@ class Wait(tahelp.Case):
                          ["main 3000", "main;outer 1700", "main;outer;[traceagent wait] 300",
                           "main;outer;leaf 2000", "main;outer;leaf;[traceagent wait] 2000"])
 
+    def test_perfetto(self):
+        if not shutil.which("protoc"):
+            self.skipTest("protoc not installed (Debian: protobuf-compiler)")
+        tr = test_perfetto.PerfettoTest.export(self, synthetic(self))
+        self.assertEqual(sorted((s["name"], s["parent"], s["depth"], s["end"] - s["start"],
+                                 s["cat"]) for s in tr.slices),
+                         [(WAIT, "leaf", 3, 2000, ["traceagent"]),
+                          (WAIT, "outer", 2, 300, ["traceagent"]),
+                          ("leaf", "outer", 2, 4000, ["function,waitleaf-O2"]),
+                          ("main", None, 0, 9000, ["function,waitleaf-O2"]),
+                          ("outer", "main", 1, 6000, ["function,waitleaf-O2"])])
+
     def test_top(self):
         """top's rows: the waits' self time is theirs, not leaf's."""
         p = subprocess.run([tahelp.TRACEAGENT, "top", "--batch", synthetic(self)],
@@ -176,7 +212,8 @@ class Wait(tahelp.Case):
         srv.listen(1)
         srv.settimeout(tahelp.TIMEOUT)
         env = {"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": "unix:" + sock,
-               "TRACEAGENT_MEMORY": "1M", "TRACEAGENT_BUFFER": "4K"}
+               "TRACEAGENT_MEMORY": "1M", "TRACEAGENT_BUFFER": "4K",
+               "XDG_RUNTIME_DIR": self.dir}
         proc = subprocess.Popen([self.prog("waitleaf-O2"), "3000000"], env=tahelp.clean_env(env),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 cwd=self.dir, preexec_fn=tahelp.no_core)
@@ -184,12 +221,14 @@ class Wait(tahelp.Case):
         conn, _ = srv.accept()
         self.addCleanup(conn.close)
         deadline = time.monotonic() + tahelp.TIMEOUT
-        while not in_agent_wait(proc.pid):
-            self.assertIsNone(proc.poll(), "the program ended without waiting")
+        while not stalled(proc.pid, tahelp.clean_env({"XDG_RUNTIME_DIR": self.dir})):
+            if proc.poll() is not None:
+                self.fail("the program ended without waiting: %s" % (proc.communicate(),))
             self.assertLess(time.monotonic(), deadline, "the program never waited")
             time.sleep(0.002)
-        # The wait lasts as long as nothing is read.
-        time.sleep(0.5)
+        # At most a throttle (40 naps) and the rest of its block before
+        # the wait that lasts until the collector reads.
+        time.sleep(1.5)
         data = bytearray()
         conn.settimeout(tahelp.TIMEOUT)
         while True:
@@ -211,8 +250,8 @@ class Wait(tahelp.Case):
         self.assertEqual(rows["leaf"]["calls"], 3000000)
         self.assertGreater(thread["wait_ns"], 0)
         self.assertEqual(rows[WAIT]["total_ns"], thread["wait_ns"])
-        # The thread was seen waiting, then left to wait half a second.
-        self.assertGreaterEqual(rows[WAIT]["max_ns"], 400 * 1000 * 1000)
+        # The thread was seen stalled, then left to wait 1.5 s.
+        self.assertGreaterEqual(rows[WAIT]["max_ns"], 1000 * 1000 * 1000)
         # No wait is charged to leaf: every one is a callee of main or
         # outer (the function on top when the wait began, as stamped).
         g = tadump.view_json(self, "graph", "--json", dump)
