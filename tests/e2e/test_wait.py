@@ -9,6 +9,7 @@ checks that the waits add up to the thread's wait in info, in no leaf."""
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -168,6 +169,16 @@ class Wait(tahelp.Case):
                        if e.get("ph") == "X" and e.get("name") == WAIT)
         # From the process's start (500 ns), in us.
         self.assertEqual(waits, [(3.5, 2.0, "traceagent"), (7.0, 0.3, "traceagent")])
+        svg = self.path("f.svg")
+        tadump.view(self, "flame", "-o", svg, dump)
+        with open(svg) as f:
+            titles = re.findall(r"<title>([^\n<]*)\n([^\n<]*)\ntotal ([^<]*)</title>"
+                                r"<rect [^>]*fill=\"([^\"]*)\"", f.read())
+        self.assertEqual(sorted(t for t in titles if t[0] == WAIT),
+                         [(WAIT, "[traceagent]", "2.000 us (22.22%), self 2.000 us, 1 call",
+                           "rgb(160,160,160)"),
+                          (WAIT, "[traceagent]", "300 ns (3.33%), self 300 ns, 1 call",
+                           "rgb(160,160,160)")])
         folded = tadump.view(self, "export", "--format=folded", "-o", "-", dump).stdout
         self.assertEqual(sorted(folded.split("\n")[:-1]),
                          ["main 3000", "main;outer 1700", "main;outer;[traceagent wait] 300",
