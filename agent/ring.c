@@ -436,11 +436,19 @@ void ta_ring_reattach(int mode, uint64_t flight_bytes)
 	}
 }
 
+/* The time since t0 was a wait: in the thread's total (THREAD_END), and
+ * pending until append() puts it in the stream (a TA_EXT_WAIT record).
+ * Two waits of one slow path with no event between them make one record,
+ * from the first one's start, as long as both: the totals stay equal. */
 static void add_wait(struct ta_thread *t, uint64_t t0)
 {
-	__atomic_store_n(&t->wait_ticks,
-			 __atomic_load_n(&t->wait_ticks, __ATOMIC_RELAXED) + (ta_ticks() - t0),
+	uint64_t len = ta_ticks() - t0;
+
+	__atomic_store_n(&t->wait_ticks, __atomic_load_n(&t->wait_ticks, __ATOMIC_RELAXED) + len,
 			 __ATOMIC_RELAXED);
+	if (!t->wait_pending)
+		t->wait_start = t0;
+	t->wait_pending += len;
 }
 
 /* Above the high-water mark a thread that hands over a block drains its
@@ -565,6 +573,9 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	t = thread_alloc();
 	if (!t)
 		return NULL;
+	/* Before the first block, which it may wait for: that wait is its. */
+	t->wait_ticks = 0;
+	t->wait_pending = 0;
 	t->first = pool_try_get();
 	/* At the cap already: wait like any full block would.  Dropping, it
 	 * is registered all the same, without a ring (first NULL): what it
@@ -592,7 +603,6 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	t->drop_count = 0;
 	t->chain_blocks = t->first ? 1 : 0;
 	t->cut = 0;
-	t->wait_ticks = 0;
 	t->end_ticks = 0;
 	t->drain = NULL;
 	t->inherit = NULL;
@@ -846,18 +856,41 @@ static inline uint32_t group_slots(const struct ta_rec *r)
 	return ta_raw_is_ext(r->addr) ? 1 + TA_RAW_EXT_SLOTS(ta_raw_ext_n(r->addr)) : 1;
 }
 
+/* The slots of a TA_EXT_WAIT record: its header and its two values. */
+#define WAIT_SLOTS (1u + TA_RAW_EXT_SLOTS(2))
+
+/* Writes the thread's pending waits at slots h, h + 1 of b as one
+ * TA_EXT_WAIT record, at the time the first one began (its place in the
+ * stream is that time's: before an entry stamped after it, after any
+ * record stamped before it). */
+static void put_wait(struct ta_thread *t, struct ta_block *b, uint32_t h)
+{
+	b->ev[h].ticks = t->wait_start;
+	b->ev[h].addr = TA_RAW_EXT | (uint64_t)TA_EXT_WAIT << 8 | 2u;
+	b->ev[h + 1].ticks = t->wait_start;
+	b->ev[h + 1].addr = t->wait_pending;
+	t->wait_pending = 0;
+}
+
 /* Appends one record (cnt = 1) or an EXT group (its cnt slots, kept in one
  * block: the flusher reads a block's published slots as whole groups) from
  * the slow path, moving to a fresh block when b has no room; returns the
  * thread's current block (b itself when the record had to be dropped), or
- * NULL if the agent stopped. */
+ * NULL if the agent stopped.  Waits pending (the thread's registration,
+ * the fresh block's) go in with it. */
 static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const struct ta_rec *r,
 			       uint32_t cnt, int restamp)
 {
 	uint32_t h = b->head, limit = __atomic_load_n(&b->limit, __ATOMIC_RELAXED);
 	uint64_t ticks = r[0].ticks;
+	/* Work in the slow path (starting the agent, registering the thread,
+	 * taking or waiting for a block) is the agent's, not the program's:
+	 * an entry is stamped after it, so it falls in the caller's time, not
+	 * the entered function's; an exit keeps the time it had, so the
+	 * function that returned is not charged either. */
+	int entry = restamp && cnt == 1 && !(r[0].addr & TA_REC_EXIT);
 
-	if (h + cnt > limit) {
+	if (h + cnt + (t->wait_pending ? WAIT_SLOTS : 0) > limit) {
 		struct ta_block *nb;
 		int counted = 0;
 
@@ -875,18 +908,45 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
 			return pool_mode == TA_MODE_DROP || counted ? b : NULL;
 		b = nb;
 		h = b->head; /* 0, or 1 after a drop record */
+		limit = __atomic_load_n(&b->limit, __ATOMIC_RELAXED);
+		/* The backlog is high: an entry waits (or helps) before it is
+		 * stamped, in its caller's time as the wait for the block;
+		 * anything else after it (record_slow). */
+		if (entry && need_throttle) {
+			need_throttle = 0;
+			throttle(t);
+		}
+	}
+	/* A fresh block holds a record and a wait record whole; were there
+	 * no room, the wait would go in with the next record. */
+	if (entry && t->wait_pending && h + WAIT_SLOTS + cnt <= limit) {
+		put_wait(t, b, h);
+		h += WAIT_SLOTS;
 	}
 	for (uint32_t i = 0; i < cnt; i++)
 		b->ev[h + i] = r[i];
-	/* Work in the slow path (starting the agent, registering the thread,
-	 * taking or waiting for a block) is the agent's, not the program's:
-	 * an entry is stamped after it, so it falls in the caller's time, not
-	 * the entered function's; an exit keeps the time it had, so the
-	 * function that returned is not charged either. */
-	if (restamp && cnt == 1 && !(r[0].addr & TA_REC_EXIT))
+	if (entry)
 		b->ev[h].ticks = ta_ticks();
-	__atomic_store_n(&b->head, h + cnt, __ATOMIC_RELEASE); /* pairs with the flusher */
+	h += cnt;
+	if (t->wait_pending && h + WAIT_SLOTS <= limit) {
+		put_wait(t, b, h);
+		h += WAIT_SLOTS;
+	}
+	__atomic_store_n(&b->head, h, __ATOMIC_RELEASE); /* pairs with the flusher */
 	return b;
+}
+
+/* Appends the thread's pending waits (a throttle's, after the record that
+ * handed a block over) as a record of their own; as append. */
+static struct ta_block *append_wait(struct ta_thread *t, struct ta_block *b)
+{
+	struct ta_rec g[WAIT_SLOTS];
+
+	g[0].ticks = g[1].ticks = t->wait_start;
+	g[0].addr = TA_RAW_EXT | (uint64_t)TA_EXT_WAIT << 8 | 2u;
+	g[1].addr = t->wait_pending;
+	t->wait_pending = 0;
+	return append(t, b, g, WAIT_SLOTS, 0);
 }
 
 /*
@@ -1213,6 +1273,19 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	}
 	if (b && TA_UNLIKELY(nest_n)) /* handlers that ran during the append */
 		b = nest_drain(t, b);
+	/* A block handed over with the backlog high: the thread waits (or
+	 * helps) here, after its records, in the slow path, so that the wait
+	 * goes in the stream where it was (append_wait), and handlers that
+	 * run meanwhile put their events aside (the asynchronous signals are
+	 * blocked anyway). */
+	if (b && TA_UNLIKELY(need_throttle)) {
+		need_throttle = 0;
+		throttle(t);
+	}
+	if (b && TA_UNLIKELY(t->wait_pending))
+		b = append_wait(t, b); /* NULL: the agent stopped meanwhile */
+	if (b && TA_UNLIKELY(nest_n))
+		b = nest_drain(t, b);
 	if (!b)
 		b = &idle_block; /* the agent stopped while we waited */
 done:
@@ -1234,10 +1307,6 @@ done:
 			b = &idle_block;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		ta_cur = b;
-	}
-	if (TA_UNLIKELY(need_throttle) && t) {
-		need_throttle = 0;
-		throttle(t);
 	}
 out:
 	TA_GUARD_LEAVE();

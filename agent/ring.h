@@ -305,6 +305,11 @@ struct ta_thread {
 	/* The same by cause (format.h's TA_LOST_*), summing to lost. */
 	uint64_t lost_by[TA_LOST_NCAUSES];
 	uint64_t wait_ticks; /* time spent waiting at the memory cap */
+	/* Owner only: waits not in its stream yet (ring.c's add_wait), the
+	 * first one's start and their length; a TA_EXT_WAIT record then
+	 * puts them where they happened, so that the views charge them to
+	 * the agent, not to the function the thread was in. */
+	uint64_t wait_start, wait_pending;
 	uint64_t end_ticks;  /* when it exited (before TA_T_EXITED) */
 
 	/* Drop mode, owner only: events dropped since the last recorded one,

@@ -781,6 +781,8 @@ static int part_events(struct ct_part *cp, const struct ta_event *evs, size_t n)
 				return -1;
 			if (ev->ext == TA_EXT_LOST)
 				cp->lost += ev->value;
+			else if (ev->ext == TA_EXT_WAIT)
+				return -1; /* a frame of the session's walk: walked */
 			break;
 		}
 	}

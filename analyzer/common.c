@@ -390,7 +390,16 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 	/* addr is the session's key: the address, tagged when a module was
 	 * unloaded there (the module found is the one mapped then). */
 	const uint64_t key = addr;
-	const struct ta_site *site = p && p->nsites ? ta_process_site(p, ta_process_addr(p, key)) : NULL;
+	const struct ta_site *site;
+
+	if (key == TA_WAIT_KEY) {
+		out->name = TA_WAIT_NAME;
+		out->module = TA_AGENT_MODULE;
+		out->offset = 0;
+		out->where = NULL;
+		return;
+	}
+	site = p && p->nsites ? ta_process_site(p, ta_process_addr(p, key)) : NULL;
 	const struct ta_libcall *lc =
 	    p && p->nlibcalls && !site ? ta_process_libcall(p, ta_process_addr(p, key)) : NULL;
 	/* Without a resolver (the fuzzer's views), addresses stay numbers. */

@@ -91,6 +91,14 @@ static inline int ta_fn_is_zone(const struct ta_fn_name *f)
 	return f->module[0] == '[' && !strcmp(f->module, TA_ZONE_MODULE);
 }
 
+/* The module of the agent's own time (TA_WAIT_KEY's frames, named
+ * TA_WAIT_NAME): not the program's. */
+#define TA_AGENT_MODULE "[traceagent]"
+static inline int ta_fn_is_agent(const struct ta_fn_name *f)
+{
+	return f->module[0] == '[' && !strcmp(f->module, TA_AGENT_MODULE);
+}
+
 /* Names the function at addr in process pid.  Never fails: the strings
  * live as long as the view. */
 void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_name *out);

@@ -210,6 +210,9 @@ static int draw_open(void *ctx, uint32_t n, uint32_t depth)
 		rgb[0] = 70 + h % 40;
 		rgb[1] = 150 + (h >> 8) % 40;
 		rgb[2] = 210 + (h >> 16) % 40;
+	} else if (fn && !strcmp(fn->module, TA_AGENT_MODULE)) {
+		/* The agent's waits: grey, not the program's. */
+		rgb[0] = rgb[1] = rgb[2] = 160;
 	} else if (fn) {
 		frame_colour(name, rgb);
 	} else {

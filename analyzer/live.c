@@ -609,6 +609,18 @@ static int events_chunk(struct ta_live *L, uint32_t pid, const uint8_t *payload,
 					frame_mark(L, t, e->ticks, d->ext_values[0]);
 				} else if (e->ext == TA_EXT_LONGJMP || e->ext == TA_EXT_CATCH) {
 					stack_pop(t, e->popped);
+				} else if (e->ext == TA_EXT_WAIT && e->value >= 2) {
+					/* The agent's wait (the session's walk makes
+					 * it a frame): its time is its own row's, not
+					 * the function's on top. */
+					int64_t r = row_get(L, t, TA_WAIT_KEY);
+					uint64_t wl = d->ext_values[1];
+
+					if (r < 0)
+						return -TA_E_NOMEM;
+					t->rows[r].calls++;
+					t->rows[r].self += wl;
+					last = last + wl < last ? UINT64_MAX : last + wl;
 				}
 				break;
 			}
@@ -802,7 +814,10 @@ static void name_addr(struct ta_live *L, uint32_t pid, uint64_t addr, const char
 	const struct ta_libcall *lc = p && p->nlibcalls && !site ? ta_process_libcall(p, addr) : NULL;
 	const struct ta_module *m = p && !site && !lc ? module_at(p, addr) : NULL;
 
-	if (site) {
+	if (addr == TA_WAIT_KEY) {
+		*name = TA_WAIT_NAME;
+		*module = TA_AGENT_MODULE;
+	} else if (site) {
 		*name = site->name[0] ? site->name : "(zone)";
 		*module = TA_ZONE_MODULE;
 	} else if (lc) {

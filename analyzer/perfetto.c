@@ -921,6 +921,8 @@ const char *ta_export_category(const char *module, char *buf, size_t n)
 		return "libcall";
 	if (!strcmp(module, TA_ZONE_MODULE))
 		return "zone";
+	if (!strcmp(module, TA_AGENT_MODULE))
+		return "traceagent";
 	snprintf(buf, n, "function,%s", ta_base_name(module));
 	return buf;
 }

@@ -181,6 +181,11 @@ uint64_t ta_process_paused(const struct ta_process *p, uint64_t a, uint64_t b);
 #define TA_ADDR_TAG_SHIFT 56
 #define TA_ADDR_TAG_MAX	  127u
 #define TA_ADDR_MASK	  ((1ull << TA_ADDR_TAG_SHIFT) - 1)
+/* The key of the agent's waits (TA_EXT_WAIT): the walk makes each one a
+ * frame of its own at this key, a callee of the frame on top, so every
+ * view shows it as TA_WAIT_NAME and none charges it to that function's
+ * self time.  Above every user-space address, and never tagged. */
+#define TA_WAIT_KEY TA_ADDR_MASK
 
 /* A fatal signal, as the crash handler recorded it. */
 struct ta_crash {

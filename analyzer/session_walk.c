@@ -207,6 +207,24 @@ static void walk_shorts(struct ta_session *s, struct ta_thread *t, uint64_t tick
 				    v[i + 1]);
 	}
 }
+/* A TA_EXT_WAIT (start, length) at ticks: the agent's wait, a frame of its
+ * own (TA_WAIT_KEY) on top of t's, from the event's time (its start, but
+ * where a dump's ticks went backwards) for its length.  0, or
+ * -TA_E_NOMEM. */
+static int walk_wait(struct ta_session *s, struct ta_thread *t, uint64_t ticks, const uint64_t *v,
+		     uint32_t n)
+{
+	uint64_t end;
+
+	if (n < 2)
+		return 0; /* not a wait this reader knows */
+	end = ticks + v[1] < ticks ? UINT64_MAX : ticks + v[1];
+	if (frame_push(s, t, ticks, TA_WAIT_KEY, 0) < 0)
+		return -TA_E_NOMEM;
+	frames_pop(s, t, 1, end, 0);
+	return 0;
+}
+
 /* Replays a batch of decoded events on t's stack: 0, or -TA_E_NOMEM. */
 static TA_INLINE int walk(struct ta_session *s, struct ta_thread *t, const struct ta_event *evs,
 			  size_t n, enum walk w)
@@ -242,6 +260,10 @@ static TA_INLINE int walk(struct ta_session *s, struct ta_thread *t, const struc
 			} else if (ev->ext == TA_EXT_SHORT) {
 				walk_shorts(s, t, ev->ticks, s->dec.ext_values,
 					    (uint32_t)ev->value);
+			} else if (ev->ext == TA_EXT_WAIT) {
+				if (walk_wait(s, t, ev->ticks, s->dec.ext_values,
+					      (uint32_t)ev->value) < 0)
+					return -TA_E_NOMEM;
 			} else if (s->v.ext) {
 				/* Always the batch's last: the decoder's
 				 * ext_values are its values. */
@@ -876,6 +898,8 @@ static TA_INLINE int part_events(struct ta_chunk_part *cp, const struct ta_event
 				return -1;
 			if (ev->ext == TA_EXT_LOST) {
 				cp->lost += ev->value;
+			} else if (ev->ext == TA_EXT_WAIT) {
+				return -1; /* a frame of the walk's: walked */
 			} else if (ev->ext == TA_EXT_SHORT) {
 				/* Always the batch's last: the decoder's
 				 * values are its own. */
@@ -1319,6 +1343,8 @@ static void ext_build(void *part, const uint8_t *payload, size_t len)
 					return;
 				if (ev->ext == TA_EXT_LOST)
 					xp->lost += ev->value;
+				else if (ev->ext == TA_EXT_WAIT)
+					return; /* a frame the walk visits: walked */
 				/* The batch's last: ext_values are its values. */
 				else if (ext_note(xp, ev->ticks, ev->ext, 0, d->ext_values,
 						  (uint32_t)ev->value) < 0)

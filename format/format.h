@@ -176,8 +176,15 @@ enum ta_ext_kind {
 	/* Calls left out by TRACEAGENT_MIN_DURATION (1.7): pairs (function
 	 * address, calls) dropped since the previous TA_EXT_SHORT of the
 	 * thread (format/mindur.h). */
-	TA_EXT_SHORT = 20
+	TA_EXT_SHORT = 20,
+	/* The agent's own wait (1.8): start (ticks), length (ticks).  The
+	 * thread waited for the flusher (lossless mode at its memory cap)
+	 * there, inside the frames open; the views show it as a frame of
+	 * its own, TA_WAIT_NAME, the open function's callee. */
+	TA_EXT_WAIT = 21
 };
+#define TA_WAIT_NAME "[traceagent wait]"
+
 
 /* TA_EXT_COUNTER's type. */
 #define TA_COUNTER_INT 0u    /* the bits are an int64_t */

@@ -47,6 +47,10 @@ struct thread_log {
 	int markers;
 	uint64_t *xv; /* EXT events other than LOST: TA_EXT_MAX_VALUES values each */
 	size_t nx;
+	/* TA_EXT_WAIT records, aside: (events before it, its time, start,
+	 * length) each. */
+	uint64_t *wv;
+	size_t nw;
 	int ended;
 	char name[17];
 };
@@ -187,6 +191,16 @@ static void load_dump(const char *path, struct dump *d)
 			ck_assert_int_eq(ta_decoder_begin(&dec, p, c.raw_size), 0);
 			t = thread_of(d, dec.tid);
 			while ((rc = ta_decoder_next(&dec, &ev)) == 1) {
+				if (ev.kind == TA_EV_EXT && ev.ext == TA_EXT_WAIT) {
+					ck_assert_uint_eq(ev.value, 2);
+					t->wv = realloc(t->wv, (t->nw + 1) * 4 * sizeof(uint64_t));
+					t->wv[4 * t->nw] = t->n;
+					t->wv[4 * t->nw + 1] = ev.ticks;
+					t->wv[4 * t->nw + 2] = dec.ext_values[0];
+					t->wv[4 * t->nw + 3] = dec.ext_values[1];
+					t->nw++;
+					continue;
+				}
 				if (ev.kind == TA_EV_EXT && ev.ext != TA_EXT_LOST) {
 					/* In the event list as the raw header the
 					 * agent took; its values aside. */
@@ -220,6 +234,7 @@ static void load_dump(const char *path, struct dump *d)
 		own(d->t[i].ev);
 		own(d->t[i].ticks);
 		own(d->t[i].xv);
+		own(d->t[i].wv);
 	}
 }
 
@@ -356,6 +371,98 @@ START_TEST(single_thread_wraps_the_pool)
 	ck_assert_uint_eq(d.end_events, (uint64_t)calls * 4);
 	ck_assert_uint_eq(d.end_lost, 0);
 	ck_assert_uint_le(ta_pool_peak_bytes(), 1u << 20);
+	unlink(dump_path);
+}
+END_TEST
+
+/* The test thread, which records; its drains are never held. */
+static pthread_t wait_producer;
+static pid_t wait_producer_tid;
+static int wait_seen; /* atomic */
+
+/* The state letter of thread tid of this process (R, S, D...), or 0. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* The flusher thread's drains stop until the test thread sleeps: it does
+ * nothing else that sleeps but wait for the flusher (the pool used up, or
+ * its own ring held by this drain).  Bounded: 30 s, then it goes on (the
+ * test then fails on wait_seen). */
+static void hold_until_the_producer_waits(const struct ta_block *b)
+{
+	(void)b;
+	if (pthread_equal(pthread_self(), wait_producer) ||
+	    __atomic_load_n(&wait_seen, __ATOMIC_ACQUIRE))
+		return;
+	for (int ms = 0; ms < 30000; ms++) {
+		if (thread_state(wait_producer_tid) == 'S') {
+			/* Some more of it, for a wait of a few ms. */
+			usleep(5000);
+			__atomic_store_n(&wait_seen, 1, __ATOMIC_RELEASE);
+			return;
+		}
+		usleep(1000);
+	}
+	__atomic_store_n(&wait_seen, -1, __ATOMIC_RELEASE);
+}
+
+/* A thread that waits for the flusher has each wait in its stream
+ * (TA_EXT_WAIT) where it was: after the events stamped before it, before
+ * those stamped after, never inside the leaf call (a wait in an entry's
+ * slow path comes before the entry, stamped after it), and the waits add
+ * up to the thread's wait in THREAD_END exactly. */
+START_TEST(waits_are_in_the_stream_where_they_were)
+{
+	struct dump d;
+	const long calls = 50000; /* ~800 blocks of 4K through a pool of 256 */
+	const struct thread_log *t;
+	uint64_t sum = 0;
+
+	agent_env("4K", "1M");
+	wait_producer = pthread_self();
+	wait_producer_tid = (pid_t)syscall(SYS_gettid);
+	ta_flusher_test_hold(hold_until_the_producer_waits);
+	record_tree(0, calls);
+	ta_agent_shutdown();
+	ta_flusher_test_hold(NULL);
+	ck_assert_int_eq(__atomic_load_n(&wait_seen, __ATOMIC_ACQUIRE), 1);
+	load_dump(dump_path, &d);
+	ck_assert_int_eq(d.nthreads, 1);
+	t = &d.t[0];
+	check_tree(t, 0, calls);
+	ck_assert_uint_eq(t->end_lost, 0);
+	ck_assert_uint_gt(t->end_wait, 0);
+	ck_assert_uint_gt(t->nw, 0);
+	for (size_t i = 0; i < t->nw; i++) {
+		uint64_t at = t->wv[4 * i], ticks = t->wv[4 * i + 1];
+		uint64_t start = t->wv[4 * i + 2], len = t->wv[4 * i + 3];
+
+		ck_assert_uint_eq(ticks, start);
+		ck_assert_uint_gt(len, 0);
+		if (at)
+			ck_assert_uint_le(t->ticks[at - 1], start);
+		if (at < t->n)
+			ck_assert_uint_le(start + len, t->ticks[at]);
+		/* Not between the leaf's entry (event 1 of each 4) and its
+		 * exit (event 2). */
+		ck_assert_uint_ne(at % 4, 2);
+		sum += len;
+	}
+	ck_assert_uint_eq(sum, t->end_wait);
 	unlink(dump_path);
 }
 END_TEST
@@ -1722,6 +1829,7 @@ static Suite *ring_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, NULL, free_owned);
 	tcase_add_test(tc, single_thread_wraps_the_pool);
+	tcase_add_test(tc, waits_are_in_the_stream_where_they_were);
 	tcase_add_test(tc, many_writers_lossless_at_the_cap);
 	tcase_add_test(tc, nested_hooks_are_recorded_in_order);
 	tcase_add_test(tc, nested_hooks_beyond_the_buffer_are_kept);

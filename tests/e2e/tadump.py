@@ -11,6 +11,7 @@ from tahelp import crc32c
 PROCESS, CLOCK, MODULE, THREAD_START, THREAD_NAME, THREAD_END, EVENTS, END = range(1, 9)
 CLOCK_MONOTONIC = 3
 EXIT, ENTER = 0, 1
+EXT_WAIT = 21  # the agent's wait: start, length (format.h TA_EXT_WAIT)
 
 
 def u(v):
@@ -74,8 +75,9 @@ class Dump:
         self.chunk(THREAD_END, u(tid) + u(ticks) + u(events) + u(0) + u(0))
 
     def events(self, tid, evs, stack=()):
-        """One EVENTS chunk of thread tid: evs are (ticks, ENTER, addr) or
-        (ticks, EXIT); stack is the shadow stack at its start."""
+        """One EVENTS chunk of thread tid: evs are (ticks, ENTER, addr),
+        (ticks, EXIT) or (ticks, EXT, subtype, values); stack is the shadow
+        stack at its start."""
         seq = self.thread_seq.get(tid, 0)
         self.thread_seq[tid] = seq + 1
         first = evs[0][0] if evs else 0
@@ -95,6 +97,8 @@ class Dump:
             if ev[1] == ENTER:
                 p += s(ev[2] - prev_a)
                 prev_a = ev[2]
+            elif ev[1] == EXT:
+                p += u(ev[2]) + u(len(ev[3])) + b"".join(u(v) for v in ev[3])
         self.chunk(EVENTS, bytes(p))
 
     def end(self, ticks, events, threads):
