@@ -265,21 +265,27 @@ static void agent_env_only(const char *buffer, const char *memory, const char *m
 	setenv("TRACEAGENT_FLUSH_MS", "1", 1);
 }
 
-/* The same, and the agent started as the first hook would start it: a test
- * whose agent refuses to trace fails here at once, with what it said. */
-static void agent_env_mode(const char *buffer, const char *memory, const char *mode,
-			   const char *flight_size)
+/* The agent started as the first hook would start it: a test whose agent
+ * refuses to trace fails here at once, with what it said. */
+static void agent_start(void)
 {
 	struct ta_stderr_catch c;
 	char said[1024];
 	int ok;
 
-	agent_env_only(buffer, memory, mode, flight_size);
 	ta_stderr_begin(&c, "test-ring");
 	ok = ta_agent_ensure_started();
 	ta_stderr_end(&c, said, sizeof(said));
 	ck_assert_msg(ok && __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING,
 		      "the agent did not start: %s", said[0] ? said : "(it said nothing)");
+}
+
+/* agent_env_only, then the agent started. */
+static void agent_env_mode(const char *buffer, const char *memory, const char *mode,
+			   const char *flight_size)
+{
+	agent_env_only(buffer, memory, mode, flight_size);
+	agent_start();
 }
 
 static void agent_env(const char *buffer, const char *memory)
@@ -1295,8 +1301,9 @@ START_TEST(flusher_without_memory_loses_all_counted)
 {
 	struct dump d;
 
-	agent_env("64K", "16M");
+	agent_env_only("64K", "16M", NULL, NULL);
 	setenv("TRACEAGENT_TEST_ENCODER_MAX", "1", 1);
+	agent_start();
 	record_tree(0, 20000);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -1312,8 +1319,9 @@ START_TEST(flusher_out_of_memory_loses_a_block_counted)
 {
 	struct dump d;
 
-	agent_env("64K", "16M");
+	agent_env_only("64K", "16M", NULL, NULL);
 	setenv("TRACEAGENT_TEST_ENCODER_MAX", "16K", 1);
+	agent_start();
 	ta_record(addr_of(0, 0)); /* starts the agent */
 	ta_record(addr_of(0, 0) | TA_REC_EXIT);
 	ta_flusher_fork_prepare(); /* the flusher cannot drain */
