@@ -162,6 +162,24 @@ class ProcsTest(tahelp.Case):
                     self.assertEqual(self.calls_of(r.dump, pid), {"main": 1, "work": k})
                 self.assertEqual(sorted(os.listdir(self.dir)), dumps)
 
+    def test_system_and_popen_from_untraced_parent(self):
+        """A parent that never traces (built without instrumentation) and
+        runs its children with system() and popen(): one dump, every
+        child in it with its calls."""
+        self.need_host_program("/bin/sh")
+        prog = self.prog("family-O2")
+        argv = [self.prog("sysroot")] + ["%s child %d" % (prog, k) for k in (2, 3, 4)]
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                r = self.traced(mode, argv)
+                kids = {int(m.group(1)): int(m.group(2)) for m in
+                        re.finditer(r"^child (\d) pid (\d+) ppid \d+$", r.stdout, re.M)}
+                self.assertEqual(sorted(kids), [2, 3, 4], r.stdout)
+                rep = self.report(r.dump)
+                self.assert_whole(rep, processes=3)
+                for k, pid in kids.items():
+                    self.assertEqual(self.calls_of(r.dump, pid), {"main": 1, "work": k})
+
     def test_concurrent_writers(self):
         """Processes writing the one file at the same time (small blocks,
         a small flush interval) never cut into each other's chunks: every
