@@ -201,6 +201,22 @@ class ProcsTest(tahelp.Case):
                                  [tahelp.fib_calls(20)] * n)
                 self.assertEqual(self.info(r.dump)["errors"], [])
 
+    def test_refused_leaves_no_file(self):
+        """The file record made for the recording, when no agent could
+        trace (the ring's memory refused): removed, and not claimed; the
+        agent's own line says why."""
+        self.need_host_program("/bin/sh")
+        dump = self.fresh("refused")
+        cmd = "ulimit -v 1000000 && exec %s record -o %s --memory 2G -- %s 5" % (
+            TRACEAGENT, dump, self.prog("fib-O2"))
+        p = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True,
+                           cwd=self.dir, env=tahelp.clean_env(), timeout=tahelp.TIMEOUT)
+        self.assertEqual((p.returncode, p.stdout), (0, "fib(5) = 5\n"), p.stderr)
+        lines = p.stderr.splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn("cannot reserve 2147483648 bytes of ring memory", lines[0])
+        self.assertEqual(os.listdir(self.dir), [])
+
     def test_pid_pattern_lists_every_dump(self):
         """With %p each process that is not a forked child writes its own
         dump, and record names every one."""
