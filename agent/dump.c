@@ -561,6 +561,16 @@ __attribute__((constructor)) static void pending_init(void)
 	errno = saved;
 }
 
+void ta_dump_token_to_environ(void)
+{
+	/* NULL when environ has a token: else the pending token's static
+	 * entry itself (putenv keeps the pointer), never changed once built. */
+	const char *entry = ta_dump_pass_token(environ);
+
+	if (entry)
+		putenv((char *)(uintptr_t)entry);
+}
+
 const char *ta_dump_pass_token(char *const envp[])
 {
 	const size_t flen = sizeof(TA_DUMP_FILE_VAR); /* with its '=' */

@@ -91,6 +91,9 @@ int ta_dump_share(uint64_t output_id) TA_HIDDEN;
  * when envp has one, does not preload the agent, or the setting is not one
  * file.  No allocation (a vfork child's exec calls it). */
 const char *ta_dump_pass_token(char *const envp[]) TA_HIDDEN;
+/* Before system() or popen(), whose spawn no wrapper sees: the pending
+ * token into the process's own environment when it has none. */
+void ta_dump_token_to_environ(void) TA_HIDDEN;
 /* envp plus TA_HANDOVER_VAR if with_fd (malloc'd; any older one left out),
  * with the descriptor made inheritable, and TA_DUMP_FILE_VAR when this
  * process shares its file; envp itself when nothing is handed over. */

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -386,6 +387,38 @@ TA_PUBLIC int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_a
 {
 	REAL_FN(real, "posix_spawn", spawn_fn);
 	return spawn_with(real, pid, path, fa, attr, argv, envp);
+}
+
+typedef int (*system_fn)(const char *);
+typedef FILE *(*popen_fn)(const char *, const char *);
+
+/* system() and popen() spawn their shell inside libc with environ: a
+ * process that has not traced puts the recording's pending token there
+ * first (one that traced has its own token there already). */
+TA_PUBLIC int system(const char *command)
+{
+	REAL_FN(real, "system", system_fn);
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	TA_GUARD_ENTER();
+	ta_dump_token_to_environ();
+	TA_GUARD_LEAVE();
+	return real(command);
+}
+
+TA_PUBLIC FILE *popen(const char *command, const char *type)
+{
+	REAL_FN(real, "popen", popen_fn);
+	if (!real) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	TA_GUARD_ENTER();
+	ta_dump_token_to_environ();
+	TA_GUARD_LEAVE();
+	return real(command, type);
 }
 
 TA_PUBLIC int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,

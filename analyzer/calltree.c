@@ -523,6 +523,29 @@ static __attribute__((noinline)) struct ta_pathrec_thread *thread_root(struct ta
 	return rt;
 }
 
+/* A forked child's frames entered by its parent before the fork (the
+ * stack's bottom `inherited` ones) have no node until the child enters a
+ * function below them: then their path, with no call of the child's
+ * (their calls are the parent's), so that the child's calls have a place.
+ * The node of the frame at depth - 1, or 0. */
+static __attribute__((noinline)) uint32_t inherited_path(struct ta_pathrec *r,
+							 struct ta_pathrec_thread *rt,
+							 struct ta_thread *t, uint32_t depth)
+{
+	for (uint32_t k = 0; k < depth; k++) {
+		uint32_t up = k ? (uint32_t)t->stack[k - 1].user : rt->node;
+
+		if (t->stack[k].user)
+			continue;
+		if (!up || k >= t->inherited)
+			return 0;
+		t->stack[k].user = ta_ctree_child(&r->tree, up, t->stack[k].addr);
+		if (!t->stack[k].user)
+			return 0;
+	}
+	return (uint32_t)t->stack[depth - 1].user;
+}
+
 static uintptr_t rec_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
 			   uint64_t addr, unsigned flags)
 {
@@ -540,6 +563,8 @@ static uintptr_t rec_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint3
 		return 0;
 	/* The caller's frame is still on the stack, with its node. */
 	parent = depth ? (uint32_t)t->stack[depth - 1].user : rt->node;
+	if (!parent && depth && depth <= t->inherited)
+		parent = inherited_path(r, rt, t, depth);
 	if (!parent)
 		return 0;
 	/* Nodes are numbered in the order the walk first met them, so a run

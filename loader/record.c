@@ -652,7 +652,8 @@ static int notify_open(void)
 }
 
 struct started {
-	int self;     /* the program's own process started the agent */
+	int self;     /* the program's own process started the agent (or said why not) */
+	int any;      /* some process started it */
 	size_t n;     /* other processes that started it: */
 	pid_t *child; /* their pids, sorted, each once (NULL without memory) */
 };
@@ -673,6 +674,7 @@ static void notify_read(int fd, pid_t pid, struct started *st)
 
 	memset(st, 0, sizeof(*st));
 	while (read(fd, rec, sizeof(rec)) == (ssize_t)sizeof(rec)) {
+		st->any |= rec[1] == 1;
 		if ((pid_t)rec[0] == pid) {
 			st->self = 1;
 			continue;
@@ -775,7 +777,7 @@ static int recording_kept(const char *path, const struct prepared *pr, const str
 
 	if (lstat(path, &s) < 0 || (uint64_t)s.st_dev != pr->dev || (uint64_t)s.st_ino != pr->ino)
 		return 0;
-	if (s.st_size > TA_FILE_HEADER_SIZE || (notified && (st->self || st->n)))
+	if (s.st_size > TA_FILE_HEADER_SIZE || (notified && st->any))
 		return 1;
 	unlink(path);
 	return 0;
@@ -1011,7 +1013,7 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 		/* One file for the program and every descendant. */
 		if (recording_kept(path, &pr, &started, notify >= 0))
 			say_dump(path, pid, status);
-		else if (notify >= 0)
+		else if (notify >= 0 && !started.self)
 			say_no_dump(o, output, &started);
 	} else if (n == (ssize_t)sizeof(pr) && !pr.stale && !ta_addr_is_stream(output) &&
 		   access(path, F_OK) == 0) {

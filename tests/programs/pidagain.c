@@ -15,8 +15,9 @@
  *
  * Each child prints "child PID start TICKS calls N"; the parent ends with
  * "same-tick N timens T" (how many Bs started in A's tick; T 0 when the
- * kernel makes no time namespace).  Exit status 3: the
- * kernel did not give the pid again.
+ * kernel makes no time namespace).  A B that did not get A's pid (a thread
+ * took it first) is one more child, and the next try follows.  Exit status
+ * 3: no B got A's pid.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -129,7 +130,7 @@ int main(void)
 {
 	unsigned long long sa, sb;
 	char last[32];
-	int same = 0, timens = 1;
+	int same = 0, again = 0, timens = 1;
 	pid_t a, b;
 
 	work();
@@ -137,20 +138,22 @@ int main(void)
 	if (a <= 1)
 		return 1;
 	snprintf(last, sizeof(last), "%d", (int)a - 1);
-	for (int i = 0; i < 20 && timens && !same; i++) {
+	for (int i = 0; i < 20 && (timens ? !same : !again); i++) {
 		if (write_file("/proc/sys/kernel/ns_last_pid", last) < 0) {
 			perror("pidagain: /proc/sys/kernel/ns_last_pid");
 			return 2;
 		}
 		timens = time_back_to(sa) == 0;
 		b = child(5, &sb);
-		if (b != a) {
-			fprintf(stderr, "pidagain: the second child got pid %d, not %d\n", (int)b,
-				(int)a);
-			return 3;
-		}
-		same += sb == sa;
+		if (b < 0)
+			return 1;
+		/* A thread created meanwhile (the agent's) may have taken the
+		 * pid: that child is one more, and the next try another. */
+		again += b == a;
+		same += b == a && sb == sa;
 	}
 	printf("same-tick %d timens %d\n", same, timens);
-	return 0;
+	if (!again)
+		fprintf(stderr, "pidagain: no child got pid %d again\n", (int)a);
+	return again ? 0 : 3;
 }
