@@ -177,7 +177,6 @@ enum ta_ext_kind {
 };
 #define TA_WAIT_NAME "[traceagent wait]"
 
-
 /* TA_EXT_COUNTER's type. */
 #define TA_COUNTER_INT 0u    /* the bits are an int64_t */
 #define TA_COUNTER_DOUBLE 1u /* the bits are an IEEE-754 double */

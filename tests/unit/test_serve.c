@@ -152,7 +152,8 @@ START_TEST(serve_cut_stream_counts_function_events)
 		ta_encoder_begin(&e, 1000 + (uint64_t)k * 100);
 		for (int i = 0; i < 10; i++) {
 			ta_encoder_event(&e, 1000 + (uint64_t)(k * 100 + i * 10), 0x401000, 0);
-			ta_encoder_ext(&e, 1001 + (uint64_t)(k * 100 + i * 10), TA_EXT_WAIT, wait, 2);
+			ta_encoder_ext(&e, 1001 + (uint64_t)(k * 100 + i * 10), TA_EXT_WAIT, wait,
+				       2);
 			ta_encoder_ext(&e, 1005 + (uint64_t)(k * 100 + i * 10), TA_EXT_IO, io, 4);
 			ta_encoder_event(&e, 1006 + (uint64_t)(k * 100 + i * 10), 0x401000, 1);
 		}
