@@ -914,6 +914,10 @@ int ta_glob_match(const char *glob, const char *name)
 	 * match anything the earlier one would have taken. */
 	const char *g = glob, *n = name, *star_g = NULL, *star_n = NULL;
 
+	/* A name given whole is itself, whatever it holds: the agent's
+	 * "[traceagent wait]" reads as a set otherwise. */
+	if (!strcmp(glob, name))
+		return 1;
 	while (*n) {
 		const char *next = NULL;
 		int ok = 0;

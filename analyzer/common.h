@@ -278,7 +278,7 @@ int ta_parse_time_range(const char *s, uint64_t *lo, uint64_t *hi);
  * 1 when name matches the shell-style glob: '*' any run of characters
  * (including none), '?' one character, "[a-z]" one of a set ("[!..]" or
  * "[^..]" negated; a '[' without a closing ']' is literal), '\' quotes the
- * next character.  0 otherwise.
+ * next character, or when name is glob itself.  0 otherwise.
  */
 int ta_glob_match(const char *glob, const char *name);
 

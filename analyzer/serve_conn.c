@@ -228,12 +228,70 @@ static int get_fields(const struct ta_stream_ev *ev, uint64_t *f, int n)
 	return r.err ? -1 : 0;
 }
 
+/* A chunk's whole raw payload and a decoder, for the function events of
+ * EVENTS (one client at a time, as scratch).  At most RAW_MAX bytes: the
+ * flusher's chunks aim at 1 MiB raw. */
+#define RAW_MAX (4u << 20)
+static uint8_t *raw_buf;
+static size_t raw_cap;
+static struct ta_decoder raw_dec;
+static int raw_dec_ready;
+
+/* The function events of an EVENTS chunk, as report and END count them:
+ * its n_events without its EXT events (lost counts, library calls' values,
+ * the manual API's events, the agent's waits).  -1 when it cannot be
+ * decoded whole. */
+static int64_t function_events(const struct ta_stream_ev *ev)
+{
+	const uint8_t *p = ev->payload;
+	size_t len = ev->chunk.stored_size;
+	struct ta_event evs[256];
+	int64_t n = 0;
+	int rc;
+
+	if (!p)
+		return -1;
+	if (ev->chunk.flags & TA_CHUNK_F_LZ4) {
+		size_t raw = ev->chunk.raw_size;
+
+		if (raw > RAW_MAX || len > INT32_MAX)
+			return -1;
+		if (raw > raw_cap) {
+			uint8_t *b = realloc(raw_buf, raw);
+
+			if (!b)
+				return -1;
+			raw_buf = b;
+			raw_cap = raw;
+		}
+		if (LZ4_decompress_safe((const char *)p, (char *)raw_buf, (int)len, (int)raw) !=
+		    (int)raw)
+			return -1;
+		p = raw_buf;
+		len = raw;
+	}
+	if (!raw_dec_ready) {
+		ta_decoder_init(&raw_dec);
+		raw_dec_ready = 1;
+	}
+	if (ta_decoder_begin(&raw_dec, p, len) < 0)
+		return -1;
+	do {
+		size_t k = ta_decoder_batch(&raw_dec, evs, sizeof(evs) / sizeof(evs[0]), &rc);
+
+		for (size_t i = 0; i < k; i++)
+			n += evs[i].kind != TA_EV_EXT;
+	} while (rc == 0);
+	return rc < 0 ? -1 : n;
+}
+
 static int on_chunk(struct ta_sv_conn *c, const struct ta_stream_ev *ev)
 {
 	uint64_t f[5];
 	/* Counted only when kept: a chunk past the quota is cut off the
 	 * dump (cut_back), and the line says what the dump holds. */
 	int kept = !c->quota || c->st.good <= c->quota;
+	int64_t fn;
 
 	if (kept) {
 		c->last_end = 0;
@@ -241,7 +299,11 @@ static int on_chunk(struct ta_sv_conn *c, const struct ta_stream_ev *ev)
 		c->next_seq = ev->chunk.seq + 1;
 		switch (ev->chunk.type) {
 		case TA_CHUNK_EVENTS:
-			if (get_fields(ev, f, 4) == 0)
+			/* Function events, as the saved dump's report counts
+			 * them; a chunk that does not decode, by its n_events. */
+			if ((fn = function_events(ev)) >= 0)
+				c->events += (uint64_t)fn;
+			else if (get_fields(ev, f, 4) == 0)
 				c->events += f[3];
 			else
 				c->events_unknown = 1;

@@ -147,7 +147,8 @@ enum ta_event_kind {
  * EXT subtypes.  TA_EXT_LOST is followed by u count alone (1.0).  Every
  * other subtype (1.2) is followed by u n, then n u values, so a reader skips
  * the subtypes it does not know.  Numbers: 2-7 library calls, 8-11 control
- * flow (setjmp/longjmp, exceptions), 12-19 the manual API (1.5).
+ * flow (setjmp/longjmp, exceptions), 12-19 the manual API (1.5), 20 calls
+ * left out (1.7), 21 the agent's waits (1.8).
  */
 enum ta_ext_kind {
 	TA_EXT_LOST = 1,    /* u count: events the agent could not record here */
@@ -178,13 +179,13 @@ enum ta_ext_kind {
 	 * thread (format/mindur.h). */
 	TA_EXT_SHORT = 20,
 	/* The agent's own wait (1.8): start (ticks), length (ticks).  The
-	 * thread waited for the flusher (lossless mode at its memory cap)
-	 * there, inside the frames open; the views show it as a frame of
-	 * its own, TA_WAIT_NAME, the open function's callee. */
+	 * thread waited for the flusher (lossless mode: its memory at the
+	 * cap, or its backlog high) there, inside the frames open; the views
+	 * show it as a frame of its own, TA_WAIT_NAME, the open function's
+	 * callee. */
 	TA_EXT_WAIT = 21
 };
 #define TA_WAIT_NAME "[traceagent wait]"
-
 
 /* TA_EXT_COUNTER's type. */
 #define TA_COUNTER_INT 0u    /* the bits are an int64_t */

@@ -144,6 +144,14 @@ class Wait(tahelp.Case):
                                    c["children"]) for c in leaf["children"]],
                                  [(WAIT, 1, 2000, 2000, [])])
 
+    def test_graph_of_the_waits(self):
+        """graph "[traceagent wait]": the paths where the thread waited (a
+        name given whole matches itself, brackets and all)."""
+        out = tadump.view(self, "graph", synthetic(self), WAIT).stdout
+        self.assertIn("         1     2.000 us     2.000 us  main > outer > leaf > %s\n" % WAIT,
+                      out)
+        self.assertIn("         1       300 ns       300 ns  main > outer > %s\n" % WAIT, out)
+
     def test_replay(self):
         lines = tadump.view(self, "replay", synthetic(self)).stdout.splitlines()
         body = [l for l in lines if " 101 " in l]

@@ -132,6 +132,10 @@ START_TEST(glob)
 	ck_assert(ta_glob_match("ns::*::get(*)*", "ns::Box<int>::get(int) const"));
 	ck_assert(ta_glob_match("\\*", "*"));
 	ck_assert(!ta_glob_match("\\*", "x"));
+	/* A name given whole matches itself: the agent's waits. */
+	ck_assert(ta_glob_match("[traceagent wait]", "[traceagent wait]"));
+	ck_assert(ta_glob_match("[traceagent wait]", "t")); /* a set all the same */
+	ck_assert(!ta_glob_match("[traceagent wait]", "[traceagent"));
 }
 END_TEST
 

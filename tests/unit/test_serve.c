@@ -135,6 +135,43 @@ START_TEST(serve_incomplete_and_quota)
 }
 END_TEST
 
+/* Without END, a stream counts its function events as the saved dump's
+ * report does: its EXT events (an agent's wait, a library call's values)
+ * are not function events, raw or compressed. */
+START_TEST(serve_cut_stream_counts_function_events)
+{
+	struct ta_sv_conn c;
+	struct dumpgen g;
+	struct ta_encoder e;
+	const uint64_t wait[2] = {1005, 3}, io[4] = {1, 10, 10, 0};
+
+	dg_init(&g, 4242);
+	g.lz4 = _i;
+	dg_process(&g, 1000, TA_CLOCK_MONOTONIC, 1000000000, "/usr/bin/prog");
+	dg_thread_start(&g, 10, 1000, "main");
+	ta_encoder_init(&e, 10);
+	for (int k = 0; k < 3; k++) {
+		ta_encoder_begin(&e, 1000 + (uint64_t)k * 100);
+		for (int i = 0; i < 10; i++) {
+			ta_encoder_event(&e, 1000 + (uint64_t)(k * 100 + i * 10), 0x401000, 0);
+			ta_encoder_ext(&e, 1001 + (uint64_t)(k * 100 + i * 10), TA_EXT_WAIT, wait,
+				       2);
+			ta_encoder_ext(&e, 1005 + (uint64_t)(k * 100 + i * 10), TA_EXT_IO, io, 4);
+			ta_encoder_event(&e, 1006 + (uint64_t)(k * 100 + i * 10), 0x401000, 1);
+		}
+		dg_events(&g, &e);
+	}
+	ta_encoder_free(&e);
+	ta_sv_conn_init(&c, dir_fd, "h", 0);
+	ck_assert_int_eq(ta_sv_conn_feed(&c, g.buf, g.len), 0);
+	ck_assert_int_eq(ta_sv_conn_close(&c), 0);
+	ck_assert_uint_eq(ta_sv_conn_events(&c), 60);
+	ck_assert_int_eq(c.events_unknown, 0);
+	ta_sv_conn_free(&c);
+	dg_free(&g);
+}
+END_TEST
+
 /* Seeded fuzz: random bytes, and the dump with random bytes changed, in
  * random pieces. */
 START_TEST(serve_fuzz)
@@ -211,6 +248,7 @@ static Suite *serve_suite(void)
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, serve_whole, 0, 2);
 	tcase_add_test(tc, serve_incomplete_and_quota);
+	tcase_add_loop_test(tc, serve_cut_stream_counts_function_events, 0, 2);
 	tcase_add_test(tc, serve_fuzz);
 	suite_add_tcase(s, tc);
 	return s;
