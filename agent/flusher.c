@@ -508,6 +508,8 @@ static void discard_ring(struct ta_thread *t, uint32_t st)
 		if (b)
 			ta_block_put(b);
 		t->drain = NULL;
+		free(t->inherit); /* a forked child's frames, never written */
+		t->inherit = NULL;
 		/* Release: a new thread claiming the record sees it clean. */
 		__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
 	} else {

@@ -840,9 +840,12 @@ static struct ta_block *ringless_get(struct ta_thread *t, uint64_t ticks)
 	if (t->drop_count) {
 		b->ev[0].ticks = t->drop_ticks;
 		b->ev[0].addr = TA_RAW_LOST | t->drop_count;
+		/* Relaxed: the flusher reaches the block only through the
+		 * release store of first below. */
 		__atomic_store_n(&b->head, 1, __ATOMIC_RELAXED);
 		t->drop_count = 0;
 	}
+	/* Relaxed: a count that only bounds work (as in next_block). */
 	__atomic_store_n(&t->chain_blocks, 1, __ATOMIC_RELAXED);
 	/* Release: pairs with the flusher's acquire load of first, after
 	 * which it reads the block (and its head) as any other. */
