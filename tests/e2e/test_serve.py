@@ -267,9 +267,13 @@ class ServeTest(tahelp.Case):
             l = parse(serve.wait_lines(1)[0])
             self.assertEqual(serve.stop(), 0)
             self.assertIn("over the quota", l["status"], l)
-            self.assertEqual(l["bytes"], keep, l)
             with open(l["file"], "rb") as f:
-                self.assertEqual(f.read(), data[:keep])
+                saved = f.read()
+            # The chunks kept, then serve's CUT chunk (type 18) alone.
+            self.assertEqual(saved[:keep], data[:keep])
+            self.assertEqual(l["bytes"], len(saved), l)
+            ctype, stored = struct.unpack_from("<HxxI", saved, keep + 4)
+            self.assertEqual((ctype, keep + 32 + stored), (18, len(saved)))
             p = self.report_raw(l["file"], "--json")
             rep = json.loads(p.stdout)
             self.assertFalse(rep["complete"])
