@@ -177,6 +177,8 @@ static void fork_wait_start(void)
 {
 	struct timespec nap = {0, 200 * 1000};
 
+	/* Acquire: pairs with ta_agent_ensure_started's release of the
+	 * state, after which the start's work is seen (and copied whole). */
 	for (int i = 0; i < 50000 && !starting_here &&
 			__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_STARTING;
 	     i++)
