@@ -164,20 +164,45 @@ int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)
  * for the flusher, which waits for that lock): judged by the state again,
  * the lock stayed held and the detach never ended. */
 static __thread int fork_locked __attribute__((tls_model("initial-exec")));
+/* This thread is inside ta_agent_ensure_started's start or restart (a
+ * signal handler of it that forks must not wait for it). */
+static __thread int starting_here __attribute__((tls_model("initial-exec")));
+
+/* A fork while another thread starts the agent (or restarts it in a forked
+ * child) waits for the start to end: the child would otherwise hold a start
+ * half done that no thread of it finishes, and every thread of it that
+ * records would wait for it for ever.  It takes milliseconds (seconds to
+ * reach a collector): bounded all the same, the child then not traced
+ * (on_fork_child). */
+static void fork_wait_start(void)
+{
+	struct timespec nap = {0, 200 * 1000};
+
+	/* Acquire: pairs with ta_agent_ensure_started's release of the
+	 * state, after which the start's work is seen (and copied whole). */
+	for (int i = 0; i < 50000 && !starting_here &&
+			__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_STARTING;
+	     i++)
+		nanosleep(&nap, NULL);
+}
 
 static void on_fork_prepare(void)
 {
 	TA_GUARD_ENTER();
+	fork_wait_start();
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 		ta_flusher_fork_prepare();
 		fork_locked = 1;
 	}
+	/* After the flusher's lock: the flusher takes this one under it. */
+	ta_api_fork_prepare();
 	TA_GUARD_LEAVE();
 }
 
 static void on_fork_parent(void)
 {
 	TA_GUARD_ENTER();
+	ta_api_fork_release();
 	if (fork_locked) {
 		fork_locked = 0;
 		ta_flusher_fork_parent();
@@ -188,8 +213,22 @@ static void on_fork_parent(void)
 static void on_fork_child(void)
 {
 	int locked = fork_locked;
+	uint32_t starting = TA_S_STARTING;
 
+	ta_api_fork_release();
 	fork_locked = 0;
+	/* Forked in the middle of a start the fork did not wait for (a
+	 * signal handler of the starting thread forked, or the start took
+	 * longer than the wait): nobody here can finish it. */
+	if (__atomic_compare_exchange_n(&ta_state, &starting, TA_S_STOPPED, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		starting_here = 0;
+		ta_api_stop();
+		ta_warn("process %d was forked while the agent was starting in its parent; not "
+			"tracing it",
+			(int)getpid());
+		return;
+	}
 	/* The child has one thread, no flusher, and copies of the rings,
 	 * whose contents the parent writes.  It goes on recording into the
 	 * same dump as a process of its own: the first hook restarts the
@@ -403,7 +442,6 @@ static int start(void)
 	if (ta_cfg.libcalls && ta_libcalls_dump)
 		ta_libcalls_dump();
 	ta_api_start();
-	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 	/* Registered now, before the program's own (if it registers after its
 	 * first instrumented call), so it runs after them: quick_exit leaves
 	 * through libc's internal _exit, which no wrapper sees. */
@@ -459,11 +497,14 @@ int ta_agent_ensure_started(void)
 	if ((s == TA_S_UNINIT || s == TA_S_FORKED) &&
 	    __atomic_compare_exchange_n(&ta_state, &s, TA_S_STARTING, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
-		int saved = errno;
+		int saved = errno, ok;
+
+		starting_here = 1;
 		/* A child of an attach window that has ended: not traced. */
-		int ok = s == TA_S_FORKED && ta_attach_child_closed()
-			     ? 0
-			     : (s == TA_S_FORKED ? restart_in_child() : start()) == 0;
+		ok = s == TA_S_FORKED && ta_attach_child_closed()
+			 ? 0
+			 : (s == TA_S_FORKED ? restart_in_child() : start()) == 0;
+		starting_here = 0;
 		errno = saved;
 		/* Release: threads waiting below then see the pool and dump. */
 		__atomic_store_n(&ta_state, ok ? TA_S_RUNNING : TA_S_STOPPED, __ATOMIC_RELEASE);
@@ -723,6 +764,14 @@ void ta_agent_shutdown(void)
 	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	TA_GUARD_LEAVE();
 	errno = saved;
+}
+
+/* The fork handlers from the agent's load on, not from its start: a fork
+ * made while another thread starts it is one they must see
+ * (fork_wait_start).  Before the start they do nothing. */
+__attribute__((constructor)) static void agent_init(void)
+{
+	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
 /* Runs from exit(), after the program's atexit handlers and destructors

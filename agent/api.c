@@ -538,6 +538,19 @@ int ta_api_paused(void)
 	return (int)__atomic_load_n(&paused, __ATOMIC_RELAXED);
 }
 
+/* The signals of the forking thread while it holds the lock over a fork. */
+static sigset_t fork_old;
+
+void ta_api_fork_prepare(void)
+{
+	lock(&fork_old);
+}
+
+void ta_api_fork_release(void)
+{
+	unlock(&fork_old);
+}
+
 void ta_api_fork_child(void)
 {
 	/* One thread here: nothing reads the gate concurrently. */

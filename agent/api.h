@@ -57,6 +57,11 @@ int ta_api_pause(int on) TA_HIDDEN;
 int ta_api_paused(void) TA_HIDDEN;
 /* When the pause in force began (ticks). */
 uint64_t ta_api_pause_ticks(void) TA_HIDDEN;
+/* Around a fork (agent.c's handlers): the registry's lock taken, so that
+ * no other thread holds it when the process is copied (the child's copy
+ * would stay held for ever), then let go in the parent and in the child. */
+void ta_api_fork_prepare(void) TA_HIDDEN;
+void ta_api_fork_release(void) TA_HIDDEN;
 /* A forked child: the hooks' gate reads "not started" (2), whatever the
  * parent's pause or channels made it, so that the child's first hook
  * restarts the agent; ta_api_restarted then sets it as they want. */

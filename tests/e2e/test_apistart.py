@@ -3,7 +3,8 @@
 worker threads of apistart.c call TA_ZONE and TA_COUNTER from their first
 instant, before the main thread's first API call, the second while the
 first is starting the agent; with "fork", again in the child while its agent
-restarts.  Every event is recorded, exactly: 600 `job` zones and 600 `done`
+restarts; with "forkstart", in a child forked while a thread of its parent
+was starting the agent.  Every event is recorded, exactly: 600 `job` zones and 600 `done`
 samples per process, and nothing lost.  Whether the second worker comes
 while the start is under way depends on timing: each case is run several
 times, and every run must be exact."""
@@ -54,6 +55,34 @@ class ApiStartTest(tahelp.Case):
                         self.assertEqual(r.stdout,
                                          "apistart: parent done\napistart: child done\n")
                         self.check(r.dump, 2)
+
+    def test_fork_while_starting(self):
+        """A fork while another thread is starting the agent: the fork
+        waits for the start, and the child restarts the agent as its own
+        (it used to find a start half done that none of its threads would
+        finish, and hang in its first event)."""
+        for level in LEVELS:
+            prog = self.prog("apistart-" + level)
+            for mode in MODES:
+                for run in range(RUNS):
+                    with self.subTest(level=level, mode=mode, run=run):
+                        r = self.traced(mode, [prog, "forkstart"])
+                        self.assertEqual(sorted(r.stdout.splitlines()),
+                                         ["apistart: child done", "apistart: parent done"])
+                        rep = self.report(r.dump)
+                        self.assert_whole(rep, processes=2)
+                        procs = rep["process_list"]
+                        pids = {p["pid"] for p in procs}
+                        (child,) = [p for p in procs if p["ppid"] in pids]
+                        (parent,) = [p for p in procs if p is not child]
+                        for p, jobs in ((parent, JOBS), (child, 2 * JOBS)):
+                            one = self.report(r.dump, "--pid=%d" % p["pid"])
+                            self.assert_calls(self.functions(one), {"job": jobs, "main": 1})
+                        info = self.info(r.dump)
+                        self.assertEqual(info["lost"], 0, info["lost_by_cause"])
+                        counters = tadump.view_json(self, "counters", "--json", r.dump)
+                        self.assertEqual([(c["name"], c["samples"])
+                                          for c in counters["counters"]], [("done", 3 * JOBS)])
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ with "FAIL"."""
 
 import ctypes
 import os
+import re
 import platform
 import shutil
 import signal
@@ -450,6 +451,46 @@ class AttachTest(tahelp.Case):
         self.assertEqual(f["fib"]["calls"], 177, dump)
         out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
         self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
+
+    def test_patch_breakpoints(self):
+        """--patch over breakpoints (patchbplib.c's, set when the library
+        was loaded, before the attach; its SIGTRAP handler plays the
+        debugger): the functions with one at their entry are refused and
+        named on the target's stderr, the one with a breakpoint further in
+        is patched with its body in place; every breakpoint traps where it
+        was set, nothing dies of a SIGTRAP, and the patched ones are
+        traced."""
+        prog = self.prog("patchme-O2-pie-fp")
+        lib = os.path.join(tahelp.PROGRAMS, "libpatchbplib.so")
+        t, say = self.patchme_stdin(prog)
+        self.assertEqual(say("load " + lib), "loaded")
+        dump = self.fresh("pb")
+        a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.pid), "-o", dump,
+                              "--patch", "libpatchbplib.so:bp_[eip]*"], env=tahelp.clean_env(),
+                             stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        try:
+            self.assertEqual(a.stderr.readline(), "traceagent: attach: patched 2 functions "
+                             "in process %d\n" % t.pid)
+            self.assertIn("attached", a.stderr.readline())
+            for name, want in (("bp_entry", 64), ("bp_endbr", 43), ("bp_inner", 42),
+                               ("bp_plain", 22)):
+                self.assertEqual(say("call %s 21" % name), "%s(21) = %d" % (name, want))
+        finally:
+            a.send_signal(2)
+            a.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(a.returncode, 0)
+        self.assertEqual(say("call bp_hits 0"), "bp_hits(0) = 3")
+        f = self.functions(self.report(dump))
+        self.assert_calls(f, {"bp_inner": 1, "bp_plain": 1, "bp_entry": None, "bp_endbr": None})
+        patch = self.info(dump)["processes"][0]["patch"]
+        self.assertEqual(sorted((r["name"], r["code"]) for r in patch["refused"]),
+                         [("bp_endbr", 12), ("bp_entry", 12)])
+        out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
+        self.assertEqual((t.returncode, out), (0, "done\n"))
+        named = sorted(re.findall(r"^traceagent: not patching (\w+) \(.*libpatchbplib\.so, "
+                                  r"0x[0-9a-f]+\): a breakpoint \(int3\) in its first bytes",
+                                  err, re.M))
+        self.assertEqual(named, ["bp_endbr", "bp_entry"], err)
 
     def test_cycles(self):
         """10 windows on 8 busy threads: each a whole dump of its own; after

@@ -11,6 +11,8 @@ entries are still lazy: what the test looks at is what binding left."""
 import tahelp
 from tahelp import LEVELS, MODES
 
+# Lazy binding whatever the caller's environment (empty: not set).
+LAZY = {"LD_BIND_NOW": ""}
 BOUND = ("program enter: bound\nprogram exit: bound\n"
          "library enter: bound\nlibrary exit: bound\nsample_square(3) = 9\n")
 
@@ -20,7 +22,7 @@ class HookBindTest(tahelp.Case):
     def test_bound_at_start(self):
         for level in LEVELS:
             prog = self.prog("hookbind-" + level)
-            plain = self.run_plain([prog, tahelp.LIBSAMPLE])
+            plain = self.run_plain([prog, tahelp.LIBSAMPLE], env=LAZY)
             self.assertEqual(plain.returncode, 0, plain.stderr)
             # main's enter hook was called (so bound) before it looks.
             self.assertEqual(plain.stdout,
@@ -28,7 +30,7 @@ class HookBindTest(tahelp.Case):
                              "library enter: lazy\nlibrary exit: lazy\nsample_square(3) = 9\n")
             for mode in MODES:
                 with self.subTest(level=level, mode=mode):
-                    r = self.traced(mode, [prog, tahelp.LIBSAMPLE])
+                    r = self.traced(mode, [prog, tahelp.LIBSAMPLE], env=LAZY)
                     self.assertEqual(r.stdout, BOUND)
                     rep = self.report(r.dump)
                     self.check_libsample(rep, 1, "hookbind-" + level)
@@ -37,7 +39,7 @@ class HookBindTest(tahelp.Case):
         # The filters point every entry at their own hooks (neither lazy
         # nor the global scope's): binding leaves them so.
         prog = self.prog("hookbind-O2")
-        r = self.traced("preload", [prog, tahelp.LIBSAMPLE], env={"TRACEAGENT_FILTER": "main"})
+        r = self.traced("preload", [prog, tahelp.LIBSAMPLE], env=dict(LAZY, TRACEAGENT_FILTER="main"))
         self.assertEqual(r.stdout, "program enter: other\nprogram exit: other\n"
                          "library enter: other\nlibrary exit: other\nsample_square(3) = 9\n")
         funcs = self.functions(self.report(r.dump))

@@ -26,7 +26,9 @@
  *                       work() all the while; "fib N" prints fib(N) and
  *                       the fib calls it made (traceagent attach --patch);
  *                       "load LIB" dlopens LIB, "square N" calls its
- *                       plib_square N times and prints the sum
+ *                       plib_square N times and prints the sum, "call
+ *                       NAME N" calls its int NAME(int) and prints the
+ *                       result
  *   patchme dlopen LIB N  twice: dlopens LIB (libpatchlib.so), calls its
  *                       plib_square N times (plib_twice as often), dlcloses
  *                       it
@@ -211,6 +213,18 @@ static int from_stdin(void)
 			for (int i = 0; i < atoi(line + 7); i++)
 				sum += square(i);
 			printf("sum = %ld\n", sum);
+			fflush(stdout);
+		} else if (!strncmp(line, "call ", 5) && lib) {
+			/* "call NAME N": the loaded library's int NAME(int). */
+			char name[64];
+			int (*f)(int);
+			int k;
+
+			if (sscanf(line + 5, "%63s %d", name, &k) == 2 &&
+			    (*(void **)&f = dlsym(lib, name)) != NULL)
+				printf("%s(%d) = %d\n", name, k, f(k));
+			else
+				printf("no %s\n", line + 5);
 			fflush(stdout);
 		} else if (!strncmp(line, "fib ", 4)) {
 			unsigned long before = __atomic_load_n(&n_fib, __ATOMIC_RELAXED);
