@@ -433,6 +433,17 @@ static void ours(int sig, struct sigaction *sa)
 	sa->sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 }
 
+/* Whether the kernel has the agent's handler for sig: what libc does
+ * without the interposer (sigset, system's) or the kernel itself
+ * (SA_RESETHAND) changes it unseen. */
+static int ours_installed(int sig)
+{
+	struct sigaction cur;
+
+	return ta_real_sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	       (cur.sa_sigaction == crash_handler || cur.sa_sigaction == term_handler);
+}
+
 static int covered(int sig)
 {
 	return sig > 0 && sig < _NSIG && (is_crash_signal(sig) || is_term_signal(sig));
@@ -447,6 +458,8 @@ int ta_signal_action(int sig, const struct sigaction *act, struct sigaction *old
 	if (!covered(sig))
 		return ta_real_sigaction(sig, act, old);
 	act_lock_take(&mask);
+	if (held[sig].held && !ours_installed(sig))
+		held[sig].held = 0;
 	if (held[sig].held) {
 		prog_old = held[sig].prog;
 		rc = 0;
@@ -530,13 +543,10 @@ void ta_crash_uninstall(void)
 	act_lock_take(&mask);
 	taking = 0;
 	for (int sig = 1; sig < _NSIG; sig++) {
-		struct sigaction cur;
-
 		if (!held[sig].held)
 			continue;
 		held[sig].held = 0;
-		if (ta_real_sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-		    (cur.sa_sigaction == crash_handler || cur.sa_sigaction == term_handler))
+		if (ours_installed(sig))
 			ta_real_sigaction(sig, &held[sig].prog, NULL);
 	}
 	act_lock_drop(&mask);
