@@ -285,7 +285,8 @@ static volatile uint64_t handoff_sink;
 
 /* The events among the records [from, to): a function event or an EXT
  * group is one (as the hooks count their losses), a gap (counted where it
- * was dropped) or padding none. */
+ * was dropped), padding or the agent's own wait (not the program's event)
+ * none. */
 static uint64_t raw_events(const struct ta_rec *rec, size_t from, size_t to)
 {
 	uint64_t n = 0;
@@ -294,7 +295,8 @@ static uint64_t raw_events(const struct ta_rec *rec, size_t from, size_t to)
 		uint64_t a = rec[i].addr;
 
 		if (ta_raw_is_ext(a)) {
-			n += ta_raw_ext_kind(a) || ta_raw_ext_n(a);
+			n += ta_raw_ext_kind(a) != TA_EXT_WAIT &&
+			     (ta_raw_ext_kind(a) || ta_raw_ext_n(a));
 			i += TA_RAW_EXT_SLOTS(ta_raw_ext_n(a));
 		} else if ((a >> 62) != 1) {
 			n++;

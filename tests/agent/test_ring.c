@@ -309,14 +309,20 @@ static uint64_t addr_of(long id, long k)
 	return 0x100000ull * (uint64_t)(id + 1) + (uint64_t)k * 16;
 }
 
-static void record_tree(long id, long calls)
+/* Calls [from, to) of record_tree's sequence. */
+static void record_tree_from(long id, long from, long to)
 {
-	for (long i = 0; i < calls; i++) {
+	for (long i = from; i < to; i++) {
 		ta_record(addr_of(id, 0));
 		ta_record(addr_of(id, 1 + i % 3));
 		ta_record(addr_of(id, 1 + i % 3) | TA_REC_EXIT);
 		ta_record(addr_of(id, 0) | TA_REC_EXIT);
 	}
+}
+
+static void record_tree(long id, long calls)
+{
+	record_tree_from(id, 0, calls);
 }
 
 static void check_tree(const struct thread_log *t, long id, long calls)
@@ -406,14 +412,24 @@ static char thread_state(pid_t tid)
 
 /* The flusher thread's drains stop until the test thread sleeps: it does
  * nothing else that sleeps but wait for the flusher (the pool used up, or
- * its own ring held by this drain).  Bounded: 30 s, then it goes on (the
- * test then fails on wait_seen). */
+ * its own ring held by this drain).  The first held drain says it is in
+ * (hold_entered), then waits for the producer to record again
+ * (producer_running: its sleeps before that are the test's own), then for
+ * it to sleep.  Each wait bounded: 30 s, then it goes on (the test then
+ * fails on wait_seen). */
+static int hold_entered, producer_running; /* atomic */
+
 static void hold_until_the_producer_waits(const struct ta_block *b)
 {
 	(void)b;
 	if (pthread_equal(pthread_self(), wait_producer) ||
 	    __atomic_load_n(&wait_seen, __ATOMIC_ACQUIRE))
 		return;
+	/* Release/acquire: pairs with the producer's wait for it. */
+	__atomic_store_n(&hold_entered, 1, __ATOMIC_RELEASE);
+	for (int ms = 0; ms < 30000 && !__atomic_load_n(&producer_running, __ATOMIC_ACQUIRE);
+	     ms++)
+		usleep(1000);
 	for (int ms = 0; ms < 30000; ms++) {
 		if (thread_state(wait_producer_tid) == 'S') {
 			/* Some more of it, for a wait of a few ms. */
@@ -435,6 +451,7 @@ START_TEST(waits_are_in_the_stream_where_they_were)
 {
 	struct dump d;
 	const long calls = 50000; /* ~800 blocks of 4K through a pool of 256 */
+	const long first = 3000;  /* ~47 blocks */
 	const struct thread_log *t;
 	uint64_t sum = 0;
 
@@ -442,7 +459,18 @@ START_TEST(waits_are_in_the_stream_where_they_were)
 	wait_producer = pthread_self();
 	wait_producer_tid = (pid_t)syscall(SYS_gettid);
 	ta_flusher_test_hold(hold_until_the_producer_waits);
-	record_tree(0, calls);
+	/* A first part (a multiple of record_tree's 3 leaves, well below the
+	 * pool) until the flusher is held in a drain of this ring: the rest
+	 * then cannot be drained by this thread (the flusher holds its ring)
+	 * and must wait, however the threads are scheduled. */
+	record_tree(0, first);
+	for (int ms = 0; ms < 10000 && !__atomic_load_n(&hold_entered, __ATOMIC_ACQUIRE); ms++) {
+		ta_flusher_kick();
+		usleep(1000);
+	}
+	ck_assert_int_eq(__atomic_load_n(&hold_entered, __ATOMIC_ACQUIRE), 1);
+	__atomic_store_n(&producer_running, 1, __ATOMIC_RELEASE);
+	record_tree_from(0, first, calls);
 	ta_agent_shutdown();
 	ta_flusher_test_hold(NULL);
 	ck_assert_int_eq(__atomic_load_n(&wait_seen, __ATOMIC_ACQUIRE), 1);
