@@ -8,6 +8,7 @@ after the detach."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -39,10 +40,49 @@ class Target(tahelp.LineChild):
 
 
 
+class Window:
+    """`traceagent attach PID -o DUMP ARGS` with no --duration: the window
+    is in force from its "attached to process" line (the loader prints it
+    once the agent's ta_attach_start, which points the entries at the
+    agent, has returned) until close() interrupts it as Ctrl-C does.  A
+    --duration would close it on its own clock, while the test may still
+    be looking at it on a loaded machine."""
+
+    def __init__(self, case, pid, dump, args=()):
+        self.case = case
+        self.proc = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(pid), "-o", dump] +
+                                     list(args), env=tahelp.clean_env(),
+                                     stderr=subprocess.PIPE, text=True, cwd=case.dir)
+        case.addCleanup(self.kill)
+        case.assertIn("attached to process", tahelp.readline(self.proc.stderr))
+
+    def close(self):
+        self.proc.send_signal(signal.SIGINT)
+        _, err = self.proc.communicate(timeout=tahelp.TIMEOUT)
+        self.case.assertEqual(self.proc.returncode, 0, err)
+        self.case.assertIn("detached from process", err)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
 class AttachApiTest(tahelp.Case):
     def setUp(self):
         super().setUp()
         self.skip_unless_attach()
+
+    def until(self, t, done):
+        """Waits (bounded) until done((ticks, messages, io rounds, loop
+        rounds)) holds for the program's counts."""
+        deadline = time.monotonic() + tahelp.TIMEOUT
+        while True:
+            c = t.count(loop=True)
+            if done(c):
+                return c
+            self.assertLess(time.monotonic(), deadline, c)
+            time.sleep(0.01)
 
     def attach(self, pid, *args):
         p = subprocess.run([tahelp.TRACEAGENT, "attach", str(pid)] + list(args),
@@ -148,19 +188,16 @@ class AttachApiTest(tahelp.Case):
         self.assertEqual(t.say("user off"), "channel -1")
         dump = self.fresh("switch")
         t0, _, _ = t.count()
-        p = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(pid), "-o", dump,
-                              "--duration", "1.5"],
-                             env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
-                             cwd=self.dir)
-        self.assertIn("attached to process", tahelp.readline(p.stderr))
-        time.sleep(0.2)
+        w = Window(self, pid, dump)
+        # Ticks made in the window with the channel on, then off, then on.
+        ta, _, _ = t.count()
+        self.until(t, lambda c: c[0] > ta + 1)
         self.assertEqual(t.say("user off"), "channel 0")
         off0, _, _ = t.count()
-        time.sleep(0.3)
+        self.until(t, lambda c: c[0] > off0 + 10)
         off1, _, _ = t.count()
         self.assertEqual(t.say("user on"), "channel 0")
-        _, err = p.communicate(timeout=tahelp.TIMEOUT)
-        self.assertEqual(p.returncode, 0, err)
+        w.close()
         user = self.channel(dump)
         self.assertEqual(user["switches"], 2, user)
         # The ticks made while it was off (the program's count between
@@ -181,14 +218,9 @@ class AttachApiTest(tahelp.Case):
         pid = t.proc.pid
         lib = os.path.join(os.path.dirname(self.prog("attachapi")), "libattachapilib.so")
         dump = self.fresh("dlopen")
-        p = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(pid), "-o", dump,
-                              "--duration", "2"],
-                             env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
-                             cwd=self.dir)
-        self.assertIn("attached to process", tahelp.readline(p.stderr))
+        w = Window(self, pid, dump)
         self.assertEqual(t.say("load %s 40" % lib), "loaded")
-        _, err = p.communicate(timeout=tahelp.TIMEOUT)
-        self.assertEqual(p.returncode, 0, err)
+        w.close()
         rep = self.report(dump)
         zones = self.functions(rep, "[zone]")
         self.assertEqual(zones["lib zone"]["calls"], 40)
@@ -232,14 +264,14 @@ class AttachApiTest(tahelp.Case):
                 dump = self.fresh("libcalls")
                 t0, _, r0, l0 = t.count(loop=True)
                 # A window held open while its entries are looked at.
-                p = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(pid), "-o", dump,
-                                      "--duration", "1.5"] + list(opts),
-                                     env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
-                                     cwd=self.dir)
-                self.assertIn("attached to process", tahelp.readline(p.stderr))
+                w = Window(self, pid, dump, opts)
                 during = self.got(pid, names)
-                _, err = p.communicate(timeout=tahelp.TIMEOUT)
-                self.assertEqual(p.returncode, 0, err)
+                # And until the program has made more than 10 io rounds
+                # and ticks in it (the first one counted after the attach
+                # may have begun before it).
+                ta, _, ra = t.count()
+                self.until(t, lambda c: c[0] > ta + 11 and c[2] > ra + 11)
+                w.close()
                 t1, _, r1, l1 = t.count(loop=True)
                 for name in names:
                     asked = name in expect or name == "clock_nanosleep"
