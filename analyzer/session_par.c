@@ -31,7 +31,18 @@
 enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE };
 
 /* The window's bytes beyond its first chunk, and the largest buffers a
- * slot keeps for the next chunk: memory stays that of a few chunks. */
+ * slot keeps for the next chunk: memory stays that of a few chunks.
+ *
+ * A chunk larger than KEEP_BYTES, stored or raw (up to the format's 16
+ * MiB), is not copied: it stays in the reader's buffer, which is not read
+ * further until the chunk is merged (one such chunk in the window, the
+ * last), and is decompressed into the window's one buffer for them, grown
+ * by the reader to the largest raw size and kept, as ta_dump_next keeps
+ * its own.  Copies freed after each merge stayed in malloc's heap, where
+ * whatever the reader and the workers allocated meanwhile (which thread
+ * does which chunk's work is timing) could sit beside them, so that the
+ * next outsized chunk took fresh memory: the peak grew by 16 MiB at a
+ * time, by chance, more often the longer the dump. */
 #define WINDOW_BYTES (8u << 20)
 #define KEEP_BYTES (4u << 20)
 
@@ -45,6 +56,7 @@ struct slot {
 	struct ta_chunk c;
 	uint8_t *stored, *raw;
 	size_t stored_cap, raw_cap;
+	int pinned; /* outsized: its payload is in the reader's buffer */
 	struct ta_chunk_part part;
 	void *vpart; /* the visitor's (ta_chunk_ops), when it has some */
 };
@@ -59,13 +71,24 @@ struct par {
 	size_t held; /* bytes the chunks in [head, tail) take, stored and raw */
 	int quit;
 	int mode; /* ta_sess_part_mode */
+	int pinned; /* the last slot filled is pinned: read no further */
+	uint8_t *big_raw; /* the pinned chunk's raw payload (the reader's) */
+	size_t big_raw_cap;
 	const struct ta_chunk_ops *ops; /* the visitor's, when mode is 0 */
 };
 
 /* The work of a slot, outside the lock. */
 static void slot_work(struct par *pp, struct slot *sl)
 {
-	sl->zrc = ta_chunk_decompress(&sl->c, &sl->raw, &sl->raw_cap);
+	if (sl->pinned) {
+		/* Large enough already (fill): not grown here. */
+		uint8_t *buf = pp->big_raw;
+		size_t cap = pp->big_raw_cap;
+
+		sl->zrc = ta_chunk_decompress(&sl->c, &buf, &cap);
+	} else {
+		sl->zrc = ta_chunk_decompress(&sl->c, &sl->raw, &sl->raw_cap);
+	}
 	sl->summed = 0;
 	if (sl->zrc == 0 && pp->mode && sl->c.h.type == TA_CHUNK_EVENTS) {
 		ta_sess_part_build(&sl->part, sl->c.payload, sl->c.len, pp->mode == 2);
@@ -131,7 +154,23 @@ static int fill(struct par *pp, struct ta_dump *d)
 	pp->held += sl->bytes;
 	sl->zrc = 0;
 	sl->summed = 0;
-	if (rc == 1) {
+	sl->pinned = 0;
+	if (rc == 1 && (sl->c.len > KEEP_BYTES ||
+			((sl->c.h.flags & TA_CHUNK_F_LZ4) && sl->c.h.raw_size > KEEP_BYTES))) {
+		if ((sl->c.h.flags & TA_CHUNK_F_LZ4) && sl->c.h.raw_size > pp->big_raw_cap) {
+			uint8_t *b = realloc(pp->big_raw, sl->c.h.raw_size);
+
+			if (!b) {
+				sl->rc = rc = -TA_E_NOMEM;
+				goto queued;
+			}
+			pp->big_raw = b;
+			pp->big_raw_cap = sl->c.h.raw_size;
+		}
+		sl->pinned = pp->pinned = 1;
+		queue = (sl->c.h.flags & TA_CHUNK_F_LZ4) ||
+			((pp->mode || pp->ops) && sl->c.h.type == TA_CHUNK_EVENTS);
+	} else if (rc == 1) {
 		if (sl->c.len > sl->stored_cap) {
 			uint8_t *b = realloc(sl->stored, sl->c.len);
 
@@ -249,7 +288,7 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 		 * beyond the first: chunks of the agent's size (1 MiB) fill the
 		 * slots, the largest a dump may hold (16 MiB) go one at a time,
 		 * as without workers. */
-		while (more && pp.tail - pp.head < pp.nslots &&
+		while (more && !pp.pinned && pp.tail - pp.head < pp.nslots &&
 		       (pp.tail == pp.head || pp.held < WINDOW_BYTES))
 			more = fill(&pp, d);
 		if (pp.head == pp.tail)
@@ -279,17 +318,9 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 		sl->state = SLOT_FREE;
 		pthread_mutex_unlock(&pp.mu);
 		pp.held -= sl->bytes;
-		/* The buffers of an outsized chunk are not kept for the next. */
-		if (sl->stored_cap > KEEP_BYTES) {
-			free(sl->stored);
-			sl->stored = NULL;
-			sl->stored_cap = 0;
-		}
-		if (sl->raw_cap > KEEP_BYTES) {
-			free(sl->raw);
-			sl->raw = NULL;
-			sl->raw_cap = 0;
-		}
+		/* The reader's buffer may be read into again. */
+		if (sl->pinned)
+			sl->pinned = pp.pinned = 0;
 		pp.head++;
 		if (rc <= 0)
 			break;
@@ -315,6 +346,7 @@ int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
 		if (pp.ops)
 			pp.ops->drop(pp.slots[i].vpart);
 	}
+	free(pp.big_raw);
 	free(pp.slots);
 	free(tids);
 	pthread_mutex_destroy(&pp.mu);

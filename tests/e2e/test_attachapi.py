@@ -84,13 +84,6 @@ class AttachApiTest(tahelp.Case):
             self.assertLess(time.monotonic(), deadline, c)
             time.sleep(0.01)
 
-    def attach(self, pid, *args):
-        p = subprocess.run([tahelp.TRACEAGENT, "attach", str(pid)] + list(args),
-                           env=tahelp.clean_env(), capture_output=True, text=True,
-                           timeout=tahelp.TIMEOUT, cwd=self.dir)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        return p
-
     def got(self, pid, names):
         """name -> the value of the program's GOT entries for the names
         (JUMP_SLOT and GLOB_DAT), read from its memory."""
@@ -136,7 +129,14 @@ class AttachApiTest(tahelp.Case):
             with self.subTest(window=window):
                 dump = self.fresh("api")
                 t0, m0, _, l0 = t.count(loop=True)
-                self.attach(pid, "-o", dump, "--duration", "0.5")
+                # Open until more than 10 ticks (their zones closed) and
+                # loop rounds were made in it (the first counted after the
+                # attach may have begun before it, the last counted may
+                # still be open).
+                w = Window(self, pid, dump)
+                ta, _, _, la = t.count(loop=True)
+                self.until(t, lambda c: c[0] > ta + 12 and c[3] > la + 11)
+                w.close()
                 t1, m1, _, l1 = t.count(loop=True)
                 # The looper's loop began before the attach: its macro
                 # reads the agent's address at each round (the header's
