@@ -77,6 +77,12 @@ class SigDeathTest(tahelp.Case):
         prog = self.prog("sigdeath-O2")
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
             with self.subTest(sig=sig.name):
+                if tahelp.EMULATED and sig == signal.SIGQUIT:
+                    # qemu-user never ends a guest with threads that a
+                    # core-dumping signal's default action kills, agent
+                    # or not (sigdeath-O2 wait 3 5000 3 without LD_PRELOAD).
+                    self.skipTest("emulated run: qemu-user hangs on SIGQUIT's default "
+                                  "action in a guest with threads")
                 dump = self.fresh("threads-%d" % sig)
                 env = tahelp.clean_env()
                 env.update(LD_PRELOAD=tahelp.AGENT, TRACEAGENT_OUTPUT=dump)
