@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "agent.h"
 #include "format.h"
 #include "settings.h"
@@ -113,20 +114,6 @@ int ta_expand_output(const char *pattern, long pid, char *out, size_t size)
 	if (n == 0 || n + 1 > size)
 		return -1;
 	out[n] = 0;
-	return 0;
-}
-
-/* Whether an output pattern names the pid (%p, not the %% escape). */
-static int has_pid_field(const char *pattern)
-{
-	for (const char *p = pattern; *p; p++) {
-		if (p[0] != '%')
-			continue;
-		if (p[1] == 'p')
-			return 1;
-		if (p[1] == '%')
-			p++;
-	}
 	return 0;
 }
 
@@ -449,7 +436,7 @@ void ta_settings_load(struct ta_settings *s)
 		out = TA_DEFAULT_OUTPUT;
 		ta_expand_output(out, (long)getpid(), s->output, sizeof(s->output));
 	}
-	s->output_per_process = has_pid_field(out);
+	s->output_per_process = ta_addr_names_pid(out);
 	s->output_id = 0xcbf29ce484222325ull;
 	for (const char *c = out; *c; c++)
 		s->output_id = (s->output_id ^ (uint8_t)*c) * 0x100000001b3ull;

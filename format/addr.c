@@ -9,6 +9,19 @@
 #define TCP_PREFIX "tcp://"
 #define UNIX_PREFIX "unix:"
 
+int ta_addr_names_pid(const char *pattern)
+{
+	for (const char *p = pattern; *p; p++) {
+		if (p[0] != '%')
+			continue;
+		if (p[1] == 'p')
+			return 1;
+		if (p[1] == '%')
+			p++;
+	}
+	return 0;
+}
+
 int ta_addr_is_stream(const char *s)
 {
 	return !strncmp(s, TCP_PREFIX, strlen(TCP_PREFIX)) ||

@@ -27,6 +27,9 @@ struct ta_addr {
 /* 1 if s names a collector (starts with "tcp://" or "unix:"), else 0: a
  * file.  A dump's file name that starts so must be given as ./NAME. */
 int ta_addr_is_stream(const char *s);
+/* 1 if an output pattern names the pid (%p; %% is a '%'): one dump a
+ * process, else 0. */
+int ta_addr_names_pid(const char *pattern);
 /* Parses s.  listening (serve's --listen): "HOST:PORT" is taken as TCP
  * too, and port 0 (any free one) is allowed.  0, or -1 with *why set to
  * what is wrong. */

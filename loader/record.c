@@ -506,20 +506,6 @@ static void die_of_signal(int sig)
 	exit(128 + sig);
 }
 
-/* Whether an output pattern names the pid (%p; %% is a '%'). */
-static int per_process(const char *pattern)
-{
-	for (const char *p = pattern; *p; p++) {
-		if (p[0] != '%')
-			continue;
-		if (p[1] == 'p')
-			return 1;
-		if (p[1] == '%')
-			p++;
-	}
-	return 0;
-}
-
 /* What the child tells the loader before its exec. */
 struct prepared {
 	uint8_t stale;	 /* a file was at the dump path: the agent refuses it */
@@ -615,7 +601,7 @@ static void child_prepare(const char *pattern, int explicit_output, int report_f
 			fprintf(stderr, "traceagent: cannot replace %s: %s\n", path,
 				strerror(errno));
 		pr.stale = lstat(path, &st) == 0 ? 1 : 0;
-		if (!pr.stale && !per_process(pattern))
+		if (!pr.stale && !ta_addr_names_pid(pattern))
 			(void)create_recording(pattern, path, &pr);
 	}
 	/* Below PIPE_BUF: one write, whole. */
