@@ -8,6 +8,7 @@ TA_TRACEAGENT, TA_AGENT, TA_PROGRAMS, TA_LIBSAMPLE, TA_WORKDIR."""
 
 import json
 import os
+import signal
 import platform
 import shutil
 import struct
@@ -94,9 +95,14 @@ def proc_state(pid, tid=None):
 
 
 def no_core():
-    """preexec_fn: programs the tests kill leave no core files."""
+    """preexec_fn: programs the tests kill leave no core files, and start
+    with SIGINT and SIGQUIT at their default, whatever the runner left (a
+    shell's background job, as scripts/test-aarch64's namespace is, has
+    them ignored)."""
     import resource
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 class Run:
