@@ -385,28 +385,18 @@ int ta_sv_conn_midway(const struct ta_sv_conn *c)
  * bytes). */
 static void append_cut(struct ta_sv_conn *c)
 {
-	struct ta_chunk_header h = {0};
-	uint8_t buf[TA_CHUNK_HEADER_SIZE + 3 * TA_VARINT_MAX + sizeof(c->why)];
-	uint8_t *p = buf + TA_CHUNK_HEADER_SIZE;
+	uint8_t buf[TA_CUT_CHUNK_SIZE(sizeof(c->why))];
+	size_t n;
 	const char *why = c->cut			   ? c->why
 			  : !ta_stream_at_boundary(&c->st) ? "closed in the middle of a chunk"
 							   : "closed without END";
-	size_t len = strlen(why);
 
-	p = ta_varint_put(p, TA_CUT_STREAM);
-	p = ta_varint_put(p, c->written);
-	p = ta_varint_put(p, len);
-	memcpy(p, why, len);
-	p += len;
-	h.type = TA_CHUNK_CUT;
-	h.stored_size = h.raw_size = (uint32_t)(p - buf - TA_CHUNK_HEADER_SIZE);
-	h.pid = c->chunk_pid;
-	h.seq = c->next_seq;
-	ta_chunk_header_encode(buf, &h, buf + TA_CHUNK_HEADER_SIZE);
+	n = ta_cut_chunk_encode(buf, c->chunk_pid, c->next_seq, TA_CUT_STREAM, c->written, why,
+				strlen(why));
 	/* At the end of what was kept (the file may have been cut back
 	 * below its write offset). */
-	if (pwrite(c->fd, buf, (size_t)(p - buf), (off_t)c->written) == (ssize_t)(p - buf))
-		c->cut_bytes = (uint64_t)(p - buf);
+	if (pwrite(c->fd, buf, n, (off_t)c->written) == (ssize_t)n)
+		c->cut_bytes = n;
 	/* Else the dump stays readable, without the reason. */
 }
 

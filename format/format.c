@@ -243,6 +243,26 @@ void ta_chunk_header_encode(uint8_t out[TA_CHUNK_HEADER_SIZE], const struct ta_c
 	ta_put_le32(out + 28, crc);
 }
 
+size_t ta_cut_chunk_encode(uint8_t *out, uint32_t pid, uint32_t seq, uint64_t cause,
+			   uint64_t value, const char *text, size_t text_len)
+{
+	struct ta_chunk_header h = {0};
+	uint8_t *p = out + TA_CHUNK_HEADER_SIZE;
+
+	p = ta_varint_put(p, cause);
+	p = ta_varint_put(p, value);
+	p = ta_varint_put(p, text_len);
+	if (text_len)
+		memcpy(p, text, text_len);
+	p += text_len;
+	h.type = TA_CHUNK_CUT;
+	h.stored_size = h.raw_size = (uint32_t)(p - out - TA_CHUNK_HEADER_SIZE);
+	h.pid = pid;
+	h.seq = seq;
+	ta_chunk_header_encode(out, &h, out + TA_CHUNK_HEADER_SIZE);
+	return (size_t)(p - out);
+}
+
 int ta_chunk_header_decode(const uint8_t buf[TA_CHUNK_HEADER_SIZE], struct ta_chunk_header *h)
 {
 	if (ta_get_le32(buf) != TA_CHUNK_MAGIC)

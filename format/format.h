@@ -437,6 +437,13 @@ int ta_file_header_decode(const uint8_t buf[TA_FILE_HEADER_SIZE], struct ta_file
 void ta_chunk_header_encode(uint8_t out[TA_CHUNK_HEADER_SIZE], const struct ta_chunk_header *h,
 			    const void *payload);
 
+/* The bytes of a CUT chunk of size TA_CUT_CHUNK_SIZE(text_len), header
+ * included: u cause (TA_CUT_*), u value, str text (text_len bytes).
+ * Returns its size. */
+#define TA_CUT_CHUNK_SIZE(text_len) (TA_CHUNK_HEADER_SIZE + 3 * TA_VARINT_MAX + (text_len))
+size_t ta_cut_chunk_encode(uint8_t *out, uint32_t pid, uint32_t seq, uint64_t cause,
+			   uint64_t value, const char *text, size_t text_len);
+
 /* Parses and sanity-checks a header (magic, sizes); the CRC is verified
  * separately with ta_chunk_verify once the payload is read. */
 int ta_chunk_header_decode(const uint8_t buf[TA_CHUNK_HEADER_SIZE], struct ta_chunk_header *h);

@@ -848,18 +848,10 @@ static void dump_outcome(int fd, pid_t pid, struct outcome *oc)
  * END: the dump then says why it stops, for every reader. */
 static int append_cut(int fd, pid_t pid, uint32_t seq, int sig)
 {
-	struct ta_chunk_header h = {0};
-	uint8_t buf[TA_CHUNK_HEADER_SIZE + 16], *p = buf + TA_CHUNK_HEADER_SIZE;
+	uint8_t buf[TA_CUT_CHUNK_SIZE(0)];
+	size_t n = ta_cut_chunk_encode(buf, (uint32_t)pid, seq, TA_CUT_KILLED, (uint64_t)sig, NULL, 0);
 
-	p = ta_varint_put(p, TA_CUT_KILLED);
-	p = ta_varint_put(p, (uint64_t)sig);
-	p = ta_varint_put(p, 0); /* no text */
-	h.type = TA_CHUNK_CUT;
-	h.stored_size = h.raw_size = (uint32_t)(p - buf - TA_CHUNK_HEADER_SIZE);
-	h.pid = (uint32_t)pid;
-	h.seq = seq;
-	ta_chunk_header_encode(buf, &h, buf + TA_CHUNK_HEADER_SIZE);
-	return write(fd, buf, (size_t)(p - buf)) == (ssize_t)(p - buf) ? 0 : -1;
+	return write(fd, buf, n) == (ssize_t)n ? 0 : -1;
 }
 
 /* The line for the program's dump at path: written whole, or incomplete
