@@ -469,6 +469,16 @@ void ta_flusher_test_no_state(int on)
 	__atomic_store_n(&test_no_state, (uint32_t)on, __ATOMIC_RELAXED);
 }
 
+/* Block b of t's chain read to its end (its next n seen): freed, and the
+ * drain goes on at n, which it returns.  The caller holds t's consume lock. */
+static struct ta_block *block_done(struct ta_thread *t, struct ta_block *b, struct ta_block *n)
+{
+	ta_block_put(b);
+	__atomic_sub_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
+	t->drain = n;
+	return n;
+}
+
 /*
  * A ring whose thread never had memory for its flush state, at its end or
  * the process's: its events are counted lost (no-memory) and its blocks
@@ -492,10 +502,7 @@ static void discard_ring(struct ta_thread *t, uint32_t st)
 		}
 		if (!n)
 			break;
-		ta_block_put(b);
-		__atomic_sub_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
-		b = n;
-		t->drain = b;
+		b = block_done(t, b, n);
 	}
 	__atomic_add_fetch(&ta_lost_unowned_by[TA_LOST_NO_MEMORY], lost, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ta_lost_unowned, lost, __ATOMIC_RELAXED);
@@ -643,10 +650,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		}
 		if (!n)
 			break;
-		ta_block_put(b);
-		__atomic_sub_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
-		b = n;
-		t->drain = b;
+		b = block_done(t, b, n);
 		if (--budget == 0)
 			break;
 	}
