@@ -253,8 +253,7 @@ static void load_dump(const char *path, struct dump *d)
 static char dump_path[PATH_MAX + 32];
 
 /* The agent's settings for a test, its dump in the test's own directory
- * (a fixed name in /tmp was once left behind by an earlier run: the agent
- * refused to overwrite it and the test waited for events that never came).
+ * (the agent never overwrites a file: a shared name could be taken).
  * mode and flight_size: NULL for the defaults.  The agent is not started. */
 static void agent_env_only(const char *buffer, const char *memory, const char *mode,
 			   const char *flight_size)

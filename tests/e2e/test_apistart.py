@@ -63,8 +63,7 @@ class ApiStartTest(tahelp.Case):
     def test_fork_while_starting(self):
         """A fork while another thread is starting the agent: the fork
         waits for the start, and the child restarts the agent as its own
-        (it used to find a start half done that none of its threads would
-        finish, and hang in its first event)."""
+        (a start half done would be one none of its threads finishes)."""
         self.skip_if_emulated("a threaded guest's forked child may hang under qemu-user")
         for level in LEVELS:
             prog = self.prog("apistart-" + level)
