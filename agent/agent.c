@@ -216,6 +216,7 @@ static void on_fork_child(void)
 	uint32_t starting = TA_S_STARTING;
 
 	ta_api_fork_release();
+	ta_lazy_fork_child();
 	fork_locked = 0;
 	/* Forked in the middle of a start the fork did not wait for (a
 	 * signal handler of the starting thread forked, or the start took

@@ -2,7 +2,8 @@
 /*
  * interpose.c - libc functions the agent wraps: thread creation and
  * naming (thread identity in the dump), dlopen and dlclose (the module map,
- * patching new modules), sigaltstack and sigaction (the agent's own
+ * patching new modules), dl_iterate_phdr (the agent's own dlopen waits for
+ * the program's walks, lazylib.c), sigaltstack and sigaction (the agent's own
  * alternate stacks and signal handlers stay unseen), the exec family (what
  * was recorded is written before the image goes), the exits that skip
  * destructors (so every event reaches the dump), and what unwinds the stack
@@ -15,6 +16,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -32,6 +34,7 @@
 #include "dump.h"
 #include "filter.h"
 #include "got.h"
+#include "lazylib.h"
 #include "modules.h"
 #include "nextsym.h"
 #include "patch.h"
@@ -187,6 +190,36 @@ TA_PUBLIC int dlclose(void *handle)
 		TA_GUARD_LEAVE();
 		errno = saved;
 	}
+	return rc;
+}
+
+typedef int (*walk_cb)(struct dl_phdr_info *, size_t, void *);
+typedef int (*walk_fn)(walk_cb, void *);
+
+/* A walk of the loaded objects: the program's counted, so that the
+ * agent's dlopen never runs beside it (lazylib.c); the agent's own (in its
+ * guard) as they are.  The real one by dlsym, not ta_next_fn: finding
+ * symbols without dlsym walks the objects itself (nextsym.c), through
+ * here. */
+TA_PUBLIC int dl_iterate_phdr(walk_cb cb, void *data)
+{
+	static walk_fn real_walk_at;
+	/* Relaxed: each thread that finds none looks it up itself, the same
+	 * pointer. */
+	walk_fn real_walk = __atomic_load_n(&real_walk_at, __ATOMIC_RELAXED);
+	int rc;
+
+	if (!real_walk) {
+		real_walk = (walk_fn)dlsym(RTLD_NEXT, "dl_iterate_phdr");
+		if (!real_walk)
+			return 0;
+		__atomic_store_n(&real_walk_at, real_walk, __ATOMIC_RELAXED);
+	}
+	if (ta_guard)
+		return real_walk(cb, data);
+	ta_lazy_walk_enter();
+	rc = real_walk(cb, data);
+	ta_lazy_walk_leave();
 	return rc;
 }
 

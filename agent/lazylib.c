@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lazylib.c - liblz4 and libunwind, opened with dlopen by the flusher
- * when first needed (lazylib.h says why and when).  The sonames are those of the headers we
- * were built with: the functions' signatures are theirs.
+ * when first needed (lazylib.h says why and when), and the gate that keeps
+ * the agent's dlopen away from the program's walks of the loaded objects.
+ * The sonames are those of the headers we were built with: the functions'
+ * signatures are theirs.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "agent.h"
 #include "lazylib.h"
@@ -17,13 +21,106 @@ struct ta_lazy ta_lazy;
 #define LZ_STR_(x) #x
 #define LZ_STR(x)  LZ_STR_(x)
 
-static pthread_once_t lz4_once = PTHREAD_ONCE_INIT;
-static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
+/* Held while one of the two is opened; a try the gate refused leaves its
+ * library to be tried again (its done flag unset). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t lz4_on;	  /* atomic: ta_lazy_lz4_on */
 static uint32_t lz4_done; /* atomic: ta_lazy_lz4_settled */
 static uint32_t unw_on;	  /* atomic: ta_lazy_unw_on */
 static uint32_t unw_done; /* atomic: ta_lazy_unw_settled */
 static uint32_t unw_want; /* atomic: ta_lazy_unw_request */
+
+/* ---- the gate ---------------------------------------------------------------
+ *
+ * glibc's dlopen takes the loader's lock, then the lock dl_iterate_phdr
+ * holds across its callbacks.  A callback that calls dlsym, dladdr or
+ * dlopen takes them the other way round: legal in a program where no
+ * other thread loads anything at that moment, a deadlock beside the
+ * flusher's dlopen of liblz4 or libunwind.  So the agent's own dlopen
+ * waits until no program thread is inside dl_iterate_phdr (interpose.c
+ * counts them), and a program's walk that begins meanwhile waits for the
+ * load to end.  Seq_cst on both sides: each side adds itself, then looks
+ * at the other (a Dekker pair), so one of the two always sees the other. */
+
+#define GATE_NAP_NS  100000L /* 0.1 ms */
+#define GATE_NAPS    1000    /* 100 ms, then the flusher tries at a later pass */
+
+static uint32_t walkers; /* program threads inside dl_iterate_phdr */
+static uint32_t openers; /* the agent's dlopens waiting or under way */
+static __thread uint32_t walk_depth __attribute__((tls_model("initial-exec")));
+
+static void nap(void)
+{
+	struct timespec ts = {0, GATE_NAP_NS};
+	int saved = errno;
+
+	nanosleep(&ts, NULL);
+	errno = saved;
+}
+
+void ta_lazy_walk_enter(void)
+{
+	if (walk_depth++)
+		return; /* counted already: a nested walk never waits */
+	for (;;) {
+		__atomic_add_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&openers, __ATOMIC_SEQ_CST))
+			return;
+		__atomic_sub_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
+		/* Relaxed: only a hint of when to try again. */
+		while (__atomic_load_n(&openers, __ATOMIC_RELAXED))
+			nap();
+	}
+}
+
+void ta_lazy_walk_leave(void)
+{
+	/* Release: the walk's reads of the loader's lists before the count
+	 * that lets a dlopen begin (pairs with the seq_cst load below). */
+	if (--walk_depth == 0)
+		__atomic_sub_fetch(&walkers, 1, __ATOMIC_RELEASE);
+}
+
+void *ta_lazy_dlopen(const char *name, int mode, int *later)
+{
+	void *h;
+
+	if (later)
+		*later = 0;
+	/* This thread walks: no other agent dlopen runs (it would have
+	 * waited for this walk), and the locks this one takes are mostly
+	 * this thread's already. */
+	if (walk_depth)
+		return dlopen(name, mode);
+	__atomic_add_fetch(&openers, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; __atomic_load_n(&walkers, __ATOMIC_SEQ_CST); i++) {
+		if (i == GATE_NAPS) {
+			if (!later)
+				break; /* a program thread's load: as without the gate */
+			__atomic_sub_fetch(&openers, 1, __ATOMIC_RELEASE);
+			*later = 1;
+			return NULL;
+		}
+		nap();
+	}
+	h = dlopen(name, mode);
+	/* Release: the load done before a waiting walk begins (pairs with
+	 * the seq_cst load in ta_lazy_walk_enter). */
+	__atomic_sub_fetch(&openers, 1, __ATOMIC_RELEASE);
+	return h;
+}
+
+void ta_lazy_fork_child(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+	/* The one thread here: inside a walk or not.  No flusher loads. */
+	__atomic_store_n(&walkers, walk_depth ? 1 : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&openers, 0, __ATOMIC_RELAXED);
+	memcpy(&open_lock, &fresh, sizeof(fresh));
+}
+
+/* ---- the libraries ------------------------------------------------------------ */
 
 /* name's address in h, into *slot (which stays NULL if it is not there). */
 static int sym(void *h, const char *name, void *slot)
@@ -34,20 +131,15 @@ static int sym(void *h, const char *name, void *slot)
 	return f ? 0 : -1;
 }
 
-static void open_lz4_once(void);
-
-static void open_lz4(void)
+/* 0 once tried (opened or not), -EAGAIN when the gate said later. */
+static int open_lz4(void)
 {
-	open_lz4_once();
-	/* Release: after lz4_on, which a thread that reads this set then
-	 * sees (pairs with the acquire in ta_lazy_lz4_settled). */
-	__atomic_store_n(&lz4_done, 1, __ATOMIC_RELEASE);
-}
-
-static void open_lz4_once(void)
-{
-	void *h = dlopen("liblz4.so.1", RTLD_NOW | RTLD_LOCAL);
+	int later;
+	void *h = ta_lazy_dlopen("liblz4.so.1", RTLD_NOW | RTLD_LOCAL, &later);
 	int bad = !h;
+
+	if (later)
+		return -EAGAIN;
 
 	if (h)
 		bad = sym(h, "LZ4_compressBound", &ta_lazy.lz4_bound) |
@@ -57,11 +149,12 @@ static void open_lz4_once(void)
 		ta_lazy.lz4_compress = NULL;
 		ta_warn("cannot open liblz4.so.1 (%s): the dump's chunks are stored uncompressed",
 			h ? "a function is missing" : dlerror());
-		return;
+		return 0;
 	}
 	/* Release: the pointers above before the flag (pairs with the
 	 * acquire in ta_lazy_lz4_on). */
 	__atomic_store_n(&lz4_on, 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 int ta_lazy_lz4_on(void)
@@ -76,15 +169,25 @@ int ta_lazy_lz4_settled(void)
 
 void ta_lazy_open_lz4(void)
 {
-	pthread_once(&lz4_once, open_lz4);
+	if (ta_lazy_lz4_settled())
+		return;
+	pthread_mutex_lock(&open_lock);
+	/* Release: after lz4_on, which a thread that reads this set then
+	 * sees (pairs with the acquire in ta_lazy_lz4_settled). */
+	if (!__atomic_load_n(&lz4_done, __ATOMIC_RELAXED) && open_lz4() == 0)
+		__atomic_store_n(&lz4_done, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&open_lock);
 }
 
-static void open_unwind(void)
+/* 0 once tried (opened or not), -EAGAIN when the gate said later. */
+static int open_unwind(void)
 {
 	void *h;
-	int bad;
+	int bad, later;
 
-	h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	h = ta_lazy_dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL, &later);
+	if (later)
+		return -EAGAIN;
 	bad = !h;
 	/* The names the header's macros give (_ULx86_64_step, ...). */
 	if (h)
@@ -126,10 +229,7 @@ static void open_unwind(void)
 		 * the acquire in ta_lazy_unw_on). */
 		__atomic_store_n(&unw_on, 1, __ATOMIC_RELEASE);
 	}
-	/* Release: after unw_on (pairs with the acquire in
-	 * ta_lazy_unw_settled, which a crash handler reads before
-	 * unw_on). */
-	__atomic_store_n(&unw_done, 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 int ta_lazy_unw_on(void)
@@ -156,5 +256,13 @@ int ta_lazy_unw_wanted(void)
 
 void ta_lazy_open(void)
 {
-	pthread_once(&unw_once, open_unwind);
+	if (ta_lazy_unw_settled())
+		return;
+	pthread_mutex_lock(&open_lock);
+	/* Release: after unw_on (pairs with the acquire in
+	 * ta_lazy_unw_settled, which a crash handler reads before
+	 * unw_on). */
+	if (!__atomic_load_n(&unw_done, __ATOMIC_RELAXED) && open_unwind() == 0)
+		__atomic_store_n(&unw_done, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&open_lock);
 }

@@ -44,7 +44,8 @@ struct ta_lazy {
  * ta_lazy_unw_on): read them only after the flag says so. */
 extern struct ta_lazy ta_lazy TA_HIDDEN;
 
-/* Opens libunwind (once; later calls return at once), saying in one line
+/* Opens libunwind (once; later calls return at once; a try the gate
+ * put off leaves it to the next call), saying in one line
  * if it could not and what is lost with it.  Never from a signal handler;
  * once the agent runs, through ta_flusher_open_unwind, which keeps a fork
  * from copying a load half done (an attach's start calls it directly). */
@@ -61,6 +62,22 @@ int ta_lazy_unw_settled(void) TA_HIDDEN;
  * (a crash handler, which kicks it after); async-signal-safe. */
 void ta_lazy_unw_request(void) TA_HIDDEN;
 int ta_lazy_unw_wanted(void) TA_HIDDEN;
+
+/* dlopen for the agent's own libraries, never while a program thread is
+ * inside dl_iterate_phdr (lazylib.c says why).  It waits up to 100 ms for
+ * the walks under way to end; then, with later, it returns NULL and sets
+ * *later (the caller tries again at another time); without (NULL: a
+ * program thread's load, capstone's), it loads anyway. */
+void *ta_lazy_dlopen(const char *name, int mode, int *later) TA_HIDDEN;
+
+/* Around a program's dl_iterate_phdr (interpose.c): counts the walk,
+ * after any of the agent's dlopens under way.  Nested walks count once. */
+void ta_lazy_walk_enter(void) TA_HIDDEN;
+void ta_lazy_walk_leave(void) TA_HIDDEN;
+
+/* In a forked child: the gate's counts and the open lock as this thread
+ * alone left them. */
+void ta_lazy_fork_child(void) TA_HIDDEN;
 
 /* Opens liblz4 (once), the same way.  Only the flusher thread calls it,
  * at its first chunk of events big enough to be worth compressing

@@ -57,6 +57,7 @@
 #include "dump.h"
 #include "fnsel.h"
 #include "format.h"
+#include "lazylib.h"
 #include "patch.h"
 #include "ta_config.h"
 
@@ -1462,7 +1463,7 @@ int ta_capstone_open(void)
 		pthread_mutex_unlock(&capstone_lock);
 		return 0;
 	}
-	h = dlopen(TA_CS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	h = ta_lazy_dlopen(TA_CS_SONAME, RTLD_NOW | RTLD_LOCAL, NULL);
 	if (h) {
 		ta_csf.open = (cs_err(*)(cs_arch, cs_mode, csh *))dlsym(h, "cs_open");
 		ta_csf.option = (cs_err(*)(csh, cs_opt_type, size_t))dlsym(h, "cs_option");
