@@ -28,6 +28,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #define TA_AGENT_SIDE_
@@ -68,6 +71,13 @@ static uint32_t chan_want[TA_CHANNELS_MAX];
 /* `traceagent ctl PID pause` (control.c): every gate reads off; changed
  * under the registry's lock, with chan_on. */
 static uint32_t paused;
+/* While an attach points the API's GOT entries at the agent (ta_api_hold):
+ * the holder's thread id, else 0.  The words read CHAN_STARTING
+ * meanwhile, so a macro whose entry is pointed already calls in and waits
+ * for the hold's end (hold_wait), as one made during the start does. */
+static uint32_t hold_tid;
+#define HOLD_NAP_NS   100000L /* 0.1 ms */
+#define HOLD_WAIT_NAPS 100000 /* 10 s, as a fork waits for a start */
 static char chan_name[TA_CHANNELS_MAX][TA_CHANNEL_NAME_MAX + 1] = {
     "functions", "user", "alloc", "lock", "io", "sleep"};
 static uint32_t nchan = TA_CHANNEL_FIRST_OWN;
@@ -85,17 +95,19 @@ static const char *spec_now(void)
 							    : ta_cfg.channels;
 }
 
+/* On only when on for sure: not "not known yet" (before the start, or an
+ * attach's hold). */
 uint32_t ta_api_lc_mask(void)
 {
 	uint32_t m = 0;
 
-	if (__atomic_load_n(&chan_on[TA_CHANNEL_ALLOC], __ATOMIC_RELAXED))
+	if (__atomic_load_n(&chan_on[TA_CHANNEL_ALLOC], __ATOMIC_RELAXED) == 1)
 		m |= TA_LC_ALLOC;
-	if (__atomic_load_n(&chan_on[TA_CHANNEL_LOCK], __ATOMIC_RELAXED))
+	if (__atomic_load_n(&chan_on[TA_CHANNEL_LOCK], __ATOMIC_RELAXED) == 1)
 		m |= TA_LC_LOCK;
-	if (__atomic_load_n(&chan_on[TA_CHANNEL_IO], __ATOMIC_RELAXED))
+	if (__atomic_load_n(&chan_on[TA_CHANNEL_IO], __ATOMIC_RELAXED) == 1)
 		m |= TA_LC_IO;
-	if (__atomic_load_n(&chan_on[TA_CHANNEL_SLEEP], __ATOMIC_RELAXED))
+	if (__atomic_load_n(&chan_on[TA_CHANNEL_SLEEP], __ATOMIC_RELAXED) == 1)
 		m |= TA_LC_SLEEP;
 	return m;
 }
@@ -327,6 +339,28 @@ out:
 	return 0;
 }
 
+/* 0 once no attach holds the API's words; -1 when the caller's thread is
+ * the holder's (a handler that interrupted it) or the hold outlasted the
+ * wait: the event is counted lost. */
+static int hold_wait(void)
+{
+	/* Acquire: pairs with the release in ta_api_hold, after the words. */
+	uint32_t h = __atomic_load_n(&hold_tid, __ATOMIC_ACQUIRE);
+	struct timespec nap = {0, HOLD_NAP_NS};
+	int saved = errno;
+
+	if (!h)
+		return 0;
+	if (h == (uint32_t)syscall(SYS_gettid))
+		return -1;
+	for (int i = 0; i < HOLD_WAIT_NAPS && h; i++) {
+		nanosleep(&nap, NULL);
+		h = __atomic_load_n(&hold_tid, __ATOMIC_ACQUIRE);
+	}
+	errno = saved;
+	return h ? -1 : 0;
+}
+
 /* site_on's way out: s registered, the agent's start waited for; whether
  * its events are recorded, -1 when the calling thread is inside its own
  * start (neither can be done there). */
@@ -340,12 +374,13 @@ static __attribute__((noinline, cold)) int site_slow(struct ta_site_ *s)
 		TA_GUARD_ENTER();
 		ok = ta_ring_start();
 		TA_GUARD_LEAVE();
-		if (ok < 0)
+		/* Running, with the word still so: an attach's hold. */
+		if (ok < 0 || hold_wait() < 0)
 			return -1;
 	}
 	/* Started (ta_agent_ensure_started's acquire of the state pairs with
-	 * its release, after ta_api_start set the words), or not tracing
-	 * (ta_api_stop zeroed them). */
+	 * its release, after ta_api_start set the words), held and let go, or
+	 * not tracing (ta_api_stop zeroed them). */
 	return __atomic_load_n(s->gate, __ATOMIC_RELAXED) == 1;
 }
 
@@ -1169,13 +1204,20 @@ void ta_api_hold(int on)
 	uint32_t n;
 
 	lock(&old);
+	if (on)
+		__atomic_store_n(&hold_tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
 	n = __atomic_load_n(&nchan, __ATOMIC_ACQUIRE);
 	for (uint32_t i = TA_CHANNEL_USER; i < n; i++)
 		__atomic_store_n(&chan_on[i],
-				 on || __atomic_load_n(&paused, __ATOMIC_RELAXED)
+				 on ? CHAN_STARTING
+				 : __atomic_load_n(&paused, __ATOMIC_RELAXED)
 				     ? 0
 				     : __atomic_load_n(&chan_want[i], __ATOMIC_RELAXED),
 				 __ATOMIC_RELAXED);
+	/* Release: the words before the end of the hold (pairs with the
+	 * acquire in hold_wait). */
+	if (!on)
+		__atomic_store_n(&hold_tid, 0, __ATOMIC_RELEASE);
 	unlock(&old);
 }
 

@@ -87,10 +87,13 @@ void ta_api_stop(void) TA_HIDDEN;
  */
 struct ta_got_sym;
 const struct ta_got_sym *ta_api_got_syms(size_t *n) TA_HIDDEN;
-/* on: every channel but `functions` reads off, what they want kept; off:
- * each reads what it wants again (off while paused).  `traceagent attach`
- * holds them while it points the API's GOT entries one after another, so
- * that a macro's events start together (within the call in flight). */
+/* on: every channel but `functions` reads "not known yet", what they want
+ * kept, and a call that comes in waits for the hold's end (at most 10 s;
+ * one made on the holding thread, or that waited in vain, is counted lost,
+ * cause `starting`); off: each reads what it wants again (off while
+ * paused).  `traceagent attach` holds them while it points the API's GOT
+ * entries, then the hooks', so that a macro's events start together, and
+ * no later than the functions'. */
 void ta_api_hold(int on) TA_HIDDEN;
 /* A new dump of an attached agent (agent.c's ta_agent_reattach), before
  * ta_api_start: every site and channel written to it again, and each

@@ -176,7 +176,7 @@ static void loads_seen(unsigned long long *adds, unsigned long long *subs)
  */
 static struct ta_gotset api_exit_set, api_set;
 
-static void api_redirect(int hold)
+static void api_redirect(void)
 {
 	size_t n;
 	const struct ta_got_sym *syms = ta_api_got_syms(&n);
@@ -185,17 +185,9 @@ static void api_redirect(int hold)
 	api_exit_set.nsyms = 1;
 	api_set.syms = syms + 1;
 	api_set.nsyms = n - 1;
-	/* At the window's start the zone's entry would record a while before
-	 * the counter's, and so on: all of them open at once instead.  Not
-	 * for a module loaded during the window: the others' events would be
-	 * dropped meanwhile. */
-	if (hold)
-		ta_api_hold(1);
 	if (ta_gotset_redirect(&api_exit_set) < 0 || ta_gotset_redirect(&api_set) < 0)
 		ta_warn("attach: out of memory pointing the manual API at the agent: some of its "
 			"calls are not recorded");
-	if (hold)
-		ta_api_hold(0);
 }
 
 /*
@@ -246,10 +238,20 @@ static int redirect(void)
 		got.exit = (uintptr_t)&ta_hook_exit;
 	}
 	got.n = 0;
+	/* At the window's start the zone's entry would record a while before
+	 * the counter's, and the functions before either: the API's entries
+	 * first, held (a call through one waits), then the hooks', then all
+	 * of the API let go at once.  A module loaded during the window
+	 * (ta_attach_poll) is pointed without a hold: its entries were null,
+	 * and the others' calls need not wait. */
+	if (__atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED)) {
+		ta_api_hold(1);
+		api_redirect();
+	}
 	err = ta_got_redirect(&got);
 	if (__atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED)) {
-		api_redirect(1);
 		libcalls_redirect();
+		ta_api_hold(0);
 	}
 	redirected = 1;
 	loads_seen(&seen_adds, &seen_subs);
@@ -287,7 +289,7 @@ void ta_attach_poll(void)
 		}
 		ta_filter_after_dlopen(); /* the new functions known first */
 		(void)ta_got_redirect(&got);
-		api_redirect(0);
+		api_redirect();
 		libcalls_redirect();
 		seen_adds = adds;
 		seen_subs = subs;

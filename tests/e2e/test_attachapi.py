@@ -179,6 +179,34 @@ class AttachApiTest(tahelp.Case):
         status, out, err = t.quit()
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
 
+    def test_pairs_window(self):
+        """attachpair's threads loop on step() then TA_INSTANT("pair"),
+        with no pause, so calls go through the entries while the attach
+        points them.  The API's entries are pointed first and held (a call
+        through one waits), then the hooks', then the API let go: every
+        step() recorded has its instant recorded after it (an instant may
+        come before the first, and the detach puts the hooks back before
+        the API's gates close), and nothing is lost."""
+        t = tahelp.LineChild(self, [self.prog("attachpair")])
+        for window in (1, 2):
+            with self.subTest(window=window):
+                dump = self.fresh("pair")
+                w = Window(self, t.proc.pid, dump)
+                r0 = int(t.say("count").split()[1])
+                deadline = time.monotonic() + tahelp.TIMEOUT
+                while int(t.say("count").split()[1]) < r0 + 100000:
+                    self.assertLess(time.monotonic(), deadline)
+                    time.sleep(0.01)
+                w.close()
+                info = self.info(dump)
+                self.assertEqual(info["lost"], 0, info)
+                instants = self.channel(dump)["instants"]
+                steps = self.functions(self.report(dump), "attachpair")["step"]["calls"]
+                self.assertGreater(steps, 100000)
+                self.assertGreaterEqual(instants, steps)
+        status, out, err = t.quit()
+        self.assertEqual((status, out), (0, "done\n"), err)
+
     def test_channel_switch(self):
         """ta_channel_set in a window: without the agent it says -1; in a
         window it switches the user channel (recorded: 2 switches), and no
