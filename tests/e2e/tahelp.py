@@ -94,15 +94,36 @@ def proc_state(pid, tid=None):
         return next(l.split()[1] for l in f if l.startswith("State:"))
 
 
+# The signals whose deaths the agent handles (crash.c holds them while
+# they are at their default), each at its default and unblocked in every
+# program a test starts, whatever the runner left: a shell's background job
+# (as scripts/test-aarch64's namespace is) ignores SIGINT and SIGQUIT,
+# nohup ignores SIGHUP.
+DEATH_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGALRM,
+                 signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def default_signals():
+    """In a preexec_fn: DEATH_SIGNALS at their default and unblocked."""
+    for sig in DEATH_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, DEATH_SIGNALS)
+
+
 def no_core():
     """preexec_fn: programs the tests kill leave no core files, and start
-    with SIGINT and SIGQUIT at their default, whatever the runner left (a
-    shell's background job, as scripts/test-aarch64's namespace is, has
-    them ignored)."""
+    with DEATH_SIGNALS at their default and unblocked."""
     import resource
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    default_signals()
+
+
+def allow_core():
+    """preexec_fn: as no_core, but cores allowed (the tests that compare a
+    traced death's wait status, core bit included, with an untraced one)."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    default_signals()
 
 
 class Run:

@@ -6,7 +6,6 @@ and where each thread was."""
 
 import json
 import os
-import resource
 import signal
 import subprocess
 import tempfile
@@ -20,16 +19,12 @@ CASES = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT, "fpe": signal.SIGFPE,
          "ill": signal.SIGILL, "bus": signal.SIGBUS}
 
 
-def allow_core():
-    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-
-
 class CrashTest(tahelp.Case):
 
     def status(self, argv, env):
         """The raw wait status, with cores allowed, in a scratch directory."""
         with tempfile.TemporaryDirectory() as d:
-            p = subprocess.Popen(argv, env=env, cwd=d, preexec_fn=allow_core,
+            p = subprocess.Popen(argv, env=env, cwd=d, preexec_fn=tahelp.allow_core,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             _, st = os.waitpid(p.pid, 0)
             p.stderr.close()

@@ -7,7 +7,6 @@ handlers stay its own, and sigaction shows it what it set."""
 
 import json
 import os
-import resource
 import signal
 import subprocess
 import tempfile
@@ -21,18 +20,12 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE, signal.
 N = 5000
 
 
-def allow_core():
-    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
-
-
 class SigDeathTest(tahelp.Case):
 
     def status(self, argv, env):
         """The raw wait status, cores allowed, in a scratch directory."""
         with tempfile.TemporaryDirectory(dir=self.dir) as d:
-            p = subprocess.Popen(argv, env=env, cwd=d, preexec_fn=allow_core,
+            p = subprocess.Popen(argv, env=env, cwd=d, preexec_fn=tahelp.allow_core,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             _, st = os.waitpid(p.pid, 0)
             err = p.stderr.read().decode()
