@@ -29,7 +29,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "clock.h"
 #include "dump.h"
 #include "lazylib.h"

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "clock.h"
 #include "crash.h"
 #include "dump.h"
@@ -31,6 +31,7 @@
 #include "lazylib.h"
 #include "format.h"
 #include "mindur.h"
+#include "nextsym.h"
 #include "ring.h"
 #include "settings.h"
 

@@ -61,7 +61,6 @@ static __thread struct ta_block busy_block
 __thread struct ta_hot ta_hot __attribute__((tls_model("initial-exec"))) = {.cur = &first_block};
 static __thread struct ta_thread *self __attribute__((tls_model("initial-exec")));
 static __thread uint64_t parent_tid __attribute__((tls_model("initial-exec")));
-__thread uint32_t ta_guard __attribute__((tls_model("initial-exec")));
 
 /* The placeholders where a thread goes to the slow path for want of a
  * ring or of a running agent (not nested in anything). */

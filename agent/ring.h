@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base.h"
 #include "clock.h"
 #include "compiler.h"
 #include "format.h"
@@ -388,15 +389,6 @@ void ta_thread_set_parent(uint64_t ptid) TA_HIDDEN;
  * in all and by cause (format.h's TA_LOST_*). */
 extern uint64_t ta_lost_unowned TA_HIDDEN;
 extern uint64_t ta_lost_unowned_by[TA_LOST_NCAUSES] TA_HIDDEN;
-
-/* Nonzero while the agent itself runs on this thread (its slow paths, its
- * wrappers' own work, the flusher thread, a thread after its registration
- * ended): the interposers then only call the real function, so nothing the
- * agent does is recorded and nothing recurses.  Initial-exec TLS like
- * ta_cur; counts, so that nested agent code keeps it set. */
-extern __thread uint32_t ta_guard __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
-#define TA_GUARD_ENTER() (ta_guard++)
-#define TA_GUARD_LEAVE() (ta_guard--)
 
 /* After fork in the child: works out the forking thread's open frames
  * (for its record in the child), then forgets the parent's threads and

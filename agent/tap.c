@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "api.h"
 #include "clock.h"
 #include "dump.h"
