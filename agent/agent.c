@@ -417,6 +417,26 @@ int ta_agent_ensure_started(void)
 	return s == TA_S_RUNNING;
 }
 
+/* A thread's registration ends: the API's and the filters' state of it
+ * first, its ring after (ring.c). */
+static void thread_exit_above(void)
+{
+	ta_api_thread_exit();
+	ta_filter_thread_exit();
+}
+
+/* The ring's calls up (ring.h). */
+const struct ta_ring_up ta_ring_up = {
+	.ensure_started = ta_agent_ensure_started,
+	.thread_start = ta_crash_thread_start,
+	.thread_exit = thread_exit_above,
+	.thread_gone = ta_crash_thread_exit,
+	.kick = ta_flusher_kick,
+	.help = ta_flusher_help,
+	.stack = ta_flusher_stack,
+	.jmptab = ta_flusher_jmptab,
+};
+
 /* The signal a held signal's handler dies of (crash.c). */
 static uint32_t end_signal;
 

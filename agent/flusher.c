@@ -681,21 +681,6 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial, int whole
 	drain_thread_held(t, at_end, partial, whole, NULL, UINT32_MAX);
 }
 
-int ta_consume_trylock(struct ta_thread *t)
-{
-	uint32_t free_ = 0;
-
-	/* Acquire: pairs with the release in consume_unlock, so the new
-	 * holder sees the drain position and encoder the last one left. */
-	return __atomic_compare_exchange_n(&t->consume_lock, &free_, 1, 0, __ATOMIC_ACQUIRE,
-					   __ATOMIC_RELAXED);
-}
-
-void ta_consume_unlock(struct ta_thread *t)
-{
-	__atomic_store_n(&t->consume_lock, 0, __ATOMIC_RELEASE);
-}
-
 /* One pass over every ring.  partial: the chunks under CHUNK_TARGET / 4
  * stay open for the next pass (drain_thread_held). */
 static void drain_all(int at_end, int partial, int whole)

@@ -73,8 +73,4 @@ void ta_flusher_test_hold(void (*hold)(const struct ta_block *b)) TA_HIDDEN;
  * state (its first drain's allocation fails). */
 void ta_flusher_test_no_state(int on) TA_HIDDEN;
 
-/* Flight mode: the consume lock of a thread's ring (flusher.c). */
-int ta_consume_trylock(struct ta_thread *t) TA_HIDDEN;
-void ta_consume_unlock(struct ta_thread *t) TA_HIDDEN;
-
 #endif
