@@ -149,6 +149,13 @@ static void on_fork_child(void)
 	TA_GUARD_LEAVE();
 }
 
+/* Under `traceagent attach` (settings of the attach, or an injected agent):
+ * the program ran before, the flusher's first pass comes at once. */
+static int attaching(void)
+{
+	return ta_settings_attach != NULL || __atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED);
+}
+
 /*
  * Opens the dump: the file, or the connection to the collector (a forked
  * child's own, in_child).  A collector that cannot be reached is said in
@@ -229,7 +236,7 @@ static int restart_in_child(void)
 		ta_libcalls_dump();
 	ta_api_write(1);
 	ta_dump_batch(0);
-	err = ta_flusher_start();
+	err = ta_flusher_start(attaching());
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread in process %d: %s; not tracing it",
 			(int)getpid(), strerror(-err));
@@ -342,7 +349,7 @@ static int start(void)
 	 * flusher's first pair (10 ms on) still has its counter's rate. */
 	ta_dump_clock_since(clock_t0, clock_n0);
 	ta_dump_batch(0);
-	err = ta_flusher_start();
+	err = ta_flusher_start(attaching());
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread: %s; not tracing", strerror(-err));
 		ta_dump_close();
@@ -435,6 +442,30 @@ const struct ta_ring_up ta_ring_up = {
 	.help = ta_flusher_help,
 	.stack = ta_flusher_stack,
 	.jmptab = ta_flusher_jmptab,
+};
+
+/* The sites of the API the events of a chunk name, before the chunk. */
+static void api_sites(void)
+{
+	ta_api_write(0);
+}
+
+/* A held signal's thread waits for the flusher to write what was recorded
+ * (crash.c); 1 when it did. */
+static int death_write(void)
+{
+	if (!ta_death_pending())
+		return 0;
+	ta_death_write();
+	return 1;
+}
+
+/* The flusher's calls up (flusher.h). */
+const struct ta_flusher_up ta_flusher_up = {
+	.before_events = api_sites,
+	.death = death_write,
+	.late_start = ta_control_start_thread,
+	.pass = ta_attach_poll,
 };
 
 /* The signal a held signal's handler dies of (crash.c). */
@@ -583,7 +614,7 @@ int ta_agent_reattach(void)
 		ta_api_rewind();
 		ta_api_start();
 		signals_install();
-		err = ta_flusher_start();
+		err = ta_flusher_start(attaching());
 		if (err < 0) {
 			ta_warn("cannot start the flusher thread: %s; not tracing",
 				strerror(-err));

@@ -22,10 +22,7 @@
 
 #include "base.h"
 #include "clock.h"
-#include "crash.h"
 #include "dump.h"
-#include "api.h"
-#include "attach.h"
 #include "ctl.h"
 #include "flusher.h"
 #include "lazylib.h"
@@ -270,7 +267,7 @@ static void flush_chunk(struct ta_flush_state *fs)
 		ta_lazy_open_lz4();
 	/* The sites its events name go before it (a view can name them as
 	 * the dump goes by). */
-	ta_api_write(0);
+	ta_flusher_up.before_events();
 	fs->z.store = __atomic_load_n(&store_raw, __ATOMIC_RELAXED);
 	ta_dump_chunk_z(TA_CHUNK_EVENTS, p, len, &fs->z);
 }
@@ -975,10 +972,8 @@ static void *flusher_main(void *arg)
 
 		/* A held signal is ending the process (crash.c): its thread
 		 * waits for this one to write what was recorded. */
-		if (ta_death_pending()) {
-			ta_death_write();
+		if (ta_flusher_up.death())
 			break;
-		}
 
 		/* Reset before draining, so a kick during the drain makes
 		 * the wait below return at once rather than be missed. */
@@ -990,7 +985,7 @@ static void *flusher_main(void *arg)
 		    (ta_lazy_unw_wanted() || mono_ms() - started >= LATE_START_MS))
 			ta_flusher_open_unwind();
 		if (late_pending && mono_ms() - started >= LATE_START_MS)
-			late_pending = ta_control_start_thread() < 0;
+			late_pending = ta_flusher_up.late_start() < 0;
 		if (ta_cfg.mode == TA_MODE_FLIGHT) {
 			/* A flight recorder writes on demand only. */
 			if (__atomic_exchange_n(&dump_requested, 0, __ATOMIC_ACQ_REL)) {
@@ -1016,7 +1011,7 @@ static void *flusher_main(void *arg)
 		}
 		/* An injected agent learns of dlopen'ed modules here (it has
 		 * no dlopen interposer: attach.c). */
-		ta_attach_poll();
+		ta_flusher_up.pass();
 		now = mono_ms();
 		if (ta_cfg.mode != TA_MODE_FLIGHT && now - last_clock >= clock_gap) {
 			ta_dump_clock();
@@ -1046,7 +1041,7 @@ gone:
 	return NULL;
 }
 
-int ta_flusher_start(void)
+int ta_flusher_start(int first_pass)
 {
 	sigset_t all, old;
 	int err;
@@ -1062,8 +1057,7 @@ int ta_flusher_start(void)
 	 * compressed until the first look says otherwise. */
 	slack_wall = slack_proc = slack_self = 0;
 	__atomic_store_n(&store_raw, 0, __ATOMIC_RELAXED);
-	first_pass_now =
-	    ta_settings_attach != NULL || __atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED);
+	first_pass_now = first_pass;
 	/* Release: pairs with the acquire in busy_begin. */
 	__atomic_store_n(&flusher_phase, FL_IDLE, __ATOMIC_RELEASE);
 	err = ta_real_pthread_create(&flusher_thread, NULL, flusher_main, NULL);
