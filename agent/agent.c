@@ -47,6 +47,7 @@
 #include "patch.h"
 #include "ring.h"
 #include "settings.h"
+#include "tap.h"
 
 /* The forking thread took the flusher's lock (prepare): its parent and
  * child handlers let it go whatever the state is by then.  An attach
@@ -466,6 +467,11 @@ const struct ta_flusher_up ta_flusher_up = {
 	.death = death_write,
 	.late_start = ta_control_start_thread,
 	.pass = ta_attach_poll,
+};
+
+/* The dump's call up (dump.h). */
+const struct ta_dump_up ta_dump_up = {
+	.tee = ta_tap_chunk,
 };
 
 /* The signal a held signal's handler dies of (crash.c). */
