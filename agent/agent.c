@@ -35,6 +35,7 @@
 #include "clock.h"
 #include "crash.h"
 #include "ctl.h"
+#include "describe.h"
 #include "dump.h"
 #include "flusher.h"
 #include "filter.h"
@@ -220,7 +221,6 @@ static int open_output(int in_child)
  * and a flusher; the dump is the parent's file, or a stream of its own. */
 static int restart_in_child(void)
 {
-	uint64_t t0;
 	int err;
 
 	err = open_output(1);
@@ -228,13 +228,7 @@ static int restart_in_child(void)
 		return err;
 	/* The description in one write. */
 	ta_dump_batch(1);
-	ta_dump_process();
-	ta_dump_clock();
-	t0 = ta_ticks();
-	ta_dump_modules(t0, t0);
-	ta_filter_dump();
-	if (ta_cfg.libcalls && ta_libcalls_dump)
-		ta_libcalls_dump();
+	ta_describe_process(TA_DESCRIBE_CLOCK, 0, ta_filter_dump);
 	ta_api_write(1);
 	ta_dump_batch(0);
 	err = ta_flusher_start(attaching());
@@ -296,9 +290,20 @@ static void signals_uninstall(void)
 	ta_signal_default_if(ta_cfg.flight_signal, (uintptr_t)&flight_signal_handler);
 }
 
+/* Between the modules and LIBCALLS in the first description: the hooks'
+ * entries bound now, not by each instrumented function's first call;
+ * before the filters point them at theirs.  An attach points every entry
+ * at the hooks itself (attach.c). */
+static void bind_and_filter(void)
+{
+	if (!ta_settings_attach)
+		ta_got_bind_hooks();
+	ta_filter_start();
+}
+
 static int start(void)
 {
-	uint64_t t0, clock_t0, clock_n0;
+	uint64_t clock_t0, clock_n0;
 	int err;
 
 	/* A setuid or setgid program is never traced: the settings come
@@ -329,17 +334,7 @@ static int start(void)
 		return err;
 	/* The process's description (a dozen small chunks) in one write. */
 	ta_dump_batch(1);
-	ta_dump_process();
-	t0 = ta_ticks();
-	ta_dump_modules(t0, t0);
-	/* The hooks' entries bound now, not by each instrumented function's
-	 * first call; before the filters point them at theirs.  An attach
-	 * points every entry at the hooks itself (attach.c). */
-	if (!ta_settings_attach)
-		ta_got_bind_hooks();
-	ta_filter_start();
-	if (ta_cfg.libcalls && ta_libcalls_dump)
-		ta_libcalls_dump();
+	ta_describe_process(0, 0, bind_and_filter);
 	ta_api_start();
 	/* Registered now, before the program's own (if it registers after its
 	 * first instrumented call), so it runs after them: quick_exit leaves
@@ -597,7 +592,6 @@ int ta_agent_detach(void)
 int ta_agent_reattach(void)
 {
 	uint32_t s = TA_S_DETACHED;
-	uint64_t t0;
 	int err;
 
 	if (!__atomic_compare_exchange_n(&ta_state, &s, TA_S_STARTING, 0, __ATOMIC_ACQ_REL,
@@ -610,13 +604,7 @@ int ta_agent_reattach(void)
 	ta_ring_reattach((int)ta_cfg.mode, ta_cfg.flight_bytes);
 	err = open_output(0);
 	if (err == 0) {
-		ta_dump_process();
-		ta_dump_clock();
-		t0 = ta_ticks();
-		ta_dump_modules(t0, t0);
-		ta_filter_start();
-		if (ta_cfg.libcalls && ta_libcalls_dump)
-			ta_libcalls_dump();
+		ta_describe_process(TA_DESCRIBE_CLOCK, 0, ta_filter_start);
 		ta_api_rewind();
 		ta_api_start();
 		signals_install();
