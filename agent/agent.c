@@ -430,14 +430,14 @@ static void thread_exit_above(void)
 
 /* The ring's calls up (ring.h). */
 const struct ta_ring_up ta_ring_up = {
-	.ensure_started = ta_agent_ensure_started,
-	.thread_start = ta_crash_thread_start,
-	.thread_exit = thread_exit_above,
-	.thread_gone = ta_crash_thread_exit,
-	.kick = ta_flusher_kick,
-	.help = ta_flusher_help,
-	.stack = ta_flusher_stack,
-	.jmptab = ta_flusher_jmptab,
+    .ensure_started = ta_agent_ensure_started,
+    .thread_start = ta_crash_thread_start,
+    .thread_exit = thread_exit_above,
+    .thread_gone = ta_crash_thread_exit,
+    .kick = ta_flusher_kick,
+    .help = ta_flusher_help,
+    .stack = ta_flusher_stack,
+    .jmptab = ta_flusher_jmptab,
 };
 
 /* The sites of the API the events of a chunk name, before the chunk. */
@@ -458,15 +458,15 @@ static int death_write(void)
 
 /* The flusher's calls up (flusher.h). */
 const struct ta_flusher_up ta_flusher_up = {
-	.before_events = api_sites,
-	.death = death_write,
-	.late_start = ta_control_start_thread,
-	.pass = ta_attach_poll,
+    .before_events = api_sites,
+    .death = death_write,
+    .late_start = ta_control_start_thread,
+    .pass = ta_attach_poll,
 };
 
 /* The dump's call up (dump.h). */
 const struct ta_dump_up ta_dump_up = {
-	.tee = ta_tap_chunk,
+    .tee = ta_tap_chunk,
 };
 
 /* The signal a held signal's handler dies of (crash.c). */

@@ -17,12 +17,12 @@
 
 enum ta_state {
 	TA_S_UNINIT = 0, /* nothing done yet: the first hook starts the agent */
-	TA_S_STARTING,   /* one thread is setting up */
+	TA_S_STARTING,	 /* one thread is setting up */
 	TA_S_RUNNING,
-	TA_S_STOPPED,    /* finished, or could not start: hooks only return */
-	TA_S_FORKED,     /* a forked child: the first hook restarts the agent */
-	TA_S_DETACHED,   /* an attach window ended: hooks only return; the
-			    next `traceagent attach` restarts it (ta_agent_reattach) */
+	TA_S_STOPPED,  /* finished, or could not start: hooks only return */
+	TA_S_FORKED,   /* a forked child: the first hook restarts the agent */
+	TA_S_DETACHED, /* an attach window ended: hooks only return; the
+			  next `traceagent attach` restarts it (ta_agent_reattach) */
 };
 
 extern uint32_t ta_state TA_HIDDEN; /* enum ta_state, atomic */

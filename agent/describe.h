@@ -12,10 +12,11 @@
 
 /* What ta_describe_process writes beside PROCESS, the modules and LIBCALLS. */
 enum {
-	TA_DESCRIBE_CLOCK = 1u << 0,       /* a CLOCK pair after PROCESS */
-	TA_DESCRIBE_EVERY_MODULE = 1u << 1, /* every module loaded now (a new
-					      stream's reader), not only those
-					      the last scan did not see */
+	/* A CLOCK pair after PROCESS. */
+	TA_DESCRIBE_CLOCK = 1u << 0,
+	/* Every module loaded now (a new stream's reader), not only those the
+	 * last scan did not see. */
+	TA_DESCRIBE_EVERY_MODULE = 1u << 1,
 };
 
 /*
