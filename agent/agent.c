@@ -35,6 +35,7 @@
 #include "clock.h"
 #include "crash.h"
 #include "ctl.h"
+#include "describe.h"
 #include "dump.h"
 #include "flusher.h"
 #include "filter.h"
@@ -47,116 +48,7 @@
 #include "patch.h"
 #include "ring.h"
 #include "settings.h"
-
-uint32_t ta_state;
-uint32_t ta_pid;
-uint32_t ta_lc_on TA_STARTUP_DATA;
-uint32_t ta_lc_asked TA_STARTUP_DATA;
-
-void ta_libcalls_enable(int on)
-{
-	/* Relaxed: an interposer that sees the classes late or early only
-	 * records a call more or less; the ring's own state check (acquire,
-	 * in its slow path) decides whether anything is written. */
-	__atomic_store_n(&ta_lc_on, on ? ta_cfg.libcalls & ta_api_lc_mask() : 0, __ATOMIC_RELAXED);
-}
-
-void ta_warn(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	int n;
-
-	/* vsnprintf, not vfprintf(stderr): no stdio lock or buffer shared
-	 * with the program; one write keeps the line whole. */
-	memcpy(line, "traceagent: ", 12);
-	va_start(ap, fmt);
-	n = vsnprintf(line + 12, sizeof(line) - 13, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	n += 12;
-	if ((size_t)n > sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	TA_GUARD_ENTER(); /* the agent's write, not the program's */
-	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
-		/* Nowhere left to say it. */
-	}
-	TA_GUARD_LEAVE();
-}
-
-int ta_lock_bounded(pthread_mutex_t *m)
-{
-	for (int i = 0; i < 2000; i++) {
-		struct timespec ts = {0, 100000};
-		if (pthread_mutex_trylock(m) == 0)
-			return 0;
-		nanosleep(&ts, NULL);
-	}
-	return -1;
-}
-
-void *ta_grow(void *p, size_t n, size_t *cap, size_t size, size_t first)
-{
-	size_t c = *cap ? 2 * *cap : first;
-
-	if (n < *cap)
-		return p;
-	p = realloc(p, c * size);
-	if (p)
-		*cap = c;
-	return p;
-}
-
-size_t ta_exe_path(char *out, size_t size)
-{
-	static char path[4096];
-	static size_t len;
-	static uint32_t state; /* 0: not read, 1: being read, 2: in path */
-	uint32_t s = 0;
-	ssize_t n;
-
-	/* Acquire: pairs with the release below (path and len). */
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2) {
-		n = readlink("/proc/self/exe", out, size - 1);
-		out[n > 0 ? n : 0] = 0;
-		/* Only the first reader keeps it (a reader beside it, or a
-		 * signal handler inside it, only reads its own). */
-		if (n > 0 && (size_t)n < sizeof(path) &&
-		    __atomic_compare_exchange_n(&state, &s, 1, 0, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED)) {
-			memcpy(path, out, (size_t)n + 1);
-			len = (size_t)n;
-			/* Release: pairs with the acquire above. */
-			__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
-		}
-		return n > 0 ? (size_t)n : 0;
-	}
-	if (len >= size)
-		return (size_t)(out[0] = 0);
-	memcpy(out, path, len + 1);
-	return len;
-}
-
-int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
-			   void *arg)
-{
-	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
-	if (!real) {
-		/* The next definition after ours: libc's (ours is an
-		 * interposer when the agent is preloaded). */
-		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-				void *))ta_next_fn("pthread_create");
-		if (!real)
-			real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-					void *))dlsym(RTLD_DEFAULT, "pthread_create");
-		if (!real)
-			return EAGAIN;
-	}
-	return real(t, attr, fn, arg);
-}
+#include "tap.h"
 
 /* The forking thread took the flusher's lock (prepare): its parent and
  * child handlers let it go whatever the state is by then.  An attach
@@ -259,6 +151,13 @@ static void on_fork_child(void)
 	TA_GUARD_LEAVE();
 }
 
+/* Under `traceagent attach` (settings of the attach, or an injected agent):
+ * the program ran before, the flusher's first pass comes at once. */
+static int attaching(void)
+{
+	return ta_settings_attach != NULL || __atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED);
+}
+
 /*
  * Opens the dump: the file, or the connection to the collector (a forked
  * child's own, in_child).  A collector that cannot be reached is said in
@@ -322,7 +221,6 @@ static int open_output(int in_child)
  * and a flusher; the dump is the parent's file, or a stream of its own. */
 static int restart_in_child(void)
 {
-	uint64_t t0;
 	int err;
 
 	err = open_output(1);
@@ -330,16 +228,10 @@ static int restart_in_child(void)
 		return err;
 	/* The description in one write. */
 	ta_dump_batch(1);
-	ta_dump_process();
-	ta_dump_clock();
-	t0 = ta_ticks();
-	ta_dump_modules(t0, t0);
-	ta_filter_dump();
-	if (ta_cfg.libcalls && ta_libcalls_dump)
-		ta_libcalls_dump();
+	ta_describe_process(TA_DESCRIBE_CLOCK, 0, ta_filter_dump);
 	ta_api_write(1);
 	ta_dump_batch(0);
-	err = ta_flusher_start();
+	err = ta_flusher_start(attaching());
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread in process %d: %s; not tracing it",
 			(int)getpid(), strerror(-err));
@@ -398,9 +290,20 @@ static void signals_uninstall(void)
 	ta_signal_default_if(ta_cfg.flight_signal, (uintptr_t)&flight_signal_handler);
 }
 
+/* Between the modules and LIBCALLS in the first description: the hooks'
+ * entries bound now, not by each instrumented function's first call;
+ * before the filters point them at theirs.  An attach points every entry
+ * at the hooks itself (attach.c). */
+static void bind_and_filter(void)
+{
+	if (!ta_settings_attach)
+		ta_got_bind_hooks();
+	ta_filter_start();
+}
+
 static int start(void)
 {
-	uint64_t t0, clock_t0, clock_n0;
+	uint64_t clock_t0, clock_n0;
 	int err;
 
 	/* A setuid or setgid program is never traced: the settings come
@@ -431,17 +334,7 @@ static int start(void)
 		return err;
 	/* The process's description (a dozen small chunks) in one write. */
 	ta_dump_batch(1);
-	ta_dump_process();
-	t0 = ta_ticks();
-	ta_dump_modules(t0, t0);
-	/* The hooks' entries bound now, not by each instrumented function's
-	 * first call; before the filters point them at theirs.  An attach
-	 * points every entry at the hooks itself (attach.c). */
-	if (!ta_settings_attach)
-		ta_got_bind_hooks();
-	ta_filter_start();
-	if (ta_cfg.libcalls && ta_libcalls_dump)
-		ta_libcalls_dump();
+	ta_describe_process(0, 0, bind_and_filter);
 	ta_api_start();
 	/* Registered now, before the program's own (if it registers after its
 	 * first instrumented call), so it runs after them: quick_exit leaves
@@ -452,7 +345,7 @@ static int start(void)
 	 * flusher's first pair (10 ms on) still has its counter's rate. */
 	ta_dump_clock_since(clock_t0, clock_n0);
 	ta_dump_batch(0);
-	err = ta_flusher_start();
+	err = ta_flusher_start(attaching());
 	if (err < 0) {
 		ta_warn("cannot start the flusher thread: %s; not tracing", strerror(-err));
 		ta_dump_close();
@@ -526,6 +419,55 @@ int ta_agent_ensure_started(void)
 	}
 	return s == TA_S_RUNNING;
 }
+
+/* A thread's registration ends: the API's and the filters' state of it
+ * first, its ring after (ring.c). */
+static void thread_exit_above(void)
+{
+	ta_api_thread_exit();
+	ta_filter_thread_exit();
+}
+
+/* The ring's calls up (ring.h). */
+const struct ta_ring_up ta_ring_up = {
+    .ensure_started = ta_agent_ensure_started,
+    .thread_start = ta_crash_thread_start,
+    .thread_exit = thread_exit_above,
+    .thread_gone = ta_crash_thread_exit,
+    .kick = ta_flusher_kick,
+    .help = ta_flusher_help,
+    .stack = ta_flusher_stack,
+    .jmptab = ta_flusher_jmptab,
+};
+
+/* The sites of the API the events of a chunk name, before the chunk. */
+static void api_sites(void)
+{
+	ta_api_write(0);
+}
+
+/* A held signal's thread waits for the flusher to write what was recorded
+ * (crash.c); 1 when it did. */
+static int death_write(void)
+{
+	if (!ta_death_pending())
+		return 0;
+	ta_death_write();
+	return 1;
+}
+
+/* The flusher's calls up (flusher.h). */
+const struct ta_flusher_up ta_flusher_up = {
+    .before_events = api_sites,
+    .death = death_write,
+    .late_start = ta_control_start_thread,
+    .pass = ta_attach_poll,
+};
+
+/* The dump's call up (dump.h). */
+const struct ta_dump_up ta_dump_up = {
+    .tee = ta_tap_chunk,
+};
 
 /* The signal a held signal's handler dies of (crash.c). */
 static uint32_t end_signal;
@@ -650,7 +592,6 @@ int ta_agent_detach(void)
 int ta_agent_reattach(void)
 {
 	uint32_t s = TA_S_DETACHED;
-	uint64_t t0;
 	int err;
 
 	if (!__atomic_compare_exchange_n(&ta_state, &s, TA_S_STARTING, 0, __ATOMIC_ACQ_REL,
@@ -663,17 +604,11 @@ int ta_agent_reattach(void)
 	ta_ring_reattach((int)ta_cfg.mode, ta_cfg.flight_bytes);
 	err = open_output(0);
 	if (err == 0) {
-		ta_dump_process();
-		ta_dump_clock();
-		t0 = ta_ticks();
-		ta_dump_modules(t0, t0);
-		ta_filter_start();
-		if (ta_cfg.libcalls && ta_libcalls_dump)
-			ta_libcalls_dump();
+		ta_describe_process(TA_DESCRIBE_CLOCK, 0, ta_filter_start);
 		ta_api_rewind();
 		ta_api_start();
 		signals_install();
-		err = ta_flusher_start();
+		err = ta_flusher_start(attaching());
 		if (err < 0) {
 			ta_warn("cannot start the flusher thread: %s; not tracing",
 				strerror(-err));

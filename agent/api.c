@@ -54,6 +54,9 @@ _Static_assert(TA_KIND_ZONE_ == TA_SITE_ZONE && TA_KIND_FRAME_ == TA_SITE_FRAME 
 		   TA_KIND_TEXT_ == TA_SITE_TEXT,
 	       "the public header's site kinds are the format's");
 
+uint32_t ta_lc_on TA_STARTUP_DATA;
+uint32_t ta_lc_asked TA_STARTUP_DATA;
+
 uint32_t ta_fn_gate = 2;
 
 /* ---- channels ------------------------------------------------------------------ */
@@ -1232,4 +1235,12 @@ void ta_api_rewind(void)
 	__atomic_store_n(&api_pending, 1, __ATOMIC_RELEASE);
 	unlock(&old);
 	/* ta_api_stop zeroed the words: ta_api_start sets them again. */
+}
+
+void ta_libcalls_enable(int on)
+{
+	/* Relaxed: an interposer that sees the classes late or early only
+	 * records a call more or less; the ring's own state check (acquire,
+	 * in its slow path) decides whether anything is written. */
+	__atomic_store_n(&ta_lc_on, on ? ta_cfg.libcalls & ta_api_lc_mask() : 0, __ATOMIC_RELAXED);
 }

@@ -101,4 +101,18 @@ void ta_api_hold(int on) TA_HIDDEN;
  * (ta_api_stop zeroed them at the detach). */
 void ta_api_rewind(void) TA_HIDDEN;
 
+/* ---- library calls (the interposers: libcalls.c) ------------------------------- */
+
+/* The TA_LC_* classes the interposers record right now: the settings'
+ * classes while the agent runs, else 0 (relaxed atomic; the interposers
+ * read it once a call). */
+extern uint32_t ta_lc_on TA_HIDDEN;
+/* The classes TRACEAGENT_LIBCALLS names explicitly (libcalls.c sets it
+ * in its constructor): before the agent runs, ta_lc_on holds them, so
+ * that the first such call starts the agent as a hook would. */
+extern uint32_t ta_lc_asked TA_HIDDEN;
+/* Turns recording on for the settings' classes (the agent is running)
+ * or off. */
+void ta_libcalls_enable(int on) TA_HIDDEN;
+
 #endif

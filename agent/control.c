@@ -30,13 +30,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "attach.h"
 #include "api.h"
 #include "control.h"
 #include "ctl.h"
 #include "dump.h"
 #include "flusher.h"
+#include "nextsym.h"
 #include "ring.h"
 #include "settings.h"
 #include "tap.h"

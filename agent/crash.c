@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "api.h"
 #include "clock.h"
 #include "crash.h"
 #include "dump.h"

@@ -34,7 +34,7 @@
 #include <string.h>
 
 
-#include "agent.h"
+#include "base.h"
 #include "compiler.h"
 #include "format.h"
 #include "flusher.h"

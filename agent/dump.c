@@ -29,7 +29,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "clock.h"
 #include "dump.h"
 #include "lazylib.h"
@@ -38,7 +38,6 @@
 #include "settings.h"
 #include "sink.h"
 #include "addr.h"
-#include "tap.h"
 
 /* A dump passes 2 GiB (and 4) in a run of minutes: offsets are 64-bit
  * (meson builds with _FILE_OFFSET_BITS=64, 32-bit systems included). */
@@ -750,7 +749,7 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	ta_chunk_header_encode(hdr, &h, stored);
 	/* A control-socket stream's reader gets a copy (tap.c); the chunks
 	 * made for it alone go nowhere else. */
-	if (ta_tap_chunk(hdr, stored, stored_len))
+	if (ta_dump_up.tee(hdr, stored, stored_len))
 		goto out;
 	if (batch.on && !dump_failed && !__atomic_load_n(&crash_mode, __ATOMIC_RELAXED)) {
 		if (batch_add(hdr, stored, stored_len) == 0) {

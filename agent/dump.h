@@ -23,6 +23,19 @@ void ta_buf_u(struct ta_buf *b, uint64_t v) TA_HIDDEN;
 void ta_buf_str(struct ta_buf *b, const char *s, size_t len) TA_HIDDEN;
 void ta_buf_free(struct ta_buf *b) TA_HIDDEN;
 
+/*
+ * The dump's call up: it knows no file above it, only this table, which
+ * the conductor (agent.c) defines (statically, as the ring's: ring.h).
+ */
+struct ta_dump_up {
+	/* Under the dump's lock, for every chunk made (hdr encoded for the
+	 * dump, stored the payload as stored): a copy for a control-socket
+	 * stream's reader (tap.c); 1 when the chunk is for the reader alone,
+	 * and the dump must not get it, else 0. */
+	int (*tee)(const uint8_t *hdr, const void *stored, size_t stored_len);
+};
+extern const struct ta_dump_up ta_dump_up TA_HIDDEN;
+
 /* Creates the dump (O_EXCL|O_NOFOLLOW, 0600), or connects to the
  * collector path names (tcp://HOST:PORT, unix:PATH: sink.h), and writes
  * its header; 0 or -errno. */

@@ -30,7 +30,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 
-#include "agent.h"
+#include "base.h"
 #include "api.h"
 #include "dump.h"
 #include "filter.h"

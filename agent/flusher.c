@@ -20,17 +20,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "clock.h"
-#include "crash.h"
 #include "dump.h"
-#include "api.h"
-#include "attach.h"
 #include "ctl.h"
 #include "flusher.h"
 #include "lazylib.h"
 #include "format.h"
 #include "mindur.h"
+#include "nextsym.h"
 #include "ring.h"
 #include "settings.h"
 
@@ -269,7 +267,7 @@ static void flush_chunk(struct ta_flush_state *fs)
 		ta_lazy_open_lz4();
 	/* The sites its events name go before it (a view can name them as
 	 * the dump goes by). */
-	ta_api_write(0);
+	ta_flusher_up.before_events();
 	fs->z.store = __atomic_load_n(&store_raw, __ATOMIC_RELAXED);
 	ta_dump_chunk_z(TA_CHUNK_EVENTS, p, len, &fs->z);
 }
@@ -680,21 +678,6 @@ static void drain_thread(struct ta_thread *t, int at_end, int partial, int whole
 	drain_thread_held(t, at_end, partial, whole, NULL, UINT32_MAX);
 }
 
-int ta_consume_trylock(struct ta_thread *t)
-{
-	uint32_t free_ = 0;
-
-	/* Acquire: pairs with the release in consume_unlock, so the new
-	 * holder sees the drain position and encoder the last one left. */
-	return __atomic_compare_exchange_n(&t->consume_lock, &free_, 1, 0, __ATOMIC_ACQUIRE,
-					   __ATOMIC_RELAXED);
-}
-
-void ta_consume_unlock(struct ta_thread *t)
-{
-	__atomic_store_n(&t->consume_lock, 0, __ATOMIC_RELEASE);
-}
-
 /* One pass over every ring.  partial: the chunks under CHUNK_TARGET / 4
  * stay open for the next pass (drain_thread_held). */
 static void drain_all(int at_end, int partial, int whole)
@@ -989,10 +972,8 @@ static void *flusher_main(void *arg)
 
 		/* A held signal is ending the process (crash.c): its thread
 		 * waits for this one to write what was recorded. */
-		if (ta_death_pending()) {
-			ta_death_write();
+		if (ta_flusher_up.death())
 			break;
-		}
 
 		/* Reset before draining, so a kick during the drain makes
 		 * the wait below return at once rather than be missed. */
@@ -1004,7 +985,7 @@ static void *flusher_main(void *arg)
 		    (ta_lazy_unw_wanted() || mono_ms() - started >= LATE_START_MS))
 			ta_flusher_open_unwind();
 		if (late_pending && mono_ms() - started >= LATE_START_MS)
-			late_pending = ta_control_start_thread() < 0;
+			late_pending = ta_flusher_up.late_start() < 0;
 		if (ta_cfg.mode == TA_MODE_FLIGHT) {
 			/* A flight recorder writes on demand only. */
 			if (__atomic_exchange_n(&dump_requested, 0, __ATOMIC_ACQ_REL)) {
@@ -1030,7 +1011,7 @@ static void *flusher_main(void *arg)
 		}
 		/* An injected agent learns of dlopen'ed modules here (it has
 		 * no dlopen interposer: attach.c). */
-		ta_attach_poll();
+		ta_flusher_up.pass();
 		now = mono_ms();
 		if (ta_cfg.mode != TA_MODE_FLIGHT && now - last_clock >= clock_gap) {
 			ta_dump_clock();
@@ -1060,7 +1041,7 @@ gone:
 	return NULL;
 }
 
-int ta_flusher_start(void)
+int ta_flusher_start(int first_pass)
 {
 	sigset_t all, old;
 	int err;
@@ -1076,8 +1057,7 @@ int ta_flusher_start(void)
 	 * compressed until the first look says otherwise. */
 	slack_wall = slack_proc = slack_self = 0;
 	__atomic_store_n(&store_raw, 0, __ATOMIC_RELAXED);
-	first_pass_now =
-	    ta_settings_attach != NULL || __atomic_load_n(&ta_attach_injected, __ATOMIC_RELAXED);
+	first_pass_now = first_pass;
 	/* Release: pairs with the acquire in busy_begin. */
 	__atomic_store_n(&flusher_phase, FL_IDLE, __ATOMIC_RELEASE);
 	err = ta_real_pthread_create(&flusher_thread, NULL, flusher_main, NULL);

@@ -15,7 +15,33 @@ struct ta_thread;
 struct ta_stack;
 struct ta_jmptab;
 
-int ta_flusher_start(void) TA_HIDDEN;
+/*
+ * The flusher's calls up, for the files above it: it knows none of them,
+ * only this table, which the conductor (agent.c) defines (statically, as
+ * the ring's: ring.h).
+ */
+struct ta_flusher_up {
+	/* Before each EVENTS chunk: what its events name (the API's sites),
+	 * so that a view can name them as the dump goes by. */
+	void (*before_events)(void);
+	/* First in each pass: a held signal is ending the process (crash.c)
+	 * and its thread waits for this one to write what was recorded;
+	 * nonzero when it was so (the flusher then stops). */
+	int (*death)(void);
+	/* Once the run has lasted a while (the control thread): 0 when
+	 * done, negative to be tried again next pass. */
+	int (*late_start)(void);
+	/* Each pass, after the drain (an injected agent's look for the
+	 * modules dlopen'ed since: attach.c). */
+	void (*pass)(void);
+};
+extern const struct ta_flusher_up ta_flusher_up TA_HIDDEN;
+
+/* Starts the flusher thread; its first pass at once when first_pass (an
+ * attach: the program ran before, what it loaded since must be looked
+ * for), else with a producer's kick or a while into the run.  0 or a
+ * negative errno. */
+int ta_flusher_start(int first_pass) TA_HIDDEN;
 /* Stops and joins the flusher thread; returns when it is gone. */
 void ta_flusher_stop(void) TA_HIDDEN;
 /* At the process's exit: an idle flusher is told never to run again and
@@ -72,9 +98,5 @@ void ta_flusher_test_hold(void (*hold)(const struct ta_block *b)) TA_HIDDEN;
 /* Tests only: while on, the flusher has no memory for a thread's flush
  * state (its first drain's allocation fails). */
 void ta_flusher_test_no_state(int on) TA_HIDDEN;
-
-/* Flight mode: the consume lock of a thread's ring (flusher.c). */
-int ta_consume_trylock(struct ta_thread *t) TA_HIDDEN;
-void ta_consume_unlock(struct ta_thread *t) TA_HIDDEN;
 
 #endif

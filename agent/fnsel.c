@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "fnsel.h"
 
 /* ---- patterns --------------------------------------------------------------- */

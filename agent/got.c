@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "got.h"
 #include "modules.h"
 

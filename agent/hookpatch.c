@@ -72,7 +72,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "hookpatch.h"
 #include "modules.h"
 #include "ta_config.h"

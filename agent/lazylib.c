@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "agent.h"
+#include "base.h"
 #include "lazylib.h"
 
 struct ta_lazy ta_lazy;

@@ -44,7 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
+#include "api.h"
 #include "compiler.h"
 #include "dump.h"
 #include "filter.h"

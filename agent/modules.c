@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "dump.h"
 #include "format.h"
 #include "modules.h"

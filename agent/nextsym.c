@@ -248,3 +248,22 @@ void *ta_next_fn(const char *name)
 
 	return f ? f : dlsym(RTLD_NEXT, name);
 }
+
+int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+			   void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+	if (!real) {
+		/* The next definition after ours: libc's (ours is an
+		 * interposer when the agent is preloaded). */
+		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+				void *))ta_next_fn("pthread_create");
+		if (!real)
+			real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+					void *))dlsym(RTLD_DEFAULT, "pthread_create");
+		if (!real)
+			return EAGAIN;
+	}
+	return real(t, attr, fn, arg);
+}

@@ -18,6 +18,8 @@
 #ifndef TA_NEXTSYM_H
 #define TA_NEXTSYM_H
 
+#include <pthread.h>
+
 #include "compiler.h"
 
 /* The address of name's default-version definition in the first object
@@ -36,5 +38,9 @@ void *ta_next_fn(const char *name) TA_HIDDEN;
  * the dynamic loader in the list of objects, as when `traceagent attach`
  * loads it with dlopen). */
 int ta_next_ready(void) TA_HIDDEN;
+
+/* libc's pthread_create, past our interposer. */
+int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+			   void *arg) TA_HIDDEN;
 
 #endif

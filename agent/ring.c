@@ -22,13 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "api.h"
 #include "clock.h"
 #include "compiler.h"
-#include "crash.h"
-#include "filter.h"
-#include "flusher.h"
 #include "format.h"
 #include "lazylib.h"
 #include "ring.h"
@@ -61,7 +56,6 @@ static __thread struct ta_block busy_block
 __thread struct ta_hot ta_hot __attribute__((tls_model("initial-exec"))) = {.cur = &first_block};
 static __thread struct ta_thread *self __attribute__((tls_model("initial-exec")));
 static __thread uint64_t parent_tid __attribute__((tls_model("initial-exec")));
-__thread uint32_t ta_guard __attribute__((tls_model("initial-exec")));
 
 /* The placeholders where a thread goes to the slow path for want of a
  * ring or of a running agent (not nested in anything). */
@@ -145,7 +139,7 @@ static void thread_key_destructor(void *arg)
 {
 	(void)arg;
 	ta_thread_exit();
-	ta_crash_thread_exit();
+	ta_ring_up.thread_gone();
 }
 
 static int pool_mode; /* enum ta_mode */
@@ -488,10 +482,10 @@ static void throttle(struct ta_thread *t)
 	 * signal handler): it waits for the flusher instead, as when the
 	 * flusher holds its ring. */
 	self_draining = 1;
-	helped = ta_lazy_lz4_settled() && ta_flusher_help(t);
+	helped = ta_lazy_lz4_settled() && ta_ring_up.help(t);
 	self_draining = 0;
 	if (!helped) {
-		ta_flusher_kick();
+		ta_ring_up.kick();
 		for (int i = 0; i < 40; i++) {
 			struct timespec ts = {0, 50000};
 			nanosleep(&ts, NULL);
@@ -521,7 +515,7 @@ static struct ta_block *block_get_wait(struct ta_thread *t)
 		struct timespec ts = {0, 50000};
 		if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
 			break;
-		ta_flusher_kick();
+		ta_ring_up.kick();
 		nanosleep(&ts, NULL);
 	}
 	add_wait(t, t0);
@@ -569,7 +563,7 @@ static struct ta_thread *thread_register(uint64_t ticks)
 	char name[17] = {0};
 
 	/* Whether or not it gets a ring, its crash is recorded. */
-	ta_crash_thread_start();
+	ta_ring_up.thread_start();
 	t = thread_alloc();
 	if (!t)
 		return NULL;
@@ -669,7 +663,7 @@ int ta_ring_start(void)
 		return -1; /* nested in this thread's slow path or start */
 	TA_GUARD_ENTER();
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ok = ta_agent_ensure_started();
+	ok = ta_ring_up.ensure_started();
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ta_cur = b;
 	TA_GUARD_LEAVE();
@@ -691,6 +685,21 @@ void ta_ring_longjmp(uintptr_t jump_sp)
 void ta_lost_here(unsigned cause)
 {
 	count_lost(self, (enum ta_lost_cause)cause);
+}
+
+int ta_consume_trylock(struct ta_thread *t)
+{
+	uint32_t free_ = 0;
+
+	/* Acquire: pairs with the release in consume_unlock, so the new
+	 * holder sees the drain position and encoder the last one left. */
+	return __atomic_compare_exchange_n(&t->consume_lock, &free_, 1, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+void ta_consume_unlock(struct ta_thread *t)
+{
+	__atomic_store_n(&t->consume_lock, 0, __ATOMIC_RELEASE);
 }
 
 /*
@@ -746,7 +755,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 			if (!t->drop_count++)
 				t->drop_ticks = ticks;
 			count_lost(t, TA_LOST_DROPPED);
-			ta_flusher_kick();
+			ta_ring_up.kick();
 			return NULL;
 		}
 	} else if (pool_mode == TA_MODE_FLIGHT) {
@@ -801,7 +810,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 	 * Relaxed: a hint, set by the flusher, paired with nothing. */
 	if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >=
 	    __atomic_load_n(&ta_kick_blocks, __ATOMIC_RELAXED))
-		ta_flusher_kick();
+		ta_ring_up.kick();
 	if (pool_mode == TA_MODE_DROP) {
 		if (t->drop_count) {
 			/* The gap goes into the stream where it was. */
@@ -834,7 +843,7 @@ static struct ta_block *ringless_get(struct ta_thread *t, uint64_t ticks)
 		if (!t->drop_count++)
 			t->drop_ticks = ticks;
 		count_lost(t, TA_LOST_NO_RING);
-		ta_flusher_kick();
+		ta_ring_up.kick();
 		return NULL;
 	}
 	if (t->drop_count) {
@@ -1232,7 +1241,7 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	}
 
 	if (TA_UNLIKELY(__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING) &&
-	    !ta_agent_ensure_started()) {
+	    !ta_ring_up.ensure_started()) {
 		/* Not tracing: nothing to record or lose.  A thread of an
 		 * ended attach window keeps its pinned block (limit 0: every
 		 * hook comes here all the same), to give it back later. */
@@ -1378,8 +1387,7 @@ void ta_thread_exit(void)
 	struct ta_thread *t = self;
 	struct ta_block *b;
 
-	ta_api_thread_exit();
-	ta_filter_thread_exit();
+	ta_ring_up.thread_exit();
 	if (!t)
 		return;
 	if (__atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_DETACHED) {
@@ -1422,7 +1430,7 @@ void ta_thread_exit(void)
 	 * 5 MiB with this; every 4 as for full blocks woke it for a pass per
 	 * few threads, for no less memory). */
 	if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 64)
-		ta_flusher_kick();
+		ta_ring_up.kick();
 	/* Handlers no longer put events aside (the idle placeholder sends
 	 * them to a slow path that is not nested): the reserve can go. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -1512,8 +1520,8 @@ void ta_ring_fork_child(void)
 	__atomic_store_n(&slow_inflight, 0, __ATOMIC_RELAXED);
 	if (me) {
 		struct ta_stack st;
-		const struct ta_stack *enc = ta_flusher_stack(me);
-		const struct ta_jmptab *jmp = ta_flusher_jmptab(me);
+		const struct ta_stack *enc = ta_ring_up.stack(me);
+		const struct ta_jmptab *jmp = ta_ring_up.jmptab(me);
 
 		ta_stack_init(&st);
 		for (uint32_t i = 0; enc && i < enc->depth; i++)

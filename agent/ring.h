@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base.h"
 #include "clock.h"
 #include "compiler.h"
 #include "format.h"
@@ -91,6 +92,42 @@ void ta_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN __attribute__((noin
  * Signal-safe like the hooks; errno preserved.  The caller makes sure the
  * agent is not re-entered (it is called from the agent's own wrappers). */
 void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n) TA_HIDDEN;
+
+/*
+ * The ring's calls up, to the agent's start, to the per-thread state of the
+ * files above it and to the flusher: the ring knows none of them, only this
+ * table, which the conductor (agent.c) defines.  Initialised statically,
+ * not at the start: the first call through it is the start itself, which a
+ * hook may ask for before any constructor has run.  Slow paths only: the
+ * hooks' fast path (ring.h's inline functions) never calls through it.
+ */
+struct ta_thread;
+struct ta_stack;
+struct ta_jmptab;
+struct ta_ring_up {
+	/* Starts the agent if nobody has; 1 when it is running. */
+	int (*ensure_started)(void);
+	/* A thread is registered (before it gets a ring or not). */
+	void (*thread_start)(void);
+	/* A thread's registration ends (ta_thread_exit), before its ring. */
+	void (*thread_exit)(void);
+	/* A thread's TLS is destroyed, after ta_thread_exit. */
+	void (*thread_gone)(void);
+	/* Wakes the flusher early (blocks are piling up). */
+	void (*kick)(void);
+	/* A producer drains its own ring; 1 if it did (ta_flusher_help). */
+	int (*help)(struct ta_thread *t);
+	/* The shadow stack and setjmp points the flusher's encoder has for
+	 * t, or NULL (a forked child's record of the forking thread). */
+	const struct ta_stack *(*stack)(struct ta_thread *t);
+	const struct ta_jmptab *(*jmptab)(struct ta_thread *t);
+};
+extern const struct ta_ring_up ta_ring_up TA_HIDDEN;
+
+/* Flight mode: the consume lock of a thread's ring, which the flusher
+ * holds while it writes the ring out; 1 if taken. */
+int ta_consume_trylock(struct ta_thread *t) TA_HIDDEN;
+void ta_consume_unlock(struct ta_thread *t) TA_HIDDEN;
 
 /* Starts the agent from outside a hook's path (the API, the functions
  * gate): 1 running, 0 not tracing, -1 when the calling thread is inside
@@ -388,15 +425,6 @@ void ta_thread_set_parent(uint64_t ptid) TA_HIDDEN;
  * in all and by cause (format.h's TA_LOST_*). */
 extern uint64_t ta_lost_unowned TA_HIDDEN;
 extern uint64_t ta_lost_unowned_by[TA_LOST_NCAUSES] TA_HIDDEN;
-
-/* Nonzero while the agent itself runs on this thread (its slow paths, its
- * wrappers' own work, the flusher thread, a thread after its registration
- * ended): the interposers then only call the real function, so nothing the
- * agent does is recorded and nothing recurses.  Initial-exec TLS like
- * ta_cur; counts, so that nested agent code keeps it set. */
-extern __thread uint32_t ta_guard __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
-#define TA_GUARD_ENTER() (ta_guard++)
-#define TA_GUARD_LEAVE() (ta_guard--)
 
 /* After fork in the child: works out the forking thread's open frames
  * (for its record in the child), then forgets the parent's threads and

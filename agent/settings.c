@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "addr.h"
-#include "agent.h"
+#include "base.h"
 #include "format.h"
 #include "settings.h"
 

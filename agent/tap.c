@@ -28,9 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "api.h"
 #include "clock.h"
+#include "describe.h"
 #include "dump.h"
 #include "format.h"
 #include "libcalls.h"
@@ -131,12 +132,8 @@ int ta_tap_open(int fd, int wake_fd)
 	 * whole before names are given). */
 	__atomic_store_n(&tap_on, 1, __ATOMIC_RELEASE);
 	tap_capture = 1;
-	ta_dump_process();
-	ta_dump_clock();
 	/* Loaded before the stream began: stamped with its start. */
-	ta_dump_modules_all(now);
-	if (ta_cfg.libcalls && ta_libcalls_dump)
-		ta_libcalls_dump();
+	ta_describe_process(TA_DESCRIBE_CLOCK | TA_DESCRIBE_EVERY_MODULE, now, NULL);
 	ta_api_write_tap();
 	if (ta_api_paused())
 		ta_api_mark(TA_MARK_PAUSE, ta_api_pause_ticks(), NULL, 0);

@@ -17,7 +17,7 @@
 #define TA_TAP_QUEUE (8u << 20)
 
 /*
- * From dump.c, under its lock, for every chunk made (hdr encoded for the
+ * From dump.c (its ta_dump_up.tee), under its lock, for every chunk made (hdr encoded for the
  * dump, stored the payload as stored): queues a copy when a reader is
  * there.  Returns 1 when the chunk is for the reader alone (the control
  * thread is building the reader's state: the dump must not get it), else 0.

@@ -53,12 +53,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "base.h"
 #include "dump.h"
 #include "fnsel.h"
 #include "format.h"
 #include "lazylib.h"
 #include "patch.h"
+#include "ring.h"
 #include "ta_config.h"
 
 #if TA_HAVE_PATCH
@@ -1514,7 +1515,7 @@ void ta_patch_after_dlopen(void)
 	if (patch_new_modules() > 0) {
 		pthread_mutex_unlock(&patch_lock);
 		summary();
-		if (ta_agent_ensure_started())
+		if (ta_ring_up.ensure_started())
 			ta_patch_dump();
 	} else
 		pthread_mutex_unlock(&patch_lock);
@@ -1552,7 +1553,7 @@ __attribute__((constructor)) static void patch_init(void)
 	 * says nothing and writes no dump, as without patching. */
 	if (npatched + nrefused > 0) {
 		summary();
-		if (ta_agent_ensure_started())
+		if (ta_ring_up.ensure_started())
 			ta_patch_dump();
 	}
 	errno = saved;

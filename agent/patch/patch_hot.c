@@ -30,7 +30,7 @@
 void ta_patch_record_slow(uint64_t addr, uint64_t ticks)
     __attribute__((visibility("hidden"), no_caller_saved_registers));
 #define TA_RECORD_SLOW ta_patch_record_slow
-#include "agent.h"
+#include "base.h"
 #include "api.h"
 #include "compiler.h"
 #include "patch.h"
