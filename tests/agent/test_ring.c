@@ -945,6 +945,26 @@ static void *short_thread(void *p)
 	return NULL;
 }
 
+/* Until the flusher has drained every exited thread's record (and so
+ * freed it for reuse), 10 s at most: a fixed nap left more than 100
+ * records on a loaded machine. */
+static void wait_exited_drained(void)
+{
+	for (int tries = 0; tries < 10000; tries++) {
+		int exited = 0;
+
+		/* Acquire: pairs with the flusher's release of a record it
+		 * freed. */
+		for (struct ta_thread *t = ta_threads; t; t = t->all_next)
+			exited += __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == TA_T_EXITED;
+		if (!exited)
+			return;
+		ta_flusher_kick();
+		usleep(1000);
+	}
+	ck_abort_msg("exited threads' records still not drained after 10 s");
+}
+
 /* Threads that come and go reuse the records (and blocks) of the ones
  * that exited, and every one of them is in the dump whole. */
 START_TEST(exited_threads_are_drained_and_reused)
@@ -958,7 +978,7 @@ START_TEST(exited_threads_are_drained_and_reused)
 		ck_assert_int_eq(pthread_create(&t, NULL, short_thread, (void *)(intptr_t)(i % 7)), 0);
 		pthread_join(t, NULL);
 		if (i % 20 == 0)
-			usleep(3000); /* let the flusher free some */
+			wait_exited_drained();
 	}
 	for (struct ta_thread *t = ta_threads; t; t = t->all_next)
 		records++;
