@@ -7,7 +7,7 @@
  * The loader calls ta_attach_start() in the target (on a thread it
  * interrupted with ptrace) after dlopen'ing the agent; from then on it talks
  * to the agent through the control socket: `detach` ends a window, `attach`
- * begins another (format/control.h).  A window of an injected agent ends
+ * begins another (format/ctlsock.h).  A window of an injected agent ends
  * with the dump finished and closed, the flusher gone and the rings'
  * memory returned (agent.c's ta_agent_detach); the next `traceagent
  * attach` calls ta_attach_start again (dlopen finds the agent loaded) with

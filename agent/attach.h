@@ -15,7 +15,7 @@
 int ta_attach_command(int on, const char **why) TA_HIDDEN;
 /* The `attach` command's answer for an injected agent between windows:
  * the loader then calls ta_attach_start again with the new settings
- * (loader/attach.c matches it). */
+ * (loader/attacher.c matches it). */
 #define TA_ATTACH_IDLE "the agent is idle between attach windows"
 /* The flusher's loop, while an injected agent's window is open: modules
  * dlopen'ed since the last look get their GOT entries pointed at our hooks

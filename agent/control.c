@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * control.c - the control socket: a thread of the agent that answers
- * `traceagent ctl PID COMMAND` (format/control.h says where the socket is
+ * `traceagent ctl PID COMMAND` (format/ctlsock.h says where the socket is
  * and what is said on it).
  *
  * The thread is the agent's: never traced (inside the guard), every signal
@@ -33,7 +33,7 @@
 #include "base.h"
 #include "attach.h"
 #include "api.h"
-#include "control.h"
+#include "ctlsock.h"
 #include "ctl.h"
 #include "dump.h"
 #include "flusher.h"

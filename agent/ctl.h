@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctl.h - the control socket's agent side (control.c): the thread that
- * answers `traceagent ctl PID COMMAND` (format/control.h: where, and the
+ * answers `traceagent ctl PID COMMAND` (format/ctlsock.h: where, and the
  * protocol).
  */
 #ifndef TA_CTL_H

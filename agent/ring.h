@@ -30,13 +30,17 @@
 #include "clock.h"
 #include "compiler.h"
 #include "format.h"
+#include "slots.h"
 
 /* Bit 63 of a recorded address marks an exit (the format's raw events). */
 #define TA_REC_EXIT TA_RAW_EXIT
 
-/* A slot: struct ta_raw of format.h, so the flusher encodes straight from
- * the block. */
+/* A slot: struct ta_raw of slots.h (the agent-to-encoder slot layout), so
+ * the flusher encodes straight from the block. */
 #define ta_rec ta_raw
+/* The hooks, the ring and the flusher write and read slots as laid out in
+ * this version. */
+_Static_assert(TA_SLOTS_VERSION == 1, "slots.h changed: check the ring's writers and readers");
 
 #define TA_BLOCK_HEADER 64
 

@@ -494,8 +494,8 @@ void ta_pathrec_free(struct ta_pathrec *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static __attribute__((noinline)) struct ta_pathrec_thread *thread_root(struct ta_pathrec *r,
-								       const struct ta_thread *t)
+static __attribute__((noinline)) struct ta_pathrec_thread *
+thread_root(struct ta_pathrec *r, const struct ta_sess_thread *t)
 {
 	struct ta_pathrec_thread *rt;
 
@@ -530,7 +530,7 @@ static __attribute__((noinline)) struct ta_pathrec_thread *thread_root(struct ta
  * The node of the frame at depth - 1, or 0. */
 static __attribute__((noinline)) uint32_t inherited_path(struct ta_pathrec *r,
 							 struct ta_pathrec_thread *rt,
-							 struct ta_thread *t, uint32_t depth)
+							 struct ta_sess_thread *t, uint32_t depth)
 {
 	for (uint32_t k = 0; k < depth; k++) {
 		uint32_t up = k ? (uint32_t)t->stack[k - 1].user : rt->node;
@@ -546,7 +546,7 @@ static __attribute__((noinline)) uint32_t inherited_path(struct ta_pathrec *r,
 	return (uint32_t)t->stack[depth - 1].user;
 }
 
-static uintptr_t rec_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+static uintptr_t rec_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			   uint64_t addr, unsigned flags)
 {
 	struct ta_pathrec *r = ctx;
@@ -580,7 +580,7 @@ static uintptr_t rec_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint3
 	return c;
 }
 
-static void rec_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+static void rec_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_info *x)
 {
 	struct ta_pathrec *r = ctx;
 	struct ta_ctnode *n;
@@ -864,7 +864,7 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 {
 	struct ta_pathrec *r = ctx;
 	struct ct_part *cp = part;
-	struct ta_thread *t;
+	struct ta_sess_thread *t;
 	struct ta_part_walk w;
 	uintptr_t *map;
 	int nomem, skipped;
@@ -960,7 +960,7 @@ static int is_thread(const struct ta_ctnode *n)
 
 const char *ta_calltree_label(const struct ta_calltree *ct, uint64_t key, char *buf, size_t len)
 {
-	const struct ta_thread *t = ta_calltree_thread(ct, key);
+	const struct ta_sess_thread *t = ta_calltree_thread(ct, key);
 
 	if (!t)
 		return ct->fns.fn[key].name;
@@ -971,7 +971,7 @@ const char *ta_calltree_label(const struct ta_calltree *ct, uint64_t key, char *
 	return buf;
 }
 
-const struct ta_thread *ta_calltree_thread(const struct ta_calltree *ct, uint64_t key)
+const struct ta_sess_thread *ta_calltree_thread(const struct ta_calltree *ct, uint64_t key)
 {
 	uint64_t idx = key & ~TA_CT_THREAD;
 

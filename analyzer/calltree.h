@@ -178,7 +178,7 @@ int ta_calltree_cmp(const void *a, const void *b, void *ctx);
 /* The name of what a key stands for: a function, or a thread. */
 const char *ta_calltree_label(const struct ta_calltree *ct, uint64_t key, char *buf, size_t len);
 /* The thread a key stands for, or NULL for a function. */
-const struct ta_thread *ta_calltree_thread(const struct ta_calltree *ct, uint64_t key);
+const struct ta_sess_thread *ta_calltree_thread(const struct ta_calltree *ct, uint64_t key);
 
 /* ---- the commands' common front ---------------------------------------------------------- */
 

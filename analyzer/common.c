@@ -90,7 +90,7 @@ static void symbol_failure(void *ctx, const char *path, int code, int errnum)
 
 /* ---- opening ------------------------------------------------------------------- */
 
-uint64_t ta_thread_lost(const struct ta_thread *t)
+uint64_t ta_thread_lost(const struct ta_sess_thread *t)
 {
 	return t->lost > t->end_lost ? t->lost : t->end_lost;
 }
@@ -403,7 +403,8 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 	const struct ta_libcall *lc =
 	    p && p->nlibcalls && !site ? ta_process_libcall(p, ta_process_addr(p, key)) : NULL;
 	/* Without a resolver (the fuzzer's views), addresses stay numbers. */
-	const struct ta_module *m = p && !lc && !site && v->res ? ta_process_module_at(p, key) : NULL;
+	const struct ta_sess_module *m =
+	    p && !lc && !site && v->res ? ta_process_module_at(p, key) : NULL;
 
 	if (p)
 		addr = ta_process_addr(p, addr);
@@ -723,7 +724,7 @@ const char *ta_fmt_time(char *buf, size_t n, uint64_t ns)
 	return buf;
 }
 
-const char *ta_base_name(const char *path)
+const char *ta_path_base(const char *path)
 {
 	const char *s = strrchr(path, '/');
 

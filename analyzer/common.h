@@ -224,7 +224,7 @@ int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_
 void ta_fn_table_free(struct ta_fn_table *t);
 
 /* Lost events of a thread: what it counted, or what its end said. */
-uint64_t ta_thread_lost(const struct ta_thread *t);
+uint64_t ta_thread_lost(const struct ta_sess_thread *t);
 /* "nested 72, stopped 3": the nonzero counts of by (TA_LOST_NCAUSES + 1
  * entries, the last "other") into buf; "" when all are 0. */
 const char *ta_fmt_lost_by(char *buf, size_t n, const uint64_t *by);
@@ -251,7 +251,7 @@ const char *ta_fmt_filtered_line(char *buf, size_t n, const struct ta_filter_inf
 /* "999 ns", "1.234 us", "12.345 ms", "1.500 s". */
 const char *ta_fmt_time(char *buf, size_t n, uint64_t ns);
 /* The last path component, or "?" for an empty path. */
-const char *ta_base_name(const char *path);
+const char *ta_path_base(const char *path);
 /* A JSON string: bytes that are not UTF-8 become U+FFFD. */
 void ta_json_str(FILE *f, const char *s);
 /* A process's identity as JSON members: "pid": P, "pid_nth": N (2 for the

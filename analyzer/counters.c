@@ -180,7 +180,7 @@ static int take_sample(struct counter *c, uint32_t pid, const struct ta_apiev *e
 	return 0;
 }
 
-static void on_ext(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+static void on_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
 		   const uint64_t *values, uint32_t n)
 {
 	struct counters *cs = ctx;

@@ -127,7 +127,7 @@ static int match(struct diff *df)
 			struct entry *e = &df->e[df->n++];
 
 			e->name = r->id.name;
-			e->module = r->id.module[0] ? ta_base_name(r->id.module) : "";
+			e->module = r->id.module[0] ? ta_path_base(r->id.module) : "";
 			e->s[k].calls = r->calls;
 			e->s[k].total = r->total;
 			e->s[k].self = r->self;

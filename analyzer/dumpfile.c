@@ -20,9 +20,9 @@
 #define READ_BUF_MIN	(1u << 20)
 #define CHUNK_MAX_TOTAL ((size_t)TA_CHUNK_HEADER_SIZE + TA_CHUNK_MAX_PAYLOAD)
 
-struct ta_dump {
+struct ta_dumpfile {
 	int fd;			 /* -1 when reading from memory */
-	const uint8_t *mem;	 /* ta_dump_memopen: the dump, not owned */
+	const uint8_t *mem;	 /* ta_dumpfile_memopen: the dump, not owned */
 	size_t mem_len, mem_off; /* its size, and how much was taken */
 	int eof;		 /* read() said end of file */
 	int dead;		 /* an I/O or memory error ended the stream */
@@ -38,7 +38,7 @@ struct ta_dump {
 
 /* read() for a dump in memory: the same short reads, the same buffer
  * handling, so the fuzzer exercises the code files go through. */
-static ssize_t source_read(struct ta_dump *d, void *buf, size_t n)
+static ssize_t source_read(struct ta_dumpfile *d, void *buf, size_t n)
 {
 	if (!d->mem)
 		return read(d->fd, buf, n);
@@ -53,7 +53,7 @@ static ssize_t source_read(struct ta_dump *d, void *buf, size_t n)
  * Makes n bytes from pos available (n <= CHUNK_MAX_TOTAL).  Returns how many
  * are (fewer than n only at the end of the file), or a negative code.
  */
-static ssize_t ensure(struct ta_dump *d, size_t n)
+static ssize_t ensure(struct ta_dumpfile *d, size_t n)
 {
 	if (d->end - d->pos >= n)
 		return (ssize_t)n;
@@ -97,7 +97,7 @@ static ssize_t ensure(struct ta_dump *d, size_t n)
 	return (ssize_t)(d->end - d->pos < n ? d->end - d->pos : n);
 }
 
-static uint64_t here(const struct ta_dump *d)
+static uint64_t here(const struct ta_dumpfile *d)
 {
 	return d->base + d->pos;
 }
@@ -106,7 +106,7 @@ static uint64_t here(const struct ta_dump *d)
  * Is there a whole chunk with a valid CRC at pos?  1 yes, 0 no, or a
  * negative code.
  */
-static int chunk_at(struct ta_dump *d)
+static int chunk_at(struct ta_dumpfile *d)
 {
 	struct ta_chunk_header h;
 	ssize_t n = ensure(d, TA_CHUNK_HEADER_SIZE);
@@ -130,7 +130,7 @@ static int chunk_at(struct ta_dump *d)
  * Every step either moves pos forward or reads more of the file, so this
  * ends; a candidate costs at most one CRC over one chunk's maximum size.
  */
-static int resync(struct ta_dump *d)
+static int resync(struct ta_dumpfile *d)
 {
 	static const uint8_t magic[4] = {0x54, 0x41, 0x63, 0x68}; /* TA_CHUNK_MAGIC */
 
@@ -168,7 +168,7 @@ static int resync(struct ta_dump *d)
  * Reports the damaged chunk at pos and moves on to the next good one;
  * code_last is the reason when no good chunk follows.
  */
-static int damaged(struct ta_dump *d, struct ta_chunk *c, int code, int code_last)
+static int damaged(struct ta_dumpfile *d, struct ta_chunk *c, int code, int code_last)
 {
 	uint64_t start = here(d);
 	int rc = resync(d);
@@ -182,7 +182,7 @@ static int damaged(struct ta_dump *d, struct ta_chunk *c, int code, int code_las
 
 /* Allocates a read buffer of cap bytes and checks the file header; frees
  * d on failure. */
-static int dump_start(struct ta_dump *d, size_t cap, struct ta_dump **out)
+static int dump_start(struct ta_dumpfile *d, size_t cap, struct ta_dumpfile **out)
 {
 	ssize_t n;
 	int rc;
@@ -190,14 +190,14 @@ static int dump_start(struct ta_dump *d, size_t cap, struct ta_dump **out)
 	d->cap = cap;
 	d->buf = malloc(d->cap);
 	if (!d->buf) {
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 		return -TA_E_NOMEM;
 	}
 	n = ensure(d, TA_FILE_HEADER_SIZE);
 	if (n < 0) {
 		int e = errno;
 
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 		errno = e;
 		return (int)n;
 	}
@@ -205,12 +205,12 @@ static int dump_start(struct ta_dump *d, size_t cap, struct ta_dump **out)
 		size_t k = (size_t)n < TA_FILE_MAGIC_LEN ? (size_t)n : TA_FILE_MAGIC_LEN;
 
 		rc = memcmp(d->buf, TA_FILE_MAGIC, k) ? -TA_E_BADMAGIC : -TA_E_TRUNCATED;
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 		return rc;
 	}
 	rc = ta_file_header_decode(d->buf, &d->fh);
 	if (rc < 0) {
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 		return rc;
 	}
 	d->pos = TA_FILE_HEADER_SIZE;
@@ -218,9 +218,9 @@ static int dump_start(struct ta_dump *d, size_t cap, struct ta_dump **out)
 	return 0;
 }
 
-int ta_dump_fdopen(int fd, struct ta_dump **out)
+int ta_dumpfile_fdopen(int fd, struct ta_dumpfile **out)
 {
-	struct ta_dump *d = calloc(1, sizeof(*d));
+	struct ta_dumpfile *d = calloc(1, sizeof(*d));
 
 	*out = NULL;
 	if (!d) {
@@ -231,9 +231,9 @@ int ta_dump_fdopen(int fd, struct ta_dump **out)
 	return dump_start(d, READ_BUF_MIN, out);
 }
 
-int ta_dump_memopen(const void *data, size_t len, struct ta_dump **out)
+int ta_dumpfile_memopen(const void *data, size_t len, struct ta_dumpfile **out)
 {
-	struct ta_dump *d = calloc(1, sizeof(*d));
+	struct ta_dumpfile *d = calloc(1, sizeof(*d));
 
 	*out = NULL;
 	if (!d)
@@ -247,29 +247,29 @@ int ta_dump_memopen(const void *data, size_t len, struct ta_dump **out)
 	return dump_start(d, len < 64 ? 64 : len < READ_BUF_MIN ? len : READ_BUF_MIN, out);
 }
 
-int ta_dump_open(const char *path, struct ta_dump **out)
+int ta_dumpfile_open(const char *path, struct ta_dumpfile **out)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	*out = NULL;
 	if (fd < 0)
 		return -TA_E_IO;
-	return ta_dump_fdopen(fd, out);
+	return ta_dumpfile_fdopen(fd, out);
 }
 
-const struct ta_file_header *ta_dump_header(const struct ta_dump *d)
+const struct ta_file_header *ta_dumpfile_header(const struct ta_dumpfile *d)
 {
 	return &d->fh;
 }
 
-uint64_t ta_dump_offset(const struct ta_dump *d)
+uint64_t ta_dumpfile_offset(const struct ta_dumpfile *d)
 {
 	return here(d);
 }
 
 /* The next chunk with its payload as stored (c->payload into the read
- * buffer); ta_dump_next and ta_dump_next_stored share it. */
-static int next_stored(struct ta_dump *d, struct ta_chunk *c)
+ * buffer); ta_dumpfile_next and ta_dumpfile_next_stored share it. */
+static int next_stored(struct ta_dumpfile *d, struct ta_chunk *c)
 {
 	size_t total;
 	ssize_t n;
@@ -310,7 +310,7 @@ static int next_stored(struct ta_dump *d, struct ta_chunk *c)
 	return 1;
 }
 
-int ta_dump_next_stored(struct ta_dump *d, struct ta_chunk *c)
+int ta_dumpfile_next_stored(struct ta_dumpfile *d, struct ta_chunk *c)
 {
 	return next_stored(d, c);
 }
@@ -338,7 +338,7 @@ int ta_chunk_decompress(struct ta_chunk *c, uint8_t **buf, size_t *cap)
 	return 0;
 }
 
-int ta_dump_next(struct ta_dump *d, struct ta_chunk *c)
+int ta_dumpfile_next(struct ta_dumpfile *d, struct ta_chunk *c)
 {
 	int rc = next_stored(d, c);
 
@@ -350,7 +350,7 @@ int ta_dump_next(struct ta_dump *d, struct ta_chunk *c)
 	return rc < 0 ? rc : 1;
 }
 
-void ta_dump_close(struct ta_dump *d)
+void ta_dumpfile_close(struct ta_dumpfile *d)
 {
 	if (!d)
 		return;

@@ -7,7 +7,7 @@
  * Every chunk it returns has a valid header and CRC and, for LZ4 chunks, a
  * payload that decompressed to exactly the recorded raw size.
  *
- * Damage is reported one chunk at a time: ta_dump_next returns a negative
+ * Damage is reported one chunk at a time: ta_dumpfile_next returns a negative
  * TA_E_* code and describes where in the struct ta_chunk it was given, having
  * already moved on to the next offset where a whole chunk with a valid CRC
  * begins (or to the end of the file), so the caller just calls it again.
@@ -20,14 +20,14 @@
 
 #include "format.h"
 
-struct ta_dump;
+struct ta_dumpfile;
 
 struct ta_chunk {
 	struct ta_chunk_header h;
 	uint64_t index;	 /* position among the chunks found in the file, from 0 */
 	uint64_t offset; /* file offset of the chunk header */
 	/* The raw payload (decompressed if it was LZ4): owned by the reader,
-	 * valid until the next call of ta_dump_next. */
+	 * valid until the next call of ta_dumpfile_next. */
 	const uint8_t *payload;
 	size_t len;
 	/* After an error: bytes from offset to where reading resumes (the next
@@ -42,20 +42,20 @@ struct ta_chunk {
  * wrong with the file header (TA_E_TRUNCATED when the file is shorter than
  * a header that starts right).
  */
-int ta_dump_open(const char *path, struct ta_dump **out);
+int ta_dumpfile_open(const char *path, struct ta_dumpfile **out);
 
 /* The same on an open descriptor, which the reader then owns. */
-int ta_dump_fdopen(int fd, struct ta_dump **out);
+int ta_dumpfile_fdopen(int fd, struct ta_dumpfile **out);
 
 /*
  * The same on a dump held in memory (data, len), which must stay valid and
- * unchanged until ta_dump_close: for tests and the fuzzer, which must not
+ * unchanged until ta_dumpfile_close: for tests and the fuzzer, which must not
  * touch files.  Read through the same buffer as a file.
  */
-int ta_dump_memopen(const void *data, size_t len, struct ta_dump **out);
+int ta_dumpfile_memopen(const void *data, size_t len, struct ta_dumpfile **out);
 
 /* The file header (valid after a successful open). */
-const struct ta_file_header *ta_dump_header(const struct ta_dump *d);
+const struct ta_file_header *ta_dumpfile_header(const struct ta_dumpfile *d);
 
 /*
  * Reads the next chunk.  Returns 1 with *c filled, 0 at the end of the file,
@@ -69,22 +69,22 @@ const struct ta_file_header *ta_dump_header(const struct ta_dump *d);
  *  - TA_E_CHECKSUM: header or payload damaged;
  *  - TA_E_DECOMPRESS: the CRC matched but the LZ4 block is bad.
  */
-int ta_dump_next(struct ta_dump *d, struct ta_chunk *c);
+int ta_dumpfile_next(struct ta_dumpfile *d, struct ta_chunk *c);
 
-/* As ta_dump_next, but an LZ4 chunk's payload stays as stored (c->payload
+/* As ta_dumpfile_next, but an LZ4 chunk's payload stays as stored (c->payload
  * and c->len the stored bytes, valid until the next call): the parallel
  * reader decompresses it in a worker with ta_chunk_decompress. */
-int ta_dump_next_stored(struct ta_dump *d, struct ta_chunk *c);
+int ta_dumpfile_next_stored(struct ta_dumpfile *d, struct ta_chunk *c);
 
-/* Decompresses an LZ4 chunk that ta_dump_next_stored returned (nothing to
+/* Decompresses an LZ4 chunk that ta_dumpfile_next_stored returned (nothing to
  * do for another) into *buf (grown as needed; *cap its size, the caller
  * owns it) and points c->payload and c->len at the result.  0, or
- * -TA_E_DECOMPRESS (c->skipped set as ta_dump_next does) or -TA_E_NOMEM. */
+ * -TA_E_DECOMPRESS (c->skipped set as ta_dumpfile_next does) or -TA_E_NOMEM. */
 int ta_chunk_decompress(struct ta_chunk *c, uint8_t **buf, size_t *cap);
 
 /* Bytes of the file consumed so far (the offset of the next chunk). */
-uint64_t ta_dump_offset(const struct ta_dump *d);
+uint64_t ta_dumpfile_offset(const struct ta_dumpfile *d);
 
-void ta_dump_close(struct ta_dump *d);
+void ta_dumpfile_close(struct ta_dumpfile *d);
 
 #endif /* TA_DUMPFILE_H */

@@ -79,7 +79,7 @@ struct export
 /* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open: put in its
  * slice's args when it ends (its thread, depth and start tell it). */
 struct zone_args {
-	const struct ta_thread *t;
+	const struct ta_sess_thread *t;
 	uint32_t depth;
 	int64_t start_ns;
 	char *text; /* a JSON string, or NULL */
@@ -821,7 +821,7 @@ static int chrome(struct export *e)
 		char name[64];
 
 		if (p->exe && p->exe[0])
-			chrome_meta(e, "process_name", p->pid, p->pid, ta_base_name(p->exe));
+			chrome_meta(e, "process_name", p->pid, p->pid, ta_path_base(p->exe));
 		else {
 			char pn[TA_PID_NAME_MAX];
 
@@ -830,7 +830,7 @@ static int chrome(struct export *e)
 		}
 	}
 	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct ta_thread *t = s->threads[i];
+		const struct ta_sess_thread *t = s->threads[i];
 		char name[64];
 
 		if (!ta_tidset_has(&e->o.tids, t->tid))

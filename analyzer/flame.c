@@ -187,7 +187,7 @@ static int draw_open(void *ctx, uint32_t n, uint32_t depth)
 {
 	struct flame *fl = ctx;
 	const struct ta_ctnode *node = &fl->ct->tree.n[n];
-	const struct ta_thread *th = n ? ta_calltree_thread(fl->ct, node->key) : NULL;
+	const struct ta_sess_thread *th = n ? ta_calltree_thread(fl->ct, node->key) : NULL;
 	const struct ta_fn *fn = n && !th ? &fl->ct->fns.fn[node->key] : NULL;
 	char buf[128], t[3][32];
 	const char *name;
@@ -373,7 +373,7 @@ static void svg_head(struct flame *fl, int height)
 	if (fl->title) {
 		xml_str(fl->f, fl->title, 0);
 	} else {
-		xml_str(fl->f, p && p->exe ? ta_base_name(p->exe) : fl->path, 0);
+		xml_str(fl->f, p && p->exe ? ta_path_base(p->exe) : fl->path, 0);
 		fprintf(fl->f, ": %s in %" PRIu32 " thread%s%s", ta_fmt_time(t, sizeof(t), fl->all),
 			fl->ct->threads, fl->ct->threads == 1 ? "" : "s",
 			fl->threads || fl->ct->threads < 2 ? "" : " (merged)");

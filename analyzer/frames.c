@@ -205,7 +205,7 @@ static void text_set(const struct ta_fset *set, const struct summary *m, const s
 		for (size_t k = 0; k < n; k++)
 			printf("      +%-12s %s  %s\n",
 			       ta_fmt_time(b[2], sizeof(b[2]), c[k].excess_ns), c[k].f->id.name,
-			       ta_base_name(c[k].f->id.module));
+			       ta_path_base(c[k].f->id.module));
 	}
 }
 

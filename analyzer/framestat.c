@@ -29,7 +29,7 @@ struct pass1 {
 	int nomem;
 };
 
-static void seen(struct pass1 *p1, const struct ta_thread *t, uint64_t ticks)
+static void seen(struct pass1 *p1, const struct ta_sess_thread *t, uint64_t ticks)
 {
 	if (t->index >= p1->nfirst) {
 		size_t n = (size_t)t->index * 2 + 16;
@@ -47,7 +47,7 @@ static void seen(struct pass1 *p1, const struct ta_thread *t, uint64_t ticks)
 		p1->first[t->index] = ticks + 1;
 }
 
-static uintptr_t p1_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+static uintptr_t p1_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			  uint64_t addr, unsigned flags)
 {
 	(void)depth, (void)addr, (void)flags;
@@ -55,7 +55,7 @@ static uintptr_t p1_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32
 	return 0;
 }
 
-static void p1_ext(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+static void p1_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
 		   const uint64_t *values, uint32_t n)
 {
 	struct pass1 *p1 = ctx;
@@ -297,7 +297,8 @@ static void self_time(struct ta_framestat *fs, uint32_t pid, uint64_t addr, uint
 	}
 }
 
-static struct fs_slot *slot_at(struct ta_framestat *fs, const struct ta_thread *t, uint32_t depth)
+static struct fs_slot *slot_at(struct ta_framestat *fs, const struct ta_sess_thread *t,
+			       uint32_t depth)
 {
 	struct ta_fs_stack *st;
 
@@ -325,7 +326,7 @@ static struct fs_slot *slot_at(struct ta_framestat *fs, const struct ta_thread *
 	return &st->slot[depth];
 }
 
-static uintptr_t p2_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+static uintptr_t p2_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			  uint64_t addr, unsigned flags)
 {
 	struct ta_framestat *fs = ctx;
@@ -352,7 +353,7 @@ static uintptr_t p2_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32
 	return 0;
 }
 
-static void p2_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+static void p2_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_info *x)
 {
 	struct ta_framestat *fs = ctx;
 	struct ta_fs_stack *st = t->index < fs->nstacks ? &fs->stacks[t->index] : NULL;

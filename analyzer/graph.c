@@ -86,7 +86,7 @@ static void text_header(const char *what)
 
 static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth, const char *name)
 {
-	const struct ta_thread *th = ta_calltree_thread(g->ct, n->key);
+	const struct ta_sess_thread *th = ta_calltree_thread(g->ct, n->key);
 	const char *src = th ? NULL : g->ct->fns.fn[n->key].srcline;
 	char t[2][32], calls[24];
 
@@ -147,7 +147,7 @@ static int json_open(void *ctx, uint32_t n, uint32_t depth)
 {
 	struct print *p = ctx;
 	const struct ta_ctnode *node = &p->t->n[n];
-	const struct ta_thread *th = ta_calltree_thread(p->g->ct, node->key);
+	const struct ta_sess_thread *th = ta_calltree_thread(p->g->ct, node->key);
 
 	if (!depth)
 		return 1;

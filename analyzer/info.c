@@ -104,7 +104,7 @@ static struct proc_channels *proc_channels(struct api_counts *a, uint32_t pid)
 	return a->last = pc;
 }
 
-static uintptr_t api_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+static uintptr_t api_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			   uint64_t addr, unsigned flags)
 {
 	struct api_counts *a = ctx;
@@ -125,7 +125,7 @@ static uintptr_t api_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint3
 	return 0;
 }
 
-static void api_ext(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+static void api_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
 		    const uint64_t *values, uint32_t n)
 {
 	struct api_counts *a = ctx;
@@ -280,7 +280,7 @@ static struct counts process_counts(const struct ta_session *s, const struct ta_
 	struct counts c = {0, 0, 0};
 
 	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct ta_thread *t = s->threads[i];
+		const struct ta_sess_thread *t = s->threads[i];
 
 		if (t->pid != p->pid)
 			continue;
@@ -385,7 +385,7 @@ static void text_pc(struct ta_view *v, uint32_t pid, uint64_t pc, int is_return)
 	struct ta_fn_name fn;
 
 	ta_view_name(v, pid, pc - (is_return ? 1 : 0), &fn);
-	printf("%s (%s)", fn.name, ta_base_name(fn.module));
+	printf("%s (%s)", fn.name, ta_path_base(fn.module));
 }
 
 static void text_crash(struct ta_view *v, const struct ta_process *p)
@@ -405,7 +405,7 @@ static void text_crash(struct ta_view *v, const struct ta_process *p)
 	}
 	printf("  where each thread was (open calls, outermost first):\n");
 	for (size_t i = 0; i < v->s->nthreads; i++) {
-		const struct ta_thread *t = v->s->threads[i];
+		const struct ta_sess_thread *t = v->s->threads[i];
 
 		if (t->pid != p->pid)
 			continue;
@@ -424,7 +424,7 @@ static void text_patch(const struct ta_patch *pt)
 	       pt->nrefused, pt->nrefused ? ":" : "");
 	for (uint64_t i = 0; i < pt->nrefused; i++) {
 		const struct ta_patch_refusal *f = &pt->refused[i];
-		printf("    %s (%s, %#" PRIx64 "): %s\n", f->name, ta_base_name(f->module), f->addr,
+		printf("    %s (%s, %#" PRIx64 "): %s\n", f->name, ta_path_base(f->module), f->addr,
 		       f->reason);
 	}
 	if (pt->has_method) {
@@ -656,7 +656,7 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 	printf("  %10s %10s %12s %8s %12s  %s\n", "tid", "parent", "events", "lost", "wait",
 	       "name");
 	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct ta_thread *t = s->threads[i];
+		const struct ta_sess_thread *t = s->threads[i];
 
 		if (t->pid != p->pid)
 			continue;
@@ -667,7 +667,7 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 	}
 	printf("  modules:     %zu\n", p->nmodules);
 	for (size_t i = 0; i < p->nmodules; i++) {
-		const struct ta_module *m = &p->modules[i];
+		const struct ta_sess_module *m = &p->modules[i];
 		char id[2 * 64 + 1];
 
 		hex(id, sizeof(id), m->build_id, m->build_id_len);
@@ -800,7 +800,7 @@ static void json_crash(struct ta_view *v, const struct ta_process *p)
 	}
 	printf("],\n      \"stacks\": [");
 	for (size_t i = 0, first = 1; i < v->s->nthreads; i++) {
-		const struct ta_thread *t = v->s->threads[i];
+		const struct ta_sess_thread *t = v->s->threads[i];
 
 		if (t->pid != p->pid)
 			continue;
@@ -900,7 +900,7 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	       p->end_flags & TA_END_F_ATTACH ? open_at_start(s, p) : 0);
 	printf("    \"threads\": [");
 	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct ta_thread *t = s->threads[i];
+		const struct ta_sess_thread *t = s->threads[i];
 
 		if (t->pid != p->pid)
 			continue;
@@ -914,7 +914,7 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	}
 	printf("%s],\n    \"modules\": [", first ? "" : "\n    ");
 	for (size_t i = 0; i < p->nmodules; i++) {
-		const struct ta_module *m = &p->modules[i];
+		const struct ta_sess_module *m = &p->modules[i];
 		char id[2 * 64 + 1];
 
 		hex(id, sizeof(id), m->build_id, m->build_id_len);

@@ -202,7 +202,7 @@ static int live_take(struct ta_libstats *ls, uint64_t pid, uint64_t ptr, uint64_
 }
 
 /* The index of the path of frames [0, depth) of t, interned. */
-static uint32_t path_of(struct ta_libstats *ls, const struct ta_thread *t, uint32_t depth)
+static uint32_t path_of(struct ta_libstats *ls, const struct ta_sess_thread *t, uint32_t depth)
 {
 	uint64_t h = 1469598103934665603ull;
 	struct agg_row *r;
@@ -254,7 +254,7 @@ static uint32_t path_of(struct ta_libstats *ls, const struct ta_thread *t, uint3
 
 /* ---- the visitor ------------------------------------------------------------------------ */
 
-static uintptr_t v_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+static uintptr_t v_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			 uint64_t addr, unsigned flags)
 {
 	struct ta_libstats *ls = ctx;
@@ -262,7 +262,7 @@ static uintptr_t v_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_
 	return ls->inner.enter ? ls->inner.enter(ls->inner.ctx, t, ticks, depth, addr, flags) : 0;
 }
 
-static void v_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+static void v_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_info *x)
 {
 	struct ta_libstats *ls = ctx;
 
@@ -270,7 +270,7 @@ static void v_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
 		ls->inner.exit(ls->inner.ctx, t, x);
 }
 
-static void v_lost(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t count)
+static void v_lost(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t count)
 {
 	struct ta_libstats *ls = ctx;
 
@@ -278,7 +278,7 @@ static void v_lost(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t coun
 		ls->inner.lost(ls->inner.ctx, t, ticks, count);
 }
 
-static void add_alloc(struct ta_libstats *ls, const struct ta_thread *t, uint64_t caller,
+static void add_alloc(struct ta_libstats *ls, const struct ta_sess_thread *t, uint64_t caller,
 		      uint64_t size, uint64_t ptr)
 {
 	struct agg_row *r = agg_get(&ls->alloc_caller, t->pid, caller, 0);
@@ -297,7 +297,7 @@ static void add_alloc(struct ta_libstats *ls, const struct ta_thread *t, uint64_
 		live_put(ls, t->pid, ptr, size, path);
 }
 
-static void add_free(struct ta_libstats *ls, const struct ta_thread *t, uint64_t caller,
+static void add_free(struct ta_libstats *ls, const struct ta_sess_thread *t, uint64_t caller,
 		     uint64_t ptr)
 {
 	struct agg_row *r = agg_get(&ls->alloc_caller, t->pid, caller, 0);
@@ -316,7 +316,7 @@ static void add_free(struct ta_libstats *ls, const struct ta_thread *t, uint64_t
 		ls->untracked_frees++;
 }
 
-static void v_ext(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+static void v_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
 		  const uint64_t *val, uint32_t n)
 {
 	struct ta_libstats *ls = ctx;

@@ -64,7 +64,7 @@ struct thr {
 	int have_last;
 	uint64_t next_seq;
 	uint64_t events, pevents, lost;
-	const struct ta_thread *sth; /* the session's, for its name and end */
+	const struct ta_sess_thread *sth; /* the session's, for its name and end */
 };
 
 struct ta_live {
@@ -785,12 +785,12 @@ static const char *own_name(struct ta_live *L, const char *path, uint64_t addr)
 
 /* The module of process p whose ranges hold addr: the last loaded one
  * still mapped, else the last one. */
-static const struct ta_module *module_at(const struct ta_process *p, uint64_t addr)
+static const struct ta_sess_module *module_at(const struct ta_process *p, uint64_t addr)
 {
-	const struct ta_module *found = NULL;
+	const struct ta_sess_module *found = NULL;
 
 	for (size_t i = 0; i < p->nmodules; i++) {
-		const struct ta_module *m = &p->modules[i];
+		const struct ta_sess_module *m = &p->modules[i];
 
 		for (size_t k = 0; k < m->nranges; k++)
 			if (addr >= m->ranges[k].start && addr < m->ranges[k].end) {
@@ -812,7 +812,7 @@ static void name_addr(struct ta_live *L, uint32_t pid, uint64_t addr, const char
 	struct ta_process *p = ta_session_process(L->s, pid);
 	const struct ta_site *site = p && p->nsites ? ta_process_site(p, addr) : NULL;
 	const struct ta_libcall *lc = p && p->nlibcalls && !site ? ta_process_libcall(p, addr) : NULL;
-	const struct ta_module *m = p && !site && !lc ? module_at(p, addr) : NULL;
+	const struct ta_sess_module *m = p && !site && !lc ? module_at(p, addr) : NULL;
 
 	if (addr == TA_WAIT_KEY) {
 		*name = TA_WAIT_NAME;

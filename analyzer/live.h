@@ -3,7 +3,7 @@
  * live.h - a dump aggregated as it arrives (live.c), for `traceagent top`.
  *
  * Bytes of a dump, in pieces of any size (the growing end of a file, a
- * socket), go through format/stream.c into whole chunks.  The metadata
+ * socket), go through stream.c into whole chunks.  The metadata
  * chunks go to a session (session.h), which names things; EVENTS chunks
  * are decoded here, in batches, into per-thread rows: calls and self
  * time (time on top of the thread's stack, up to the chunk's last event)

@@ -159,7 +159,7 @@ struct pf_frames {
 /* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open, for its END
  * (trace processor merges the args of a BEGIN and its END). */
 struct pf_zone {
-	const struct ta_thread *t;
+	const struct ta_sess_thread *t;
 	uint32_t depth;
 	int64_t start_ns;
 	char *text;
@@ -361,7 +361,7 @@ static int bit_test_set(uint8_t **bits, uint32_t *n, uint32_t i)
 
 /* ---- sequences ------------------------------------------------------------------ */
 
-static struct pf_thread *thread_of(struct pf *x, const struct ta_thread *t)
+static struct pf_thread *thread_of(struct pf *x, const struct ta_sess_thread *t)
 {
 	if (t->index >= x->nth) {
 		uint32_t n = x->nth ? x->nth : 16;
@@ -853,7 +853,7 @@ static void flush(struct pf *x, int force)
 
 /* A new record of thread t in the current job: its slot and sequence set
  * (NULL without memory). */
-static struct prec *rec(struct pf *x, const struct ta_thread *t, unsigned kind)
+static struct prec *rec(struct pf *x, const struct ta_sess_thread *t, unsigned kind)
 {
 	struct pf_thread *pt = thread_of(x, t);
 	struct zjob *j = x->job;
@@ -923,7 +923,7 @@ const char *ta_export_category(const char *module, char *buf, size_t n)
 		return "zone";
 	if (!strcmp(module, TA_AGENT_MODULE))
 		return "traceagent";
-	snprintf(buf, n, "function,%s", ta_base_name(module));
+	snprintf(buf, n, "function,%s", ta_path_base(module));
 	return buf;
 }
 
@@ -988,7 +988,7 @@ static uint32_t module_of(struct pf *x, uint32_t fn)
 	}
 	if (x->mod[fn])
 		return x->mod[fn];
-	name = ta_base_name(x->tl.fns.fn[fn].module);
+	name = ta_path_base(x->tl.fns.fn[fn].module);
 	for (k = 0; k < x->nmods && strcmp(x->mods[k], name); k++)
 		;
 	if (k == x->nmods) {
@@ -1005,7 +1005,7 @@ static uint32_t module_of(struct pf *x, uint32_t fn)
 
 /* What a slice's BEGIN interns on its sequence: its name, category and
  * module, each the first time. */
-static void intern(struct pf *x, const struct ta_thread *t, struct prec *r, uint32_t fn)
+static void intern(struct pf *x, const struct ta_sess_thread *t, struct prec *r, uint32_t fn)
 {
 	struct pf_thread *pt = thread_of(x, t);
 	uint32_t cat, mod;
@@ -1307,7 +1307,7 @@ static void descriptors(struct pf *x)
 		const struct ta_process *p = s->procs[i];
 
 		if (p->exe && p->exe[0])
-			snprintf(name, sizeof(name), "%s", ta_base_name(p->exe));
+			snprintf(name, sizeof(name), "%s", ta_path_base(p->exe));
 		else {
 			char pn[TA_PID_NAME_MAX];
 
@@ -1323,7 +1323,7 @@ static void descriptors(struct pf *x)
 		descriptor_end(x);
 	}
 	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct ta_thread *t = s->threads[i];
+		const struct ta_sess_thread *t = s->threads[i];
 
 		/* Only the threads that have a sequence: --tid left the others out. */
 		if (t->index >= x->nth || !x->th[t->index].seq)

@@ -265,7 +265,7 @@ static char *build_id(const struct ta_session *s, const char *path)
 {
 	for (size_t i = 0; i < s->nprocs; i++)
 		for (size_t k = 0; k < s->procs[i]->nmodules; k++) {
-			const struct ta_module *m = &s->procs[i]->modules[k];
+			const struct ta_sess_module *m = &s->procs[i]->modules[k];
 
 			if (m->build_id_len && m->path && !strcmp(m->path, path))
 				return hex(m->build_id, m->build_id_len);

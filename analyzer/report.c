@@ -233,7 +233,7 @@ static void text_rows(struct report *r, const struct ta_fn_table *t)
 		       ta_fmt_time(b[5], sizeof(b[5]), w->p50),
 		       ta_fmt_time(b[6], sizeof(b[6]), w->p90),
 		       ta_fmt_time(b[7], sizeof(b[7]), w->p99), w->id.name,
-		       ta_base_name(w->id.module));
+		       ta_path_base(w->id.module));
 		if (r->src)
 			printf("  %s", line ? line : "?");
 		putchar('\n');
@@ -304,7 +304,7 @@ static void csv_header(const struct report *r)
 	puts(r->src ? ",srcline" : "");
 }
 
-static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct ta_thread *th)
+static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct ta_sess_thread *th)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const struct ta_fn_row *w = &t->rows[i];
@@ -381,7 +381,7 @@ static int pid_known(const struct report *r)
 }
 
 /* The threads a per-thread breakdown shows: all, or those of --tid. */
-static int thread_shown(const struct report *r, const struct ta_thread *t)
+static int thread_shown(const struct report *r, const struct ta_sess_thread *t)
 {
 	return (!r->opt.have_tid || t->tid == r->opt.tid) &&
 	       (!r->opt.have_pid || ta_pid_os(r->s, t->pid) == r->opt.pid);
@@ -390,13 +390,13 @@ static int thread_shown(const struct report *r, const struct ta_thread *t)
 /* Builds, sorts and hands to emit the table of each thread shown, in
  * order; -1 without memory.  `first` tells emit whether it is the first. */
 static int each_thread(struct report *r,
-		       void (*emit)(struct report *r, const struct ta_thread *t,
+		       void (*emit)(struct report *r, const struct ta_sess_thread *t,
 				    const struct ta_fn_table *rs, int first))
 {
 	int first = 1;
 
 	for (size_t i = 0; i < r->s->nthreads; i++) {
-		const struct ta_thread *t = r->s->threads[i];
+		const struct ta_sess_thread *t = r->s->threads[i];
 		struct ta_fn_table rs;
 
 		if (!thread_shown(r, t))
@@ -413,7 +413,7 @@ static int each_thread(struct report *r,
 	return first ? 0 : 1;
 }
 
-static void json_thread(struct report *r, const struct ta_thread *t,
+static void json_thread(struct report *r, const struct ta_sess_thread *t,
 			const struct ta_fn_table *rs, int first)
 {
 	printf("%s\n   {\"tid\": %" PRIu64 ", ", first ? "" : ",", t->tid);
@@ -426,7 +426,7 @@ static void json_thread(struct report *r, const struct ta_thread *t,
 	printf("}");
 }
 
-static void text_thread(struct report *r, const struct ta_thread *t,
+static void text_thread(struct report *r, const struct ta_sess_thread *t,
 			const struct ta_fn_table *rs, int first)
 {
 	char pn[TA_PID_NAME_MAX];
@@ -438,7 +438,7 @@ static void text_thread(struct report *r, const struct ta_thread *t,
 	text_rows(r, rs);
 }
 
-static void csv_thread(struct report *r, const struct ta_thread *t,
+static void csv_thread(struct report *r, const struct ta_sess_thread *t,
 		       const struct ta_fn_table *rs, int first)
 {
 	(void)first;
@@ -558,7 +558,7 @@ static void frames_row(const struct options *o, const struct ta_fset *set,
 		       ta_fmt_time(b[0], sizeof(b[0]), avg),
 		       ta_fmt_time(b[1], sizeof(b[1]), f->self_p99_ns),
 		       ta_fmt_time(b[2], sizeof(b[2]), f->self_max_ns), f->id.name,
-		       ta_base_name(f->id.module));
+		       ta_path_base(f->id.module));
 		return;
 	}
 	printf("%s\n   {\"name\": ", first ? "" : ",");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * serve.h - one client of `traceagent serve` (serve_conn.c): the bytes a
- * traced process streams, checked with format/stream.h and written to a
+ * traced process streams, checked with stream.h and written to a
  * dump of its own as they are consumed.  No sockets here (serve.c has the
  * loop), so that a test can feed any bytes through it.
  *

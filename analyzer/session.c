@@ -51,26 +51,26 @@ unsigned ta_session_jobs = 1;
 
 int ta_session_read(struct ta_session *s, const char *path, uint64_t *err_offset)
 {
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	struct ta_chunk c;
-	int rc = ta_dump_open(path, &d);
+	int rc = ta_dumpfile_open(path, &d);
 
 	if (err_offset)
 		*err_offset = 0;
 	if (rc < 0)
 		return rc;
-	s->fh = *ta_dump_header(d);
+	s->fh = *ta_dumpfile_header(d);
 	if (ta_session_jobs > 1) {
 		rc = ta_sess_read_par(s, d, ta_session_jobs, err_offset);
 		goto out;
 	}
 	for (;;) {
-		rc = ta_dump_next(d, &c);
+		rc = ta_dumpfile_next(d, &c);
 		if (rc == 0)
 			break;
 		if (rc == -TA_E_IO || rc == -TA_E_NOMEM) {
 			if (err_offset)
-				*err_offset = ta_dump_offset(d);
+				*err_offset = ta_dumpfile_offset(d);
 			break;
 		}
 		if (rc < 0) {
@@ -85,11 +85,11 @@ int ta_session_read(struct ta_session *s, const char *path, uint64_t *err_offset
 		}
 	}
 out:
-	s->file_bytes = ta_dump_offset(d);
+	s->file_bytes = ta_dumpfile_offset(d);
 	{
 		int e = errno;
 
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 		errno = e; /* for the caller's message about -TA_E_IO */
 	}
 	return rc;
@@ -193,7 +193,7 @@ static void build_map(struct ta_process *p)
 }
 
 /* Modules in the order they were loaded (then as the dump lists them). */
-static int load_order(const struct ta_module *a, const struct ta_module *b)
+static int load_order(const struct ta_sess_module *a, const struct ta_sess_module *b)
 {
 	if (a->load_ticks != b->load_ticks)
 		return a->load_ticks < b->load_ticks ? -1 : 1;
@@ -202,9 +202,9 @@ static int load_order(const struct ta_module *a, const struct ta_module *b)
 
 #define CANDIDATES 32
 
-const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_t key)
+const struct ta_sess_module *ta_process_module_at(const struct ta_process *p, uint64_t key)
 {
-	const struct ta_module *cand[CANDIDATES];
+	const struct ta_sess_module *cand[CANDIDATES];
 	uint64_t addr = ta_process_addr(p, key);
 	size_t lo = 0, hi = p->nmap, nc = 0, gen;
 
@@ -230,7 +230,7 @@ const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_
 	 * been unloaded by the event's time, so it is the next one loaded. */
 	for (size_t i = 1; i < nc; i++)
 		for (size_t k = i; k > 0 && load_order(cand[k], cand[k - 1]) < 0; k--) {
-			const struct ta_module *x = cand[k];
+			const struct ta_sess_module *x = cand[k];
 
 			cand[k] = cand[k - 1];
 			cand[k - 1] = x;
@@ -247,7 +247,7 @@ void ta_session_finish(struct ta_session *s)
 		return;
 	s->finished = 1;
 	for (size_t i = 0; i < s->nthreads; i++) {
-		struct ta_thread *t = s->threads[i];
+		struct ta_sess_thread *t = s->threads[i];
 		struct ta_process *p = ta_session_process(s, t->pid);
 
 		if (!t->over)

@@ -30,7 +30,7 @@ struct ta_range {
 	uint64_t start, end; /* runtime addresses [start, end) */
 };
 
-struct ta_module {
+struct ta_sess_module {
 	char *path;
 	uint8_t *build_id;
 	size_t build_id_len;
@@ -72,7 +72,7 @@ struct ta_channel {
 
 struct ta_modrange {
 	uint64_t start, end;
-	const struct ta_module *m;
+	const struct ta_sess_module *m;
 };
 
 struct ta_process {
@@ -123,7 +123,7 @@ struct ta_process {
 
 	struct ta_clock_pair *clock;
 	size_t nclock, clock_cap;
-	struct ta_module *modules;
+	struct ta_sess_module *modules;
 	size_t nmodules, modules_cap;
 
 	uint64_t next_chunk_seq;       /* expected seq of this writer's next chunk */
@@ -225,7 +225,7 @@ struct ta_frame {
 	uintptr_t user; /* what the visitor's enter returned */
 };
 
-struct ta_thread {
+struct ta_sess_thread {
 	uint32_t index; /* dense, in order of first appearance */
 	uint32_t pid;
 	uint64_t tid, parent_tid;
@@ -258,7 +258,7 @@ struct ta_thread {
 	uint32_t last_depth;
 	uint64_t overflow; /* frames beyond what the stack holds, without data */
 
-	struct ta_thread *hnext; /* (pid, tid) hash chain */
+	struct ta_sess_thread *hnext; /* (pid, tid) hash chain */
 };
 
 /* Flags of enter and exit visits. */
@@ -284,14 +284,14 @@ struct ta_visitor {
 	void *ctx;
 	/* A frame was pushed at depth (frames below it); the return value is
 	 * given back at its exit. */
-	uintptr_t (*enter)(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+	uintptr_t (*enter)(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			   uint64_t addr, unsigned flags);
-	void (*exit)(void *ctx, struct ta_thread *t, const struct ta_exit_info *x);
-	void (*lost)(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t count);
+	void (*exit)(void *ctx, struct ta_sess_thread *t, const struct ta_exit_info *x);
+	void (*lost)(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t count);
 	/* An EXT event other than LOST (enum ta_ext_kind) with its n values,
 	 * on top of the thread's current frames (after the frames a LONGJMP
 	 * or CATCH left were visited as exits with TA_VISIT_UNWOUND). */
-	void (*ext)(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+	void (*ext)(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
 		    const uint64_t *values, uint32_t n);
 	/* NULL, or how workers sum an EVENTS chunk on their own for this
 	 * visitor (-j: see ta_chunk_ops below). */
@@ -299,7 +299,7 @@ struct ta_visitor {
 	/* NULL, or: calls of addr (a session key, as enter's) that the agent
 	 * left out, shorter than its minimum duration (TA_EXT_SHORT); they
 	 * are not visited.  Takes TA_EXT_SHORT from ext. */
-	void (*shorts)(void *ctx, struct ta_thread *t, uint64_t addr, uint64_t calls);
+	void (*shorts)(void *ctx, struct ta_sess_thread *t, uint64_t addr, uint64_t calls);
 };
 
 /* A problem found while reading, with where it was. */
@@ -316,9 +316,9 @@ struct ta_session {
 	struct ta_file_header fh;
 	struct ta_process **procs;
 	size_t nprocs;
-	struct ta_thread **threads;
+	struct ta_sess_thread **threads;
 	size_t nthreads, threads_cap;
-	struct ta_thread **thash;
+	struct ta_sess_thread **thash;
 	size_t thash_size;
 
 	struct ta_session_error errors[TA_SESSION_MAX_ERRORS];
@@ -411,13 +411,13 @@ struct ta_part_walk {
  * snapshot as its stack as is (the same frames, no overflow, no inherited
  * frames, no pauses nor unloaded modules in p), else NULL (*nomem set when
  * out of memory).  Only the thread may have been made. */
-struct ta_thread *ta_session_part_thread(struct ta_session *s, const struct ta_chunk *c,
-					 const struct ta_process *p, const struct ta_decoder *d,
-					 int *nomem);
+struct ta_sess_thread *ta_session_part_thread(struct ta_session *s, const struct ta_chunk *c,
+					      const struct ta_process *p,
+					      const struct ta_decoder *d, int *nomem);
 /* The walk's effect on the session and t of the chunk w describes: the
  * exits at its edges visited on t's frames, its open frames pushed (user
  * values user[frame's user]), the counts.  0, or -TA_E_NOMEM. */
-int ta_session_part_take(struct ta_session *s, struct ta_thread *t, struct ta_process *p,
+int ta_session_part_take(struct ta_session *s, struct ta_sess_thread *t, struct ta_process *p,
 			 const struct ta_part_walk *w, const uintptr_t *user);
 
 /*
@@ -473,7 +473,7 @@ const char *ta_pid_name(const struct ta_session *s, uint32_t key, char buf[TA_PI
 uint32_t ta_pid_os(const struct ta_session *s, uint32_t key);
 /* The latest thread instance of (pid, tid) read so far, or NULL: a hash
  * lookup, callable while the dump is read. */
-struct ta_thread *ta_session_thread(const struct ta_session *s, uint32_t pid, uint64_t tid);
+struct ta_sess_thread *ta_session_thread(const struct ta_session *s, uint32_t pid, uint64_t tid);
 
 /* The earliest time of any process of the dump, in ns (the origin of the
  * views' times), after ta_session_finish; 0 without any. */
@@ -497,7 +497,7 @@ int64_t ta_process_ticks_ns(const struct ta_process *p, uint64_t ticks);
 /* The module whose executable ranges hold addr, or NULL.  addr is an
  * address as the session hands it to visitors (tagged, when modules were
  * unloaded): the module instance mapped there at the event's time. */
-const struct ta_module *ta_process_module_at(const struct ta_process *p, uint64_t addr);
+const struct ta_sess_module *ta_process_module_at(const struct ta_process *p, uint64_t addr);
 
 /* The key the session uses for the function address addr at time ticks
  * (addr itself unless a module covering it was unloaded by then), and

@@ -39,14 +39,14 @@ static inline uint64_t ta_sess_span(const struct ta_process *p, uint64_t enter, 
 }
 
 /* session_procs.c: the thread and process tables. */
-struct ta_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, uint64_t tid);
-void ta_sess_thread_free(struct ta_thread *t);
+struct ta_sess_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, uint64_t tid);
+void ta_sess_thread_free(struct ta_sess_thread *t);
 void ta_sess_process_free(struct ta_process *p);
 
 /* session_walk.c: an EVENTS chunk replayed on its thread's stack (0, or
  * -TA_E_NOMEM); what is still open on t closed at its last known time. */
 int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p);
-void ta_sess_thread_close(struct ta_session *s, struct ta_thread *t);
+void ta_sess_thread_close(struct ta_session *s, struct ta_sess_thread *t);
 
 /* ---- the parallel reader (session_par.c) and its per-chunk profiles ---- */
 
@@ -100,7 +100,7 @@ void ta_sess_part_build(struct ta_chunk_part *cp, const uint8_t *payload, size_t
 int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p,
 		       struct ta_chunk_part *cp);
 /* session_par.c: ta_session_read's loop with jobs workers. */
-int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
+int ta_sess_read_par(struct ta_session *s, struct ta_dumpfile *d, unsigned jobs,
 		     uint64_t *err_offset);
 
 #endif

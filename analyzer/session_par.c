@@ -37,7 +37,7 @@ enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE };
  * MiB), is not copied: it stays in the reader's buffer, which is not read
  * further until the chunk is merged (one such chunk in the window, the
  * last), and is decompressed into the window's one buffer for them, grown
- * by the reader to the largest raw size and kept, as ta_dump_next keeps
+ * by the reader to the largest raw size and kept, as ta_dumpfile_next keeps
  * its own.  Copies freed after each merge stayed in malloc's heap, where
  * whatever the reader and the workers allocated meanwhile (which thread
  * does which chunk's work is timing) could sit beside them, so that the
@@ -48,7 +48,7 @@ enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE };
 
 struct slot {
 	enum slot_state state;
-	int rc;	       /* ta_dump_next_stored's */
+	int rc;	       /* ta_dumpfile_next_stored's */
 	uint64_t at;   /* the reader's offset after it (for -TA_E_IO) */
 	int zrc;       /* ta_chunk_decompress's */
 	int summed;    /* part holds the chunk's sums */
@@ -141,14 +141,14 @@ static void *worker(void *arg)
 
 /* Reads the next chunk into a free slot: 0 at the end of the dump (or
  * after an error that ends it), 1 otherwise. */
-static int fill(struct par *pp, struct ta_dump *d)
+static int fill(struct par *pp, struct ta_dumpfile *d)
 {
 	struct slot *sl = &pp->slots[pp->tail % pp->nslots];
-	int rc = ta_dump_next_stored(d, &sl->c);
+	int rc = ta_dumpfile_next_stored(d, &sl->c);
 	int queue = 0;
 
 	sl->rc = rc;
-	sl->at = ta_dump_offset(d);
+	sl->at = ta_dumpfile_offset(d);
 	sl->bytes =
 	    rc == 1 ? sl->c.len + ((sl->c.h.flags & TA_CHUNK_F_LZ4) ? sl->c.h.raw_size : 0) : 0;
 	pp->held += sl->bytes;
@@ -237,7 +237,7 @@ static int merge(struct par *pp, struct ta_session *s, struct slot *sl, uint64_t
 	return 1;
 }
 
-int ta_sess_read_par(struct ta_session *s, struct ta_dump *d, unsigned jobs,
+int ta_sess_read_par(struct ta_session *s, struct ta_dumpfile *d, unsigned jobs,
 		     uint64_t *err_offset)
 {
 	struct par pp;

@@ -482,12 +482,12 @@ static size_t thash(uint32_t pid, uint64_t tid, size_t size)
 static int thash_grow(struct ta_session *s)
 {
 	size_t size = s->thash_size ? s->thash_size * 2 : 64;
-	struct ta_thread **h = calloc(size, sizeof(*h));
+	struct ta_sess_thread **h = calloc(size, sizeof(*h));
 
 	if (!h)
 		return -TA_E_NOMEM;
 	for (size_t i = 0; i < s->thash_size; i++) {
-		struct ta_thread *t = s->thash[i], *next;
+		struct ta_sess_thread *t = s->thash[i], *next;
 
 		for (; t; t = next) {
 			size_t b = thash(t->pid, t->tid, size);
@@ -503,9 +503,9 @@ static int thash_grow(struct ta_session *s)
 	return 0;
 }
 
-static struct ta_thread *thread_find(const struct ta_session *s, uint32_t pid, uint64_t tid)
+static struct ta_sess_thread *thread_find(const struct ta_session *s, uint32_t pid, uint64_t tid)
 {
-	struct ta_thread *t;
+	struct ta_sess_thread *t;
 
 	if (!s->thash_size)
 		return NULL;
@@ -518,15 +518,15 @@ static struct ta_thread *thread_find(const struct ta_session *s, uint32_t pid, u
 /* Adds a new thread instance, replacing any previous one with the same ids
  * in the hash (a tid the kernel reused after the first thread ended); the
  * old one stays in s->threads. */
-static struct ta_thread *thread_new(struct ta_session *s, uint32_t pid, uint64_t tid)
+static struct ta_sess_thread *thread_new(struct ta_session *s, uint32_t pid, uint64_t tid)
 {
-	struct ta_thread *t, **b, **pp;
+	struct ta_sess_thread *t, **b, **pp;
 
 	if (s->nthreads >= s->thash_size && thash_grow(s) < 0)
 		return NULL;
 	if (s->nthreads == s->threads_cap) {
 		size_t cap = s->threads_cap ? s->threads_cap * 2 : 16;
-		struct ta_thread **v = realloc(s->threads, cap * sizeof(*v));
+		struct ta_sess_thread **v = realloc(s->threads, cap * sizeof(*v));
 
 		if (!v)
 			return NULL;
@@ -552,19 +552,19 @@ static struct ta_thread *thread_new(struct ta_session *s, uint32_t pid, uint64_t
 	return t;
 }
 
-struct ta_thread *ta_session_thread(const struct ta_session *s, uint32_t pid, uint64_t tid)
+struct ta_sess_thread *ta_session_thread(const struct ta_session *s, uint32_t pid, uint64_t tid)
 {
 	return thread_find(s, pid, tid);
 }
 
-struct ta_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, uint64_t tid)
+struct ta_sess_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, uint64_t tid)
 {
-	struct ta_thread *t = thread_find(s, pid, tid);
+	struct ta_sess_thread *t = thread_find(s, pid, tid);
 
 	return t ? t : thread_new(s, pid, tid);
 }
 
-void ta_sess_thread_free(struct ta_thread *t)
+void ta_sess_thread_free(struct ta_sess_thread *t)
 {
 	free(t->name);
 	free(t->stack);
@@ -703,7 +703,7 @@ static int clock_chunk(struct ta_process *p, struct ta_reader *r)
 
 static int module_chunk(struct ta_process *p, struct ta_reader *r)
 {
-	struct ta_module m;
+	struct ta_sess_module m;
 	const uint8_t *bid;
 	uint64_t bid_len, n;
 	int rc;
@@ -738,7 +738,7 @@ static int module_chunk(struct ta_process *p, struct ta_reader *r)
 		goto fail;
 	if (p->nmodules == p->modules_cap) {
 		size_t cap = p->modules_cap ? p->modules_cap * 2 : 16;
-		struct ta_module *v = realloc(p->modules, cap * sizeof(*v));
+		struct ta_sess_module *v = realloc(p->modules, cap * sizeof(*v));
 
 		if (!v) {
 			rc = -TA_E_NOMEM;
@@ -757,20 +757,20 @@ fail:
 }
 
 /* MODULE_UNLOAD: the latest instance of that module still loaded ends. */
-static int module_gone(struct ta_process *p, struct ta_module *m, uint64_t ticks);
+static int module_gone(struct ta_process *p, struct ta_sess_module *m, uint64_t ticks);
 
 static int module_unload_chunk(struct ta_process *p, struct ta_reader *r)
 {
 	const uint8_t *path;
 	uint64_t ticks, bias, len;
-	struct ta_module *m = NULL;
+	struct ta_sess_module *m = NULL;
 
 	ta_get_varint(r, &ticks);
 	ta_get_varint(r, &bias);
 	if (ta_get_bytes(r, &path, &len) < 0)
 		return -TA_E_PAYLOAD;
 	for (size_t i = p->nmodules; i-- > 0;) {
-		struct ta_module *c = &p->modules[i];
+		struct ta_sess_module *c = &p->modules[i];
 
 		if (c->bias == bias && c->unload_ticks == UINT64_MAX && strlen(c->path) == len &&
 		    memcmp(c->path, path, (size_t)len) == 0) {
@@ -998,7 +998,7 @@ static int thread_start_chunk(struct ta_session *s, struct ta_process *p, struct
 {
 	uint64_t tid, parent, ticks;
 	char *name;
-	struct ta_thread *t;
+	struct ta_sess_thread *t;
 	int rc;
 
 	ta_get_varint(r, &tid);
@@ -1039,7 +1039,7 @@ static int thread_name_chunk(struct ta_session *s, struct ta_process *p, struct 
 {
 	uint64_t tid, ticks;
 	char *name;
-	struct ta_thread *t;
+	struct ta_sess_thread *t;
 	int rc;
 
 	ta_get_varint(r, &tid);
@@ -1061,7 +1061,7 @@ static int thread_name_chunk(struct ta_session *s, struct ta_process *p, struct 
 static int thread_end_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
 {
 	uint64_t tid, end, events, lost, wait;
-	struct ta_thread *t;
+	struct ta_sess_thread *t;
 
 	ta_get_varint(r, &tid);
 	ta_get_varint(r, &end);
@@ -1136,7 +1136,7 @@ static int end_chunk(struct ta_process *p, struct ta_reader *r)
 
 /* Marks m unloaded at ticks: its ranges join the process's unloaded
  * ones, which tell instances at one address apart (ta_process_addr_at). */
-static int module_gone(struct ta_process *p, struct ta_module *m, uint64_t ticks)
+static int module_gone(struct ta_process *p, struct ta_sess_module *m, uint64_t ticks)
 {
 	m->unload_ticks = ticks;
 	for (size_t k = 0; k < m->nranges; k++) {
@@ -1173,7 +1173,7 @@ static int new_image(struct ta_session *s, struct ta_process *p)
 	uint64_t at = p->has_end ? p->end_ticks : p->max_ticks;
 
 	for (size_t i = 0; i < s->nthreads; i++) {
-		struct ta_thread *t = s->threads[i], **pp;
+		struct ta_sess_thread *t = s->threads[i], **pp;
 
 		if (t->pid != p->pid || t->over)
 			continue;

@@ -19,14 +19,15 @@
 
 /* The profile's callbacks, which the walk calls directly (below). */
 #define TA_INLINE inline __attribute__((always_inline))
-static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks,
+static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks,
 					 uint32_t depth, uint64_t addr, unsigned flags);
-static TA_INLINE void profile_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x);
-static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,
+static TA_INLINE void profile_exit(void *ctx, struct ta_sess_thread *t,
+				   const struct ta_exit_info *x);
+static TA_INLINE void profile_exit_hist(void *ctx, struct ta_sess_thread *t,
 					const struct ta_exit_info *x);
 
 /* The stack is full: grow it, or count the frame as overflow (-1). */
-static __attribute__((noinline)) int stack_grow(struct ta_thread *t)
+static __attribute__((noinline)) int stack_grow(struct ta_sess_thread *t)
 {
 	uint32_t cap = t->cap ? t->cap * 2 : 64;
 	struct ta_frame *st;
@@ -53,7 +54,7 @@ static __attribute__((noinline)) int stack_grow(struct ta_thread *t)
 enum walk { WALK_ANY, WALK_PROFILE, WALK_PROFILE_HIST };
 
 /* Inlined into the event loop, as is frame_pop: two calls per event saved. */
-static TA_INLINE int frame_push_w(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
+static TA_INLINE int frame_push_w(struct ta_session *s, struct ta_sess_thread *t, uint64_t ticks,
 				  uint64_t addr, unsigned flags, enum walk w)
 {
 	struct ta_frame *f;
@@ -89,7 +90,7 @@ static TA_INLINE int frame_push_w(struct ta_session *s, struct ta_thread *t, uin
 	return 0;
 }
 
-static int frame_push(struct ta_session *s, struct ta_thread *t, uint64_t ticks, uint64_t addr,
+static int frame_push(struct ta_session *s, struct ta_sess_thread *t, uint64_t ticks, uint64_t addr,
 		      unsigned flags)
 {
 	return frame_push_w(s, t, ticks, addr, flags, WALK_ANY);
@@ -97,7 +98,7 @@ static int frame_push(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
 
 /* Removes the top frame at time ticks and visits its exit; the caller
  * knows there is one and that it is not inherited. */
-static TA_INLINE void frame_pop_w(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
+static TA_INLINE void frame_pop_w(struct ta_session *s, struct ta_sess_thread *t, uint64_t ticks,
 				  unsigned flags, enum walk w)
 {
 	struct ta_frame *f = &t->stack[--t->depth];
@@ -122,7 +123,7 @@ static TA_INLINE void frame_pop_w(struct ta_session *s, struct ta_thread *t, uin
 }
 
 /* Removes n frames from the top at time ticks, visiting each exit. */
-static void frames_pop(struct ta_session *s, struct ta_thread *t, uint64_t n, uint64_t ticks,
+static void frames_pop(struct ta_session *s, struct ta_sess_thread *t, uint64_t n, uint64_t ticks,
 		       unsigned flags)
 {
 	uint64_t k = n < t->overflow ? n : t->overflow;
@@ -146,7 +147,7 @@ static void frames_pop(struct ta_session *s, struct ta_thread *t, uint64_t n, ui
  * last time we know), and frames it has that we lack began there (opened at
  * the chunk's first time).
  */
-static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct ta_decoder *d,
+static void stack_sync(struct ta_session *s, struct ta_sess_thread *t, const struct ta_decoder *d,
 		       const struct ta_process *p)
 {
 	uint32_t n = d->snapshot_depth, k = 0, lim = t->depth < n ? t->depth : n;
@@ -195,7 +196,7 @@ static void stack_sync(struct ta_session *s, struct ta_thread *t, const struct t
 static void tag_batch(const struct ta_process *p, struct ta_event *ev, size_t n);
 
 /* A TA_EXT_SHORT's pairs (function, calls left out) to the visitor. */
-static void walk_shorts(struct ta_session *s, struct ta_thread *t, uint64_t ticks,
+static void walk_shorts(struct ta_session *s, struct ta_sess_thread *t, uint64_t ticks,
 			const uint64_t *v, uint32_t n)
 {
 	for (uint32_t i = 0; i + 1 < n; i += 2) {
@@ -211,8 +212,8 @@ static void walk_shorts(struct ta_session *s, struct ta_thread *t, uint64_t tick
  * own (TA_WAIT_KEY) on top of t's, from the event's time (its start, but
  * where a dump's ticks went backwards) for its length.  0, or
  * -TA_E_NOMEM. */
-static int walk_wait(struct ta_session *s, struct ta_thread *t, uint64_t ticks, const uint64_t *v,
-		     uint32_t n)
+static int walk_wait(struct ta_session *s, struct ta_sess_thread *t, uint64_t ticks,
+		     const uint64_t *v, uint32_t n)
 {
 	uint64_t end;
 
@@ -226,8 +227,8 @@ static int walk_wait(struct ta_session *s, struct ta_thread *t, uint64_t ticks, 
 }
 
 /* Replays a batch of decoded events on t's stack: 0, or -TA_E_NOMEM. */
-static TA_INLINE int walk(struct ta_session *s, struct ta_thread *t, const struct ta_event *evs,
-			  size_t n, enum walk w)
+static TA_INLINE int walk(struct ta_session *s, struct ta_sess_thread *t,
+			  const struct ta_event *evs, size_t n, enum walk w)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct ta_event *ev = &evs[i];
@@ -282,7 +283,7 @@ static TA_INLINE int walk(struct ta_session *s, struct ta_thread *t, const struc
  * the thread's stack in registers, which the profile's stores would
  * otherwise force to be reloaded at every event; walk() for the others.
  */
-static TA_INLINE int walk_profile(struct ta_session *s, struct ta_thread *t,
+static TA_INLINE int walk_profile(struct ta_session *s, struct ta_sess_thread *t,
 				  const struct ta_event *evs, size_t n, enum walk w)
 {
 	struct ta_profile *p = s->v.ctx;
@@ -348,7 +349,7 @@ static TA_INLINE int walk_profile(struct ta_session *s, struct ta_thread *t,
 int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct ta_process *p)
 {
 	struct ta_decoder *d = &s->dec;
-	struct ta_thread *t;
+	struct ta_sess_thread *t;
 	int rc, rc2;
 
 	if (s->part) {
@@ -414,7 +415,7 @@ int ta_sess_events_chunk(struct ta_session *s, const struct ta_chunk *c, struct 
 }
 
 /* Closes what is still open on t at its last known time. */
-void ta_sess_thread_close(struct ta_session *s, struct ta_thread *t)
+void ta_sess_thread_close(struct ta_session *s, struct ta_sess_thread *t)
 {
 	uint64_t end = t->last_ticks;
 	struct ta_process *p = ta_session_process(s, t->pid);
@@ -536,8 +537,8 @@ static int profile_grow(struct ta_profile *p)
 }
 
 /* A function not seen before on this thread: a new entry. */
-static __attribute__((noinline)) uintptr_t profile_new(struct ta_profile *p, struct ta_thread *t,
-						       uint64_t addr)
+static __attribute__((noinline)) uintptr_t profile_new(struct ta_profile *p,
+						       struct ta_sess_thread *t, uint64_t addr)
 {
 	struct ta_fstat *f;
 	size_t k;
@@ -570,7 +571,7 @@ static __attribute__((noinline)) uintptr_t profile_new(struct ta_profile *p, str
 	return p->n;
 }
 
-static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_t ticks,
+static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks,
 					 uint32_t depth, uint64_t addr, unsigned flags)
 {
 	struct ta_profile *p = ctx;
@@ -590,7 +591,8 @@ static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_thread *t, uint64_
 	return profile_new(p, t, addr);
 }
 
-static TA_INLINE void profile_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+static TA_INLINE void profile_exit(void *ctx, struct ta_sess_thread *t,
+				   const struct ta_exit_info *x)
 {
 	struct ta_profile *p = ctx;
 	struct ta_fstat *f;
@@ -615,7 +617,7 @@ static TA_INLINE void profile_exit(void *ctx, struct ta_thread *t, const struct 
 		f->unwound++;
 }
 
-static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,
+static TA_INLINE void profile_exit_hist(void *ctx, struct ta_sess_thread *t,
 					const struct ta_exit_info *x)
 {
 	struct ta_profile *p = ctx;
@@ -625,7 +627,7 @@ static TA_INLINE void profile_exit_hist(void *ctx, struct ta_thread *t,
 		ta_hist_add(&p->f[x->user - 1].hist, x->duration);
 }
 
-static void profile_shorts(void *ctx, struct ta_thread *t, uint64_t addr, uint64_t calls)
+static void profile_shorts(void *ctx, struct ta_sess_thread *t, uint64_t addr, uint64_t calls)
 {
 	struct ta_profile *p = ctx;
 	uintptr_t u = profile_enter(p, t, 0, 0, addr, 0);
@@ -961,7 +963,7 @@ void ta_sess_part_build(struct ta_chunk_part *cp, const uint8_t *payload, size_t
 
 /* The real profile entry of the chunk's function fn of thread t, made if
  * need be, its active count left to the caller: index + 1, or 0. */
-static uint32_t part_real(struct ta_profile *p, struct ta_thread *t, uint64_t addr)
+static uint32_t part_real(struct ta_profile *p, struct ta_sess_thread *t, uint64_t addr)
 {
 	uintptr_t u = profile_enter(p, t, 0, 0, addr, 0);
 
@@ -981,7 +983,7 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 {
 	struct ta_profile *prof = s->v.ctx;
 	struct ta_decoder *d = &cp->dec;
-	struct ta_thread *t;
+	struct ta_sess_thread *t;
 	uint32_t *real;
 
 	if (!cp->ok || ta_sess_part_mode(s) != 1 + cp->hist || p->nunloaded || p->npauses)
@@ -1085,11 +1087,11 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 
 /* ---- parts of other visitors (ta_chunk_ops) --------------------------------------- */
 
-struct ta_thread *ta_session_part_thread(struct ta_session *s, const struct ta_chunk *c,
-					 const struct ta_process *p, const struct ta_decoder *d,
-					 int *nomem)
+struct ta_sess_thread *ta_session_part_thread(struct ta_session *s, const struct ta_chunk *c,
+					      const struct ta_process *p,
+					      const struct ta_decoder *d, int *nomem)
 {
-	struct ta_thread *t;
+	struct ta_sess_thread *t;
 
 	*nomem = 0;
 	if (p->nunloaded || p->npauses || d->stack.overflow)
@@ -1108,7 +1110,7 @@ struct ta_thread *ta_session_part_thread(struct ta_session *s, const struct ta_c
 	return t;
 }
 
-int ta_session_part_take(struct ta_session *s, struct ta_thread *t, struct ta_process *p,
+int ta_session_part_take(struct ta_session *s, struct ta_sess_thread *t, struct ta_process *p,
 			 const struct ta_part_walk *w, const uintptr_t *user)
 {
 	const struct ta_decoder *d = w->dec;
@@ -1366,7 +1368,7 @@ static int ext_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 	static const uintptr_t none[1] = {0};
 	struct ext_part *xp = part;
 	struct ta_part_walk w;
-	struct ta_thread *t;
+	struct ta_sess_thread *t;
 	int nomem;
 
 	if (!xp->ok || s->v.exit || s->v.lost)

@@ -91,7 +91,7 @@ void ta_tlopts_free(struct ta_tlopts *o)
  */
 static int meta_read(struct ta_view *m, const char *path)
 {
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	struct ta_chunk c;
 
 	memset(m, 0, sizeof(*m));
@@ -100,9 +100,9 @@ static int meta_read(struct ta_view *m, const char *path)
 	m->res = ta_resolver_new();
 	if (!m->s || !m->res)
 		return -1;
-	if (ta_dump_open(path, &d) == 0) {
+	if (ta_dumpfile_open(path, &d) == 0) {
 		for (;;) {
-			int rc = ta_dump_next(d, &c);
+			int rc = ta_dumpfile_next(d, &c);
 
 			if (rc == 0 || rc == -TA_E_IO || rc == -TA_E_NOMEM)
 				break;
@@ -111,7 +111,7 @@ static int meta_read(struct ta_view *m, const char *path)
 			if (ta_session_chunk(m->s, &c) < 0)
 				break;
 		}
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 	}
 	ta_session_finish(m->s);
 	return 0;
@@ -178,7 +178,7 @@ static void thread_filters(const struct ta_timeline *tl, struct ta_tlthread *th)
 }
 
 static __attribute__((noinline)) struct ta_tlthread *thread_setup(struct ta_timeline *tl,
-								  const struct ta_thread *t)
+								  const struct ta_sess_thread *t)
 {
 	struct ta_tlthread *th;
 
@@ -206,7 +206,8 @@ static __attribute__((noinline)) struct ta_tlthread *thread_setup(struct ta_time
 	return th;
 }
 
-static inline struct ta_tlthread *thread_state(struct ta_timeline *tl, const struct ta_thread *t)
+static inline struct ta_tlthread *thread_state(struct ta_timeline *tl,
+					       const struct ta_sess_thread *t)
 {
 	if (t->index < tl->nth && tl->th[t->index].ready)
 		return &tl->th[t->index];
@@ -215,7 +216,7 @@ static inline struct ta_tlthread *thread_state(struct ta_timeline *tl, const str
 
 /* The function id of addr, or -1 (without memory: the walk goes on, the
  * command reports it). */
-static int64_t fn_id(struct ta_timeline *tl, const struct ta_thread *t, uint64_t addr)
+static int64_t fn_id(struct ta_timeline *tl, const struct ta_sess_thread *t, uint64_t addr)
 {
 	int64_t id = ta_fntab_id(&tl->fns, t->pid, addr);
 
@@ -248,7 +249,7 @@ static int fn_matches(struct ta_timeline *tl, int64_t id)
 	return tl->match[id] == 2;
 }
 
-static uintptr_t tl_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+static uintptr_t tl_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			  uint64_t addr, unsigned flags)
 {
 	struct ta_timeline *tl = ctx;
@@ -266,8 +267,8 @@ static uintptr_t tl_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32
 	return 0;
 }
 
-static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th, const struct ta_thread *t,
-		      uint32_t depth)
+static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th,
+		      const struct ta_sess_thread *t, uint32_t depth)
 {
 	for (uint32_t k = th->opened; k < depth; k++) {
 		const struct ta_frame *f = &t->stack[k];
@@ -316,7 +317,7 @@ void ta_tlcall_times(const struct ta_timeline *tl, const struct ta_tlcall *c, in
 	    c->p ? (uint64_t)(ta_timeline_rel(tl, c->p, c->exit) - *start_ns) : c->exit - c->enter;
 }
 
-static void tl_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+static void tl_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_info *x)
 {
 	struct ta_timeline *tl = ctx;
 	const struct ta_tlopts *o = tl->o;
@@ -367,7 +368,7 @@ out:
 	}
 }
 
-static void tl_ext(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t kind,
+static void tl_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
 		   const uint64_t *values, uint32_t n)
 {
 	struct ta_timeline *tl = ctx;

@@ -61,7 +61,7 @@ enum ta_tlkind {
 
 struct ta_tlcall {
 	enum ta_tlkind kind;
-	const struct ta_thread *t;
+	const struct ta_sess_thread *t;
 	uint32_t depth;	  /* below the first shown level of its thread or --function match */
 	uint32_t fn;	  /* id in the timeline's fns */
 	int64_t start_ns; /* from the dump start */
@@ -77,7 +77,7 @@ struct ta_tlcall {
 /* An event of the manual API (apiev.h) at its place in the thread's
  * timeline: its callers' first lines went out before it. */
 struct ta_tlapi {
-	const struct ta_thread *t;
+	const struct ta_sess_thread *t;
 	uint32_t depth;	 /* as a call's: the level of a callee of the innermost frame */
 	int64_t ns;	 /* from the dump start */
 	const struct ta_apiev *e;

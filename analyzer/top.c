@@ -35,7 +35,7 @@
 #include "cmdopts.h"
 #include "commands.h"
 #include "common.h"
-#include "control.h"
+#include "ctlsock.h"
 #include "live.h"
 
 #define READ_SIZE	 (1u << 20)
@@ -694,7 +694,7 @@ static double per_s(uint64_t n, uint64_t ns)
 
 static const char *module_label(const char *module)
 {
-	return module[0] ? ta_base_name(module) : "-";
+	return module[0] ? ta_path_base(module) : "-";
 }
 
 /* ---- batch ---------------------------------------------------------------------------- */
@@ -755,12 +755,12 @@ static void batch_print(const struct ta_live_snap *sn, const struct options *o, 
 
 /* ---- the screen ----------------------------------------------------------------------- */
 
-struct out {
+struct outbuf {
 	char *p;
 	size_t n, cap;
 };
 
-static void out_add(struct out *o, const char *s, size_t n)
+static void out_add(struct outbuf *o, const char *s, size_t n)
 {
 	if (o->n + n > o->cap) {
 		size_t cap = o->cap ? o->cap : 8192;
@@ -779,7 +779,8 @@ static void out_add(struct out *o, const char *s, size_t n)
 }
 
 /* One line of the screen, cut to its width; inverse video when hi. */
-static void __attribute__((format(printf, 3, 4))) line(struct out *o, int hi, const char *fmt, ...)
+static void __attribute__((format(printf, 3, 4)))
+line(struct outbuf *o, int hi, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
@@ -823,7 +824,7 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 			const struct source *s, uint64_t since_ns)
 {
 	static const char *const heads[NCOLS] = {"CALLS/S", "SELF", "CALLS", "SELF-ALL", "NAME"};
-	struct out b = {0};
+	struct outbuf b = {0};
 	char t[6][40], lost[200], what[PATH_MAX + 64];
 	int used = 0, body;
 

@@ -5,8 +5,12 @@
  * FORMAT.md.  Nothing here is on the agent's hot path: the flusher calls it.
  */
 #include "format.h"
+#include "slots.h"
 
 #include <stdlib.h>
+
+/* The encoder reads slots as laid out in this version (slots.h). */
+_Static_assert(TA_SLOTS_VERSION == 1, "slots.h changed: check ta_encoder_raw against it");
 
 #define TA_LIKELY_(x)	__builtin_expect(!!(x), 1)
 #define TA_UNLIKELY_(x) __builtin_expect(!!(x), 0)

@@ -176,7 +176,7 @@ enum ta_ext_kind {
 	TA_EXT_ZONE_UNMATCHED = 19, /* site of a TA_ZONE_END with no zone begun */
 	/* Calls left out by TRACEAGENT_MIN_DURATION (1.7): pairs (function
 	 * address, calls) dropped since the previous TA_EXT_SHORT of the
-	 * thread (format/mindur.h). */
+	 * thread (agent/mindur.h). */
 	TA_EXT_SHORT = 20,
 	/* The agent's own wait (1.8): start (ticks), length (ticks).  The
 	 * thread waited for the flusher (lossless mode: its memory at the
@@ -591,47 +591,13 @@ struct ta_encoder {
 	size_t max_cap;
 };
 
-/* Events as the agent's rings hold them: bit 63 of addr marks an exit. */
-struct ta_raw {
-	uint64_t ticks;
-	uint64_t addr;
-};
-#define TA_RAW_EXIT (1ull << 63)
-/* With bit 63 clear: not a function but events lost here; the count is
- * in the low bits (no user-space address has bit 62 set). */
-#define TA_RAW_LOST (1ull << 62)
-/*
- * With bits 63 and 62 clear: an EXT event, addr = TA_RAW_EXT | subtype << 8
- * | n (n <= TA_EXT_MAX_VALUES), followed in the same block by TA_RAW_EXT_SLOTS(n)
- * slots that hold the values two by two (ticks, then addr of each slot).
- * Subtype 0 with n = 0 is padding (the rest of a block too short for a
- * group), skipped.  Whoever reads raw events steps over the value slots.
- */
-#define TA_RAW_EXT (1ull << 61)
-#define TA_RAW_EXT_SLOTS(n) (((n) + 1u) / 2u)
-static inline int ta_raw_is_ext(uint64_t addr)
-{
-	return (addr >> 61) == 1;
-}
-static inline uint32_t ta_raw_ext_kind(uint64_t addr)
-{
-	return (uint32_t)(addr >> 8) & 0xffffu;
-}
-static inline uint32_t ta_raw_ext_n(uint64_t addr)
-{
-	return (uint32_t)addr & 0xffu;
-}
-
 void ta_encoder_init(struct ta_encoder *e, uint64_t tid);
 void ta_encoder_free(struct ta_encoder *e);
 /* Starts a chunk (writes the header fields and the stack snapshot). */
 int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks);
 /* Appends one function event; kind is TA_EV_ENTER or TA_EV_EXIT. */
 int ta_encoder_event(struct ta_encoder *e, uint64_t ticks, uint64_t addr, int is_exit);
-/* Appends raw events, beginning a chunk if none is open, until all n are
- * in or the payload reaches max_len bytes; returns how many went in (0 and
- * an unchanged encoder on allocation failure). */
-size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size_t max_len);
+/* The agent's ring slots are encoded by ta_encoder_raw (slots.h). */
 int ta_encoder_lost(struct ta_encoder *e, uint64_t ticks, uint64_t count);
 /* Appends an EXT event of a subtype other than TA_EXT_LOST with n values.
  * A control-flow marker (ta_ext_is_ctl) with n >= 1 is applied to the
@@ -669,7 +635,7 @@ int ta_decoder_next(struct ta_decoder *d, struct ta_event *ev);
  * end of the chunk, or a negative TA_E_ code after the events returned. */
 size_t ta_decoder_batch(struct ta_decoder *d, struct ta_event *ev, size_t max, int *rc);
 
-/* ---- the FILTER chunk (filter.c) ---------------------------------------- */
+/* ---- the FILTER chunk (filterchunk.c) ----------------------------------- */
 
 /* How a function named by the filters is kept out (FILTER chunk). */
 #define TA_FILTER_HOW_PATCHED 1u /* its calls to the hooks became no-ops */

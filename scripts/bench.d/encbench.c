@@ -14,7 +14,7 @@
  *   encbench DUMP [-r ROUNDS] [-b BLOCK] [-c CHUNK] [-a ACCEL] [-x] [-m TICKS]
  *            [-z lz4|raw] [-v] [-w FILE]
  *
- * -m: through the minimum-duration filter first (format/mindur.c, as
+ * -m: through the minimum-duration filter first (agent/mindur.c, as
  * TRACEAGENT_MIN_DURATION has the flusher do), calls shorter than TICKS
  * left out; its time counts as encoding, per event read from the ring.
  *
@@ -32,10 +32,11 @@
  * function's inclusive Ir by the events.
  *
  * scripts/bench builds it (any run, into scripts/.cache/bench/encbench)
- * against build-bench's libta_format.a, the release build's format.c; by
- * hand, with the release build's flags:
- *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iformat -o encbench \
- *       scripts/bench.d/encbench.c format/format.c format/mindur.c -llz4
+ * against build-bench's libta_format.a and libta_agent_core.a (the release
+ * build's format.c and agent/mindur.c); by hand, with the release build's
+ * flags:
+ *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iformat -Iagent -o encbench \
+ *       scripts/bench.d/encbench.c format/format.c agent/mindur.c -llz4
  */
 #define _GNU_SOURCE
 #include <lz4.h>
@@ -51,6 +52,7 @@
 
 #include "format.h"
 #include "mindur.h"
+#include "slots.h"
 
 static uint64_t min_ticks; /* -m */
 static int cross;	   /* -x */

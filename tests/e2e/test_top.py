@@ -224,7 +224,7 @@ class TopTest(tahelp.Case):
                         lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
 
     def fake_agent(self, pid, answer, data):
-        """A control socket at the place format/control.h says for pid,
+        """A control socket at the place format/ctlsock.h says for pid,
         under XDG_RUNTIME_DIR: answers one "stream" request with answer
         and data.  Returns the environment for top and the thread."""
         xdg = self.path("xdg")

@@ -160,7 +160,7 @@ static uint64_t paused_in(const struct ta_process *p, uint64_t a, uint64_t b)
 	return sum;
 }
 
-static uintptr_t check_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+static uintptr_t check_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			     uint64_t addr, unsigned flags)
 {
 	struct checker *c = ctx;
@@ -180,7 +180,7 @@ static uintptr_t check_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uin
 	return c->inner.enter(c->inner.ctx, t, ticks, depth, addr, flags);
 }
 
-static void check_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+static void check_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_info *x)
 {
 	struct checker *c = ctx;
 	uint64_t span = x->exit > x->enter ? x->exit - x->enter : 0;
@@ -205,10 +205,11 @@ static void name_functions(struct ta_session *s, const struct ta_profile *prof,
 {
 	for (size_t i = 0; i < prof->n; i++) {
 		const struct ta_process *p = ta_session_process(s, prof->f[i].pid);
-		const struct ta_module *m = p ? ta_process_module_at(p, prof->f[i].addr) : NULL;
+		const struct ta_sess_module *m =
+		    p ? ta_process_module_at(p, prof->f[i].addr) : NULL;
 		uint64_t off = m ? prof->f[i].addr - m->bias : prof->f[i].addr;
 
-		if (asprintf(&names[i], "%s+0x%" PRIx64, m ? ta_base_name(m->path) : "", off) < 0)
+		if (asprintf(&names[i], "%s+0x%" PRIx64, m ? ta_path_base(m->path) : "", off) < 0)
 			names[i] = NULL;
 		ids[i].name = names[i] ? names[i] : "?";
 		ids[i].module = m ? m->path : "";
@@ -242,7 +243,7 @@ static void report(struct ta_session *s, const struct ta_profile *prof, FILE *si
 				ta_fmt_time(buf, sizeof(buf), w->calls ? w->sum / w->calls : 0),
 				w->p50, w->p90, w->p99);
 			ta_json_str(sink, w->id.name);
-			ta_json_str(sink, ta_base_name(w->id.module));
+			ta_json_str(sink, ta_path_base(w->id.module));
 		}
 	}
 	ta_fn_table_free(&t);
@@ -265,7 +266,7 @@ static void summary(struct ta_session *s, FILE *sink)
 		fputs(buf, sink);
 	}
 	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct ta_thread *t = s->threads[i];
+		const struct ta_sess_thread *t = s->threads[i];
 		const struct ta_process *p = ta_session_process(s, t->pid);
 
 		CHECK(t->depth == 0 && t->overflow == 0); /* finish closed everything */
@@ -281,7 +282,7 @@ static void summary(struct ta_session *s, FILE *sink)
 		for (size_t k = 0; k < p->argc; k++)
 			ta_json_str(sink, p->argv[k]);
 		for (size_t k = 0; k < p->nmodules; k++)
-			ta_json_str(sink, ta_base_name(p->modules[k].path));
+			ta_json_str(sink, ta_path_base(p->modules[k].path));
 		fprintf(sink, "%" PRIu64 "\n", ta_process_dur_ns(p, p->max_ticks - p->min_ticks));
 	}
 }
@@ -310,7 +311,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	struct checker chk;
 	struct ta_visitor v, *vp = &v;
 	struct ta_session *s;
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	struct ta_chunk c;
 	unsigned mode, visit;
 	int rc;
@@ -358,10 +359,10 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	chk.s = s;
 
 	/* As ta_session_read does with a file. */
-	rc = ta_dump_memopen(dump ? dump : (const uint8_t *)"", len, &d);
+	rc = ta_dumpfile_memopen(dump ? dump : (const uint8_t *)"", len, &d);
 	if (rc == 0) {
-		s->fh = *ta_dump_header(d);
-		while ((rc = ta_dump_next(d, &c)) != 0) {
+		s->fh = *ta_dumpfile_header(d);
+		while ((rc = ta_dumpfile_next(d, &c)) != 0) {
 			if (rc == -TA_E_IO || rc == -TA_E_NOMEM)
 				break;
 			if (rc < 0) {
@@ -374,7 +375,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 				break;
 		}
 		CHECK(rc != -TA_E_IO); /* memory cannot fail to read */
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 	}
 	ta_session_finish(s);
 

@@ -48,15 +48,15 @@ static void seed(const char *name, unsigned first, const uint8_t *p, size_t len)
 /* The dump with every chunk stored uncompressed (CRCs recomputed). */
 static void decompressed(const uint8_t *in, size_t len, struct dumpgen *g)
 {
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	struct ta_chunk c;
 	int rc;
 
 	memset(g, 0, sizeof(*g));
 	dg_raw(g, in, len < TA_FILE_HEADER_SIZE ? len : TA_FILE_HEADER_SIZE);
-	if (ta_dump_memopen(in, len, &d) < 0)
+	if (ta_dumpfile_memopen(in, len, &d) < 0)
 		return;
-	while ((rc = ta_dump_next(d, &c)) != 0) {
+	while ((rc = ta_dumpfile_next(d, &c)) != 0) {
 		uint8_t h[TA_CHUNK_HEADER_SIZE];
 		struct ta_chunk_header ch = c.h;
 
@@ -68,7 +68,7 @@ static void decompressed(const uint8_t *in, size_t len, struct dumpgen *g)
 		dg_raw(g, h, sizeof(h));
 		dg_raw(g, c.payload, c.len);
 	}
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 }
 
 static void real_dump(const char *path)

@@ -31,13 +31,13 @@ static void three_chunks(struct dumpgen *g, size_t off[3], int lz4)
 	off[2] = dg_chunk(g, 102, c, sizeof(c));
 }
 
-static struct ta_dump *open_bytes(const void *p, size_t len)
+static struct ta_dumpfile *open_bytes(const void *p, size_t len)
 {
 	char path[64];
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 
 	dg_write_bytes_tmp(p, len, path);
-	ck_assert_int_eq(ta_dump_open(path, &d), 0);
+	ck_assert_int_eq(ta_dumpfile_open(path, &d), 0);
 	unlink(path);
 	return d;
 }
@@ -45,60 +45,60 @@ static struct ta_dump *open_bytes(const void *p, size_t len)
 static int open_bytes_rc(const void *p, size_t len)
 {
 	char path[64];
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	int rc;
 
 	dg_write_bytes_tmp(p, len, path);
-	rc = ta_dump_open(path, &d);
+	rc = ta_dumpfile_open(path, &d);
 	unlink(path);
 	if (rc == 0)
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 	else
 		ck_assert_ptr_null(d);
 	return rc;
 }
 
-static void expect_chunk(struct ta_dump *d, unsigned type, uint64_t index, uint64_t offset)
+static void expect_chunk(struct ta_dumpfile *d, unsigned type, uint64_t index, uint64_t offset)
 {
 	struct ta_chunk c;
 
-	ck_assert_int_eq(ta_dump_next(d, &c), 1);
+	ck_assert_int_eq(ta_dumpfile_next(d, &c), 1);
 	ck_assert_uint_eq(c.h.type, type);
 	ck_assert_uint_eq(c.index, index);
 	ck_assert_uint_eq(c.offset, offset);
 }
 
-static void expect_error(struct ta_dump *d, int code, uint64_t index, uint64_t offset,
+static void expect_error(struct ta_dumpfile *d, int code, uint64_t index, uint64_t offset,
 			 uint64_t skipped)
 {
 	struct ta_chunk c;
 
-	ck_assert_int_eq(ta_dump_next(d, &c), code);
+	ck_assert_int_eq(ta_dumpfile_next(d, &c), code);
 	ck_assert_uint_eq(c.index, index);
 	ck_assert_uint_eq(c.offset, offset);
 	ck_assert_uint_eq(c.skipped, skipped);
 }
 
-static void expect_end(struct ta_dump *d)
+static void expect_end(struct ta_dumpfile *d)
 {
 	struct ta_chunk c;
 
-	ck_assert_int_eq(ta_dump_next(d, &c), 0);
-	ck_assert_int_eq(ta_dump_next(d, &c), 0);
+	ck_assert_int_eq(ta_dumpfile_next(d, &c), 0);
+	ck_assert_int_eq(ta_dumpfile_next(d, &c), 0);
 }
 
 START_TEST(whole_dump)
 {
 	struct dumpgen g;
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	struct ta_chunk c;
 	size_t off[3];
 
 	three_chunks(&g, off, _i);
 	ck_assert_uint_eq(off[0], TA_FILE_HEADER_SIZE);
 	d = open_bytes(g.buf, g.len);
-	ck_assert_uint_eq(ta_dump_header(d)->pid, 321);
-	ck_assert_int_eq(ta_dump_next(d, &c), 1);
+	ck_assert_uint_eq(ta_dumpfile_header(d)->pid, 321);
+	ck_assert_int_eq(ta_dumpfile_next(d, &c), 1);
 	ck_assert_uint_eq(c.h.type, 100);
 	ck_assert_uint_eq(c.h.seq, 0);
 	ck_assert_uint_eq(c.h.pid, 321);
@@ -106,16 +106,16 @@ START_TEST(whole_dump)
 	ck_assert_uint_eq(c.offset, off[0]);
 	ck_assert_uint_eq(c.len, sizeof("first chunk payload"));
 	ck_assert_str_eq((const char *)c.payload, "first chunk payload");
-	ck_assert_int_eq(ta_dump_next(d, &c), 1);
+	ck_assert_int_eq(ta_dumpfile_next(d, &c), 1);
 	ck_assert_str_eq((const char *)c.payload, "second, in the middle");
 	ck_assert_uint_eq(c.h.seq, 1);
-	ck_assert_int_eq(ta_dump_next(d, &c), 1);
+	ck_assert_int_eq(ta_dumpfile_next(d, &c), 1);
 	ck_assert_str_eq((const char *)c.payload, "third and last");
 	ck_assert_uint_eq(c.index, 2);
 	ck_assert_uint_eq(c.offset, off[2]);
 	expect_end(d);
-	ck_assert_uint_eq(ta_dump_offset(d), g.len);
-	ta_dump_close(d);
+	ck_assert_uint_eq(ta_dumpfile_offset(d), g.len);
+	ta_dumpfile_close(d);
 	dg_free(&g);
 }
 END_TEST
@@ -123,12 +123,12 @@ END_TEST
 START_TEST(header_only)
 {
 	struct dumpgen g;
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 
 	dg_init(&g, 1);
 	d = open_bytes(g.buf, g.len);
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	dg_free(&g);
 }
 END_TEST
@@ -137,7 +137,7 @@ START_TEST(big_chunks)
 {
 	/* Chunks larger than the read buffer, up to the maximum size. */
 	struct dumpgen g;
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	struct ta_chunk c;
 	size_t sizes[] = {3u << 20, TA_CHUNK_MAX_PAYLOAD, 10};
 	uint8_t *p = malloc(TA_CHUNK_MAX_PAYLOAD);
@@ -151,12 +151,12 @@ START_TEST(big_chunks)
 		dg_chunk(&g, TA_CHUNK_CLOCK, p, sizes[i]);
 	d = open_bytes(g.buf, g.len);
 	for (int i = 0; i < 3; i++) {
-		ck_assert_int_eq(ta_dump_next(d, &c), 1);
+		ck_assert_int_eq(ta_dumpfile_next(d, &c), 1);
 		ck_assert_uint_eq(c.len, sizes[i]);
 		ck_assert_int_eq(memcmp(c.payload, p, sizes[i]), 0);
 	}
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	dg_free(&g);
 	free(p);
 }
@@ -170,13 +170,13 @@ START_TEST(truncated_last_chunk)
 	three_chunks(&g, off, 0);
 	/* Cut anywhere inside the last chunk: in its header or its payload. */
 	for (size_t cut = off[2] + 1; cut < g.len; cut++) {
-		struct ta_dump *d = open_bytes(g.buf, cut);
+		struct ta_dumpfile *d = open_bytes(g.buf, cut);
 
 		expect_chunk(d, 100, 0, off[0]);
 		expect_chunk(d, 101, 1, off[1]);
 		expect_error(d, -TA_E_TRUNCATED, 2, off[2], cut - off[2]);
 		expect_end(d);
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 	}
 	dg_free(&g);
 }
@@ -186,14 +186,14 @@ START_TEST(truncated_middle_chunk)
 {
 	struct dumpgen g;
 	size_t off[3];
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 
 	three_chunks(&g, off, 1);
 	d = open_bytes(g.buf, off[1] + 40);
 	expect_chunk(d, 100, 0, off[0]);
 	expect_error(d, -TA_E_TRUNCATED, 1, off[1], 40);
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	dg_free(&g);
 }
 END_TEST
@@ -207,14 +207,14 @@ START_TEST(crc_damage_resync)
 	/* Any byte of the middle chunk (header or payload) except the
 	 * magic: a checksum error, then the reader finds the third chunk. */
 	for (size_t at = off[1] + 4; at < off[2]; at++) {
-		struct ta_dump *d;
+		struct ta_dumpfile *d;
 		struct ta_chunk c;
 		int rc;
 
 		g.buf[at] ^= 0x20;
 		d = open_bytes(g.buf, g.len);
 		expect_chunk(d, 100, 0, off[0]);
-		rc = ta_dump_next(d, &c);
+		rc = ta_dumpfile_next(d, &c);
 		/* Bytes 4..11 hold type, flags and sizes: a flag or size
 		 * may be refused before the CRC is looked at. */
 		if (at - off[1] < 16)
@@ -226,7 +226,7 @@ START_TEST(crc_damage_resync)
 		ck_assert_uint_eq(c.skipped, off[2] - off[1]);
 		expect_chunk(d, 102, 2, off[2]);
 		expect_end(d);
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 		g.buf[at] ^= 0x20;
 	}
 	dg_free(&g);
@@ -237,7 +237,7 @@ START_TEST(bad_chunk_magic_resync)
 {
 	struct dumpgen g;
 	size_t off[3];
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 
 	three_chunks(&g, off, 0);
 	g.buf[off[1]] = 'X';
@@ -246,7 +246,7 @@ START_TEST(bad_chunk_magic_resync)
 	expect_error(d, -TA_E_BADMAGIC, 1, off[1], off[2] - off[1]);
 	expect_chunk(d, 102, 2, off[2]);
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	dg_free(&g);
 }
 END_TEST
@@ -256,7 +256,7 @@ START_TEST(garbage_between_chunks)
 	/* Garbage, including a fake chunk magic with a header that does not
 	 * check out, between two good chunks. */
 	struct dumpgen g;
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	size_t a, garbage, b;
 	uint8_t junk[100];
 
@@ -273,7 +273,7 @@ START_TEST(garbage_between_chunks)
 	expect_error(d, -TA_E_BADMAGIC, 1, garbage, b - garbage);
 	expect_chunk(d, 101, 2, b);
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	dg_free(&g);
 }
 END_TEST
@@ -281,7 +281,7 @@ END_TEST
 START_TEST(garbage_at_end)
 {
 	struct dumpgen g;
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	size_t a, garbage;
 	uint8_t junk[200];
 
@@ -294,7 +294,7 @@ START_TEST(garbage_at_end)
 	expect_chunk(d, 100, 0, a);
 	expect_error(d, -TA_E_BADMAGIC, 1, garbage, sizeof(junk));
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	dg_free(&g);
 }
 END_TEST
@@ -303,7 +303,7 @@ START_TEST(oversized_sizes)
 {
 	struct dumpgen g;
 	size_t off[3];
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	uint8_t saved[8];
 
 	three_chunks(&g, off, 0);
@@ -316,7 +316,7 @@ START_TEST(oversized_sizes)
 	expect_error(d, -TA_E_TOOBIG, 1, off[1], off[2] - off[1]);
 	expect_chunk(d, 102, 2, off[2]);
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	/* Within the maximum but past the end of the file, with a good chunk
 	 * after it: the size was wrong, the file is not cut. */
 	ta_put_le32(g.buf + off[1] + 8, 1u << 20);
@@ -326,7 +326,7 @@ START_TEST(oversized_sizes)
 	expect_error(d, -TA_E_TOOBIG, 1, off[1], off[2] - off[1]);
 	expect_chunk(d, 102, 2, off[2]);
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	/* The same on the last chunk: that is a cut file. */
 	memcpy(g.buf + off[1] + 8, saved, 8);
 	ta_put_le32(g.buf + off[2] + 8, 1u << 20);
@@ -336,7 +336,7 @@ START_TEST(oversized_sizes)
 	expect_chunk(d, 101, 1, off[1]);
 	expect_error(d, -TA_E_TRUNCATED, 2, off[2], g.len - off[2]);
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	dg_free(&g);
 }
 END_TEST
@@ -349,7 +349,7 @@ START_TEST(bad_lz4_payload)
 	struct ta_chunk_header h = {.type = 100, .flags = TA_CHUNK_F_LZ4, .pid = 3, .seq = 1};
 	static const uint8_t block[] = {0x50, 'h', 'e', 'l', 'l', 'o'}; /* "hello" */
 	uint8_t hdr[TA_CHUNK_HEADER_SIZE];
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	struct ta_chunk c;
 	size_t a, bad, b;
 
@@ -373,7 +373,7 @@ START_TEST(bad_lz4_payload)
 	b = dg_chunk(&g, 101, "b", 1);
 	d = open_bytes(g.buf, g.len);
 	expect_chunk(d, 100, 0, a);
-	ck_assert_int_eq(ta_dump_next(d, &c), 1);
+	ck_assert_int_eq(ta_dumpfile_next(d, &c), 1);
 	ck_assert_uint_eq(c.len, 5);
 	ck_assert_int_eq(memcmp(c.payload, "hello", 5), 0);
 	expect_error(d, -TA_E_DECOMPRESS, 2, bad, TA_CHUNK_HEADER_SIZE + sizeof(block));
@@ -381,7 +381,7 @@ START_TEST(bad_lz4_payload)
 		     TA_CHUNK_HEADER_SIZE + sizeof(block));
 	expect_chunk(d, 101, 4, b);
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	dg_free(&g);
 }
 END_TEST
@@ -418,14 +418,14 @@ END_TEST
 
 START_TEST(open_errors)
 {
-	struct ta_dump *d = (struct ta_dump *)1;
+	struct ta_dumpfile *d = (struct ta_dumpfile *)1;
 
 	errno = 0;
-	ck_assert_int_eq(ta_dump_open("/nonexistent/dir/x.trace", &d), -TA_E_IO);
+	ck_assert_int_eq(ta_dumpfile_open("/nonexistent/dir/x.trace", &d), -TA_E_IO);
 	ck_assert_int_eq(errno, ENOENT);
 	ck_assert_ptr_null(d);
 	/* A directory opens, but reading it fails. */
-	ck_assert_int_eq(ta_dump_open("/", &d), -TA_E_IO);
+	ck_assert_int_eq(ta_dumpfile_open("/", &d), -TA_E_IO);
 	ck_assert_int_eq(errno, EISDIR);
 }
 END_TEST
@@ -436,7 +436,7 @@ START_TEST(short_reads_from_pipe)
 	 * returns less than asked. */
 	struct dumpgen g;
 	size_t off[3];
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	int fds[2];
 	pid_t pid;
 	int status;
@@ -458,12 +458,12 @@ START_TEST(short_reads_from_pipe)
 		_exit(0);
 	}
 	close(fds[1]);
-	ck_assert_int_eq(ta_dump_fdopen(fds[0], &d), 0);
+	ck_assert_int_eq(ta_dumpfile_fdopen(fds[0], &d), 0);
 	expect_chunk(d, 100, 0, off[0]);
 	expect_error(d, -TA_E_CHECKSUM, 1, off[1], off[2] - off[1]);
 	expect_chunk(d, 102, 2, off[2]);
 	expect_end(d);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	dg_free(&g);
@@ -508,15 +508,15 @@ static void sample_dump(struct dumpgen *g, struct rng *r, int lz4)
 static void read_all(const uint8_t *p, size_t len)
 {
 	char path[64];
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	struct ta_chunk c;
 	uint64_t n = 0;
 	int rc;
 
 	dg_write_bytes_tmp(p, len, path);
-	rc = ta_dump_open(path, &d);
+	rc = ta_dumpfile_open(path, &d);
 	if (rc == 0) {
-		while ((rc = ta_dump_next(d, &c)) != 0) {
+		while ((rc = ta_dumpfile_next(d, &c)) != 0) {
 			REQUIRE(rc == 1 || (rc < 0 && rc != -TA_E_IO && rc != -TA_E_NOMEM), "rc %d",
 				rc);
 			/* A good chunk takes 32 bytes or more, and an error
@@ -524,7 +524,7 @@ static void read_all(const uint8_t *p, size_t len)
 			REQUIRE(++n <= 2 * (len / TA_CHUNK_HEADER_SIZE) + 2, "too many chunks");
 			REQUIRE(rc != 1 || c.len <= TA_CHUNK_MAX_PAYLOAD, "chunk too big");
 		}
-		ta_dump_close(d);
+		ta_dumpfile_close(d);
 	}
 	unlink(path);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_filter.c - the FILTER chunk's decoder (format/filter.c): a round
+ * test_filter.c - the FILTER chunk's decoder (format/filterchunk.c): a round
  * trip of what the agent writes, every truncation refused, counts that lie
  * refused before anything is allocated, trailing bytes of a later version
  * ignored, and a seeded fuzz (the seed is printed on failure).

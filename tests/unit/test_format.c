@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "slots.h"
 #include "testutil.h"
 
 /* ---- varints and zigzag ------------------------------------------------------ */

@@ -107,21 +107,21 @@ static void same_chunks(const struct input *in)
 {
 	const uint8_t *p = in->len ? in->p + 1 : in->p;
 	size_t len = in->len ? in->len - 1 : 0;
-	struct ta_dump *df, *dm;
+	struct ta_dumpfile *df, *dm;
 	struct ta_chunk cf, cm;
 	char path[64];
 	int rf, rm;
 
 	dg_write_bytes_tmp(p, len, path);
-	rf = ta_dump_open(path, &df);
+	rf = ta_dumpfile_open(path, &df);
 	unlink(path);
-	rm = ta_dump_memopen(p, len, &dm);
+	rm = ta_dumpfile_memopen(p, len, &dm);
 	ck_assert_msg(rf == rm, "%s: open: file %d, memory %d", in->name, rf, rm);
 	if (rf < 0)
 		return;
 	do {
-		rf = ta_dump_next(df, &cf);
-		rm = ta_dump_next(dm, &cm);
+		rf = ta_dumpfile_next(df, &cf);
+		rm = ta_dumpfile_next(dm, &cm);
 		ck_assert_msg(rf == rm, "%s: next: file %d, memory %d", in->name, rf, rm);
 		ck_assert_msg(cf.index == cm.index && cf.offset == cm.offset &&
 				  cf.skipped == cm.skipped && cf.len == cm.len &&
@@ -130,10 +130,10 @@ static void same_chunks(const struct input *in)
 		if (rf > 0)
 			ck_assert_msg(!memcmp(cf.payload, cm.payload, cf.len),
 				      "%s: payload differs", in->name);
-		ck_assert_uint_eq(ta_dump_offset(df), ta_dump_offset(dm));
+		ck_assert_uint_eq(ta_dumpfile_offset(df), ta_dumpfile_offset(dm));
 	} while (rf != 0 && rf != -TA_E_IO && rf != -TA_E_NOMEM);
-	ta_dump_close(df);
-	ta_dump_close(dm);
+	ta_dumpfile_close(df);
+	ta_dumpfile_close(dm);
 }
 
 START_TEST(memory_reader_is_the_file_reader)

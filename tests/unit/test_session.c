@@ -49,7 +49,7 @@ static void run_free(struct run *r)
 	ta_profile_free(&r->prof);
 }
 
-static struct ta_thread *thread_of(const struct run *r, uint32_t pid, uint64_t tid)
+static struct ta_sess_thread *thread_of(const struct run *r, uint32_t pid, uint64_t tid)
 {
 	for (size_t i = 0; i < r->s->nthreads; i++)
 		if (r->s->threads[i]->pid == pid && r->s->threads[i]->tid == tid)
@@ -61,7 +61,7 @@ static struct ta_thread *thread_of(const struct run *r, uint32_t pid, uint64_t t
 static const struct ta_fstat *fstat_of(const struct run *r, uint32_t pid, uint64_t tid,
 				       uint64_t addr)
 {
-	const struct ta_thread *t = thread_of(r, pid, tid);
+	const struct ta_sess_thread *t = thread_of(r, pid, tid);
 
 	for (size_t i = 0; i < r->prof.n; i++)
 		if (r->prof.f[i].thread == t->index && r->prof.f[i].addr == addr)
@@ -335,7 +335,7 @@ START_TEST(lost_chunk_resync)
 	struct run r;
 	const uint8_t *p;
 	size_t len;
-	const struct ta_thread *t;
+	const struct ta_sess_thread *t;
 
 	start_dump(&g, 0);
 	ta_encoder_init(&e, 10);
@@ -458,7 +458,7 @@ struct seen {
 	char log[2048];
 };
 
-static uintptr_t seen_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+static uintptr_t seen_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			    uint64_t addr, unsigned flags)
 {
 	struct seen *s = ctx;
@@ -469,7 +469,7 @@ static uintptr_t seen_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint
 	return (uintptr_t)addr + 1;
 }
 
-static void seen_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info *x)
+static void seen_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_info *x)
 {
 	struct seen *s = ctx;
 	size_t n = strlen(s->log);
@@ -481,7 +481,7 @@ static void seen_exit(void *ctx, struct ta_thread *t, const struct ta_exit_info 
 		 x->flags & TA_VISIT_OPEN ? "o" : "", x->flags & TA_VISIT_RESYNC ? "r" : "");
 }
 
-static void seen_lost(void *ctx, struct ta_thread *t, uint64_t ticks, uint64_t count)
+static void seen_lost(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t count)
 {
 	struct seen *s = ctx;
 	size_t n = strlen(s->log);
@@ -1187,7 +1187,7 @@ START_TEST(chunk_seq_wraps)
 	struct dumpgen g;
 	struct ta_session *s = ta_session_new(NULL);
 	struct ta_process *p;
-	struct ta_dump *d;
+	struct ta_dumpfile *d;
 	struct ta_chunk c;
 
 	ck_assert_ptr_nonnull(s);
@@ -1198,17 +1198,17 @@ START_TEST(chunk_seq_wraps)
 
 		dg_chunk_seq(&g, 0x7ffe, pad, 1, seqs[i], 0);
 	}
-	ck_assert_int_eq(ta_dump_memopen(g.buf, g.len, &d), 0);
-	ck_assert_int_eq(ta_dump_next(d, &c), 1);
+	ck_assert_int_eq(ta_dumpfile_memopen(g.buf, g.len, &d), 0);
+	ck_assert_int_eq(ta_dumpfile_next(d, &c), 1);
 	ck_assert_int_eq(ta_session_chunk(s, &c), 0);
 	/* As if 2^32 - 2 chunks had been read since. */
 	p = ta_session_process(s, 100);
 	p->next_chunk_seq = 0xfffffffeu;
-	while (ta_dump_next(d, &c) == 1)
+	while (ta_dumpfile_next(d, &c) == 1)
 		ck_assert_int_eq(ta_session_chunk(s, &c), 0);
 	ck_assert_uint_eq(p->chunks_missing, 1); /* 2 came after 3 */
 	ck_assert_uint_eq(p->next_chunk_seq, (1ull << 32) + 5);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	ta_session_free(s);
 	dg_free(&g);
 
@@ -1218,13 +1218,13 @@ START_TEST(chunk_seq_wraps)
 	dg_init(&g, 100);
 	dg_chunk_seq(&g, 0x7ffe, "x", 1, 0xc0000000u, 0);
 	dg_chunk_seq(&g, 0x7ffe, "x", 1, 0xc0000002u, 0);
-	ck_assert_int_eq(ta_dump_memopen(g.buf, g.len, &d), 0);
-	while (ta_dump_next(d, &c) == 1)
+	ck_assert_int_eq(ta_dumpfile_memopen(g.buf, g.len, &d), 0);
+	while (ta_dumpfile_next(d, &c) == 1)
 		ck_assert_int_eq(ta_session_chunk(s, &c), 0);
 	p = ta_session_process(s, 100);
 	ck_assert_uint_eq(p->chunks_missing, 0xc0000001u);
 	ck_assert_uint_eq(p->next_chunk_seq, 0xc0000003u);
-	ta_dump_close(d);
+	ta_dumpfile_close(d);
 	ta_session_free(s);
 	dg_free(&g);
 }

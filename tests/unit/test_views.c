@@ -509,7 +509,7 @@ START_TEST(chunks_in_workers)
 END_TEST
 
 /* An enter that notes each thread's first event, as frames' first pass. */
-static uintptr_t first_enter(void *ctx, struct ta_thread *t, uint64_t ticks, uint32_t depth,
+static uintptr_t first_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
 			     uint64_t addr, unsigned flags)
 {
 	uint64_t *first = ctx;

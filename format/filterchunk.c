@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * filter.c - the FILTER chunk's decoder (format.h, FORMAT.md "16 FILTER").
+ * filterchunk.c - the FILTER chunk's decoder (format.h, FORMAT.md "16 FILTER").
  */
 #include <stdlib.h>
 #include <string.h>

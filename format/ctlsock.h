@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * control.h - the control socket a traced process listens on (control.c):
+ * ctlsock.h - the control socket a traced process listens on (ctlsock.c):
  * where it is and what is said on it, shared by the agent and
  * `traceagent ctl` / `traceagent top -p`.
  *
@@ -52,8 +52,8 @@
  *     agent is not recording (it is stopping)".  A client silent for 2 s is
  *     closed without an answer.
  */
-#ifndef TA_CONTROL_H
-#define TA_CONTROL_H
+#ifndef TA_CTLSOCK_H
+#define TA_CTLSOCK_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * control.c - where a traced process's control socket is (control.h).
+ * ctlsock.c - where a traced process's control socket is (ctlsock.h).
  */
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "control.h"
+#include "ctlsock.h"
 
 int ta_ctl_dir(char *out, size_t size, const char *xdg_runtime_dir, uid_t uid)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_mindur.c - the minimum-duration filter (format/mindur.[ch]): short
+ * test_mindur.c - the minimum-duration filter (agent/mindur.[ch]): short
  * calls left out and counted, their ancestors written before a kept call,
  * EXT events forcing their frames out, pending entries kept across calls
  * (chunks) and written at a flush, the pending stack's bound, and a seeded

@@ -7,6 +7,9 @@
 
 #include "mindur.h"
 
+/* The filter reads and writes slots as laid out in this version (slots.h). */
+_Static_assert(TA_SLOTS_VERSION == 1, "slots.h changed: check the filter against it");
+
 void ta_mindur_init(struct ta_mindur *m, uint64_t min_ticks)
 {
 	memset(m, 0, sizeof(*m));

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * attach.c - `traceagent attach PID`: traces a running process for a while
+ * attacher.c - `traceagent attach PID`: traces a running process for a while
  * and leaves it as it was.
  *
  * A process that runs the agent already (its control socket answers) is
@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "control.h"
+#include "ctlsock.h"
 
 #if defined(__x86_64__) || defined(__aarch64__)
 #define CAN_INJECT 1

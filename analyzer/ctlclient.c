@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctl.c - `traceagent ctl PID COMMAND [ARGS]`: one request on a traced
- * process's control socket (format/control.h), its answer printed.
+ * ctlclient.c - `traceagent ctl PID COMMAND [ARGS]`: one request on a traced
+ * process's control socket (format/ctlsock.h), its answer printed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,7 +15,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "control.h"
+#include "ctlsock.h"
 
 /* How long the agent has to answer a command (a flush writes first). */
 #define ANSWER_MS 30000

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "format.h"
+#include "slots.h"
 
 /* Pending entries kept per thread: beyond, the oldest are written (a
  * deep recursion of short calls is then recorded, not lost). */
