@@ -184,9 +184,11 @@ class AttachApiTest(tahelp.Case):
         with no pause, so calls go through the entries while the attach
         points them.  The API's entries are pointed first and held (a call
         through one waits), then the hooks', then the API let go: every
-        step() recorded has its instant recorded after it (an instant may
-        come before the first, and the detach puts the hooks back before
-        the API's gates close), and nothing is lost."""
+        step() recorded has its instant recorded after it, but for the one
+        step in flight on each thread at the detach (it read the hook's
+        entry just before the hooks were put back, and its instant may come
+        after the API's gates closed); an instant may come before the
+        first step.  Nothing is lost."""
         t = tahelp.LineChild(self, [self.prog("attachpair")])
         for window in (1, 2):
             with self.subTest(window=window):
@@ -203,7 +205,7 @@ class AttachApiTest(tahelp.Case):
                 instants = self.channel(dump)["instants"]
                 steps = self.functions(self.report(dump), "attachpair")["step"]["calls"]
                 self.assertGreater(steps, 100000)
-                self.assertGreaterEqual(instants, steps)
+                self.assertGreaterEqual(instants, steps - 2)  # two threads
         status, out, err = t.quit()
         self.assertEqual((status, out), (0, "done\n"), err)
 
