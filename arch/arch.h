@@ -39,8 +39,9 @@
  *   TA_ARCH_KEEPS_REGS           the attribute of a function that saves every
  *                                register it uses (the patch stubs' callees)
  *   TA_ARCH_CODE_FIXED_WORDS     instructions are aligned 32-bit words,
- *                                decoded by hand (hookpatch.c); 0: variable
- *                                length, decoded with capstone
+ *                                decoded by hand as A64 (hookpatch.c); 0:
+ *                                variable length, decoded with capstone as
+ *                                x86-64
  *   TA_ARCH_HAS_HOOKPATCH        an excluded function's hook calls can be
  *                                rewritten (hookpatch.c; with variable-length
  *                                code only when capstone is there)

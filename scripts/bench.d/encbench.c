@@ -34,8 +34,9 @@
  * scripts/bench builds it (any run, into scripts/.cache/bench/encbench)
  * against build-bench's libta_format.a, the release build's format.c; by
  * hand, with the release build's flags:
- *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iformat -o encbench \
- *       scripts/bench.d/encbench.c format/format.c format/mindur.c -llz4
+ *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iformat -Iarch -o encbench \
+ *       scripts/bench.d/encbench.c format/format.c format/mindur.c \
+ *       arch/x86_64/crc32c.c -llz4
  */
 #define _GNU_SOURCE
 #include <lz4.h>
