@@ -22,11 +22,8 @@ uint64_t ta_clock_realtime_ns(void)
 
 uint64_t ta_clock_nominal_hz(void)
 {
-#if defined(__aarch64__)
-	uint64_t hz;
-
-	__asm__ volatile("mrs %0, cntfrq_el0" : "=r"(hz));
-	return hz;
+#if TA_ARCH_HAS_COUNTER
+	return ta_arch_counter_hz();
 #else
 	return 0;
 #endif

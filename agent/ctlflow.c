@@ -6,7 +6,7 @@
  *
  * The agent only says what happened, as EXT markers (format.h):
  *  - SETJMP(jmp_buf) from the setjmp family, interposed by the assembly
- *    trampolines of ctlflow_<arch>.S: setjmp returns twice and saves its
+ *    trampolines of arch/<cpu>/ctlflow.S: setjmp returns twice and saves its
  *    caller's registers, return address and stack pointer, so no C
  *    function can stand between the program and the real one.  The
  *    trampoline calls ta_ctl_setjmp_hook with the arguments saved, then
@@ -34,10 +34,12 @@
 #include <string.h>
 
 
+#include "arch.h"
 #include "base.h"
 #include "compiler.h"
 #include "format.h"
 #include "flusher.h"
+#include "jmpbuf.h"
 #include "lazylib.h"
 #include "nextsym.h"
 #include "patch.h"
@@ -118,9 +120,9 @@ __attribute__((constructor)) static void ctlflow_init(void)
 			(void)real(i);
 }
 
-/* ---- setjmp: called by the trampolines (ctlflow_<arch>.S) ------------------------ */
+/* ---- setjmp: called by the trampolines (arch/<cpu>/ctlflow.S) -------------------- */
 
-#if defined(__x86_64__) || defined(__aarch64__)
+#if TA_ARCH_HAS_SETJMP_TRAMPOLINES
 void *ta_ctl_setjmp_hook(void *env, unsigned which) TA_HIDDEN;
 
 /* Records SETJMP(env) and returns the real function the trampoline jumps
@@ -143,56 +145,21 @@ void *ta_ctl_setjmp_hook(void *env, unsigned which)
 
 /* ---- longjmp ------------------------------------------------------------------------ */
 
-#if defined(__aarch64__)
-/* ctlflow_aarch64.S: calls setjmp_fn(buf) and returns the sp it called it
- * with; ta_jmp_probe_ret is the return address the call left in x30. */
-uintptr_t ta_jmp_probe(void *buf, void *setjmp_fn) TA_HIDDEN;
-extern const char ta_jmp_probe_ret[] TA_HIDDEN;
-
-/* glibc's pointer guard on aarch64 is a variable of ld.so, private to
- * glibc; a jmp_buf filled at a known sp gives it (sp ^ guard is what is
- * stored), checked on the saved return address.  0 until known, 1 when it
- * cannot be (a guard of exactly 1 then reads as unknown: harmless). */
-static uintptr_t jmp_guard;
-
-static uintptr_t aarch64_guard(void)
+#if TA_ARCH_HAS_JMPBUF_SP
+/* libc's _setjmp, for the architectures that learn glibc's pointer
+ * mangling by calling it (arch/<cpu>/jmpbuf.c). */
+static void *find_setjmp(void)
 {
-	uintptr_t g = __atomic_load_n(&jmp_guard, __ATOMIC_RELAXED);
-	struct __jmp_buf_tag probe[1];
-	void *fn;
-
-	if (g)
-		return g;
-	g = 1;
-	fn = real(REAL_SETJMP_);
-	if (fn) {
-		uintptr_t sp = ta_jmp_probe(probe, fn);
-		uintptr_t guess = (uintptr_t)probe->__jmpbuf[13] ^ sp;
-
-		/* glibc's layout: x19-x28, x29, x30 (11), sp (13). */
-		if (((uintptr_t)probe->__jmpbuf[11] ^ guess) == (uintptr_t)ta_jmp_probe_ret)
-			g = guess;
-	}
-	__atomic_store_n(&jmp_guard, g, __ATOMIC_RELAXED);
-	return g;
+	return real(REAL_SETJMP_);
 }
 #endif
 
-/* The stack pointer a jmp_buf restores, unmangled as glibc mangles it
- * (PTR_MANGLE: on x86-64 xor with the guard in the thread control block
- * at %fs:0x30, then rotate left 17; on aarch64 xor with the guard);
+/* The stack pointer a jmp_buf restores, unmangled as glibc mangles it;
  * 0 if not known. */
 static uintptr_t jump_sp(const struct __jmp_buf_tag *env)
 {
-#if defined(__x86_64__)
-	uintptr_t v = (uintptr_t)env->__jmpbuf[6], guard;
-
-	__asm__("movq %%fs:0x30, %0" : "=r"(guard));
-	return (v >> 17 | v << 47) ^ guard;
-#elif defined(__aarch64__)
-	uintptr_t g = aarch64_guard();
-
-	return g == 1 ? 0 : (uintptr_t)env->__jmpbuf[13] ^ g;
+#if TA_ARCH_HAS_JMPBUF_SP
+	return ta_arch_jmpbuf_sp(env, find_setjmp);
 #else
 	(void)env;
 	return 0;

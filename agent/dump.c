@@ -1231,7 +1231,7 @@ void ta_dump_process(void)
 	ta_buf_u(&b, ticks);
 	ta_buf_u(&b, TA_CLOCK_SOURCE);
 	ta_buf_u(&b, ta_clock_nominal_hz());
-	ta_buf_str(&b, TA_ARCH, strlen(TA_ARCH));
+	ta_buf_str(&b, TA_ARCH_NAME, strlen(TA_ARCH_NAME));
 	ta_buf_str(&b, exe, n);
 	ta_buf_u(&b, argc);
 	for (size_t i = 0; i < clen;) {

@@ -72,17 +72,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "base.h"
 #include "hookpatch.h"
 #include "modules.h"
 #include "ta_config.h"
 
-#if defined(__x86_64__) && TA_HAVE_PATCH
+/* Variable-length code is decoded with capstone (built with patching);
+ * fixed 32-bit words by hand. */
+#if TA_ARCH_HAS_HOOKPATCH && !TA_ARCH_CODE_FIXED_WORDS && TA_HAVE_PATCH
 #include <cpuid.h>
 
 #include "disasm.h"
 #define HP_X86 1
-#elif defined(__aarch64__)
+#elif TA_ARCH_HAS_HOOKPATCH && TA_ARCH_CODE_FIXED_WORDS
 #define HP_A64 1
 #endif
 

@@ -196,7 +196,7 @@ static int open_unwind(void)
 		      sym(h, LZ_STR(unw_get_reg), &ta_lazy.u_get_reg) |
 		      sym(h, LZ_STR(unw_set_reg), &ta_lazy.u_set_reg) |
 		      sym(h, LZ_STR(unw_step), &ta_lazy.u_step) |
-#if defined(__x86_64__)
+#if TA_ARCH_UNW_GETCONTEXT_CALL
 		      sym(h, LZ_STR(unw_tdep_getcontext), &ta_lazy.u_getcontext) |
 #endif
 		      sym(h, LZ_STR(unw_backtrace), &ta_lazy.u_backtrace);
@@ -207,7 +207,7 @@ static int open_unwind(void)
 		ta_lazy.u_set_reg = NULL;
 		ta_lazy.u_step = NULL;
 		ta_lazy.u_backtrace = NULL;
-#if defined(__x86_64__)
+#if TA_ARCH_UNW_GETCONTEXT_CALL
 		ta_lazy.u_getcontext = NULL;
 #endif
 		ta_warn("cannot open libunwind.so.8 (%s): crashes are recorded without their "
@@ -219,7 +219,7 @@ static int open_unwind(void)
 		unw_context_t ctx;
 		unw_cursor_t cursor;
 
-#if defined(__x86_64__)
+#if TA_ARCH_UNW_GETCONTEXT_CALL
 		ta_lazy.u_getcontext(&ctx);
 #else
 		unw_getcontext(&ctx); /* inline code, no library call */

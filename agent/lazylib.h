@@ -20,6 +20,7 @@
 #endif
 #include <libunwind.h>
 
+#include "arch.h"
 #include "compiler.h"
 
 struct ta_lazy {
@@ -34,7 +35,7 @@ struct ta_lazy {
 	int (*u_set_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t);
 	int (*u_step)(unw_cursor_t *);
 	int (*u_backtrace)(void **, int);
-#if defined(__x86_64__)
+#if TA_ARCH_UNW_GETCONTEXT_CALL
 	int (*u_getcontext)(unw_context_t *);
 #endif
 };

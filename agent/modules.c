@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "base.h"
 #include "dump.h"
 #include "format.h"
@@ -184,13 +185,8 @@ void ta_dump_modules_all(uint64_t load_ticks)
 	pthread_mutex_unlock(&modules_lock);
 }
 
-#if defined(__x86_64__)
-#define R_JUMP_SLOT R_X86_64_JUMP_SLOT
-#define R_GLOB_DAT  R_X86_64_GLOB_DAT
-#elif defined(__aarch64__)
-#define R_JUMP_SLOT R_AARCH64_JUMP_SLOT
-#define R_GLOB_DAT  R_AARCH64_GLOB_DAT
-#endif
+#define R_JUMP_SLOT TA_ARCH_R_JUMP_SLOT
+#define R_GLOB_DAT  TA_ARCH_R_GLOB_DAT
 
 int ta_module_got_slots(const struct dl_phdr_info *info, ta_got_slot_fn *fn, void *arg)
 {

@@ -39,15 +39,11 @@
  * A TLS address is no constant initializer, so ta_cur starts at first_block,
  * shared by the threads that have not recorded yet. */
 static struct ta_block first_block;
-/* A line of their own; on aarch64 16 bytes only: glibc there gives a
- * library dlopen'ed into a running process (traceagent attach) no static
- * TLS aligned to more ("cannot allocate memory in static TLS block"); the
+/* A line of their own, where the loader can give a library dlopen'ed into
+ * a running process (traceagent attach) static TLS so aligned (16 bytes
+ * only on aarch64: "cannot allocate memory in static TLS block"); the
  * thread's other TLS is written by the thread itself only. */
-#if defined(__aarch64__)
-#define TLS_BLOCK_ALIGN 16
-#else
-#define TLS_BLOCK_ALIGN 64
-#endif
+#define TLS_BLOCK_ALIGN TA_ARCH_DLOPEN_TLS_ALIGN
 static __thread struct ta_block idle_block
     __attribute__((tls_model("initial-exec"), aligned(TLS_BLOCK_ALIGN)));
 static __thread struct ta_block busy_block

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch.h"
 #include "base.h"
 #include "clock.h"
 #include "compiler.h"
@@ -165,12 +166,8 @@ void ta_record_ext_exit_slow(uint64_t addr, uint32_t subtype, uint64_t a, uint64
  */
 static inline __attribute__((always_inline)) int ta_claim(void)
 {
-#if defined(__x86_64__)
-	__asm__ goto("cmpq $0, %0\n\tjne %l[claimed]\n\tmovq %%rsp, %0"
-		     :
-		     : "m"(ta_hot.claim)
-		     : "cc", "memory"
-		     : claimed);
+#if TA_ARCH_HAS_CLAIM_ASM
+	TA_ARCH_CLAIM(ta_hot.claim, claimed);
 	return 0;
 claimed:
 	return 1;
@@ -179,7 +176,7 @@ claimed:
 
 	if (__atomic_load_n(&ta_hot.claim, __ATOMIC_RELAXED))
 		return 1;
-	__asm__("mov %0, sp" : "=r"(sp));
+	TA_ARCH_READ_SP(sp);
 	__atomic_store_n(&ta_hot.claim, sp, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	return 0;
@@ -212,20 +209,12 @@ static inline __attribute__((always_inline)) void ta_unclaim(void)
  * block's end is harmless.  prefetchw is a NOP on x86 CPUs without it.
  */
 #define TA_PREFETCH_AHEAD 8
-#if defined(__x86_64__)
-/* b + 16 h is in a register for the slot's stores already: the prefetch
- * is one instruction, from it and a constant. */
+#if TA_ARCH_HAS_PREFETCHW
+/* b + 16 h is in a register for the slot's stores already: on x86-64 the
+ * prefetch is one instruction, from it and a constant. */
 #define ta_prefetch_slot(b, h)                                                                     \
-	__asm__("prefetchw %c2(%0,%1)"                                                             \
-		:                                                                                  \
-		: "r"(b), "r"((uint64_t)(h) * sizeof((b)->ev[0])),                                 \
-		  "i"(offsetof(struct ta_block, ev) + sizeof((b)->ev[0]) * TA_PREFETCH_AHEAD))
-#elif defined(__aarch64__)
-#define ta_prefetch_slot(b, h)                                                                     \
-	__asm__("prfm pstl1keep, [%0, %1]"                                                         \
-		:                                                                                  \
-		: "r"((const char *)(b) + (uint64_t)(h) * sizeof((b)->ev[0])),                     \
-		  "i"(offsetof(struct ta_block, ev) + sizeof((b)->ev[0]) * TA_PREFETCH_AHEAD))
+	TA_ARCH_PREFETCHW(b, (uint64_t)(h) * sizeof((b)->ev[0]),                                   \
+			  offsetof(struct ta_block, ev) + sizeof((b)->ev[0]) * TA_PREFETCH_AHEAD)
 #else
 #define ta_prefetch_slot(b, h) __builtin_prefetch(&(b)->ev[(h) + TA_PREFETCH_AHEAD], 1, 3)
 #endif

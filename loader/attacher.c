@@ -39,12 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "commands.h"
 #include "ctlsock.h"
+#include "ptrace.h"
 
-#if defined(__x86_64__) || defined(__aarch64__)
-#define CAN_INJECT 1
-#endif
 
 static volatile sig_atomic_t stop_now;
 
@@ -102,7 +101,7 @@ static int process_alive(long pid)
 	return status_field(pid, "State", st, sizeof(st)) == 0 && st[0] != 'Z';
 }
 
-#ifdef CAN_INJECT /* the injection's helpers */
+#if TA_ARCH_HAS_INJECT /* the injection's helpers */
 /* A file mapping of /proc/PID/maps. */
 struct map_line {
 	unsigned long lo, hi, off;
@@ -435,7 +434,7 @@ static int denied(long pid, int err)
 		    pid, strerror(err), scope);
 }
 
-#ifdef CAN_INJECT
+#if TA_ARCH_HAS_INJECT
 /*
  * Signals while we hold a thread.  Around our calls its mask blocks every
  * signal but the faults (calls_mask): one sent meanwhile stays pending in
@@ -521,15 +520,7 @@ static void release(pid_t pid, pid_t tid, const uint64_t *old)
 	at_signal_stop = 0;
 }
 
-/* What /proc/PID/task/TID/syscall said just before the thread was
- * stopped: the system call it was blocked in, its arguments, sp and pc
- * (nr -1: none, or not known). */
-struct sysnote {
-	long nr;
-	unsigned long long args[6], sp, pc;
-};
-
-static void syscall_note(pid_t pid, pid_t tid, struct sysnote *n)
+static void syscall_note(pid_t pid, pid_t tid, struct ta_sysnote *n)
 {
 	char path[96], buf[512];
 	int fd;
@@ -551,243 +542,21 @@ static void syscall_note(pid_t pid, pid_t tid, struct sysnote *n)
 		n->nr = -1;
 }
 
-/* Not in the user headers: the kernel's "restart unless a handler runs". */
-#define K_ERESTARTNOHAND 514
 
-/*
- * The architecture layer: a thread's registers (regs_t, regs_get,
- * regs_set, PC, SP), a call set up in them (call_setup: fn(a0, a1)
- * returning to address 0, where it stops with SIGSEGV), its result
- * (call_result), the system call the thread was stopped in made ready
- * to be entered again once the registers are given back (syscall_park),
- * and epoll_wait's EINTR undone (syscall_unintr).
- *
- * epoll_wait (and epoll_pwait, epoll_pwait2) returns -EINTR to any stop,
- * a ptrace one too, whether a handler runs or not (signal(7)): the program
- * would see an EINTR that only the attach caused.  Such a call is made to
- * restart as a call interrupted with -ERESTARTNOHAND is: entered again, as
- * no handler runs.  A signal that came meanwhile is sent again after the
- * attach and interrupts the call then, as it would have.
- */
-#if defined(__x86_64__)
-typedef struct user_regs_struct regs_t;
-#define PC(r)	      ((r).rip)
-#define SP(r)	      ((r).rsp)
-#define SEIZE_OPTIONS 0
-
-static int regs_get(pid_t tid, regs_t *r)
-{
-	return ptrace(PTRACE_GETREGS, tid, NULL, r) < 0 ? -1 : 0;
-}
-
-static int regs_set(pid_t tid, const regs_t *r)
-{
-	return ptrace(PTRACE_SETREGS, tid, NULL, r) < 0 ? -1 : 0;
-}
-
-/* The return address 0 is pushed on the stack. */
-static int call_setup(pid_t pid, regs_t *r, uint64_t sp_base, uint64_t fn, uint64_t a0, uint64_t a1)
-{
-	uint64_t zero = 0;
-
-	r->rsp = (sp_base & ~15ull) - 8; /* as after a call: rsp+8 16-aligned */
-	r->rip = fn;
-	r->rdi = a0;
-	r->rsi = a1;
-	r->rax = 0;
-	/* No system call to restart into our call. */
-	r->orig_rax = (uint64_t)-1;
-	return ptrace(PTRACE_POKEDATA, pid, (void *)r->rsp, (void *)zero) < 0 ? -1 : 0;
-}
-
-static uint64_t call_result(const regs_t *r)
-{
-	return r->rax;
-}
-
-/* The system call the thread is stopped in (or at the end of), or -1 (in
- * its own code): orig_rax, which every entry to the kernel but a system
- * call's sets to -1. */
-static long at_syscall(pid_t tid, const regs_t *r)
-{
-	(void)tid;
-	return (long)r->orig_rax;
-}
-
-/* x86-64 restarts a system call after the stop (arch_do_signal_or_restart
- * looks at orig_rax and rax once get_signal returns): the registers given
- * back as they were, orig_rax among them, restart it.  Nothing to do. */
-static int syscall_park(pid_t tid, regs_t *saved)
-{
-	(void)tid;
-	(void)saved;
-	return 0;
-}
-
-/* orig_rax tells the call exactly (-1 once the thread has entered the
- * kernel otherwise, or after a sigreturn); its arguments are still in
- * their registers.  1 if r was changed. */
-static int syscall_unintr(regs_t *r, const struct sysnote *before)
-{
-	long nr = (long)r->orig_rax;
-
-	(void)before;
-	if ((nr == __NR_epoll_wait || nr == __NR_epoll_pwait || nr == __NR_epoll_pwait2) &&
-	    r->rax == (uint64_t)-EINTR) {
-		r->rax = (uint64_t)-K_ERESTARTNOHAND;
-		return 1;
-	}
-	return 0;
-}
-#elif defined(__aarch64__)
-/* glibc's name for the kernel's struct user_pt_regs (NT_PRSTATUS). */
-typedef struct user_regs_struct regs_t;
-#define PC(r)	      ((r).pc)
-#define SP(r)	      ((r).sp)
-/* syscall_park tells its system-call stops from SIGTRAPs. */
-#define SEIZE_OPTIONS PTRACE_O_TRACESYSGOOD
-
-static int regs_get(pid_t tid, regs_t *r)
-{
-	struct iovec io = {r, sizeof(*r)};
-
-	return ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &io) < 0 ? -1 : 0;
-}
-
-static int regs_set(pid_t tid, const regs_t *r)
-{
-	struct iovec io = {(void *)(uintptr_t)r, sizeof(*r)};
-
-	return ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRSTATUS, &io) < 0 ? -1 : 0;
-}
-
-/* The return address 0 is in the link register; no red zone on aarch64,
- * the same margin all the same. */
-static int call_setup(pid_t pid, regs_t *r, uint64_t sp_base, uint64_t fn, uint64_t a0, uint64_t a1)
-{
-	(void)pid;
-	r->sp = sp_base & ~15ull;
-	r->pc = fn;
-	r->regs[0] = a0;
-	r->regs[1] = a1;
-	r->regs[30] = 0;
-	return 0;
-}
-
-static uint64_t call_result(const regs_t *r)
-{
-	return r->regs[0];
-}
-
-/* The system call the thread is stopped at, or -1 (in its own code): at
- * an svc (a call interrupted by the stop: the kernel rewound pc to it,
- * syscall_park below) or just after one (a call that returned), x8 holds
- * its number. */
-static long at_syscall(pid_t tid, const regs_t *r)
-{
-	for (uint64_t back = 0; back <= 4; back += 4) {
-		long insn;
-
-		errno = 0;
-		insn = ptrace(PTRACE_PEEKTEXT, tid, (void *)(uintptr_t)(r->pc - back), NULL);
-		if (!errno && (uint32_t)insn == 0xd4000001) /* svc #0 */
-			return (long)r->regs[8];
-	}
-	return -1;
-}
-
-/* Waits for thread tid's next system-call stop (PTRACE_SYSCALL'ed),
- * holding the signals that come first; 0, or -1 (it ended). */
-static int syscall_stop(pid_t tid)
-{
-	int st;
-
-	for (;;) {
-		if (waitpid(tid, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
-			return -1;
-		if (!WIFSTOPPED(st))
-			continue;
-		if (WSTOPSIG(st) == (SIGTRAP | 0x80))
-			return 0;
-		if (st >> 16 == 0)
-			keep_signal(tid, WSTOPSIG(st));
-		if (ptrace(PTRACE_SYSCALL, tid, NULL, NULL) < 0)
-			return -1;
-	}
-}
-
-/*
- * arm64's do_signal prepares a restart before the stop, so that a
- * debugger sees it: a thread stopped in read, futex or nanosleep is
- * already at its svc again, x0 its first argument (from orig_x0, which
- * user_pt_regs has not), its system call forgotten (syscallno -1).  What
- * it does after the stop, and only if pc is still at that svc, is the
- * -ERESTART_RESTARTBLOCK case (nanosleep, a futex wait with a timeout):
- * x8 = __NR_restart_syscall, which resumes the wait where it was instead
- * of waiting its whole time again.  So a thread at an svc is let run to
- * it (PTRACE_SYSCALL, the kernel finishing its restart on the way), the
- * call skipped at its entry (NT_ARM_SYSTEM_CALL -1), and the x8 it
- * entered with kept in saved: given back, the thread enters the same call
- * as the kernel would have made it.  The rest of saved is the stop's (at
- * a system-call stop the kernel shows x7 as the stop's direction).  A
- * thread that is not at an svc (in its own code, or in a call that
- * returned -EINTR, which the kernel does not restart) is left as it is.
- */
-static int syscall_park(pid_t tid, regs_t *saved)
-{
-	regs_t entry;
-	int skip = -1;
-	struct iovec io = {&skip, sizeof(skip)};
-	long insn;
-
-	errno = 0;
-	insn = ptrace(PTRACE_PEEKTEXT, tid, (void *)(uintptr_t)saved->pc, NULL);
-	if (errno || (uint32_t)insn != 0xd4000001) /* svc #0 */
-		return 0;
-	if (ptrace(PTRACE_SYSCALL, tid, NULL, NULL) < 0 || syscall_stop(tid) < 0)
-		return fail("process %d: thread %d ended during the attach", tid, tid);
-	if (regs_get(tid, &entry) < 0 || entry.pc != saved->pc + 4)
-		return fail("thread %d: not at the system call it was stopped before (pc %#llx, "
-			    "not %#llx)",
-			    tid, (unsigned long long)entry.pc, (unsigned long long)saved->pc + 4);
-	if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_ARM_SYSTEM_CALL, &io) < 0 ||
-	    ptrace(PTRACE_SYSCALL, tid, NULL, NULL) < 0 || syscall_stop(tid) < 0)
-		return fail("thread %d: cannot hold its system call: %s", tid, strerror(errno));
-	saved->regs[8] = entry.regs[8];
-	return 0;
-}
-
-/* At the stop the kernel has forgotten the call (syscallno -1) and x0,
- * its first argument, holds -EINTR: both come from the note taken just
- * before the stop, when the thread was blocked in the call: the same call
- * if x8, pc (after the svc), sp and x1-x5 are the note's.  Rewound to the
- * svc with x0 back, the thread enters it again.  1 if r was changed. */
-static int syscall_unintr(regs_t *r, const struct sysnote *before)
-{
-	if (!before || (before->nr != __NR_epoll_pwait && before->nr != __NR_epoll_pwait2) ||
-	    r->regs[0] != (uint64_t)-EINTR || r->regs[8] != (uint64_t)before->nr ||
-	    r->pc != before->pc || r->sp != before->sp)
-		return 0;
-	for (int i = 1; i < 6; i++)
-		if (r->regs[i] != before->args[i])
-			return 0;
-	r->regs[0] = before->args[0];
-	r->pc -= 4;
-	return 1;
-}
-#endif
+/* What the architecture layer (arch/ptrace.h) calls back. */
+static const struct ta_ptrace_env ptrace_env = {keep_signal, fail};
 
 /* Thread tid's registers as they are to be given back, in saved (before:
  * its note, or NULL); 0, or -1 (said). */
-static int regs_save(pid_t tid, regs_t *saved, const struct sysnote *before)
+static int regs_save(pid_t tid, ta_regs *saved, const struct ta_sysnote *before)
 {
-	if (regs_get(tid, saved) < 0)
+	if (ta_regs_get(tid, saved) < 0)
 		return fail("process %d: cannot read the registers: %s", tid, strerror(errno));
 	/* An epoll_wait's EINTR undone in the thread itself: on aarch64 it
-	 * is then at its svc, which syscall_park lets it enter. */
-	if (syscall_unintr(saved, before) && regs_set(tid, saved) < 0)
+	 * is then at its svc, which ta_regs_syscall_park lets it enter. */
+	if (ta_regs_syscall_unintr(saved, before) && ta_regs_set(tid, saved) < 0)
 		return fail("process %d: cannot write the registers: %s", tid, strerror(errno));
-	return syscall_park(tid, saved) < 0 ? -1 : 0;
+	return ta_regs_syscall_park(tid, saved, &ptrace_env) < 0 ? -1 : 0;
 }
 
 /*
@@ -932,11 +701,11 @@ static int loader_state(pid_t pid, uint64_t at)
 
 /* 1 if the thread stopped with registers r is at a safe point; else 0
  * with the reason in why. */
-static int safe_point(pid_t pid, pid_t tid, const struct safety *s, const regs_t *r, char *why,
+static int safe_point(pid_t pid, pid_t tid, const struct safety *s, const ta_regs *r, char *why,
 		      size_t size)
 {
-	uint64_t pc = PC(*r);
-	long nr = at_syscall(tid, r);
+	uint64_t pc = TA_REGS_PC(*r);
+	long nr = ta_regs_at_syscall(tid, r);
 	int state, waits = 0;
 
 	for (int i = 0; i < s->n; i++) {
@@ -1000,7 +769,7 @@ static int wait_until(pid_t pid, int *st, uint64_t deadline)
  * when it was not within budget_ms (why says where it was last; stopped,
  * as it was: to be detached); 1 on an error (said).
  */
-static int stop_safe(pid_t pid, pid_t tid, struct sysnote *note, uint64_t budget_ms, char *why,
+static int stop_safe(pid_t pid, pid_t tid, struct ta_sysnote *note, uint64_t budget_ms, char *why,
 		     size_t size)
 {
 	struct safety s;
@@ -1008,7 +777,7 @@ static int stop_safe(pid_t pid, pid_t tid, struct sysnote *note, uint64_t budget
 
 	safety_init(pid, &s);
 	for (;;) {
-		regs_t r;
+		ta_regs r;
 		int st;
 
 		syscall_note(pid, tid, note);
@@ -1035,7 +804,7 @@ static int stop_safe(pid_t pid, pid_t tid, struct sysnote *note, uint64_t budget
 			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(uintptr_t)WSTOPSIG(st)) < 0)
 				return fail("process %d: %s", pid, strerror(errno));
 		}
-		if (regs_get(tid, &r) < 0 || (syscall_unintr(&r, note) && regs_set(tid, &r) < 0))
+		if (ta_regs_get(tid, &r) < 0 || (ta_regs_syscall_unintr(&r, note) && ta_regs_set(tid, &r) < 0))
 			return fail("process %d: cannot read the registers of thread %d: %s", pid,
 				    tid, strerror(errno));
 		if (safe_point(pid, tid, &s, &r, why, size))
@@ -1051,11 +820,11 @@ static int stop_safe(pid_t pid, pid_t tid, struct sysnote *note, uint64_t budget
 /* Thread tid's turn: seized and given SAFE_TURN_MS to be stopped at a safe
  * point.  0: it is (kept stopped); 2: not (let go, or gone); 1: an error
  * (said). */
-static int safe_turn(pid_t pid, pid_t tid, struct sysnote *note, char *why, size_t size)
+static int safe_turn(pid_t pid, pid_t tid, struct ta_sysnote *note, char *why, size_t size)
 {
 	int rc;
 
-	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)TA_REGS_SEIZE_OPTIONS) < 0)
 		return tid == pid ? (denied(pid, errno), 1) : 2; /* a thread gone since */
 	rc = stop_safe(pid, tid, note, SAFE_TURN_MS, why, size);
 	if (rc != 0)
@@ -1072,7 +841,7 @@ static int safe_turn(pid_t pid, pid_t tid, struct sysnote *note, char *why, size
  * taken at their first stop).  Its tid, or 0 when none was within
  * SAFE_TRY_MS or on an error (said; every thread let go as it was).
  */
-static pid_t seize_safe(pid_t pid, struct sysnote *note)
+static pid_t seize_safe(pid_t pid, struct ta_sysnote *note)
 {
 	char why[160] = "", other[160], path[64];
 	uint64_t t0 = mono_ms();
@@ -1145,15 +914,15 @@ static void leave_stuck(pid_t pid, uint64_t fn, uint64_t ms)
 /* Calls fn(a0, a1) in the stopped thread, on its stack below sp_base;
  * the result in *ret.  0, or 1 (said; stuck set if the thread was left
  * in the call). */
-static int remote_call(pid_t pid, const regs_t *saved, uint64_t sp_base, uint64_t fn, uint64_t a0,
+static int remote_call(pid_t pid, const ta_regs *saved, uint64_t sp_base, uint64_t fn, uint64_t a0,
 		       uint64_t a1, uint64_t *ret)
 {
-	regs_t r = *saved;
+	ta_regs r = *saved;
 	uint64_t limit = call_timeout_ms(), deadline = mono_ms() + limit;
 	int st, w;
 
 	at_signal_stop = 0;
-	if (call_setup(pid, &r, sp_base, fn, a0, a1) < 0 || regs_set(pid, &r) < 0 ||
+	if (ta_regs_call_setup(pid, &r, sp_base, fn, a0, a1) < 0 || ta_regs_set(pid, &r) < 0 ||
 	    ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
 		return fail("process %d: cannot set up the call: %s", pid, strerror(errno));
 	for (;;) {
@@ -1174,14 +943,14 @@ static int remote_call(pid_t pid, const regs_t *saved, uint64_t sp_base, uint64_
 			/* A fault, not a kill -SEGV (si_code <= 0), which is
 			 * held as any signal. */
 			if (ptrace(PTRACE_GETSIGINFO, pid, NULL, &si) < 0 || si.si_code > 0) {
-				if (regs_get(pid, &r) < 0)
+				if (ta_regs_get(pid, &r) < 0)
 					return fail("process %d: cannot read the registers: %s",
 						    pid, strerror(errno));
-				if (PC(r) != 0)
+				if (TA_REGS_PC(r) != 0)
 					return fail("process %d crashed in the attach's call at "
 						    "%#llx",
-						    pid, (unsigned long long)PC(r));
-				*ret = call_result(&r);
+						    pid, (unsigned long long)TA_REGS_PC(r));
+				*ret = ta_regs_call_result(&r);
 				at_signal_stop = 1;
 				return 0;
 			}
@@ -1216,13 +985,13 @@ struct held {
  * cannot be held). */
 static int hold(pid_t pid, pid_t tid, struct held *h)
 {
-	regs_t r;
-	struct sysnote note;
+	ta_regs r;
+	struct ta_sysnote note;
 	int st;
 
 	h->tid = tid;
 	h->sig = 0;
-	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)SEIZE_OPTIONS) < 0)
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)TA_REGS_SEIZE_OPTIONS) < 0)
 		return -1;
 	syscall_note(pid, tid, &note);
 	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0)
@@ -1239,9 +1008,9 @@ static int hold(pid_t pid, pid_t tid, struct held *h)
 		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(uintptr_t)WSTOPSIG(st)) < 0)
 			goto fail;
 	}
-	if (regs_get(tid, &r) < 0 || (syscall_unintr(&r, &note) && regs_set(tid, &r) < 0))
+	if (ta_regs_get(tid, &r) < 0 || (ta_regs_syscall_unintr(&r, &note) && ta_regs_set(tid, &r) < 0))
 		goto fail;
-	h->pc = PC(r);
+	h->pc = TA_REGS_PC(r);
 	return 0;
 fail:
 	ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)h->sig);
@@ -1263,7 +1032,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 	char dir[64];
 	DIR *d;
 	struct dirent *e;
-	regs_t saved;
+	ta_regs saved;
 	uint64_t sp, at, mask;
 	int rc = 1, masked = 0;
 
@@ -1319,7 +1088,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 	masked = 1;
 	if (regs_save(pid, &saved, NULL) < 0)
 		goto out;
-	sp = (SP(saved) - 1024) & ~15ull;
+	sp = (TA_REGS_SP(saved) - 1024) & ~15ull;
 	at = sp - 8192 - ((with_pcs ? n * 8 : 0) & ~15ull);
 	if (str && put_string(pid, at, str) < 0) {
 		fail("process %d: cannot write to its stack: %s", pid, strerror(errno));
@@ -1337,7 +1106,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 	}
 	if (remote_call(pid, &saved, at - 256, fn, at, with_pcs ? n : 0, ret) == 0)
 		rc = 0;
-	if (!stuck && regs_set(pid, &saved) < 0)
+	if (!stuck && ta_regs_set(pid, &saved) < 0)
 		rc = fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
 out:
 	for (size_t i = 0; i < n; i++) {
@@ -1381,8 +1150,8 @@ static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 	/* One thread stopped (the others go on) for the planning, which
 	 * allocates: at a safe point. */
 	{
-		struct sysnote note;
-		regs_t saved;
+		struct ta_sysnote note;
+		ta_regs saved;
 		uint64_t at, mask;
 		int rc = 1, masked = 0;
 
@@ -1393,12 +1162,12 @@ static int patch_in(pid_t pid, const char *agent, const char *spec, int later)
 		if (calls_mask(tid, &mask) == 0) {
 			masked = 1;
 			if (regs_save(tid, &saved, &note) == 0) {
-				at = ((SP(saved) - 1024) & ~15ull) - 8192;
+				at = ((TA_REGS_SP(saved) - 1024) & ~15ull) - 8192;
 				if (put_string(pid, at, spec) == 0 &&
 				    remote_call(tid, &saved, at - 256, prep, at, 0, &ret) == 0)
 					rc = 0;
 				if (!stuck)
-					regs_set(tid, &saved);
+					ta_regs_set(tid, &saved);
 			}
 		}
 		if (stuck)
@@ -1461,8 +1230,8 @@ static int patch_out(pid_t pid, const char *agent)
 static int inject(pid_t pid, const char *agent, const char *settings)
 {
 	char libc[PATH_MAX], libc_seen[PATH_MAX + 32], agent_seen[PATH_MAX + 32];
-	regs_t saved;
-	struct sysnote note;
+	ta_regs saved;
+	struct ta_sysnote note;
 	uintptr_t libc_base, agent_base;
 	uint64_t dlopen_off, start_off, sp, path_at, set_at, ret, mask;
 	int masked = 0, rc = 1;
@@ -1511,7 +1280,7 @@ static int inject(pid_t pid, const char *agent, const char *settings)
 	if (regs_save(tid, &saved, &note) < 0)
 		goto detach;
 	/* Below the red zone (128 bytes on x86-64), with room to spare. */
-	sp = (SP(saved) - 1024) & ~15ull;
+	sp = (TA_REGS_SP(saved) - 1024) & ~15ull;
 	path_at = sp - 4096;
 	set_at = path_at - 8192;
 	if (put_string(pid, path_at, agent) < 0 || put_string(pid, set_at, settings) < 0) {
@@ -1558,7 +1327,7 @@ restore:
 	/* Left stopped inside the call (remote_call): nothing to give back. */
 	if (stuck)
 		return 1;
-	if (regs_set(tid, &saved) < 0)
+	if (ta_regs_set(tid, &saved) < 0)
 		fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
 detach:
 	release(pid, tid, masked ? &mask : NULL);
@@ -1733,10 +1502,8 @@ int ta_cmd_attach(int argc, char **argv)
 	close(fd);
 	{
 		unsigned mach = eh[18] | (unsigned)eh[19] << 8;
-#if defined(__x86_64__)
-		unsigned mine = EM_X86_64;
-#elif defined(__aarch64__)
-		unsigned mine = EM_AARCH64;
+#ifdef TA_ARCH_ELF_MACHINE
+		unsigned mine = TA_ARCH_ELF_MACHINE;
 #else
 		unsigned mine = 0;
 #endif
@@ -1806,7 +1573,7 @@ int ta_cmd_attach(int argc, char **argv)
 				fail("process %ld: channels %s: %s", pid, channels, ans);
 		}
 	} else {
-#ifdef CAN_INJECT
+#if TA_ARCH_HAS_INJECT
 		if (ta_record_find_agent(agent) < 0 || output_reachable(pid, out))
 			return 1;
 		rc = inject((pid_t)pid, agent, settings);
@@ -1847,7 +1614,7 @@ int ta_cmd_attach(int argc, char **argv)
 			fprintf(stderr, "traceagent: process %ld has ended\n", pid);
 			return 0;
 		}
-#if defined(__x86_64__)
+#if TA_ARCH_HAS_PATCHING
 		/* --patch in the modules dlopen'ed since (5 looks a second). */
 		if (injected && patch && ++looks % 10 == 0) {
 			uint64_t digest = code_maps_digest(pid);
@@ -1866,7 +1633,7 @@ int ta_cmd_attach(int argc, char **argv)
 			break;
 		nanosleep(&nap, NULL);
 	}
-#ifdef CAN_INJECT
+#if TA_ARCH_HAS_INJECT
 	/* The entries back while no thread runs, before the agent stops. */
 	if (injected && patch && patch_out((pid_t)pid, agent))
 		fprintf(stderr, "traceagent: attach: the patched entries of process %ld stay (they "

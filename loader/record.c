@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "arch.h"
 #include "cmdopts.h"
 #include "commands.h"
 #include "format.h"
@@ -41,21 +42,6 @@
 #define EXIT_NOT_FOUND	127
 
 #define DEFAULT_OUTPUT "traceagent.%p.trace"
-
-/* The machine the agent (built with this compiler) runs on. */
-#if defined(__x86_64__) || defined(__i386__)
-#define TA_ELF_MACHINE (sizeof(void *) == 8 ? EM_X86_64 : EM_386)
-#elif defined(__aarch64__)
-#define TA_ELF_MACHINE EM_AARCH64
-#elif defined(__arm__)
-#define TA_ELF_MACHINE EM_ARM
-#elif defined(__riscv)
-#define TA_ELF_MACHINE EM_RISCV
-#elif defined(__powerpc64__)
-#define TA_ELF_MACHINE EM_PPC64
-#elif defined(__s390x__)
-#define TA_ELF_MACHINE EM_S390
-#endif
 
 struct record_opts {
 	const char *output;   /* -o, or NULL */
@@ -318,10 +304,11 @@ static uint64_t elf_get(const unsigned char *p, int size, int big)
 	return v;
 }
 
+/* The machine the agent (built with this compiler) runs on. */
 static int machine_matches(uint64_t machine)
 {
-#ifdef TA_ELF_MACHINE
-	return machine == TA_ELF_MACHINE;
+#ifdef TA_ARCH_ELF_MACHINE
+	return machine == TA_ARCH_ELF_MACHINE;
 #else
 	(void)machine;
 	return 1; /* unknown here: let the dynamic loader judge */

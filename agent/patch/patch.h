@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch.h"
 #include "compiler.h"
 
 /* ---- for the agent ------------------------------------------------------------------ */
@@ -64,15 +65,11 @@ struct ta_patch_desc {
 	uint64_t fn; /* entry address, recorded as the event's */
 };
 
-/* What the stubs call keeps every register it may use itself (x86-64,
- * where patching is; elsewhere these are never called). */
-#if defined(__x86_64__)
-#define TA_PATCH_KEEPS_REGS __attribute__((no_caller_saved_registers))
-#else
-#define TA_PATCH_KEEPS_REGS
-#endif
+/* What the stubs call keeps every register it may use itself (where
+ * patching is; elsewhere these are never called). */
+#define TA_PATCH_KEEPS_REGS TA_ARCH_KEEPS_REGS
 
-/* patch_stub.S */
+/* arch/x86_64/patch_stub.S */
 void ta_patch_enter_common(void) TA_HIDDEN;
 void ta_patch_ret_stub(void) TA_HIDDEN;
 /* Calls fn(a, b) keeping xmm0-15. */

@@ -35,8 +35,9 @@
  * against build-bench's libta_format.a and libta_agent_core.a (the release
  * build's format.c and agent/mindur.c); by hand, with the release build's
  * flags:
- *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iformat -Iagent -o encbench \
- *       scripts/bench.d/encbench.c format/format.c agent/mindur.c -llz4
+ *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iformat -Iagent -Iarch \
+ *       -o encbench scripts/bench.d/encbench.c format/format.c agent/mindur.c \
+ *       arch/x86_64/crc32c.c -llz4
  */
 #define _GNU_SOURCE
 #include <lz4.h>

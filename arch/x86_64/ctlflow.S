@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctlflow_x86_64.S - the setjmp family's trampolines (see ctlflow.c).
+ * x86_64/ctlflow.S - the setjmp family's trampolines (see agent/ctlflow.c).
  *
  * setjmp saves its caller's callee-saved registers, stack pointer and
  * return address, and returns a second time through them: a C wrapper would

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctlflow_aarch64.S - the setjmp family's trampolines (see ctlflow.c and
- * ctlflow_x86_64.S for why they are not C).
+ * aarch64/ctlflow.S - the setjmp family's trampolines (see agent/ctlflow.c
+ * and x86_64/ctlflow.S for why they are not C).
  *
  * The caller's return address is in x30 and its frame pointer in x29: both
  * are saved around the call to ta_ctl_setjmp_hook(env, which) with the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * patch_stub.S - the two pieces of code every function patched with the
- * return stub goes through (x86-64 only; see patch.c; a function relocated
+ * x86_64/patch_stub.S - the two pieces of code every function patched with the
+ * return stub goes through (see agent/patch/patch.c; a function relocated
  * whole calls ta_patch_rel_on_enter/on_exit of patch_hot.c from its own
  * stubs instead), and the calls out that keep the registers.
  *
