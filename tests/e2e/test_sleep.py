@@ -1,12 +1,10 @@
 # SPDX-License-Identifier: MIT
 """sleep: nap() sleeps 20 ms with nanosleep 5 times.  The report's times
-must match the clock: the shortest nap within 2% of 20 ms, and the
+must match the clock: the shortest nap not under 20 ms (less 2%), and the
 shortest, longest and mean within 2% of what the program measured itself
-with CLOCK_MONOTONIC around each call (so scheduling delays do not matter).
-
-Under qemu-user (scripts/test-aarch64) a 20 ms nanosleep itself lasts
-longer (24 ms seen on a loaded machine): there the shortest nap is only
-checked against the program's own clock and for not being under 20 ms."""
+with CLOCK_MONOTONIC around each call (so that how long the system let
+each sleep last does not matter: on a machine at a load of 17 all five
+naps lasted over 22 ms)."""
 
 import tahelp
 from tahelp import LEVELS, MODES
@@ -31,10 +29,6 @@ class SleepTest(tahelp.Case):
                     self.assert_times_sane(nap)
                     self.assertGreaterEqual(own["min_ns"], NAP_NS)
                     self.assertGreaterEqual(nap["min_ns"], NAP_NS * 0.98)
-                    if not tahelp.EMULATED:
-                        # The sleep, not the agent: emulated, nanosleep
-                        # overshoots by more than 2%.
-                        self.assertAlmostEqual(nap["min_ns"], NAP_NS, delta=NAP_NS * 0.02)
                     # Against the program's own clock: within 2% natively;
                     # emulated, a translated block between the hook and the
                     # program's clock_gettime can be descheduled for
