@@ -438,7 +438,7 @@ int ta_srcline_built(const char *cmd)
 {
 	fprintf(stderr,
 		"traceagent %s: --srcline: this build has no source lines "
-		"(meson -Dsrcline=disabled: no libdw)\n",
+		"(built without libdw: meson -Dsrcline)\n",
 		cmd);
 	return 0;
 }

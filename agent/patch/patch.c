@@ -1686,7 +1686,8 @@ void ta_patch_attach_forget(void)
 /* Why nothing is patched, in the one line that says so: an x86-64 build
  * configured without capstone, or an architecture without a patcher. */
 #if TA_PATCH_ARCH
-#define NO_PATCH_WHY "this build has no dynamic patching (meson -Dpatching=disabled)"
+#define NO_PATCH_WHY                                                                               \
+	"this build has no dynamic patching (built without capstone: meson -Dpatching)"
 #else
 #define NO_PATCH_WHY "dynamic patching is not supported on " TA_ARCH_NAME
 #endif

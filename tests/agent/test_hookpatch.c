@@ -447,7 +447,8 @@ int main(void)
 {
 #if TA_PATCH_ARCH && !TA_HAVE_PATCH
 	/* 77: meson's "skipped".  x86-64 decodes with capstone. */
-	puts("skipped: this build rewrites no hook calls (meson -Dpatching=disabled)");
+	puts("skipped: this build rewrites no hook calls "
+	     "(built without capstone: meson -Dpatching)");
 	return 77;
 #endif
 	return ta_check_run(hookpatch_suite());

@@ -164,7 +164,7 @@ class PprofTest(tahelp.Case):
             self.assertIn("--srcline is for --format=pprof", p.stderr)
         else:
             self.assertEqual(p.stderr, "traceagent export: --srcline: this build has no source "
-                             "lines (meson -Dsrcline=disabled: no libdw)\n")
+                             "lines (built without libdw: meson -Dsrcline)\n")
 
 
 if __name__ == "__main__":

@@ -78,12 +78,13 @@ class SettingsTest(tahelp.Case):
 
     def test_patch_refused_off_x86_64(self):
         """Where dynamic patching does not exist (aarch64: the suite under
-        qemu) or was not built (meson -Dpatching=disabled), TRACEAGENT_PATCH
+        qemu) or was not built (meson -Dpatching), TRACEAGENT_PATCH
         gets one line saying so, and the program is traced as without it."""
         if "patching" in tahelp.FEATURES:  # e2e-patch tests it
             self.skipTest("this build has dynamic patching")
         if tahelp.elf_machine(tahelp.AGENT) == 62:  # EM_X86_64
-            why = "this build has no dynamic patching (meson -Dpatching=disabled)"
+            why = ("this build has no dynamic patching "
+                   "(built without capstone: meson -Dpatching)")
         else:
             why = "dynamic patching is not supported on aarch64"
         prog = self.prog("fib-O2")

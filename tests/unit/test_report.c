@@ -767,7 +767,7 @@ START_TEST(srcline_not_built)
 	ck_assert_int_eq(o->status, 2);
 	ck_assert_str_eq(o->out, "");
 	ck_assert_str_eq(o->err, "traceagent report: --srcline: this build has no source lines "
-				 "(meson -Dsrcline=disabled: no libdw)\n");
+				 "(built without libdw: meson -Dsrcline)\n");
 	run(o, "report", "--json", path, NULL);
 	ck_assert_int_eq(o->status, 0);
 	unlink(path);
