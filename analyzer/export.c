@@ -30,6 +30,7 @@
 #include "cmdopts.h"
 #include "commands.h"
 #include "export_pb.h"
+#include "srcline.h"
 #include "timeline.h"
 
 /* Where viewers of Chrome traces start to fail (chrome://tracing) or
@@ -1006,6 +1007,8 @@ static int parse_args(int argc, char **argv, struct export *e)
 			e->folded_only = 1;
 			break;
 		case TA_OPT_SRCLINE:
+			if (!ta_srcline_built("export"))
+				return 2;
 			e->srcline = 1;
 			break;
 		case TA_OPT_TID:

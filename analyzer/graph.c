@@ -16,6 +16,7 @@
 
 #include "cmdopts.h"
 #include "commands.h"
+#include "srcline.h"
 #include "timeline.h"
 
 struct graph {
@@ -489,6 +490,8 @@ static int parse_args(int argc, char **argv, struct graph *g)
 			g->threads = 1;
 			break;
 		case TA_OPT_SRCLINE:
+			if (!ta_srcline_built("graph"))
+				return 2;
 			g->srcline = 1;
 			break;
 		case TA_OPT_TID:

@@ -17,6 +17,7 @@
 
 #include "cmdopts.h"
 #include "commands.h"
+#include "srcline.h"
 #include "timeline.h"
 
 struct replay {
@@ -354,6 +355,8 @@ static int parse_args(int argc, char **argv, struct replay *r)
 			r->json = 1;
 			break;
 		case TA_OPT_SRCLINE:
+			if (!ta_srcline_built("replay"))
+				return 2;
 			r->srcline = 1;
 			break;
 		case O_TIME:

@@ -695,6 +695,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->threads = 1;
 			break;
 		case TA_OPT_SRCLINE:
+			if (!ta_srcline_built("report"))
+				return 2;
 			o->srcline = 1;
 			break;
 		case O_ALLOC:

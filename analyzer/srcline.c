@@ -14,17 +14,19 @@
 #define _GNU_SOURCE
 #include "srcline.h"
 
+#include <stdio.h>
+
+#include "ta_config.h"
+
+#if TA_HAVE_SRCLINE
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <libelf.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "ta_config.h"
 
 /* One address range of a function with a known declaration. */
 struct fn_range {
@@ -403,3 +405,42 @@ const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset)
 		best->text = NULL;
 	return best->text;
 }
+
+int ta_srcline_built(const char *cmd)
+{
+	(void)cmd;
+	return 1;
+}
+
+#else /* !TA_HAVE_SRCLINE */
+
+/* Built without libdw (meson -Dsrcline=disabled): the commands refuse
+ * --srcline through ta_srcline_built, so the rest is never reached. */
+struct ta_srclines *ta_srclines_new(void)
+{
+	return NULL;
+}
+
+void ta_srclines_free(struct ta_srclines *s)
+{
+	(void)s;
+}
+
+const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset)
+{
+	(void)s;
+	(void)path;
+	(void)offset;
+	return NULL;
+}
+
+int ta_srcline_built(const char *cmd)
+{
+	fprintf(stderr,
+		"traceagent %s: --srcline: this build has no source lines "
+		"(built without libdw: meson -Dsrcline)\n",
+		cmd);
+	return 0;
+}
+
+#endif

@@ -19,4 +19,10 @@ void ta_srclines_free(struct ta_srclines *s);
  */
 const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset);
 
+/*
+ * Whether this build reads source lines (meson -Dsrcline, libdw): 1, or 0
+ * after saying on stderr, for command cmd's --srcline, that it does not.
+ */
+int ta_srcline_built(const char *cmd);
+
 #endif

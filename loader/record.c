@@ -184,16 +184,19 @@ static char *dir_of(const char *path, char *buf, size_t size)
 }
 
 /*
- * An installed traceagent uses the installed agent; one run from the build
- * tree (build/analyzer/traceagent) uses the agent built next to it, so a
- * build never picks up an older installed copy.  Returns 0 with the
- * absolute path in out, or -1 after printing why.
+ * An installed traceagent uses the agent installed with it, found relative
+ * to the command (TA_AGENT_FROM_BINDIR), so that a tree installed under
+ * DESTDIR or moved whole keeps working; one run from the build tree
+ * (build/analyzer/traceagent) uses the agent built next to it
+ * (build/agent/), so a build never picks up an older installed copy.  No
+ * path of the build is compiled in.  Returns 0 with the absolute path in
+ * out, or -1 after printing why.
  */
 int ta_record_find_agent(char out[PATH_MAX])
 {
 	const char *env = getenv("TRACEAGENT_LIB");
-	char exe[PATH_MAX], exe_dir[PATH_MAX], bindir[PATH_MAX], cand[PATH_MAX * 2];
-	const char *found = NULL;
+	char exe[PATH_MAX], exe_dir[PATH_MAX], installed[PATH_MAX * 2], built[PATH_MAX * 2];
+	const char *found;
 
 	if (env && *env) {
 		if (!is_file(env) || !realpath(env, out)) {
@@ -202,32 +205,25 @@ int ta_record_find_agent(char out[PATH_MAX])
 		}
 		return 0;
 	}
-	if (realpath("/proc/self/exe", exe)) {
-		dir_of(exe, exe_dir, sizeof(exe_dir));
-		if (!realpath(TA_INSTALL_BINDIR, bindir))
-			snprintf(bindir, sizeof(bindir), "%s", TA_INSTALL_BINDIR);
-		if (!strcmp(exe_dir, bindir)) {
-			snprintf(cand, sizeof(cand), "%s/%s", TA_INSTALL_LIBDIR, TA_AGENT_NAME);
-			found = cand;
-			if (!is_file(cand)) {
-				fprintf(stderr, "traceagent: the agent %s is missing\n", cand);
-				return -1;
-			}
-		} else {
-			snprintf(cand, sizeof(cand), "%s/../agent/%s", exe_dir, TA_AGENT_NAME);
-			if (is_file(cand))
-				found = cand;
-		}
+	if (!realpath("/proc/self/exe", exe)) {
+		fprintf(stderr, "traceagent: cannot find %s: /proc/self/exe: %s; set TRACEAGENT_LIB\n",
+			TA_AGENT_NAME, strerror(errno));
+		return -1;
 	}
-	if (!found) {
-		found = TA_BUILD_AGENT;
-		if (!is_file(found)) {
-			fprintf(stderr,
-				"traceagent: cannot find %s (looked next to the traceagent command "
-				"and at %s); set TRACEAGENT_LIB\n",
-				TA_AGENT_NAME, TA_BUILD_AGENT);
-			return -1;
-		}
+	dir_of(exe, exe_dir, sizeof(exe_dir));
+	snprintf(installed, sizeof(installed), "%s/%s/%s", exe_dir, TA_AGENT_FROM_BINDIR,
+		 TA_AGENT_NAME);
+	snprintf(built, sizeof(built), "%s/../agent/%s", exe_dir, TA_AGENT_NAME);
+	if (is_file(installed)) {
+		found = installed;
+	} else if (is_file(built)) {
+		found = built;
+	} else {
+		fprintf(stderr,
+			"traceagent: cannot find %s (looked at %s, where it is installed, and at %s); "
+			"set TRACEAGENT_LIB\n",
+			TA_AGENT_NAME, installed, built);
+		return -1;
 	}
 	if (!realpath(found, out)) {
 		fprintf(stderr, "traceagent: %s: %s\n", found, strerror(errno));

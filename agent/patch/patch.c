@@ -1684,6 +1684,15 @@ void ta_patch_attach_forget(void)
 
 #else /* !TA_HAVE_PATCH */
 
+/* Why nothing is patched, in the one line that says so: an x86-64 build
+ * configured without capstone, or an architecture without a patcher. */
+#if TA_PATCH_ARCH
+#define NO_PATCH_WHY                                                                               \
+	"this build has no dynamic patching (built without capstone: meson -Dpatching)"
+#else
+#define NO_PATCH_WHY "dynamic patching is not supported on " TA_ARCH_NAME
+#endif
+
 uint64_t ta_patch_orig_pc(uint64_t pc, int first)
 {
 	(void)pc;
@@ -1694,7 +1703,7 @@ uint64_t ta_patch_orig_pc(uint64_t pc, int first)
 int ta_patch_attach_prepare(const char *spec)
 {
 	(void)spec;
-	ta_warn("dynamic patching is not supported on %s; --patch ignored", TA_ARCH_NAME);
+	ta_warn(NO_PATCH_WHY "; --patch ignored");
 	return -ENOSYS;
 }
 
@@ -1748,8 +1757,7 @@ __attribute__((constructor)) static void patch_init(void)
 	const char *spec = secure_getenv("TRACEAGENT_PATCH");
 
 	if (spec && *spec)
-		ta_warn("dynamic patching is not supported on %s; TRACEAGENT_PATCH ignored",
-			TA_ARCH_NAME);
+		ta_warn(NO_PATCH_WHY "; TRACEAGENT_PATCH ignored");
 }
 
 #endif

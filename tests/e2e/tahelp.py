@@ -23,6 +23,17 @@ AGENT = os.environ.get("TA_AGENT", "")
 PROGRAMS = os.environ.get("TA_PROGRAMS", "")
 LIBSAMPLE = os.environ.get("TA_LIBSAMPLE", "")
 WORKDIR = os.environ.get("TA_WORKDIR") or tempfile.gettempdir()
+# What the build under test has, as meson configured it (docs/building.md):
+# patching (TRACEAGENT_PATCH, --patch: capstone, x86-64), hookpatch (an
+# excluded function's hook calls rewritten: capstone on x86-64, always on
+# aarch64), srcline (--srcline: libdw).  All of them when run by hand.
+FEATURES = set(os.environ.get("TA_FEATURES", "patching hookpatch srcline").split())
+# Why a test of each is skipped in a build without it.
+FEATURE_OFF = {
+    "patching": "this build has no dynamic patching (meson -Dpatching)",
+    "hookpatch": "this build rewrites no hook calls (meson -Dpatching, x86-64)",
+    "srcline": "this build has no source lines (meson -Dsrcline)",
+}
 
 LEVELS = ("O0", "O2")
 MODES = ("preload", "record")
@@ -216,6 +227,12 @@ class Case(unittest.TestCase):
         if theirs is not None and ours is not None and theirs != ours:
             self.skipTest("emulated run: %s is not built for the architecture under test"
                           % path)
+
+    def need_feature(self, name):
+        """Skips the test when the build was configured without the feature
+        name (FEATURES), saying so."""
+        if name not in FEATURES:
+            self.skipTest(FEATURE_OFF[name])
 
     def skip_if_emulated(self, why):
         """Skips the test when the programs under test run emulated

@@ -209,6 +209,7 @@ class ApiViewsTest(tahelp.Case):
         self.assertIn("--channel", p.stderr)
 
     def test_srcline(self):
+        self.need_feature("srcline")
         # A zone's source is its site's file and line, not DWARF's.
         rep = self.report(self.dump(), "--srcline", "--channel=user,net")
         src = sorted((f["name"], f["srcline"]) for f in rep["functions"])

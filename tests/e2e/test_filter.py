@@ -114,6 +114,7 @@ class FilterTest(tahelp.Case):
         """EXCLUDE alone: the excluded functions' calls to the hooks are
         rewritten into no-ops (info: patched), their callees recorded, the
         counts exact, and no function left to the run-time filter."""
+        self.need_feature("hookpatch")
         for level in LEVELS:
             with self.subTest(level=level):
                 exp = {k: v for k, v in WHOLE.items() if k not in ("hash", "leaf")}
@@ -133,6 +134,7 @@ class FilterTest(tahelp.Case):
         callees every time.  At -O0 it has no .cold part: rewritten.  (The
         aarch64 cross compiler makes no .cold part at -O2 either: there
         checked is rewritten at both levels.)"""
+        self.need_feature("hookpatch")
         for level in LEVELS:
             with self.subTest(level=level):
                 prog = self.prog("coldpart-" + level)
@@ -287,6 +289,7 @@ class FilterTest(tahelp.Case):
         """EXCLUDE of a function of a library loaded later: its hook calls
         are rewritten when it comes (info: patched), nothing of it is
         recorded, its callee is, every time."""
+        self.need_feature("hookpatch")
         lib = tahelp.LIBSAMPLE
         for level in LEVELS:
             for excluded, kept in (("sample_square", "sample_twice"),
@@ -353,6 +356,7 @@ class FilterTest(tahelp.Case):
         first attach); a later window with another --exclude rewrites that
         one, and one without records everything.  attachme with no busy
         thread: mid() and leaf() run only at "time N", counts exact."""
+        self.need_feature("hookpatch")
         self.skip_unless_attach()
         from test_attach import DONE, Target
         prog = self.prog("attachme-O2")

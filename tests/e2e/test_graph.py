@@ -225,6 +225,7 @@ class GraphTest(tahelp.Case):
                           (["thread 101 (main)", "main", "trunk", "twig", "bud"], 50)])
 
     def test_srcline(self):
+        self.need_feature("srcline")
         src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs", "nest.c")
         with open(src) as fh:
             lines = fh.read().splitlines()

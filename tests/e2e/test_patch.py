@@ -32,7 +32,8 @@ class PatchTest(tahelp.Case):
 
     def setUp(self):
         super().setUp()
-        self.prog(VARIANTS[0])  # skips where patching is not built
+        self.need_feature("patching")
+        self.prog(VARIANTS[0])
 
     def patched(self, prog, args, patterns, expect_patched=None, expect_refused=0,
                 extra_lines=(), mode="preload"):

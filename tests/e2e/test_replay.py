@@ -264,6 +264,7 @@ class ReplayTest(tahelp.Case):
              "start_ns": 2500, "duration_ns": 6500, "self_ns": 6300, "open": True, "unwound": False}])
 
     def test_srcline(self):
+        self.need_feature("srcline")
         dump = tadump.traced_dump(self, "nest-O0")
         p = tadump.view(self, "replay", "--srcline", "--depth=2", dump)
         lines = p.stdout.splitlines()

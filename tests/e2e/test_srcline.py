@@ -25,6 +25,10 @@ def line_of(source, pattern):
 
 class SrclineTest(tahelp.Case):
 
+    def setUp(self):
+        super().setUp()
+        self.need_feature("srcline")
+
     def srclines(self, dump):
         rep = self.report(dump, "--srcline")
         return {f["name"]: f["srcline"] for f in rep["functions"]}

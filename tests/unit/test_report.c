@@ -7,6 +7,7 @@
  * executable (cmdtest.h), so the report resolves real symbols.
  */
 #include "cmdtest.h"
+#include "ta_config.h"
 #include "../check_run.h"
 
 #include <gelf.h>
@@ -654,6 +655,7 @@ START_TEST(csv_quoting)
 }
 END_TEST
 
+#if TA_HAVE_SRCLINE
 /* Does this executable carry DWARF?  (Release builds have none.) */
 static int have_dwarf(void)
 {
@@ -748,6 +750,32 @@ START_TEST(srcline_without_dwarf)
 	dg_free(&g);
 }
 END_TEST
+#else
+START_TEST(srcline_not_built)
+{
+	/* Built without libdw: --srcline is refused in one line, whatever
+	 * the dump, and the report is not made. */
+	struct dumpgen g;
+	struct out *o = malloc(sizeof(*o));
+	char path[64];
+	size_t off[2];
+
+	setup();
+	sample(&g, 1, off);
+	dg_write_tmp(&g, path);
+	run(o, "report", "--json", "--srcline", path, NULL);
+	ck_assert_int_eq(o->status, 2);
+	ck_assert_str_eq(o->out, "");
+	ck_assert_str_eq(o->err, "traceagent report: --srcline: this build has no source lines "
+				 "(built without libdw: meson -Dsrcline)\n");
+	run(o, "report", "--json", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+#endif
 
 /* ---- library calls (report --alloc, --locks, --io) ------------------------------ */
 
@@ -907,8 +935,12 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, top);
 	tcase_add_test(tc, csv);
 	tcase_add_test(tc, csv_quoting);
+#if TA_HAVE_SRCLINE
 	tcase_add_test(tc, srcline);
 	tcase_add_test(tc, srcline_without_dwarf);
+#else
+	tcase_add_test(tc, srcline_not_built);
+#endif
 	tcase_add_test(tc, libcall_sections);
 	tcase_add_test(tc, libcall_chunk_malformed);
 	suite_add_tcase(s, tc);
