@@ -82,6 +82,8 @@ static void on_fork_prepare(void)
 {
 	TA_GUARD_ENTER();
 	fork_wait_start();
+	/* Before any lock of ours: an agent walk under way may need one. */
+	ta_lazy_fork_prepare();
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 		ta_flusher_fork_prepare();
 		fork_locked = 1;
@@ -94,6 +96,7 @@ static void on_fork_prepare(void)
 static void on_fork_parent(void)
 {
 	TA_GUARD_ENTER();
+	ta_lazy_fork_parent();
 	ta_api_fork_release();
 	if (fork_locked) {
 		fork_locked = 0;

@@ -197,8 +197,8 @@ typedef int (*walk_cb)(struct dl_phdr_info *, size_t, void *);
 typedef int (*walk_fn)(walk_cb, void *);
 
 /* A walk of the loaded objects: the program's counted, so that the
- * agent's dlopen never runs beside it (lazylib.c); the agent's own (in its
- * guard) as they are.  The real one by dlsym, not ta_next_fn: finding
+ * agent's dlopen never runs beside it; the agent's own (in its guard)
+ * counted apart, so that a fork never copies one half done (lazylib.c).  The real one by dlsym, not ta_next_fn: finding
  * symbols without dlsym walks the objects itself (nextsym.c), through
  * here. */
 TA_PUBLIC int dl_iterate_phdr(walk_cb cb, void *data)
@@ -215,8 +215,12 @@ TA_PUBLIC int dl_iterate_phdr(walk_cb cb, void *data)
 			return 0;
 		__atomic_store_n(&real_walk_at, real_walk, __ATOMIC_RELAXED);
 	}
-	if (ta_guard)
-		return real_walk(cb, data);
+	if (ta_guard) {
+		ta_lazy_own_enter();
+		rc = real_walk(cb, data);
+		ta_lazy_own_leave();
+		return rc;
+	}
 	ta_lazy_walk_enter();
 	rc = real_walk(cb, data);
 	ta_lazy_walk_leave();

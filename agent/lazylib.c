@@ -49,6 +49,17 @@ static uint32_t walkers; /* program threads inside dl_iterate_phdr */
 static uint32_t openers; /* the agent's dlopens waiting or under way */
 static __thread uint32_t walk_depth __attribute__((tls_model("initial-exec")));
 
+/* The agent's own walks and loads against a fork.  glibc's child resets
+ * the loader's lock but not the list lock dl_iterate_phdr holds: a fork
+ * while an agent thread (the flusher, the control thread) or an agent
+ * path of another program thread walked the objects left the child's
+ * first walk (its agent's restart) waiting for ever.  So a fork waits
+ * until none is under way, and none begins until the fork is done: the
+ * same Dekker pair, seq_cst on both sides. */
+#define FORK_WAIT_NAPS 10000 /* 1 s, then the fork goes on as without */
+static uint32_t agent_walkers; /* the agent's walks and loads under way */
+static uint32_t forking;       /* a fork waits for them, or is under way */
+
 static void nap(void)
 {
 	struct timespec ts = {0, GATE_NAP_NS};
@@ -56,6 +67,40 @@ static void nap(void)
 
 	nanosleep(&ts, NULL);
 	errno = saved;
+}
+
+void ta_lazy_own_enter(void)
+{
+	for (;;) {
+		__atomic_add_fetch(&agent_walkers, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&forking, __ATOMIC_SEQ_CST))
+			return;
+		__atomic_sub_fetch(&agent_walkers, 1, __ATOMIC_SEQ_CST);
+		/* Relaxed: only a hint of when to try again. */
+		while (__atomic_load_n(&forking, __ATOMIC_RELAXED))
+			nap();
+	}
+}
+
+void ta_lazy_own_leave(void)
+{
+	/* Release: the walk's reads before the fork that waits for it
+	 * (pairs with the seq_cst load in ta_lazy_fork_prepare). */
+	__atomic_sub_fetch(&agent_walkers, 1, __ATOMIC_RELEASE);
+}
+
+void ta_lazy_fork_prepare(void)
+{
+	__atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < FORK_WAIT_NAPS && __atomic_load_n(&agent_walkers, __ATOMIC_SEQ_CST);
+	     i++)
+		nap();
+}
+
+void ta_lazy_fork_parent(void)
+{
+	/* Release: pairs with the seq_cst load in ta_lazy_own_enter. */
+	__atomic_store_n(&forking, 0, __ATOMIC_RELEASE);
 }
 
 void ta_lazy_walk_enter(void)
@@ -103,7 +148,9 @@ void *ta_lazy_dlopen(const char *name, int mode, int *later)
 		}
 		nap();
 	}
+	ta_lazy_own_enter();
 	h = dlopen(name, mode);
+	ta_lazy_own_leave();
 	/* Release: the load done before a waiting walk begins (pairs with
 	 * the seq_cst load in ta_lazy_walk_enter). */
 	__atomic_sub_fetch(&openers, 1, __ATOMIC_RELEASE);
@@ -117,6 +164,8 @@ void ta_lazy_fork_child(void)
 	/* The one thread here: inside a walk or not.  No flusher loads. */
 	__atomic_store_n(&walkers, walk_depth ? 1 : 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&openers, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&agent_walkers, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&forking, 0, __ATOMIC_RELAXED);
 	memcpy(&open_lock, &fresh, sizeof(fresh));
 }
 

@@ -80,6 +80,14 @@ void ta_lazy_walk_leave(void) TA_HIDDEN;
  * alone left them. */
 void ta_lazy_fork_child(void) TA_HIDDEN;
 
+/* Around the agent's own walks of the loaded objects (in its guard) and
+ * its loads: a fork waits for them (ta_lazy_fork_prepare, at most 1 s)
+ * and none begins during one (lazylib.c says why). */
+void ta_lazy_own_enter(void) TA_HIDDEN;
+void ta_lazy_own_leave(void) TA_HIDDEN;
+void ta_lazy_fork_prepare(void) TA_HIDDEN;
+void ta_lazy_fork_parent(void) TA_HIDDEN;
+
 /* Opens liblz4 (once), the same way.  Only the flusher thread calls it,
  * at its first chunk of events big enough to be worth compressing
  * (flusher.c): a short run writes its few small chunks uncompressed

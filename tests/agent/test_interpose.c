@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -135,6 +136,71 @@ START_TEST(agent_walk_not_counted)
 }
 END_TEST
 
+/* ---- a fork beside the agent's own walk --------------------------------------- */
+
+static int walk_inside; /* atomic: the slow walk's first callback has begun */
+
+static int slow_first(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	(void)arg;
+	if (!__atomic_exchange_n(&walk_inside, 1, __ATOMIC_ACQ_REL))
+		usleep(300000);
+	return 0;
+}
+
+static void *agent_walker(void *p)
+{
+	(void)p;
+	TA_GUARD_ENTER();
+	dl_iterate_phdr(slow_first, NULL);
+	TA_GUARD_LEAVE();
+	return NULL;
+}
+
+static int count_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	++*(int *)arg;
+	return 0;
+}
+
+/* glibc's forked child resets the loader's lock, not the list lock
+ * dl_iterate_phdr holds: a fork while an agent thread walks (the flusher,
+ * the control thread) must wait for the walk, or the child's first walk
+ * waits for ever.  The handlers as agent.c registers them. */
+START_TEST(fork_waits_for_agent_walk)
+{
+	pthread_t th;
+	pid_t pid;
+	int st = 0, objects = 0;
+
+	ck_assert_int_eq(pthread_atfork(ta_lazy_fork_prepare, ta_lazy_fork_parent,
+					ta_lazy_fork_child),
+			 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, agent_walker, NULL), 0);
+	while (!__atomic_load_n(&walk_inside, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dl_iterate_phdr(count_object, &objects);
+		_exit(objects >= 3 ? 0 : 1);
+	}
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	for (int i = 0; i < 1000 && waitpid(pid, &st, WNOHANG) == 0; i++)
+		usleep(10000);
+	if (waitpid(pid, &st, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		ck_abort_msg("the child's walk still waits after 10 s");
+	}
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
 static int stop_with_errno(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	int *calls = arg;
@@ -241,6 +307,7 @@ static Suite *interpose_suite(void)
 	tcase_add_test(tc, nested_walk_counted_once);
 	tcase_add_test(tc, agent_walk_not_counted);
 	tcase_add_test(tc, walk_result_and_errno_are_the_callbacks);
+	tcase_add_test(tc, fork_waits_for_agent_walk);
 	tcase_add_test(tc, altstack_of_the_agent_unseen);
 	tcase_add_test(tc, signal_actions_as_the_program_set_them);
 	suite_add_tcase(s, tc);
