@@ -69,17 +69,24 @@ static void nap(void)
 	errno = saved;
 }
 
-void ta_lazy_own_enter(void)
+/* Counts the caller in *mine once *theirs is 0: the side of a Dekker pair
+ * that yields (seq_cst, as the other side's store and load). */
+static void enter_unless(uint32_t *mine, const uint32_t *theirs)
 {
 	for (;;) {
-		__atomic_add_fetch(&agent_walkers, 1, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&forking, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(mine, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(theirs, __ATOMIC_SEQ_CST))
 			return;
-		__atomic_sub_fetch(&agent_walkers, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(mine, 1, __ATOMIC_SEQ_CST);
 		/* Relaxed: only a hint of when to try again. */
-		while (__atomic_load_n(&forking, __ATOMIC_RELAXED))
+		while (__atomic_load_n(theirs, __ATOMIC_RELAXED))
 			nap();
 	}
+}
+
+void ta_lazy_own_enter(void)
+{
+	enter_unless(&agent_walkers, &forking);
 }
 
 void ta_lazy_own_leave(void)
@@ -107,15 +114,7 @@ void ta_lazy_walk_enter(void)
 {
 	if (walk_depth++)
 		return; /* counted already: a nested walk never waits */
-	for (;;) {
-		__atomic_add_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&openers, __ATOMIC_SEQ_CST))
-			return;
-		__atomic_sub_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
-		/* Relaxed: only a hint of when to try again. */
-		while (__atomic_load_n(&openers, __ATOMIC_RELAXED))
-			nap();
-	}
+	enter_unless(&walkers, &openers);
 }
 
 void ta_lazy_walk_leave(void)
