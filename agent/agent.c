@@ -82,14 +82,17 @@ static void on_fork_prepare(void)
 {
 	TA_GUARD_ENTER();
 	fork_wait_start();
-	/* Before any lock of ours: an agent walk under way may need one. */
-	ta_lazy_fork_prepare();
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 		ta_flusher_fork_prepare();
 		fork_locked = 1;
 	}
 	/* After the flusher's lock: the flusher takes this one under it. */
 	ta_api_fork_prepare();
+	/* Last: a walk or load that begins from here on waits for the fork
+	 * to end, and the flusher may begin one holding its lock (taken
+	 * above, so it cannot be there now); one under way holding a lock
+	 * taken above only delays the fork by the wait's bound. */
+	ta_lazy_fork_prepare();
 	TA_GUARD_LEAVE();
 }
 
