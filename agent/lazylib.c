@@ -215,16 +215,23 @@ int ta_lazy_lz4_settled(void)
 	return __atomic_load_n(&lz4_done, __ATOMIC_ACQUIRE);
 }
 
-void ta_lazy_open_lz4(void)
+/* Tries open (under open_lock) until it says tried, then sets *done.
+ * Release: after the library's own "on" flag, which a thread that reads
+ * *done set then sees (pairs with the acquires in ta_lazy_lz4_settled and
+ * ta_lazy_unw_settled, which a crash handler reads before unw_on). */
+static void open_until_tried(uint32_t *done, int (*open)(void))
 {
-	if (ta_lazy_lz4_settled())
+	if (__atomic_load_n(done, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&open_lock);
-	/* Release: after lz4_on, which a thread that reads this set then
-	 * sees (pairs with the acquire in ta_lazy_lz4_settled). */
-	if (!__atomic_load_n(&lz4_done, __ATOMIC_RELAXED) && open_lz4() == 0)
-		__atomic_store_n(&lz4_done, 1, __ATOMIC_RELEASE);
+	if (!__atomic_load_n(done, __ATOMIC_RELAXED) && open() == 0)
+		__atomic_store_n(done, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&open_lock);
+}
+
+void ta_lazy_open_lz4(void)
+{
+	open_until_tried(&lz4_done, open_lz4);
 }
 
 /* 0 once tried (opened or not), -EAGAIN when the gate said later. */
@@ -304,13 +311,5 @@ int ta_lazy_unw_wanted(void)
 
 void ta_lazy_open(void)
 {
-	if (ta_lazy_unw_settled())
-		return;
-	pthread_mutex_lock(&open_lock);
-	/* Release: after unw_on (pairs with the acquire in
-	 * ta_lazy_unw_settled, which a crash handler reads before
-	 * unw_on). */
-	if (!__atomic_load_n(&unw_done, __ATOMIC_RELAXED) && open_unwind() == 0)
-		__atomic_store_n(&unw_done, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&open_lock);
+	open_until_tried(&unw_done, open_unwind);
 }

@@ -83,10 +83,19 @@ static int during_walk(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* The walk over: an agent dlopen on another thread loads at once. */
+static void loads_once_walk_is_over(void)
+{
+	struct open_try after = open_from_other_thread();
+
+	ck_assert_ptr_nonnull(after.handle);
+	ck_assert_int_eq(after.later, 0);
+	dlclose(after.handle);
+}
+
 START_TEST(program_walk_holds_agent_dlopen)
 {
 	struct walk w = {0};
-	struct open_try after;
 
 	ck_assert_int_eq(dl_iterate_phdr(during_walk, &w), 0);
 	/* Every object visited (the program, libc, the loader at least). */
@@ -97,27 +106,19 @@ START_TEST(program_walk_holds_agent_dlopen)
 	ck_assert_ptr_nonnull(w.self.handle);
 	ck_assert_int_eq(w.self.later, 0);
 	dlclose(w.self.handle);
-	/* The walk over: it loads. */
-	after = open_from_other_thread();
-	ck_assert_ptr_nonnull(after.handle);
-	ck_assert_int_eq(after.later, 0);
-	dlclose(after.handle);
+	loads_once_walk_is_over();
 }
 END_TEST
 
 START_TEST(nested_walk_counted_once)
 {
 	struct walk w = {.nested = 1};
-	struct open_try after;
 
 	ck_assert_int_eq(dl_iterate_phdr(during_walk, &w), 0);
 	ck_assert_ptr_null(w.inside.handle);
 	ck_assert_int_eq(w.inside.later, 1);
 	dlclose(w.self.handle);
-	after = open_from_other_thread();
-	ck_assert_ptr_nonnull(after.handle);
-	ck_assert_int_eq(after.later, 0);
-	dlclose(after.handle);
+	loads_once_walk_is_over();
 }
 END_TEST
 
@@ -221,10 +222,7 @@ START_TEST(walk_result_and_errno_are_the_callbacks)
 	ck_assert_int_eq(errno, EDOM);
 	ck_assert_int_eq(calls, 1);
 	/* And the gate was left: a dlopen goes through. */
-	struct open_try after = open_from_other_thread();
-	ck_assert_int_eq(after.later, 0);
-	ck_assert_ptr_nonnull(after.handle);
-	dlclose(after.handle);
+	loads_once_walk_is_over();
 }
 END_TEST
 

@@ -17,6 +17,13 @@ JOBS = 300  # apistart.c's, per worker
 RUNS = 3
 
 
+# Under qemu-user 7.2 a child forked from this threaded guest hangs about
+# one run in two: its one guest thread waits on a futex whose address is in
+# qemu-aarch64-static's own .bss (a lock of the emulator another host
+# thread held at the fork), not in the guest's memory.
+FORK_UNDER_QEMU = "a threaded guest's forked child may hang under qemu-user"
+
+
 class ApiStartTest(tahelp.Case):
 
     def check(self, dump, processes):
@@ -46,12 +53,7 @@ class ApiStartTest(tahelp.Case):
                         self.check(r.dump, 1)
 
     def test_forked_child(self):
-        # Under qemu-user 7.2 a child forked from this threaded guest hangs
-        # about one run in two: its one guest thread waits on a futex whose
-        # address is in qemu-aarch64-static's own .bss (a lock of the
-        # emulator another host thread held at the fork), not in the
-        # guest's memory.
-        self.skip_if_emulated("a threaded guest's forked child may hang under qemu-user")
+        self.skip_if_emulated(FORK_UNDER_QEMU)
         for level in LEVELS:
             prog = self.prog("apistart-" + level)
             for mode in MODES:
@@ -66,7 +68,7 @@ class ApiStartTest(tahelp.Case):
         """A fork while another thread is starting the agent: the fork
         waits for the start, and the child restarts the agent as its own
         (a start half done would be one none of its threads finishes)."""
-        self.skip_if_emulated("a threaded guest's forked child may hang under qemu-user")
+        self.skip_if_emulated(FORK_UNDER_QEMU)
         for level in LEVELS:
             prog = self.prog("apistart-" + level)
             for mode in MODES:
