@@ -35,11 +35,8 @@
 #include "commands.h"
 #include "format.h"
 #include "ta_config.h"
+#include "record_int.h"
 
-#define EXIT_USAGE	2
-#define EXIT_LOADER	125
-#define EXIT_CANNOT_RUN 126
-#define EXIT_NOT_FOUND	127
 
 #define DEFAULT_OUTPUT "traceagent.%p.trace"
 
@@ -157,296 +154,6 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 	}
 	o->argv = argv + p.i;
 	return 0;
-}
-
-/* ---- finding the agent ---------------------------------------------------- */
-
-static int is_file(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* The directory part of path, in buf.  Returns buf. */
-static char *dir_of(const char *path, char *buf, size_t size)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash ? (size_t)(slash - path) : 0;
-
-	if (n == 0 && slash)
-		n = 1; /* "/x" -> "/" */
-	if (n >= size)
-		n = size - 1;
-	memcpy(buf, slash ? path : ".", slash ? n : 1);
-	buf[slash ? n : 1] = '\0';
-	return buf;
-}
-
-/*
- * An installed traceagent uses the agent installed with it, found relative
- * to the command (TA_AGENT_FROM_BINDIR), so that a tree installed under
- * DESTDIR or moved whole keeps working; one run from the build tree
- * (build/analyzer/traceagent) uses the agent built next to it
- * (build/agent/), so a build never picks up an older installed copy.  No
- * path of the build is compiled in.  Returns 0 with the absolute path in
- * out, or -1 after printing why.
- */
-int ta_record_find_agent(char out[PATH_MAX])
-{
-	const char *env = getenv("TRACEAGENT_LIB");
-	char exe[PATH_MAX], exe_dir[PATH_MAX], installed[PATH_MAX * 2], built[PATH_MAX * 2];
-	const char *found;
-
-	if (env && *env) {
-		if (!is_file(env) || !realpath(env, out)) {
-			fprintf(stderr, "traceagent: TRACEAGENT_LIB=%s: no such library\n", env);
-			return -1;
-		}
-		return 0;
-	}
-	if (!realpath("/proc/self/exe", exe)) {
-		fprintf(stderr, "traceagent: cannot find %s: /proc/self/exe: %s; set TRACEAGENT_LIB\n",
-			TA_AGENT_NAME, strerror(errno));
-		return -1;
-	}
-	dir_of(exe, exe_dir, sizeof(exe_dir));
-	snprintf(installed, sizeof(installed), "%s/%s/%s", exe_dir, TA_AGENT_FROM_BINDIR,
-		 TA_AGENT_NAME);
-	snprintf(built, sizeof(built), "%s/../agent/%s", exe_dir, TA_AGENT_NAME);
-	if (is_file(installed)) {
-		found = installed;
-	} else if (is_file(built)) {
-		found = built;
-	} else {
-		fprintf(stderr,
-			"traceagent: cannot find %s (looked at %s, where it is installed, and at %s); "
-			"set TRACEAGENT_LIB\n",
-			TA_AGENT_NAME, installed, built);
-		return -1;
-	}
-	if (!realpath(found, out)) {
-		fprintf(stderr, "traceagent: %s: %s\n", found, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/* ---- finding and checking the program ------------------------------------- */
-
-/*
- * Resolves prog the way execvp would: a name with a slash is a path, any
- * other is looked up in PATH (empty entries meaning the current directory).
- * Returns 0 with the path in out, or an exit status after printing why.
- */
-static int resolve_program(const char *prog, char *out, size_t size)
-{
-	const char *path, *p;
-	int denied = 0;
-	struct stat st;
-
-	if (strchr(prog, '/')) {
-		if (stat(prog, &st) < 0) {
-			fprintf(stderr, "traceagent: %s: %s\n", prog, strerror(errno));
-			return errno == ENOENT || errno == ENOTDIR ? EXIT_NOT_FOUND
-								   : EXIT_CANNOT_RUN;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "traceagent: %s: %s\n", prog, strerror(EISDIR));
-			return EXIT_CANNOT_RUN;
-		}
-		if (access(prog, X_OK) < 0) {
-			fprintf(stderr, "traceagent: %s: %s\n", prog, strerror(errno));
-			return EXIT_CANNOT_RUN;
-		}
-		snprintf(out, size, "%s", prog);
-		return 0;
-	}
-	path = getenv("PATH");
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path;; p++) {
-		const char *end = strchrnul(p, ':');
-		int n = (int)(end - p);
-
-		if (n == 0)
-			snprintf(out, size, "%s", prog);
-		else
-			snprintf(out, size, "%.*s/%s", n, p, prog);
-		if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
-			if (access(out, X_OK) == 0)
-				return 0;
-			denied = 1;
-		}
-		p = end;
-		if (!*p)
-			break;
-	}
-	if (denied) {
-		fprintf(stderr, "traceagent: %s: %s\n", prog, strerror(EACCES));
-		return EXIT_CANNOT_RUN;
-	}
-	fprintf(stderr, "traceagent: %s: command not found\n", prog);
-	return EXIT_NOT_FOUND;
-}
-
-/* Little-endian or big-endian field of an ELF header, as the file says. */
-static uint64_t elf_get(const unsigned char *p, int size, int big)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < size; i++)
-		v |= (uint64_t)p[big ? size - 1 - i : i] << (8 * i);
-	return v;
-}
-
-/* The machine the agent (built with this compiler) runs on. */
-static int machine_matches(uint64_t machine)
-{
-#ifdef TA_ARCH_ELF_MACHINE
-	return machine == TA_ARCH_ELF_MACHINE;
-#else
-	(void)machine;
-	return 1; /* unknown here: let the dynamic loader judge */
-#endif
-}
-
-/*
- * The agent can only be preloaded into a dynamically linked program of the
- * loader's own class and machine: the dynamic loader is what reads
- * LD_PRELOAD, and it skips a library of the wrong class with no more than a
- * warning.  A script (#!) is left to its interpreter.  Returns 0, or an exit
- * status after printing why.
- */
-static int check_program(const char *prog, const char *path)
-{
-	unsigned char eh[64], ph[64];
-	int fd, big, is64, has_interp = 0;
-	uint64_t phoff, phnum, phentsize, machine;
-	struct stat st;
-	ssize_t n;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		/* Execute-only programs cannot be inspected; let exec decide. */
-		return 0;
-	}
-	if (fstat(fd, &st) == 0 && ((st.st_mode & S_ISUID && st.st_uid != geteuid()) ||
-				    (st.st_mode & S_ISGID && st.st_gid != getegid()))) {
-		close(fd);
-		fprintf(stderr,
-			"traceagent: %s: set-user-ID or set-group-ID program: the dynamic loader "
-			"ignores LD_PRELOAD for it\n",
-			prog);
-		return EXIT_CANNOT_RUN;
-	}
-	n = pread(fd, eh, sizeof(eh), 0);
-	if (n < 4 || memcmp(eh, ELFMAG, SELFMAG)) {
-		close(fd);
-		return 0; /* a script, or something exec will judge */
-	}
-	if (n < 52 || (eh[EI_CLASS] != ELFCLASS32 && eh[EI_CLASS] != ELFCLASS64))
-		goto malformed;
-	is64 = eh[EI_CLASS] == ELFCLASS64;
-	big = eh[EI_DATA] == ELFDATA2MSB;
-	machine = elf_get(eh + 18, 2, big);
-	if (is64 != (sizeof(void *) == 8) || !machine_matches(machine)) {
-		close(fd);
-		fprintf(stderr,
-			"traceagent: %s: built for another architecture or word size than the "
-			"agent\n",
-			prog);
-		return EXIT_CANNOT_RUN;
-	}
-	if (is64 && n < 64)
-		goto malformed;
-	phoff = elf_get(eh + (is64 ? 32 : 28), is64 ? 8 : 4, big);
-	phentsize = elf_get(eh + (is64 ? 54 : 42), 2, big);
-	phnum = elf_get(eh + (is64 ? 56 : 44), 2, big);
-	if (phentsize < (is64 ? 56u : 32u) || phentsize > sizeof(ph))
-		goto malformed;
-	for (uint64_t i = 0; i < phnum; i++) {
-		if (pread(fd, ph, phentsize, (off_t)(phoff + i * phentsize)) != (ssize_t)phentsize)
-			goto malformed;
-		if (elf_get(ph, 4, big) == PT_INTERP) {
-			has_interp = 1;
-			break;
-		}
-	}
-	close(fd);
-	if (!has_interp) {
-		fprintf(stderr,
-			"traceagent: %s: statically linked: the agent cannot be preloaded into it "
-			"(link it dynamically)\n",
-			prog);
-		return EXIT_CANNOT_RUN;
-	}
-	return 0;
-
-malformed:
-	close(fd);
-	fprintf(stderr, "traceagent: %s: malformed ELF file\n", prog);
-	return EXIT_CANNOT_RUN;
-}
-
-/* ---- the environment ------------------------------------------------------ */
-
-static int set_env(const char *name, const char *value)
-{
-	if (setenv(name, value, 1) < 0) {
-		fprintf(stderr, "traceagent: cannot set %s: %s\n", name, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-int ta_record_set_preload(const char *agent)
-{
-	const char *old = getenv("LD_PRELOAD");
-	char *value;
-	int r;
-
-	/* ld.so splits LD_PRELOAD at spaces and colons and has no escape. */
-	if (strpbrk(agent, " :")) {
-		fprintf(stderr,
-			"traceagent: %s: a path with a space or colon cannot go in "
-			"LD_PRELOAD\n",
-			agent);
-		return -1;
-	}
-	if (old && *old) {
-		if (asprintf(&value, "%s:%s", agent, old) < 0)
-			return -1;
-	} else {
-		value = strdup(agent);
-		if (!value)
-			return -1;
-	}
-	r = set_env("LD_PRELOAD", value);
-	free(value);
-	return r;
-}
-
-/* The dump path the agent of process pid will use: %p is the pid and %%
- * a '%', as the agent expands them (agent/settings.c). */
-static void expand_output(const char *pattern, pid_t pid, char *out, size_t size)
-{
-	size_t o = 0;
-
-	for (const char *p = pattern; *p && o + 1 < size; p++) {
-		if (p[0] == '%' && p[1] == 'p') {
-			int n = snprintf(out + o, size - o, "%ld", (long)pid);
-
-			o = n < 0 || (size_t)n >= size - o ? size - 1 : o + (size_t)n;
-			p++;
-		} else if (p[0] == '%' && p[1] == '%') {
-			out[o++] = '%';
-			p++;
-		} else {
-			out[o++] = *p;
-		}
-	}
-	out[o] = '\0';
 }
 
 /* ---- running the child ---------------------------------------------------- */
@@ -578,7 +285,7 @@ static void child_prepare(const char *pattern, int explicit_output, int report_f
 	/* A collector's address (tcp://, unix:) is no file to replace or
 	 * look at: the collector names its dumps. */
 	if (!ta_addr_is_stream(pattern)) {
-		expand_output(pattern, getpid(), path, sizeof(path));
+		ta_rec_expand_output(pattern, getpid(), path, sizeof(path));
 		if (explicit_output && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
 		    unlink(path) < 0)
 			fprintf(stderr, "traceagent: cannot replace %s: %s\n", path,
@@ -613,7 +320,7 @@ static int notify_open(void)
 	 * each) where the system allows it, else the default 64 KiB. */
 	(void)fcntl(p[0], F_SETPIPE_SZ, 1 << 20);
 	snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)getpid(), p[0]);
-	if (access(path, W_OK) < 0 || set_env("TRACEAGENT_RECORD_NOTIFY", path) < 0) {
+	if (access(path, W_OK) < 0 || ta_rec_set_env("TRACEAGENT_RECORD_NOTIFY", path) < 0) {
 		close(p[0]);
 		return -1;
 	}
@@ -684,7 +391,7 @@ static size_t child_dumps(const char *output, const struct started *st, char **n
 	for (size_t i = 0; i < st->n; i++) {
 		size_t add;
 
-		expand_output(output, st->child[i], path, sizeof(path));
+		ta_rec_expand_output(output, st->child[i], path, sizeof(path));
 		if (access(path, F_OK) < 0)
 			continue;
 		add = strlen(path) + 2;
@@ -965,7 +672,7 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 	}
 	child_pid = 0;
 
-	expand_output(output, pid, path, sizeof(path));
+	ta_rec_expand_output(output, pid, path, sizeof(path));
 	if (notify >= 0) {
 		notify_read(notify, pid, &started);
 		close(notify);
@@ -1006,10 +713,10 @@ int ta_cmd_record(int argc, char **argv)
 	r = parse_args(argc, argv, &o, &done);
 	if (r || done)
 		return r;
-	r = resolve_program(o.argv[0], prog_path, sizeof(prog_path));
+	r = ta_rec_resolve_program(o.argv[0], prog_path, sizeof(prog_path));
 	if (r)
 		return r;
-	r = check_program(o.argv[0], prog_path);
+	r = ta_rec_check_program(o.argv[0], prog_path);
 	if (r)
 		return r;
 	if (ta_record_find_agent(agent) < 0 || ta_record_set_preload(agent) < 0)
@@ -1026,18 +733,18 @@ int ta_cmd_record(int argc, char **argv)
 		fprintf(stderr, "traceagent record: empty output path\n");
 		return EXIT_USAGE;
 	}
-	if (set_env("TRACEAGENT_OUTPUT", output) < 0 ||
-	    (o.buffer && set_env("TRACEAGENT_BUFFER", o.buffer) < 0) ||
-	    (o.memory && set_env("TRACEAGENT_MEMORY", o.memory) < 0) ||
-	    (o.flush_ms && set_env("TRACEAGENT_FLUSH_MS", o.flush_ms) < 0) ||
-	    (o.mode && set_env("TRACEAGENT_MODE", o.mode) < 0) ||
-	    (o.libcalls && set_env("TRACEAGENT_LIBCALLS", o.libcalls) < 0) ||
-	    (o.channels && set_env("TRACEAGENT_CHANNELS", o.channels) < 0) ||
-	    (o.patch && set_env("TRACEAGENT_PATCH", o.patch) < 0) ||
-	    (o.filter && set_env("TRACEAGENT_FILTER", o.filter) < 0) ||
-	    (o.exclude && set_env("TRACEAGENT_EXCLUDE", o.exclude) < 0) ||
-	    (o.depth && set_env("TRACEAGENT_DEPTH", o.depth) < 0) ||
-	    (o.min_duration && set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0))
+	if (ta_rec_set_env("TRACEAGENT_OUTPUT", output) < 0 ||
+	    (o.buffer && ta_rec_set_env("TRACEAGENT_BUFFER", o.buffer) < 0) ||
+	    (o.memory && ta_rec_set_env("TRACEAGENT_MEMORY", o.memory) < 0) ||
+	    (o.flush_ms && ta_rec_set_env("TRACEAGENT_FLUSH_MS", o.flush_ms) < 0) ||
+	    (o.mode && ta_rec_set_env("TRACEAGENT_MODE", o.mode) < 0) ||
+	    (o.libcalls && ta_rec_set_env("TRACEAGENT_LIBCALLS", o.libcalls) < 0) ||
+	    (o.channels && ta_rec_set_env("TRACEAGENT_CHANNELS", o.channels) < 0) ||
+	    (o.patch && ta_rec_set_env("TRACEAGENT_PATCH", o.patch) < 0) ||
+	    (o.filter && ta_rec_set_env("TRACEAGENT_FILTER", o.filter) < 0) ||
+	    (o.exclude && ta_rec_set_env("TRACEAGENT_EXCLUDE", o.exclude) < 0) ||
+	    (o.depth && ta_rec_set_env("TRACEAGENT_DEPTH", o.depth) < 0) ||
+	    (o.min_duration && ta_rec_set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
 }
