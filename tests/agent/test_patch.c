@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_patch.c - agent/patch/patch.c's decisions on known x86-64 byte
- * sequences: what analyse() refuses (too short, a jump into the bytes the
+ * test_patch.c - the patcher's decisions on known x86-64 byte
+ * sequences: what ta_patch_analyse() refuses (too short, a jump into the bytes the
  * entry's jmp replaces, a breakpoint there, ret N, a read of the return
  * address, a body capstone cannot decode) and the region it takes (after
  * an endbr64, whole instructions covering 5 bytes), and the trampoline
- * relocate() writes for a region moved elsewhere: RIP-relative operands and
+ * ta_patch_relocate() writes for a region moved elsewhere: RIP-relative operands and
  * relative branches rewritten for the new place, a jmp back, byte for byte.
- * patch.c is compiled into this file for its static functions (and stands
- * in for the core library's copy).  Skipped where the build has no
+ * agent/patch/patch.c and reloc.c are compiled into this file for patch.c's
+ * static functions (and stand in for the core library's copies).  Skipped where the build has no
  * patching (meson -Dpatching, other architectures).
  */
 #define _GNU_SOURCE
@@ -21,9 +21,10 @@
 
 #if TA_HAVE_PATCH
 #include "../../agent/patch/patch.c"
+#include "../../agent/patch/reloc.c"
 
 /* The bytes at a fixed place in an executable mapping, padded with int3
- * (never reached: analyse() is told the size). */
+ * (never reached: ta_patch_analyse() is told the size). */
 static uint8_t *code_at(const uint8_t *bytes, size_t n)
 {
 	static uint8_t *page;
@@ -44,7 +45,7 @@ static unsigned analyse_bytes(const uint8_t *bytes, size_t n, struct plan *pl)
 
 	ck_assert_int_eq(ta_capstone_open(), 0);
 	memset(pl, 0, sizeof(*pl));
-	return analyse((uint64_t)(uintptr_t)f, n, pl);
+	return ta_patch_analyse((uint64_t)(uintptr_t)f, n, pl);
 }
 
 START_TEST(takes_whole_instructions_after_endbr64)
@@ -128,7 +129,7 @@ START_TEST(relocates_rip_relative_and_branches)
 	f = pl.start;
 	ck_assert_uint_eq(pl.len, 7);
 	at = f + 0x10000;
-	ck_assert_uint_eq(relocate(&pl, at), 0);
+	ck_assert_uint_eq(ta_patch_relocate(&pl, at), 0);
 	/* The same instruction, its displacement pointing at the same data
 	 * (f + 7 + 0x100) from its new place; then jmp f + 7. */
 	ck_assert_uint_eq(pl.code_len, 7 + 5);
@@ -141,7 +142,7 @@ START_TEST(relocates_rip_relative_and_branches)
 	f = pl.start;
 	ck_assert_uint_eq(pl.len, 4 + 1);
 	at = f - 0x2000;
-	ck_assert_uint_eq(relocate(&pl, at), 0);
+	ck_assert_uint_eq(ta_patch_relocate(&pl, at), 0);
 	ck_assert_uint_eq(pl.code_len, 2 + 6 + 1 + 5);
 	ck_assert_int_eq(memcmp(pl.code, jcc, 2), 0);
 	/* je rel32 to the original target, f + 4 + 0x10. */
@@ -161,7 +162,7 @@ START_TEST(relocation_out_of_reach)
 
 	ck_assert_uint_eq(analyse_bytes(rip, sizeof(rip), &pl), 0);
 	/* A trampoline 4 GiB away cannot reach the data: refused. */
-	ck_assert_uint_eq(relocate(&pl, pl.start + (4ull << 30)), R_NO_MEMORY);
+	ck_assert_uint_eq(ta_patch_relocate(&pl, pl.start + (4ull << 30)), R_NO_MEMORY);
 }
 END_TEST
 
