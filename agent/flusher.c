@@ -29,6 +29,7 @@
 #include "format.h"
 #include "mindur.h"
 #include "nextsym.h"
+#include "placement.h"
 #include "ring.h"
 #include "settings.h"
 
@@ -65,7 +66,7 @@ static uint32_t kick_word;    /* futex: 1 once kicked, reset by the flusher */
 static uint32_t dump_requested; /* flight mode: write the rings now (atomic) */
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 /* 1 while the program keeps every CPU it may run on busy: EVENTS chunks
- * are then stored uncompressed (judge_slack says why).  Atomic, relaxed,
+ * are then stored uncompressed (placement.c's ta_slack_judge says why).  Atomic, relaxed,
  * pairs with nothing: a hint that whoever writes a chunk reads, set by
  * the flusher thread (and cleared before it starts); a stale value only
  * stores one chunk the other way, which every reader takes. */
@@ -776,127 +777,8 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/*
- * Keeps the flusher off the CPUs its producers run on, when the process
- * may use another.  Its wake-ups (a producer's futex wake, its own timer)
- * leave it on the CPU it last ran on or the waker's, and where the kernel
- * sees no cache shared between CPUs (VMs that show no cache topology, such
- * as these benchmark machines) it never looks for an idle one: a flusher
- * that once landed on the producer's CPU stayed there for the whole run,
- * the two time-sharing one core while the other stayed idle (fib 35 took
- * 0.97-1.0 s instead of 0.82-0.85 s, in most runs).  So after each wake-up
- * it checks whether a producer handed a block over on its CPU since the
- * last pass, and if another CPU of its affinity mask had none, it moves
- * there: pinned to it for the move, then its mask back as it was (the
- * kernel does not move a task whose mask holds its CPU).  At most every
- * 10 ms; nothing when every CPU has a producer (more threads than cores:
- * then the scheduler shares them out).  The program's threads and masks
- * are never touched.
- */
-static void place_flusher(void)
-{
-	static uint64_t last_ms;
-	cpu_set_t busy, mask, one;
-	int me, to = -1;
-	uint64_t now;
-
-	CPU_ZERO(&busy);
-	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
-	     t = t->all_next) {
-		/* Relaxed, pairs with nothing: a hint, and a stale one
-		 * only delays a move to the next pass. */
-		uint32_t c = __atomic_exchange_n(&t->cpu_seen, 0, __ATOMIC_RELAXED);
-
-		if (c && c - 1 < CPU_SETSIZE)
-			CPU_SET(c - 1, &busy);
-	}
-	me = sched_getcpu();
-	if (me < 0 || me >= CPU_SETSIZE || !CPU_ISSET(me, &busy))
-		return;
-	now = mono_ms();
-	if (now - last_ms < 10)
-		return;
-	last_ms = now;
-	if (sched_getaffinity(0, sizeof(mask), &mask) != 0)
-		return;
-	for (int c = 0; c < CPU_SETSIZE && to < 0; c++)
-		if (CPU_ISSET(c, &mask) && !CPU_ISSET(c, &busy))
-			to = c;
-	if (to < 0)
-		return;
-	CPU_ZERO(&one);
-	CPU_SET(to, &one);
-	if (sched_setaffinity(0, sizeof(one), &one) == 0)
-		sched_setaffinity(0, sizeof(mask), &mask);
-}
-
-/*
- * Compression only when the flusher has CPU to spare.  LZ4 is about half of
- * the flusher's work on an event (1.55 of 3.3 ns), and writing the payload
- * as it is costs ~0.25 ns more per event than writing it compressed (its
- * bytes are 2.7x as many).  While one of the program's CPUs is idle that
- * work is free to the program; once the program's threads keep every CPU
- * of the mask busy (more threads than cores), every nanosecond of it is
- * taken from them: mt 4 25 48 on 2 cores, 25 interleaved rounds, used 388
- * ms of CPU compressed against 361 stored raw (floor 234), 1.39x against
- * 1.24x the floor's wall time.  So every SLACK_MS the flusher compares
- * the CPU time the process used, less its own, with the CPUs it may use:
- * above all of them but three quarters of one, the chunks written until
- * the next look are stored as they are (FORMAT.md: chunk flag bit 0
- * clear), the dump 2.7x as large; else compressed.  A program of one
- * thread never uses more than one CPU, so on two or more it is always
- * compressed.  Other processes' CPU time is not counted: the scheduler
- * shares the CPUs among all runnable threads, so the flusher's work then
- * comes partly out of theirs (4 threads on 2 CPUs beside one busy process
- * get 1.33 CPUs: still judged busy).
- */
-#define SLACK_MS 20
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	if (clock_gettime(id, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* 1 if the program's threads (cpu_ns of CPU time in wall_ns) used more
- * than all ncpu CPUs but three quarters of one. */
-static int program_busy(uint64_t cpu_ns, uint64_t wall_ns, int ncpu)
-{
-	return ncpu > 0 && cpu_ns * 4 > wall_ns * (uint64_t)(4 * ncpu - 3);
-}
-
-/* The last look's clocks (the flusher thread's own; 0: none yet). */
-static uint64_t slack_wall, slack_proc, slack_self;
-
-static void judge_slack(void)
-{
-	uint64_t wall = clock_ns(CLOCK_MONOTONIC), proc, self;
-	cpu_set_t mask;
-
-	if (slack_wall && wall - slack_wall < SLACK_MS * 1000000ull)
-		return;
-	proc = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-	self = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	/* Clocks that went back (none should) only start a new look. */
-	if (slack_wall && proc >= slack_proc && self >= slack_self &&
-	    proc - slack_proc >= self - slack_self &&
-	    sched_getaffinity(0, sizeof(mask), &mask) == 0) {
-		int busy = program_busy((proc - slack_proc) - (self - slack_self),
-					wall - slack_wall, CPU_COUNT(&mask));
-
-		__atomic_store_n(&store_raw, (uint32_t)busy, __ATOMIC_RELAXED);
-		__atomic_store_n(&ta_kick_blocks, busy ? 16u : 4u, __ATOMIC_RELAXED);
-	}
-	slack_wall = wall;
-	slack_proc = proc;
-	slack_self = self;
-}
-
-/* How long a run lasts before the flusher opens libunwind (~0.1 ms of its
- * CPU, with liblzma) and starts the control thread (ctl.h): a traced
+/* How long a run lasts before the flusher opens libunwind (a fraction of a
+ * millisecond of its CPU, with liblzma) and starts the control thread (ctl.h): a traced
  * process that exits sooner (most of a build's) never pays for them. */
 #define LATE_START_MS 20u
 
@@ -995,16 +877,22 @@ static void *flusher_main(void *arg)
 		} else {
 			/* A pass a producer's kick asked for (every 4 blocks)
 			 * leaves small chunks open: written every pass, they
-			 * were ~25 KiB of events each on fib, which LZ4 packs
-			 * worse than 256 KiB-1 MiB (0.59 against 0.46 bytes an
-			 * event) for one write each.  Every flush interval the
-			 * pass writes everything, so the dump on disk is never
-			 * more than that behind. */
+			 * would be a few blocks each, which LZ4 packs worse
+			 * than chunks of hundreds of KiB (docs/bench.md), for
+			 * one write each.  Every flush interval the pass writes
+			 * everything, so the dump on disk is never more than
+			 * that behind. */
 			uint64_t t = mono_ms();
 			int full = t - last_full >= ta_cfg.flush_ms;
+			int busy;
 
-			place_flusher();
-			judge_slack();
+			ta_place_flusher();
+			busy = ta_slack_judge();
+			if (busy >= 0) {
+				__atomic_store_n(&store_raw, (uint32_t)busy, __ATOMIC_RELAXED);
+				__atomic_store_n(&ta_kick_blocks, busy ? 16u : 4u,
+						 __ATOMIC_RELAXED);
+			}
 			drain_all(0, !full, 0);
 			if (full)
 				last_full = t;
@@ -1055,7 +943,7 @@ int ta_flusher_start(int first_pass)
 	__atomic_store_n(&flusher_stop, 0, __ATOMIC_RELAXED);
 	/* A forked child's or a new attach's process clock starts anew:
 	 * compressed until the first look says otherwise. */
-	slack_wall = slack_proc = slack_self = 0;
+	ta_slack_reset();
 	__atomic_store_n(&store_raw, 0, __ATOMIC_RELAXED);
 	first_pass_now = first_pass;
 	/* Release: pairs with the acquire in busy_begin. */

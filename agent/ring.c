@@ -156,9 +156,7 @@ int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode, uint64_t f
 	 * its current one).  With more producers than cores the flusher gets
 	 * a small share of the CPU; a backlog allowed to grow to the cap
 	 * would cost the resident size and, worse, the cache: blocks recycled
-	 * while still warm are much cheaper to refill (measured: 4 and 8
-	 * threads on 2 cores ran 25-30% faster than with a mark at 1/8 of
-	 * the cap). */
+	 * while still warm are much cheaper to refill (docs/bench.md). */
 	pool_high_water = 16;
 	reserve_nblocks = RESERVE_BYTES / block_bytes;
 	if (reserve_nblocks < 4)
@@ -795,12 +793,12 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 		return nb; /* nothing to kick: the flusher writes on demand */
 	/* Where this producer runs, for the flusher to keep off that CPU
 	 * (sched_getcpu reads the rseq area: no system call).  Relaxed: a
-	 * hint the flusher takes with a relaxed exchange (place_flusher). */
+	 * hint the flusher takes with a relaxed exchange (ta_place_flusher). */
 	__atomic_store_n(&t->cpu_seen, (uint32_t)(sched_getcpu() + 1), __ATOMIC_RELAXED);
 	/* Every 4 blocks (256 KiB at the default size): the blocks the
 	 * flusher frees come back while the producer's cache still holds
-	 * some of their lines; every 8 cost fib ~0.5 ns an event more, every
-	 * 1-2 more wake-ups than that saves (scripts/bench, ring.h).  Every
+	 * some of their lines; kicked less often, the refills cost more than
+	 * the wake-ups saved (docs/bench.md).  Every
 	 * 16 while the program keeps every CPU busy (ta_kick_blocks): each
 	 * wake-up then preempts a producer, and its lines are gone anyway.
 	 * Relaxed: a hint, set by the flusher, paired with nothing. */
@@ -1146,8 +1144,8 @@ static struct ta_block *nest_drain(struct ta_thread *t, struct ta_block *b)
  * good: the placeholder in ta_cur, the recursion guard, its thread's
  * consume lock while it drains, a block taken but not yet linked.  So it
  * runs with the asynchronous signals blocked, and they are delivered, as
- * sent, when it ends (a system call pair, ~0.5 us, once a block: 0.1 ns an
- * event at the default 64 KiB).  Faults stay unblocked: one in the agent
+ * sent, when it ends (a system call pair once a block: a small fraction of
+ * a nanosecond an event, docs/bench.md).  Faults stay unblocked: one in the agent
  * is the crash handler's.  glibc's own signals (cancellation, setxid) are
  * never blocked by pthread_sigmask.
  */

@@ -202,10 +202,9 @@ static inline __attribute__((always_inline)) void ta_unclaim(void)
  * Each hook asks for write ownership of the slot 8 ahead (128 bytes, two
  * cache lines, further on).  A block's lines were last read by the flusher on
  * another core; without the prefetch the slot stores wait for those lines
- * to come back, which cost fib ~1.3 ns an event (scripts/bench: 1.24x the
- * floor, 1.18x with it, together with the flusher kicked every 4 blocks
- * rather than 8; a block that was never read by anyone, as in flight mode,
- * costs nothing over the floor).  A prefetch never faults, so past the
+ * to come back, which costs about a nanosecond an event (docs/bench.md; a
+ * block that was never read by anyone, as in flight mode, costs nothing
+ * over the floor).  A prefetch never faults, so past the
  * block's end is harmless.  prefetchw is a NOP on x86 CPUs without it.
  */
 #define TA_PREFETCH_AHEAD 8
@@ -348,7 +347,7 @@ struct ta_thread {
 	uint64_t drop_count, drop_ticks;
 	/* The CPU (+ 1) it was on when it last handed a block over, 0 once
 	 * the flusher has looked (relaxed atomics: a hint for where the
-	 * flusher runs, flusher.c's place_flusher). */
+	 * flusher runs, placement.c's ta_place_flusher). */
 	uint32_t cpu_seen;
 	/* Blocks in its chain: added by the owner, taken off by whoever
 	 * drains (relaxed atomics; flight mode's quota). */
@@ -387,7 +386,7 @@ uint32_t ta_block_events(void) TA_HIDDEN;
 /* Blocks handed over since the flusher last looked; the flusher resets it. */
 extern uint32_t ta_pending_blocks TA_HIDDEN;
 /* How many handed-over blocks make a producer kick the flusher (4, or 16
- * while the program keeps every CPU busy: the flusher's judge_slack). */
+ * while the program keeps every CPU busy: placement.c's ta_slack_judge). */
 extern uint32_t ta_kick_blocks TA_HIDDEN;
 /* Bytes of pool blocks in use now (the control socket's status). */
 uint64_t ta_pool_used_bytes(void) TA_HIDDEN;
