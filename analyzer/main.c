@@ -31,10 +31,14 @@ static const struct {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: traceagent COMMAND [OPTIONS] ...\n\ncommands:\n");
+	fprintf(f, "usage: traceagent COMMAND [OPTIONS] ...\n"
+		   "       traceagent --help | --version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'traceagent COMMAND --help' tells more.\n");
+	fprintf(f, "\n"
+		   "  -h, --help  this list (also 'traceagent help')\n"
+		   "  --version   the version of traceagent\n"
+		   "\n'traceagent COMMAND --help' tells more.\n");
 }
 
 int main(int argc, char **argv)
