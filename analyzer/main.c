@@ -18,7 +18,7 @@ static const struct {
 	{"report", ta_cmd_report, "per-function calls and times of a dump"},
 	{"graph", ta_cmd_graph, "the call tree by call path"},
 	{"replay", ta_cmd_replay, "the timeline of calls per thread"},
-	{"export", ta_cmd_export, "Chrome trace JSON or folded stacks"},
+	{"export", ta_cmd_export, "Chrome trace JSON, Perfetto, pprof or folded stacks"},
 	{"flame", ta_cmd_flame, "an SVG flame graph"},
 	{"diff", ta_cmd_diff, "per-function changes between two dumps"},
 	{"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},
@@ -31,10 +31,14 @@ static const struct {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: traceagent COMMAND [OPTIONS] ...\n\ncommands:\n");
+	fprintf(f, "usage: traceagent COMMAND [OPTIONS] ...\n"
+		   "       traceagent --help | --version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'traceagent COMMAND --help' tells more.\n");
+	fprintf(f, "\n"
+		   "  -h, --help  this list (also 'traceagent help')\n"
+		   "  --version   the version of traceagent\n"
+		   "\n'traceagent COMMAND --help' tells more.\n");
 }
 
 int main(int argc, char **argv)
