@@ -2,7 +2,7 @@
 /*
  * agent.h - the agent's life (agent.c): its state, start and shutdown,
  * exec, the END chunk.  It is the agent's conductor, the top of its
- * layers (docs/layout.md); the services every file shares are in base.h.
+ * layers (docs/ARCHITECTURE.md); the services every file shares are in base.h.
  * Nothing here is exported from the library.
  */
 #ifndef TA_AGENT_H

@@ -2,7 +2,7 @@
 /*
  * base.h - what every file of the agent uses (base.c): the agent's state
  * word, pid and re-entry guard, warnings on stderr, bounded locks, growable arrays, the
- * executable's path.  The bottom of the agent's layers (docs/layout.md):
+ * executable's path.  The bottom of the agent's layers (docs/ARCHITECTURE.md):
  * base.c calls no other file of the agent.  Nothing here is exported
  * from the library.
  */

@@ -14,7 +14,7 @@
  * r8-r11; where it calls out (the ring's slow path, mapping a return
  * stack) ta_patch_vcall keeps xmm0-15 around the call.  Flags carry
  * nothing across a call boundary.  (The upper halves of ymm/zmm registers
- * are not saved: see the README.)
+ * are not saved: see docs/limits.md.)
  *
  * ta_patch_enter_common: called from a function's own stub,
  *     push %r11; movabs $desc, %r11; call *common; pop %r11; <trampoline>

@@ -519,7 +519,7 @@ class AttachTest(tahelp.Case):
             # the per-thread arenas in which the busy threads' own drains
             # allocated (up to 8 arenas a core, a few hundred KiB each:
             # scripts/attach-cycles measured 2.7-7.0 MiB after the detaches
-            # of 50 windows on 2 cores, 1.7 MiB before; README).
+            # of 50 windows on 2 cores, 1.7 MiB before; docs/traceagent-attach.md).
             self.assertLess(status("VmRSS") - rss0, 10 * 1024, i)
         for i in range(10):
             d = "traceagent.%d.trace" % pid if i == 0 else "traceagent.%d.%d.trace" % (pid, i + 1)
@@ -702,7 +702,7 @@ class AttachTest(tahelp.Case):
         self.assertGreater(size1, size)
         time.sleep(0.3)
         # A thread that read its gate just before the pause may record one
-        # event after the mark (README, ctl): a chunk at most, no stream.
+        # event after the mark (docs/traceagent-ctl.md): a chunk at most, no stream.
         self.assertLess(os.path.getsize(dump) - size1, 1024)
         status, out, err = t.quit()
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
