@@ -22,7 +22,7 @@ static inline __attribute__((always_inline)) uint64_t ta_ticks(void)
 #else
 #define TA_CLOCK_SOURCE TA_CLOCK_MONOTONIC
 /* No counter we know how to read: fall back to the vDSO clock (a libc
- * call on the hot path, the one exception, documented in the README). */
+ * call on the hot path, the one exception, docs/building.md). */
 static inline uint64_t ta_ticks(void)
 {
 	struct timespec ts;

@@ -300,8 +300,8 @@ sighandler_t __sysv_signal(int sig, sighandler_t h)
  * unwinder cannot unwind through: before a C++ exception is raised (throw,
  * rethrow, std::rethrow_exception) the real addresses go back; when it is
  * caught, the frames still alive are patched again.  pthread_exit unwinds
- * the thread's stack too.  (pthread_cancel's unwinding is not seen: see
- * the README.)
+ * the thread's stack too.  (pthread_cancel's unwinding is not seen:
+ * docs/limits.md.)
  */
 
 struct _Unwind_Exception;

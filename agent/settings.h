@@ -41,7 +41,7 @@ struct ta_settings {
 	int channel_signal;      /* TRACEAGENT_CHANNEL_SIGNAL, 0 = none */
 	int control;             /* TRACEAGENT_CONTROL: 1 on (default), 0 off */
 	int start_paused;        /* TRACEAGENT_START=paused */
-	/* Recording less (filter.c; README "Record less: filters"). */
+	/* Recording less (filter.c; docs/traceagent-record.md, the filters). */
 	char filter[1024];        /* TRACEAGENT_FILTER: "[!][MODULE:]GLOB,..." ("" = none) */
 	char exclude[1024];       /* TRACEAGENT_EXCLUDE: "[MODULE:]GLOB,..." ("" = none) */
 	uint32_t depth;           /* TRACEAGENT_DEPTH: frames kept per thread, 0 = all */
@@ -57,8 +57,8 @@ struct ta_settings {
 #define TA_DEFAULT_MEMORY   (256ull << 20)
 #define TA_DEFAULT_FLUSH_MS 50u
 #define TA_DEFAULT_FLIGHT   (4ull << 20)
-/* Library calls recorded unless TRACEAGENT_LIBCALLS says otherwise (see
- * the README's "Library calls" for the measurements behind the choice). */
+/* Library calls recorded unless TRACEAGENT_LIBCALLS says otherwise
+ * (docs/bench.md, library calls: the measurements behind the choice). */
 #define TA_DEFAULT_LIBCALLS (TA_LC_IO | TA_LC_SLEEP)
 
 /* Reads the environment (secure_getenv); prints one line per bad value and
