@@ -58,6 +58,8 @@ static void usage(FILE *f)
 		   "  --title=TEXT        the title (default: the program and its run time)\n"
 		   "  --width=PX          the image width (default 1200)\n"
 		   "  --min-width=PX      leave out frames narrower than this (default 0.1)\n"
+		   "  -j N, --jobs=N      N threads read the dump (default: one per CPU\n"
+		   "                      it may use, at most 64; N up to 1024)\n"
 		   "  -h, --help          this help\n"
 		   "\n"
 		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"

@@ -61,6 +61,8 @@ static void usage(FILE *f)
 	    "  --budget=TIME    a hitch is a frame longer than TIME (16ms, 500us, ...)\n"
 	    "  --hitch=FACTOR   a hitch is a frame longer than FACTOR times the median\n"
 	    "                   frame (default 2; --budget replaces it)\n"
+	    "  -j N, --jobs=N   N threads read the dump (default: one per CPU\n"
+	    "                   it may use, at most 64; N up to 1024)\n"
 	    "  -h, --help       this help\n"
 	    "\n"
 	    "A frame runs from one mark of its set to the next, the first from the\n"

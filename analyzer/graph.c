@@ -60,6 +60,8 @@ static void usage(FILE *f)
 		   "  --depth=N           show N levels\n"
 		   "  --srcline           the source file:line of each function\n"
 		   "  --json              one JSON object\n"
+		   "  -j N, --jobs=N      N threads read the dump (default: one per CPU\n"
+		   "                      it may use, at most 64; N up to 1024)\n"
 		   "  -h, --help          this help\n"
 		   "\n"
 		   "Total counts every call on the path once (a recursive function's deeper\n"

@@ -20,7 +20,7 @@ static const struct {
 	{"report", ta_cmd_report, "per-function calls and times of a dump"},
 	{"graph", ta_cmd_graph, "the call tree by call path"},
 	{"replay", ta_cmd_replay, "the timeline of calls per thread"},
-	{"export", ta_cmd_export, "Chrome trace JSON or folded stacks"},
+	{"export", ta_cmd_export, "Chrome trace JSON, Perfetto, pprof or folded stacks"},
 	{"flame", ta_cmd_flame, "an SVG flame graph"},
 	{"diff", ta_cmd_diff, "per-function changes between two dumps"},
 	{"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},

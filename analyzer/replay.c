@@ -56,6 +56,8 @@ static void usage(FILE *f)
 		   "                         calls end: tid, pid, depth, name, module,\n"
 		   "                         start_ns, duration_ns, self_ns, open,\n"
 		   "                         unwound (left by longjmp or an exception)\n"
+		   "  -j N, --jobs=N         N threads read the dump (default: one per CPU\n"
+		   "                         it may use, at most 64; N up to 1024)\n"
 		   "  -h, --help             this help\n"
 		   "\n"
 		   "The manual API's events take one line each at their time, under the\n"

@@ -96,6 +96,8 @@ static void usage(FILE *f)
 		   "                   set \"frame\", else of the first set; see `traceagent\n"
 		   "                   frames`)\n"
 		   "  --set=NAME       with --frames: the frames of the set NAME\n"
+		   "  -j N, --jobs=N   N threads read the dump (default: one per CPU\n"
+		   "                   it may use, at most 64; N up to 1024)\n"
 		   "  -h, --help       this help\n"
 		   "\n"
 		   "Total counts only the outermost activation of a recursive function;\n"

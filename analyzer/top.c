@@ -262,7 +262,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
 		case TA_OPT_EXIT:
-			return p.status;
+			/* -1 after --help: done, exit 0 (0 would mean go on). */
+			return p.status ? p.status : -1;
 		case TA_OPT_MISSING:
 			fprintf(stderr, "traceagent top: %s needs a value\n", p.arg);
 			return 2;
@@ -1153,7 +1154,7 @@ int ta_cmd_top(int argc, char **argv)
 	int r = parse_args(argc, argv, &o);
 
 	if (r)
-		return r;
+		return r < 0 ? 0 : r;
 	s.kind = o.kind;
 	if (signals_setup() < 0) {
 		fprintf(stderr, "traceagent top: pipe: %s\n", strerror(errno));

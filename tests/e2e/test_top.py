@@ -292,6 +292,13 @@ class TopTest(tahelp.Case):
                 r = self.run_plain([TRACEAGENT, "top"] + argv)
                 self.assertEqual(r.returncode, 2)
                 self.assertIn(why, r.stderr)
+        # --help prints the help and exits 0, and nothing else.
+        for flag in ("--help", "-h"):
+            with self.subTest(argv=[flag]):
+                r = self.run_plain([TRACEAGENT, "top", flag])
+                self.assertEqual(r.returncode, 0)
+                self.assertIn("usage: traceagent top", r.stdout)
+                self.assertEqual(r.stderr, "")
         # The screen needs a terminal.
         r = self.run_plain([TRACEAGENT, "top", self.path("none.trace")])
         self.assertEqual(r.returncode, 2)
