@@ -48,10 +48,11 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "  %-8s %s\n", "help",
-		"the manual page of traceagent, of COMMAND, or of settings (TRACEAGENT_*) or api");
+		"the manual page of traceagent or of COMMAND (also: settings, api)");
 	fprintf(f, "\n  -h, --help   this help\n"
 		   "  --version    the version\n"
-		   "\n'traceagent COMMAND --help' tells more.\n");
+		   "\n'traceagent COMMAND --help' tells more; 'traceagent help COMMAND' shows its\n"
+		   "manual page.\n");
 }
 
 /*

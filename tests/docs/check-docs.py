@@ -293,6 +293,8 @@ def compare_vars(tree, problems):
 # ---- man pages ---------------------------------------------------------------
 
 def check_man(pages, man_dir, problems):
+    """Each page written has its man page, which renders without a word on
+    stderr (pages is {name: section} of the pages written)."""
     if not shutil.which("man"):
         print("check-docs: man is not installed: the man pages' rendering is not checked")
         return
@@ -352,7 +354,8 @@ def check(exe, tree, man_dir):
             compare_options(c, text, page, problems)
     compare_vars(tree, problems)
     if man_dir:
-        check_man(pages, man_dir, problems)
+        written = {n: s for n, s in pages.items() if os.path.isfile(os.path.join(docs, n + ".md"))}
+        check_man(written, man_dir, problems)
     return problems, cmds
 
 
