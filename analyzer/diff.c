@@ -68,7 +68,7 @@ static void usage(FILE *f)
 		   "                   calls, or by name\n"
 		   "  --top=N          the first N rows\n"
 		   "  --function=GLOB  only functions whose (demangled) name matches GLOB\n"
-		   "  -j N, --jobs=N   N threads read the dump (default: one per CPU\n"
+		   "  -j N, --jobs=N   N threads read each dump (default: one per CPU\n"
 		   "                   it may use, at most 64; N up to 1024)\n"
 		   "  -h, --help       this help\n"
 		   "\n"

@@ -44,13 +44,15 @@ static const struct {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent COMMAND [OPTIONS] ...\n"
-		   "       traceagent help [COMMAND]\n\ncommands:\n");
+		   "       traceagent help [COMMAND]\n"
+		   "       traceagent --help | --version\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "  %-8s %s\n", "help",
 		"the manual page of traceagent or of COMMAND (also: settings, api)");
-	fprintf(f, "\n  -h, --help   this help\n"
-		   "  --version    the version\n"
+	fprintf(f, "\n"
+		   "  -h, --help  this list\n"
+		   "  --version   the version of traceagent\n"
 		   "\n'traceagent COMMAND --help' tells more; 'traceagent help COMMAND' shows its\n"
 		   "manual page.\n");
 }
