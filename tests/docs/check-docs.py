@@ -14,7 +14,9 @@
   - the TRACEAGENT_* variables the sources read and the bullets of
     docs/traceagent-settings.md are the same, both ways;
   - given the built man pages (--man-dir), there is one per page and each
-    renders with `MANWIDTH=80 man -l PAGE` with nothing on stderr.
+    renders with `MANWIDTH=80 man --warnings -l PAGE` with nothing on
+    stderr (groff's warnings of a man page's usual faults: a table wider
+    than the page, a line that cannot be broken, an unknown macro).
 
 Every mismatch is one line naming the option or variable and where it is
 (the command's --help, or FILE:LINE); exits 1 if there is any.
@@ -53,8 +55,9 @@ Usage: check-docs.py --traceagent EXE [--source TREE] [--man-dir DIR]
   the man pages are not checked (a build without pandoc).
   --self-test: copies the pages and sources to a scratch folder, plants an
   option in a command's --help (through a wrapper of EXE), an option in a
-  page, a variable read in the agent and a variable in the settings page,
-  and checks that each is named as a mismatch and the check fails.
+  page, a variable read in the agent, a variable in the settings page and
+  a section out of order, and checks that each is named as a mismatch and
+  nothing else is; and that a man page man warns about is caught.
 """
 
 import argparse
@@ -305,13 +308,13 @@ def check_man(pages, man_dir, problems):
                             f"list of pages)")
             continue
         env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8", MANPAGER="cat", PAGER="cat")
-        p = subprocess.run(["man", "-l", page], stdin=subprocess.DEVNULL,
+        p = subprocess.run(["man", "--warnings", "-l", page], stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
         err = p.stderr.decode("utf-8", "replace").strip()
         out = p.stdout.decode("utf-8", "replace")
         if p.returncode != 0 or err:
             first = err.splitlines()[:3]
-            problems.append(f"{name}({section}): `MANWIDTH=80 man -l {page}` exit status "
+            problems.append(f"{name}({section}): `MANWIDTH=80 man --warnings -l {page}` exit status "
                             f"{p.returncode}, stderr: " + " | ".join(first))
         elif "NAME" not in out or f"{name} - " not in " ".join(out.split()):
             problems.append(f"{name}({section}): the rendered page has no NAME "
@@ -440,6 +443,23 @@ exec "{exe}" "$@"
             if not any(p.startswith(w) for w in plants.values()):
                 print(f"check-docs --self-test: not planted: {p}")
                 failed += 1
+
+        # A man page that man warns about: an unknown macro, and a line
+        # too long to break.
+        if shutil.which("man"):
+            man_dir = os.path.join(work, "man")
+            os.mkdir(man_dir)
+            with open(os.path.join(man_dir, "traceagent-planted.1"), "w") as f:
+                f.write('.TH "TRACEAGENT-PLANTED" "1"\n.SH NAME\ntraceagent-planted - x\n'
+                        '.SH DESCRIPTION\n.UNKNOWNMACRO\n' + "x" * 200 + "\n")
+            got = []
+            check_man({"traceagent-planted": "1"}, man_dir, got)
+            ok = len(got) == 1 and got[0].startswith("traceagent-planted(1): `MANWIDTH=80 man")
+            print(f"check-docs --self-test: a man page man warns about: "
+                  f"{'caught' if ok else 'NOT CAUGHT'}")
+            failed += not ok
+        else:
+            print("check-docs --self-test: man is not installed: its warnings are not tried")
         return 1 if failed else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
