@@ -75,7 +75,7 @@ SECTIONS = ["Synopsis", "Description", "Options", "Environment", "Examples",
 EXTRA_PAGES = {"traceagent": "1", "traceagent-settings": "7", "traceagent-api": "3"}
 SOURCE_PARTS = ["agent", "loader", "analyzer", "format", "include"]
 
-OPT_RE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9-]*|-[A-Za-z0-9])(?![A-Za-z0-9_-])")
+OPT_RE = re.compile(r"(?<![\w-])(--[A-Za-z][A-Za-z0-9-]*|-[A-Za-z])(?![A-Za-z0-9_-])")
 VAR_LITERAL_RE = re.compile(r'"(TRACEAGENT_[A-Z0-9_]+)=?"')
 GETENV_RE = re.compile(r'\b(?:secure_)?getenv\s*\(\s*"(TRACEAGENT_[A-Z0-9_]+)"')
 BULLET_RE = re.compile(r"^[-*] +((?:`[^`]+`(?:\s*,\s*|\s+or\s+|\s*/\s*|\s+)?)+)")
@@ -224,6 +224,7 @@ def compare_options(cmd, text, page, problems):
     for opt in sorted(set(documented) - set(have)):
         problems.append(f"{opt}: documented in {rel}:{documented[opt]} ('## Options'), "
                         f"not listed by `{label}`")
+    return len(have)
 
 
 # ---- variables ---------------------------------------------------------------
@@ -282,7 +283,7 @@ def source_vars(tree, problems):
 def compare_vars(tree, problems):
     page = os.path.join(tree, "docs", "traceagent-settings.md")
     if not os.path.isfile(page):
-        return
+        return 0
     read = source_vars(tree, problems)
     documented = bullet_words(read_lines(page), None, re.compile(r"^(TRACEAGENT_[A-Z0-9_]+)"))
     for var in sorted(set(read) - set(documented)):
@@ -291,6 +292,7 @@ def compare_vars(tree, problems):
     for var in sorted(set(documented) - set(read)):
         problems.append(f"{var}: documented in docs/traceagent-settings.md:{documented[var]}, "
                         f"read by no source of {', '.join(SOURCE_PARTS)}")
+    return len(read)
 
 
 # ---- man pages ---------------------------------------------------------------
@@ -323,7 +325,11 @@ def check_man(pages, man_dir, problems):
 
 # ---- the check ---------------------------------------------------------------
 
-def check(exe, tree, man_dir):
+def check(exe, tree, man_dir, counts=None):
+    """The mismatches, and the commands; counts (a dict) gets how many
+    options and variables were compared."""
+    counts = {} if counts is None else counts
+    counts.update(options=0, variables=0)
     problems = []
     docs = os.path.join(tree, "docs")
     status, top = run_help(exe, None)
@@ -343,7 +349,7 @@ def check(exe, tree, man_dir):
         check_contract(path, name, problems)
     main = os.path.join(docs, "traceagent.md")
     if os.path.isfile(main):
-        compare_options(None, top, main, problems)
+        counts["options"] += compare_options(None, top, main, problems)
         text = "\n".join(read_lines(main))
         for c in cmds:
             if f"traceagent-{c}(1)" not in text:
@@ -354,8 +360,8 @@ def check(exe, tree, man_dir):
         if status != 0:
             problems.append(f"`traceagent {c} --help`: exit status {status}, not 0")
         if os.path.isfile(page):
-            compare_options(c, text, page, problems)
-    compare_vars(tree, problems)
+            counts["options"] += compare_options(c, text, page, problems)
+    counts["variables"] = compare_vars(tree, problems)
     if man_dir:
         written = {n: s for n, s in pages.items() if os.path.isfile(os.path.join(docs, n + ".md"))}
         check_man(written, man_dir, problems)
@@ -476,15 +482,17 @@ def main():
     exe = os.path.abspath(a.traceagent)
     if a.self_test:
         return self_test(exe, a.source)
-    problems, cmds = check(exe, a.source, a.man_dir)
+    counts = {}
+    problems, cmds = check(exe, a.source, a.man_dir, counts)
     for p in problems:
         print(p)
     if problems:
         print(f"check-docs: {len(problems)} mismatches between the manual (docs/) and "
               f"the tool")
         return 1
-    print(f"check-docs: {len(cmds)} commands: their --help and pages agree; the settings "
-          f"page names every TRACEAGENT_* variable the sources read"
+    print(f"check-docs: {len(cmds)} commands: their --help and pages agree on "
+          f"{counts['options']} options; the settings page names the {counts['variables']} "
+          f"TRACEAGENT_* variables the sources read"
           + ("; every man page renders" if a.man_dir else ""))
     return 0
 
