@@ -487,8 +487,8 @@ def main():
     for p in problems:
         print(p)
     if problems:
-        print(f"check-docs: {len(problems)} mismatches between the manual (docs/) and "
-              f"the tool")
+        print(f"check-docs: {len(problems)} mismatch{'es' if len(problems) > 1 else ''} "
+              f"between the manual (docs/) and the tool")
         return 1
     print(f"check-docs: {len(cmds)} commands: their --help and pages agree on "
           f"{counts['options']} options; the settings page names the {counts['variables']} "
