@@ -219,8 +219,8 @@ static void text_set(const struct ta_fset *set, const struct summary *m, const s
 		printf("    frame %" PRIu32 " at %s: %s, thread %" PRIu64 "%s%s%s\n", i,
 		       ta_fmt_time(b[0], sizeof(b[0]),
 				   (uint64_t)(set->start_ns[i] > 0 ? set->start_ns[i] : 0)),
-		       ta_fmt_time(b[1], sizeof(b[1]), set->dur_ns[i]), set->tid[i],
-		       tn ? " (" : "", tn ? tn : "", tn ? ")" : "");
+		       ta_fmt_time(b[1], sizeof(b[1]), set->dur_ns[i]), set->tid[i], tn ? " (" : "",
+		       tn ? tn : "", tn ? ")" : "");
 		n = culprits(set, i, all, c);
 		for (size_t k = 0; k < n; k++)
 			printf("      +%-12s %s  %s\n",

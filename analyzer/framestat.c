@@ -300,8 +300,8 @@ static void self_time(struct ta_framestat *fs, const struct ta_sess_thread *t, u
 			uint64_t hi = b < set->bounds[i + 1] ? b : set->bounds[i + 1];
 
 			if (hi > lo)
-				cell_add(fs, set, addr, i, hi - lo, set->tid[i] == t->tid ? hi - lo : 0,
-					 0);
+				cell_add(fs, set, addr, i, hi - lo,
+					 set->tid[i] == t->tid ? hi - lo : 0, 0);
 		}
 	}
 }
@@ -494,7 +494,8 @@ static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start
 				f->v[f->n - 1].own_ns += c->own;
 				f->v[f->n - 1].calls += c->calls;
 			} else {
-				f->v[f->n++] = (struct ta_fs_val){c->frame, c->ticks, c->calls, c->own};
+				f->v[f->n++] =
+				    (struct ta_fs_val){c->frame, c->ticks, c->calls, c->own};
 				nv++;
 			}
 		}
