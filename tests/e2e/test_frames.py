@@ -303,6 +303,27 @@ class FramesTest(tahelp.Case):
                 self.assertTrue(line[0].endswith(", thread %d (%s)" % (main["tid"], prog)),
                                 line[0])
 
+    def test_culprits_gameloop_threads(self):
+        """gameloop, every frame a hitch (--budget=1ns): the main thread's
+        frames blame only what the main thread runs, the physics thread's
+        only its zone "physics step", never the worker's job."""
+        dump = self.gameloop("O2")
+        main_fns = {"game", "run_frame", "update_entity", "update", "entity", "render",
+                    "load level"}
+        sets = self.frames(dump, "--budget=1ns")
+        tids = {}
+        for name, allowed in (("frame", main_fns), ("physics", {"physics step"})):
+            s = sets[name]
+            self.assertEqual(len(s["hitches"]), s["count"])
+            for h in s["hitches"]:
+                self.assertLessEqual({c["name"] for c in h["culprits"]}, allowed, (name, h))
+                for c in h["culprits"]:
+                    self.assertLessEqual(c["excess_ns"], h["duration_ns"], (name, h))
+            tids[name] = {h["tid"] for h in s["hitches"]}
+        self.assertEqual(tids["frame"], {sets["frame"]["pid"]})
+        self.assertEqual(len(tids["physics"]), 1)
+        self.assertNotEqual(tids["physics"], tids["frame"])
+
     def test_no_marks(self):
         """A dump without marks: said, exit 0, no sets."""
         r = self.traced("preload", [self.prog("fib-O2"), "5"])
