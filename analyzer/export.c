@@ -59,8 +59,7 @@ struct export
 	/* chrome: the manual API's events */
 	struct zone_args *za; /* texts and values waiting for their zone's slice */
 	size_t nza, za_cap;
-	struct frame_set *fs; /* frame marks by (pid, set) */
-	size_t nfs;
+	struct ta_xframes xf; /* the frame marks: slices after the run */
 
 	/* chrome: the lines are formatted by jobs (-j: on the workers), the
 	 * timeline filling the current one; see chrome_rec. */
@@ -86,16 +85,6 @@ struct zone_args {
 	char *text; /* a JSON string, or NULL */
 	int has_value;
 	uint64_t value;
-};
-
-/* A set of frames of one process: each mark ends the frame the one before
- * it began, a slice on a track of its own. */
-struct frame_set {
-	uint32_t pid;
-	char *name;
-	uint64_t tid; /* its pseudo-thread */
-	int64_t last_ns;
-	uint64_t frames;
 };
 
 /*
@@ -167,12 +156,14 @@ static void usage(FILE *f)
 		"  --min-duration=TIME   only calls that lasted at least TIME (10us)\n"
 		"  The manual API: messages, instants and channel switches are instant\n"
 		"  events (\"i\"), counters counter events (\"C\"), the frames of each set\n"
-		"  slices on a track \"frames: SET\", zones slices (cat \"zone\"), their\n"
-		"  text and value in args of an instant at the zone's start (cat\n"
-		"  \"zone,args\").  A call's category is \"function,MODULE\", \"libcall\",\n"
-		"  \"zone\" or, for the agent's waits (\"[traceagent wait]\"), \"traceagent\",\n"
-		"  with \",open\" for a call still open at the end; slices have no args\n"
-		"  (speedscope would glue them to the names).\n"
+		"  slices on a track \"frames: SET\" (\"SET N\": frame N as traceagent\n"
+		"  frames counts them, frame 0 from the first event of the thread that\n"
+		"  marked it), zones slices (cat \"zone\"), their text and value in args\n"
+		"  of an instant at the zone's start (cat \"zone,args\").  A call's\n"
+		"  category is \"function,MODULE\", \"libcall\", \"zone\" or, for the agent's\n"
+		"  waits (\"[traceagent wait]\"), \"traceagent\", with \",open\" for a call\n"
+		"  still open at the end; slices have no args (speedscope would glue\n"
+		"  them to the names).\n"
 		"\n"
 		"pprof:\n"
 		"  --srcline             each function's source file and line\n"
@@ -582,25 +573,82 @@ static void zone_arg(struct export *e, const struct ta_tlapi *a)
 		e->nomem = 1;
 }
 
-static struct frame_set *frame_set(struct export *e, uint32_t pid, const char *name)
+long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 {
-	struct frame_set *fs;
+	struct ta_xfset *set = NULL;
+	size_t k;
 
-	for (size_t k = 0; k < e->nfs; k++)
-		if (e->fs[k].pid == pid && !strcmp(e->fs[k].name, name))
-			return &e->fs[k];
-	fs = realloc(e->fs, (e->nfs + 1) * sizeof(*fs));
-	if (!fs)
-		return NULL;
-	e->fs = fs;
-	fs = &e->fs[e->nfs];
-	memset(fs, 0, sizeof(*fs));
-	fs->name = strdup(name);
-	if (!fs->name)
-		return NULL;
-	fs->pid = pid;
-	fs->tid = FRAME_TID_BASE + e->nfs++;
-	return fs;
+	for (k = 0; k < x->n; k++)
+		if (x->sets[k].pid == a->t->pid && !strcmp(x->sets[k].name, a->e->name)) {
+			set = &x->sets[k];
+			break;
+		}
+	if (!set) {
+		struct ta_xfset *sets = realloc(x->sets, (x->n + 1) * sizeof(*sets));
+		char *name = strdup(a->e->name);
+
+		if (sets)
+			x->sets = sets;
+		if (!sets || !name) {
+			free(name);
+			return -1;
+		}
+		set = &x->sets[x->n++];
+		memset(set, 0, sizeof(*set));
+		set->pid = a->t->pid;
+		set->name = name;
+	}
+	if (set->n == set->cap) {
+		size_t cap = set->cap ? set->cap * 2 : 64;
+		struct ta_xmark *m = realloc(set->marks, cap * sizeof(*m));
+
+		if (!m)
+			return -1;
+		set->marks = m;
+		set->cap = cap;
+	}
+	set->marks[set->n++] = (struct ta_xmark){a->ns, a->t->index};
+	return (long)(set - x->sets);
+}
+
+static int xmark_cmp(const void *a, const void *b)
+{
+	const struct ta_xmark *x = a, *y = b;
+
+	return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
+int ta_xframes_bounds(struct ta_xframes *x, size_t k, const struct ta_timeline *tl,
+		      int64_t **bounds)
+{
+	struct ta_xfset *set = &x->sets[k];
+	int64_t *b = malloc((set->n + 1) * sizeof(*b)), first;
+
+	*bounds = b;
+	if (!b)
+		return -1;
+	/* The threads' marks come thread by thread, not in time order. */
+	qsort(set->marks, set->n, sizeof(*set->marks), xmark_cmp);
+	b[0] = set->marks[0].ns;
+	if (ta_timeline_first_ns(tl, set->marks[0].thread, &first) == 0 && first < b[0])
+		b[0] = first;
+	/* With --time-range, the marks are those in it: so is the first
+	 * frame's start. */
+	if (tl->o && tl->o->from && b[0] < (int64_t)tl->o->from)
+		b[0] = (int64_t)tl->o->from;
+	for (size_t i = 0; i < set->n; i++)
+		b[i + 1] = set->marks[i].ns;
+	return 0;
+}
+
+void ta_xframes_free(struct ta_xframes *x)
+{
+	for (size_t k = 0; k < x->n; k++) {
+		free(x->sets[k].name);
+		free(x->sets[k].marks);
+	}
+	free(x->sets);
+	memset(x, 0, sizeof(*x));
 }
 
 /* The start of an event of the API: its separator, phase, name, category
@@ -627,8 +675,7 @@ static void api_lines(void *ctx, const struct ta_tlapi *a)
 {
 	struct export *e = ctx;
 	const struct ta_apiev *ev = a->e;
-	struct frame_set *fs;
-	char name[128], ts[32], dur[32];
+	char name[128];
 
 	switch (ev->kind) {
 	case TA_EXT_MESSAGE:
@@ -667,25 +714,9 @@ static void api_lines(void *ctx, const struct ta_tlapi *a)
 			fprintf(e->f, ": %" PRId64 "}}", ev->i);
 		break;
 	case TA_EXT_FRAME:
-		fs = frame_set(e, a->t->pid, ev->name);
-		if (!fs) {
+		/* Sliced after the run, when the marks are in time order. */
+		if (ta_xframes_add(&e->xf, a) < 0)
 			e->nomem = 1;
-			break;
-		}
-		if (fs->frames++) {
-			snprintf(name, sizeof(name), "%s %" PRIu64, ev->name, fs->frames - 1);
-			fprintf(e->f, "%s{\"ph\": \"X\", \"name\": ", e->events ? ",\n" : "\n");
-			ta_json_str(e->f, name);
-			fprintf(e->f,
-				", \"cat\": \"frame\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64
-				", \"ts\": %s, \"dur\": %s}",
-				fs->pid, fs->tid, fmt_us(ts, sizeof(ts), fs->last_ns),
-				fmt_us(dur, sizeof(dur), a->ns - fs->last_ns));
-			/* No args (the set is the track's name): viewers would
-			 * glue them to the slice's name. */
-			e->events++;
-		}
-		fs->last_ns = a->ns;
 		break;
 	case TA_EXT_ZONE_TEXT:
 	case TA_EXT_ZONE_VALUE:
@@ -796,6 +827,38 @@ static void chrome_meta(struct export *e, const char *what, uint32_t pid, uint64
 	e->events++;
 }
 
+/* Each set's frames, a slice each on the set's track ("frames: SET"),
+ * named by their index in `traceagent frames`. */
+static void chrome_frames(struct export *e)
+{
+	for (size_t k = 0; k < e->xf.n; k++) {
+		const struct ta_xfset *set = &e->xf.sets[k];
+		int64_t *b;
+
+		if (ta_xframes_bounds(&e->xf, k, &e->tl, &b) < 0) {
+			e->nomem = 1;
+			return;
+		}
+		for (size_t i = 0; i < set->n; i++) {
+			char name[300], ts[32], dur[32];
+
+			snprintf(name, sizeof(name), "%s %zu", set->name, i);
+			fprintf(e->f, "%s{\"ph\": \"X\", \"name\": ", e->events ? ",\n" : "\n");
+			ta_json_str(e->f, name);
+			/* No args (the set is the track's name): viewers would
+			 * glue them to the slice's name. */
+			fprintf(e->f,
+				", \"cat\": \"frame\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64
+				", \"ts\": %s, \"dur\": %s}",
+				set->pid, (uint64_t)FRAME_TID_BASE + k,
+				fmt_us(ts, sizeof(ts), b[i]),
+				fmt_us(dur, sizeof(dur), b[i + 1] - b[i]));
+			e->events++;
+		}
+		free(b);
+	}
+}
+
 static int chrome(struct export *e)
 {
 	const struct ta_session *s;
@@ -819,6 +882,7 @@ static int chrome(struct export *e)
 		fputs("],\n\"displayTimeUnit\": \"ns\"}\n", e->f);
 		return e->tl.v.status;
 	}
+	chrome_frames(e);
 	s = e->tl.v.s;
 	for (size_t i = 0; i < s->nprocs; i++) {
 		const struct ta_process *p = s->procs[i];
@@ -843,11 +907,11 @@ static int chrome(struct export *e)
 		chrome_meta(e, "thread_name", t->pid, t->tid,
 			    t->name && t->name[0] ? t->name : name);
 	}
-	for (size_t k = 0; k < e->nfs; k++) {
+	for (size_t k = 0; k < e->xf.n; k++) {
 		char name[300];
 
-		snprintf(name, sizeof(name), "frames: %s", e->fs[k].name);
-		chrome_meta(e, "thread_name", e->fs[k].pid, e->fs[k].tid, name);
+		snprintf(name, sizeof(name), "frames: %s", e->xf.sets[k].name);
+		chrome_meta(e, "thread_name", e->xf.sets[k].pid, FRAME_TID_BASE + k, name);
 	}
 	fputs("\n],\n\"displayTimeUnit\": \"ns\"}\n", e->f);
 	if (e->nomem) {
@@ -1107,9 +1171,7 @@ out:
 	for (size_t i = 0; i < e.nza; i++)
 		free(e.za[i].text);
 	free(e.za);
-	for (size_t i = 0; i < e.nfs; i++)
-		free(e.fs[i].name);
-	free(e.fs);
+	ta_xframes_free(&e.xf);
 	free(e.buf);
 	free(e.at);
 	ta_tlopts_free(&e.o);

@@ -7,8 +7,11 @@
  * framestat.c reads the dump twice and gives each set's frames and, per
  * function, its self time in every frame.  A hitch is a frame over the
  * budget (--budget), or by default over FACTOR times the median frame;
- * its culprits are what spent more self time in it than in its median
- * frame.
+ * its culprits are what spent more self time in it, on the frame's thread
+ * (the one that marked its end), than in its median frame.  Only that
+ * thread: threads run side by side, so their self times summed could
+ * exceed the frame, and another thread's work made the frame late only
+ * through what the frame's thread did meanwhile (waited, say).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -66,11 +69,14 @@ static void usage(FILE *f)
 	    "  -h, --help       this help\n"
 	    "\n"
 	    "A frame runs from one mark of its set to the next, the first from the\n"
-	    "first event of the thread that marked it.  A hitch's culprits are the\n"
-	    "functions and zones whose self time in it (all threads of the process,\n"
-	    "clipped to the frame) exceeds their median self time per frame, largest\n"
-	    "excess first.  Exit status: 0 for a whole dump, 1 when it is damaged or\n"
-	    "incomplete, 2 for usage errors or a file that cannot be opened.\n");
+	    "first event of the thread that marked it.  A frame's thread is the thread\n"
+	    "that made the mark ending it.  A hitch's culprits are the functions and\n"
+	    "zones whose self time in it on the frame's thread (clipped to the frame)\n"
+	    "exceeds their median self time per frame on the frames' threads, largest\n"
+	    "excess first; other threads' work is not summed in, so no excess exceeds\n"
+	    "the frame.  Each hitch names its thread.  Exit status: 0 for a whole\n"
+	    "dump, 1 when it is damaged or incomplete, 2 for usage errors or a file\n"
+	    "that cannot be opened.\n");
 }
 
 /* ---- numbers ---------------------------------------------------------------------- */
@@ -98,8 +104,8 @@ static int summarize(const struct ta_fset *set, const struct options *o, struct 
 	return 0;
 }
 
-/* The function's self time in frame i. */
-static uint64_t self_in(const struct ta_fs_fn *f, uint32_t i)
+/* The function's self time in frame i on the frame's thread. */
+static uint64_t own_in(const struct ta_fs_fn *f, uint32_t i)
 {
 	size_t lo = 0, hi = f->n;
 
@@ -111,7 +117,7 @@ static uint64_t self_in(const struct ta_fs_fn *f, uint32_t i)
 		else
 			hi = mid;
 	}
-	return lo < f->n && f->v[lo].frame == i ? f->v[lo].self_ns : 0;
+	return lo < f->n && f->v[lo].frame == i ? f->v[lo].own_ns : 0;
 }
 
 static int culprit_cmp(const void *a, const void *b)
@@ -134,10 +140,10 @@ static size_t culprits(const struct ta_fset *set, uint32_t i, struct culprit *al
 
 	for (size_t k = 0; k < set->nfns; k++) {
 		const struct ta_fs_fn *f = &set->fns[k];
-		uint64_t self = self_in(f, i);
+		uint64_t self = own_in(f, i);
 
-		if (self > f->self_p50_ns)
-			all[n++] = (struct culprit){f, self - f->self_p50_ns};
+		if (self > f->own_p50_ns)
+			all[n++] = (struct culprit){f, self - f->own_p50_ns};
 	}
 	if (n)
 		qsort(all, n, sizeof(*all), culprit_cmp);
@@ -145,6 +151,18 @@ static size_t culprits(const struct ta_fset *set, uint32_t i, struct culprit *al
 		n = CULPRITS_MAX;
 	memcpy(out, all, n * sizeof(*out));
 	return n;
+}
+
+/* The name of thread tid of process pid (NULL: none). */
+static const char *thread_name(const struct ta_view *v, uint32_t pid, uint64_t tid)
+{
+	for (size_t i = 0; v->s && i < v->s->nthreads; i++) {
+		const struct ta_sess_thread *t = v->s->threads[i];
+
+		if (t->pid == pid && t->tid == tid && t->name && t->name[0])
+			return t->name;
+	}
+	return NULL;
 }
 
 /* ---- text ------------------------------------------------------------------------- */
@@ -173,7 +191,7 @@ static void text_hist(const struct ta_fset *set, const struct summary *m)
 }
 
 static void text_set(const struct ta_fset *set, const struct summary *m, const struct options *o,
-		     struct culprit *all)
+		     const struct ta_view *v, struct culprit *all)
 {
 	char b[8][32];
 	size_t nhitch = 0;
@@ -195,14 +213,16 @@ static void text_set(const struct ta_fset *set, const struct summary *m, const s
 		       ta_fmt_time(b[0], sizeof(b[0]), m->threshold), nhitch);
 	for (uint32_t i = 0; i < set->nframes; i++) {
 		struct culprit c[CULPRITS_MAX];
+		const char *tn = thread_name(v, set->pid, set->tid[i]);
 		size_t n;
 
 		if (set->dur_ns[i] <= m->threshold)
 			continue;
-		printf("    frame %" PRIu32 " at %s: %s\n", i,
+		printf("    frame %" PRIu32 " at %s: %s, thread %" PRIu64 "%s%s%s\n", i,
 		       ta_fmt_time(b[0], sizeof(b[0]),
 				   (uint64_t)(set->start_ns[i] > 0 ? set->start_ns[i] : 0)),
-		       ta_fmt_time(b[1], sizeof(b[1]), set->dur_ns[i]));
+		       ta_fmt_time(b[1], sizeof(b[1]), set->dur_ns[i]), set->tid[i], tn ? " (" : "",
+		       tn ? tn : "", tn ? ")" : "");
 		n = culprits(set, i, all, c);
 		for (size_t k = 0; k < n; k++)
 			printf("      +%-12s %s  %s\n",
@@ -237,8 +257,8 @@ static void json_set(const struct ta_fset *set, const struct summary *m, const s
 		if (set->dur_ns[i] <= m->threshold)
 			continue;
 		printf("%s\n    {\"index\": %" PRIu32 ", \"start_ns\": %" PRId64
-		       ", \"duration_ns\": %" PRIu64 ", \"culprits\": [",
-		       any ? "," : "", i, set->start_ns[i], set->dur_ns[i]);
+		       ", \"duration_ns\": %" PRIu64 ", \"tid\": %" PRIu64 ", \"culprits\": [",
+		       any ? "," : "", i, set->start_ns[i], set->dur_ns[i], set->tid[i]);
 		any = 1;
 		n = culprits(set, i, all, c);
 		for (size_t k = 0; k < n; k++) {
@@ -356,7 +376,7 @@ int ta_cmd_frames(int argc, char **argv)
 		else {
 			if (k)
 				putchar('\n');
-			text_set(&fs.sets[k], &m, &o, all);
+			text_set(&fs.sets[k], &m, &o, &v, all);
 		}
 	}
 	if (o.json)

@@ -17,7 +17,7 @@
 
 struct fs_mark {
 	uint32_t pid, thread; /* thread: ta_thread.index */
-	uint64_t ticks, site;
+	uint64_t tid, ticks, site;
 	const char *name; /* set after the pass */
 };
 
@@ -75,7 +75,7 @@ static void p1_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 		p1->marks = m;
 		p1->cap = cap;
 	}
-	p1->marks[p1->n++] = (struct fs_mark){t->pid, t->index, ticks, values[0], NULL};
+	p1->marks[p1->n++] = (struct fs_mark){t->pid, t->index, t->tid, ticks, values[0], NULL};
 }
 
 static int mark_cmp(const void *a, const void *b)
@@ -135,14 +135,17 @@ static int make_sets(struct ta_framestat *fs, struct pass1 *p1, struct ta_sessio
 		set->nframes = j - i;
 		set->name = strdup(m->name);
 		set->bounds = malloc((set->nframes + 1) * sizeof(*set->bounds));
+		set->tid = malloc(set->nframes * sizeof(*set->tid));
 		fs->nsets++;
-		if (!set->name || !set->bounds)
+		if (!set->name || !set->bounds || !set->tid)
 			goto nomem;
 		first = m->thread < p1->nfirst && p1->first[m->thread] ? p1->first[m->thread] - 1
 								       : m->ticks;
 		set->bounds[0] = first < m->ticks ? first : m->ticks;
-		for (size_t k = i; k < j; k++)
+		for (size_t k = i; k < j; k++) {
 			set->bounds[k - i + 1] = p1->marks[k].ticks;
+			set->tid[k - i] = p1->marks[k].tid;
+		}
 	}
 	free(addrname);
 	return 0;
@@ -190,6 +193,7 @@ struct ta_fs_cell {
 	uint32_t frame;
 	uint32_t fn; /* after the pass: the merged function */
 	uint64_t ticks, calls;
+	uint64_t own; /* the part of ticks on the frame's thread */
 };
 
 struct fs_slot {
@@ -223,7 +227,7 @@ static int cell_is(const void *ctx, size_t i, const void *key)
 }
 
 static void cell_add(struct ta_framestat *fs, struct ta_fset *set, uint64_t addr, size_t frame,
-		     uint64_t ticks, uint64_t calls)
+		     uint64_t ticks, uint64_t own, uint64_t calls)
 {
 	struct ta_fs_cell key = {.addr = addr, .frame = (uint32_t)frame};
 	size_t k;
@@ -251,6 +255,7 @@ static void cell_add(struct ta_framestat *fs, struct ta_fset *set, uint64_t addr
 		at = (uint32_t)++set->ncells;
 	}
 	set->cells[at - 1].ticks += ticks;
+	set->cells[at - 1].own += own;
 	set->cells[at - 1].calls += calls;
 }
 
@@ -273,10 +278,13 @@ static size_t frame_at(const struct ta_fset *set, uint64_t ticks)
 	return lo;
 }
 
-/* Self time [a, b) of addr in process pid, split over the frames of its
- * sets. */
-static void self_time(struct ta_framestat *fs, uint32_t pid, uint64_t addr, uint64_t a, uint64_t b)
+/* Self time [a, b) of addr on thread t, split over the frames of its
+ * process's sets (and its own part: in the frames t marked). */
+static void self_time(struct ta_framestat *fs, const struct ta_sess_thread *t, uint64_t addr,
+		      uint64_t a, uint64_t b)
 {
+	uint32_t pid = t->pid;
+
 	if (b <= a)
 		return;
 	for (size_t k = 0; k < fs->nsets; k++) {
@@ -292,7 +300,8 @@ static void self_time(struct ta_framestat *fs, uint32_t pid, uint64_t addr, uint
 			uint64_t hi = b < set->bounds[i + 1] ? b : set->bounds[i + 1];
 
 			if (hi > lo)
-				cell_add(fs, set, addr, i, hi - lo, 0);
+				cell_add(fs, set, addr, i, hi - lo,
+					 set->tid[i] == t->tid ? hi - lo : 0, 0);
 		}
 	}
 }
@@ -341,14 +350,14 @@ static uintptr_t p2_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, u
 	 * room up to depth). */
 	parent = depth ? s - 1 : NULL;
 	if (parent && parent->live)
-		self_time(fs, t->pid, parent->addr, parent->seg, ticks);
+		self_time(fs, t, parent->addr, parent->seg, ticks);
 	*s = (struct fs_slot){addr, ticks, 1};
 	for (size_t k = 0; k < fs->nsets; k++) {
 		struct ta_fset *set = &fs->sets[k];
 		size_t i;
 
 		if (set->pid == t->pid && (i = frame_at(set, ticks)) < set->nframes)
-			cell_add(fs, set, addr, i, 0, 1);
+			cell_add(fs, set, addr, i, 0, 0, 1);
 	}
 	return 0;
 }
@@ -364,7 +373,7 @@ static void p2_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_in
 		return;
 	s = &st->slot[x->depth];
 	if (s->live && s->addr == x->addr)
-		self_time(fs, t->pid, x->addr, s->seg, x->exit);
+		self_time(fs, t, x->addr, s->seg, x->exit);
 	s->live = 0;
 	/* The caller's self time goes on from here. */
 	if (x->depth && s[-1].live)
@@ -465,6 +474,7 @@ static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start
 		}
 		c->fn = at - 1;
 		c->ticks = p ? ta_process_dur_ns(p, c->ticks) : c->ticks;
+		c->own = p ? ta_process_dur_ns(p, c->own) : c->own;
 	}
 	if (set->ncells)
 		qsort(set->cells, set->ncells, sizeof(*set->cells), cell_cmp);
@@ -481,9 +491,11 @@ static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start
 			/* Addresses merged by name: one value per frame. */
 			if (f->n && f->v[f->n - 1].frame == c->frame) {
 				f->v[f->n - 1].self_ns += c->ticks;
+				f->v[f->n - 1].own_ns += c->own;
 				f->v[f->n - 1].calls += c->calls;
 			} else {
-				f->v[f->n++] = (struct ta_fs_val){c->frame, c->ticks, c->calls};
+				f->v[f->n++] =
+				    (struct ta_fs_val){c->frame, c->ticks, c->calls, c->own};
 				nv++;
 			}
 		}
@@ -498,6 +510,10 @@ static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start
 		f->self_p50_ns = ta_fs_rank(tmp, f->n, set->nframes - f->n, 50);
 		f->self_p99_ns = ta_fs_rank(tmp, f->n, set->nframes - f->n, 99);
 		f->self_max_ns = f->n ? tmp[f->n - 1] : 0;
+		for (size_t k = 0; k < f->n; k++)
+			tmp[k] = f->v[k].own_ns;
+		qsort(tmp, f->n, sizeof(*tmp), ta_fs_u64_cmp);
+		f->own_p50_ns = ta_fs_rank(tmp, f->n, set->nframes - f->n, 50);
 	}
 	rc = 0;
 out:
@@ -548,6 +564,7 @@ void ta_framestat_free(struct ta_framestat *fs)
 
 		free(set->name);
 		free(set->bounds);
+		free(set->tid);
 		free(set->start_ns);
 		free(set->dur_ns);
 		free(set->fns);

@@ -10,7 +10,9 @@
  * marks, once to split every call's self time and count every call over
  * the frames, clipped to each frame's interval.  Self time rather than
  * total, so an outer zone spanning the frame never hides what inside it
- * grew.
+ * grew.  A frame's thread is the thread that made its closing mark; the
+ * self time on it is also kept apart (own_ns): what one thread spent in
+ * a frame never exceeds the frame, which all threads' sum can.
  */
 #ifndef TA_FRAMESTAT_H
 #define TA_FRAMESTAT_H
@@ -24,7 +26,8 @@
 struct ta_fs_val {
 	uint32_t frame;
 	uint64_t self_ns;
-	uint64_t calls; /* activations entered in the frame */
+	uint64_t calls;	 /* activations entered in the frame */
+	uint64_t own_ns; /* the part of self_ns on the frame's thread */
 };
 
 /* A function or zone (merged by name and module) over the frames of a set. */
@@ -35,6 +38,7 @@ struct ta_fs_fn {
 	uint64_t calls;	      /* over all frames */
 	uint64_t self_p50_ns; /* median over all frames, those without it as 0 */
 	uint64_t self_p99_ns, self_max_ns, self_sum_ns;
+	uint64_t own_p50_ns; /* median of own_ns over all frames */
 	uint64_t calls_max;
 };
 
@@ -43,6 +47,7 @@ struct ta_fset {
 	char *name;
 	size_t nframes;
 	uint64_t *bounds;  /* nframes + 1 ticks: frame i is [bounds[i], bounds[i + 1]) */
+	uint64_t *tid;	   /* per frame: its thread, the one that made its closing mark */
 	int64_t *start_ns; /* per frame, from the dump's start */
 	uint64_t *dur_ns;  /* per frame */
 	struct ta_fs_fn *fns;

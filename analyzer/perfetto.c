@@ -25,15 +25,17 @@
  *
  * The timeline (timeline.c) hands each thread's calls in time order, so the
  * deltas are never negative; an event that would go back in time (a
- * damaged dump) and the frames (whose slices are written when they end) go
- * out with an absolute time on CLOCK_MONOTONIC instead.  Track descriptors
+ * damaged dump) goes out with an absolute time on CLOCK_MONOTONIC instead.
+ * The frames go out after the run, each set on a sequence of its own in
+ * time order (a frame's slice begins before its mark).  Track descriptors
  * (processes, threads, counters, frame sets) come last, when the threads'
  * names are known: trace processor reads them before it sorts the events.
  * Timestamps are ns on the dump's clock (CLOCK_MONOTONIC), declared the
  * trace's clock by the first packet.
  *
  * Memory: per thread, a bit per function, category and module whose name
- * went out on its sequence; the counters, frame sets and zones still open.
+ * went out on its sequence; the counters, zones still open, and every frame
+ * mark (16 bytes).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -147,15 +149,6 @@ struct pf_counter {
 	char *name;
 };
 
-/* A frame set of a process: a track of its own, each mark the end of the
- * frame the one before began. */
-struct pf_frames {
-	uint32_t pid;
-	char *name;
-	int64_t last_ns;
-	uint64_t marks;
-};
-
 /* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open, for its END
  * (trace processor merges the args of a BEGIN and its END). */
 struct pf_zone {
@@ -170,15 +163,15 @@ struct pf_zone {
 /*
  * The packets are made by jobs (-j: on the workers), a stretch of events
  * each: the reader settles in a record what depends on the events before
- * (the sequence, the names interned, a zone's args, the counter and frame
- * tracks), a worker converts the times, encodes the packets and deflates
- * them in bundles, and the reader writes the jobs' bytes in order.  The
- * one thing a job needs from the jobs before is each sequence's clock (the
- * time the next delta starts from): the running maximum of its packets'
- * times, which each job takes from the one before and passes on
- * (pf_chain) once its times are known, before it encodes.
+ * (the sequence, the names interned, a zone's args, the counter tracks), a
+ * worker converts the times, encodes the packets and deflates them in
+ * bundles, and the reader writes the jobs' bytes in order.  The one thing a
+ * job needs from the jobs before is each sequence's clock (the time the
+ * next delta starts from): the running maximum of its packets' times, which
+ * each job takes from the one before and passes on (pf_chain) once its
+ * times are known, before it encodes.
  */
-enum { PR_BEGIN = 1, PR_END = 2, PR_CALL = 3, PR_INSTANT, PR_COUNTER, PR_FRAME };
+enum { PR_BEGIN = 1, PR_END = 2, PR_CALL = 3, PR_INSTANT, PR_COUNTER };
 
 struct prec {
 	unsigned char kind, newseq, open, cut;
@@ -189,7 +182,7 @@ struct prec {
 	const char *iname, *icat, *imod; /* BEGIN: to intern first, or NULL */
 	const struct ta_process *p;
 	uint64_t enter, exit; /* a call's, in ticks */
-	int64_t ns, ns2;      /* the API's event (a frame: its start and end) */
+	int64_t ns;	      /* the API's event */
 	char *text;	      /* owned: END: the zone's text; the instant's or frame's name */
 	char *chan;	      /* owned: an instant's channel, or NULL */
 	uint64_t value, track;
@@ -259,8 +252,7 @@ struct pf {
 	uint32_t nmods;
 	struct pf_counter *counters;
 	size_t ncounters;
-	struct pf_frames *frames;
-	size_t nframes;
+	struct ta_xframes xf; /* the frame marks: slices after the run */
 	struct pf_zone *zones;
 	size_t nzones;
 };
@@ -659,28 +651,10 @@ static void record(struct zjob *j, struct prec *r)
 		ta_pb_end(b);
 		packet_end(j);
 		break;
-	case PR_FRAME:
-		/* A slice from the mark before to this one, written now, with
-		 * absolute times (the sequence's clock is past its start). */
-		packet(j, r, r->at[0], 1);
-		ta_pb_begin(b, PK_TRACK_EVENT);
-		ta_pb_varint(b, TE_TYPE, TYPE_BEGIN);
-		ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(r->track));
-		ta_pb_str(b, TE_NAME, r->text);
-		ta_pb_end(b);
-		packet_end(j);
-		packet(j, r, r->at[1], 1);
-		ta_pb_begin(b, PK_TRACK_EVENT);
-		ta_pb_varint(b, TE_TYPE, TYPE_END);
-		ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(r->track));
-		ta_pb_end(b);
-		packet_end(j);
-		break;
 	}
 }
 
-/* The records' times, and each thread's latest (frames' absolute times
- * leave the sequence's clock as it is). */
+/* The records' times, and each thread's latest. */
 static void job_times(struct zjob *j)
 {
 	const struct pf *x = j->x;
@@ -720,8 +694,7 @@ static void job_times(struct zjob *j)
 				*m = r->at[1];
 		} else {
 			r->at[0] = x->t0 + r->ns;
-			r->at[1] = x->t0 + r->ns2;
-			if (r->kind != PR_FRAME && r->at[0] > *m)
+			if (r->at[0] > *m)
 				*m = r->at[0];
 		}
 	}
@@ -894,7 +867,7 @@ static struct prec *rec(struct pf *x, const struct ta_sess_thread *t, unsigned k
 	r->text = r->chan = NULL;
 	r->iname = r->icat = r->imod = NULL;
 	r->cat = r->mod = 0;
-	r->ns = r->ns2 = 0;
+	r->ns = 0;
 	r->kind = (unsigned char)kind;
 	r->slot = pt->slot;
 	r->tindex = t->index;
@@ -1139,27 +1112,6 @@ static long counter_of(struct pf *x, uint32_t pid, const char *name)
 	return (long)x->ncounters++;
 }
 
-static struct pf_frames *frames_of(struct pf *x, uint32_t pid, const char *name)
-{
-	struct pf_frames *fs;
-
-	for (size_t k = 0; k < x->nframes; k++)
-		if (x->frames[k].pid == pid && !strcmp(x->frames[k].name, name))
-			return &x->frames[k];
-	fs = realloc(x->frames, (x->nframes + 1) * sizeof(*fs));
-	if (!fs)
-		return NULL;
-	x->frames = fs;
-	fs = &x->frames[x->nframes];
-	memset(fs, 0, sizeof(*fs));
-	fs->name = strdup(name);
-	if (!fs->name)
-		return NULL;
-	fs->pid = pid;
-	x->nframes++;
-	return fs;
-}
-
 /* An instant on the thread's track, with its channel (NULL: none) and
  * whether the message was cut. */
 static void instant(struct pf *x, const struct ta_tlapi *a, const char *name, const char *chan,
@@ -1192,7 +1144,6 @@ static void api(void *ctx, const struct ta_tlapi *a)
 {
 	struct pf *x = ctx;
 	const struct ta_apiev *ev = a->e;
-	struct pf_frames *fs;
 	struct prec *r;
 	char name[300];
 	long k;
@@ -1231,23 +1182,9 @@ static void api(void *ctx, const struct ta_tlapi *a)
 		rec_done(x);
 		break;
 	case TA_EXT_FRAME:
-		fs = frames_of(x, a->t->pid, ev->name);
-		if (!fs) {
+		/* Sliced after the run, when the marks are in time order. */
+		if (ta_xframes_add(&x->xf, a) < 0)
 			x->nomem = 1;
-			break;
-		}
-		if (fs->marks++ && (r = rec(x, a->t, PR_FRAME))) {
-			snprintf(name, sizeof(name), "%s %" PRIu64, fs->name, fs->marks - 1);
-			r->ns = fs->last_ns;
-			r->ns2 = a->ns;
-			r->track = (uint64_t)(fs - x->frames);
-			r->text = strdup(name);
-			if (r->text)
-				rec_done(x);
-			else
-				x->nomem = 1;
-		}
-		fs->last_ns = a->ns;
 		break;
 	case TA_EXT_ZONE_TEXT:
 	case TA_EXT_ZONE_VALUE:
@@ -1344,10 +1281,81 @@ static void descriptors(struct pf *x)
 		ta_pb_end(b);
 		descriptor_end(x);
 	}
-	for (size_t k = 0; k < x->nframes; k++) {
-		snprintf(name, sizeof(name), "frames: %s", x->frames[k].name);
-		descriptor(x, UUID_FRAMES(k), UUID_PROCESS(x->frames[k].pid), name);
+	for (size_t k = 0; k < x->xf.n; k++) {
+		snprintf(name, sizeof(name), "frames: %s", x->xf.sets[k].name);
+		descriptor(x, UUID_FRAMES(k), UUID_PROCESS(x->xf.sets[k].pid), name);
 		descriptor_end(x);
+	}
+}
+
+/* A packet of a frame set's sequence at time at (from the dump's start),
+ * opened: its timestamp a delta on the sequence's clock, *last. */
+static void frame_packet(struct pf *x, uint32_t seq, int64_t at, int64_t *last)
+{
+	struct ta_pb *b = &x->pb;
+
+	at += x->t0;
+	/* Sorted, so only a damaged clock could put a frame before the
+	 * dump's start: the sequence's clock never goes back. */
+	if (at < *last)
+		at = *last;
+	ta_pb_begin(b, TRACE_PACKET);
+	ta_pb_varint(b, PK_SEQ_ID, seq);
+	ta_pb_varint(b, PK_TIMESTAMP, (uint64_t)(at - *last));
+	*last = at;
+	ta_pb_begin(b, PK_TRACK_EVENT);
+}
+
+/*
+ * Each frame set's frames, slices on its track named by their index in
+ * `traceagent frames`, on a sequence of the set's own: written after the
+ * run, in time order, so that no thread's sequence goes back in time for
+ * a frame that began before what it already holds.
+ */
+static void frames_out(struct pf *x)
+{
+	struct ta_pb *b = &x->pb;
+
+	for (size_t k = 0; k < x->xf.n; k++) {
+		const struct ta_xfset *set = &x->xf.sets[k];
+		uint32_t seq = x->next_seq++;
+		int64_t *bounds, last = x->t0;
+		char name[300];
+
+		if (ta_xframes_bounds(&x->xf, k, &x->tl, &bounds) < 0) {
+			x->nomem = 1;
+			return;
+		}
+		/* Its incremental state: timestamps on its clock, from t0. */
+		ta_pb_begin(b, TRACE_PACKET);
+		ta_pb_varint(b, PK_TIMESTAMP, (uint64_t)x->t0);
+		ta_pb_varint(b, PK_CLOCK_ID, CLOCK_MONO);
+		ta_pb_varint(b, PK_SEQ_ID, seq);
+		ta_pb_varint(b, PK_SEQ_FLAGS, SEQ_CLEARED);
+		ta_pb_begin(b, PK_DEFAULTS);
+		ta_pb_varint(b, DEF_CLOCK_ID, CLOCK_SEQ);
+		ta_pb_end(b);
+		ta_pb_begin(b, PK_CLOCK_SNAPSHOT);
+		clock_entry(b, CLOCK_MONO, x->t0, 0);
+		clock_entry(b, CLOCK_SEQ, x->t0, 1);
+		ta_pb_end(b);
+		ta_pb_end(b);
+		for (size_t i = 0; i < set->n; i++) {
+			snprintf(name, sizeof(name), "%s %zu", set->name, i);
+			frame_packet(x, seq, bounds[i], &last);
+			ta_pb_varint(b, TE_TYPE, TYPE_BEGIN);
+			ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(k));
+			ta_pb_str(b, TE_NAME, name);
+			ta_pb_end(b);
+			ta_pb_end(b);
+			frame_packet(x, seq, bounds[i + 1], &last);
+			ta_pb_varint(b, TE_TYPE, TYPE_END);
+			ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(k));
+			ta_pb_end(b);
+			ta_pb_end(b);
+			flush(x, 0);
+		}
+		free(bounds);
 	}
 }
 
@@ -1471,6 +1479,7 @@ int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 		x.next_seq = SEQ_GLOBAL + 1;
 		start(&x);
 	}
+	frames_out(&x);
 	descriptors(&x);
 	flush(&x, 1);
 	if (x.job->nr)
@@ -1501,9 +1510,7 @@ out:
 	for (size_t i = 0; i < x.ncounters; i++)
 		free(x.counters[i].name);
 	free(x.counters);
-	for (size_t i = 0; i < x.nframes; i++)
-		free(x.frames[i].name);
-	free(x.frames);
+	ta_xframes_free(&x.xf);
 	for (size_t i = 0; i < x.nzones; i++)
 		free(x.zones[i].text);
 	free(x.zones);

@@ -28,6 +28,11 @@ struct ta_tlthread {
 	 * duration's own rounding: min_ticks only lets through the calls that
 	 * can reach it, the few near the limit are converted. */
 	uint64_t min_ticks, from_ticks, to_ticks;
+	/* The thread's first event seen (the earliest enter of the calls
+	 * it exited or had open at an API event, or an API event), whatever
+	 * the filters: where its first frame begins (ta_timeline_first_ns). */
+	int has_first;
+	uint64_t first;
 };
 
 /* ---- options ------------------------------------------------------------------ */
@@ -325,6 +330,10 @@ static void tl_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_in
 	struct ta_tlcall c;
 	int64_t id;
 
+	if (th && (!th->has_first || x->enter < th->first)) {
+		th->first = x->enter;
+		th->has_first = 1;
+	}
 	if (!th || th->skip || (o->function && !th->inside) || x->depth < th->base)
 		return;
 	if (x->depth < th->opened) {
@@ -378,9 +387,21 @@ static void tl_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 	struct ta_apiev e;
 	char chbuf[32];
 
+	th = thread_state(tl, t);
+	if (th) {
+		/* The bottom call entered on this thread (a forked child's
+		 * inherited frames were its parent's). */
+		uint64_t first = t->depth > t->inherited ? t->stack[t->inherited].enter : ticks;
+
+		if (ticks < first)
+			first = ticks;
+		if (!th->has_first || first < th->first) {
+			th->first = first;
+			th->has_first = 1;
+		}
+	}
 	if (!ta_apiev_kind(kind) || o->min_duration)
 		return;
-	th = thread_state(tl, t);
 	if (!th || th->skip || (o->function && !th->inside) || t->depth < th->base ||
 	    ticks < th->from_ticks || ticks >= th->to_ticks ||
 	    (o->max_depth && t->depth - th->base > o->max_depth))
@@ -409,6 +430,16 @@ static void tl_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 		}
 	}
 	tl->api(tl->ctx, &a);
+}
+
+int ta_timeline_first_ns(const struct ta_timeline *tl, uint32_t thread, int64_t *ns)
+{
+	const struct ta_tlthread *th = thread < tl->nth ? &tl->th[thread] : NULL;
+
+	if (!th || !th->ready || !th->has_first)
+		return -1;
+	*ns = ta_timeline_rel(tl, th->p, th->first);
+	return 0;
 }
 
 int ta_timeline_run(struct ta_timeline *tl, const char *path, const struct ta_tlopts *o,

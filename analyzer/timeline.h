@@ -131,6 +131,14 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 			void (*emit)(void *ctx, const struct ta_tlcall *c),
 			void (*api)(void *ctx, const struct ta_tlapi *a), void *ctx);
 void ta_timeline_warnings(struct ta_timeline *tl);
+/*
+ * The first event read so far of the thread whose ta_sess_thread.index is
+ * thread (the earliest enter of a call it exited or had open at an API
+ * event, or an API event), whatever the filters, in ns from the dump's
+ * start into ns: where the first frame of a set it marked begins, as in
+ * `traceagent frames`.  -1 when there was none.
+ */
+int ta_timeline_first_ns(const struct ta_timeline *tl, uint32_t thread, int64_t *ns);
 void ta_timeline_close(struct ta_timeline *tl);
 
 /* A time of process p (may be NULL: ticks are ns) in ns from the dump's start. */

@@ -172,7 +172,8 @@ class ApiViewsTest(tahelp.Case):
                   and e["args"]["name"] == "frames: frame"]
         self.assertEqual(len(tracks), 1)
         frames = [e for e in evs if e["ph"] == "X" and e.get("cat") == "frame"]
-        self.assertEqual([e["name"] for e in frames], ["frame 1", "frame 2", "frame 3"])
+        # The four frames `frames` counts, frame 0 from the thread's first event.
+        self.assertEqual([e["name"] for e in frames], ["frame 0", "frame 1", "frame 2", "frame 3"])
         for e in frames:
             self.assertEqual((e["pid"], e["tid"]), (tracks[0]["pid"], tracks[0]["tid"]))
         zones = [e for e in evs if e["ph"] == "X" and e.get("cat") == "zone"]

@@ -253,6 +253,77 @@ class FramesTest(tahelp.Case):
             p = self.report_raw(dump, *bad)
             self.assertEqual(p.returncode, 2, bad)
 
+    def test_culprits_per_thread(self):
+        """framethreads: in frame 10 the main thread (which marks the
+        frames) runs heavy() while the worker runs heavy() and
+        worker_only() beside it.  The culprits are the main thread's
+        only: heavy, by exactly its self time on the main thread (it runs
+        in no other frame there), never the worker's functions nor its
+        heavy() summed in; no excess exceeds its frame."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                prog = "framethreads-" + level
+                r = self.traced("preload", [self.prog(prog)])
+                self.assertEqual(r.stdout, "framethreads: 20 frames, sum 184\n")
+                threads = self.report(r.dump, "--threads")["per_thread"]
+                self.assertEqual(len(threads), 2)
+                main = [t for t in threads if t["tid"] == t["pid"]][0]
+                heavy_main = [f for f in main["functions"] if f["name"] == "heavy"][0]
+                # heavy() spins 20 ms on each thread: each is over the
+                # 15 ms budget, so frame 10 is a hitch on any machine.
+                sets = self.frames(r.dump, "--budget=15ms")
+                self.assertEqual(list(sets), ["frame"])
+                s = sets["frame"]
+                self.assertEqual(s["count"], 20)
+                hitches = {h["index"]: h for h in s["hitches"]}
+                self.assertIn(10, hitches, s)
+                h = hitches[10]
+                self.assertEqual(h["tid"], main["tid"])
+                self.assertEqual([(c["name"], os.path.basename(c["module"]), c["excess_ns"])
+                                  for c in h["culprits"]],
+                                 [("heavy", prog, heavy_main["self_ns"])])
+                # Whatever a busy machine made late, and with every frame a
+                # hitch: the main thread's functions only, each excess
+                # within its frame, and all of them within it too (up to
+                # the rounding of each to the ns).
+                for opt in ("--budget=15ms", "--budget=1ns"):
+                    for h in self.frames(r.dump, opt)["frame"]["hitches"]:
+                        self.assertEqual(h["tid"], main["tid"], h)
+                        names = {c["name"] for c in h["culprits"]}
+                        self.assertLessEqual(names, {"light", "heavy"}, h)
+                        for c in h["culprits"]:
+                            self.assertLessEqual(c["excess_ns"], h["duration_ns"], h)
+                        self.assertLessEqual(sum(c["excess_ns"] for c in h["culprits"]),
+                                             h["duration_ns"] + len(h["culprits"]), h)
+                # The text names the frame's thread.
+                p = self.frames_raw(r.dump, "--budget=15ms")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                line = [l for l in p.stdout.splitlines() if l.startswith("    frame 10 at ")]
+                self.assertEqual(len(line), 1, p.stdout)
+                self.assertTrue(line[0].endswith(", thread %d (%s)" % (main["tid"], prog)),
+                                line[0])
+
+    def test_culprits_gameloop_threads(self):
+        """gameloop, every frame a hitch (--budget=1ns): the main thread's
+        frames blame only what the main thread runs, the physics thread's
+        only its zone "physics step", never the worker's job."""
+        dump = self.gameloop("O2")
+        main_fns = {"game", "run_frame", "update_entity", "update", "entity", "render",
+                    "load level"}
+        sets = self.frames(dump, "--budget=1ns")
+        tids = {}
+        for name, allowed in (("frame", main_fns), ("physics", {"physics step"})):
+            s = sets[name]
+            self.assertEqual(len(s["hitches"]), s["count"])
+            for h in s["hitches"]:
+                self.assertLessEqual({c["name"] for c in h["culprits"]}, allowed, (name, h))
+                for c in h["culprits"]:
+                    self.assertLessEqual(c["excess_ns"], h["duration_ns"], (name, h))
+            tids[name] = {h["tid"] for h in s["hitches"]}
+        self.assertEqual(tids["frame"], {sets["frame"]["pid"]})
+        self.assertEqual(len(tids["physics"]), 1)
+        self.assertNotEqual(tids["physics"], tids["frame"])
+
     def test_no_marks(self):
         """A dump without marks: said, exit 0, no sets."""
         r = self.traced("preload", [self.prog("fib-O2"), "5"])

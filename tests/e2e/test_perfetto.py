@@ -93,6 +93,7 @@ class Trace:
         self.counters = {}  # track uuid -> [values]
         self.t0 = None
         self.interned = {}  # InternedData field -> entries
+        self.seq_times = {}  # sequence id -> its track events' times, in order
         seqs = {}
         open_ = {}  # track uuid -> stack of slices
         for p in packets:
@@ -142,6 +143,7 @@ class Trace:
                 ts = st["clock"]
             else:
                 assert clock == CLOCK_MONOTONIC, clock
+            self.seq_times.setdefault(seq, []).append(ts)
             track = one(te, "track_uuid") or st["defaults"]["track"]
             kind = one(te, "type")
             iid = one(te, "name_iid")
@@ -264,7 +266,8 @@ class PerfettoTest(tahelp.Case):
         frame_tracks = [u for u, d in tr.tracks.items() if one(d, "name") == "frames: frame"]
         self.assertEqual(len(frame_tracks), 1)
         frames = [s for s in tr.slices if s["track"] == frame_tracks[0]]
-        self.assertEqual([s["name"] for s in frames], ["frame 1", "frame 2", "frame 3"])
+        # Frame 0 from the marking thread's first event, as `frames` has it.
+        self.assertEqual([s["name"] for s in frames], ["frame 0", "frame 1", "frame 2", "frame 3"])
         for a, b in zip(frames, frames[1:]):
             self.assertEqual(a["end"], b["start"])
         zones = [s for s in tr.slices if s["cat"] == ["zone"]]
@@ -278,6 +281,59 @@ class PerfettoTest(tahelp.Case):
         self.assertEqual(cp[0], work["track"])
         self.assertTrue(work["start"] <= cp[2] <= work["end"])
         self.assertEqual(len(tr.threads()), 2)
+
+    def test_frames_as_frames(self):
+        """gameloop's frame sets (60 frames of the main thread, 120 of the
+        physics thread): the Chrome and the Perfetto export have each frame
+        `traceagent frames` counts, frame 0 too, at the same times, and no
+        sequence of the Perfetto export goes back in time."""
+        dump = tadump.traced_dump(self, "gameloop-O2")
+        p = tadump.view(self, "frames", "--json", "--budget=1ns", dump)
+        sets = {s["name"]: s for s in json.loads(p.stdout)["frame_sets"]}
+        self.assertEqual({k: s["count"] for k, s in sets.items()},
+                         {"frame": 60, "physics": 120})
+        # --budget=1ns: every frame is a hitch, with its start and length.
+        want = {k: [(h["start_ns"], h["duration_ns"]) for h in s["hitches"]]
+                for k, s in sets.items()}
+        out = self.fresh("chrome") + ".json"
+        tadump.view(self, "export", "--format=chrome", "-o", out, dump)
+        with open(out) as fh:
+            doc = json.load(fh)
+        tracks = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+                  if e["ph"] == "M" and e["name"] == "thread_name"}
+        chrome = {}
+        for e in doc["traceEvents"]:
+            if e.get("cat") == "frame":
+                self.assertEqual(e["ph"], "X")
+                chrome.setdefault(tracks[e["tid"]], []).append(e)
+        self.assertEqual(sorted(chrome), ["frames: frame", "frames: physics"])
+        tr = self.export(dump)
+        names = {u: one(d, "name") for u, d in tr.tracks.items()}
+        pf = {}
+        for sl in tr.slices:
+            if (names.get(sl["track"]) or "").startswith("frames: "):
+                pf.setdefault(names[sl["track"]], []).append(sl)
+        for name, s in sets.items():
+            with self.subTest(set=name):
+                c = chrome["frames: " + name]
+                self.assertEqual(len(c), s["count"])
+                self.assertEqual([e["name"] for e in c],
+                                 ["%s %d" % (name, i) for i in range(s["count"])])
+                # Microseconds with three decimals: ns.  A length is the
+                # difference of its ends, each rounded to the ns: 1 ns off
+                # the length rounded on its own at most.
+                got = [(round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in c]
+                self.assertEqual([g[0] for g in got], [w[0] for w in want[name]])
+                for g, w in zip(got, want[name]):
+                    self.assertLessEqual(abs(g[1] - w[1]), 1, (g, w))
+                f = pf["frames: " + name]
+                self.assertEqual(len(f), s["count"])
+                self.assertEqual([sl["name"] for sl in f], [e["name"] for e in c])
+                self.assertEqual([(sl["start"] - tr.t0, sl["end"] - sl["start"]) for sl in f],
+                                 got)
+        for seq, times in tr.seq_times.items():
+            back = [(a, b) for a, b in zip(times, times[1:]) if b < a]
+            self.assertEqual(back, [], "sequence %d goes back in time" % seq)
 
     def test_filters_as_chrome(self):
         """The slices of a synthetic dump, whole and under each filter, are
