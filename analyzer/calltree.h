@@ -57,6 +57,10 @@ struct ta_fn {
 	uint64_t offset;
 	const char *srcline; /* "file:line" once ta_fntab_srclines ran, else NULL */
 	uint32_t addrs;	     /* (pid, address) pairs that name it */
+	/* 0 for a function.  Else the entry stands for a run of this many
+	 * nested calls of function base, each calling the next (a deep
+	 * recursion): named "NAME [xREPEAT]" (ta_calltree_collapse). */
+	uint32_t repeat, base;
 };
 
 /*
@@ -170,6 +174,20 @@ struct ta_calltree {
  */
 int ta_calltree_build(struct ta_calltree *ct, struct ta_pathrec *r, struct ta_view *v, int split);
 void ta_calltree_free(struct ta_calltree *ct);
+
+/*
+ * A chain of more than TA_RUN_MAX (common.h) nodes of one function, each the child of
+ * the one before (a function calling itself), becomes one node "NAME
+ * [xN]": its calls and self time are the sum of the chain's, its total the
+ * outermost call's, its children what the chain's calls called besides
+ * the function itself, merged by path.  The output of every view of the
+ * tree stays linear in the events however deep the recursion; trees
+ * without such a chain are left as they are.  t is ct's tree or one made
+ * from it (keys are ct's function ids; parents before children in the
+ * array).  The children are left unsorted when something collapsed.
+ * Returns the number of chains collapsed, or -1 without memory.
+ */
+int64_t ta_calltree_collapse(struct ta_calltree *ct, struct ta_ctree *t);
 
 /* Children by total (largest first), then calls, then name: a
  * ta_ctree_sort comparison whose ctx is the struct ta_calltree. */

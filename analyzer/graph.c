@@ -128,6 +128,8 @@ static void json_fn(const struct graph *g, uint64_t key)
 	printf(", \"module\": ");
 	ta_json_str(stdout, fn->module);
 	printf(", \"offset\": %" PRIu64, fn->offset);
+	if (fn->repeat)
+		printf(", \"repeat\": %" PRIu32, fn->repeat);
 	if (g->srcline) {
 		printf(", \"srcline\": ");
 		if (fn->srcline)
@@ -214,11 +216,17 @@ static void whole(struct graph *g)
 
 /* ---- one function ------------------------------------------------------------------- */
 
+/* Whether a node's key is function fn, or a collapsed run of it. */
+static int is_fn(const struct graph *g, uint64_t key, uint64_t fn)
+{
+	return !(key & TA_CT_THREAD) && g->ct->fns.fn[key].base == fn;
+}
+
 static int find_open(void *ctx, uint32_t n, uint32_t depth)
 {
 	struct print *p = ctx;
 
-	if (!depth || p->t->n[n].key != p->key)
+	if (!depth || !is_fn(p->g, p->t->n[n].key, p->key))
 		return 1;
 	if (p->nfound == p->found_cap) {
 		uint32_t cap = p->found_cap ? p->found_cap * 2 : 16;
@@ -326,7 +334,7 @@ static int one_function(struct graph *g, uint64_t key, int first)
 	/* Every call of it counts and so does its self time; the total only
 	 * once per outermost call. */
 	for (uint32_t i = 1; i < t->len; i++)
-		if (t->n[i].key == key) {
+		if (is_fn(g, t->n[i].key, key)) {
 			all.calls += t->n[i].calls;
 			all.self += t->n[i].self;
 			all.open += t->n[i].open;
@@ -423,7 +431,7 @@ static int by_function(struct graph *g)
 	for (uint32_t i = 0; i < fns->n; i++) {
 		struct print p = {.g = g, .t = t, .key = i};
 
-		if (!ta_glob_match(g->function, fns->fn[i].name))
+		if (fns->fn[i].repeat || !ta_glob_match(g->function, fns->fn[i].name))
 			continue;
 		ta_ctree_walk(t, 0, find_open, NULL, &p);
 		m[nm].id = i;
