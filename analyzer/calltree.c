@@ -133,7 +133,7 @@ static int fn_is(const void *ctx, size_t i, const void *key)
 	const struct ta_fn_name *b = key;
 
 	/* A collapsed run shares its function's module and offset. */
-	if (a->repeat)
+	if (a->base != i)
 		return 0;
 	return a->offset == b->offset && !strcmp(a->module, b->module) &&
 	       (a->module[0] || !strcmp(a->name, b->name));
@@ -1080,9 +1080,43 @@ struct collapse {
 	struct ta_ctree nt;
 	struct runs runs;
 	uint32_t *run, *map;
-	uint8_t *in; /* the node is part of a collapsed run */
+	uint8_t *in;	 /* IN_RUN, IN_CUT: the node went into the node above */
+	uint32_t *depth; /* of the new tree's nodes */
+	int64_t deeper;	 /* the function of the cut node, -1 before it is made */
+	uint64_t cut;	 /* nodes that went into a cut node */
+	uint32_t max_depth;
 	int fail;
 };
+
+#define IN_RUN 1
+#define IN_CUT 2
+
+/* The function that stands for what is deeper than TA_DEPTH_MAX: one of
+ * its own, without a module; -1 without memory. */
+static int64_t deeper_fn(struct collapse *c)
+{
+	struct ta_fntab *ft = c->runs.ft;
+
+	if (c->deeper >= 0)
+		return c->deeper;
+	if (fn_room(ft) < 0)
+		return -1;
+	memset(&ft->fn[ft->n], 0, sizeof(ft->fn[ft->n]));
+	ft->fn[ft->n].name = TA_DEEPER_NAME;
+	ft->fn[ft->n].module = "";
+	ft->fn[ft->n].base = UINT32_MAX;
+	c->deeper = ft->n++;
+	return c->deeper;
+}
+
+static int depth_open(void *ctx, uint32_t n, uint32_t depth)
+{
+	struct collapse *c = ctx;
+
+	if (depth > c->max_depth)
+		c->max_depth = depth;
+	return 1;
+}
 
 static int collapse_open(void *ctx, uint32_t i, uint32_t depth)
 {
@@ -1094,17 +1128,30 @@ static int collapse_open(void *ctx, uint32_t i, uint32_t depth)
 	if (!depth)
 		return 1;
 	/* Deeper in a collapsed run: its sums go to the run's node, its
-	 * other children under it. */
-	if (c->in[n->parent] && c->t->n[n->parent].key == key) {
+	 * other children under it.  Under a cut: everything goes into the
+	 * cut node. */
+	if ((c->in[n->parent] & IN_RUN && c->t->n[n->parent].key == key) ||
+	    c->in[n->parent] & IN_CUT) {
 		m = &c->nt.n[c->map[n->parent]];
 		m->calls += n->calls;
 		m->open += n->open;
 		m->self += n->self;
 		c->map[i] = c->map[n->parent];
-		c->in[i] = 1;
+		c->in[i] = c->in[n->parent] & IN_CUT ? IN_CUT : IN_RUN;
+		c->cut += c->in[i] == IN_CUT;
 		return 1;
 	}
-	if (c->run[i] > TA_RUN_MAX && !is_thread(n)) {
+	if (c->depth[c->map[n->parent]] >= TA_DEPTH_MAX) {
+		int64_t id = deeper_fn(c);
+
+		if (id < 0) {
+			c->fail = 1;
+			return 0;
+		}
+		key = (uint64_t)id;
+		c->in[i] = IN_CUT;
+		c->cut++;
+	} else if (c->run[i] > TA_RUN_MAX && !is_thread(n)) {
 		int64_t id = run_fn(&c->runs, (uint32_t)key, c->run[i]);
 
 		if (id < 0) {
@@ -1112,13 +1159,14 @@ static int collapse_open(void *ctx, uint32_t i, uint32_t depth)
 			return 0;
 		}
 		key = (uint64_t)id;
-		c->in[i] = 1;
+		c->in[i] = IN_RUN;
 	}
 	c->map[i] = ta_ctree_child(&c->nt, c->map[n->parent], key);
 	if (!c->map[i]) {
 		c->fail = 1;
 		return 0;
 	}
+	c->depth[c->map[i]] = c->depth[c->map[n->parent]] + 1;
 	m = &c->nt.n[c->map[i]];
 	m->calls += n->calls;
 	m->open += n->open;
@@ -1129,7 +1177,7 @@ static int collapse_open(void *ctx, uint32_t i, uint32_t depth)
 
 int64_t ta_calltree_collapse(struct ta_calltree *ct, struct ta_ctree *t)
 {
-	struct collapse c = {.t = t, .runs = {&ct->fns, ct->fns.n, {NULL, 0}}};
+	struct collapse c = {.t = t, .runs = {&ct->fns, ct->fns.n, {NULL, 0}}, .deeper = -1};
 	int64_t found = 0;
 
 	/* run[i]: how many nodes of i's function the chain from i down holds.
@@ -1150,15 +1198,22 @@ int64_t ta_calltree_collapse(struct ta_calltree *ct, struct ta_ctree *t)
 		found += c.run[i] > TA_RUN_MAX &&
 			 (!t->n[i].parent || t->n[t->n[i].parent].key != t->n[i].key);
 	if (!found) {
-		free(c.run);
-		return 0;
+		/* Deep without a recursion of one function (f, g, f, g...):
+		 * the cut alone bounds the paths. */
+		ta_ctree_walk(t, 0, depth_open, NULL, &c);
+		if (c.max_depth <= TA_DEPTH_MAX) {
+			free(c.run);
+			return 0;
+		}
 	}
 	c.map = malloc((size_t)t->len * sizeof(*c.map));
+	c.depth = malloc((size_t)t->len * sizeof(*c.depth));
 	c.in = calloc(t->len, 1);
-	if (!c.map || !c.in || ta_ctree_init(&c.nt) < 0) {
+	if (!c.map || !c.depth || !c.in || ta_ctree_init(&c.nt) < 0) {
 		c.fail = 1;
 	} else {
 		c.map[0] = 0;
+		c.depth[0] = 0;
 		c.nt.n[0] = t->n[0];
 		c.nt.n[0].child = c.nt.n[0].next = c.nt.n[0].nchild = 0;
 		/* The walk reaches only what is in the tree (a thread merged
@@ -1174,9 +1229,13 @@ int64_t ta_calltree_collapse(struct ta_calltree *ct, struct ta_ctree *t)
 	}
 	free(c.run);
 	free(c.map);
+	free(c.depth);
 	free(c.in);
 	ta_htab_free(&c.runs.h);
-	return c.fail ? -1 : found;
+	if (c.fail)
+		return -1;
+	ct->cut += c.cut;
+	return found;
 }
 
 static uint64_t to_ns(const struct ta_process *p, uint64_t ticks)
@@ -1387,6 +1446,11 @@ int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_t
 	/* The recording is named; its memory can go before the output. */
 	ta_pathrec_free(&tv->rec);
 	ta_view_warnings(&tv->v);
+	if (tv->ct.cut)
+		ta_view_warn(&tv->v,
+			     "call paths deeper than %d levels are cut there: %" PRIu64
+			     " deeper paths are one \"%s\"",
+			     TA_DEPTH_MAX, tv->ct.cut, TA_DEEPER_NAME);
 	ta_tidset_warn(tids, &tv->v);
 	return 0;
 }

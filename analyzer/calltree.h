@@ -57,9 +57,11 @@ struct ta_fn {
 	uint64_t offset;
 	const char *srcline; /* "file:line" once ta_fntab_srclines ran, else NULL */
 	uint32_t addrs;	     /* (pid, address) pairs that name it */
-	/* 0 for a function.  Else the entry stands for a run of this many
-	 * nested calls of function base, each calling the next (a deep
-	 * recursion): named "NAME [xREPEAT]" (ta_calltree_collapse). */
+	/* base is the entry's own id for a function.  Else the entry stands
+	 * for a run of repeat nested calls of function base, each calling
+	 * the next (a deep recursion), named "NAME [xREPEAT]"; or base is
+	 * UINT32_MAX and it stands for the calls cut at TA_DEPTH_MAX
+	 * (ta_calltree_collapse). */
 	uint32_t repeat, base;
 };
 
@@ -161,6 +163,7 @@ struct ta_calltree {
 	struct ta_ctree tree; /* keys: function ids, and TA_CT_THREAD | thread index */
 	struct ta_fntab fns;
 	int split;	  /* one subtree per thread under the root */
+	uint64_t cut;	  /* paths cut at TA_DEPTH_MAX (ta_calltree_collapse) */
 	uint32_t threads; /* threads with calls in the tree */
 };
 
@@ -188,6 +191,14 @@ void ta_calltree_free(struct ta_calltree *ct);
  * Returns the number of chains collapsed, or -1 without memory.
  */
 int64_t ta_calltree_collapse(struct ta_calltree *ct, struct ta_ctree *t);
+
+/*
+ * Deeper than this, once recursions are collapsed (a path that goes f, g,
+ * f, g...), a path is cut: whatever is below is one node TA_DEEPER_NAME
+ * with the sums of all of it, and ct->cut counts the nodes cut.
+ */
+#define TA_DEPTH_MAX   1000
+#define TA_DEEPER_NAME "[deeper than 1000 levels]"
 
 /* Children by total (largest first), then calls, then name: a
  * ta_ctree_sort comparison whose ctx is the struct ta_calltree. */

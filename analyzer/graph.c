@@ -63,9 +63,15 @@ static void usage(FILE *f)
 		   "  -h, --help          this help\n"
 		   "\n"
 		   "Total counts every call on the path once (a recursive function's deeper\n"
-		   "calls are other paths).  Exit status: 0 for a whole dump, 1 when it is\n"
-		   "damaged or incomplete (what could be read is shown), 2 for usage errors\n"
-		   "or a file that cannot be opened.\n");
+		   "calls are other paths).  A function calling itself more than 64 levels\n"
+		   "deep is one path \"NAME [xN]\": the N levels' calls and self time summed,\n"
+		   "the outermost call's total, what they called under it.  Paths deeper\n"
+		   "than 1000 levels are cut there: the rest is one \"[deeper than 1000\n"
+		   "levels]\", said on stderr.\n"
+		   "\n"
+		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
+		   "could be read is shown), 2 for usage errors or a file that cannot be\n"
+		   "opened.\n");
 }
 
 static const char *indent(struct graph *g, uint32_t depth)
@@ -431,7 +437,7 @@ static int by_function(struct graph *g)
 	for (uint32_t i = 0; i < fns->n; i++) {
 		struct print p = {.g = g, .t = t, .key = i};
 
-		if (fns->fn[i].repeat || !ta_glob_match(g->function, fns->fn[i].name))
+		if (fns->fn[i].base != i || !ta_glob_match(g->function, fns->fn[i].name))
 			continue;
 		ta_ctree_walk(t, 0, find_open, NULL, &p);
 		m[nm].id = i;
