@@ -132,6 +132,9 @@ static int fn_is(const void *ctx, size_t i, const void *key)
 	const struct ta_fn *a = &((const struct ta_fntab *)ctx)->fn[i];
 	const struct ta_fn_name *b = key;
 
+	/* A collapsed run shares its function's module and offset. */
+	if (a->base != i)
+		return 0;
 	return a->offset == b->offset && !strcmp(a->module, b->module) &&
 	       (a->module[0] || !strcmp(a->name, b->name));
 }
@@ -144,10 +147,31 @@ void ta_fntab_init(struct ta_fntab *ft, struct ta_view *v)
 
 void ta_fntab_free(struct ta_fntab *ft)
 {
+	for (uint32_t i = 0; i < ft->n; i++)
+		if (ft->fn[i].repeat)
+			free((void *)(uintptr_t)ft->fn[i].name);
 	free(ft->fn);
 	free(ft->addrs);
 	ta_htab_free(&ft->by_fn);
 	memset(ft, 0, sizeof(*ft));
+}
+
+/* Room for one more function; -1 without memory. */
+static int fn_room(struct ta_fntab *ft)
+{
+	if (ft->n == ft->cap) {
+		uint32_t cap = ft->cap ? ft->cap * 2 : 256;
+		struct ta_fn *v;
+
+		if (cap >= UINT32_MAX / 2)
+			return -1;
+		v = realloc(ft->fn, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		ft->fn = v;
+		ft->cap = cap;
+	}
+	return 0;
 }
 
 /* The id of the function named nm, added when new; -1 without memory. */
@@ -161,23 +185,13 @@ static int64_t fn_intern(struct ta_fntab *ft, const struct ta_fn_name *nm)
 	k = ta_htab_find(&ft->by_fn, h, fn_is, ft, nm);
 	if (ta_htab_at(&ft->by_fn, k))
 		return ta_htab_at(&ft->by_fn, k) - 1;
-	if (ft->n == ft->cap) {
-		uint32_t cap = ft->cap ? ft->cap * 2 : 256;
-		struct ta_fn *v;
-
-		if (cap >= UINT32_MAX / 2)
-			return -1;
-		v = realloc(ft->fn, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		ft->fn = v;
-		ft->cap = cap;
-	}
+	if (fn_room(ft) < 0)
+		return -1;
+	memset(&ft->fn[ft->n], 0, sizeof(ft->fn[ft->n]));
 	ft->fn[ft->n].name = nm->name;
 	ft->fn[ft->n].module = nm->module;
 	ft->fn[ft->n].offset = nm->offset;
-	ft->fn[ft->n].srcline = NULL;
-	ft->fn[ft->n].addrs = 0;
+	ft->fn[ft->n].base = ft->n;
 	ta_htab_put(&ft->by_fn, k, ft->n);
 	return ft->n++;
 }
@@ -994,6 +1008,236 @@ int ta_calltree_cmp(const void *a, const void *b, void *ctx)
 	return strcmp(ct->fns.fn[x->key].name, ct->fns.fn[y->key].name);
 }
 
+/* ---- collapsing deep recursion ----------------------------------------------------------- */
+
+/* The functions standing for runs, made by one collapse: rows are ids from
+ * first on. */
+struct runs {
+	struct ta_fntab *ft;
+	uint32_t first;
+	struct ta_htab h;
+};
+
+struct run_key {
+	uint32_t base, repeat;
+};
+
+static uint64_t run_hash(uint32_t base, uint32_t repeat)
+{
+	return mix64((uint64_t)base * 0x9e3779b97f4a7c15ull + repeat);
+}
+
+static uint64_t run_hash_of(const void *ctx, size_t i)
+{
+	const struct runs *r = ctx;
+	const struct ta_fn *f = &r->ft->fn[r->first + i];
+
+	return run_hash(f->base, f->repeat);
+}
+
+static int run_is(const void *ctx, size_t i, const void *key)
+{
+	const struct runs *r = ctx;
+	const struct ta_fn *f = &r->ft->fn[r->first + i];
+	const struct run_key *k = key;
+
+	return f->base == k->base && f->repeat == k->repeat;
+}
+
+/* The id of the function standing for repeat nested calls of base; -1
+ * without memory. */
+static int64_t run_fn(struct runs *r, uint32_t base, uint32_t repeat)
+{
+	struct ta_fntab *ft = r->ft;
+	struct run_key key = {base, repeat};
+	const struct ta_fn *b;
+	struct ta_fn *f;
+	size_t k;
+	char *name;
+
+	if (ta_htab_reserve(&r->h, ft->n - r->first, 64, run_hash_of, r) < 0)
+		return -1;
+	k = ta_htab_find(&r->h, run_hash(base, repeat), run_is, r, &key);
+	if (ta_htab_at(&r->h, k))
+		return r->first + ta_htab_at(&r->h, k) - 1;
+	if (fn_room(ft) < 0)
+		return -1;
+	b = &ft->fn[base];
+	if (asprintf(&name, "%s [x%" PRIu32 "]", b->name, repeat) < 0)
+		return -1;
+	f = &ft->fn[ft->n];
+	*f = *b;
+	f->name = name;
+	f->addrs = 0;
+	f->repeat = repeat;
+	f->base = base;
+	ta_htab_put(&r->h, k, ft->n - r->first);
+	return ft->n++;
+}
+
+struct collapse {
+	const struct ta_ctree *t;
+	struct ta_ctree nt;
+	struct runs runs;
+	uint32_t *run, *map;
+	uint8_t *in;	 /* IN_RUN, IN_CUT: the node went into the node above */
+	uint32_t *depth; /* of the new tree's nodes */
+	int64_t deeper;	 /* the function of the cut node, -1 before it is made */
+	uint64_t cut;	 /* nodes that went into a cut node */
+	uint32_t max_depth;
+	int fail;
+};
+
+#define IN_RUN 1
+#define IN_CUT 2
+
+/* The function that stands for what is deeper than TA_DEPTH_MAX: one of
+ * its own, without a module; -1 without memory. */
+static int64_t deeper_fn(struct collapse *c)
+{
+	struct ta_fntab *ft = c->runs.ft;
+
+	if (c->deeper >= 0)
+		return c->deeper;
+	if (fn_room(ft) < 0)
+		return -1;
+	memset(&ft->fn[ft->n], 0, sizeof(ft->fn[ft->n]));
+	ft->fn[ft->n].name = TA_DEEPER_NAME;
+	ft->fn[ft->n].module = "";
+	ft->fn[ft->n].base = UINT32_MAX;
+	c->deeper = ft->n++;
+	return c->deeper;
+}
+
+static int depth_open(void *ctx, uint32_t n, uint32_t depth)
+{
+	struct collapse *c = ctx;
+
+	if (depth > c->max_depth)
+		c->max_depth = depth;
+	return 1;
+}
+
+static int collapse_open(void *ctx, uint32_t i, uint32_t depth)
+{
+	struct collapse *c = ctx;
+	const struct ta_ctnode *n = &c->t->n[i];
+	struct ta_ctnode *m;
+	uint64_t key = n->key;
+
+	if (!depth)
+		return 1;
+	/* Deeper in a collapsed run: its sums go to the run's node, its
+	 * other children under it.  Under a cut: everything goes into the
+	 * cut node. */
+	if ((c->in[n->parent] & IN_RUN && c->t->n[n->parent].key == key) ||
+	    c->in[n->parent] & IN_CUT) {
+		m = &c->nt.n[c->map[n->parent]];
+		m->calls += n->calls;
+		m->open += n->open;
+		m->self += n->self;
+		c->map[i] = c->map[n->parent];
+		c->in[i] = c->in[n->parent] & IN_CUT ? IN_CUT : IN_RUN;
+		c->cut += c->in[i] == IN_CUT;
+		return 1;
+	}
+	if (c->depth[c->map[n->parent]] >= TA_DEPTH_MAX) {
+		int64_t id = deeper_fn(c);
+
+		if (id < 0) {
+			c->fail = 1;
+			return 0;
+		}
+		key = (uint64_t)id;
+		c->in[i] = IN_CUT;
+		c->cut++;
+	} else if (c->run[i] > TA_RUN_MAX && !is_thread(n)) {
+		int64_t id = run_fn(&c->runs, (uint32_t)key, c->run[i]);
+
+		if (id < 0) {
+			c->fail = 1;
+			return 0;
+		}
+		key = (uint64_t)id;
+		c->in[i] = IN_RUN;
+	}
+	c->map[i] = ta_ctree_child(&c->nt, c->map[n->parent], key);
+	if (!c->map[i]) {
+		c->fail = 1;
+		return 0;
+	}
+	c->depth[c->map[i]] = c->depth[c->map[n->parent]] + 1;
+	m = &c->nt.n[c->map[i]];
+	m->calls += n->calls;
+	m->open += n->open;
+	m->total += n->total;
+	m->self += n->self;
+	return 1;
+}
+
+int64_t ta_calltree_collapse(struct ta_calltree *ct, struct ta_ctree *t)
+{
+	struct collapse c = {.t = t, .runs = {&ct->fns, ct->fns.n, {NULL, 0}}, .deeper = -1};
+	int64_t found = 0;
+
+	/* run[i]: how many nodes of i's function the chain from i down holds.
+	 * A node has at most one child of its own function, and comes after
+	 * its parent in the array. */
+	c.run = malloc((size_t)t->len * sizeof(*c.run));
+	if (!c.run)
+		return -1;
+	for (uint32_t i = 0; i < t->len; i++)
+		c.run[i] = 1;
+	for (uint32_t i = t->len; i-- > 1;) {
+		const struct ta_ctnode *n = &t->n[i];
+
+		if (n->parent && !is_thread(n) && t->n[n->parent].key == n->key)
+			c.run[n->parent] = c.run[i] + 1;
+	}
+	for (uint32_t i = 1; i < t->len; i++)
+		found += c.run[i] > TA_RUN_MAX &&
+			 (!t->n[i].parent || t->n[t->n[i].parent].key != t->n[i].key);
+	if (!found) {
+		/* Deep without a recursion of one function (f, g, f, g...):
+		 * the cut alone bounds the paths. */
+		ta_ctree_walk(t, 0, depth_open, NULL, &c);
+		if (c.max_depth <= TA_DEPTH_MAX) {
+			free(c.run);
+			return 0;
+		}
+	}
+	c.map = malloc((size_t)t->len * sizeof(*c.map));
+	c.depth = malloc((size_t)t->len * sizeof(*c.depth));
+	c.in = calloc(t->len, 1);
+	if (!c.map || !c.depth || !c.in || ta_ctree_init(&c.nt) < 0) {
+		c.fail = 1;
+	} else {
+		c.map[0] = 0;
+		c.depth[0] = 0;
+		c.nt.n[0] = t->n[0];
+		c.nt.n[0].child = c.nt.n[0].next = c.nt.n[0].nchild = 0;
+		/* The walk reaches only what is in the tree (a thread merged
+		 * away stays in the array). */
+		ta_ctree_walk(t, 0, collapse_open, NULL, &c);
+		c.fail |= c.nt.nomem;
+	}
+	if (c.fail) {
+		ta_ctree_free(&c.nt);
+	} else {
+		ta_ctree_free(t);
+		*t = c.nt;
+	}
+	free(c.run);
+	free(c.map);
+	free(c.depth);
+	free(c.in);
+	ta_htab_free(&c.runs.h);
+	if (c.fail)
+		return -1;
+	ct->cut += c.cut;
+	return found;
+}
+
 static uint64_t to_ns(const struct ta_process *p, uint64_t ticks)
 {
 	return p ? ta_process_dur_ns(p, ticks) : ticks;
@@ -1149,7 +1393,8 @@ int ta_calltree_build(struct ta_calltree *ct, struct ta_pathrec *r, struct ta_vi
 		p->total += n->total;
 		p->calls += n->calls;
 	}
-	if (ta_ctree_sort(&ct->tree, ta_calltree_cmp, ct) < 0)
+	if (ta_calltree_collapse(ct, &ct->tree) < 0 ||
+	    ta_ctree_sort(&ct->tree, ta_calltree_cmp, ct) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -1201,6 +1446,11 @@ int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_t
 	/* The recording is named; its memory can go before the output. */
 	ta_pathrec_free(&tv->rec);
 	ta_view_warnings(&tv->v);
+	if (tv->ct.cut)
+		ta_view_warn(&tv->v,
+			     "call paths deeper than %d levels are cut there: %" PRIu64
+			     " deeper paths are one \"%s\"",
+			     TA_DEPTH_MAX, tv->ct.cut, TA_DEEPER_NAME);
 	ta_tidset_warn(tids, &tv->v);
 	return 0;
 }

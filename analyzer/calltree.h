@@ -57,6 +57,12 @@ struct ta_fn {
 	uint64_t offset;
 	const char *srcline; /* "file:line" once ta_fntab_srclines ran, else NULL */
 	uint32_t addrs;	     /* (pid, address) pairs that name it */
+	/* base is the entry's own id for a function.  Else the entry stands
+	 * for a run of repeat nested calls of function base, each calling
+	 * the next (a deep recursion), named "NAME [xREPEAT]"; or base is
+	 * UINT32_MAX and it stands for the calls cut at TA_DEPTH_MAX
+	 * (ta_calltree_collapse). */
+	uint32_t repeat, base;
 };
 
 /*
@@ -157,6 +163,7 @@ struct ta_calltree {
 	struct ta_ctree tree; /* keys: function ids, and TA_CT_THREAD | thread index */
 	struct ta_fntab fns;
 	int split;	  /* one subtree per thread under the root */
+	uint64_t cut;	  /* paths cut at TA_DEPTH_MAX (ta_calltree_collapse) */
 	uint32_t threads; /* threads with calls in the tree */
 };
 
@@ -170,6 +177,28 @@ struct ta_calltree {
  */
 int ta_calltree_build(struct ta_calltree *ct, struct ta_pathrec *r, struct ta_view *v, int split);
 void ta_calltree_free(struct ta_calltree *ct);
+
+/*
+ * A chain of more than TA_RUN_MAX (common.h) nodes of one function, each the child of
+ * the one before (a function calling itself), becomes one node "NAME
+ * [xN]": its calls and self time are the sum of the chain's, its total the
+ * outermost call's, its children what the chain's calls called besides
+ * the function itself, merged by path.  The output of every view of the
+ * tree stays linear in the events however deep the recursion; trees
+ * without such a chain are left as they are.  t is ct's tree or one made
+ * from it (keys are ct's function ids; parents before children in the
+ * array).  The children are left unsorted when something collapsed.
+ * Returns the number of chains collapsed, or -1 without memory.
+ */
+int64_t ta_calltree_collapse(struct ta_calltree *ct, struct ta_ctree *t);
+
+/*
+ * Deeper than this, once recursions are collapsed (a path that goes f, g,
+ * f, g...), a path is cut: whatever is below is one node TA_DEEPER_NAME
+ * with the sums of all of it, and ct->cut counts the nodes cut.
+ */
+#define TA_DEPTH_MAX   1000
+#define TA_DEEPER_NAME "[deeper than 1000 levels]"
 
 /* Children by total (largest first), then calls, then name: a
  * ta_ctree_sort comparison whose ctx is the struct ta_calltree. */

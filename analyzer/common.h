@@ -103,6 +103,12 @@ static inline int ta_fn_is_agent(const struct ta_fn_name *f)
  * live as long as the view. */
 void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_name *out);
 
+/* A function calling itself more than this many levels deep is shown as
+ * one "NAME [xN]" by the views that print call paths (graph, folded,
+ * flame, pprof, info's open calls), so that their output stays linear in
+ * the events however deep the recursion. */
+#define TA_RUN_MAX 64
+
 /* ---- a hash index over a caller's rows ---- */
 
 /*

@@ -173,6 +173,11 @@ static void usage(FILE *f)
 		"                        its number of calls\n"
 		"  --threads             one root per thread instead of merging the threads\n"
 		"\n"
+		"folded and pprof: a function calling itself more than 64 levels deep is\n"
+		"one frame \"NAME [xN]\" (the N levels' calls and self time summed, what\n"
+		"they called above it); paths deeper than 1000 levels are cut there, the\n"
+		"rest one frame \"[deeper than 1000 levels]\", said on stderr.\n"
+		"\n"
 		"Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
 		"could be read is exported) or the output cannot be written, 2 for usage\n"
 		"errors or a dump that cannot be opened.\n");

@@ -62,6 +62,11 @@ static void usage(FILE *f)
 		   "                      it may use, at most 64; N up to 1024)\n"
 		   "  -h, --help          this help\n"
 		   "\n"
+		   "A function calling itself more than 64 levels deep is one frame \"NAME\n"
+		   "[xN]\" (the N levels' calls and self time summed, what they called on\n"
+		   "top); paths deeper than 1000 levels are cut there, the rest one frame\n"
+		   "\"[deeper than 1000 levels]\", said on stderr.\n"
+		   "\n"
 		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
 		   "could be read is drawn) or the file cannot be written, 2 for usage errors\n"
 		   "or a dump that cannot be opened.\n");

@@ -65,9 +65,15 @@ static void usage(FILE *f)
 		   "  -h, --help          this help\n"
 		   "\n"
 		   "Total counts every call on the path once (a recursive function's deeper\n"
-		   "calls are other paths).  Exit status: 0 for a whole dump, 1 when it is\n"
-		   "damaged or incomplete (what could be read is shown), 2 for usage errors\n"
-		   "or a file that cannot be opened.\n");
+		   "calls are other paths).  A function calling itself more than 64 levels\n"
+		   "deep is one path \"NAME [xN]\": the N levels' calls and self time summed,\n"
+		   "the outermost call's total, what they called under it.  Paths deeper\n"
+		   "than 1000 levels are cut there: the rest is one \"[deeper than 1000\n"
+		   "levels]\", said on stderr.\n"
+		   "\n"
+		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
+		   "could be read is shown), 2 for usage errors or a file that cannot be\n"
+		   "opened.\n");
 }
 
 static const char *indent(struct graph *g, uint32_t depth)
@@ -130,6 +136,8 @@ static void json_fn(const struct graph *g, uint64_t key)
 	printf(", \"module\": ");
 	ta_json_str(stdout, fn->module);
 	printf(", \"offset\": %" PRIu64, fn->offset);
+	if (fn->repeat)
+		printf(", \"repeat\": %" PRIu32, fn->repeat);
 	if (g->srcline) {
 		printf(", \"srcline\": ");
 		if (fn->srcline)
@@ -216,11 +224,17 @@ static void whole(struct graph *g)
 
 /* ---- one function ------------------------------------------------------------------- */
 
+/* Whether a node's key is function fn, or a collapsed run of it. */
+static int is_fn(const struct graph *g, uint64_t key, uint64_t fn)
+{
+	return !(key & TA_CT_THREAD) && g->ct->fns.fn[key].base == fn;
+}
+
 static int find_open(void *ctx, uint32_t n, uint32_t depth)
 {
 	struct print *p = ctx;
 
-	if (!depth || p->t->n[n].key != p->key)
+	if (!depth || !is_fn(p->g, p->t->n[n].key, p->key))
 		return 1;
 	if (p->nfound == p->found_cap) {
 		uint32_t cap = p->found_cap ? p->found_cap * 2 : 16;
@@ -328,7 +342,7 @@ static int one_function(struct graph *g, uint64_t key, int first)
 	/* Every call of it counts and so does its self time; the total only
 	 * once per outermost call. */
 	for (uint32_t i = 1; i < t->len; i++)
-		if (t->n[i].key == key) {
+		if (is_fn(g, t->n[i].key, key)) {
 			all.calls += t->n[i].calls;
 			all.self += t->n[i].self;
 			all.open += t->n[i].open;
@@ -425,7 +439,7 @@ static int by_function(struct graph *g)
 	for (uint32_t i = 0; i < fns->n; i++) {
 		struct print p = {.g = g, .t = t, .key = i};
 
-		if (!ta_glob_match(g->function, fns->fn[i].name))
+		if (fns->fn[i].base != i || !ta_glob_match(g->function, fns->fn[i].name))
 			continue;
 		ta_ctree_walk(t, 0, find_open, NULL, &p);
 		m[nm].id = i;

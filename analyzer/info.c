@@ -390,6 +390,45 @@ static void text_pc(struct ta_view *v, uint32_t pid, uint64_t pc, int is_return)
 	printf("%s (%s)", fn.name, ta_path_base(fn.module));
 }
 
+/* Past this many entries a thread's open calls show the outermost and the
+ * innermost half of them, "... N more" between. */
+#define OPEN_SHOWN 64
+
+/*
+ * A thread's open calls, outermost first, " > " between: a run of more
+ * than TA_RUN_MAX calls at one address (a recursion) is one entry "fn
+ * (module) [xN]", and the line is at most OPEN_SHOWN entries long.
+ */
+static void text_open_calls(struct ta_view *v, uint32_t pid, const uint64_t *pcs, uint32_t n)
+{
+	uint32_t entries = 0, e = 0, r;
+
+	for (uint32_t k = 0; k < n; k += r) {
+		for (r = 1; k + r < n && pcs[k + r] == pcs[k]; r++)
+			;
+		entries += r > TA_RUN_MAX ? 1 : r;
+	}
+	for (uint32_t k = 0; k < n; k += r) {
+		uint32_t each;
+
+		for (r = 1; k + r < n && pcs[k + r] == pcs[k]; r++)
+			;
+		each = r > TA_RUN_MAX ? 1 : r;
+		for (uint32_t j = 0; j < each; j++, e++) {
+			if (entries > OPEN_SHOWN && e >= OPEN_SHOWN / 2 &&
+			    e < entries - OPEN_SHOWN / 2) {
+				if (e == OPEN_SHOWN / 2)
+					printf(" > ... %" PRIu32 " more", entries - OPEN_SHOWN);
+				continue;
+			}
+			printf(e ? " > " : " ");
+			text_pc(v, pid, pcs[k], 0);
+			if (each < r)
+				printf(" [x%" PRIu32 "]", r);
+		}
+	}
+}
+
 static void text_crash(struct ta_view *v, const struct ta_process *p)
 {
 	const struct ta_crash *c = p->crash;
@@ -412,10 +451,7 @@ static void text_crash(struct ta_view *v, const struct ta_process *p)
 		if (t->pid != p->pid)
 			continue;
 		printf("    thread %" PRIu64 "%s:", t->tid, t->tid == c->tid ? " (crashed)" : "");
-		for (uint32_t k = 0; k < t->last_depth; k++) {
-			printf(k ? " > " : " ");
-			text_pc(v, p->pid, t->last_stack[k], 0);
-		}
+		text_open_calls(v, p->pid, t->last_stack, t->last_depth);
 		putchar('\n');
 	}
 }

@@ -40,7 +40,9 @@ static void usage(FILE *f)
 		   "The calls of each thread in time order, indented by depth, with their\n"
 		   "durations: \"fn() {\" ... \"} /* fn */\" around shown callees, \"fn();\"\n"
 		   "for a call shown alone.  Lines of different threads interleave in the\n"
-		   "order the agent wrote them, each with its thread id.\n"
+		   "order the agent wrote them, each with its thread id.  Past 64 levels\n"
+		   "the indentation stops and a line says its depth instead:\n"
+		   "\"[depth 100000] fn();\".\n"
 		   "\n"
 		   "  --tid=TID[,TID...]     only these threads\n"
 		   "  --time-range=START-END only calls that overlap this time, from the\n"
@@ -101,9 +103,15 @@ static const char *srcline(struct replay *r, uint32_t id)
 	return r->src[id];
 }
 
-static const char *indent(struct replay *r, uint32_t depth)
+/* Deeper than this, a line is indented as deep as this and says its depth
+ * ("[depth N] "): a line stays short however deep the recursion. */
+#define INDENT_MAX 64
+
+static void indent(struct replay *r, uint32_t depth)
 {
-	return ta_spaces(&r->indent, 2 * (size_t)depth);
+	fputs(ta_spaces(&r->indent, 2 * (size_t)(depth < INDENT_MAX ? depth : INDENT_MAX)), stdout);
+	if (depth > INDENT_MAX)
+		printf("[depth %" PRIu32 "] ", depth);
 }
 
 static void json_call(struct replay *r, const struct ta_tlcall *c)
@@ -164,9 +172,9 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		ta_fmt_time(at, sizeof(at), t > 0 ? (uint64_t)t : 0);
 		printf("%12s ", at);
 	}
-	printf("%12s %8" PRIu64 "  %s",
-	       c->kind == TA_TL_ENTER ? "" : ta_fmt_time(dur, sizeof(dur), c->dur_ns), c->t->tid,
-	       indent(r, c->depth));
+	printf("%12s %8" PRIu64 "  ",
+	       c->kind == TA_TL_ENTER ? "" : ta_fmt_time(dur, sizeof(dur), c->dur_ns), c->t->tid);
+	indent(r, c->depth);
 	switch (c->kind) {
 	case TA_TL_ENTER:
 		printf("%s() {", fn->name);
@@ -283,7 +291,8 @@ static void api(void *ctx, const struct ta_tlapi *a)
 	header(r);
 	if (r->time)
 		printf("%12s ", ta_fmt_time(at, sizeof(at), a->ns > 0 ? (uint64_t)a->ns : 0));
-	printf("%12s %8" PRIu64 "  %s", "", a->t->tid, indent(r, a->depth));
+	printf("%12s %8" PRIu64 "  ", "", a->t->tid);
+	indent(r, a->depth);
 	switch (e->kind) {
 	case TA_EXT_MESSAGE:
 		fputs("! message ", stdout);
