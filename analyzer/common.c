@@ -733,6 +733,42 @@ const char *ta_path_base(const char *path)
 	return s ? s + 1 : path;
 }
 
+int ta_name_has_params(const char *name)
+{
+	/* What the demangler may write after the list: qualifiers of a
+	 * member function, and GCC's names of its copies. */
+	static const char *const after[] = {"const", "volatile", "restrict", "noexcept", "&&", "&"};
+	const char *s = strrchr(name, ')');
+
+	if (!s || !memchr(name, '(', (size_t)(s - name)))
+		return 0;
+	for (s++; *s;) {
+		size_t i, n = 0;
+
+		if (*s == ' ') {
+			s++;
+			continue;
+		}
+		if (!strncmp(s, "[clone ", 7)) {
+			const char *e = strchr(s, ']');
+
+			if (!e)
+				return 0;
+			s = e + 1;
+			continue;
+		}
+		for (i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+			n = strlen(after[i]);
+			if (!strncmp(s, after[i], n))
+				break;
+		}
+		if (i == sizeof(after) / sizeof(after[0]))
+			return 0;
+		s += n;
+	}
+	return 1;
+}
+
 /* Length of a valid UTF-8 sequence at s, or 0. */
 static size_t utf8_len(const unsigned char *s)
 {

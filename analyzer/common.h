@@ -252,6 +252,10 @@ const char *ta_fmt_filtered_line(char *buf, size_t n, const struct ta_filter_inf
 const char *ta_fmt_time(char *buf, size_t n, uint64_t ns);
 /* The last path component, or "?" for an empty path. */
 const char *ta_path_base(const char *path);
+/* Whether a function's name ends with its parameter list, as a demangled C++
+ * name does ("ns::f(int)", "K::get() const", "g(int) [clone .cold]"): 1, or
+ * 0 for a C name ("main", "f.part.0"), after which a view writes "()". */
+int ta_name_has_params(const char *name);
 /* A JSON string: bytes that are not UTF-8 become U+FFFD. */
 void ta_json_str(FILE *f, const char *s);
 /* A process's identity as JSON members: "pid": P, "pid_nth": N (2 for the
