@@ -309,9 +309,9 @@ struct ta_visitor {
 	 * left out, shorter than its minimum duration (TA_EXT_SHORT); they
 	 * are not visited.  Takes TA_EXT_SHORT from ext. */
 	void (*shorts)(void *ctx, struct ta_sess_thread *t, uint64_t addr, uint64_t calls);
-	/* NULL, or: an exit of addr whose entry the dump does not have (a
-	 * call already running when an attach window began); not visited as
-	 * an exit. */
+	/* NULL, or: an exit of addr whose entry the dump does not have, with
+	 * nothing open on the thread (a call already running when an attach
+	 * window began); not visited as an exit. */
 	void (*partial)(void *ctx, struct ta_sess_thread *t, uint64_t addr);
 };
 

@@ -255,10 +255,14 @@ static TA_INLINE int walk(struct ta_session *s, struct ta_sess_thread *t,
 			else if (ev->popped)
 				frames_pop(s, t, ev->popped, ev->ticks, 0);
 			else {
-				/* Entered before the dump began (an attach
-				 * window): a partial call. */
 				t->unmatched++;
-				if (s->v.partial)
+				/* With nothing open on the thread: a call
+				 * entered before its recording began (an
+				 * attach window), partial.  Above a frame it
+				 * is a hook's stray exit (one a throw
+				 * through patched code makes, say): no
+				 * call. */
+				if (!t->depth && !t->overflow && s->v.partial)
 					s->v.partial(s->v.ctx, t, ev->addr);
 			}
 			break;
@@ -926,14 +930,18 @@ static TA_INLINE int part_events(struct ta_chunk_part *cp, const struct ta_event
 				if (part_pops(cp, ev->popped, ev->ticks, 0, hist) < 0)
 					return -1;
 			} else {
-				/* As profile_partial. */
-				uint32_t fn = part_fn(cp, ev->addr);
-
-				if (!fn)
-					return -1;
-				cp->fns[fn - 1].calls++;
-				cp->fns[fn - 1].partial++;
 				cp->unmatched++;
+				/* As the walk's: a partial call when nothing
+				 * is open (the stack holds the snapshot's
+				 * frames too). */
+				if (!cp->depth) {
+					uint32_t fn = part_fn(cp, ev->addr);
+
+					if (!fn)
+						return -1;
+					cp->fns[fn - 1].calls++;
+					cp->fns[fn - 1].partial++;
+				}
 			}
 			break;
 		default:
