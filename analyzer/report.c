@@ -395,9 +395,9 @@ static void json_rows(struct report *r, const struct ta_fn_table *t, const char 
 		       w->id.offset, w->calls, w->total, w->self);
 		/* No whole time known: null, not 0. */
 		if (ta_fn_row_timed(w))
-			printf(", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64 ", \"avg_ns\": %" PRIu64
-			       ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64
-			       ", \"p99_ns\": %" PRIu64,
+			printf(", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
+			       ", \"avg_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64
+			       ", \"p90_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64,
 			       w->min, w->max, ta_fn_row_avg(w), w->p50, w->p90, w->p99);
 		else
 			printf(", \"min_ns\": null, \"max_ns\": null, \"avg_ns\": null, "

@@ -590,10 +590,10 @@ struct ta_fstat {
 	uint32_t thread; /* ta_thread.index */
 	uint32_t pid;
 	uint64_t addr;
-	uint64_t calls;	  /* activations, open, partial and shorts included */
-	uint64_t shorts;  /* of calls: left out by the agent as shorter than its
-			     minimum duration (no time, not in min/max/sum) */
-	uint64_t open;	  /* activations still open at the end */
+	uint64_t calls;	 /* activations, open, partial and shorts included */
+	uint64_t shorts; /* of calls: left out by the agent as shorter than its
+			    minimum duration (no time, not in min/max/sum) */
+	uint64_t open;	 /* activations still open at the end */
 	/* Activations, not open, whose start (or end, after a loss) the dump
 	 * does not have: already running when it began, or where chunks were
 	 * lost.  Neither these nor the open ones are in min, max, sum or hist;

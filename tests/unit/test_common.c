@@ -386,8 +386,17 @@ START_TEST(name_params)
 	    "h() noexcept",
 	};
 	static const char *const without[] = {
-	    "main", "fib", "f.part.0", "f.cold", "", "(anonymous namespace)::helper",
-	    "fib+0x40", "Container::size() constant", "f(int) [clone .cold", "f(int) x", ")(",
+	    "main",
+	    "fib",
+	    "f.part.0",
+	    "f.cold",
+	    "",
+	    "(anonymous namespace)::helper",
+	    "fib+0x40",
+	    "Container::size() constant",
+	    "f(int) [clone .cold",
+	    "f(int) x",
+	    ")(",
 	};
 
 	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++)

@@ -731,13 +731,15 @@ START_TEST(open_and_partial)
 	ck_assert_int_eq(o->status, 0);
 	ck_assert_msg(strstr(o->out, "         p99     open  partial  function  module\n"), "%s",
 		      o->out);
-	ck_assert_msg(strstr(o->out, "         1        55 ns        30 ns            -            -"
-				     "            -            -            -            -        1"
-				     "        0  report_fn_a  "),
+	ck_assert_msg(strstr(o->out,
+			     "         1        55 ns        30 ns            -            -"
+			     "            -            -            -            -        1"
+			     "        0  report_fn_a  "),
 		      "%s", o->out);
-	ck_assert_msg(strstr(o->out, "         3        25 ns        25 ns        20 ns        20 ns"
-				     "        20 ns        20 ns        20 ns        20 ns        1"
-				     "        1  report_fn_b  "),
+	ck_assert_msg(strstr(o->out,
+			     "         3        25 ns        25 ns        20 ns        20 ns"
+			     "        20 ns        20 ns        20 ns        20 ns        1"
+			     "        1  report_fn_b  "),
 		      "%s", o->out);
 	ck_assert_msg(strstr(o->out, "\nopen: calls still running when the dump ends; partial: "),
 		      "%s", o->out);

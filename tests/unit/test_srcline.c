@@ -133,9 +133,11 @@ START_TEST(normalise_exact)
 		char in[128], want[128], *p;
 
 		snprintf(in, sizeof(in), "/src/build/../%.*s", n,
-			 "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
+			 "fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+			 "fffffff");
 		snprintf(want, sizeof(want), "/src/%.*s", n,
-			 "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
+			 "fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+			 "fffffff");
 		p = strdup(in);
 		ck_assert_ptr_nonnull(p);
 		ta_path_normalise(p);
