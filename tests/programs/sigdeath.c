@@ -18,8 +18,8 @@
  *            around the call (ns) is printed; then N calls of work() and
  *            raise(SIG) (SIGKILL: a short program killed early)
  *   doze     N calls of doze(), each a usleep of 1.5 ms; then hold()
- *            prints "ready" and sleeps (usleep, 1 s at a time) until SIG
- *            comes: main, hold and a usleep are open at the death
+ *            prints "ready" and sleeps (one usleep of an hour) until SIG
+ *            comes: main, hold and that usleep are open at the death
  *
  * SIG is a number.  Exit 2 on a usage error.
  */
@@ -63,8 +63,9 @@ __attribute__((noipa)) static void hold(void)
 {
 	printf("ready\n");
 	fflush(stdout);
+	/* glibc's usleep takes more than a second (POSIX need not). */
 	for (;;)
-		usleep(999999);
+		usleep(3600u * 1000000u);
 }
 
 static long long now_ns(void)
