@@ -344,11 +344,14 @@ void ta_view_warnings(struct ta_view *v)
 	if (open_at_attach)
 		ta_view_warn(v,
 			     "%" PRIu64 " calls were open when tracing started (the process was "
-			     "attached to while inside them): their exits were ignored",
-			     open_at_attach);
+			     "attached to while inside them): %s",
+			     open_at_attach,
+			     v->partial_counted ? "counted as partial, with no time"
+						: "their exits were ignored");
 	if (unmatched)
-		ta_view_warn(v, "%" PRIu64 " function exits without a recorded entry were ignored",
-			     unmatched);
+		ta_view_warn(v, "%" PRIu64 " function exits without a recorded entry %s", unmatched,
+			     v->partial_counted ? "were counted as partial calls, with no time"
+						: "were ignored");
 	for (size_t i = 0; i < s->nprocs; i++) {
 		char pn[TA_PID_NAME_MAX];
 
@@ -512,8 +515,9 @@ static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const st
 {
 	struct ta_fn_row *w;
 	size_t k;
-	/* A function whose every call was left out has no min nor max. */
-	int timed = f->calls > f->shorts;
+	/* A function whose every call was left out, open or partial has no
+	 * min nor max. */
+	int timed = f->calls > f->shorts + f->open + f->partial;
 	uint64_t min = timed ? ta_process_dur_ns(p, f->min) : UINT64_MAX;
 	uint64_t max = timed ? ta_process_dur_ns(p, f->max) : 0;
 
@@ -542,6 +546,7 @@ static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const st
 	}
 	w->calls += f->calls;
 	w->open += f->open;
+	w->partial += f->partial;
 	w->unwound += f->unwound;
 	w->shorts += f->shorts;
 	w->total += ta_process_dur_ns(p, f->total);
@@ -669,7 +674,8 @@ int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_
 			return -1;
 	}
 	for (size_t i = 0; i < t->n && !rc; i++) {
-		/* Every call left out (minimum duration): no time known. */
+		/* Every call left out (minimum duration), open or partial:
+		 * no whole time known (ta_fn_row_timed 0). */
 		if (t->rows[i].min == UINT64_MAX)
 			t->rows[i].min = 0;
 		rc = row_percentiles(t, v, prof, &t->rows[i], &buf, &cap);
@@ -731,6 +737,42 @@ const char *ta_path_base(const char *path)
 	if (!path[0])
 		return "?";
 	return s ? s + 1 : path;
+}
+
+int ta_name_has_params(const char *name)
+{
+	/* What the demangler may write after the list: qualifiers of a
+	 * member function, and GCC's names of its copies. */
+	static const char *const after[] = {"const", "volatile", "restrict", "noexcept", "&&", "&"};
+	const char *s = strrchr(name, ')');
+
+	if (!s || !memchr(name, '(', (size_t)(s - name)))
+		return 0;
+	for (s++; *s;) {
+		size_t i, n = 0;
+
+		if (*s == ' ') {
+			s++;
+			continue;
+		}
+		if (!strncmp(s, "[clone ", 7)) {
+			const char *e = strchr(s, ']');
+
+			if (!e)
+				return 0;
+			s = e + 1;
+			continue;
+		}
+		for (i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+			n = strlen(after[i]);
+			if (!strncmp(s, after[i], n))
+				break;
+		}
+		if (i == sizeof(after) / sizeof(after[0]))
+			return 0;
+		s += n;
+	}
+	return 1;
 }
 
 /* Length of a valid UTF-8 sequence at s, or 0. */

@@ -25,6 +25,10 @@ struct ta_view {
 	/* The view printed the filters' line itself (on stdout):
 	 * ta_view_warnings leaves it out. */
 	int filters_shown;
+	/* The view counts exits without a recorded entry as partial calls
+	 * (report's table): ta_view_warnings says so, not that they were
+	 * ignored. */
+	int partial_counted;
 	/* Exit status so far: 0, 1 (damaged or truncated), 2 (unreadable). */
 	int status;
 	uint64_t events, lost; /* totals over threads and processes */
@@ -189,6 +193,11 @@ static inline void ta_htab_put(struct ta_htab *h, size_t k, size_t i)
 struct ta_fn_row {
 	struct ta_fn_name id;
 	uint64_t calls, open, total, self, min, max, sum;
+	/* Of calls: not open, but with only part of their time known (already
+	 * running when the dump began, or where chunks were lost).  Neither
+	 * these nor the open ones are in min, max, avg or the percentiles;
+	 * their known part is in total and self. */
+	uint64_t partial;
 	uint64_t unwound; /* activations left by a longjmp or an exception */
 	uint64_t shorts;  /* of calls: left out by the agent's minimum duration
 			     (no times: min, max, sum and the percentiles are
@@ -199,10 +208,19 @@ struct ta_fn_row {
 	uint32_t first; /* internal: first ta_fstat taken (index + 1) */
 };
 
-/* The mean of the calls whose times are known (not those left out). */
+/* The calls whose whole time is known: not left out, not open, not
+ * partial. */
+static inline uint64_t ta_fn_row_timed(const struct ta_fn_row *w)
+{
+	uint64_t untimed = w->shorts + w->open + w->partial;
+
+	return w->calls > untimed ? w->calls - untimed : 0;
+}
+
+/* The mean of the calls whose whole time is known. */
 static inline uint64_t ta_fn_row_avg(const struct ta_fn_row *w)
 {
-	return w->calls > w->shorts ? w->sum / (w->calls - w->shorts) : 0;
+	return ta_fn_row_timed(w) ? w->sum / ta_fn_row_timed(w) : 0;
 }
 
 struct ta_fn_table {
@@ -258,6 +276,10 @@ const char *ta_fmt_filtered_line(char *buf, size_t n, const struct ta_filter_inf
 const char *ta_fmt_time(char *buf, size_t n, uint64_t ns);
 /* The last path component, or "?" for an empty path. */
 const char *ta_path_base(const char *path);
+/* Whether a function's name ends with its parameter list, as a demangled C++
+ * name does ("ns::f(int)", "K::get() const", "g(int) [clone .cold]"): 1, or
+ * 0 for a C name ("main", "f.part.0"), after which a view writes "()". */
+int ta_name_has_params(const char *name);
 /* A JSON string: bytes that are not UTF-8 become U+FFFD. */
 void ta_json_str(FILE *f, const char *s);
 /* A process's identity as JSON members: "pid": P, "pid_nth": N (2 for the

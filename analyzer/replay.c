@@ -155,7 +155,7 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 {
 	struct replay *r = ctx;
 	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
-	const char *src = r->srcline ? srcline(r, c->fn) : NULL;
+	const char *src = r->srcline ? srcline(r, c->fn) : NULL, *parens;
 	char dur[32], at[32];
 
 	if (r->json) {
@@ -175,16 +175,18 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 	printf("%12s %8" PRIu64 "  ",
 	       c->kind == TA_TL_ENTER ? "" : ta_fmt_time(dur, sizeof(dur), c->dur_ns), c->t->tid);
 	indent(r, c->depth);
+	/* A C++ name has its parameter list already. */
+	parens = ta_name_has_params(fn->name) ? "" : "()";
 	switch (c->kind) {
 	case TA_TL_ENTER:
-		printf("%s() {", fn->name);
+		printf("%s%s {", fn->name, parens);
 		break;
 	case TA_TL_EXIT:
 		printf("} /* %s */", fn->name);
 		src = NULL; /* it was on the first line */
 		break;
 	case TA_TL_CALL:
-		printf("%s();", fn->name);
+		printf("%s%s;", fn->name, parens);
 		break;
 	}
 	if (src)

@@ -102,10 +102,14 @@ static void usage(FILE *f)
 		   "\n"
 		   "Total counts only the outermost activation of a recursive function;\n"
 		   "self is a call's own time without its direct callees; min, max, avg and\n"
-		   "the percentiles p50, p90 and p99 are over every activation (percentiles\n"
-		   "from a histogram, within 0.4%%; min and max are exact).  Exit status: 0\n"
-		   "for a whole dump, 1 when it is damaged or incomplete (what could be read\n"
-		   "is still reported), 2 for usage errors or a file that cannot be opened.\n");
+		   "the percentiles p50, p90 and p99 are over every activation whose whole\n"
+		   "time is known (percentiles from a histogram, within 0.4%%; min and max\n"
+		   "are exact).  Calls still running when the dump ends (open) and calls\n"
+		   "already running when it begins (partial) are counted apart, in calls,\n"
+		   "total and self only (\"-\" where no call's whole time is known).\n"
+		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
+		   "could be read is still reported), 2 for usage errors or a file that\n"
+		   "cannot be opened.\n");
 }
 
 /* ---- choosing and sorting rows ------------------------------------------------------- */
@@ -215,31 +219,66 @@ static const char *srcline_of(struct report *r, const struct ta_fn_row *w)
 
 /* ---- text --------------------------------------------------------------------------- */
 
-static void text_rows(struct report *r, const struct ta_fn_table *t)
+/* Whether a row of t has calls open at the end or partial. */
+static int rows_incomplete(const struct ta_fn_table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->rows[i].open || t->rows[i].partial)
+			return 1;
+	return 0;
+}
+
+/* A duration of a row whose calls' times are all unknown is "-". */
+static const char *row_time(char *buf, size_t n, const struct ta_fn_row *w, uint64_t ns)
+{
+	if (!ta_fn_row_timed(w)) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	return ta_fmt_time(buf, n, ns);
+}
+
+/* The table; the columns open and partial when a row has such calls.
+ * Returns whether it had them. */
+static int text_rows(struct report *r, const struct ta_fn_table *t)
 {
 	char b[8][32];
+	int inc = rows_incomplete(t);
 
-	printf("%10s %12s %12s %12s %12s %12s %12s %12s %12s  %-s  %s%s\n", "calls", "total",
-	       "self", "min", "max", "avg", "p50", "p90", "p99", "function", "module",
-	       r->src ? "  source" : "");
+	printf("%10s %12s %12s %12s %12s %12s %12s %12s %12s", "calls", "total", "self", "min",
+	       "max", "avg", "p50", "p90", "p99");
+	if (inc)
+		printf(" %8s %8s", "open", "partial");
+	printf("  %-s  %s%s\n", "function", "module", r->src ? "  source" : "");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct ta_fn_row *w = &t->rows[i];
 		const char *line = srcline_of(r, w);
 
-		printf("%10" PRIu64 " %12s %12s %12s %12s %12s %12s %12s %12s  %s  %s", w->calls,
+		printf("%10" PRIu64 " %12s %12s %12s %12s %12s %12s %12s %12s", w->calls,
 		       ta_fmt_time(b[0], sizeof(b[0]), w->total),
 		       ta_fmt_time(b[1], sizeof(b[1]), w->self),
-		       ta_fmt_time(b[2], sizeof(b[2]), w->min),
-		       ta_fmt_time(b[3], sizeof(b[3]), w->max),
-		       ta_fmt_time(b[4], sizeof(b[4]), ta_fn_row_avg(w)),
-		       ta_fmt_time(b[5], sizeof(b[5]), w->p50),
-		       ta_fmt_time(b[6], sizeof(b[6]), w->p90),
-		       ta_fmt_time(b[7], sizeof(b[7]), w->p99), w->id.name,
-		       ta_path_base(w->id.module));
+		       row_time(b[2], sizeof(b[2]), w, w->min),
+		       row_time(b[3], sizeof(b[3]), w, w->max),
+		       row_time(b[4], sizeof(b[4]), w, ta_fn_row_avg(w)),
+		       row_time(b[5], sizeof(b[5]), w, w->p50),
+		       row_time(b[6], sizeof(b[6]), w, w->p90),
+		       row_time(b[7], sizeof(b[7]), w, w->p99));
+		if (inc)
+			printf(" %8" PRIu64 " %8" PRIu64, w->open, w->partial);
+		printf("  %s  %s", w->id.name, ta_path_base(w->id.module));
 		if (r->src)
 			printf("  %s", line ? line : "?");
 		putchar('\n');
 	}
+	return inc;
+}
+
+/* Under a table with open or partial calls: what they are. */
+static void text_incomplete(void)
+{
+	printf("open: calls still running when the dump ends; partial: calls already "
+	       "running when it\nbegins (or cut by lost events).  Neither is in min, max, "
+	       "avg or the percentiles;\ntheir known part is in total and self.\n");
 }
 
 /* Whether the agent left short calls out (TRACEAGENT_MIN_DURATION): its
@@ -301,7 +340,7 @@ static void csv_header(const struct report *r)
 	if (r->opt.threads)
 		fputs("tid,pid,thread,", stdout);
 	fputs("name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,avg_ns,p50_ns,p90_ns,"
-	      "p99_ns,open",
+	      "p99_ns,open,partial",
 	      stdout);
 	puts(r->src ? ",srcline" : "");
 }
@@ -321,10 +360,16 @@ static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct
 		csv_field(w->id.name);
 		putchar(',');
 		csv_field(w->id.module);
-		printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
-		       w->id.offset, w->calls, w->total, w->self, w->min, w->max, ta_fn_row_avg(w),
-		       w->p50, w->p90, w->p99, w->open);
+		printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->id.offset, w->calls,
+		       w->total, w->self);
+		/* No whole time known: empty fields. */
+		if (ta_fn_row_timed(w))
+			printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			       ",%" PRIu64,
+			       w->min, w->max, ta_fn_row_avg(w), w->p50, w->p90, w->p99);
+		else
+			fputs(",,,,,,", stdout);
+		printf(",%" PRIu64 ",%" PRIu64, w->open, w->partial);
 		if (r->src) {
 			const char *line = srcline_of(r, w);
 
@@ -348,11 +393,19 @@ static void json_rows(struct report *r, const struct ta_fn_table *t, const char 
 		printf(", \"module\": ");
 		ta_json_str(stdout, w->id.module);
 		printf(", \"offset\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64
-		       ", \"self_ns\": %" PRIu64 ", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
-		       ", \"avg_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64
-		       ", \"p99_ns\": %" PRIu64 ", \"open\": %" PRIu64 ", \"unwound\": %" PRIu64,
-		       w->id.offset, w->calls, w->total, w->self, w->min, w->max, ta_fn_row_avg(w),
-		       w->p50, w->p90, w->p99, w->open, w->unwound);
+		       ", \"self_ns\": %" PRIu64,
+		       w->id.offset, w->calls, w->total, w->self);
+		/* No whole time known: null, not 0. */
+		if (ta_fn_row_timed(w))
+			printf(", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
+			       ", \"avg_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64
+			       ", \"p90_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64,
+			       w->min, w->max, ta_fn_row_avg(w), w->p50, w->p90, w->p99);
+		else
+			printf(", \"min_ns\": null, \"max_ns\": null, \"avg_ns\": null, "
+			       "\"p50_ns\": null, \"p90_ns\": null, \"p99_ns\": null");
+		printf(", \"open\": %" PRIu64 ", \"partial\": %" PRIu64 ", \"unwound\": %" PRIu64,
+		       w->open, w->partial, w->unwound);
 		if (min_duration_on(r))
 			printf(", \"short_calls\": %" PRIu64, w->shorts);
 		if (r->src) {
@@ -437,7 +490,7 @@ static void text_thread(struct report *r, const struct ta_sess_thread *t,
 	printf("\nthread %" PRIu64 " (%s) of process %s: %" PRIu64 " events, %" PRIu64 " lost\n",
 	       t->tid, t->name ? t->name : "", ta_pid_name(r->s, t->pid, pn), t->events,
 	       ta_thread_lost(t));
-	text_rows(r, rs);
+	(void)text_rows(r, rs);
 }
 
 static void csv_thread(struct report *r, const struct ta_sess_thread *t,
@@ -515,7 +568,8 @@ static int print_text(struct report *r, const struct ta_fn_table *all)
 
 		printf("%s\n", ta_fmt_filtered_line(line, sizeof(line), f));
 	}
-	text_rows(r, all);
+	if (text_rows(r, all))
+		text_incomplete();
 	text_min_duration(r);
 	if (!r->opt.threads)
 		return 0;
@@ -840,6 +894,7 @@ int ta_cmd_report(int argc, char **argv)
 	table_sort(&r, &all);
 	/* The text report says it on its first line. */
 	r.v.filters_shown = !ls && r.opt.form == OUT_TEXT;
+	r.v.partial_counted = !ls;
 	ta_view_warnings(&r.v);
 	if (ls && !libcalls_recorded(r.s))
 		fprintf(stderr,

@@ -223,6 +223,9 @@ struct ta_frame {
 	uint64_t enter; /* ticks */
 	uint64_t child; /* ticks spent in direct callees */
 	uintptr_t user; /* what the visitor's enter returned */
+	/* Entered where the dump does not say (a snapshot's frame): its exit
+	 * is visited with TA_VISIT_PARTIAL. */
+	unsigned partial;
 };
 
 struct ta_sess_thread {
@@ -267,6 +270,12 @@ struct ta_sess_thread {
 /* exit: left without its exit hook, by a longjmp or an exception (closed at
  * the LONGJMP or CATCH marker) */
 #define TA_VISIT_UNWOUND 4u
+/* exit: of a frame a chunk's snapshot opened (a thread's first chunk that
+ * begins inside calls, as a flight recorder's cut does, or the first after
+ * lost chunks): its start is a guess */
+#define TA_VISIT_PARTIAL 8u
+/* An exit whose duration is not the call's whole length. */
+#define TA_VISIT_INCOMPLETE (TA_VISIT_OPEN | TA_VISIT_RESYNC | TA_VISIT_PARTIAL)
 
 struct ta_exit_info {
 	uint64_t addr;
@@ -300,6 +309,10 @@ struct ta_visitor {
 	 * left out, shorter than its minimum duration (TA_EXT_SHORT); they
 	 * are not visited.  Takes TA_EXT_SHORT from ext. */
 	void (*shorts)(void *ctx, struct ta_sess_thread *t, uint64_t addr, uint64_t calls);
+	/* NULL, or: an exit of addr whose entry the dump does not have, with
+	 * nothing open on the thread (a call already running when an attach
+	 * window began); not visited as an exit. */
+	void (*partial)(void *ctx, struct ta_sess_thread *t, uint64_t addr);
 };
 
 /* A problem found while reading, with where it was. */
@@ -577,10 +590,15 @@ struct ta_fstat {
 	uint32_t thread; /* ta_thread.index */
 	uint32_t pid;
 	uint64_t addr;
-	uint64_t calls;	  /* activations, open ones and shorts included */
-	uint64_t shorts;  /* of calls: left out by the agent as shorter than its
-			     minimum duration (no time, not in min/max/sum) */
-	uint64_t open;	  /* activations still open at the end */
+	uint64_t calls;	 /* activations, open, partial and shorts included */
+	uint64_t shorts; /* of calls: left out by the agent as shorter than its
+			    minimum duration (no time, not in min/max/sum) */
+	uint64_t open;	 /* activations still open at the end */
+	/* Activations, not open, whose start (or end, after a loss) the dump
+	 * does not have: already running when it began, or where chunks were
+	 * lost.  Neither these nor the open ones are in min, max, sum or hist;
+	 * their known part is in total and self. */
+	uint64_t partial;
 	uint64_t unwound; /* activations left by a longjmp or an exception */
 	uint64_t total;	  /* outermost activations only (recursion counted once) */
 	uint64_t self;

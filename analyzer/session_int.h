@@ -56,6 +56,7 @@ struct ta_part_fn {
 	uint64_t addr;
 	uint64_t calls, unwound, total, self, min, max, sum;
 	uint64_t shorts;	  /* of calls: left out by the agent's minimum duration */
+	uint64_t partial;	  /* of calls: exits whose entry the dump does not have */
 	uint32_t active0, active; /* on the stack at the chunk's start, now */
 	struct ta_hist hist;
 };

@@ -86,6 +86,7 @@ static TA_INLINE int frame_push_w(struct ta_session *s, struct ta_sess_thread *t
 	f->addr = addr;
 	f->enter = ticks;
 	f->child = 0;
+	f->partial = 0;
 	t->depth++;
 	return 0;
 }
@@ -110,7 +111,7 @@ static TA_INLINE void frame_pop_w(struct ta_session *s, struct ta_sess_thread *t
 	x.duration = ta_sess_span(s->walk_proc, f->enter, ticks);
 	x.self = x.duration > f->child ? x.duration - f->child : 0;
 	x.depth = t->depth;
-	x.flags = flags;
+	x.flags = flags | (f->partial ? TA_VISIT_PARTIAL : 0);
 	x.user = f->user;
 	if (t->depth)
 		t->stack[t->depth - 1].child += x.duration;
@@ -172,6 +173,7 @@ static void stack_sync(struct ta_session *s, struct ta_sess_thread *t, const str
 			t->stack[t->depth].enter = d->first_ticks;
 			t->stack[t->depth].child = 0;
 			t->stack[t->depth].user = 0;
+			t->stack[t->depth].partial = 0;
 			t->depth++;
 		}
 		t->inherited = t->depth;
@@ -185,10 +187,17 @@ static void stack_sync(struct ta_session *s, struct ta_sess_thread *t, const str
 	 * to k; two calls, as their sum could wrap. */
 	frames_pop(s, t, t->overflow, close_at, TA_VISIT_RESYNC);
 	frames_pop(s, t, t->depth - k, close_at, TA_VISIT_RESYNC);
-	for (uint32_t i = k; i < n; i++)
+	for (uint32_t i = k; i < n; i++) {
+		uint32_t depth = t->depth;
+
 		(void)frame_push(s, t, d->first_ticks,
 				 ta_process_addr_at(p, d->snapshot[i], d->first_ticks),
 				 TA_VISIT_RESYNC);
+		/* Entered before the chunk, when the dump does not say (a
+		 * flight recorder's cut, lost chunks): a partial call. */
+		if (t->depth > depth)
+			t->stack[depth].partial = 1;
+	}
 	/* Frames the writer could not hold have no address: count them. */
 	t->overflow += over;
 }
@@ -245,8 +254,17 @@ static TA_INLINE int walk(struct ta_session *s, struct ta_sess_thread *t,
 				frame_pop_w(s, t, ev->ticks, 0, w);
 			else if (ev->popped)
 				frames_pop(s, t, ev->popped, ev->ticks, 0);
-			else
+			else {
 				t->unmatched++;
+				/* With nothing open on the thread: a call
+				 * entered before its recording began (an
+				 * attach window), partial.  Above a frame it
+				 * is a hook's stray exit (one a throw
+				 * through patched code makes, say): no
+				 * call. */
+				if (!t->depth && !t->overflow && s->v.partial)
+					s->v.partial(s->v.ctx, t, ev->addr);
+			}
 			break;
 		default:
 			t->events--; /* not a function event */
@@ -312,6 +330,7 @@ static TA_INLINE int walk_profile(struct ta_session *s, struct ta_sess_thread *t
 				p->f[f->user - 1].active++;
 				f->enter = ev->ticks;
 				f->child = 0;
+				f->partial = 0;
 				depth++;
 				continue;
 			}
@@ -325,7 +344,7 @@ static TA_INLINE int walk_profile(struct ta_session *s, struct ta_sess_thread *t
 			x.duration = ta_sess_span(s->walk_proc, f->enter, ev->ticks);
 			x.self = x.duration > f->child ? x.duration - f->child : 0;
 			x.depth = depth;
-			x.flags = 0;
+			x.flags = f->partial ? TA_VISIT_PARTIAL : 0;
 			x.user = f->user;
 			if (depth)
 				stk[depth - 1].child += x.duration;
@@ -601,18 +620,25 @@ static TA_INLINE void profile_exit(void *ctx, struct ta_sess_thread *t,
 		return;
 	f = &p->f[x->user - 1];
 	f->calls++;
-	f->sum += x->duration;
 	f->self += x->self;
-	if (x->duration < f->min)
-		f->min = x->duration;
-	if (x->duration > f->max)
-		f->max = x->duration;
 	/* Only the outermost activation adds to the total, so recursion
 	 * is not counted twice. */
 	if (--f->active == 0)
 		f->total += x->duration;
-	if (x->flags & TA_VISIT_OPEN)
-		f->open++;
+	/* A call's known part is not its length: apart, in total and
+	 * self only. */
+	if (__builtin_expect(x->flags & TA_VISIT_INCOMPLETE, 0)) {
+		if (x->flags & TA_VISIT_OPEN)
+			f->open++;
+		else
+			f->partial++;
+	} else {
+		f->sum += x->duration;
+		if (x->duration < f->min)
+			f->min = x->duration;
+		if (x->duration > f->max)
+			f->max = x->duration;
+	}
 	if (x->flags & TA_VISIT_UNWOUND)
 		f->unwound++;
 }
@@ -623,7 +649,7 @@ static TA_INLINE void profile_exit_hist(void *ctx, struct ta_sess_thread *t,
 	struct ta_profile *p = ctx;
 
 	profile_exit(ctx, t, x);
-	if (x->user != NO_STAT)
+	if (x->user != NO_STAT && !(x->flags & TA_VISIT_INCOMPLETE))
 		ta_hist_add(&p->f[x->user - 1].hist, x->duration);
 }
 
@@ -637,6 +663,19 @@ static void profile_shorts(void *ctx, struct ta_sess_thread *t, uint64_t addr, u
 	p->f[u - 1].active--;
 	p->f[u - 1].calls += calls;
 	p->f[u - 1].shorts += calls;
+}
+
+/* An exit without its entry: a call, partial, with no time. */
+static void profile_partial(void *ctx, struct ta_sess_thread *t, uint64_t addr)
+{
+	struct ta_profile *p = ctx;
+	uintptr_t u = profile_enter(p, t, 0, 0, addr, 0);
+
+	if (u == NO_STAT)
+		return;
+	p->f[u - 1].active--;
+	p->f[u - 1].calls++;
+	p->f[u - 1].partial++;
 }
 
 void ta_profile_init(struct ta_profile *p)
@@ -660,6 +699,7 @@ void ta_profile_visitor(struct ta_profile *p, struct ta_visitor *v)
 	v->enter = profile_enter;
 	v->exit = p->hist ? profile_exit_hist : profile_exit;
 	v->shorts = profile_shorts;
+	v->partial = profile_partial;
 }
 
 /* ---- per-chunk profiles, for the parallel reader ------------------------------------ */
@@ -891,6 +931,17 @@ static TA_INLINE int part_events(struct ta_chunk_part *cp, const struct ta_event
 					return -1;
 			} else {
 				cp->unmatched++;
+				/* As the walk's: a partial call when nothing
+				 * is open (the stack holds the snapshot's
+				 * frames too). */
+				if (!cp->depth) {
+					uint32_t fn = part_fn(cp, ev->addr);
+
+					if (!fn)
+						return -1;
+					cp->fns[fn - 1].calls++;
+					cp->fns[fn - 1].partial++;
+				}
 			}
 			break;
 		default:
@@ -1035,6 +1086,7 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 		f->self += pf->self;
 		f->total += pf->total;
 		f->unwound += pf->unwound;
+		f->partial += pf->partial;
 		if (pf->min < f->min)
 			f->min = pf->min;
 		if (pf->max > f->max)
@@ -1068,6 +1120,7 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 		f->addr = pf->addr;
 		f->enter = pf->enter;
 		f->child = pf->child;
+		f->partial = 0;
 		f->user = real[pf->fn - 1];
 		prof->f[f->user - 1].active++;
 	}
@@ -1144,6 +1197,7 @@ int ta_session_part_take(struct ta_session *s, struct ta_sess_thread *t, struct 
 		f->addr = pf->addr;
 		f->enter = pf->enter;
 		f->child = pf->child;
+		f->partial = 0;
 		f->user = user[pf->user];
 	}
 	t->unmatched += w->unmatched;

@@ -18,6 +18,61 @@
 
 #include "ta_config.h"
 
+#include <string.h>
+
+/*
+ * Removes "." and "dir/.." components: the line table joins the
+ * compilation directory to names like "../src/x.c", and a user wants to see
+ * where the file is.  (Lexical, as a debugger shows it; a symlinked
+ * directory followed by ".." could differ, which is rare in source trees.)
+ * A plain string function, outside TA_HAVE_SRCLINE's part: tested in
+ * every build.
+ */
+void ta_path_normalise(char *p)
+{
+	int abs = *p == '/';
+	char *base = p + abs, *out = base, *in = base;
+	/* The input's end, found before anything is written: the '/' after
+	 * the last component lands on the terminating NUL, so the NUL cannot
+	 * be what ends the loop. */
+	const char *end = base + strlen(base);
+	unsigned real = 0; /* components written that a ".." can take back */
+
+	/* The output never runs ahead of the input by more than the '/' it
+	 * writes after a component, so one buffer does (that '/' is at most
+	 * the terminating NUL's byte). */
+	while (in < end) {
+		size_t len = strcspn(in, "/");
+
+		if (len == 0 || (len == 1 && in[0] == '.')) {
+			/* nothing to keep */
+		} else if (len == 2 && in[0] == '.' && in[1] == '.') {
+			if (real) {
+				out--; /* the '/' after the last component */
+				while (out > base && out[-1] != '/')
+					out--;
+				real--;
+			} else if (!abs) {
+				memcpy(out, "../", 3);
+				out += 3;
+			} /* "/.." is "/" */
+		} else {
+			memmove(out, in, len);
+			out += len;
+			*out++ = '/';
+			real++;
+		}
+		in += len;
+		if (in < end)
+			in++; /* the '/' that ended the component */
+	}
+	if (out > base)
+		out--; /* the last '/' written */
+	else if (!abs && end > base)
+		*out++ = '.'; /* "a/.." is "."; "" has no room for it and stays "" */
+	*out = 0;
+}
+
 #if TA_HAVE_SRCLINE
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -25,7 +80,6 @@
 #include <fcntl.h>
 #include <libelf.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 /* One address range of a function with a known declaration. */
@@ -94,51 +148,6 @@ void ta_srclines_free(struct ta_srclines *s)
 /* ---- file names -------------------------------------------------------------- */
 
 /*
- * Removes "." and "dir/.." components: the line table joins the
- * compilation directory to names like "../src/x.c", and a user wants to see
- * where the file is.  (Lexical, as a debugger shows it; a symlinked
- * directory followed by ".." could differ, which is rare in source trees.)
- */
-static void path_normalise(char *p)
-{
-	int abs = *p == '/';
-	char *base = p + abs, *out = base, *in = base;
-	unsigned real = 0; /* components written that a ".." can take back */
-
-	/* The output never runs ahead of the input, so one buffer does. */
-	while (*in) {
-		size_t len = strcspn(in, "/");
-
-		if (len == 0 || (len == 1 && in[0] == '.')) {
-			/* nothing to keep */
-		} else if (len == 2 && in[0] == '.' && in[1] == '.') {
-			if (real) {
-				out--; /* the '/' after the last component */
-				while (out > base && out[-1] != '/')
-					out--;
-				real--;
-			} else if (!abs) {
-				memcpy(out, "../", 3);
-				out += 3;
-			} /* "/.." is "/" */
-		} else {
-			memmove(out, in, len);
-			out += len;
-			*out++ = '/';
-			real++;
-		}
-		in += len;
-		if (*in == '/')
-			in++;
-	}
-	if (out > base)
-		out--; /* the last '/' written */
-	else if (!abs)
-		*out++ = '.';
-	*out = 0;
-}
-
-/*
  * The normalised full path of a name libdw gave, relative names taken from
  * the compilation directory dir (may be NULL).  Pointers stay valid while
  * the Dwarf is open, so the same pair of pointers means the same file.
@@ -174,7 +183,7 @@ static const char *file_name(struct module *m, const char *raw, const char *dir)
 	} else if (!(c = strdup(raw))) {
 		return NULL;
 	}
-	path_normalise(c);
+	ta_path_normalise(c);
 	m->raw[m->nfiles] = raw;
 	m->dir[m->nfiles] = dir;
 	m->files[m->nfiles++] = c;

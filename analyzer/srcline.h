@@ -20,6 +20,13 @@ void ta_srclines_free(struct ta_srclines *s);
 const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset);
 
 /*
+ * Removes "." and "dir/.." components from the path p, in place: "/a/./b/../c"
+ * becomes "/a/c", "../x/../y" "../y", "a/.." ".", "/.." "/".  The result is
+ * never longer than p.
+ */
+void ta_path_normalise(char *p);
+
+/*
  * Whether this build reads source lines (meson -Dsrcline, libdw): 1, or 0
  * after saying on stderr, for command cmd's --srcline, that it does not.
  */

@@ -64,7 +64,12 @@ class AttachTest(tahelp.Case):
         m1, _ = t.count()
         rep = self.report(dump)
         f = self.functions(rep)
-        mid, leaf = f["mid"]["calls"], f["leaf"]["calls"]
+        # The calls running when the window began are partial: at most
+        # one of each function per busy thread (4), none open.
+        for name in ("mid", "leaf"):
+            self.assertLessEqual(f[name]["partial"], 4, f[name])
+        mid = f["mid"]["calls"] - f["mid"]["partial"]
+        leaf = f["leaf"]["calls"] - f["leaf"]["partial"]
         # Entered inside the window: no more than the program counted
         # between the edges, and leaf twice per mid but for the calls
         # open at the edges (one mid per busy thread at each edge).
@@ -203,8 +208,12 @@ class AttachTest(tahelp.Case):
             p = self.attach(t.proc.pid, "-o", dump, "--duration", "0.05", *args)
             c1 = t.counts()
             said += p.stderr.splitlines()
-            f = self.functions(self.report(dump)).get(counter, {"calls": 0, "open": 0})
-            self.assertLessEqual(f["calls"] - f["open"], c1[counter] - c0[counter], (i, f))
+            f = self.functions(self.report(dump)).get(counter,
+                                                      {"calls": 0, "open": 0, "partial": 0})
+            # Those running when the window began (partial) were counted
+            # before it.
+            self.assertLessEqual(f["calls"] - f["open"] - f["partial"],
+                                 c1[counter] - c0[counter], (i, f))
             self.assertTrue(self.info(dump)["complete"], i)
             recorded += f["calls"]
         self.assertGreater(recorded, 0)
@@ -321,7 +330,14 @@ class AttachTest(tahelp.Case):
         p = self.report_raw(dump)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("warning: %d calls were open when tracing started (the process was "
-                      "attached to while inside them): their exits were ignored\n" % n, p.stderr)
+                      "attached to while inside them): counted as partial, with no time\n" % n,
+                      p.stderr)
+        # The report's rows count them: partial, in calls.
+        rep = self.report(dump)
+        self.assertEqual(sum(f["partial"] for f in rep["functions"]), n)
+        p = subprocess.run([tahelp.TRACEAGENT, "graph", dump], env=tahelp.clean_env(),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertIn("attached to while inside them): their exits were ignored\n", p.stderr)
         self.assertNotIn("without a recorded entry", p.stderr)
         status, out, err = t.quit()
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)

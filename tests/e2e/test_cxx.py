@@ -97,5 +97,25 @@ class CxxTest(tahelp.Case):
                             if c["name"] == "pause_here()":
                                 self.assertGreaterEqual(c["duration_ns"], pause_ns, c)
 
+    def test_replay_names(self):
+        """replay writes a C++ name with its own parameter list, as report
+        names it, and "()" after a C name only: each call once."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                r = self.traced("preload", [self.prog("cxx-" + level)])
+                p = tadump.view(self, "replay", r.dump)
+                lines = p.stdout.splitlines()
+                self.assertEqual(lines[0].split(), ["duration", "tid", "function"])
+                starts = {}
+                for line in lines[1:]:
+                    text = line[23:].strip()
+                    if text.startswith("} /* "):
+                        continue
+                    self.assertRegex(text, r"(;| \{)$", line)
+                    name = text[:-1] if text.endswith(";") else text[:-2]
+                    starts[name] = starts.get(name, 0) + 1
+                want = {("main()" if n == "main" else n): c for n, c in CALLS.items()}
+                self.assertEqual(starts, want)
+
 if __name__ == "__main__":
     tahelp.main()

@@ -117,6 +117,66 @@ class SigDeathTest(tahelp.Case):
         self.assertEqual(sum(t["events"] for t in proc["threads"]), rep["events"])
         self.assertGreater(rep["events"], 100000)
 
+    def test_open_calls_apart(self):
+        """SIGTERM while main, hold() and a usleep are running, after
+        N_DOZE calls of doze() (a usleep of 1.5 ms each): the three open
+        calls are counted apart, in no min, avg or percentile: every min is
+        at least the 1.5 ms each whole call slept, and a row without a
+        whole call has no min at all (null; "-" in the table)."""
+        n_doze = 20
+        for level in LEVELS:
+            with self.subTest(level=level):
+                dump = self.fresh("doze-" + level)
+                env = tahelp.clean_env({"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": dump})
+                p = subprocess.Popen([self.prog("sigdeath-" + level), "doze",
+                                      str(int(signal.SIGTERM)), str(n_doze)],
+                                     env=env, cwd=self.dir, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, preexec_fn=tahelp.no_core)
+                self.assertEqual(p.stdout.readline(), b"ready\n")
+                # Asleep in hold()'s usleep (the only call that blocks
+                # after the line), bounded by the test's timeout.
+                end = time.time() + tahelp.TIMEOUT
+                while tahelp.proc_state(p.pid) != "S" and time.time() < end:
+                    time.sleep(0.01)
+                p.send_signal(signal.SIGTERM)
+                _, err = p.communicate(timeout=tahelp.TIMEOUT)
+                self.assertEqual((p.returncode, err), (-signal.SIGTERM, b""))
+                rep = self.report(dump)
+                funcs = self.functions(rep)
+                got = {n: (f["calls"], f["open"], f["partial"]) for n, f in funcs.items()}
+                self.assertEqual(got, {"main": (1, 1, 0), "doze": (n_doze, 0, 0),
+                                       "hold": (1, 1, 0), "usleep": (n_doze + 1, 1, 0)})
+                for name in ("doze", "usleep"):
+                    f = funcs[name]
+                    for key in ("min_ns", "max_ns", "avg_ns", "p50_ns", "p90_ns", "p99_ns"):
+                        self.assertGreaterEqual(f[key], 1500000, (name, key, f))
+                    self.assertLessEqual(f["min_ns"], f["p50_ns"])
+                    self.assertLessEqual(f["p99_ns"], f["max_ns"])
+                for name in ("main", "hold"):
+                    f = funcs[name]
+                    for key in ("min_ns", "max_ns", "avg_ns", "p50_ns", "p90_ns", "p99_ns"):
+                        self.assertIsNone(f[key], (name, key, f))
+                    # The known part is in total.
+                    self.assertGreater(f["total_ns"], 0, f)
+                # The table: the open and partial columns, "-" where no
+                # whole time is known, and what they mean under it.
+                p = self.report_raw(dump)
+                lines = p.stdout.splitlines()
+                head = lines[0].split()
+                self.assertEqual(head, ["calls", "total", "self", "min", "max", "avg", "p50",
+                                        "p90", "p99", "open", "partial", "function", "module"])
+                rows = {}
+                for line in lines[1:]:
+                    w = line.split()
+                    if len(w) >= 15 and w[0].isdigit():
+                        rows[w[-2]] = w
+                self.assertEqual(rows["hold"][0], "1")
+                self.assertEqual(rows["hold"][5:11], ["-"] * 6)
+                self.assertEqual(rows["hold"][-4:-2], ["1", "0"])
+                self.assertEqual(rows["doze"][-4:-2], ["0", "0"])
+                self.assertIn("open: calls still running when the dump ends; partial: calls "
+                              "already running when it", p.stdout)
+
     def test_pipe_into_head(self):
         """`record ... | head -c 100`: the program dies of SIGPIPE, its
         calls all recorded (each emit() wrote a line but the last)."""

@@ -2,11 +2,18 @@
 """report --srcline on the sample programs: each function's file and the
 line of its name, found by searching the source, at both optimisation
 levels; C++ members, templates and anonymous namespaces; functions of a
-shared library; nothing for modules without line information."""
+shared library; nothing for modules without line information.  Source
+paths of every length, given whole or through "..": report, replay and the
+pprof export print each one exactly, with nothing after it."""
 
+import gzip
+import json
 import os
 import re
+import shutil
+import subprocess
 
+import tadump
 import tahelp
 from tahelp import LEVELS
 
@@ -83,6 +90,103 @@ class SrclineTest(tahelp.Case):
         self.assertEqual(p.stdout.splitlines()[0].split(",")[-1], "srcline")
         self.assertEqual(p.stdout.splitlines()[1].split(",")[-1],
                          self.where("nest.c", r"static void bud\("))
+
+    def test_path_lengths(self):
+        """32 functions in 32 files whose paths are one byte longer each
+        (the analyzer's copies of them fall on every place of the
+        allocator's rounding), named to the compiler whole (absolute) or
+        from the compilation directory through "..": every source path
+        comes out exactly, in report, replay and the pprof export."""
+        cc = shutil.which("cc")
+        if not cc:
+            self.skipTest("no C compiler (cc)")
+        base = os.path.realpath(self.dir)
+        os.mkdir(os.path.join(base, "src"))
+        os.mkdir(os.path.join(base, "build"))
+        names, want, calls = [], {}, []
+        for i in range(32):
+            rel = "src/s%s.c" % ("x" * i)
+            with open(os.path.join(base, rel), "w") as fh:
+                fh.write("\n" * i + "__attribute__((noipa)) int fn_%d(int x)\n"
+                         "{\n\treturn x + %d;\n}\n" % (i, i))
+            # Even: "../src/..." from build/ (libdw joins it to the
+            # compilation directory); odd: the whole path.
+            names.append("../" + rel if i % 2 == 0 else os.path.join(base, rel))
+            want["fn_%d" % i] = "%s:%d" % (os.path.join(base, rel), i + 1)
+            calls.append("int fn_%d(int);" % i)
+        main_c = os.path.join(base, "src", "main.c")
+        with open(main_c, "w") as fh:
+            fh.write("\n".join(calls) + "\nint main(void)\n{\n\tint s = 0;\n" +
+                     "".join("\ts += fn_%d(%d);\n" % (i, i) for i in range(32)) +
+                     "\treturn s == 0;\n}\n")
+        want["main"] = "%s:%d" % (main_c, len(calls) + 1)
+        prog = os.path.join(base, "build", "paths")
+        p = subprocess.run([cc, "-g", "-O0", "-finstrument-functions", "-o", prog,
+                            "../src/main.c"] + names, cwd=os.path.join(base, "build"),
+                           env=tahelp.clean_env({"PWD": os.path.join(base, "build")}),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = self.traced("preload", [prog])
+
+        self.assertEqual(self.srclines(r.dump), want)
+
+        p = tadump.view(self, "replay", "--srcline", "--json", r.dump)
+        got = {}
+        for line in p.stdout.splitlines():
+            call = json.loads(line)
+            got[call["name"]] = call["srcline"]
+        self.assertEqual(got, want)
+        p = tadump.view(self, "replay", "--srcline", r.dump)
+        got = {}
+        for line in p.stdout.splitlines():
+            m = re.search(r"  (\w+)\(\)(?:;| \{) /\* (.*) \*/$", line)
+            if m:
+                got[m.group(1)] = m.group(2)
+        self.assertEqual(got, want)
+
+        out = self.fresh("pprof") + ".pb.gz"
+        tadump.view(self, "export", "--format=pprof", "--srcline", "-o", out, r.dump)
+        with open(out, "rb") as fh:
+            strings = pb_strings(gzip.decompress(fh.read()), 6)
+        # The file names of the functions' lines and the program's path:
+        # every string under the test's directory is one of them.
+        paths = {w.rsplit(":", 1)[0] for w in want.values()}
+        mine = {x for x in strings if x.startswith(base.encode())}
+        self.assertEqual(mine, {x.encode() for x in paths | {prog}})
+
+
+def pb_varint(data, i):
+    v = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, i
+
+
+def pb_strings(data, field):
+    """The values of the length-delimited field number field of a
+    protobuf message (pprof's Profile: 6 is string_table)."""
+    out, i = [], 0
+    while i < len(data):
+        key, i = pb_varint(data, i)
+        wire = key & 7
+        if wire == 0:
+            _, i = pb_varint(data, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n, i = pb_varint(data, i)
+            if key >> 3 == field:
+                out.append(data[i:i + n])
+            i += n
+        else:
+            raise AssertionError("wire type %d at %d" % (wire, i))
+    return out
 
 
 if __name__ == "__main__":

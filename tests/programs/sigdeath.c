@@ -17,6 +17,9 @@
  *   nap      nap() sleeps 100 us; its length as the program measured it
  *            around the call (ns) is printed; then N calls of work() and
  *            raise(SIG) (SIGKILL: a short program killed early)
+ *   doze     N calls of doze(), each a usleep of 1.5 ms; then hold()
+ *            prints "ready" and sleeps (one usleep of an hour) until SIG
+ *            comes: main, hold and that usleep are open at the death
  *
  * SIG is a number.  Exit 2 on a usage error.
  */
@@ -49,6 +52,20 @@ __attribute__((noipa)) static void emit(unsigned long i)
 __attribute__((noipa)) static void nap(void)
 {
 	usleep(100);
+}
+
+__attribute__((noipa)) static void doze(void)
+{
+	usleep(1500);
+}
+
+__attribute__((noipa)) static void hold(void)
+{
+	printf("ready\n");
+	fflush(stdout);
+	/* glibc's usleep takes more than a second (POSIX need not). */
+	for (;;)
+		usleep(3600u * 1000000u);
 }
 
 static long long now_ns(void)
@@ -173,6 +190,11 @@ int main(int argc, char **argv)
 		calls(n_calls);
 		raise(sig);
 		return 0;
+	}
+	if (!strcmp(mode, "doze")) {
+		for (long i = 0; i < n_calls; i++)
+			doze();
+		hold();
 	}
 	if (!strcmp(mode, "ignore")) {
 		signal(sig, SIG_IGN);

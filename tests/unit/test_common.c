@@ -366,6 +366,46 @@ START_TEST(htab_grow_rows)
 }
 END_TEST
 
+/* replay writes "()" after the names without a parameter list only. */
+START_TEST(name_params)
+{
+	static const char *const with[] = {
+	    "ns::Klass::method(int)",
+	    "ns::Klass::Klass(int)",
+	    "int ns::twice<int>(int)",
+	    "(anonymous namespace)::helper()",
+	    "Container::size() const",
+	    "Container::get() const &",
+	    "Container::take() &&",
+	    "V::f() const volatile",
+	    "f(int) [clone .cold]",
+	    "g(int) [clone .constprop.0] [clone .isra.0]",
+	    "main::{lambda(int)#1}::operator()(int) const",
+	    "std::vector<int, std::allocator<int> >::push_back(int const&)",
+	    "operator()(int)",
+	    "h() noexcept",
+	};
+	static const char *const without[] = {
+	    "main",
+	    "fib",
+	    "f.part.0",
+	    "f.cold",
+	    "",
+	    "(anonymous namespace)::helper",
+	    "fib+0x40",
+	    "Container::size() constant",
+	    "f(int) [clone .cold",
+	    "f(int) x",
+	    ")(",
+	};
+
+	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++)
+		ck_assert_msg(ta_name_has_params(with[i]), "%s", with[i]);
+	for (size_t i = 0; i < sizeof(without) / sizeof(without[0]); i++)
+		ck_assert_msg(!ta_name_has_params(without[i]), "%s", without[i]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common");
@@ -376,6 +416,7 @@ int main(void)
 	tcase_add_test(tc, parse_time_refusals);
 	tcase_add_test(tc, parse_time_range);
 	tcase_add_test(tc, glob);
+	tcase_add_test(tc, name_params);
 	suite_add_tcase(s, tc);
 	tcase_add_test(th, htab_many);
 	tcase_add_test(th, htab_collisions);

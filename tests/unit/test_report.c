@@ -66,7 +66,7 @@ static void fn_json(char *buf, size_t n, const char *name, uint64_t addr, uint64
 		 "{\"name\": \"%s\", \"module\": \"%s\", \"offset\": %llu, \"calls\": %llu, "
 		 "\"total_ns\": %llu, \"self_ns\": %llu, \"min_ns\": %llu, \"max_ns\": %llu, "
 		 "\"avg_ns\": %llu, \"p50_ns\": %llu, \"p90_ns\": %llu, \"p99_ns\": %llu, "
-		 "\"open\": 0, \"unwound\": 0}",
+		 "\"open\": 0, \"partial\": 0, \"unwound\": 0}",
 		 name, self_path, (unsigned long long)(addr - bias), (unsigned long long)calls,
 		 (unsigned long long)total, (unsigned long long)self, (unsigned long long)min,
 		 (unsigned long long)max, (unsigned long long)avg, (unsigned long long)p[0],
@@ -591,10 +591,10 @@ START_TEST(csv)
 	ck_assert_str_eq(o->err, "");
 	snprintf(want, sizeof(want),
 		 "name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,avg_ns,p50_ns,p90_ns,"
-		 "p99_ns,open\n"
-		 "report_fn_a,%s,%llu,1,100,45,100,100,100,100,100,100,0\n"
-		 "report_fn_b,%s,%llu,2,55,40,25,30,27,25,30,30,0\n"
-		 "report_fn_c,%s,%llu,3,45,45,10,20,15,15,20,20,0\n",
+		 "p99_ns,open,partial\n"
+		 "report_fn_a,%s,%llu,1,100,45,100,100,100,100,100,100,0,0\n"
+		 "report_fn_b,%s,%llu,2,55,40,25,30,27,25,30,30,0,0\n"
+		 "report_fn_c,%s,%llu,3,45,45,10,20,15,15,20,20,0,0\n",
 		 self_path, (unsigned long long)a, self_path, (unsigned long long)b, self_path,
 		 (unsigned long long)c);
 	ck_assert_str_eq(o->out, want);
@@ -602,11 +602,11 @@ START_TEST(csv)
 	ck_assert_int_eq(o->status, 0);
 	snprintf(want, sizeof(want),
 		 "tid,pid,thread,name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,avg_ns,"
-		 "p50_ns,p90_ns,p99_ns,open\n"
-		 "10,100,main,report_fn_a,%s,%llu,1,100,45,100,100,100,100,100,100,0\n"
-		 "10,100,main,report_fn_b,%s,%llu,2,55,40,25,30,27,25,30,30,0\n"
-		 "10,100,main,report_fn_c,%s,%llu,1,15,15,15,15,15,15,15,15,0\n"
-		 "11,100,worker,report_fn_c,%s,%llu,2,30,30,10,20,15,10,20,20,0\n",
+		 "p50_ns,p90_ns,p99_ns,open,partial\n"
+		 "10,100,main,report_fn_a,%s,%llu,1,100,45,100,100,100,100,100,100,0,0\n"
+		 "10,100,main,report_fn_b,%s,%llu,2,55,40,25,30,27,25,30,30,0,0\n"
+		 "10,100,main,report_fn_c,%s,%llu,1,15,15,15,15,15,15,15,15,0,0\n"
+		 "11,100,worker,report_fn_c,%s,%llu,2,30,30,10,20,15,10,20,20,0,0\n",
 		 self_path, (unsigned long long)a, self_path, (unsigned long long)b, self_path,
 		 (unsigned long long)c, self_path, (unsigned long long)c);
 	ck_assert_str_eq(o->out, want);
@@ -646,9 +646,109 @@ START_TEST(csv_quoting)
 	ck_assert_int_eq(o->status, 0);
 	ck_assert_str_eq(o->out,
 			 "tid,pid,thread,name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,"
-			 "avg_ns,p50_ns,p90_ns,p99_ns,open\n"
+			 "avg_ns,p50_ns,p90_ns,p99_ns,open,partial\n"
 			 "7,7,\"a \"\"b\"\", c\",\"we,ird\"\"lib.so+0x10\","
-			 "\"/nonexistent/we,ird\"\"lib.so\",16,1,50,50,50,50,50,50,50,50,0\n");
+			 "\"/nonexistent/we,ird\"\"lib.so\",16,1,50,50,50,50,50,50,50,50,0,0\n");
+	unlink(path);
+	free(o);
+	dg_free(&g);
+}
+END_TEST
+
+/*
+ * Calls whose whole time the dump does not have.  Thread 10: a { b(40
+ * ticks) } then b entered at 200, both open at its end (210).  Thread 11:
+ * its first chunk begins inside c (its snapshot: a flight recorder's cut,
+ * an attach window), which returns at 104; c(60 ticks); then an exit of b
+ * whose entry is not in the dump.  0.5 ns a tick.  The open calls and the
+ * partial ones are counted apart, in calls, total and self only: b's min
+ * is its one whole call's 20 ns, not the 5 ns its open call had run, nor
+ * 0; c's is 30, not 2; a has no whole call, so no min at all.
+ */
+START_TEST(open_and_partial)
+{
+	static const uint64_t pairs[2][2] = {{1000, 0}, {3000, 1000}};
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct out *o = malloc(sizeof(*o));
+	static char want[8192];
+	char path[64];
+
+	setup();
+	dg_init(&g, 100);
+	dg_process(&g, 50, TA_CLOCK_RDTSC, 0, self_path);
+	dg_clock(&g, 2, pairs);
+	dg_module(&g, self_path, bias, 1, bias, bias + (1ull << 40));
+	dg_thread_start(&g, 10, 90, "main");
+	dg_thread_start(&g, 11, 90, "worker");
+	ta_encoder_init(&e, 10);
+	ta_encoder_begin(&e, 100);
+	ev(&e, 100, fa, 0);
+	ev(&e, 110, fb, 0);
+	ev(&e, 150, fb, 1);
+	ev(&e, 200, fb, 0);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	ta_encoder_init(&e, 11);
+	REQUIRE(ta_stack_push(&e.stack, fc) == 0, "push");
+	ta_encoder_begin(&e, 100);
+	ev(&e, 104, fc, 1);
+	ev(&e, 110, fc, 0);
+	ev(&e, 170, fc, 1);
+	ev(&e, 180, fb, 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 10, 210, 4, 0);
+	dg_thread_end(&g, 11, 190, 4, 0);
+	dg_end(&g, 210, 210, 8, 0, 2, 0);
+	dg_write_tmp(&g, path);
+
+	run(o, "report", "--json", path, NULL);
+	snprintf(want, sizeof(want),
+		 "traceagent: %s: warning: 1 function exits without a recorded entry were counted "
+		 "as partial calls, with no time\n",
+		 path);
+	ck_assert_str_eq(o->err, want);
+	ck_assert_int_eq(o->status, 0);
+	snprintf(want, sizeof(want),
+		 "\"calls\": 1, \"total_ns\": 55, \"self_ns\": 30, \"min_ns\": null, "
+		 "\"max_ns\": null, \"avg_ns\": null, \"p50_ns\": null, \"p90_ns\": null, "
+		 "\"p99_ns\": null, \"open\": 1, \"partial\": 0, \"unwound\": 0}");
+	ck_assert_msg(strstr(o->out, want), "a: want %s in\n%s", want, o->out);
+	snprintf(want, sizeof(want),
+		 "\"calls\": 3, \"total_ns\": 25, \"self_ns\": 25, \"min_ns\": 20, "
+		 "\"max_ns\": 20, \"avg_ns\": 20, \"p50_ns\": 20, \"p90_ns\": 20, "
+		 "\"p99_ns\": 20, \"open\": 1, \"partial\": 1, \"unwound\": 0}");
+	ck_assert_msg(strstr(o->out, want), "b: want %s in\n%s", want, o->out);
+	snprintf(want, sizeof(want),
+		 "\"calls\": 2, \"total_ns\": 32, \"self_ns\": 32, \"min_ns\": 30, "
+		 "\"max_ns\": 30, \"avg_ns\": 30, \"p50_ns\": 30, \"p90_ns\": 30, "
+		 "\"p99_ns\": 30, \"open\": 0, \"partial\": 1, \"unwound\": 0}");
+	ck_assert_msg(strstr(o->out, want), "c: want %s in\n%s", want, o->out);
+
+	/* The table: the two columns, "-" for a's times, what they mean. */
+	run(o, "report", "--sort=name", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	ck_assert_msg(strstr(o->out, "         p99     open  partial  function  module\n"), "%s",
+		      o->out);
+	ck_assert_msg(strstr(o->out,
+			     "         1        55 ns        30 ns            -            -"
+			     "            -            -            -            -        1"
+			     "        0  report_fn_a  "),
+		      "%s", o->out);
+	ck_assert_msg(strstr(o->out,
+			     "         3        25 ns        25 ns        20 ns        20 ns"
+			     "        20 ns        20 ns        20 ns        20 ns        1"
+			     "        1  report_fn_b  "),
+		      "%s", o->out);
+	ck_assert_msg(strstr(o->out, "\nopen: calls still running when the dump ends; partial: "),
+		      "%s", o->out);
+
+	run(o, "report", "--csv", "--sort=name", path, NULL);
+	ck_assert_int_eq(o->status, 0);
+	snprintf(want, sizeof(want), "report_fn_a,%s,%llu,1,55,30,,,,,,,1,0\n", self_path,
+		 (unsigned long long)(fa - bias));
+	ck_assert_msg(strstr(o->out, want), "want %s in\n%s", want, o->out);
 	unlink(path);
 	free(o);
 	dg_free(&g);
@@ -741,8 +841,8 @@ START_TEST(srcline_without_dwarf)
 	ck_assert_int_eq(o->status, 0);
 	ck_assert_str_eq(o->out,
 			 "name,module,offset,calls,total_ns,self_ns,min_ns,max_ns,avg_ns,p50_ns,"
-			 "p90_ns,p99_ns,open,srcline\n"
-			 "lib.so+0x10,/nonexistent/lib.so,16,1,50,50,50,50,50,50,50,50,0,\n");
+			 "p90_ns,p99_ns,open,partial,srcline\n"
+			 "lib.so+0x10,/nonexistent/lib.so,16,1,50,50,50,50,50,50,50,50,0,0,\n");
 	run(o, "report", "--srcline", path, NULL);
 	ck_assert_ptr_nonnull(strstr(o->out, "  lib.so+0x10  lib.so  ?\n"));
 	unlink(path);
@@ -935,6 +1035,7 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, top);
 	tcase_add_test(tc, csv);
 	tcase_add_test(tc, csv_quoting);
+	tcase_add_test(tc, open_and_partial);
 #if TA_HAVE_SRCLINE
 	tcase_add_test(tc, srcline);
 	tcase_add_test(tc, srcline_without_dwarf);

@@ -84,6 +84,15 @@ static void check_stat(const struct run *r, uint64_t tid, uint64_t addr, uint64_
 	ck_assert_uint_eq(f->active, 0);
 }
 
+/* Of a function's calls: those with only part of their time known. */
+static void check_partial(const struct run *r, uint64_t tid, uint64_t addr, uint64_t partial)
+{
+	const struct ta_fstat *f = fstat_of(r, 100, tid, addr);
+
+	ck_assert_msg(f != NULL, "no stats for %llx", (unsigned long long)addr);
+	ck_assert_uint_eq(f->partial, partial);
+}
+
 /* A dump of process 100 with 0.5 ns per tick and one module. */
 static void start_dump(struct dumpgen *g, int lz4)
 {
@@ -215,9 +224,12 @@ START_TEST(open_frames_at_thread_end)
 	ta_encoder_free(&e);
 	dg_thread_end(&g, 10, 400, 2, 0);
 	ck_assert_int_eq(run_dump(&g, &r), 0);
-	/* Closed at THREAD_END's time, counted as calls and as open. */
-	check_stat(&r, 10, A, 1, 300, 50, 300, 300, 1);
-	check_stat(&r, 10, B, 1, 250, 250, 250, 250, 1);
+	/* Closed at THREAD_END's time, counted as calls and as open: their
+	 * known part in total and self, not in min, max nor sum. */
+	check_stat(&r, 10, A, 1, 300, 50, UINT64_MAX, 0, 1);
+	check_stat(&r, 10, B, 1, 250, 250, UINT64_MAX, 0, 1);
+	ck_assert_uint_eq(fstat_of(&r, 100, 10, A)->sum, 0);
+	check_partial(&r, 10, A, 0);
 	/* No END chunk: incomplete, but not damaged. */
 	ck_assert_uint_eq(r.s->errors_all, 0);
 	ck_assert_ptr_nonnull(ta_session_incomplete(r.s));
@@ -243,8 +255,8 @@ START_TEST(open_frames_at_last_event)
 	ta_encoder_free(&e);
 	ck_assert_int_eq(run_dump(&g, &r), 0);
 	/* No THREAD_END: the last event is the last time known. */
-	check_stat(&r, 10, A, 1, 75, 50, 75, 75, 1);
-	check_stat(&r, 10, B, 1, 25, 20, 25, 25, 1);
+	check_stat(&r, 10, A, 1, 75, 50, UINT64_MAX, 0, 1);
+	check_stat(&r, 10, B, 1, 25, 20, UINT64_MAX, 0, 1);
 	check_stat(&r, 10, C, 1, 5, 5, 5, 5, 0);
 	run_free(&r);
 	dg_free(&g);
@@ -273,7 +285,10 @@ START_TEST(skipped_frames_and_unmatched_exits)
 	check_stat(&r, 10, A, 1, 50, 10, 50, 50, 0);
 	check_stat(&r, 10, B, 1, 40, 10, 40, 40, 0);
 	check_stat(&r, 10, C, 1, 30, 30, 30, 30, 0);
-	ck_assert_ptr_null(fstat_of(&r, 100, 10, D));
+	/* D's exits without entries: partial calls, with no time. */
+	check_stat(&r, 10, D, 2, 0, 0, UINT64_MAX, 0, 0);
+	check_partial(&r, 10, D, 2);
+	check_partial(&r, 10, A, 0);
 	ck_assert_uint_eq(r.s->threads[0]->unmatched, 2);
 	ck_assert_uint_eq(r.s->threads[0]->events, 6);
 	run_free(&r);
@@ -363,8 +378,12 @@ START_TEST(lost_chunk_resync)
 	/* B ended in the gap: closed at the last time known (10); C began in
 	 * it: opened at the chunk's first time (35). */
 	check_stat(&r, 10, A, 1, 50, 45, 50, 50, 0);
-	check_stat(&r, 10, B, 1, 0, 0, 0, 0, 0);
-	check_stat(&r, 10, C, 1, 5, 5, 5, 5, 0);
+	/* Both partial: B's end and C's start are guesses. */
+	check_stat(&r, 10, B, 1, 0, 0, UINT64_MAX, 0, 0);
+	check_stat(&r, 10, C, 1, 5, 5, UINT64_MAX, 0, 0);
+	check_partial(&r, 10, B, 1);
+	check_partial(&r, 10, C, 1);
+	check_partial(&r, 10, A, 0);
 	run_free(&r);
 	dg_free(&g);
 }
@@ -403,7 +422,8 @@ START_TEST(damaged_chunk_resync)
 	ck_assert_str_eq(ta_session_incomplete(r.s), "the dump is damaged");
 	ck_assert_uint_eq(r.s->threads[0]->resyncs, 1);
 	check_stat(&r, 10, A, 1, 50, 45, 50, 50, 0);
-	check_stat(&r, 10, C, 1, 5, 5, 5, 5, 0);
+	check_stat(&r, 10, C, 1, 5, 5, UINT64_MAX, 0, 0);
+	check_partial(&r, 10, C, 1);
 	/* The END after the damage was read. */
 	ck_assert_int_eq(ta_session_process(r.s, 100)->has_end, 1);
 	run_free(&r);
@@ -495,7 +515,7 @@ START_TEST(visitor_sequence)
 	struct dumpgen g;
 	struct ta_encoder e;
 	struct seen seen = {""};
-	struct ta_visitor v = {&seen, seen_enter, seen_exit, seen_lost, NULL, NULL, NULL};
+	struct ta_visitor v = {&seen, seen_enter, seen_exit, seen_lost, NULL, NULL, NULL, NULL};
 	struct ta_session *s;
 	const uint8_t *p;
 	size_t len;
