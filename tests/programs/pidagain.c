@@ -12,12 +12,12 @@
  * namespace whose boot time is set back so that its start falls in A's
  * tick; the attempts stop at the first B whose start equals A's.  Without
  * time namespaces, one B is started (its tick is then A's or a later one).
+ * A B that did not get A's pid (a thread took it first) becomes the A of
+ * the next try.
  *
  * Each child prints "child PID start TICKS calls N"; the parent ends with
  * "same-tick N timens T" (how many Bs started in A's tick; T 0 when the
- * kernel makes no time namespace).  A B that did not get A's pid (a thread
- * took it first) is one more child, and the next try follows.  Exit status
- * 3: no B got A's pid.
+ * kernel makes no time namespace).  Exit status 3: no B got its A's pid.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -147,13 +147,20 @@ int main(void)
 		b = child(5, &sb);
 		if (b < 0)
 			return 1;
-		/* A thread created meanwhile (the agent's) may have taken the
-		 * pid: that child is one more, and the next try another. */
 		again += b == a;
 		same += b == a && sb == sa;
+		/* A thread created meanwhile (the agent's control thread,
+		 * started late) may have taken A's pid, for good: that child
+		 * is one more, and the next try gives its pid, free again
+		 * since it ended, to the next. */
+		if (b != a) {
+			a = b;
+			sa = sb;
+			snprintf(last, sizeof(last), "%d", (int)a - 1);
+		}
 	}
 	printf("same-tick %d timens %d\n", same, timens);
 	if (!again)
-		fprintf(stderr, "pidagain: no child got pid %d again\n", (int)a);
+		fprintf(stderr, "pidagain: no child got the pid of the one before it\n");
 	return again ? 0 : 3;
 }
