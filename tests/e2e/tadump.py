@@ -27,6 +27,19 @@ def u(v):
             return bytes(out)
 
 
+def read_u(data, i):
+    """The unsigned LEB128 varint at data[i]: (value, the index after it);
+    protobuf's varints are the same."""
+    v = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, i
+
+
 def s(v):
     """A zigzag varint."""
     return u((v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1)

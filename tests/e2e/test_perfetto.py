@@ -22,30 +22,19 @@ PROTO = "perfetto_subset.proto"
 CLOCK_MONOTONIC, CLOCK_SEQ = 3, 64
 
 
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
-
-
 def inflate(data):
     """The packets of the export's compressed_packets bundles, as one Trace
     (only this framing is read by hand: the packets go to protoc)."""
     out = bytearray()
     i = 0
     while i < len(data):
-        key, i = varint(data, i)
-        n, i = varint(data, i)
+        key, i = tadump.read_u(data, i)
+        n, i = tadump.read_u(data, i)
         assert key == (1 << 3 | 2), key
         pkt = data[i:i + n]
         i += n
-        key, j = varint(pkt, 0)
-        m, j = varint(pkt, j)
+        key, j = tadump.read_u(pkt, 0)
+        m, j = tadump.read_u(pkt, j)
         assert key == (50 << 3 | 2) and j + m == len(pkt), (key, j, m, len(pkt))
         out += zlib.decompress(pkt[j:])
     return bytes(out)

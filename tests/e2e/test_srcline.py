@@ -155,32 +155,21 @@ class SrclineTest(tahelp.Case):
         self.assertEqual(mine, {x.encode() for x in paths | {prog}})
 
 
-def pb_varint(data, i):
-    v = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return v, i
-
-
 def pb_strings(data, field):
     """The values of the length-delimited field number field of a
     protobuf message (pprof's Profile: 6 is string_table)."""
     out, i = [], 0
     while i < len(data):
-        key, i = pb_varint(data, i)
+        key, i = tadump.read_u(data, i)
         wire = key & 7
         if wire == 0:
-            _, i = pb_varint(data, i)
+            _, i = tadump.read_u(data, i)
         elif wire == 1:
             i += 8
         elif wire == 5:
             i += 4
         elif wire == 2:
-            n, i = pb_varint(data, i)
+            n, i = tadump.read_u(data, i)
             if key >> 3 == field:
                 out.append(data[i:i + n])
             i += n
