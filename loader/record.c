@@ -543,6 +543,14 @@ static void say_no_dump(const struct record_opts *o, const char *output, const s
 		free(names);
 		return;
 	}
+	if (o->patch) {
+		/* Its agent starts at the first function patched. */
+		fprintf(stderr,
+			"traceagent: %s ran no instrumented code and --patch=%s patched none of "
+			"its functions: no dump written\n",
+			prog, o->patch);
+		return;
+	}
 	if (o->libcalls && strcmp(o->libcalls, "none")) {
 		fprintf(stderr,
 			"traceagent: %s ran no instrumented code and made no library call of those "

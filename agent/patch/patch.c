@@ -69,6 +69,10 @@
 /* ---- patterns --------------------------------------------------------------- */
 
 static struct ta_patterns patterns;
+/* For each pattern (under patch_lock): the functions it named, and
+ * whether its naming none was said; NULL when out of memory. */
+static uint64_t *pattern_hits;
+static uint8_t *pattern_said;
 
 /* Whether function `name` of the module is asked for: an inclusion
  * matches it and no exclusion does. */
@@ -78,7 +82,45 @@ static int wanted(void *arg, const char *modbase, int is_exe, const char *name)
 
 	(void)arg;
 	ta_patterns_match(&patterns, modbase, is_exe, name, &in, &out);
+	if (pattern_hits)
+		for (size_t p = 0; p < patterns.n; p++)
+			pattern_hits[p] += !patterns.p[p].exclude &&
+					   ta_pattern_matches(&patterns.p[p], modbase, is_exe, name);
 	return in && !out;
+}
+
+/* Room to count each pattern's functions (after a parse). */
+static void pattern_hits_alloc(void)
+{
+	free(pattern_hits);
+	free(pattern_said);
+	pattern_hits = calloc(patterns.n ? patterns.n : 1, sizeof(*pattern_hits));
+	pattern_said = calloc(patterns.n ? patterns.n : 1, 1);
+	if (!pattern_hits || !pattern_said) {
+		free(pattern_hits);
+		free(pattern_said);
+		pattern_hits = NULL;
+		pattern_said = NULL;
+	}
+}
+
+/* One line for each inclusion that named no function (under patch_lock):
+ * at the start those of the executable (no MODULE:), at the end the
+ * others (a library may come by dlopen). */
+static void say_unmatched(int at_end)
+{
+	if (!pattern_hits)
+		return;
+	for (size_t p = 0; p < patterns.n; p++) {
+		const struct ta_pattern *pt = &patterns.p[p];
+
+		if (pt->exclude || pattern_hits[p] || pattern_said[p] || (!at_end && pt->module))
+			continue;
+		pattern_said[p] = 1;
+		ta_warn("TRACEAGENT_PATCH: '%s%s%s' names no function%s; it patches nothing",
+			pt->module ? pt->module : "", pt->module ? ":" : "", pt->glob,
+			pt->module ? "" : " of the executable");
+	}
 }
 
 /* The agent's own dependencies: patching them would have the agent trace
@@ -618,6 +660,12 @@ void ta_patch_report_end(void)
 		ta_warn("%llu calls of patched functions nested deeper than %d patched frames: "
 			"entered, their exits not recorded",
 			(unsigned long long)deep, TA_PATCH_RSTACK_DEPTH);
+	/* Acquire: pairs with the release in patch_init. */
+	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&patch_lock);
+	say_unmatched(1);
+	pthread_mutex_unlock(&patch_lock);
 }
 
 static void summary(void)
@@ -717,6 +765,7 @@ __attribute__((constructor)) static void patch_init(void)
 		return;
 	if (ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0)
 		return;
+	pattern_hits_alloc();
 	if (ta_capstone_open() < 0) {
 		ta_warn("cannot open " TA_CS_SONAME
 			" (capstone, to decode x86-64); TRACEAGENT_PATCH ignored");
@@ -736,6 +785,9 @@ __attribute__((constructor)) static void patch_init(void)
 	 * says nothing and writes no dump, as without patching. */
 	if (npatched + nrefused > 0) {
 		summary();
+		pthread_mutex_lock(&patch_lock);
+		say_unmatched(0);
+		pthread_mutex_unlock(&patch_lock);
 		if (ta_ring_up.ensure_started())
 			ta_patch_dump();
 	}
