@@ -73,6 +73,7 @@ static struct ta_patterns patterns;
  * whether its naming none was said; NULL when out of memory. */
 static uint64_t *pattern_hits;
 static uint8_t *pattern_said;
+static int patterns_from_attach; /* set by a `traceagent attach --patch` */
 
 /* Whether function `name` of the module is asked for: an inclusion
  * matches it and no exclusion does. */
@@ -805,9 +806,20 @@ int ta_patch_attach_prepare(const char *spec)
 	if (_r_debug.r_state != RT_CONSISTENT)
 		return -EAGAIN;
 	pthread_mutex_lock(&patch_lock);
-	if (!patterns.n && ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0) {
-		pthread_mutex_unlock(&patch_lock);
-		return -EINVAL;
+	/* A window's first plan patches what this attach asks for, not what
+	 * an earlier window did (the patterns of a preloaded agent's
+	 * TRACEAGENT_PATCH stay). */
+	if (!npend && (!patterns.n || patterns_from_attach)) {
+		struct ta_patterns ps = {0};
+
+		if (ta_patterns_parse(&ps, spec, "TRACEAGENT_PATCH") < 0) {
+			pthread_mutex_unlock(&patch_lock);
+			return -EINVAL;
+		}
+		ta_patterns_free(&patterns);
+		patterns = ps;
+		patterns_from_attach = 1;
+		pattern_hits_alloc();
 	}
 	pthread_mutex_unlock(&patch_lock);
 	if (ta_capstone_open() < 0) {
@@ -914,6 +926,16 @@ void ta_patch_attach_forget(void)
 	for (size_t i = 0; i < nseen; i++)
 		free(seen[i].name);
 	nseen = 0;
+	/* The window's dump is written: a later window without --patch
+	 * patched nothing, and its dump says so. */
+	npatched = 0;
+	nrelocated = 0;
+	memset(nfallback, 0, sizeof(nfallback));
+	for (size_t i = 0; i < nrefused; i++) {
+		free(refused[i].module);
+		free(refused[i].name);
+	}
+	nrefused = 0;
 	pthread_mutex_unlock(&patch_lock);
 }
 

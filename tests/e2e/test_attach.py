@@ -6,6 +6,7 @@ epoll_wait, the main thread in read, and a SIGALRM timer: any EINTR ends it
 with "FAIL"."""
 
 import ctypes
+import json
 import os
 import re
 import platform
@@ -424,6 +425,45 @@ class AttachTest(tahelp.Case):
             f = self.functions(self.report(dump))
             self.assertEqual(f["fib"]["calls"], calls, dump)
             self.assertGreater(f["step"]["calls"], 0, dump)
+        out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
+        self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
+
+    def test_patch_each_window_its_own(self):
+        """Each window patches what its own --patch asks: a second window
+        asking fib only patches fib (not the first window's work and
+        step), and a window without --patch patches nothing (its dump
+        has no patching to show)."""
+        prog = self.prog("patchme-O2-pie-fp")  # skips where patching is not built
+        t, say = self.patchme_stdin(prog)
+        for dump, patch, line, names in (
+                (self.fresh("w1"), ["--patch", "fib,work,step"], "patched 3 functions",
+                 {"fib", "work", "step"}),
+                (self.fresh("w2"), ["--patch", "fib"], "patched 1 functions", {"fib"}),
+                (self.fresh("w3"), [], None, set())):
+            a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.pid), "-o", dump] + patch,
+                                 env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
+                                 cwd=self.dir)
+            try:
+                if line:
+                    self.assertEqual(tahelp.readline(a.stderr), "traceagent: attach: %s "
+                                     "in process %d\n" % (line, t.pid))
+                self.assertIn("attached", tahelp.readline(a.stderr))
+                self.assertEqual(say("fib 10"), "fib(10) = 55 calls 177")
+                time.sleep(0.2)
+            finally:
+                a.send_signal(2)
+                a.communicate(timeout=tahelp.TIMEOUT)
+            self.assertEqual(a.returncode, 0)
+            p = subprocess.run([tahelp.TRACEAGENT, "info", "--json", dump],
+                               env=tahelp.clean_env(), capture_output=True, text=True,
+                               timeout=tahelp.TIMEOUT)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            proc = json.loads(p.stdout)["processes"][0]
+            if names:
+                self.assertEqual(set(self.functions(self.report(dump))), names, dump)
+                self.assertEqual(proc["patch"]["patched"], len(names), dump)
+            else:
+                self.assertIsNone(proc["patch"], dump)
         out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
         self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
 
