@@ -55,6 +55,37 @@ class AttachTest(tahelp.Case):
         self.assertEqual(p.returncode, status, p.stderr)
         return p
 
+    def test_filter_on_a_running_call(self):
+        """--filter names a function a thread is inside when the attach
+        comes: attach says that nothing is recorded until it is called,
+        and the calls made inside it in the window are not recorded."""
+        t = Target(self, nthreads=1)
+        self.assertEqual(t.say("hold"), "holding")
+        dump = self.fresh("held")
+        a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump,
+                              "--filter", "held"], env=tahelp.clean_env(),
+                             stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        try:
+            self.assertEqual(tahelp.readline(a.stderr), "traceagent: attached to process "
+                             "%d; Ctrl-C detaches\n" % t.proc.pid)
+            self.assertEqual(tahelp.readline(a.stderr),
+                             "traceagent: attach: --filter held: a call of these functions "
+                             "already running is not recorded, nor what it calls: nothing is "
+                             "recorded until one of them is called\n")
+            self.assertTrue(t.say("time 100").startswith("ns "))
+        finally:
+            a.send_signal(2)
+            a.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(a.returncode, 0)
+        self.assertEqual(t.say("release"), "released")
+        p = subprocess.run([tahelp.TRACEAGENT, "info", "--json", dump], env=tahelp.clean_env(),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["events"], 0)
+        status, out, err = t.quit()
+        self.assertEqual((status, err), (0, ""))
+        self.assertTrue(out.endswith(DONE), out)
+
     def test_window_then_again(self):
         t = Target(self)
         dump = self.fresh("attach")
