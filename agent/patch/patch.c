@@ -819,7 +819,12 @@ int ta_patch_attach_prepare(const char *spec)
 		ta_patterns_free(&patterns);
 		patterns = ps;
 		patterns_from_attach = 1;
-		pattern_hits_alloc();
+		/* `attach` says what matched nothing itself: nothing is said
+		 * on the program's stderr. */
+		free(pattern_hits);
+		free(pattern_said);
+		pattern_hits = NULL;
+		pattern_said = NULL;
 	}
 	pthread_mutex_unlock(&patch_lock);
 	if (ta_capstone_open() < 0) {
