@@ -607,6 +607,26 @@ void ta_filter_dump(void)
 	TA_GUARD_LEAVE();
 }
 
+/* What a pattern that names no function does (under filter_lock): an
+ * inclusion adds nothing to the others' functions, or, when no inclusion
+ * names a function, leaves nothing to record. */
+static const char *unmatched_effect(int in_filter, const struct ta_pattern *pt, int at_end)
+{
+	int any_in = 0;
+
+	if (!in_filter)
+		return "it excludes nothing";
+	if (pt->exclude)
+		return "it leaves nothing out";
+	for (size_t p = 0; p < filter_ps.n; p++)
+		any_in |= !filter_ps.p[p].exclude && hits[p];
+	if (any_in)
+		return "the functions the other patterns name are recorded";
+	return at_end ? "no pattern of it named a function: nothing was recorded"
+		      : "no pattern of it names a function: nothing is recorded until a "
+			"function it names is called (in a library loaded later)";
+}
+
 /* One line for each pattern that named no function (under filter_lock):
  * at the start those whose module was there (the executable's, for a
  * pattern without MODULE:), at the end the others (a library the program
@@ -624,11 +644,11 @@ static void say_unmatched(int at_end)
 			continue;
 		said[k] = 1;
 		ta_warn(
-		    "%s: '%s%s%s%s' names no function%s; it %s nothing",
+		    "%s: '%s%s%s%s' names no function%s; %s",
 		    in_filter ? "TRACEAGENT_FILTER" : "TRACEAGENT_EXCLUDE", pt->exclude ? "!" : "",
 		    pt->module ? pt->module : "", pt->module ? ":" : "", pt->glob,
 		    mod_seen[k] ? "" : (pt->module ? " (no module of that name was loaded)" : ""),
-		    in_filter ? "filters" : "excludes");
+		    unmatched_effect(in_filter, pt, at_end));
 	}
 }
 

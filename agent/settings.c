@@ -117,6 +117,24 @@ int ta_expand_output(const char *pattern, long pid, char *out, size_t size)
 	return 0;
 }
 
+/* A size as the settings take it: in the largest of G, M and K that
+ * divides it, else in bytes. */
+static const char *size_text(uint64_t v, char *out, size_t size)
+{
+	static const char units[] = "GMK";
+
+	for (int i = 0; i < 3; i++) {
+		unsigned shift = (unsigned)(30 - 10 * i);
+
+		if (v && !(v & ((1ull << shift) - 1))) {
+			snprintf(out, size, "%llu%c", (unsigned long long)(v >> shift), units[i]);
+			return out;
+		}
+	}
+	snprintf(out, size, "%llu", (unsigned long long)v);
+	return out;
+}
+
 static void size_setting(const char *name, uint64_t min, uint64_t max, uint64_t *val)
 {
 	const char *s = setting_env(name);
@@ -125,9 +143,12 @@ static void size_setting(const char *name, uint64_t min, uint64_t max, uint64_t 
 	if (!s)
 		return;
 	if (ta_parse_size(s, &v) < 0 || v < min || v > max) {
-		ta_warn("%s='%s' is not a size from %llu to %llu bytes (like 64K or 256M); using %llu",
-			name, s, (unsigned long long)min, (unsigned long long)max,
-			(unsigned long long)*val);
+		char lo[24], hi[24], def[24];
+
+		ta_warn("%s='%s' is not a size from %s to %s (bytes, or with K, M or G like %s); "
+			"using %s",
+			name, s, size_text(min, lo, sizeof(lo)), size_text(max, hi, sizeof(hi)),
+			size_text(*val, def, sizeof(def)), def);
 		return;
 	}
 	*val = v;
@@ -392,9 +413,11 @@ void ta_settings_load(struct ta_settings *s)
 	size_setting("TRACEAGENT_BUFFER", 4096, 64u << 20, &block);
 	size_setting("TRACEAGENT_MEMORY", 1u << 20, 1ull << 40, &mem);
 	if (mem < 4 * block) {
-		ta_warn("TRACEAGENT_MEMORY (%llu) must hold at least 4 buffers of %llu bytes; using %llu",
-			(unsigned long long)mem, (unsigned long long)block,
-			(unsigned long long)(4 * block));
+		char m[24], b[24], four[24];
+
+		ta_warn("TRACEAGENT_MEMORY (%s) must hold at least 4 buffers of %s; using %s",
+			size_text(mem, m, sizeof(m)), size_text(block, b, sizeof(b)),
+			size_text(4 * block, four, sizeof(four)));
 		mem = 4 * block;
 	}
 	s->mode = TA_MODE_LOSSLESS;

@@ -289,7 +289,7 @@ void ta_view_warnings(struct ta_view *v)
 {
 	const struct ta_session *s = v->s;
 	const char *why = ta_session_incomplete(s);
-	uint64_t resyncs = 0, unmatched = 0, missing = 0, open_at_attach = 0;
+	uint64_t resyncs = 0, flight_gaps = 0, unmatched = 0, missing = 0, open_at_attach = 0;
 
 	/* Damage was reported already, and explains the rest. */
 	if (why && !s->errors_all && !v->fatal[0])
@@ -311,7 +311,12 @@ void ta_view_warnings(struct ta_view *v)
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct ta_process *p = ta_session_process(s, s->threads[i]->pid);
 
-		resyncs += s->threads[i]->resyncs;
+		/* A flight recorder keeps only its newest events at each
+		 * snapshot: the stacks after its gaps come from the chunks. */
+		if (p && p->mode == 2 && !s->threads[i]->chunks_missing)
+			flight_gaps += s->threads[i]->resyncs;
+		else
+			resyncs += s->threads[i]->resyncs;
 		/* A flight recorder's streams start inside calls on purpose;
 		 * an attached process's threads were inside calls when
 		 * `traceagent attach` came (END flag TA_END_F_ATTACH). */
@@ -321,11 +326,28 @@ void ta_view_warnings(struct ta_view *v)
 			unmatched += s->threads[i]->unmatched;
 		missing += s->threads[i]->chunks_missing;
 	}
-	if (missing || resyncs)
+	if (missing && resyncs)
 		ta_view_warn(v,
-			     "%" PRIu64 " event chunks missing; call stacks repaired %" PRIu64
+			     "%" PRIu64 " event chunks missing; call stacks rebuilt %" PRIu64
 			     " times from chunk snapshots (times around the gaps are estimates)",
 			     missing, resyncs);
+	else if (missing)
+		ta_view_warn(v,
+			     "%" PRIu64 " event chunks missing (times around the gaps are "
+			     "estimates)",
+			     missing);
+	else if (resyncs)
+		ta_view_warn(v,
+			     "call stacks rebuilt %" PRIu64 " times from chunk snapshots that did "
+			     "not follow on from the events before them (times there are "
+			     "estimates)",
+			     resyncs);
+	if (flight_gaps)
+		ta_view_warn(v,
+			     "%" PRIu64 " gaps between the stretches of events the flight "
+			     "recorder kept (its newest at each snapshot): the call stacks after "
+			     "them come from chunk snapshots (times across the gaps are estimates)",
+			     flight_gaps);
 	for (size_t i = 0; i < s->nprocs; i++) {
 		const struct ta_crash *c = s->procs[i]->crash;
 		char pn[TA_PID_NAME_MAX];

@@ -84,6 +84,21 @@ static void add_setting(char *set, size_t size, const char *name, const char *v)
 	}
 }
 
+/* Whether a filter list "[!][MODULE:]GLOB,..." has a pattern without
+ * '!': the window records only from a call of what it names on (the
+ * agent sees the entry of a call, not the calls already running). */
+static int has_inclusion(const char *list)
+{
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (n && *p != '!')
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
 int ta_cmd_attach(int argc, char **argv)
 {
 	const char *out = NULL, *patch = NULL, *channels = NULL, *mode = NULL;
@@ -123,8 +138,8 @@ int ta_cmd_attach(int argc, char **argv)
 			    "TRACEAGENT_PATCH\n"
 			    "  --channels LIST     the channels on at the start, TRACEAGENT_CHANNELS\n"
 			    "  --mode MODE         lossless, drop or flight, TRACEAGENT_MODE\n"
-			    "  --filter PATTERNS   record only these functions and what they call,\n"
-			    "                      TRACEAGENT_FILTER\n"
+			    "  --filter PATTERNS   record only these functions and what they call\n"
+			    "                      from their next call on, TRACEAGENT_FILTER\n"
 			    "  --exclude PATTERNS  not these functions' own events, "
 			    "TRACEAGENT_EXCLUDE\n"
 			    "  --depth N           nothing deeper than N recorded frames a thread,\n"
@@ -347,6 +362,12 @@ int ta_cmd_attach(int argc, char **argv)
 	}
 	fprintf(stderr, "traceagent: attached to process %ld%s\n", pid,
 		duration ? "" : "; Ctrl-C detaches");
+	if (filter && has_inclusion(filter))
+		fprintf(stderr,
+			"traceagent: attach: --filter %s: a call of these functions already "
+			"running is not recorded, nor what it calls: nothing is recorded until "
+			"one of them is called\n",
+			filter);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!stop_now) {
 		struct timespec now, nap = {0, 20 * 1000 * 1000};

@@ -99,7 +99,8 @@ static void usage(FILE *f)
 		   "                      number is ns) left out, TRACEAGENT_MIN_DURATION\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
-		   "program's; 127: not found, 126: cannot be run, 125: the loader failed.\n");
+		   "program's; 127: not found, 126: cannot be run, 125: the loader failed,\n"
+		   "2: bad usage or a bad option value (checked before the program runs).\n");
 }
 
 enum { O_OUTPUT = TA_OPT_OWN, O_BUFFER, O_MEMORY, O_FLUSH_MS, O_MODE, O_LIBCALLS, O_PATCH,
@@ -121,6 +122,120 @@ static const struct ta_opt record_opts[] = {
     {"--min-duration", TA_ARG_EITHER, O_MIN_DURATION},
     {NULL, TA_ARG_NONE, 0},
 };
+
+/* ---- checking the values ------------------------------------------------ */
+
+/* What agent/settings.c's ta_parse_size takes: bytes, or K, M, G (with an
+ * optional i and B); -1 for anything else. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!*s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i' && shift)
+		end++;
+	if ((*end == 'b' || *end == 'B') && shift)
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* What agent/settings.c's ta_parse_duration takes: a whole number of ns,
+ * us, ms or s (a bare number is ns). */
+static int is_duration(const char *s)
+{
+	static const char *const units[] = {"", "ns", "us", "ms", "s"};
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	(void)strtoull(s, &end, 10);
+	if (errno)
+		return 0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether s is a whole number from lo to hi. */
+static int is_number(const char *s, unsigned long lo, unsigned long hi)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	return !errno && !*end && v >= lo && v <= hi;
+}
+
+/* The values the agent would otherwise warn about and replace: a usage
+ * error here, named by the option, before the program starts.  The
+ * ranges are the agent's (agent/settings.c). */
+static int check_values(const struct record_opts *o)
+{
+	uint64_t v;
+
+	if (o->buffer && (parse_size(o->buffer, &v) < 0 || v < 4096 || v > (64u << 20))) {
+		fprintf(stderr,
+			"traceagent record: --buffer=%s: not a size from 4K to 64M (like 64K or 1M)\n",
+			o->buffer);
+		return EXIT_USAGE;
+	}
+	if (o->memory && (parse_size(o->memory, &v) < 0 || v < (1u << 20) || v > (1ull << 40))) {
+		fprintf(stderr,
+			"traceagent record: --memory=%s: not a size from 1M to 1024G (like 64M or "
+			"1G)\n",
+			o->memory);
+		return EXIT_USAGE;
+	}
+	if (o->flush_ms && !is_number(o->flush_ms, 1, 60000)) {
+		fprintf(stderr,
+			"traceagent record: --flush-ms=%s: not a number of milliseconds from 1 to "
+			"60000 (like 100)\n",
+			o->flush_ms);
+		return EXIT_USAGE;
+	}
+	if (o->mode && strcmp(o->mode, "lossless") && strcmp(o->mode, "drop") &&
+	    strcmp(o->mode, "flight")) {
+		fprintf(stderr, "traceagent record: --mode=%s: not lossless, drop or flight\n",
+			o->mode);
+		return EXIT_USAGE;
+	}
+	if (o->depth && !is_number(o->depth, 1, 65536)) {
+		fprintf(stderr,
+			"traceagent record: --depth=%s: not a number of frames from 1 to 65536 "
+			"(like 10)\n",
+			o->depth);
+		return EXIT_USAGE;
+	}
+	if (o->min_duration && !is_duration(o->min_duration)) {
+		fprintf(stderr,
+			"traceagent record: --min-duration=%s: not a duration (like 500ns, 10us, "
+			"2ms or 1s; a bare number is ns)\n",
+			o->min_duration);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
 
 /* 0 with *o filled, or an exit status (0 for --help). */
 static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
@@ -155,7 +270,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 		return EXIT_USAGE;
 	}
 	o->argv = argv + p.i;
-	return 0;
+	return check_values(o);
 }
 
 /* ---- running the child ---------------------------------------------------- */
@@ -426,6 +541,14 @@ static void say_no_dump(const struct record_opts *o, const char *output, const s
 			"traceagent: %s ran no instrumented code; processes it started wrote %s\n",
 			prog, names);
 		free(names);
+		return;
+	}
+	if (o->patch) {
+		/* Its agent starts at the first function patched. */
+		fprintf(stderr,
+			"traceagent: %s ran no instrumented code and --patch=%s patched none of "
+			"its functions: no dump written\n",
+			prog, o->patch);
 		return;
 	}
 	if (o->libcalls && strcmp(o->libcalls, "none")) {

@@ -69,6 +69,11 @@
 /* ---- patterns --------------------------------------------------------------- */
 
 static struct ta_patterns patterns;
+/* For each pattern (under patch_lock): the functions it named, and
+ * whether its naming none was said; NULL when out of memory. */
+static uint64_t *pattern_hits;
+static uint8_t *pattern_said;
+static int patterns_from_attach; /* set by a `traceagent attach --patch` */
 
 /* Whether function `name` of the module is asked for: an inclusion
  * matches it and no exclusion does. */
@@ -78,7 +83,45 @@ static int wanted(void *arg, const char *modbase, int is_exe, const char *name)
 
 	(void)arg;
 	ta_patterns_match(&patterns, modbase, is_exe, name, &in, &out);
+	if (pattern_hits)
+		for (size_t p = 0; p < patterns.n; p++)
+			pattern_hits[p] += !patterns.p[p].exclude &&
+					   ta_pattern_matches(&patterns.p[p], modbase, is_exe, name);
 	return in && !out;
+}
+
+/* Room to count each pattern's functions (after a parse). */
+static void pattern_hits_alloc(void)
+{
+	free(pattern_hits);
+	free(pattern_said);
+	pattern_hits = calloc(patterns.n ? patterns.n : 1, sizeof(*pattern_hits));
+	pattern_said = calloc(patterns.n ? patterns.n : 1, 1);
+	if (!pattern_hits || !pattern_said) {
+		free(pattern_hits);
+		free(pattern_said);
+		pattern_hits = NULL;
+		pattern_said = NULL;
+	}
+}
+
+/* One line for each inclusion that named no function (under patch_lock):
+ * at the start those of the executable (no MODULE:), at the end the
+ * others (a library may come by dlopen). */
+static void say_unmatched(int at_end)
+{
+	if (!pattern_hits)
+		return;
+	for (size_t p = 0; p < patterns.n; p++) {
+		const struct ta_pattern *pt = &patterns.p[p];
+
+		if (pt->exclude || pattern_hits[p] || pattern_said[p] || (!at_end && pt->module))
+			continue;
+		pattern_said[p] = 1;
+		ta_warn("TRACEAGENT_PATCH: '%s%s%s' names no function%s; it patches nothing",
+			pt->module ? pt->module : "", pt->module ? ":" : "", pt->glob,
+			pt->module ? "" : " of the executable");
+	}
 }
 
 /* The agent's own dependencies: patching them would have the agent trace
@@ -618,6 +661,12 @@ void ta_patch_report_end(void)
 		ta_warn("%llu calls of patched functions nested deeper than %d patched frames: "
 			"entered, their exits not recorded",
 			(unsigned long long)deep, TA_PATCH_RSTACK_DEPTH);
+	/* Acquire: pairs with the release in patch_init. */
+	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&patch_lock);
+	say_unmatched(1);
+	pthread_mutex_unlock(&patch_lock);
 }
 
 static void summary(void)
@@ -717,6 +766,7 @@ __attribute__((constructor)) static void patch_init(void)
 		return;
 	if (ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0)
 		return;
+	pattern_hits_alloc();
 	if (ta_capstone_open() < 0) {
 		ta_warn("cannot open " TA_CS_SONAME
 			" (capstone, to decode x86-64); TRACEAGENT_PATCH ignored");
@@ -736,6 +786,9 @@ __attribute__((constructor)) static void patch_init(void)
 	 * says nothing and writes no dump, as without patching. */
 	if (npatched + nrefused > 0) {
 		summary();
+		pthread_mutex_lock(&patch_lock);
+		say_unmatched(0);
+		pthread_mutex_unlock(&patch_lock);
 		if (ta_ring_up.ensure_started())
 			ta_patch_dump();
 	}
@@ -753,9 +806,25 @@ int ta_patch_attach_prepare(const char *spec)
 	if (_r_debug.r_state != RT_CONSISTENT)
 		return -EAGAIN;
 	pthread_mutex_lock(&patch_lock);
-	if (!patterns.n && ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0) {
-		pthread_mutex_unlock(&patch_lock);
-		return -EINVAL;
+	/* A window's first plan patches what this attach asks for, not what
+	 * an earlier window did (the patterns of a preloaded agent's
+	 * TRACEAGENT_PATCH stay). */
+	if (!npend && (!patterns.n || patterns_from_attach)) {
+		struct ta_patterns ps = {0};
+
+		if (ta_patterns_parse(&ps, spec, "TRACEAGENT_PATCH") < 0) {
+			pthread_mutex_unlock(&patch_lock);
+			return -EINVAL;
+		}
+		ta_patterns_free(&patterns);
+		patterns = ps;
+		patterns_from_attach = 1;
+		/* `attach` says what matched nothing itself: nothing is said
+		 * on the program's stderr. */
+		free(pattern_hits);
+		free(pattern_said);
+		pattern_hits = NULL;
+		pattern_said = NULL;
 	}
 	pthread_mutex_unlock(&patch_lock);
 	if (ta_capstone_open() < 0) {
@@ -862,6 +931,16 @@ void ta_patch_attach_forget(void)
 	for (size_t i = 0; i < nseen; i++)
 		free(seen[i].name);
 	nseen = 0;
+	/* The window's dump is written: a later window without --patch
+	 * patched nothing, and its dump says so. */
+	npatched = 0;
+	nrelocated = 0;
+	memset(nfallback, 0, sizeof(nfallback));
+	for (size_t i = 0; i < nrefused; i++) {
+		free(refused[i].module);
+		free(refused[i].name);
+	}
+	nrefused = 0;
 	pthread_mutex_unlock(&patch_lock);
 }
 

@@ -6,6 +6,7 @@ epoll_wait, the main thread in read, and a SIGALRM timer: any EINTR ends it
 with "FAIL"."""
 
 import ctypes
+import json
 import os
 import re
 import platform
@@ -53,6 +54,37 @@ class AttachTest(tahelp.Case):
                            preexec_fn=user)
         self.assertEqual(p.returncode, status, p.stderr)
         return p
+
+    def test_filter_on_a_running_call(self):
+        """--filter names a function a thread is inside when the attach
+        comes: attach says that nothing is recorded until it is called,
+        and the calls made inside it in the window are not recorded."""
+        t = Target(self, nthreads=1)
+        self.assertEqual(t.say("hold"), "holding")
+        dump = self.fresh("held")
+        a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump,
+                              "--filter", "held"], env=tahelp.clean_env(),
+                             stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        try:
+            self.assertEqual(tahelp.readline(a.stderr), "traceagent: attached to process "
+                             "%d; Ctrl-C detaches\n" % t.proc.pid)
+            self.assertEqual(tahelp.readline(a.stderr),
+                             "traceagent: attach: --filter held: a call of these functions "
+                             "already running is not recorded, nor what it calls: nothing is "
+                             "recorded until one of them is called\n")
+            self.assertTrue(t.say("time 100").startswith("ns "))
+        finally:
+            a.send_signal(2)
+            a.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(a.returncode, 0)
+        self.assertEqual(t.say("release"), "released")
+        p = subprocess.run([tahelp.TRACEAGENT, "info", "--json", dump], env=tahelp.clean_env(),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["events"], 0)
+        status, out, err = t.quit()
+        self.assertEqual((status, err), (0, ""))
+        self.assertTrue(out.endswith(DONE), out)
 
     def test_window_then_again(self):
         t = Target(self)
@@ -424,6 +456,45 @@ class AttachTest(tahelp.Case):
             f = self.functions(self.report(dump))
             self.assertEqual(f["fib"]["calls"], calls, dump)
             self.assertGreater(f["step"]["calls"], 0, dump)
+        out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
+        self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
+
+    def test_patch_each_window_its_own(self):
+        """Each window patches what its own --patch asks: a second window
+        asking fib only patches fib (not the first window's work and
+        step), and a window without --patch patches nothing (its dump
+        has no patching to show)."""
+        prog = self.prog("patchme-O2-pie-fp")  # skips where patching is not built
+        t, say = self.patchme_stdin(prog)
+        for dump, patch, line, names in (
+                (self.fresh("w1"), ["--patch", "fib,work,step"], "patched 3 functions",
+                 {"fib", "work", "step"}),
+                (self.fresh("w2"), ["--patch", "fib"], "patched 1 functions", {"fib"}),
+                (self.fresh("w3"), [], None, set())):
+            a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.pid), "-o", dump] + patch,
+                                 env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
+                                 cwd=self.dir)
+            try:
+                if line:
+                    self.assertEqual(tahelp.readline(a.stderr), "traceagent: attach: %s "
+                                     "in process %d\n" % (line, t.pid))
+                self.assertIn("attached", tahelp.readline(a.stderr))
+                self.assertEqual(say("fib 10"), "fib(10) = 55 calls 177")
+                time.sleep(0.2)
+            finally:
+                a.send_signal(2)
+                a.communicate(timeout=tahelp.TIMEOUT)
+            self.assertEqual(a.returncode, 0)
+            p = subprocess.run([tahelp.TRACEAGENT, "info", "--json", dump],
+                               env=tahelp.clean_env(), capture_output=True, text=True,
+                               timeout=tahelp.TIMEOUT)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            proc = json.loads(p.stdout)["processes"][0]
+            if names:
+                self.assertEqual(set(self.functions(self.report(dump))), names, dump)
+                self.assertEqual(proc["patch"]["patched"], len(names), dump)
+            else:
+                self.assertIsNone(proc["patch"], dump)
         out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
         self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
 

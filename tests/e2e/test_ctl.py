@@ -177,6 +177,23 @@ class CtlTest(tahelp.Case):
         self.assertFalse(rep["complete"])
         self.assertEqual(self.functions(rep)["work"]["calls"], 30)
 
+    def test_flight_gaps_said_as_gaps(self):
+        """A flight recorder's snapshot, then more than its rings hold:
+        the report says there is one gap between what it kept, not that
+        0 chunks are missing."""
+        t = Traced(self, env={"TRACEAGENT_MODE": "flight", "TRACEAGENT_BUFFER": "4K",
+                              "TRACEAGENT_FLIGHT_SIZE": "8K"})
+        t.phase(10)
+        self.assertEqual(t.ctl("dump").stdout, "ok\n")
+        t.phase(20000)
+        t.finish()
+        p = self.report_raw(t.dump)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr.splitlines(), [
+            "traceagent: %s: warning: 1 gaps between the stretches of events the flight "
+            "recorder kept (its newest at each snapshot): the call stacks after them come "
+            "from chunk snapshots (times across the gaps are estimates)" % t.dump])
+
     def test_status_after_flush_and_channels(self):
         t = Traced(self)
         t.phase(10)

@@ -253,8 +253,8 @@ class FilterTest(tahelp.Case):
         filter as asked."""
         for setting, value, line in (
                 ("TRACEAGENT_FILTER", "nosuch*,work",
-                 "traceagent: TRACEAGENT_FILTER: 'nosuch*' names no function; it filters "
-                 "nothing"),
+                 "traceagent: TRACEAGENT_FILTER: 'nosuch*' names no function; the "
+                 "functions the other patterns name are recorded"),
                 ("TRACEAGENT_EXCLUDE", "libfoo.so:bar",
                  "traceagent: TRACEAGENT_EXCLUDE: 'libfoo.so:bar' names no function (no module "
                  "of that name was loaded); it excludes nothing")):
@@ -267,6 +267,17 @@ class FilterTest(tahelp.Case):
                                                        "deep1": 1, "deep2": 1, "deep3": 2})
                 else:
                     self.assertEqual(self.calls(rep), WHOLE)
+
+    def test_filter_naming_nothing(self):
+        """A filter none of whose patterns names a function records
+        nothing, and says so at the start, not that it filters nothing."""
+        r = self.run_tree("O0", {"TRACEAGENT_FILTER": "nosuch*"})
+        self.assertEqual(r.stderr_lines(), [
+            "traceagent: TRACEAGENT_FILTER: 'nosuch*' names no function; no pattern of it "
+            "names a function: nothing is recorded until a function it names is called (in "
+            "a library loaded later)"])
+        rep, _ = self.report_json(r.dump)
+        self.assertEqual(self.calls(rep), {})
 
     def test_dlopen(self):
         """A library loaded later: its functions are looked up when it

@@ -109,6 +109,24 @@ class PatchTest(tahelp.Case):
                 self.assertEqual(r.stderr, "")
                 self.assertFalse(os.path.exists(r.dump))
 
+    def test_patterns_naming_nothing(self):
+        """A pattern that names no function is said, with the ones that
+        did patch; record --patch that patches nothing says so."""
+        prog = self.prog("patchme-O2-pie-nofp")
+        r = self.patched(prog, ["fib", "15"], "nosuchfn,fib,libfoo.so:x", expect_patched=1,
+                         extra_lines=[
+                             "traceagent: TRACEAGENT_PATCH: 'nosuchfn' names no function of "
+                             "the executable; it patches nothing",
+                             "traceagent: TRACEAGENT_PATCH: 'libfoo.so:x' names no function; "
+                             "it patches nothing"])
+        self.assert_calls(self.functions(self.report(r.dump)), {"fib": fib_calls(15)})
+        r = self.run_record([prog, "fib", "15"], options=["--patch=nosuchfn"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr_lines(), [
+            "traceagent: %s ran no instrumented code and --patch=nosuchfn patched none of its "
+            "functions: no dump written" % prog])
+        self.assertFalse(os.path.exists(r.dump))
+
     def test_capstone_loaded_only_to_patch(self):
         """libcapstone is opened when TRACEAGENT_PATCH asks for patching,
         never linked: its relocation cost every traced program ~6 ms at

@@ -303,9 +303,14 @@ class RecordTest(tahelp.Case):
         self.assertEqual(env["LD_PRELOAD"], os.path.realpath(AGENT) + ":libm.so.6")
 
     def test_bad_setting(self):
-        """A bad value is the agent's to judge: one line naming it, and the
-        program is still traced."""
+        """A bad option value is record's usage error, before the program
+        runs; a bad TRACEAGENT_* variable is the agent's to judge: one line
+        naming it, and the program is still traced."""
         r = self.run_record([self.prog("fib-O2"), "15"], ["--buffer", "banana"])
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertEqual(r.stderr_lines(), ["traceagent record: --buffer=banana: not a size "
+                                            "from 4K to 64M (like 64K or 1M)"])
+        r = self.run_record([self.prog("fib-O2"), "15"], env={"TRACEAGENT_BUFFER": "banana"})
         self.assertEqual((r.returncode, r.stdout), (0, "fib(15) = 610\n"), r.stderr)
         lines = r.stderr_lines()
         self.assertEqual(len(lines), 2, r.stderr)

@@ -76,6 +76,50 @@ class SettingsTest(tahelp.Case):
                 self.assert_whole(rep)
                 self.assert_calls(self.functions(rep), {"fib": fib_calls(15)})
 
+    def test_size_message_in_units(self):
+        """A bad size is answered with the range and an example in the
+        units a user types, not in bytes."""
+        prog = self.prog("fib-O2")
+        for env, line in (
+                ({"TRACEAGENT_MODE": "flight", "TRACEAGENT_FLIGHT_SIZE": "64K"},
+                 "traceagent: TRACEAGENT_FLIGHT_SIZE='64K' is not a size from 128K to 1024G "
+                 "(bytes, or with K, M or G like 4M); using 4M"),
+                ({"TRACEAGENT_BUFFER": "12Q"},
+                 "traceagent: TRACEAGENT_BUFFER='12Q' is not a size from 4K to 64M "
+                 "(bytes, or with K, M or G like 64K); using 64K")):
+            with self.subTest(env=env):
+                r = self.run_preload([prog, "15"], env=env)
+                self.assertEqual((r.returncode, r.stdout), (0, "fib(15) = 610\n"), r.stderr)
+                self.assertEqual(r.stderr_lines(), [line])
+
+    def test_record_refuses_bad_values(self):
+        """A bad value of a `record` option is a usage error of record
+        (exit 2, one line naming the option), before the program runs."""
+        prog = self.prog("fib-O2")
+        for option, line in (
+                ("--memory=12Q", "--memory=12Q: not a size from 1M to 1024G (like 64M or 1G)"),
+                ("--buffer=1K", "--buffer=1K: not a size from 4K to 64M (like 64K or 1M)"),
+                ("--flush-ms=0", "--flush-ms=0: not a number of milliseconds from 1 to 60000 "
+                                 "(like 100)"),
+                ("--mode=fast", "--mode=fast: not lossless, drop or flight"),
+                ("--depth=0", "--depth=0: not a number of frames from 1 to 65536 (like 10)"),
+                ("--min-duration=2h", "--min-duration=2h: not a duration (like 500ns, 10us, "
+                                      "2ms or 1s; a bare number is ns)")):
+            with self.subTest(option=option):
+                dump = self.fresh("refused")
+                r = self.run_record([prog, "15"], [option], dump=dump)
+                self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+                self.assertEqual(r.stderr_lines(), ["traceagent record: " + line])
+                self.assertFalse(os.path.exists(dump))
+        # The same option in two words, and good values, run the program.
+        r = self.run_record([prog, "15"], ["--memory", "12Q"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        r = self.run_record([prog, "15"], ["--memory=64M", "--buffer", "64K", "--depth=5",
+                                           "--min-duration=1us", "--mode", "drop",
+                                           "--flush-ms=20"])
+        self.assertEqual((r.returncode, r.stdout), (0, "fib(15) = 610\n"), r.stderr)
+        self.assertEqual(r.stderr_lines(), ["traceagent: dump written to " + r.dump])
+
     def test_patch_refused_off_x86_64(self):
         """Where dynamic patching does not exist (aarch64: the suite under
         qemu) or was not built (meson -Dpatching), TRACEAGENT_PATCH
