@@ -902,7 +902,7 @@ int ta_cmd_report(int argc, char **argv)
 			"or an agent without them)\n",
 			r.opt.path);
 	if (ls)
-		rc = ta_libstats_print(ls, r.opt.libcalls, r.opt.form == OUT_JSON, stdout);
+		rc = ta_libstats_print(ls, r.opt.libcalls, r.opt.form == OUT_JSON, r.opt.top, stdout);
 	else if (r.opt.form == OUT_JSON)
 		rc = print_json(&r, &all);
 	else if (r.opt.form == OUT_CSV)
