@@ -6,11 +6,15 @@ a usage error is one line with a hint, status 2."""
 
 import json
 import os
+import re
 
 import tahelp
 from tahelp import TRACEAGENT
 
 # Every command: an unknown option is one line naming it and the command's --help.
+# tests/programs/family.c: child K -> its calls of work().
+CHILD_CALLS = {2: 2, 3: 3, 4: 4, 5: 5, 6: 7}
+
 COMMANDS = ["record", "attach", "report", "graph", "replay", "export", "flame", "diff", "info",
             "counters", "frames", "serve", "top", "ctl"]
 
@@ -114,6 +118,66 @@ class CmdlineTest(tahelp.Case):
         r = self.run_plain([TRACEAGENT, "nosuch"])
         self.assertEqual((r.returncode, r.stderr),
                          (2, "traceagent: unknown command 'nosuch'; try 'traceagent --help'\n"))
+
+    def test_report_several_dumps(self):
+        """A recording with %p (one dump per process) is one report from its
+        files or their directory: totals and --pid as for the one dump of
+        a recording without %p."""
+        prog = self.prog("family-O2")
+        d = self.path("fam")
+        os.mkdir(d)
+        r = self.run_record([prog], dump=os.path.join(d, "%p.trace"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        pids = [int(p) for p in re.findall(r"^parent (\d+)$", out, re.M)]
+        pids += [int(p) for p in re.findall(r"^child \d pid (\d+)", out, re.M)]
+        self.assertEqual(len(pids), 6, r.stdout)
+        files = sorted(os.path.join(d, f) for f in os.listdir(d))
+        self.assertEqual(len(files), 5)  # the forked child goes on in its parent's
+
+        def calls(rep):
+            return {f["name"]: f["calls"] for f in rep["functions"]
+                    if f["name"] in ("main", "work")}
+
+        rep = json.loads(self.run_ok(["report", "--json"] + files))
+        self.assertEqual((rep["dump"], rep["dumps"], rep["processes"], rep["complete"]),
+                         (", ".join(files), files, 6, True))
+        self.assertEqual(calls(rep), {"main": 6, "work": 22})
+        self.assertEqual(sorted(p["pid"] for p in rep["process_list"]), sorted(pids))
+        # The same from the directory, which is named with the files read.
+        r = self.run_plain([TRACEAGENT, "report", "--json", d + "/"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "traceagent report: %s/: reading 5 dumps: %s\n"
+                         % (d, " ".join(os.path.basename(f) for f in files)))
+        drep = json.loads(r.stdout)
+        self.assertEqual((drep["dump"], drep["dumps"]), (d + "/", files))
+        self.assertEqual(drep["functions"], rep["functions"])
+        # Each process by --pid: its own calls (family's child K calls work
+        # CHILD_CALLS[K] times, the parent once).
+        want = {int(m.group(2)): CHILD_CALLS[int(m.group(1))]
+                for m in re.finditer(r"^child (\d) pid (\d+)", out, re.M)}
+        want[pids[0]] = 1
+        for pid in pids:
+            prep = json.loads(self.run_ok(["report", "--json", "--pid=%d" % pid, d]))
+            self.assertEqual(calls(prep), {"main": 1, "work": want[pid]}, pid)
+        # -j N gives the same.
+        self.assertEqual(self.run_ok(["report", "-j1", "--json"] + files),
+                         self.run_ok(["report", "-j3", "--json"] + files))
+        # A file that is not a dump: named, status 2, no report.
+        with open(os.path.join(d, "notes.trace"), "w") as fh:
+            fh.write("not a dump\n")
+        r = self.run_plain([TRACEAGENT, "report", d])
+        self.assertEqual((r.returncode, r.stdout), (2, ""))
+        self.assertEqual(r.stderr.splitlines()[-1],
+                         "traceagent: %s: not a dump (file header at offset 0: not a "
+                         "traceagent dump (bad magic))" % os.path.join(d, "notes.trace"))
+        r = self.run_plain([TRACEAGENT, "report", self.path("empty")])
+        self.assertEqual(r.returncode, 2)
+        os.mkdir(self.path("empty"))
+        r = self.run_plain([TRACEAGENT, "report", self.path("empty")])
+        self.assertEqual((r.returncode, r.stderr),
+                         (2, "traceagent report: %s: no dump in it (no file named *.trace)\n"
+                          % self.path("empty")))
 
 
 if __name__ == "__main__":
