@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,7 +45,7 @@ void ta_opts_init(struct ta_opts *p, const char *cmd, const struct ta_opt *table
 }
 
 /* -j N, -jN, --jobs N, --jobs=N (every analysis command takes it): 1 if a
- * was it (taken, with its value), 0 if not, or TA_OPT_EXIT / MISSING. */
+ * was it (taken, with its value), 0 if not, or TA_OPT_EXIT. */
 static int jobs_option(struct ta_opts *p, const char *a)
 {
 	static const struct ta_opt jobs = {"--jobs", TA_ARG_EITHER, 0};
@@ -60,8 +61,10 @@ static int jobs_option(struct ta_opts *p, const char *a)
 		return 0;
 	p->opt = &jobs;
 	if (!p->val) {
-		if (p->i >= p->argc)
-			return TA_OPT_MISSING;
+		if (p->i >= p->argc) {
+			p->status = ta_usage_error(p->cmd, "option '%s' needs a value", a);
+			return TA_OPT_EXIT;
+		}
 		p->val = p->argv[p->i++];
 	}
 	if (ta_opts_u64(p, "is not a number of jobs from 1 to 1024", &n) ||
@@ -73,20 +76,30 @@ static int jobs_option(struct ta_opts *p, const char *a)
 	return 1;
 }
 
-/* The entry that takes word a (its value in *val), or NULL.  A missing
- * separate value is the caller's to see: *val is then NULL. */
+/* The entry that takes word a (its value in *val), or NULL.  As
+ * getopt_long: a long option's value is "--name=VALUE" or the next word, a
+ * short one's "-oVALUE" or the next word; a flag takes no value, so
+ * "--json=1" is unknown and "--json x" leaves x alone.  A missing separate
+ * value is the caller's to see: *val is then NULL. */
 static const struct ta_opt *lookup(const struct ta_opt *t, const char *a, const char **val)
 {
 	for (; t->name; t++) {
 		size_t n = strlen(t->name);
+		int is_short = t->name[1] != '-';
 
 		if (strncmp(a, t->name, n))
 			continue;
-		if (!a[n] && t->arg != TA_ARG_EQ) {
+		if (!a[n]) {
 			*val = NULL;
 			return t;
 		}
-		if (a[n] == '=' && (t->arg == TA_ARG_EQ || t->arg == TA_ARG_EITHER)) {
+		if (t->arg == TA_ARG_NONE)
+			continue;
+		if (is_short) {
+			*val = a + n;
+			return t;
+		}
+		if (a[n] == '=') {
 			*val = a + n + 1;
 			return t;
 		}
@@ -136,17 +149,29 @@ int ta_opts_next(struct ta_opts *p)
 	}
 	p->opt = lookup(p->table, a, &p->val);
 	if (!p->opt) {
-		fprintf(stderr, "traceagent %s: unknown option '%s'\n", p->cmd, a);
-		p->usage(stderr);
-		p->status = 2;
+		p->status = ta_usage_error(p->cmd, "unknown option '%s'", a);
 		return TA_OPT_EXIT;
 	}
 	if (p->opt->arg != TA_ARG_NONE && !p->val) {
-		if (p->i >= p->argc)
-			return TA_OPT_MISSING;
+		if (p->i >= p->argc) {
+			p->status = ta_usage_error(p->cmd, "option '%s' needs a value", a);
+			return TA_OPT_EXIT;
+		}
 		p->val = p->argv[p->i++];
 	}
 	return p->opt->id;
+}
+
+int ta_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "traceagent %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "; try 'traceagent %s --help'\n", cmd);
+	return 2;
 }
 
 /* ---- the shared values --------------------------------------------------------------- */
@@ -227,7 +252,5 @@ int ta_opts_need_dump(const struct ta_opts *p, const char *path)
 {
 	if (path)
 		return 0;
-	fprintf(stderr, "traceagent %s: no dump given\n", p->cmd);
-	p->usage(stderr);
-	return 2;
+	return ta_usage_error(p->cmd, "no dump given");
 }

@@ -17,12 +17,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* How an option takes its value. */
+/* How an option takes its value.  Every option that takes one takes it
+ * as getopt_long does: "--name=VALUE" or "--name VALUE", "-oVALUE" or
+ * "-o VALUE" (the next word, whatever it is).  No option's value is
+ * optional, so a flag never takes the next word. */
 enum ta_opt_arg {
 	TA_ARG_NONE,  /* "--name" exactly: "--name=x" is an unknown option */
-	TA_ARG_EQ,    /* "--name=VALUE" only: "--name" alone is an unknown option */
-	TA_ARG_NEXT,  /* "-o VALUE": the next word, whatever it is */
-	TA_ARG_EITHER /* "--name=VALUE" or "--name VALUE" */
+	TA_ARG_EQ,    /* a value: the same as TA_ARG_EITHER */
+	TA_ARG_NEXT,  /* a value: the same, for a short option */
+	TA_ARG_EITHER /* a value */
 };
 
 struct ta_opt {
@@ -34,7 +37,6 @@ struct ta_opt {
 /* What ta_opts_next returns besides an option's id. */
 #define TA_OPT_END     (-1) /* no more arguments (or, TA_OPTS_LEADING, no more options) */
 #define TA_OPT_EXIT    (-2) /* stop: the exit status is in status, the message was printed */
-#define TA_OPT_MISSING (-3) /* the option in opt needs a value and is the last word */
 #define TA_OPT_ARG     0    /* a word that is not an option, in val */
 
 /* The ids of the options several commands share; a command numbers its
@@ -83,11 +85,15 @@ void ta_opts_init(struct ta_opts *p, const char *cmd, const struct ta_opt *table
 		  void (*usage)(FILE *f), int argc, char **argv);
 /*
  * The next argument: an option's id (its value in val), TA_OPT_ARG,
- * TA_OPT_END, TA_OPT_MISSING, or TA_OPT_EXIT after -h or --help (the usage
- * on stdout, status 0) or an unknown option ("unknown option 'ARG'" and the
- * usage on stderr, status 2).
+ * TA_OPT_END, or TA_OPT_EXIT after -h or --help (the usage on stdout,
+ * status 0), an unknown option or one whose value is missing (one line on
+ * stderr, ta_usage_error's, status 2).
  */
 int ta_opts_next(struct ta_opts *p);
+
+/* A usage error of command cmd: "traceagent CMD: WHAT; try 'traceagent
+ * CMD --help'", one line on stderr.  Returns 2, the usage status. */
+int ta_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- the shared values; each returns 0, or 2 (the usage status) after
  * printing why the value is refused ---- */
@@ -110,7 +116,7 @@ int ta_opts_choice(const struct ta_opts *p, const char *const *keys, int *k);
  * ("one dump at a time") when *path is set already. */
 int ta_opts_dump(const struct ta_opts *p, const char **path);
 /* After the arguments: 0 when path is set, else 2 after "no dump given"
- * and the usage. */
+ * (ta_usage_error). */
 int ta_opts_need_dump(const struct ta_opts *p, const char *path);
 
 #endif /* TA_CMDOPTS_H */

@@ -153,13 +153,65 @@ static void count(struct ta_view *v)
 	v->lost = lost > end_lost ? lost : end_lost;
 }
 
+/* The errors of the session from the stored one first on, and those not
+ * stored past the count all0 had, named by path. */
+static void print_errors(struct ta_view *v, const char *path, size_t first, uint64_t all0)
+{
+	for (size_t i = first; i < v->s->nerrors; i++) {
+		char buf[256];
+
+		ta_error_text(buf, sizeof(buf), &v->s->errors[i]);
+		fprintf(stderr, "traceagent: %s: %s\n", path, buf);
+	}
+	if (v->s->errors_all - all0 > v->s->nerrors - first)
+		fprintf(stderr, "traceagent: %s: %" PRIu64 " more errors\n", path,
+			v->s->errors_all - all0 - (v->s->nerrors - first));
+}
+
+/* Reads one dump into the view's session: 0, or -1 when it cannot be
+ * opened (or, one of several, is not a dump), the message printed.  Its
+ * reason to stop early goes to fatal. */
+static int read_one(struct ta_view *v, const char *path, int several, char *fatal, size_t n)
+{
+	uint64_t at, chunks0 = v->s->chunks, all0 = v->s->errors_all;
+	int rc = ta_session_read(v->s, path, &at);
+	int nothing = v->s->chunks == chunks0 && v->s->errors_all == all0;
+
+	fatal[0] = 0;
+	if (rc == -TA_E_IO && nothing) {
+		fprintf(stderr, "traceagent: %s: %s\n", path, strerror(errno));
+		v->status = 2;
+		return -1;
+	}
+	if (rc == -TA_E_IO)
+		snprintf(fatal, n, "read error at offset %" PRIu64 ": %s", at, strerror(errno));
+	else if (rc < 0 && nothing && rc != -TA_E_NOMEM)
+		snprintf(fatal, n, "file header at offset 0: %s", ta_strerror(rc));
+	else if (rc < 0)
+		snprintf(fatal, n, "at offset %" PRIu64 ": %s", at, ta_strerror(rc));
+	/* Several dumps are one view only when each is one: a file that is
+	 * not a dump among them is a mistake, not a damaged dump. */
+	if (several && fatal[0] && nothing) {
+		fprintf(stderr, "traceagent: %s: not a dump (%s)\n", path, fatal);
+		v->status = 2;
+		return -1;
+	}
+	return 0;
+}
+
 int ta_view_open(struct ta_view *v, const char *path, const struct ta_visitor *vis)
 {
-	uint64_t at;
-	int rc;
+	return ta_view_open_many(v, &path, 1, path, vis);
+}
+
+int ta_view_open_many(struct ta_view *v, const char *const *paths, size_t n, const char *label,
+		      const struct ta_visitor *vis)
+{
+	uint64_t bytes = 0, all0 = 0;
+	size_t first = 0;
 
 	memset(v, 0, sizeof(*v));
-	v->path = path;
+	v->path = label;
 	v->s = ta_session_new(vis);
 	v->res = ta_resolver_new();
 	if (!v->s || !v->res) {
@@ -167,35 +219,31 @@ int ta_view_open(struct ta_view *v, const char *path, const struct ta_visitor *v
 		v->status = 1;
 		return -1;
 	}
-	rc = ta_session_read(v->s, path, &at);
-	if (rc == -TA_E_IO && !v->s->chunks && !v->s->errors_all) {
-		fprintf(stderr, "traceagent: %s: %s\n", path, strerror(errno));
-		v->status = 2;
-		return -1;
+	/* One session: every dump's processes side by side, as the processes
+	 * of one dump are. */
+	for (size_t k = 0; k < n; k++) {
+		char fatal[sizeof(v->fatal)];
+
+		if (read_one(v, paths[k], n > 1, fatal, sizeof(fatal)) < 0)
+			return -1;
+		bytes += v->s->file_bytes;
+		if (fatal[0])
+			memcpy(v->fatal, fatal, sizeof(fatal));
+		if (n > 1) {
+			if (fatal[0])
+				fprintf(stderr, "traceagent: %s: %s\n", paths[k], fatal);
+			print_errors(v, paths[k], first, all0);
+			first = v->s->nerrors;
+			all0 = v->s->errors_all;
+		}
 	}
-	if (rc == -TA_E_IO)
-		snprintf(v->fatal, sizeof(v->fatal), "read error at offset %" PRIu64 ": %s", at,
-			 strerror(errno));
-	else if (rc < 0 && !v->s->chunks && !v->s->errors_all && rc != -TA_E_NOMEM)
-		snprintf(v->fatal, sizeof(v->fatal), "file header at offset 0: %s",
-			 ta_strerror(rc));
-	else if (rc < 0)
-		snprintf(v->fatal, sizeof(v->fatal), "at offset %" PRIu64 ": %s", at,
-			 ta_strerror(rc));
+	v->s->file_bytes = bytes;
 	ta_session_finish(v->s);
 	count(v);
 
-	if (v->fatal[0])
-		fprintf(stderr, "traceagent: %s: %s\n", path, v->fatal);
-	for (size_t i = 0; i < v->s->nerrors; i++) {
-		char buf[256];
-
-		ta_error_text(buf, sizeof(buf), &v->s->errors[i]);
-		fprintf(stderr, "traceagent: %s: %s\n", path, buf);
-	}
-	if (v->s->errors_all > v->s->nerrors)
-		fprintf(stderr, "traceagent: %s: %" PRIu64 " more errors\n", path,
-			v->s->errors_all - v->s->nerrors);
+	if (n == 1 && v->fatal[0])
+		fprintf(stderr, "traceagent: %s: %s\n", label, v->fatal);
+	print_errors(v, label, first, all0);
 	/* A dump without its END (the program killed, a stream cut) or that
 	 * says data could not be written (a full disk) is shown as far as
 	 * it goes, and the status says it is not whole. */

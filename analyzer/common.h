@@ -51,6 +51,11 @@ struct ta_view {
  * there is not (v->status says the exit code; the message was printed).
  */
 int ta_view_open(struct ta_view *v, const char *path, const struct ta_visitor *vis);
+/* The same for n dumps read into one session, their processes side by
+ * side as those of one dump; label names them in messages (v->path).  A
+ * file of several that is not a dump is refused (-1, status 2). */
+int ta_view_open_many(struct ta_view *v, const char *const *paths, size_t n, const char *label,
+		      const struct ta_visitor *vis);
 void ta_view_close(struct ta_view *v);
 
 /* Says on stderr what the numbers do not: loss, repairs, guesses, modules

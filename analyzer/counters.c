@@ -485,9 +485,6 @@ static int parse_args(int argc, char **argv, struct counters *cs)
 		switch (id) {
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_MISSING:
-			fprintf(stderr, "traceagent counters: %s needs a file name\n", p.arg);
-			return 2;
 		case TA_OPT_ARG:
 			if (ta_opts_dump(&p, &cs->path))
 				return 2;

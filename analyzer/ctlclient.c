@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cmdopts.h"
 #include "commands.h"
 #include "common.h"
 #include "ctlsock.h"
@@ -114,10 +115,11 @@ int ta_cmd_ctl(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (argc < 3) {
-		usage(stderr);
-		return 2;
-	}
+	/* ctl takes no option but --help: its words after PID are the request. */
+	if (argc >= 2 && argv[1][0] == '-' && argv[1][1])
+		return ta_usage_error("ctl", "unknown option '%s'", argv[1]);
+	if (argc < 3)
+		return ta_usage_error("ctl", argc < 2 ? "no process id given" : "no request given");
 	errno = 0;
 	pid = strtol(argv[1], &end, 10);
 	if (errno || *end || end == argv[1] || pid <= 0) {

@@ -327,8 +327,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		}
 	}
 	if (npaths != 2) {
-		fprintf(stderr, "traceagent diff: two dumps are needed, BASE and NEW\n");
-		usage(stderr);
+		ta_usage_error("diff", "two dumps are needed, BASE and NEW");
 		return 2;
 	}
 	return -1;

@@ -1053,9 +1053,6 @@ static int parse_args(int argc, char **argv, struct export *e)
 		switch (id) {
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_MISSING:
-			fprintf(stderr, "traceagent export: -o needs a file name\n");
-			return 2;
 		case TA_OPT_ARG:
 			if (ta_opts_dump(&p, &e->path))
 				return 2;
@@ -1092,8 +1089,7 @@ static int parse_args(int argc, char **argv, struct export *e)
 		}
 	}
 	if (e->fmt == FMT_NONE) {
-		fprintf(stderr, "traceagent export: say --format=chrome, folded, perfetto or pprof\n");
-		usage(stderr);
+		ta_usage_error("export", "say --format=chrome, folded, perfetto or pprof");
 		return 2;
 	}
 	if ((e->fmt == FMT_FOLDED || e->fmt == FMT_PPROF) && (e->o.given & chrome_only)) {

@@ -438,9 +438,6 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 		switch (id) {
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_MISSING:
-			fprintf(stderr, "traceagent flame: -o needs a file name\n");
-			return 2;
 		case TA_OPT_ARG:
 			if (ta_opts_dump(&p, &fl->path))
 				return 2;

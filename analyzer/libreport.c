@@ -436,6 +436,14 @@ void ta_libstats_free(struct ta_libstats *ls)
 
 /* Where the sections go (ta_libstats_print's out). */
 static FILE *lo;
+/* --top: rows shown of each table, 0 = all (set with lo). */
+static uint64_t ltop;
+
+/* n rows cut to --top. */
+static long cut(long n)
+{
+	return ltop && n > 0 && (uint64_t)n > ltop ? (long)ltop : n;
+}
 
 /* A row ready to print: a name and up to NV numbers (times in ns). */
 struct out_row {
@@ -546,7 +554,7 @@ static int print_alloc(struct ta_libstats *ls, int json)
 		for (int k = 0; k < 4; k++)
 			tot[k] += r->v[k];
 	}
-	n = merge_rows(rows, ls->alloc_caller.n, 0, 1, &rows);
+	n = cut(merge_rows(rows, ls->alloc_caller.n, 0, 1, &rows));
 	/* The live blocks, summed per path. */
 	for (size_t i = 0; i < ls->npaths; i++)
 		ls->paths[i].bytes = ls->paths[i].blocks = 0;
@@ -608,7 +616,7 @@ static int print_alloc(struct ta_libstats *ls, int json)
 		long np_all = np;
 
 		memcpy(copy, pr, (size_t)np * sizeof(*pr));
-		np = merge_rows(pr, (size_t)np, 0, 0, &merged);
+		np = cut(merge_rows(pr, (size_t)np, 0, 0, &merged));
 		if (json) {
 			fprintf(lo, "  \"alloc\": {\"allocations\": %" PRIu64
 			       ", \"bytes_allocated\": %" PRIu64 ", \"frees\": %" PRIu64
@@ -698,8 +706,8 @@ static int print_locks(struct ta_libstats *ls, int json)
 		ro[i].v[1] = p ? ta_process_dur_ns(p, r->v[1]) : r->v[1];
 		ro[i].v[2] = p ? ta_process_dur_ns(p, r->v[2]) : r->v[2];
 	}
-	nc = merge_rows(rc, ls->lock_caller.n, 4u, 1, &rc);
-	no = merge_rows(ro, ls->lock_obj.n, 4u, 1, &ro);
+	nc = cut(merge_rows(rc, ls->lock_caller.n, 4u, 1, &rc));
+	no = cut(merge_rows(ro, ls->lock_obj.n, 4u, 1, &ro));
 	if (json) {
 		fprintf(lo, "  \"locks\": {\"callers\": [");
 		for (long i = 0; i < nc; i++) {
@@ -801,8 +809,8 @@ static int print_io(struct ta_libstats *ls, int json)
 	}
 	io_rows(ls, &ls->io_fd, rf, 1, names);
 	io_rows(ls, &ls->io_caller, rc, 0, NULL);
-	nf = merge_rows(rf, ls->io_fd.n, 0, 2, &rf);
-	nc = merge_rows(rc, ls->io_caller.n, 0, 2, &rc);
+	nf = cut(merge_rows(rf, ls->io_fd.n, 0, 2, &rf));
+	nc = cut(merge_rows(rc, ls->io_caller.n, 0, 2, &rc));
 	if (json)
 		fprintf(lo, "  \"io\": {");
 	io_print("I/O by file descriptor", "fd", "fds", rf, nf, json);
@@ -821,11 +829,12 @@ static int print_io(struct ta_libstats *ls, int json)
 	return 0;
 }
 
-int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json, FILE *out)
+int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json, uint64_t top, FILE *out)
 {
 	int first = 1;
 
 	lo = out;
+	ltop = top;
 	if (ls->nomem)
 		return -1;
 	if (json)

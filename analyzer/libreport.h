@@ -19,7 +19,8 @@ struct ta_libstats *ta_libstats_new(struct ta_view *v, const struct ta_visitor *
 				    struct ta_visitor *out);
 void ta_libstats_free(struct ta_libstats *ls);
 /* Prints the sections of the TA_LC_* classes in what (alloc, lock, io) as
- * text or as one JSON object to out; -1 without memory. */
-int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json, FILE *out);
+ * text or as one JSON object to out, the first top rows of each table
+ * (0: all); -1 without memory.  Totals count every row. */
+int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json, uint64_t top, FILE *out);
 
 #endif

@@ -110,8 +110,7 @@ static int help(int argc, char **argv)
 		snprintf(page, sizeof(page), "--help");
 		return commands[i].run(2, args);
 	}
-	fprintf(stderr, "traceagent help: unknown command '%s'\n", name);
-	usage(stderr);
+	fprintf(stderr, "traceagent help: unknown command '%s'; try 'traceagent --help'\n", name);
 	return 2;
 }
 
@@ -134,7 +133,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "traceagent: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "traceagent: unknown command '%s'; try 'traceagent --help'\n", argv[1]);
 	return 2;
 }

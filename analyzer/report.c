@@ -12,11 +12,13 @@
  * JSON.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmdopts.h"
 #include "commands.h"
@@ -28,7 +30,13 @@
 enum out_form { OUT_TEXT, OUT_JSON, OUT_CSV };
 
 struct options {
-	const char *path;
+	const char *path; /* what messages name: the DUMP, DIR or the words joined */
+	/* The dumps to read (DIR's files sorted), and what was allocated. */
+	const char **paths;
+	size_t npaths;
+	char **own;
+	size_t nown;
+	int args; /* DUMP or DIR words given */
 	enum out_form form;
 	int threads;
 	enum ta_sort_key sort;
@@ -62,10 +70,12 @@ static void usage(FILE *f)
 	fprintf(f, "usage: traceagent report [--json | --csv] [--sort=total|self|calls|name]\n"
 		   "                         [--threads] [--tid=TID] [--pid=PID] [--function=GLOB] [--top=N]\n"
 		   "                         [--srcline] [--alloc] [--locks] [--io]\n"
-		   "                         [--channel=LIST] DUMP\n"
+		   "                         [--channel=LIST] DUMP|DIR...\n"
 		   "       traceagent report --frames [--set=NAME] [--json] [--function=GLOB] [--top=N] DUMP\n"
 		   "\n"
-		   "Calls and times per function in a dump written by the agent.\n"
+		   "Calls and times per function in a dump written by the agent.  Several\n"
+		   "dumps (a recording with %%p: one per process) are one report, their\n"
+		   "processes summed as those of one dump; a DIR gives every *.trace file in it.\n"
 		   "\n"
 		   "  --json           one JSON object instead of a table\n"
 		   "  --csv            a header line and one line per function (RFC 4180\n"
@@ -506,6 +516,14 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 
 	printf("{\"dump\": ");
 	ta_json_str(stdout, r->opt.path);
+	if (r->opt.npaths > 1) {
+		printf(", \"dumps\": [");
+		for (size_t i = 0; i < r->opt.npaths; i++) {
+			printf(i ? ", " : "");
+			ta_json_str(stdout, r->opt.paths[i]);
+		}
+		putchar(']');
+	}
 	printf(",\n  \"complete\": %s, \"events\": %" PRIu64
 	       ", \"threads\": %zu, \"lost\": %" PRIu64 ", \"lost_no_ring\": %" PRIu64
 	       ", \"processes\": %zu, \"duration_ns\": %" PRIu64 ",\n  \"errors\": ",
@@ -683,7 +701,7 @@ static int report_frames(const struct options *o)
 	int status;
 
 	memset(&v, 0, sizeof(v));
-	if (ta_framestat_read(&fs, &v, o->path, o->set) < 0) {
+	if (ta_framestat_read(&fs, &v, o->paths[0], o->set) < 0) {
 		status = v.status;
 		goto out;
 	}
@@ -726,6 +744,115 @@ static const struct ta_opt report_opts[] = {
     {NULL, TA_ARG_NONE, 0},
 };
 
+static int keep(struct options *o, char *p)
+{
+	char **n = p ? realloc(o->own, (o->nown + 1) * sizeof(*n)) : NULL;
+
+	if (!n) {
+		free(p);
+		fprintf(stderr, "traceagent: out of memory\n");
+		return -1;
+	}
+	o->own = n;
+	o->own[o->nown++] = p;
+	return 0;
+}
+
+static int add_path(struct options *o, const char *path)
+{
+	const char **n = realloc(o->paths, (o->npaths + 1) * sizeof(*n));
+
+	if (!n) {
+		fprintf(stderr, "traceagent: out of memory\n");
+		return -1;
+	}
+	o->paths = n;
+	o->paths[o->npaths++] = path;
+	return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* DIR's files named *.trace, in name order, said on stderr. */
+static int add_dir(struct options *o, const char *dir, DIR *d)
+{
+	size_t first = o->nown, len = strlen(dir);
+	const char *sep = len && dir[len - 1] == '/' ? "" : "/";
+	struct dirent *e;
+	int rc = 0;
+
+	while (rc == 0 && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		struct stat st;
+		char *p;
+
+		if (n <= 6 || strcmp(e->d_name + n - 6, ".trace"))
+			continue;
+		if (asprintf(&p, "%s%s%s", dir, sep, e->d_name) < 0)
+			p = NULL;
+		if (keep(o, p) < 0)
+			rc = -1;
+		else if (stat(p, &st) < 0 || !S_ISREG(st.st_mode))
+			free(o->own[--o->nown]); /* a directory or a dangling link */
+	}
+	closedir(d);
+	if (rc < 0)
+		return -1;
+	if (o->nown == first) {
+		fprintf(stderr, "traceagent report: %s: no dump in it (no file named *.trace)\n",
+			dir);
+		return -1;
+	}
+	qsort(o->own + first, o->nown - first, sizeof(*o->own), name_cmp);
+	fprintf(stderr, "traceagent report: %s: reading %zu dumps:", dir, o->nown - first);
+	for (size_t i = first; i < o->nown; i++) {
+		fprintf(stderr, " %s", o->own[i] + len + strlen(sep));
+		if (add_path(o, o->own[i]) < 0)
+			return -1;
+	}
+	fputc('\n', stderr);
+	return 0;
+}
+
+/* A DUMP or DIR word. */
+static int add_dump_arg(struct options *o, const char *arg)
+{
+	DIR *d = opendir(arg);
+
+	if (!o->args++)
+		o->path = arg;
+	if (d)
+		return add_dir(o, arg, d);
+	return add_path(o, arg);
+}
+
+/* The words given, joined: what messages name for several. */
+static const char *join_args(struct options *o)
+{
+	size_t len = 0;
+	char *s;
+
+	for (size_t i = 0; i < o->npaths; i++)
+		len += strlen(o->paths[i]) + 2;
+	if (!(s = malloc(len + 1)) || keep(o, s) < 0)
+		return NULL;
+	s[0] = 0;
+	for (size_t i = 0; i < o->npaths; i++)
+		strcat(strcat(s, i ? ", " : ""), o->paths[i]);
+	return s;
+}
+
+static void options_free(struct options *o)
+{
+	for (size_t i = 0; i < o->nown; i++)
+		free(o->own[i]);
+	free(o->own);
+	free(o->paths);
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	struct ta_opts p;
@@ -738,7 +865,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
-			if (ta_opts_dump(&p, &o->path))
+			if (add_dump_arg(o, p.val) < 0)
 				return 2;
 			break;
 		case TA_OPT_JSON:
@@ -824,6 +951,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->form = json ? OUT_JSON : csv ? OUT_CSV : OUT_TEXT;
 	if (ta_opts_need_dump(&p, o->path))
 		return 2;
+	if (o->frames && o->npaths > 1) {
+		fprintf(stderr, "traceagent report: --frames reads one dump, not %zu\n", o->npaths);
+		return 2;
+	}
+	if (o->args > 1 && !(o->path = join_args(o)))
+		return 1;
 	return -1;
 }
 
@@ -854,10 +987,15 @@ int ta_cmd_report(int argc, char **argv)
 
 	memset(&r, 0, sizeof(r));
 	rc = parse_args(argc, argv, &r.opt);
-	if (rc >= 0)
+	if (rc >= 0) {
+		options_free(&r.opt);
 		return rc;
-	if (r.opt.frames)
-		return report_frames(&r.opt);
+	}
+	if (r.opt.frames) {
+		status = report_frames(&r.opt);
+		options_free(&r.opt);
+		return status;
+	}
 	ta_profile_init(&r.prof);
 	r.prof.hist = 1;
 	ta_profile_visitor(&r.prof, &v);
@@ -866,24 +1004,25 @@ int ta_cmd_report(int argc, char **argv)
 
 		if (!(ls = ta_libstats_new(&r.v, &inner, &v))) {
 			fprintf(stderr, "traceagent: out of memory\n");
+			options_free(&r.opt);
 			return 1;
 		}
 	}
-	if (ta_view_open(&r.v, r.opt.path, &v) < 0) {
+	if (ta_view_open_many(&r.v, r.opt.paths, r.opt.npaths, r.opt.path, &v) < 0) {
 		status = r.v.status;
 		goto out;
 	}
 	r.s = r.v.s;
 	status = r.v.status;
 	if (r.opt.have_pid && !pid_known(&r)) {
-		fprintf(stderr, "traceagent: %s: no process %" PRIu64 " in the dump\n", r.opt.path,
-			r.opt.pid);
+		fprintf(stderr, "traceagent: %s: no process %" PRIu64 " in the dump%s\n", r.opt.path,
+			r.opt.pid, r.opt.npaths > 1 ? "s" : "");
 		status = 2;
 		goto out;
 	}
 	if (r.opt.have_tid && !tid_known(&r)) {
-		fprintf(stderr, "traceagent: %s: no thread %" PRIu64 " in the dump\n", r.opt.path,
-			r.opt.tid);
+		fprintf(stderr, "traceagent: %s: no thread %" PRIu64 " in the dump%s\n", r.opt.path,
+			r.opt.tid, r.opt.npaths > 1 ? "s" : "");
 		status = 2;
 		goto out;
 	}
@@ -902,7 +1041,7 @@ int ta_cmd_report(int argc, char **argv)
 			"or an agent without them)\n",
 			r.opt.path);
 	if (ls)
-		rc = ta_libstats_print(ls, r.opt.libcalls, r.opt.form == OUT_JSON, stdout);
+		rc = ta_libstats_print(ls, r.opt.libcalls, r.opt.form == OUT_JSON, r.opt.top, stdout);
 	else if (r.opt.form == OUT_JSON)
 		rc = print_json(&r, &all);
 	else if (r.opt.form == OUT_CSV)
@@ -927,5 +1066,6 @@ out:
 	ta_srclines_free(r.src);
 	ta_view_close(&r.v);
 	ta_profile_free(&r.prof);
+	options_free(&r.opt);
 	return status;
 }

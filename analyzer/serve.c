@@ -138,12 +138,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		switch (id) {
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_MISSING:
-			fprintf(stderr, "traceagent serve: option '%s' needs a value\n", p.arg);
-			return 2;
 		case TA_OPT_ARG:
-			fprintf(stderr, "traceagent serve: unexpected argument '%s'\n", p.arg);
-			usage(stderr);
+			ta_usage_error("serve", "unexpected argument '%s'", p.arg);
 			return 2;
 		case O_LISTEN:
 			o->listen = p.val;

@@ -264,9 +264,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case TA_OPT_EXIT:
 			/* -1 after --help: done, exit 0 (0 would mean go on). */
 			return p.status ? p.status : -1;
-		case TA_OPT_MISSING:
-			fprintf(stderr, "traceagent top: %s needs a value\n", p.arg);
-			return 2;
 		case O_INTERVAL:
 			if (parse_interval(p.val, &o->interval_ns) < 0)
 				return ta_opts_bad(&p, "is not a time of 1ms or more (0.25, 250ms, 1s)");
@@ -327,10 +324,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		return 2;
 	}
 	if (sources != 1) {
-		fprintf(stderr, "traceagent top: %s\n",
-			sources ? "one source at a time: -- PROG, DUMP, --serve or -p"
-				: "nothing to watch: give -- PROG, DUMP, --serve or -p");
-		usage(stderr);
+		ta_usage_error("top", "%s",
+			       sources ? "one source at a time: -- PROG, DUMP, --serve or -p"
+				       : "nothing to watch: give -- PROG, DUMP, --serve or -p");
 		return 2;
 	}
 	if (o->keep && o->kind != SRC_PROG) {

@@ -41,6 +41,7 @@
 
 
 #include "attach_int.h"
+#include "cmdopts.h"
 #include "commands.h"
 #include "ctlsock.h"
 
@@ -99,28 +100,9 @@ static int has_inclusion(const char *list)
 	return 0;
 }
 
-int ta_cmd_attach(int argc, char **argv)
+static void usage(FILE *f)
 {
-	const char *out = NULL, *patch = NULL, *channels = NULL, *mode = NULL;
-	const char *filter = NULL, *exclude = NULL, *depth = NULL, *min_duration = NULL;
-	const char *libcalls = NULL;
-	char agent[PATH_MAX], val[256], exe[64], ans[512], settings[4096] = "", cwd[PATH_MAX];
-	double duration = 0;
-	long pid = 0;
-	uid_t uid;
-	struct sigaction sa;
-	struct timespec t0;
-	unsigned char eh[20];
-	int fd, rc, injected = 0;
-	__attribute__((unused)) unsigned looks = 0;
-	__attribute__((unused)) uint64_t maps_seen = 0;
-
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char **slot = NULL;
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			printf(
+	fprintf(f,
 			    "usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] "
 			    "[--duration TIME] [--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
 			    "       [--filter PATTERNS] [--exclude PATTERNS] [--depth N] "
@@ -153,59 +135,80 @@ int ta_cmd_attach(int argc, char **argv)
 			    "(default 10).  Exit status 0 when the window was recorded, 1 when the\n"
 			    "attach failed (the process untouched, or said otherwise), 2 on bad "
 			    "usage.\n");
-			return 0;
-		}
-		if (!strcmp(a, "-o"))
-			slot = &out;
-		else if (!strcmp(a, "--patch"))
-			slot = &patch;
-		else if (!strcmp(a, "--channels"))
-			slot = &channels;
-		else if (!strcmp(a, "--mode"))
-			slot = &mode;
-		/* Recording less (the agent checks the values; the first
-		 * window's filters hold for the later ones). */
-		else if (!strcmp(a, "--filter"))
-			slot = &filter;
-		else if (!strcmp(a, "--exclude"))
-			slot = &exclude;
-		else if (!strcmp(a, "--depth"))
-			slot = &depth;
-		else if (!strcmp(a, "--min-duration"))
-			slot = &min_duration;
-		/* Library calls (the agent points the program's GOT entries
-		 * at its interposers: agent/attach.c). */
-		else if (!strcmp(a, "--libcalls"))
-			slot = &libcalls;
-		else if (!strcmp(a, "--duration")) {
-			if (i + 1 >= argc || parse_duration(argv[++i], &duration) < 0) {
-				fprintf(stderr, "traceagent: attach: --duration takes a time (10, 10s, "
-						"500ms, 2m)\n");
-				return 2;
-			}
-			continue;
-		} else if (a[0] != '-' && !pid) {
+}
+
+enum { O_OUTPUT = TA_OPT_OWN, O_PATCH, O_CHANNELS, O_MODE, O_FILTER, O_EXCLUDE, O_DEPTH,
+       O_MIN_DURATION, O_LIBCALLS, O_DURATION };
+
+static const struct ta_opt attach_opts[] = {
+    {"-o", TA_ARG_NEXT, O_OUTPUT},
+    {"--patch", TA_ARG_EITHER, O_PATCH},
+    {"--channels", TA_ARG_EITHER, O_CHANNELS},
+    {"--mode", TA_ARG_EITHER, O_MODE},
+    /* Recording less (the agent checks the values; the first window's
+     * filters hold for the later ones). */
+    {"--filter", TA_ARG_EITHER, O_FILTER},
+    {"--exclude", TA_ARG_EITHER, O_EXCLUDE},
+    {"--depth", TA_ARG_EITHER, O_DEPTH},
+    {"--min-duration", TA_ARG_EITHER, O_MIN_DURATION},
+    /* Library calls (the agent points the program's GOT entries at its
+     * interposers: agent/attach.c). */
+    {"--libcalls", TA_ARG_EITHER, O_LIBCALLS},
+    {"--duration", TA_ARG_EITHER, O_DURATION},
+    {NULL, TA_ARG_NONE, 0},
+};
+
+int ta_cmd_attach(int argc, char **argv)
+{
+	const char *out = NULL, *patch = NULL, *channels = NULL, *mode = NULL;
+	const char *filter = NULL, *exclude = NULL, *depth = NULL, *min_duration = NULL;
+	const char *libcalls = NULL;
+	char agent[PATH_MAX], val[256], exe[64], ans[512], settings[4096] = "", cwd[PATH_MAX];
+	double duration = 0;
+	long pid = 0;
+	uid_t uid;
+	struct sigaction sa;
+	struct timespec t0;
+	unsigned char eh[20];
+	int fd, rc, injected = 0;
+	__attribute__((unused)) unsigned looks = 0;
+	__attribute__((unused)) uint64_t maps_seen = 0;
+
+	{
+		/* By id - O_OUTPUT: the values the agent checks. */
+		const char **value[] = {&out,	  &patch, &channels,	 &mode,	   &filter,
+					&exclude, &depth, &min_duration, &libcalls};
+		struct ta_opts p;
+		int id;
+
+		ta_opts_init(&p, "attach", attach_opts, usage, argc, argv);
+		while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 			char *end;
-			pid = strtol(a, &end, 10);
-			if (*end || pid <= 0) {
-				fprintf(stderr, "traceagent: attach: '%s' is not a process id\n", a);
+
+			if (id == TA_OPT_EXIT)
+				return p.status;
+			if (id == O_DURATION) {
+				if (parse_duration(p.val, &duration) < 0)
+					return ta_opts_bad(&p, "is not a time (10, 10s, 500ms, 2m)");
+				continue;
+			}
+			if (id != TA_OPT_ARG) {
+				*value[id - O_OUTPUT] = p.val;
+				continue;
+			}
+			if (pid)
+				return ta_usage_error("attach", "one process at a time ('%ld' and '%s')",
+						      pid, p.val);
+			errno = 0;
+			pid = strtol(p.val, &end, 10);
+			if (errno || *end || end == p.val || pid <= 0) {
+				fprintf(stderr, "traceagent attach: '%s' is not a process id\n", p.val);
 				return 2;
 			}
-			continue;
-		} else {
-			fprintf(stderr, "traceagent: attach: unknown option '%s' (--help)\n", a);
-			return 2;
 		}
-		if (i + 1 >= argc) {
-			fprintf(stderr, "traceagent: attach: %s needs a value\n", a);
-			return 2;
-		}
-		*slot = argv[++i];
 	}
-	if (!pid) {
-		fprintf(stderr, "usage: traceagent attach PID [-o FILE] [--duration TIME] ...\n");
-		return 2;
-	}
+	if (!pid)
+		return ta_usage_error("attach", "no process id given");
 	if (mode && strcmp(mode, "lossless") && strcmp(mode, "drop") && strcmp(mode, "flight")) {
 		fprintf(stderr, "traceagent: attach: --mode is lossless, drop or flight\n");
 		return 2;

@@ -258,15 +258,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 			*done = !p.status;
 			return p.status;
 		}
-		if (id == TA_OPT_MISSING) {
-			fprintf(stderr, "traceagent record: option '%s' needs a value\n", p.arg);
-			return EXIT_USAGE;
-		}
 		*value[id - O_OUTPUT] = p.val;
 	}
 	if (p.i >= argc) {
-		fprintf(stderr, "traceagent record: no program to run\n");
-		usage(stderr);
+		ta_usage_error("record", "no program to run");
 		return EXIT_USAGE;
 	}
 	o->argv = argv + p.i;

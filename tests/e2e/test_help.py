@@ -88,7 +88,8 @@ class HelpTest(tahelp.Case):
     def test_unknown_command(self):
         p = self.help("nosuch")
         self.assertEqual(p.returncode, 2)
-        self.assertEqual(p.stderr.splitlines()[0], "traceagent help: unknown command 'nosuch'")
+        self.assertEqual(p.stderr, "traceagent help: unknown command 'nosuch'; "
+                                   "try 'traceagent --help'\n")
         self.assertEqual(p.stdout, "")
         p = self.help("report", "graph")
         self.assertEqual((p.returncode, p.stderr),

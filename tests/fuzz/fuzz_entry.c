@@ -384,8 +384,8 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 		report(s, &prof, sink_open());
 	if (ls) {
 		/* Named without a resolver: addresses stay numbers. */
-		(void)ta_libstats_print(ls, TA_LC_ALL, 0, sink_open());
-		(void)ta_libstats_print(ls, TA_LC_ALL, 1, sink_open());
+		(void)ta_libstats_print(ls, TA_LC_ALL, 0, 0, sink_open());
+		(void)ta_libstats_print(ls, TA_LC_ALL, 1, 0, sink_open());
 		ta_libstats_free(ls);
 		for (size_t i = 0; i < lv.nown; i++)
 			free(lv.own[i]);
