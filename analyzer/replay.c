@@ -266,15 +266,17 @@ static void json_call(struct replay *r, const struct ta_tlcall *c)
 
 	/* An object is written when its call ends. */
 	line_begin(r, c->start_ns + (int64_t)c->dur_ns);
-	fprintf(out, "{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32 ", \"name\": ",
-	       c->t->tid, c->t->pid, c->depth);
+	fprintf(out,
+		"{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32 ", \"name\": ",
+		c->t->tid, c->t->pid, c->depth);
 	ta_json_str(out, fn->name);
 	fprintf(out, ", \"module\": ");
 	ta_json_str(out, fn->module);
-	fprintf(out, ", \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
-	       ", \"open\": %s, \"unwound\": %s",
-	       c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false",
-	       c->flags & TA_VISIT_UNWOUND ? "true" : "false");
+	fprintf(out,
+		", \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
+		", \"open\": %s, \"unwound\": %s",
+		c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false",
+		c->flags & TA_VISIT_UNWOUND ? "true" : "false");
 	if (r->srcline) {
 		const char *s = srcline(r, c->fn);
 
@@ -323,7 +325,7 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		fprintf(out, "%12s ", at);
 	}
 	fprintf(out, "%12s %8" PRIu64 "  ",
-	       c->kind == TA_TL_ENTER ? "" : ta_fmt_time(dur, sizeof(dur), c->dur_ns), c->t->tid);
+		c->kind == TA_TL_ENTER ? "" : ta_fmt_time(dur, sizeof(dur), c->dur_ns), c->t->tid);
 	indent(r, c->depth);
 	/* A C++ name has its parameter list already. */
 	parens = ta_name_has_params(fn->name) ? "" : "()";
@@ -392,9 +394,10 @@ static void json_api(struct replay *r, const struct ta_tlapi *a)
 	const struct ta_apiev *e = a->e;
 	FILE *out = r->out;
 
-	fprintf(out, "{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32
-	       ", \"event\": \"%s\", \"name\": ",
-	       a->t->tid, a->t->pid, a->depth, ta_apiev_kind_name(e->kind));
+	fprintf(out,
+		"{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32
+		", \"event\": \"%s\", \"name\": ",
+		a->t->tid, a->t->pid, a->depth, ta_apiev_kind_name(e->kind));
 	ta_json_str(out, e->name);
 	fprintf(out, ", \"channel\": ");
 	ta_json_str(out, a->channel);
