@@ -5,8 +5,9 @@
  *
  * A call with shown callees takes two lines, "fn() {" when it starts and
  * "} /+ fn +/" with its duration when it ends; a call shown alone takes one,
- * "fn();".  The timeline (timeline.c) streams them; lines of different
- * threads interleave as the agent flushed them, each with its thread id.
+ * "fn();".  The timeline (timeline.c) streams them, each thread's in its
+ * time order, the threads as the agent flushed them: they are sorted by
+ * time at the end (or, with --per-thread, printed as they come).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,6 +15,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cmdopts.h"
 #include "commands.h"
@@ -31,6 +34,29 @@ struct replay {
 	uint8_t *src_done;
 	uint32_t nsrc;
 	struct ta_spaces indent;
+	FILE *out; /* where a line is written: stdout, or line with interleaving */
+
+	/* Interleaving (without --per-thread): each thread's lines come in its
+	 * time order but the threads one after another, so every line goes to
+	 * a temporary file and an index of its time and place, sorted at the
+	 * end: memory grows by an index entry per line, the lines stay on
+	 * disk. */
+	int per_thread;
+	FILE *line; /* the line being written (open_memstream) */
+	char *line_buf;
+	size_t line_len;
+	int tmp;	   /* the temporary file, unlinked; -1 for none */
+	uint64_t tmp_size; /* bytes written to it */
+	struct replay_line *lines;
+	size_t nlines, cap;
+	int failed; /* a line was lost (no memory, the file could not be written) */
+};
+
+/* A line in the temporary file: when it happened and where it is. */
+struct replay_line {
+	int64_t t;
+	uint64_t off; /* in the file: the order lines of the same time keep */
+	uint64_t len;
 };
 
 static void usage(FILE *f)
@@ -39,10 +65,10 @@ static void usage(FILE *f)
 		   "\n"
 		   "The calls of each thread in time order, indented by depth, with their\n"
 		   "durations: \"fn() {\" ... \"} /* fn */\" around shown callees, \"fn();\"\n"
-		   "for a call shown alone.  Lines of different threads interleave in the\n"
-		   "order the agent wrote them, each with its thread id.  Past 64 levels\n"
-		   "the indentation stops and a line says its depth instead:\n"
-		   "\"[depth 100000] fn();\".\n"
+		   "for a call shown alone.  The lines of all threads interleave by time\n"
+		   "(a call's start; its end on \"} /* fn */\"), each with its thread id.\n"
+		   "Past 64 levels the indentation stops and a line says its depth\n"
+		   "instead: \"[depth 100000] fn();\".\n"
 		   "\n"
 		   "  --tid=TID[,TID...]     only these threads\n"
 		   "  --time-range=START-END only calls that overlap this time, from the\n"
@@ -53,9 +79,12 @@ static void usage(FILE *f)
 		   "                         (demangled names; '*', '?', [set]); its\n"
 		   "                         calls start at depth 0\n"
 		   "  --time                 add a column with the time of each line\n"
+		   "  --per-thread           the lines in the order the agent wrote them:\n"
+		   "                         threads in blocks, not interleaved by time\n"
 		   "  --srcline              the source file:line of each function\n"
 		   "  --json                 one JSON object per call, in the order the\n"
-		   "                         calls end: tid, pid, depth, name, module,\n"
+		   "                         calls end (all threads; with --per-thread,\n"
+		   "                         each block's): tid, pid, depth, name, module,\n"
 		   "                         start_ns, duration_ns, self_ns, open,\n"
 		   "                         unwound (left by longjmp or an exception)\n"
 		   "  -j N, --jobs=N         N threads read the dump (default: one per CPU\n"
@@ -103,47 +132,169 @@ static const char *srcline(struct replay *r, uint32_t id)
 	return r->src[id];
 }
 
+/* A line begins that happened at t (ns from the dump's start). */
+static void line_begin(struct replay *r, int64_t t)
+{
+	if (r->per_thread)
+		return;
+	rewind(r->line);
+	if (r->nlines == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 4096;
+		struct replay_line *l = realloc(r->lines, cap * sizeof(*l));
+
+		if (!l) {
+			r->failed = ENOMEM;
+			return;
+		}
+		r->lines = l;
+		r->cap = cap;
+	}
+	r->lines[r->nlines].t = t;
+}
+
+/* The line ends (its '\n' was written): to the file, and indexed. */
+static void line_end(struct replay *r)
+{
+	struct replay_line *l;
+	size_t done = 0;
+
+	if (r->per_thread || r->failed)
+		return;
+	if (fflush(r->line) != 0) {
+		r->failed = ENOMEM;
+		return;
+	}
+	while (done < r->line_len) {
+		ssize_t n = write(r->tmp, r->line_buf + done, r->line_len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r->failed = n < 0 ? errno : ENOSPC;
+			return;
+		}
+		done += (size_t)n;
+	}
+	l = &r->lines[r->nlines++];
+	l->off = r->tmp_size;
+	l->len = r->line_len;
+	r->tmp_size += r->line_len;
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	const struct replay_line *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Sets up the interleaving: a temporary file in $TMPDIR (or /tmp).  0, or
+ * -1 with the message printed. */
+static int lines_open(struct replay *r)
+{
+	const char *dir = getenv("TMPDIR");
+	char *path;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	if (asprintf(&path, "%s/traceagent-replay-XXXXXX", dir) < 0) {
+		fprintf(stderr, "traceagent replay: out of memory\n");
+		return -1;
+	}
+	r->tmp = mkstemp(path);
+	if (r->tmp < 0) {
+		fprintf(stderr,
+			"traceagent replay: %s: cannot create a temporary file to interleave the "
+			"threads: %s (TMPDIR names its directory; --per-thread needs none)\n",
+			path, strerror(errno));
+		free(path);
+		return -1;
+	}
+	unlink(path);
+	free(path);
+	r->line = open_memstream(&r->line_buf, &r->line_len);
+	if (!r->line) {
+		fprintf(stderr, "traceagent replay: out of memory\n");
+		return -1;
+	}
+	r->out = r->line;
+	return 0;
+}
+
+/* Writes the lines in time order.  0, or -1 with the message printed. */
+static int lines_write(struct replay *r)
+{
+	char *map;
+
+	if (r->failed) {
+		fprintf(stderr, "traceagent replay: interleaving the threads' lines: %s\n",
+			strerror(r->failed));
+		return -1;
+	}
+	if (!r->nlines)
+		return 0;
+	qsort(r->lines, r->nlines, sizeof(*r->lines), line_cmp);
+	map = mmap(NULL, r->tmp_size, PROT_READ, MAP_PRIVATE, r->tmp, 0);
+	if (map == MAP_FAILED) {
+		fprintf(stderr, "traceagent replay: reading back the threads' lines: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	for (size_t k = 0; k < r->nlines; k++)
+		fwrite(map + r->lines[k].off, 1, r->lines[k].len, stdout);
+	munmap(map, r->tmp_size);
+	return 0;
+}
+
 /* Deeper than this, a line is indented as deep as this and says its depth
  * ("[depth N] "): a line stays short however deep the recursion. */
 #define INDENT_MAX 64
 
 static void indent(struct replay *r, uint32_t depth)
 {
-	fputs(ta_spaces(&r->indent, 2 * (size_t)(depth < INDENT_MAX ? depth : INDENT_MAX)), stdout);
+	fputs(ta_spaces(&r->indent, 2 * (size_t)(depth < INDENT_MAX ? depth : INDENT_MAX)), r->out);
 	if (depth > INDENT_MAX)
-		printf("[depth %" PRIu32 "] ", depth);
+		fprintf(r->out, "[depth %" PRIu32 "] ", depth);
 }
 
 static void json_call(struct replay *r, const struct ta_tlcall *c)
 {
 	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
+	FILE *out = r->out;
 
-	printf("{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32 ", \"name\": ",
-	       c->t->tid, c->t->pid, c->depth);
-	ta_json_str(stdout, fn->name);
-	printf(", \"module\": ");
-	ta_json_str(stdout, fn->module);
-	printf(", \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
-	       ", \"open\": %s, \"unwound\": %s",
-	       c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false",
-	       c->flags & TA_VISIT_UNWOUND ? "true" : "false");
+	/* An object is written when its call ends. */
+	line_begin(r, c->start_ns + (int64_t)c->dur_ns);
+	fprintf(out,
+		"{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32 ", \"name\": ",
+		c->t->tid, c->t->pid, c->depth);
+	ta_json_str(out, fn->name);
+	fprintf(out, ", \"module\": ");
+	ta_json_str(out, fn->module);
+	fprintf(out,
+		", \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
+		", \"open\": %s, \"unwound\": %s",
+		c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false",
+		c->flags & TA_VISIT_UNWOUND ? "true" : "false");
 	if (r->srcline) {
 		const char *s = srcline(r, c->fn);
 
-		printf(", \"srcline\": ");
+		fprintf(out, ", \"srcline\": ");
 		if (s)
-			ta_json_str(stdout, s);
+			ta_json_str(out, s);
 		else
-			printf("null");
+			fprintf(out, "null");
 	}
-	printf("}\n");
+	fprintf(out, "}\n");
+	line_end(r);
 }
 
 /* Printed with the first line, so that a dump that cannot be read shows
  * only its error. */
 static void header(struct replay *r)
 {
-	if (r->json || r->header)
+	if (r->json || r->header || !r->per_thread)
 		return;
 	r->header = 1;
 	if (r->time)
@@ -157,6 +308,8 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
 	const char *src = r->srcline ? srcline(r, c->fn) : NULL, *parens;
 	char dur[32], at[32];
+	FILE *out = r->out;
+	int64_t t = c->start_ns;
 
 	if (r->json) {
 		if (c->kind != TA_TL_ENTER)
@@ -164,114 +317,117 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		return;
 	}
 	header(r);
+	if (c->kind == TA_TL_EXIT)
+		t += (int64_t)c->dur_ns;
+	line_begin(r, t);
 	if (r->time) {
-		int64_t t = c->start_ns;
-
-		if (c->kind == TA_TL_EXIT)
-			t += (int64_t)c->dur_ns;
 		ta_fmt_time(at, sizeof(at), t > 0 ? (uint64_t)t : 0);
-		printf("%12s ", at);
+		fprintf(out, "%12s ", at);
 	}
-	printf("%12s %8" PRIu64 "  ",
-	       c->kind == TA_TL_ENTER ? "" : ta_fmt_time(dur, sizeof(dur), c->dur_ns), c->t->tid);
+	fprintf(out, "%12s %8" PRIu64 "  ",
+		c->kind == TA_TL_ENTER ? "" : ta_fmt_time(dur, sizeof(dur), c->dur_ns), c->t->tid);
 	indent(r, c->depth);
 	/* A C++ name has its parameter list already. */
 	parens = ta_name_has_params(fn->name) ? "" : "()";
 	switch (c->kind) {
 	case TA_TL_ENTER:
-		printf("%s%s {", fn->name, parens);
+		fprintf(out, "%s%s {", fn->name, parens);
 		break;
 	case TA_TL_EXIT:
-		printf("} /* %s */", fn->name);
+		fprintf(out, "} /* %s */", fn->name);
 		src = NULL; /* it was on the first line */
 		break;
 	case TA_TL_CALL:
-		printf("%s%s;", fn->name, parens);
+		fprintf(out, "%s%s;", fn->name, parens);
 		break;
 	}
 	if (src)
-		printf(" /* %s */", src);
+		fprintf(out, " /* %s */", src);
 	if (c->kind != TA_TL_EXIT && !strcmp(fn->module, TA_LIBCALL_MODULE))
-		fputs(" " TA_LIBCALL_MODULE, stdout);
+		fputs(" " TA_LIBCALL_MODULE, out);
 	if (c->kind != TA_TL_EXIT && !strcmp(fn->module, TA_ZONE_MODULE))
-		fputs(" " TA_ZONE_MODULE, stdout);
+		fputs(" " TA_ZONE_MODULE, out);
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_OPEN))
-		printf(" (open at the end)");
+		fprintf(out, " (open at the end)");
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_UNWOUND))
-		printf(" (left by longjmp or an exception)");
-	putchar('\n');
+		fprintf(out, " (left by longjmp or an exception)");
+	fputc('\n', out);
+	line_end(r);
 }
 
 /* The shortest of %.15g and %.17g that reads back as v (0.1, not
  * 0.10000000000000001). */
-static void print_double(double v)
+static void print_double(FILE *out, double v)
 {
 	char buf[40];
 
 	snprintf(buf, sizeof(buf), "%.15g", v);
 	if (strtod(buf, NULL) != v && isfinite(v))
 		snprintf(buf, sizeof(buf), "%.17g", v);
-	fputs(buf, stdout);
+	fputs(buf, out);
 }
 
 /* A text between quotes, as stored: control characters, quotes and
  * backslashes escaped, so that one event stays one line. */
-static void quoted(const char *s, uint32_t len)
+static void quoted(FILE *out, const char *s, uint32_t len)
 {
-	putchar('"');
+	fputc('"', out);
 	for (uint32_t k = 0; k < len; k++) {
 		unsigned char ch = (unsigned char)s[k];
 
 		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
+			fprintf(out, "\\%c", ch);
 		else if (ch == '\n')
-			fputs("\\n", stdout);
+			fputs("\\n", out);
 		else if (ch == '\t')
-			fputs("\\t", stdout);
+			fputs("\\t", out);
 		else if (ch < 0x20 || ch == 0x7f)
-			printf("\\x%02x", ch);
+			fprintf(out, "\\x%02x", ch);
 		else
-			putchar(ch);
+			fputc(ch, out);
 	}
-	putchar('"');
+	fputc('"', out);
 }
 
-static void json_api(const struct ta_tlapi *a)
+static void json_api(struct replay *r, const struct ta_tlapi *a)
 {
 	const struct ta_apiev *e = a->e;
+	FILE *out = r->out;
 
-	printf("{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32
-	       ", \"event\": \"%s\", \"name\": ",
-	       a->t->tid, a->t->pid, a->depth, ta_apiev_kind_name(e->kind));
-	ta_json_str(stdout, e->name);
-	printf(", \"channel\": ");
-	ta_json_str(stdout, a->channel);
-	printf(", \"time_ns\": %" PRId64, a->ns);
+	fprintf(out,
+		"{\"tid\": %" PRIu64 ", \"pid\": %" PRIu32 ", \"depth\": %" PRIu32
+		", \"event\": \"%s\", \"name\": ",
+		a->t->tid, a->t->pid, a->depth, ta_apiev_kind_name(e->kind));
+	ta_json_str(out, e->name);
+	fprintf(out, ", \"channel\": ");
+	ta_json_str(out, a->channel);
+	fprintf(out, ", \"time_ns\": %" PRId64, a->ns);
 	switch (e->kind) {
 	case TA_EXT_COUNTER:
 		if (e->is_double && !isfinite(e->d))
-			printf(", \"value\": null, \"non_finite\": \"%g\"", e->d);
+			fprintf(out, ", \"value\": null, \"non_finite\": \"%g\"", e->d);
 		else if (e->is_double) {
-			printf(", \"value\": ");
-			print_double(e->d);
+			fprintf(out, ", \"value\": ");
+			print_double(out, e->d);
 		} else {
-			printf(", \"value\": %" PRId64, e->i);
+			fprintf(out, ", \"value\": %" PRId64, e->i);
 		}
 		break;
 	case TA_EXT_MESSAGE:
 	case TA_EXT_ZONE_TEXT:
-		printf(", \"text\": ");
-		ta_json_str(stdout, e->text);
-		printf(", \"cut\": %s", e->cut ? "true" : "false");
+		fprintf(out, ", \"text\": ");
+		ta_json_str(out, e->text);
+		fprintf(out, ", \"cut\": %s", e->cut ? "true" : "false");
 		break;
 	case TA_EXT_ZONE_VALUE:
-		printf(", \"value\": %" PRIu64, e->value);
+		fprintf(out, ", \"value\": %" PRIu64, e->value);
 		break;
 	case TA_EXT_CHANNEL:
-		printf(", \"on\": %s", e->on ? "true" : "false");
+		fprintf(out, ", \"on\": %s", e->on ? "true" : "false");
 		break;
 	}
-	printf("}\n");
+	fprintf(out, "}\n");
+	line_end(r);
 }
 
 /*
@@ -285,58 +441,61 @@ static void api(void *ctx, const struct ta_tlapi *a)
 	struct replay *r = ctx;
 	const struct ta_apiev *e = a->e;
 	char at[32];
+	FILE *out = r->out;
 
+	line_begin(r, a->ns);
 	if (r->json) {
-		json_api(a);
+		json_api(r, a);
 		return;
 	}
 	header(r);
 	if (r->time)
-		printf("%12s ", ta_fmt_time(at, sizeof(at), a->ns > 0 ? (uint64_t)a->ns : 0));
-	printf("%12s %8" PRIu64 "  ", "", a->t->tid);
+		fprintf(out, "%12s ", ta_fmt_time(at, sizeof(at), a->ns > 0 ? (uint64_t)a->ns : 0));
+	fprintf(out, "%12s %8" PRIu64 "  ", "", a->t->tid);
 	indent(r, a->depth);
 	switch (e->kind) {
 	case TA_EXT_MESSAGE:
-		fputs("! message ", stdout);
-		quoted(e->text, e->text_len);
+		fputs("! message ", out);
+		quoted(out, e->text, e->text_len);
 		break;
 	case TA_EXT_INSTANT:
-		printf("* instant %s", e->name);
+		fprintf(out, "* instant %s", e->name);
 		break;
 	case TA_EXT_COUNTER:
-		printf("# counter %s = ", e->name);
+		fprintf(out, "# counter %s = ", e->name);
 		if (e->is_double)
-			print_double(e->d);
+			print_double(out, e->d);
 		else
-			printf("%" PRId64, e->i);
+			fprintf(out, "%" PRId64, e->i);
 		break;
 	case TA_EXT_FRAME:
-		printf("| frame %s", e->name);
+		fprintf(out, "| frame %s", e->name);
 		break;
 	case TA_EXT_ZONE_TEXT:
-		fputs("+ zone text ", stdout);
-		quoted(e->text, e->text_len);
+		fputs("+ zone text ", out);
+		quoted(out, e->text, e->text_len);
 		break;
 	case TA_EXT_ZONE_VALUE:
-		printf("+ zone value %" PRIu64, e->value);
+		fprintf(out, "+ zone value %" PRIu64, e->value);
 		break;
 	case TA_EXT_CHANNEL:
-		printf("~ channel %s %s", a->channel, e->on ? "on" : "off");
+		fprintf(out, "~ channel %s %s", a->channel, e->on ? "on" : "off");
 		break;
 	case TA_EXT_ZONE_UNMATCHED:
-		fputs("? zone end without a zone begun", stdout);
+		fputs("? zone end without a zone begun", out);
 		if (e->site)
-			printf(" (%s:%" PRIu32 ")", e->site->file, e->site->line);
+			fprintf(out, " (%s:%" PRIu32 ")", e->site->file, e->site->line);
 		break;
 	}
 	if (e->cut)
-		printf(" (cut at %u bytes)", TA_TEXT_MAX);
+		fprintf(out, " (cut at %u bytes)", TA_TEXT_MAX);
 	if (e->kind != TA_EXT_CHANNEL && strcmp(a->channel, "user"))
-		printf(" [%s]", a->channel);
-	putchar('\n');
+		fprintf(out, " [%s]", a->channel);
+	fputc('\n', out);
+	line_end(r);
 }
 
-enum { O_TIME = TA_OPT_OWN };
+enum { O_TIME = TA_OPT_OWN, O_PER_THREAD };
 
 static const struct ta_opt replay_opts[] = {
     {"--tid", TA_ARG_EQ, TA_OPT_TID},			/* ta_tlopts_take */
@@ -345,6 +504,7 @@ static const struct ta_opt replay_opts[] = {
     {"--min-duration", TA_ARG_EQ, TA_OPT_MIN_DURATION}, /* ta_tlopts_take */
     {"--function", TA_ARG_EQ, TA_OPT_FUNCTION},		/* ta_tlopts_take */
     {"--time", TA_ARG_NONE, O_TIME},
+    {"--per-thread", TA_ARG_NONE, O_PER_THREAD},
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
     {NULL, TA_ARG_NONE, 0},
@@ -375,6 +535,9 @@ static int parse_args(int argc, char **argv, struct replay *r)
 		case O_TIME:
 			r->time = 1;
 			break;
+		case O_PER_THREAD:
+			r->per_thread = 1;
+			break;
 		case TA_OPT_TID:
 		case TA_OPT_TIME_RANGE:
 		case TA_OPT_MIN_DURATION:
@@ -391,20 +554,34 @@ static int parse_args(int argc, char **argv, struct replay *r)
 int ta_cmd_replay(int argc, char **argv)
 {
 	struct replay r;
-	int status;
+	int status, rc;
 
 	memset(&r, 0, sizeof(r));
 	r.o.to = UINT64_MAX;
+	r.out = stdout;
+	r.tmp = -1;
 	status = parse_args(argc, argv, &r);
 	if (status >= 0)
 		goto out;
-	if (r.srcline)
-		r.sl = ta_srclines_new();
-	if (ta_timeline_run_api(&r.tl, r.path, &r.o, emit, api, &r) < 0) {
-		status = r.tl.v.status;
+	if (!r.per_thread && lines_open(&r) < 0) {
+		status = 1;
 		goto out;
 	}
+	if (r.srcline)
+		r.sl = ta_srclines_new();
+	rc = ta_timeline_run_api(&r.tl, r.path, &r.o, emit, api, &r);
 	status = r.tl.v.status;
+	if (!r.per_thread) {
+		/* What was read of a dump that stopped being readable is shown,
+		 * as --per-thread shows it. */
+		r.per_thread = 1;
+		if (rc == 0 || r.nlines)
+			header(&r);
+		if (lines_write(&r) < 0 && status == 0)
+			status = 1;
+	}
+	if (rc < 0)
+		goto out;
 	header(&r);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "traceagent: writing the replay: %s\n", strerror(errno));
@@ -418,5 +595,11 @@ out:
 	free(r.src);
 	free(r.src_done);
 	ta_spaces_free(&r.indent);
+	if (r.line)
+		fclose(r.line);
+	free(r.line_buf);
+	free(r.lines);
+	if (r.tmp >= 0)
+		close(r.tmp);
 	return status;
 }

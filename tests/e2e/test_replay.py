@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""replay: every call of each thread in time order.  The exact lines of
-nest, then the exact text of a synthetic dump whose times are known, with
-each filter (--tid, --depth, --function, --min-duration, --time-range),
-and the JSON objects."""
+"""replay: every call of each thread in time order, the threads
+interleaved by time (--per-thread: in the order the agent wrote them).
+The exact lines of nest, then the exact text of a synthetic dump whose
+times are known, with each filter (--tid, --depth, --function,
+--min-duration, --time-range), and the JSON objects; threads' lines of a
+real run."""
 
 import json
 import re
@@ -37,6 +39,12 @@ def min_duration_cut(durations):
     d = sorted(set(durations))
     gap, lo = max((b - a, a) for a, b in zip(d, d[1:]))
     return lo + gap // 2, gap
+
+
+def time_ns(field):
+    """A time column ("  1.500 us") in ns."""
+    n, _, unit = field.strip().partition(" ")
+    return round(float(n) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit])
 
 
 def text(*lines):
@@ -109,7 +117,37 @@ class ReplayTest(tahelp.Case):
 
     def test_sample(self):
         dump = tadump.sample_dump(self)
+        # The threads interleaved by the time of each line (a call's
+        # start, or its end on "} /* fn */"); equal times as written.
         p = tadump.view(self, "replay", "--time", dump)
+        self.assertEqual(p.stderr, "")
+        self.assertEqual(p.stdout, text(
+            "        time     duration      tid  function",
+            "      500 ns                   101  main() {",
+            "      600 ns                   101    trunk() {",
+            "      700 ns                   101      branch() {",
+            "      800 ns       500 ns      101        leaf();",
+            "    1.500 us     1.000 us      101        leaf();",
+            "    1.500 us                   102  twig() {",
+            "    1.600 us       300 ns      102    bud();",
+            "    2.000 us       500 ns      102  } /* twig */",
+            "    2.500 us                   102  trunk() {",
+            "    2.600 us       200 ns      102    leaf();",
+            "    2.700 us     2.000 us      101      } /* branch */",
+            "    3.500 us                   101      twig() {",
+            "    3.600 us        50 ns      101        bud();",
+            "    5.400 us     1.900 us      101      } /* twig */",
+            "    5.500 us     4.900 us      101    } /* trunk */",
+            "    5.600 us                   101    trunk() {",
+            "    5.700 us                   101      branch() {",
+            "    5.800 us     2.500 us      101        leaf();",
+            "    8.500 us     2.800 us      101      } /* branch */",
+            "    9.000 us     6.500 us      102  } /* trunk */ (open at the end)",
+            "    9.400 us     3.800 us      101    } /* trunk */",
+            "    9.500 us     9.000 us      101  } /* main */"))
+        # --per-thread: the order the agent wrote them (main's first
+        # chunk, the worker's, main's second).
+        p = tadump.view(self, "replay", "--time", "--per-thread", dump)
         self.assertEqual(p.stderr, "")
         self.assertEqual(p.stdout, text(
             "        time     duration      tid  function",
@@ -137,10 +175,19 @@ class ReplayTest(tahelp.Case):
             "    9.000 us     6.500 us      102  } /* trunk */ (open at the end)"))
 
     def check(self, dump, option, *lines):
+        """lines: replay's output with --per-thread; without, the same
+        lines in the order of their times."""
         with self.subTest(option=option):
-            p = tadump.view(self, "replay", option, dump)
+            p = tadump.view(self, "replay", option, "--per-thread", dump)
             self.assertEqual(p.stderr, "")
             self.assertEqual(p.stdout, text(HEAD, *lines))
+            p = tadump.view(self, "replay", option, dump)
+            self.assertEqual(p.stderr, "")
+            timed = tadump.view(self, "replay", option, "--time", dump).stdout.splitlines()[1:]
+            times = [time_ns(l[:12]) for l in timed]
+            self.assertEqual(times, sorted(times), timed)
+            self.assertEqual(p.stdout, text(HEAD, *[l[13:] for l in timed]))
+            self.assertEqual(sorted(p.stdout.splitlines()[1:]), sorted(lines))
 
     def test_filters(self):
         dump = tadump.sample_dump(self)
@@ -274,6 +321,52 @@ class ReplayTest(tahelp.Case):
         p = tadump.view(self, "replay", "--srcline", "--json", "--depth=1", dump)
         main = json.loads(p.stdout.splitlines()[-1])
         self.assertRegex(main["srcline"], r"nest\.c:\d+$")
+
+    def test_threads(self):
+        """threads: 8 workers and main.  Lines of all threads in the order
+        of their times; --per-thread keeps each thread's lines in its
+        order."""
+        dump = tadump.traced_dump(self, "threads-O2")
+        ids = tadump.thread_ids(self, dump)
+        workers = {ids["worker-%d" % i]: i for i in range(8)}
+        p = tadump.view(self, "replay", "--time", dump)
+        self.assertEqual(p.stderr, "")
+        lines = p.stdout.splitlines()
+        self.assertEqual(lines[0], "        time " + HEAD)
+        lines = lines[1:]
+        # main (its callees untraced), and per worker i: worker { i+1
+        # times work { 10 x step } }.
+        self.assertEqual(len(lines), 1 + 8 * 2 + 36 * 12)
+        times = [time_ns(l[:12]) for l in lines]
+        self.assertEqual(times, sorted(times))
+        per = {}
+        for l in lines:
+            m = LINE.match(l[13:])
+            self.assertTrue(m, l)
+            per.setdefault(int(m.group("tid")), []).append(m.group("text"))
+        self.assertEqual(per.pop(ids["threads-O2"]), ["main();"])
+        self.assertEqual(set(per), set(workers))
+        for tid, i in workers.items():
+            body = ["work() {"] + ["step();"] * 10 + ["} /* work */"]
+            self.assertEqual(per[tid], ["worker() {"] + body * (i + 1) + ["} /* worker */"], tid)
+        # The workers run at once: their lines mix.
+        self.assertNotEqual([l for l in lines if int(l[26:34]) in workers],
+                            sorted((l for l in lines if int(l[26:34]) in workers),
+                                   key=lambda l: int(l[26:34])))
+        # --per-thread: the same lines, each thread's in the same order.
+        q = tadump.view(self, "replay", "--time", "--per-thread", dump).stdout.splitlines()[1:]
+        self.assertEqual(sorted(q), sorted(lines))
+        for tid in list(workers) + [ids["threads-O2"]]:
+            self.assertEqual([l for l in q if int(l[26:34]) == tid],
+                             [l for l in lines if int(l[26:34]) == tid])
+        # JSON: the objects in the order the calls end, all threads.
+        calls = [json.loads(l) for l in tadump.view(self, "replay", "--json", dump).stdout.splitlines()]
+        self.assertEqual(len(calls), 1 + 8 + 36 + 360)
+        ends = [c["start_ns"] + c["duration_ns"] for c in calls]
+        self.assertEqual(ends, sorted(ends))
+        q = [json.loads(l) for l in tadump.view(self, "replay", "--json", "--per-thread", dump).stdout.splitlines()]
+        key = lambda c: (c["start_ns"], c["tid"], c["depth"])
+        self.assertEqual(sorted(q, key=key), sorted(calls, key=key))
 
     def test_errors(self):
         dump = tadump.sample_dump(self)
