@@ -409,6 +409,53 @@ class TopTest(tahelp.Case):
         self.assert_whole(rep)
         self.assert_calls(self.functions(rep), {"hot": 300, "work": 1000, "phase": 1})
 
+    def test_pid_threads(self):
+        """top -p of a process whose threads started before it: the
+        stream's reader is told of them, so the head counts them and each
+        thread's line has its name (attachme 2: main, 2 busy, sleeper,
+        waiter, poller and "opener": 7 threads that call traced code)."""
+        xdg = self.dir
+        child = tahelp.LineChild(self, [self.prog("attachme-O2"), "2"],
+                                 env={"LD_PRELOAD": AGENT, "XDG_RUNTIME_DIR": xdg,
+                                      "TRACEAGENT_OUTPUT": self.path("attachme.trace")})
+        pid = child.proc.pid
+        task = "/proc/%d/task" % pid
+        names = {}
+        for tid in os.listdir(task):
+            with open(os.path.join(task, tid, "comm")) as fh:
+                names[int(tid)] = fh.read().strip()
+        self.assertIn("opener", names.values())
+        # -n bounds top: 300 snapshots, 30 s, for the threads to be seen.
+        top = subprocess.Popen([TRACEAGENT, "top", "--batch", "--interval", "0.1", "-n", "300",
+                                "-p", str(pid)],
+                               env=tahelp.clean_env({"XDG_RUNTIME_DIR": xdg}), cwd=self.dir,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: top.poll() is None and top.kill())
+        block, seen = [], None
+        while True:
+            line = tahelp.readline(top.stdout, "top's next line")
+            if not line:
+                break
+            if line.strip():
+                block.append(line.split())
+                continue
+            head = next((w for w in block if w and w[0] == "events/s"), None)
+            threads = {int(w[2]): w[w.index("name") + 1] for w in block
+                       if w and w[0] == "thread"}
+            block = []
+            if head is None or int(head[head.index("threads") + 1]) != 7:
+                continue
+            if "opener" in threads.values():
+                seen = threads
+                break
+        top.kill()
+        top.wait(timeout=tahelp.TIMEOUT)
+        self.assertIsNotNone(seen, "no snapshot of top -p counted 7 threads and named opener")
+        for tid, name in seen.items():
+            self.assertEqual(name, names[tid], "thread %d" % tid)
+        status, out, err = child.quit()
+        self.assertEqual(status, 0, err)
+
     def wait_listening(self, addr, proc):
         """Until addr (unix:PATH or tcp://127.0.0.1:PORT) has a listening
         socket: its file, or a LISTEN row in /proc/net/tcp."""
