@@ -75,6 +75,12 @@ struct ta_modrange {
 	const struct ta_sess_module *m;
 };
 
+/* One image's command line (struct ta_process's cmds). */
+struct ta_image_cmd {
+	char **argv;
+	size_t argc;
+};
+
 struct ta_process {
 	/* The process's key in the session, which threads, profiles and
 	 * frames name it by: its pid, but for a later process given the same
@@ -120,10 +126,7 @@ struct ta_process {
 	/* The executable of each image, in order (exe is the last), and its
 	 * command line (each owns its argv; argv above is the last one's). */
 	char **images;
-	struct ta_image_cmd {
-		char **argv;
-		size_t argc;
-	} *cmds;
+	struct ta_image_cmd *cmds;
 	size_t nimages;
 
 	struct ta_clock_pair *clock;
