@@ -773,7 +773,8 @@ static const char *const lock_kinds[] = {"static", "heap", "address"};
  * "+0xOFF" when addr is inside it (malloc'd), or NULL. */
 static char *static_name(struct ta_libstats *ls, uint64_t pid, uint64_t addr)
 {
-	const struct ta_process *p = proc_of(ls, pid);
+	/* Without a resolver (the fuzzer's views), no file is read. */
+	const struct ta_process *p = ls->v->res ? proc_of(ls, pid) : NULL;
 
 	/* The modules loaded at the end first, then those unloaded. */
 	for (int pass = 0; p && pass < 2; pass++)
