@@ -375,6 +375,56 @@ class TopTest(tahelp.Case):
         with open(self.path("before.txt")) as a, open(self.path("after.txt")) as b:
             self.assertEqual(a.read(), b.read())
 
+    def test_screen_stdin_redirected(self):
+        """top on a terminal with its standard input redirected (top --
+        prog < FILE, or a pipe): the keys come from the terminal, q quits,
+        and the terminal is as it was."""
+        if not shutil.which("tmux"):
+            self.skipTest("tmux is not installed")
+        sock = "ta-top-in-%d" % os.getpid()
+        tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
+        env = tahelp.clean_env({"PHASE_MS": "20000", "PS1": "$ "})
+        env.pop("TMUX", None)
+        subprocess.run(tmux + ["new-session", "-d", "-x", "120", "-y", "30",
+                               "bash --norc --noprofile"],
+                       env=env, cwd=self.dir, check=True, timeout=30)
+        self.addCleanup(subprocess.run, tmux + ["kill-server"], capture_output=True)
+
+        def screen():
+            return subprocess.run(tmux + ["capture-pane", "-p"], capture_output=True,
+                                  text=True, timeout=30).stdout
+
+        def keys(*k):
+            subprocess.run(tmux + ["send-keys"] + list(k), check=True, timeout=30)
+
+        def wait_for(pred, what):
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                s = screen()
+                if pred(s):
+                    return s
+                time.sleep(0.1)
+            self.fail("%s; the screen:\n%s" % (what, screen()))
+
+        for n, redirect in enumerate(("%s top --interval 0.2 -- %s < /dev/null",
+                                      "echo x | %s top --interval 0.2 -- %s")):
+            with self.subTest(redirect=redirect):
+                keys("clear; stty -a > before%d.txt" % n, "Enter")
+                keys((redirect + "; echo top-status-$?") % (TRACEAGENT, self.phases()),
+                     "Enter")
+                wait_for(lambda s: "phase_a" in s and "sort: SELF" in s,
+                         "no phase_a row under the sort by self")
+                keys("c")
+                wait_for(lambda s: "sort: CALLS/S" in s, "c did not sort by calls/s")
+                keys("q")
+                wait_for(lambda s: "top-status-" in s, "q did not end top")
+                keys("stty -a > after%d.txt; echo stty-done%d" % (n, n), "Enter")
+                wait_for(lambda s: ("stty-done%d\n" % n) in s.replace("echo stty-done", ""),
+                         "the shell is stuck")
+                with open(self.path("before%d.txt" % n)) as a, \
+                        open(self.path("after%d.txt" % n)) as b:
+                    self.assertEqual(a.read(), b.read())
+
     # ---- against the real agent -------------------------------------------------
 
     def test_pid_real_agent(self):
