@@ -706,6 +706,13 @@ static const char *module_label(const char *module)
 
 /* ---- batch ---------------------------------------------------------------------------- */
 
+/* A function's self time in the interval, in % of the program time the
+ * interval covered (never more than 100 for one thread's function). */
+static double self_pct(const struct ta_live_snap *sn, const struct ta_live_fn *f)
+{
+	return sn->span_ns ? 100.0 * (double)f->iself_ns / (double)sn->span_ns : 0;
+}
+
 static void batch_print(const struct ta_live_snap *sn, const struct options *o, uint64_t since_ns,
 			const struct source *s)
 {
@@ -741,9 +748,9 @@ static void batch_print(const struct ta_live_snap *sn, const struct options *o, 
 	for (long i = 0; i < n && (uint64_t)i < o->top; i++) {
 		const struct ta_live_fn *f = v[i];
 
-		printf("%12.0f %12" PRIu64 " %14" PRIu64 " %7.1f %14" PRIu64 " %16" PRIu64 "  %s  %s\n",
-		       per_s(f->icalls, sn->interval_ns), f->icalls, f->iself_ns,
-		       sn->interval_ns ? 100.0 * (double)f->iself_ns / (double)sn->interval_ns : 0,
+		printf("%12.0f %12" PRIu64 " %14" PRIu64 " %7.1f %14" PRIu64 " %16" PRIu64
+		       "  %s  %s\n",
+		       per_s(f->icalls, sn->interval_ns), f->icalls, f->iself_ns, self_pct(sn, f),
 		       f->calls, f->self_ns, module_label(f->module), f->name);
 	}
 	for (size_t i = 0; i < sn->nthr; i++) {
@@ -899,8 +906,7 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 
 			line(&b, 0, "%10s %10s %5.1f%% %12" PRIu64 " %10s  %s [%s]",
 			     rate(t[0], sizeof(t[0]), per_s(f->icalls, sn->interval_ns)),
-			     ta_fmt_time(t[1], sizeof(t[1]), f->iself_ns),
-			     sn->interval_ns ? 100.0 * (double)f->iself_ns / (double)sn->interval_ns : 0,
+			     ta_fmt_time(t[1], sizeof(t[1]), f->iself_ns), self_pct(sn, f),
 			     f->calls, ta_fmt_time(t[2], sizeof(t[2]), f->self_ns), f->name,
 			     module_label(f->module));
 			used++;

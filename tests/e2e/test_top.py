@@ -166,6 +166,33 @@ class TopTest(tahelp.Case):
         self.assertEqual(snaps[-1]["ended"], ["complete"])
         self.assert_final(snaps, own_counts(out))
 
+    def test_self_pct_within_a_thread(self):
+        """phases is one thread: in every snapshot each row's self% and
+        their sum stay within 100% (0.1 of rounding a row), though the
+        dump, read at once, holds far more time than an interval of wall
+        time: the interval's self times are shares of the program time it
+        covered."""
+        r = self.run_preload([self.phases()], env={"PHASE_MS": "300"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        proc = subprocess.run([TRACEAGENT, "top", "--batch", "--interval", "0.05", "-n", "3",
+                               r.dump],
+                              env=tahelp.clean_env(), cwd=self.dir, capture_output=True,
+                              text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        seen = 0
+        for block in proc.stdout.split("\n\n"):
+            lines = block.splitlines()
+            if not lines or not lines[0].startswith("snapshot "):
+                continue
+            at = next(i for i, l in enumerate(lines) if l.split()[:1] == ["calls/s"])
+            pcts = [float(l.split()[3]) for l in lines[at + 1:]
+                    if l.strip() and not l.startswith("thread ")]
+            for p in pcts:
+                self.assertLessEqual(p, 100.0, block)
+            self.assertLessEqual(sum(pcts), 100.0 + 0.1 * len(pcts), block)
+            seen += sum(pcts) > 0
+        self.assertGreater(seen, 0, proc.stdout)
+
     def record_phases(self):
         """A dump of phases and its counts."""
         r = self.run_preload([self.phases()], env={"PHASE_MS": "150"})
