@@ -42,6 +42,7 @@ struct ta_flush_state {
 	uint64_t events;   /* recorded for this thread so far */
 	uint32_t name_seq; /* the name version last written */
 	int started;       /* THREAD_START written */
+	uint64_t start_flags; /* the flags it carried, for a stream's reader */
 	/* Events it had no memory to encode (TA_LOST_NO_MEMORY): the
 	 * drainer's count, added to the thread's own in its THREAD_END. */
 	uint64_t lost_nomem;
@@ -602,6 +603,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		if (read_name(t, name, &seq) < 0)
 			memset(name, 0, sizeof(name));
 		write_thread_start(t, name, flags);
+		fs->start_flags = flags;
 		fs->name_seq = seq;
 		fs->started = 1;
 		__atomic_add_fetch(&total_threads, 1, __ATOMIC_RELAXED);
@@ -752,6 +754,50 @@ int ta_flusher_help(struct ta_thread *t)
 	drain_thread_held(t, 0, 1, 0, NULL, budget ? budget : 1);
 	ta_consume_unlock(t);
 	return 1;
+}
+
+void ta_flusher_describe_threads(void)
+{
+	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
+	     t = t->all_next) {
+		/* Acquire: pairs with the release stores of the state in
+		 * ring.c (the fields set at registration). */
+		uint32_t st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+		struct ta_buf b = {0};
+		char name[16];
+		uint32_t seq;
+		int got = 0;
+
+		if (st != TA_T_LIVE && st != TA_T_EXITED)
+			continue;
+		/* Its THREAD_START and THREAD_END are written under this
+		 * lock: with it held, started says whether the dump has the
+		 * one and not yet the other.  Its holder (a drain) is short;
+		 * one that is not (stopped with it held) is skipped, so the
+		 * control thread never waits without bound. */
+		for (int i = 0; i < 500 && !(got = ta_consume_trylock(t)); i++) {
+			struct timespec ts = {0, 100000};
+			nanosleep(&ts, NULL);
+		}
+		if (!got)
+			continue;
+		st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+		if ((st == TA_T_LIVE || st == TA_T_EXITED) && t->drain && t->fs && t->fs->started) {
+			if (read_name(t, name, &seq) < 0)
+				memset(name, 0, sizeof(name));
+			ta_buf_u(&b, t->tid);
+			ta_buf_u(&b, t->ptid);
+			ta_buf_u(&b, t->start_ticks);
+			ta_buf_str(&b, name, strnlen(name, 16));
+			ta_buf_u(&b, t->fs->start_flags);
+			/* Without memory the reader alone misses the thread
+			 * (its events still count): the dump is whole. */
+			if (!b.oom)
+				ta_dump_chunk(TA_CHUNK_THREAD_START, b.p, b.len);
+			ta_buf_free(&b);
+		}
+		ta_consume_unlock(t);
+	}
 }
 
 void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads)

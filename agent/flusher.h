@@ -67,6 +67,11 @@ void ta_flusher_drain(int at_end) TA_HIDDEN;
 /* A producer drains its own ring when the backlog is high, if the flusher
  * is not draining it right now; returns 1 if it did. */
 int ta_flusher_help(struct ta_thread *t) TA_HIDDEN;
+/* A THREAD_START for each thread the dump has one for and no THREAD_END
+ * yet, with its name now: for a control-socket stream's reader, who
+ * starts in the middle (tap.c, which takes the chunks for the reader
+ * alone). */
+void ta_flusher_describe_threads(void) TA_HIDDEN;
 /* Totals for the END chunk. */
 void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads) TA_HIDDEN;
 /* The lost events of ta_flusher_totals by cause (format.h's TA_LOST_*). */

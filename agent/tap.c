@@ -4,8 +4,9 @@
  * `traceagent ctl PID stream` and `traceagent top -p PID`.
  *
  * The reader gets the file header, then the process's state as chunks made
- * for it alone (PROCESS, CLOCK, every MODULE loaded now, LIBCALLS, every
- * SITE and CHANNEL so far, a PAUSE mark when paused), then a copy of every
+ * for it alone (PROCESS, CLOCK, every MODULE loaded now, LIBCALLS, a
+ * THREAD_START for each thread running, every SITE and CHANNEL so far, a
+ * PAUSE mark when paused), then a copy of every
  * chunk the dump gets from then on.  EVENTS chunks carry their thread's
  * stack snapshot, so starting in the middle loses nothing a reader needs.
  *
@@ -33,6 +34,7 @@
 #include "clock.h"
 #include "describe.h"
 #include "dump.h"
+#include "flusher.h"
 #include "format.h"
 #include "libcalls.h"
 #include "modules.h"
@@ -134,6 +136,8 @@ int ta_tap_open(int fd, int wake_fd)
 	tap_capture = 1;
 	/* Loaded before the stream began: stamped with its start. */
 	ta_describe_process(TA_DESCRIBE_CLOCK | TA_DESCRIBE_EVERY_MODULE, now, NULL);
+	/* The threads running: their THREAD_START went out before. */
+	ta_flusher_describe_threads();
 	ta_api_write_tap();
 	if (ta_api_paused())
 		ta_api_mark(TA_MARK_PAUSE, ta_api_pause_ticks(), NULL, 0);

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@ struct counter {
 	int64_t imin, imax;
 	double min, max;
 	long double sum;
+	int decimals; /* the most decimal places of a sample (DECIMALS_MAX at most) */
 	struct last *lasts;
 	size_t nlasts;
 	struct point *pts;
@@ -71,7 +73,8 @@ static void usage(FILE *f)
 		   "\n"
 		   "The counters of the manual API (TA_COUNTER, TA_COUNTER_F), one row per\n"
 		   "name over every thread and process: samples, min, max, avg and the last\n"
-		   "value in time order.  Samples that are NaN or infinite are counted in\n"
+		   "value in time order (avg to one decimal place more than the most precise\n"
+		   "sample; exact in JSON).  Samples that are NaN or infinite are counted in\n"
 		   "samples and non_finite, and left out of the other numbers.\n"
 		   "\n"
 		   "  --json          {\"counters\": [{\"name\", \"channel\", \"samples\",\n"
@@ -138,6 +141,52 @@ static int add_point(struct point **pts, size_t *n, size_t *cap, uint32_t pid, u
 	return 0;
 }
 
+/* The text's average has one decimal place more than the most precise
+ * sample (0..99: 49.5; 2.25 and 0: 1.125), at most DECIMALS_MAX: the
+ * precision of the values, not the 17 digits of a double. */
+#define DECIMALS_MAX 6
+
+/* The decimal places of v, from at least `from` (DECIMALS_MAX for more). */
+static int decimals_of(double v, int from)
+{
+	double scale = 1;
+	int k;
+
+	if (!isfinite(v))
+		return from;
+	for (k = 0; k < from; k++)
+		scale *= 10;
+	for (; k < DECIMALS_MAX; k++, scale *= 10) {
+		double x = v * scale;
+
+		/* Within a few ulps of an integer: v has k decimals. */
+		if (fabs(x - nearbyint(x)) <= fabs(x) * 4 * DBL_EPSILON)
+			return k;
+	}
+	return DECIMALS_MAX;
+}
+
+/* The average of c as the text prints it: its decimals (c->decimals + 1,
+ * at most DECIMALS_MAX), trailing zeros dropped. */
+static const char *fmt_avg(char *buf, size_t n, const struct counter *c, double avg)
+{
+	int d = c->decimals + 1 > DECIMALS_MAX ? DECIMALS_MAX : c->decimals + 1;
+	char *dot, *end;
+
+	snprintf(buf, n, "%.*f", d, avg);
+	dot = strchr(buf, '.');
+	if (dot) {
+		end = buf + strlen(buf);
+		while (end > dot + 1 && end[-1] == '0')
+			*--end = 0;
+		if (end == dot + 1)
+			*dot = 0;
+	}
+	if (!strcmp(buf, "-0"))
+		strcpy(buf, "0");
+	return buf;
+}
+
 static int take_sample(struct counter *c, uint32_t pid, const struct ta_apiev *e)
 {
 	struct last *l = NULL;
@@ -162,6 +211,8 @@ static int take_sample(struct counter *c, uint32_t pid, const struct ta_apiev *e
 	}
 	c->finite++;
 	c->sum += e->is_double ? (long double)e->d : (long double)e->i;
+	if (e->is_double && c->decimals < DECIMALS_MAX)
+		c->decimals = decimals_of(e->d, c->decimals);
 	for (size_t k = 0; k < c->nlasts; k++)
 		if (c->lasts[k].pid == pid)
 			l = &c->lasts[k];
@@ -215,11 +266,13 @@ static void on_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 
 /* ---- numbers -------------------------------------------------------------------------- */
 
-/* The shortest of %.15g and %.17g that reads back as v: 49.5, not
- * 49.500000000000000. */
+/* The shortest of %.15g, %.16g and %.17g that reads back as v: 49.5, not
+ * 49.500000000000000; 0.4166666666666667, not 0.41666666666666669. */
 static const char *fmt_double(char *buf, size_t n, double v)
 {
 	snprintf(buf, n, "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, n, "%.16g", v);
 	if (strtod(buf, NULL) != v)
 		snprintf(buf, n, "%.17g", v);
 	return buf;
@@ -249,8 +302,9 @@ static const struct last *last_of(const struct counters *cs, const struct counte
 	return best;
 }
 
-/* min, max, avg, last of c into four buffers; "" when no finite sample. */
-static void numbers(const struct counters *cs, const struct counter *c, char out[4][40])
+/* min, max, avg, last of c into four buffers; "" when no finite sample.
+ * text: the average to the values' precision (fmt_avg), else exact. */
+static void numbers(const struct counters *cs, const struct counter *c, char out[4][40], int text)
 {
 	const struct last *l = last_of(cs, c);
 
@@ -266,7 +320,10 @@ static void numbers(const struct counters *cs, const struct counter *c, char out
 		fmt_double(out[0], 40, c->min);
 		fmt_double(out[1], 40, c->max);
 	}
-	fmt_double(out[2], 40, (double)(c->sum / (long double)c->finite));
+	if (text)
+		fmt_avg(out[2], 40, c, (double)(c->sum / (long double)c->finite));
+	else
+		fmt_double(out[2], 40, (double)(c->sum / (long double)c->finite));
 	if (l && l->is_int && c->all_int)
 		snprintf(out[3], 40, "%" PRId64, l->i);
 	else if (l)
@@ -288,7 +345,7 @@ static void print_text(const struct counters *cs)
 		const struct counter *c = &cs->c[i];
 		char num[4][40];
 
-		numbers(cs, c, num);
+		numbers(cs, c, num, 1);
 		printf("%-*s %10" PRIu64 " %14s %14s %14s %14s", (int)w, c->name, c->samples,
 		       num[0][0] ? num[0] : "-", num[1][0] ? num[1] : "-",
 		       num[2][0] ? num[2] : "-", num[3][0] ? num[3] : "-");
@@ -311,7 +368,7 @@ static void print_json(const struct counters *cs)
 		const struct counter *c = &cs->c[i];
 		char num[4][40];
 
-		numbers(cs, c, num);
+		numbers(cs, c, num, 0);
 		printf("%s\n  {\"name\": ", i ? "," : "");
 		ta_json_str(stdout, c->name);
 		printf(", \"channel\": ");
@@ -418,7 +475,7 @@ static int write_svg(struct counters *cs, FILE *f)
 		double y0 = SVG_TOP + (double)i * (PLOT_H + PLOT_GAP) + 14, span;
 		char num[4][40];
 
-		numbers(cs, c, num);
+		numbers(cs, c, num, 1);
 		fprintf(f, "<g class=\"counter\" data-name=\"");
 		xml_str(f, c->name);
 		fprintf(f, "\">\n<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">", PLOT_LEFT,

@@ -36,12 +36,13 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent info [--json] DUMP\n"
 		   "\n"
-		   "What a dump holds: per process the command line, pid, start time, duration,\n"
-		   "clock and calibration, the agent's settings, threads and modules; for the\n"
-		   "file its format version, chunks, sizes, completeness and errors; the\n"
-		   "pauses and channel switches made through `traceagent ctl`; and\n"
-		   "the manual API's events per channel (zones, messages, instants,\n"
-		   "counter samples, frame marks, switches) and zone ENDs without a zone.\n"
+		   "What a dump holds: per process the command line (each, in order, when\n"
+		   "it exec'd), pid, start time, duration, clock and calibration, the\n"
+		   "agent's settings, threads and modules; for the file its format version,\n"
+		   "chunks, sizes, completeness and errors; the pauses and channel switches\n"
+		   "made through `traceagent ctl`; and the manual API's events per channel\n"
+		   "(zones, messages, instants, counter samples, frame marks, switches) and\n"
+		   "zone ENDs without a zone.\n"
 		   "After a crash, each thread's open calls take one line: a recursion of\n"
 		   "more than 64 levels is one entry \"NAME (MODULE) [xN]\", and at most 64\n"
 		   "entries are shown, \"... N more\" between the outermost and innermost 32.\n"
@@ -605,9 +606,12 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		printf(" (parent %" PRIu64 ")", p->ppid);
 	putchar('\n');
 	if (p->has_info) {
-		printf("  command:     ");
-		for (size_t i = 0; i < p->argc; i++)
-			printf("%s%s", i ? " " : "", p->argv[i]);
+		/* Each image's command line, in order: the exec chain. */
+		for (size_t k = 0; k < p->nimages; k++) {
+			printf(k ? "\n             > " : "  command:     ");
+			for (size_t i = 0; i < p->cmds[k].argc; i++)
+				printf("%s%s", i ? " " : "", p->cmds[k].argv[i]);
+		}
 		printf("\n  executable:  %s\n  arch:        %s\n", p->exe, p->arch);
 		if (p->nimages > 1) {
 			printf("  images:      ");
@@ -874,12 +878,22 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 			printf("%s", i ? ", " : "");
 			ta_json_str(stdout, p->argv[i]);
 		}
+		printf("], \"commands\": [");
+		for (size_t k = 0; k < p->nimages; k++) {
+			printf("%s[", k ? ", " : "");
+			for (size_t i = 0; i < p->cmds[k].argc; i++) {
+				printf("%s", i ? ", " : "");
+				ta_json_str(stdout, p->cmds[k].argv[i]);
+			}
+			putchar(']');
+		}
 		printf("], \"arch\": ");
 		ta_json_str(stdout, p->arch);
 		printf(",\n    \"start_realtime_ns\": %" PRIu64 ", \"start_time\": \"%s\", ",
 		       p->start_realtime_ns, iso_time(b, sizeof(b), p->start_realtime_ns));
 	} else {
-		printf("\"ppid\": null, \"exe\": null, \"argv\": null, \"arch\": null,\n    "
+		printf("\"ppid\": null, \"exe\": null, \"argv\": null, \"commands\": null, "
+		       "\"arch\": null,\n    "
 		       "\"start_realtime_ns\": null, \"start_time\": null, ");
 	}
 	printf("\"duration_ns\": %" PRIu64 ",\n", process_duration_ns(p));

@@ -21,6 +21,7 @@
 
 #include "common.h"
 #include "libreport.h"
+#include "symbols.h"
 
 /* ---- a table of sums keyed by three numbers ------------------------------------- */
 
@@ -102,6 +103,12 @@ struct live {
 	uint32_t path;
 };
 
+/* A module's data symbols (lock_name). */
+struct data_syms {
+	char *path;
+	struct ta_symtab *tab; /* NULL when it could not be read */
+};
+
 struct ta_libstats {
 	struct ta_view *v;
 	struct ta_visitor inner; /* the visitor this one wraps */
@@ -119,8 +126,13 @@ struct ta_libstats {
 	size_t nlive, live_slots;
 
 	/* locks: (pid, caller, function index) and (pid, object, 0) -> calls,
-	 * wait ticks, max ticks */
+	 * wait ticks, max ticks; an object's row also the live block holding
+	 * it (path index + 1, 0: none found), its offset there, and how many
+	 * times the block was looked for (heap_block) */
 	struct agg lock_caller, lock_obj;
+	/* The data symbols of the modules, read when locks are named. */
+	struct data_syms *dsyms;
+	size_t ndsyms;
 	/* io: (pid, fd, 0) and (pid, caller, 0) -> calls, asked, done, errors,
 	 * ticks */
 	struct agg io_fd, io_caller;
@@ -199,6 +211,42 @@ static int live_take(struct ta_libstats *ls, uint64_t pid, uint64_t ptr, uint64_
 	}
 	ls->live[k].ptr = 0;
 	return 1;
+}
+
+/* Where a lock is looked for in the live blocks: blocks start on
+ * malloc's 16-byte alignment, and a lock lies at most HEAP_REACH bytes
+ * into one; an object is looked for at its first HEAP_TRIES waits (its
+ * block may be allocated by a thread whose events come later). */
+#define HEAP_ALIGN 16u
+#define HEAP_REACH 16384u
+#define HEAP_TRIES 4u
+
+/* The live block of process pid holding addr: 1 with its path and addr's
+ * offset in it. */
+static int heap_block(const struct ta_libstats *ls, uint64_t pid, uint64_t addr, uint32_t *path,
+		      uint64_t *off)
+{
+	size_t mask = ls->live_slots - 1;
+
+	if (!ls->nlive)
+		return 0;
+	for (uint64_t d = addr % HEAP_ALIGN; d <= HEAP_REACH && d < addr; d += HEAP_ALIGN) {
+		uint64_t ptr = addr - d;
+		size_t k;
+
+		for (k = (size_t)live_hash(pid, ptr) & mask; ls->live[k].ptr; k = (k + 1) & mask)
+			if (ls->live[k].pid == pid && ls->live[k].ptr == ptr)
+				break;
+		if (!ls->live[k].ptr)
+			continue;
+		/* Blocks do not overlap: none further down holds addr. */
+		if (d >= ls->live[k].size)
+			return 0;
+		*path = ls->live[k].path;
+		*off = d;
+		return 1;
+	}
+	return 0;
 }
 
 /* The index of the path of frames [0, depth) of t, interned. */
@@ -373,6 +421,16 @@ static void v_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t 
 			if (dur > r->v[2])
 				r->v[2] = dur;
 		}
+		if (!r->v[3] && r->v[5] < HEAP_TRIES) {
+			uint32_t path;
+			uint64_t off;
+
+			r->v[5]++;
+			if (heap_block(ls, t->pid, val[0], &path, &off)) {
+				r->v[3] = (uint64_t)path + 1;
+				r->v[4] = off;
+			}
+		}
 		break;
 	case TA_EXT_IO:
 		if (n < 4)
@@ -429,6 +487,11 @@ void ta_libstats_free(struct ta_libstats *ls)
 		free(ls->paths[i].addr);
 	free(ls->paths);
 	free(ls->live);
+	for (size_t i = 0; i < ls->ndsyms; i++) {
+		free(ls->dsyms[i].path);
+		ta_symtab_free(ls->dsyms[i].tab);
+	}
+	free(ls->dsyms);
 	free(ls);
 }
 
@@ -539,6 +602,33 @@ static char *num_name(int hex, uint64_t v)
 	return s;
 }
 
+/* "main > f > malloc" for path p, after prefix (malloc'd; NULL without
+ * memory). */
+static char *path_name(struct ta_libstats *ls, const struct path *p, const char *prefix)
+{
+	size_t len = strlen(prefix), cap = len + 64;
+	char *s = malloc(cap);
+
+	if (!s)
+		return NULL;
+	memcpy(s, prefix, len + 1);
+	for (uint32_t d = 0; d < p->depth; d++) {
+		const char *nm = caller_name(ls, p->pid, p->addr[d]);
+		size_t add = strlen(nm) + 3;
+		if (len + add + 1 > cap) {
+			char *ns;
+			while (len + add + 1 > cap)
+				cap *= 2;
+			ns = realloc(s, cap);
+			if (!ns)
+				break;
+			s = ns;
+		}
+		len += (size_t)sprintf(s + len, "%s%s", d ? " > " : "", nm);
+	}
+	return s;
+}
+
 static int print_alloc(struct ta_libstats *ls, int json)
 {
 	struct out_row *rows = rows_alloc(ls->alloc_caller.n), *pr;
@@ -575,29 +665,13 @@ static int print_alloc(struct ta_libstats *ls, int json)
 	np = 0;
 	for (size_t i = 0; i < ls->npaths; i++) {
 		const struct path *p = &ls->paths[i];
-		size_t len = 0, cap = 64;
 		char *s;
 
 		if (!p->blocks)
 			continue;
-		s = malloc(cap);
+		s = path_name(ls, p, "");
 		if (!s)
 			break;
-		s[0] = 0;
-		for (uint32_t d = 0; d < p->depth; d++) {
-			const char *nm = caller_name(ls, p->pid, p->addr[d]);
-			size_t add = strlen(nm) + 3;
-			if (len + add + 1 > cap) {
-				char *ns;
-				while (len + add + 1 > cap)
-					cap *= 2;
-				ns = realloc(s, cap);
-				if (!ns)
-					break;
-				s = ns;
-			}
-			len += (size_t)sprintf(s + len, "%s%s", d ? " > " : "", nm);
-		}
 		pr[np].name = pr[np].own = s;
 		pr[np].v[0] = p->bytes;
 		pr[np].v[1] = p->blocks;
@@ -618,13 +692,14 @@ static int print_alloc(struct ta_libstats *ls, int json)
 		memcpy(copy, pr, (size_t)np * sizeof(*pr));
 		np = cut(merge_rows(pr, (size_t)np, 0, 0, &merged));
 		if (json) {
-			fprintf(lo, "  \"alloc\": {\"allocations\": %" PRIu64
-			       ", \"bytes_allocated\": %" PRIu64 ", \"frees\": %" PRIu64
-			       ", \"bytes_freed\": %" PRIu64 ", \"untracked_frees\": %" PRIu64
-			       ", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
-			       ",\n    \"callers\": [",
-			       tot[0], tot[1], tot[2], tot[3], ls->untracked_frees, live_bytes,
-			       live_blocks);
+			fprintf(lo,
+				"  \"alloc\": {\"recorded\": true, \"allocations\": %" PRIu64
+				", \"bytes_allocated\": %" PRIu64 ", \"frees\": %" PRIu64
+				", \"bytes_freed\": %" PRIu64 ", \"untracked_frees\": %" PRIu64
+				", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
+				",\n    \"callers\": [",
+				tot[0], tot[1], tot[2], tot[3], ls->untracked_frees, live_bytes,
+				live_blocks);
 			for (long i = 0; i < n; i++) {
 				json_row_name("function", rows[i].name, i == 0);
 				fprintf(lo, ", \"allocations\": %" PRIu64
@@ -673,6 +748,99 @@ static int print_alloc(struct ta_libstats *ls, int json)
 	return 0;
 }
 
+/* The data symbols of module m, read the first time (NULL when they
+ * cannot be). */
+static const struct ta_symtab *data_syms(struct ta_libstats *ls, const struct ta_sess_module *m)
+{
+	struct data_syms *v;
+
+	for (size_t i = 0; i < ls->ndsyms; i++)
+		if (!strcmp(ls->dsyms[i].path, m->path))
+			return ls->dsyms[i].tab;
+	v = realloc(ls->dsyms, (ls->ndsyms + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	ls->dsyms = v;
+	v = &ls->dsyms[ls->ndsyms];
+	v->tab = NULL;
+	if (!(v->path = strdup(m->path)))
+		return NULL;
+	ls->ndsyms++;
+	/* Modules without a file (the vDSO) have no path to read. */
+	if (m->path[0] == '/' &&
+	    ta_symtab_load_data(m->path, m->build_id, m->build_id_len, &v->tab) < 0)
+		v->tab = NULL;
+	return v->tab;
+}
+
+/* How a lock is named (lock_name), and its JSON "kind". */
+enum { LOCK_STATIC, LOCK_HEAP, LOCK_ADDRESS };
+static const char *const lock_kinds[] = {"static", "heap", "address"};
+
+/* The variable of a module of process pid at addr: its name, with
+ * "+0xOFF" when addr is inside it (malloc'd), or NULL. */
+static char *static_name(struct ta_libstats *ls, uint64_t pid, uint64_t addr)
+{
+	/* Without a resolver (the fuzzer's views), no file is read. */
+	const struct ta_process *p = ls->v->res ? proc_of(ls, pid) : NULL;
+
+	/* The modules loaded at the end first, then those unloaded. */
+	for (int pass = 0; p && pass < 2; pass++)
+		for (size_t i = 0; i < p->nmodules; i++) {
+			const struct ta_sess_module *m = &p->modules[i];
+			const struct ta_symtab *tab;
+			const struct ta_sym *sym;
+			uint64_t off = addr - m->bias;
+			char *dm, *out;
+			int rc;
+
+			if ((m->unload_ticks != UINT64_MAX) != pass || addr < m->bias ||
+			    !(tab = data_syms(ls, m)) || !ta_symtab_maps(tab, off))
+				continue;
+			sym = ta_symtab_lookup(tab, off);
+			if (!sym || !sym->size)
+				continue;
+			dm = ta_demangle(sym->name);
+			if (off == sym->value)
+				rc = asprintf(&out, "%s", dm ? dm : sym->name);
+			else
+				rc = asprintf(&out, "%s+0x%" PRIx64, dm ? dm : sym->name,
+					      off - sym->value);
+			free(dm);
+			return rc < 0 ? NULL : out;
+		}
+	return NULL;
+}
+
+/* A lock's name (malloc'd, NULL without memory): the variable it is
+ * ("cache_lock", "stats+0x8"), else the call path that allocated the block
+ * it is in ("allocated at main > f > malloc", "+0x10" after it when not at
+ * the block's start), else its address. */
+static char *lock_name(struct ta_libstats *ls, const struct agg_row *r, int *kind)
+{
+	char *s = static_name(ls, r->k[0], r->k[1]);
+
+	if (s) {
+		*kind = LOCK_STATIC;
+		return s;
+	}
+	if (r->v[3] && r->v[3] <= ls->npaths) {
+		*kind = LOCK_HEAP;
+		s = path_name(ls, &ls->paths[r->v[3] - 1], "allocated at ");
+		if (s && r->v[4]) {
+			char *t;
+
+			if (asprintf(&t, "%s +0x%" PRIx64, s, r->v[4]) < 0)
+				t = NULL;
+			free(s);
+			s = t;
+		}
+		return s;
+	}
+	*kind = LOCK_ADDRESS;
+	return num_name(1, r->k[1]);
+}
+
 static int print_locks(struct ta_libstats *ls, int json)
 {
 	struct out_row *rc = rows_alloc(ls->lock_caller.n), *ro = rows_alloc(ls->lock_obj.n);
@@ -700,16 +868,19 @@ static int print_locks(struct ta_libstats *ls, int json)
 	for (size_t i = 0; i < ls->lock_obj.n; i++) {
 		const struct agg_row *r = &ls->lock_obj.rows[i];
 		const struct ta_process *p = proc_of(ls, r->k[0]);
-		objnames[i] = num_name(1, r->k[1]);
+		int kind = LOCK_ADDRESS;
+
+		objnames[i] = lock_name(ls, r, &kind);
 		ro[i].name = objnames[i] ? objnames[i] : "?";
 		ro[i].v[0] = r->v[0];
 		ro[i].v[1] = p ? ta_process_dur_ns(p, r->v[1]) : r->v[1];
 		ro[i].v[2] = p ? ta_process_dur_ns(p, r->v[2]) : r->v[2];
+		ro[i].v[3] = (uint64_t)kind; /* one name, one kind: kept whole */
 	}
 	nc = cut(merge_rows(rc, ls->lock_caller.n, 4u, 1, &rc));
-	no = cut(merge_rows(ro, ls->lock_obj.n, 4u, 1, &ro));
+	no = cut(merge_rows(ro, ls->lock_obj.n, 4u | 8u, 1, &ro));
 	if (json) {
-		fprintf(lo, "  \"locks\": {\"callers\": [");
+		fprintf(lo, "  \"locks\": {\"recorded\": true, \"callers\": [");
 		for (long i = 0; i < nc; i++) {
 			json_row_name("function", rc[i].name, i == 0);
 			fprintf(lo, ", \"call\": ");
@@ -721,9 +892,10 @@ static int print_locks(struct ta_libstats *ls, int json)
 		fprintf(lo, "],\n    \"locks\": [");
 		for (long i = 0; i < no; i++) {
 			json_row_name("lock", ro[i].name, i == 0);
-			fprintf(lo, ", \"calls\": %" PRIu64 ", \"wait_ns\": %" PRIu64
-			       ", \"max_ns\": %" PRIu64 "}",
-			       ro[i].v[0], ro[i].v[1], ro[i].v[2]);
+			fprintf(lo,
+				", \"kind\": \"%s\", \"calls\": %" PRIu64 ", \"wait_ns\": %" PRIu64
+				", \"max_ns\": %" PRIu64 "}",
+				lock_kinds[ro[i].v[3]], ro[i].v[0], ro[i].v[1], ro[i].v[2]);
 		}
 		fprintf(lo, "]}");
 	} else {
@@ -735,9 +907,12 @@ static int print_locks(struct ta_libstats *ls, int json)
 			fprintf(lo, "%10" PRIu64 " %12s %12s  %s: %s\n", rc[i].v[0],
 			       ta_fmt_time(a, sizeof(a), rc[i].v[1]),
 			       ta_fmt_time(b, sizeof(b), rc[i].v[2]), rc[i].name, rc[i].extra);
-		fprintf(lo, "\nlock waits by lock (mutex, rwlock, condition or semaphore address):\n"
-		       "%10s %12s %12s  %s\n",
-		       "calls", "wait", "max", "lock");
+		fprintf(
+		    lo,
+		    "\nlock waits by lock (mutex, rwlock, condition or semaphore: its variable,\n"
+		    "the call path that allocated it, or its address):\n"
+		    "%10s %12s %12s  %s\n",
+		    "calls", "wait", "max", "lock");
 		for (long i = 0; i < no; i++)
 			fprintf(lo, "%10" PRIu64 " %12s %12s  %s\n", ro[i].v[0],
 			       ta_fmt_time(a, sizeof(a), ro[i].v[1]),
@@ -812,7 +987,7 @@ static int print_io(struct ta_libstats *ls, int json)
 	nf = cut(merge_rows(rf, ls->io_fd.n, 0, 2, &rf));
 	nc = cut(merge_rows(rc, ls->io_caller.n, 0, 2, &rc));
 	if (json)
-		fprintf(lo, "  \"io\": {");
+		fprintf(lo, "  \"io\": {\"recorded\": true, ");
 	io_print("I/O by file descriptor", "fd", "fds", rf, nf, json);
 	if (json)
 		fprintf(lo, ",\n    ");
@@ -829,6 +1004,28 @@ static int print_io(struct ta_libstats *ls, int json)
 	return 0;
 }
 
+/* Whether a process of the dump recorded the library calls of class cls
+ * (its LIBCALLS chunk names the class). */
+static int recorded(const struct ta_libstats *ls, unsigned cls)
+{
+	const struct ta_session *s = ls->v->s;
+
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i]->libcall_classes & cls)
+			return 1;
+	return 0;
+}
+
+/* A section of a class the dump did not record: said, with how to record
+ * it (text), or "recorded": false and empty lists (JSON). */
+static void not_recorded(const char *calls, const char *cls, const char *json_body, int json)
+{
+	if (json)
+		fprintf(lo, "%s", json_body);
+	else
+		fprintf(lo, "no %s calls in this dump: record with --libcalls=%s\n", calls, cls);
+}
+
 int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json, uint64_t top, FILE *out)
 {
 	int first = 1;
@@ -840,19 +1037,37 @@ int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json, uint64_t 
 	if (json)
 		fprintf(lo, "{\n");
 	if (what & TA_LC_ALLOC) {
-		if (print_alloc(ls, json) < 0)
+		if (!recorded(ls, TA_LC_ALLOC))
+			not_recorded(
+			    "allocation", "alloc",
+			    "  \"alloc\": {\"recorded\": false, \"allocations\": 0, "
+			    "\"bytes_allocated\": 0, \"frees\": 0, \"bytes_freed\": 0, "
+			    "\"untracked_frees\": 0, \"live_bytes\": 0, \"live_blocks\": 0,\n"
+			    "    \"callers\": [],\n    \"live\": []}",
+			    json);
+		else if (print_alloc(ls, json) < 0)
 			return -1;
 		first = 0;
 	}
 	if (what & TA_LC_LOCK) {
 		fputs(first ? "" : json ? ",\n" : "\n", lo);
-		if (print_locks(ls, json) < 0)
+		if (!recorded(ls, TA_LC_LOCK))
+			not_recorded("lock", "lock",
+				     "  \"locks\": {\"recorded\": false, \"callers\": [],\n"
+				     "    \"locks\": []}",
+				     json);
+		else if (print_locks(ls, json) < 0)
 			return -1;
 		first = 0;
 	}
 	if (what & TA_LC_IO) {
 		fputs(first ? "" : json ? ",\n" : "\n", lo);
-		if (print_io(ls, json) < 0)
+		if (!recorded(ls, TA_LC_IO))
+			not_recorded("I/O", "io",
+				     "  \"io\": {\"recorded\": false, \"fds\": [],\n"
+				     "    \"callers\": []}",
+				     json);
+		else if (print_io(ls, json) < 0)
 			return -1;
 	}
 	if (json)

@@ -26,6 +26,10 @@ struct row {
 	uint64_t addr;
 	uint64_t calls, self;
 	uint64_t pcalls, pself; /* at the previous snapshot */
+	/* Self time since the previous snapshot's cut (struct proc): a chunk
+	 * that comes late carries time from before it, which is in self (the
+	 * totals) and not in the interval's. */
+	uint64_t iself;
 	int32_t fn;		/* index in L->fns once named, else -1 */
 	int32_t other;		/* the thread's "(other functions)" */
 };
@@ -47,6 +51,11 @@ struct proc {
 	uint64_t last_mark; /* of the frame set shown */
 	int have_mark;
 	uint64_t lost; /* LOST events in its threads' chunks */
+	/* The stream's time: its first and latest event ticks, and the latest
+	 * at the previous snapshot (the cut: the interval's self time is what
+	 * comes after it, so no thread has more than the interval). */
+	uint64_t first_ticks, max_ticks, cut_ticks;
+	int have_ticks, have_cut;
 };
 
 struct thr {
@@ -531,6 +540,30 @@ static void proc_rate(struct ta_live *L, struct proc *p)
 
 /* ---- EVENTS ------------------------------------------------------------------------- */
 
+/* The stream's time of process p has reached ticks. */
+static void stream_time(struct proc *p, uint64_t ticks)
+{
+	if (!p->have_ticks) {
+		p->first_ticks = p->max_ticks = ticks;
+		p->have_ticks = 1;
+	} else if (ticks > p->max_ticks) {
+		p->max_ticks = ticks;
+	}
+}
+
+/* The time [from, to) of thread t in row r: all in its self, the part
+ * after the previous snapshot's cut in the interval's. */
+static void add_self(const struct thr *t, struct row *r, uint64_t from, uint64_t to)
+{
+	uint64_t in = from;
+
+	r->self += to - from;
+	if (t->proc->have_cut && in < t->proc->cut_ticks)
+		in = t->proc->cut_ticks;
+	if (to > in)
+		r->iself += to - in;
+}
+
 static int events_chunk(struct ta_live *L, uint32_t pid, const uint8_t *payload, size_t len)
 {
 	struct ta_decoder *d = &L->dec;
@@ -575,9 +608,11 @@ static int events_chunk(struct ta_live *L, uint32_t pid, const uint8_t *payload,
 
 			if (e->ticks > last) {
 				if (t->depth)
-					t->rows[t->stack[t->depth - 1]].self += e->ticks - last;
+					add_self(t, &t->rows[t->stack[t->depth - 1]], last,
+						 e->ticks);
 				last = e->ticks;
 			}
+			stream_time(t->proc, last);
 			switch (e->kind) {
 			case TA_EV_ENTER: {
 				int64_t r = row_get(L, t, e->addr);
@@ -619,8 +654,10 @@ static int events_chunk(struct ta_live *L, uint32_t pid, const uint8_t *payload,
 					if (r < 0)
 						return -TA_E_NOMEM;
 					t->rows[r].calls++;
-					t->rows[r].self += wl;
+					add_self(t, &t->rows[r], last,
+						 last + wl < last ? UINT64_MAX : last + wl);
 					last = last + wl < last ? UINT64_MAX : last + wl;
+					stream_time(t->proc, last);
 				}
 				break;
 			}
@@ -960,18 +997,33 @@ int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *s
 			f->calls += r->calls;
 			f->icalls += r->calls - r->pcalls;
 			f->self_ns += to_ns(r->self, rate);
-			f->iself_ns += to_ns(r->self - r->pself, rate);
-			if (r->self - r->pself > hot) {
-				hot = r->self - r->pself;
+			f->iself_ns += to_ns(r->iself, rate);
+			if (r->iself > hot) {
+				hot = r->iself;
 				o->hot = f->name;
 				o->hot_self_ns = to_ns(hot, rate);
 			}
 			r->pcalls = r->calls;
 			r->pself = r->self;
+			r->iself = 0;
 		}
 	}
 	snap->thr = L->snap_thr;
 	snap->nthr = nthr;
+	/* The stream time the interval covered: the longest of the processes'
+	 * (a thread's self time in the interval is within its process's). */
+	for (size_t i = 0; i < L->nprocs; i++) {
+		struct proc *p = L->procs[i];
+		uint64_t from = p->have_cut ? p->cut_ticks : p->first_ticks, span;
+
+		if (!p->have_ticks)
+			continue;
+		span = to_ns(p->max_ticks > from ? p->max_ticks - from : 0, p->ns_per_tick);
+		if (span > snap->span_ns)
+			snap->span_ns = span;
+		p->cut_ticks = p->max_ticks;
+		p->have_cut = 1;
+	}
 	snap->capped = cap_text(L);
 	snap->capped_new = L->capped != L->pcapped;
 	L->pcapped = L->capped;

@@ -78,6 +78,10 @@ struct ta_live_frames {
 struct ta_live_snap {
 	uint64_t seq;	      /* 1, 2, ... */
 	uint64_t interval_ns; /* wall time since the previous snapshot */
+	/* The program's time the interval's events covered (the longest of
+	 * the processes'): what the self times of the interval are shares of
+	 * (a dump read whole covers more than the wall time). */
+	uint64_t span_ns;
 	uint64_t ievents, events;
 	uint64_t lost;
 	uint64_t lost_by[TA_LOST_NCAUSES + 1]; /* as the processes' END chunks say */

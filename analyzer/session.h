@@ -75,6 +75,12 @@ struct ta_modrange {
 	const struct ta_sess_module *m;
 };
 
+/* One image's command line (struct ta_process's cmds). */
+struct ta_image_cmd {
+	char **argv;
+	size_t argc;
+};
+
 struct ta_process {
 	/* The process's key in the session, which threads, profiles and
 	 * frames name it by: its pid, but for a later process given the same
@@ -91,7 +97,7 @@ struct ta_process {
 	int has_end;  /* an END chunk was read */
 	uint64_t ppid, start_realtime_ns, start_ticks, clock_source, nominal_hz;
 	char *arch, *exe;
-	char **argv;
+	char **argv; /* the last image's command line (cmds[nimages - 1]) */
 	size_t argc;
 	uint64_t block_size, memory_cap, flush_ms;
 	uint64_t mode; /* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
@@ -117,8 +123,10 @@ struct ta_process {
 	 * that saw it said (cause TA_CUT_*, 0: none). */
 	uint64_t cut_cause, cut_value;
 	char cut_text[160];
-	/* The executable of each image, in order (exe is the last). */
+	/* The executable of each image, in order (exe is the last), and its
+	 * command line (each owns its argv; argv above is the last one's). */
 	char **images;
+	struct ta_image_cmd *cmds;
 	size_t nimages;
 
 	struct ta_clock_pair *clock;

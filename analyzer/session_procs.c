@@ -414,12 +414,14 @@ void ta_sess_process_free(struct ta_process *p)
 {
 	free(p->arch);
 	free(p->exe);
-	for (size_t i = 0; i < p->argc; i++)
-		free(p->argv[i]);
-	free(p->argv);
-	for (size_t i = 0; i < p->nimages; i++)
+	for (size_t i = 0; i < p->nimages; i++) {
 		free(p->images[i]);
+		for (size_t k = 0; k < p->cmds[i].argc; k++)
+			free(p->cmds[i].argv[k]);
+		free(p->cmds[i].argv);
+	}
 	free(p->images);
+	free(p->cmds);
 	free(p->clock);
 	if (p->crash)
 		free(p->crash->pcs);
@@ -636,28 +638,38 @@ static int process_chunk(struct ta_process *p, struct ta_reader *r)
 		if (ns)
 			p->start_ns = ns;
 	}
-	/* A second PROCESS chunk (exec in place) replaces the first. */
+	/* A second PROCESS chunk (exec in place) starts the next image: its
+	 * command line goes on the chain, the process's is the last. */
+	{
+		char **v = realloc(p->images, (p->nimages + 1) * sizeof(*v));
+		struct ta_image_cmd *c;
+
+		if (!v) {
+			rc = -TA_E_NOMEM;
+			goto fail;
+		}
+		p->images = v;
+		c = realloc(p->cmds, (p->nimages + 1) * sizeof(*c));
+		if (!c) {
+			rc = -TA_E_NOMEM;
+			goto fail;
+		}
+		p->cmds = c;
+		if (!(p->images[p->nimages] = strdup(exe))) {
+			rc = -TA_E_NOMEM;
+			goto fail;
+		}
+		p->cmds[p->nimages].argv = argv;
+		p->cmds[p->nimages].argc = (size_t)argc;
+		p->nimages++;
+	}
 	free(p->arch);
 	free(p->exe);
-	for (size_t i = 0; i < p->argc; i++)
-		free(p->argv[i]);
-	free(p->argv);
 	p->arch = arch;
 	p->exe = exe;
 	p->argv = argv;
 	p->argc = (size_t)argc;
 	p->has_info = 1;
-	{
-		char **v = realloc(p->images, (p->nimages + 1) * sizeof(*v));
-
-		if (!v)
-			return -TA_E_NOMEM;
-		p->images = v;
-		p->images[p->nimages] = strdup(exe);
-		if (!p->images[p->nimages])
-			return -TA_E_NOMEM;
-		p->nimages++;
-	}
 	ta_sess_note_ticks(p, p->start_ticks);
 	return 0;
 fail:

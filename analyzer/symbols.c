@@ -21,10 +21,17 @@
 /* The C++ runtime's demangler. */
 typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
 
+struct seg {
+	uint64_t lo, hi;
+};
+
 struct ta_symtab {
 	struct ta_sym *syms;
 	size_t n;
 	char *names; /* one pool for all names */
+	/* Data tables: the file's loaded segments (PT_LOAD), offsets. */
+	struct seg *segs;
+	size_t nsegs;
 };
 
 /* ---- reading ELF ---------------------------------------------------------------- */
@@ -77,8 +84,16 @@ static int raw_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Reads the function symbols of one section into s. */
-static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct ta_symtab *s)
+/* Which symbols a table holds: functions, or data objects. */
+static int wanted(unsigned type, int objects)
+{
+	if (objects)
+		return type == STT_OBJECT;
+	return type == STT_FUNC || type == STT_GNU_IFUNC;
+}
+
+/* Reads the function (or, objects, the data object) symbols of one section into s. */
+static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct ta_symtab *s, int objects)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t count, n = 0, pool = 0;
@@ -99,7 +114,7 @@ static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct ta_symtab
 		if (!gelf_getsym(data, (int)i, &sym))
 			break;
 		type = GELF_ST_TYPE(sym.st_info);
-		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+		if (!wanted(type, objects))
 			continue;
 		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
@@ -165,7 +180,7 @@ static Elf *elf_open(const char *path, int *fd)
 
 /* Tries the .symtab of the debug file the build-id names (the distribution
  * layout, /usr/lib/debug/.build-id/xx/rest.debug). */
-static int load_debug_file(const uint8_t *id, size_t len, struct ta_symtab *s)
+static int load_debug_file(const uint8_t *id, size_t len, struct ta_symtab *s, int objects)
 {
 	char path[64 + 2 * 64];
 	size_t k;
@@ -185,14 +200,36 @@ static int load_debug_file(const uint8_t *id, size_t len, struct ta_symtab *s)
 		return -TA_E_IO;
 	scn = find_section(e, SHT_SYMTAB, &sh);
 	if (scn)
-		rc = read_syms(e, scn, &sh, s);
+		rc = read_syms(e, scn, &sh, s, objects);
 	elf_end(e);
 	close(fd);
 	return rc;
 }
 
-int ta_symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
-		   struct ta_symtab **out)
+/* The file's PT_LOAD segments, [p_vaddr, p_vaddr + p_memsz). */
+static int read_segments(Elf *e, struct ta_symtab *s)
+{
+	size_t n;
+
+	if (elf_getphdrnum(e, &n) != 0)
+		return -TA_E_PAYLOAD;
+	s->segs = calloc(n ? n : 1, sizeof(*s->segs));
+	if (!s->segs)
+		return -TA_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz)
+			continue;
+		s->segs[s->nsegs].lo = ph.p_vaddr;
+		s->segs[s->nsegs].hi = ph.p_vaddr + ph.p_memsz;
+		s->nsegs++;
+	}
+	return 0;
+}
+
+static int symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
+		       struct ta_symtab **out, int objects)
 {
 	struct ta_symtab *s;
 	Elf_Scn *scn;
@@ -211,10 +248,12 @@ int ta_symtab_load(const char *path, const uint8_t *build_id, size_t build_id_le
 		rc = -TA_E_NOMEM;
 		goto out;
 	}
+	if (objects && (rc = read_segments(e, s)) < 0)
+		goto out;
 	scn = find_section(e, SHT_SYMTAB, &sh);
 	if (scn) {
-		rc = read_syms(e, scn, &sh, s);
-	} else if (load_debug_file(build_id, build_id_len, s) == 0) {
+		rc = read_syms(e, scn, &sh, s, objects);
+	} else if (load_debug_file(build_id, build_id_len, s, objects) == 0) {
 		rc = 0;
 	} else {
 		/* A stripped file still names its exported functions. */
@@ -223,7 +262,7 @@ int ta_symtab_load(const char *path, const uint8_t *build_id, size_t build_id_le
 		s->syms = NULL;
 		s->names = NULL;
 		scn = find_section(e, SHT_DYNSYM, &sh);
-		rc = scn ? read_syms(e, scn, &sh, s) : 0;
+		rc = scn ? read_syms(e, scn, &sh, s, objects) : 0;
 	}
 out:
 	elf_end(e);
@@ -236,12 +275,33 @@ out:
 	return 0;
 }
 
+int ta_symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
+		   struct ta_symtab **out)
+{
+	return symtab_load(path, build_id, build_id_len, out, 0);
+}
+
+int ta_symtab_load_data(const char *path, const uint8_t *build_id, size_t build_id_len,
+			struct ta_symtab **out)
+{
+	return symtab_load(path, build_id, build_id_len, out, 1);
+}
+
+int ta_symtab_maps(const struct ta_symtab *s, uint64_t offset)
+{
+	for (size_t i = 0; i < s->nsegs; i++)
+		if (offset >= s->segs[i].lo && offset < s->segs[i].hi)
+			return 1;
+	return 0;
+}
+
 void ta_symtab_free(struct ta_symtab *s)
 {
 	if (!s)
 		return;
 	free(s->syms);
 	free(s->names);
+	free(s->segs);
 	free(s);
 }
 

@@ -30,6 +30,15 @@ struct ta_symtab;
  */
 int ta_symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
 		   struct ta_symtab **out);
+/*
+ * The same for the file's data objects (STT_OBJECT: the variables, such
+ * as a static mutex), with the file's loaded segments (ta_symtab_maps).
+ */
+int ta_symtab_load_data(const char *path, const uint8_t *build_id, size_t build_id_len,
+			struct ta_symtab **out);
+/* Whether offset lies in one of the segments the file loads (a table of
+ * ta_symtab_load_data; 0 for a function table). */
+int ta_symtab_maps(const struct ta_symtab *s, uint64_t offset);
 void ta_symtab_free(struct ta_symtab *s);
 size_t ta_symtab_count(const struct ta_symtab *s);
 

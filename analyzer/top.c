@@ -84,6 +84,7 @@ struct source {
 /* The terminal and the keys' state. */
 struct screen {
 	int on;
+	int tty; /* the terminal (/dev/tty), where the keys come from */
 	struct termios saved;
 	int rows, cols;
 	int threads, paused;
@@ -150,7 +151,7 @@ static void term_restore(void)
 		return;
 	scr.on = 0;
 	(void)ta_write_all(STDOUT_FILENO, leave, sizeof(leave) - 1);
-	tcsetattr(STDIN_FILENO, TCSAFLUSH, &scr.saved);
+	tcsetattr(scr.tty, TCSAFLUSH, &scr.saved);
 }
 
 static int term_setup(void)
@@ -158,11 +159,14 @@ static int term_setup(void)
 	static const char enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
 	struct termios raw;
 
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+	/* The keys come from the terminal, not from standard input: a
+	 * program top runs may have its input redirected (top -- prog < f),
+	 * and top's own may be a pipe. */
+	if (!isatty(STDOUT_FILENO) || (scr.tty = open("/dev/tty", O_RDWR | O_CLOEXEC)) < 0) {
 		fprintf(stderr, "traceagent top: not on a terminal (use --batch)\n");
 		return -1;
 	}
-	if (tcgetattr(STDIN_FILENO, &scr.saved) < 0) {
+	if (tcgetattr(scr.tty, &scr.saved) < 0) {
 		fprintf(stderr, "traceagent top: the terminal: %s\n", strerror(errno));
 		return -1;
 	}
@@ -173,7 +177,7 @@ static int term_setup(void)
 	raw.c_iflag &= ~(tcflag_t)(IXON | ICRNL);
 	raw.c_cc[VMIN] = 0;
 	raw.c_cc[VTIME] = 0;
-	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) < 0) {
+	if (tcsetattr(scr.tty, TCSAFLUSH, &raw) < 0) {
 		fprintf(stderr, "traceagent top: the terminal: %s\n", strerror(errno));
 		return -1;
 	}
@@ -214,7 +218,9 @@ static void usage(FILE *f)
 		"with the agent and ends with its exit status (--batch) or waits for q.\n"
 		"Keys: c s C S sort by calls/s, self, calls and self since the start;\n"
 		"< > move the sort column; / filter by name; t threads; p or space\n"
-		"pause; q quit.\n",
+		"pause; q quit.  The keys are read from the terminal, so standard input\n"
+		"may be redirected (PROG keeps it; PROG reading the terminal gets\n"
+		"/dev/null).\n",
 		DEFAULT_SERVE);
 }
 
@@ -394,10 +400,10 @@ static int start_prog(struct source *s, const struct options *o)
 		if (ta_record_set_preload(agent) < 0 ||
 		    setenv("TRACEAGENT_OUTPUT", s->path, 1) < 0)
 			_exit(127);
-		/* The program's own standard input when top has the terminal:
-		 * the keys are top's. */
+		/* The keys are top's: a program whose input is the terminal
+		 * gets /dev/null; one whose input is redirected keeps it. */
 		if (scr.on) {
-			int null = open("/dev/null", O_RDONLY);
+			int null = isatty(STDIN_FILENO) ? open("/dev/null", O_RDONLY) : -1;
 
 			if (null >= 0)
 				dup2(null, STDIN_FILENO);
@@ -696,6 +702,13 @@ static const char *module_label(const char *module)
 
 /* ---- batch ---------------------------------------------------------------------------- */
 
+/* A function's self time in the interval, in % of the program time the
+ * interval covered (never more than 100 for one thread's function). */
+static double self_pct(const struct ta_live_snap *sn, const struct ta_live_fn *f)
+{
+	return sn->span_ns ? 100.0 * (double)f->iself_ns / (double)sn->span_ns : 0;
+}
+
 static void batch_print(const struct ta_live_snap *sn, const struct options *o, uint64_t since_ns,
 			const struct source *s)
 {
@@ -731,9 +744,9 @@ static void batch_print(const struct ta_live_snap *sn, const struct options *o, 
 	for (long i = 0; i < n && (uint64_t)i < o->top; i++) {
 		const struct ta_live_fn *f = v[i];
 
-		printf("%12.0f %12" PRIu64 " %14" PRIu64 " %7.1f %14" PRIu64 " %16" PRIu64 "  %s  %s\n",
-		       per_s(f->icalls, sn->interval_ns), f->icalls, f->iself_ns,
-		       sn->interval_ns ? 100.0 * (double)f->iself_ns / (double)sn->interval_ns : 0,
+		printf("%12.0f %12" PRIu64 " %14" PRIu64 " %7.1f %14" PRIu64 " %16" PRIu64
+		       "  %s  %s\n",
+		       per_s(f->icalls, sn->interval_ns), f->icalls, f->iself_ns, self_pct(sn, f),
 		       f->calls, f->self_ns, module_label(f->module), f->name);
 	}
 	for (size_t i = 0; i < sn->nthr; i++) {
@@ -889,8 +902,7 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 
 			line(&b, 0, "%10s %10s %5.1f%% %12" PRIu64 " %10s  %s [%s]",
 			     rate(t[0], sizeof(t[0]), per_s(f->icalls, sn->interval_ns)),
-			     ta_fmt_time(t[1], sizeof(t[1]), f->iself_ns),
-			     sn->interval_ns ? 100.0 * (double)f->iself_ns / (double)sn->interval_ns : 0,
+			     ta_fmt_time(t[1], sizeof(t[1]), f->iself_ns), self_pct(sn, f),
 			     f->calls, ta_fmt_time(t[2], sizeof(t[2]), f->self_ns), f->name,
 			     module_label(f->module));
 			used++;
@@ -1083,7 +1095,7 @@ static int run(struct options *o, struct source *s, struct ta_live *L)
 			continue; /* more may be waiting: read before sleeping */
 		pf[npf++] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
 		if (scr.on)
-			pf[npf++] = (struct pollfd){.fd = STDIN_FILENO, .events = POLLIN};
+			pf[npf++] = (struct pollfd){.fd = scr.tty, .events = POLLIN};
 		if (!done && s->lfd >= 0)
 			pf[npf++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
 		else if (!done && s->fd >= 0 && (s->kind == SRC_SERVE || s->kind == SRC_PID))
@@ -1113,7 +1125,7 @@ static int run(struct options *o, struct source *s, struct ta_live *L)
 		}
 		if (scr.on && (pf[1].revents & (POLLIN | POLLHUP))) {
 			unsigned char keys[64];
-			ssize_t n = read(STDIN_FILENO, keys, sizeof(keys));
+			ssize_t n = read(scr.tty, keys, sizeof(keys));
 
 			for (ssize_t i = 0; i < n && !quit; i++) {
 				int k = screen_key(keys[i], o);

@@ -64,6 +64,27 @@ class ApiViewsTest(tahelp.Case):
                 self.assertEqual(text[3].split(),
                                  ["bad", "1", "-", "-", "-", "-", "(1", "not", "finite)"])
 
+    def test_counters_digits(self):
+        """The text's average to the precision of the values (one decimal
+        place more than the most precise sample), not 17 digits; the JSON's
+        the shortest that reads back as the double."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                dump = self.traced("preload", [self.prog("apiviews-" + level)],
+                                   env={"APIVIEWS_THIRDS": "1"}).dump
+                rows = {l.split()[0]: l.split()
+                        for l in tadump.view(self, "counters", dump).stdout.splitlines()}
+                self.assertEqual(rows["thirds"], ["thirds", "3", "1", "2", "1.7", "2"])
+                self.assertEqual(rows["quarters"],
+                                 ["quarters", "3", "0.25", "0.5", "0.417", "0.5"])
+                self.assertEqual(rows["queue"], ["queue", "100", "0", "99", "49.5", "99"])
+                self.assertEqual(rows["sent"], ["sent", "5", "1", "5", "3", "5"])
+                p = tadump.view(self, "counters", "--json", dump)
+                self.assertIn('"avg": 0.4166666666666667,', p.stdout)
+                got = {c["name"]: c["avg"] for c in json.loads(p.stdout)["counters"]}
+                self.assertEqual(got["thirds"], 5 / 3)
+                self.assertEqual(got["quarters"], 1.25 / 3)
+
     def test_no_counters(self):
         dump = tadump.traced_dump(self, "nest-O2")
         p = tadump.view(self, "counters", dump)

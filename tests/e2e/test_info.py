@@ -154,6 +154,29 @@ class InfoTest(tahelp.Case):
                 self.assertEqual(m["build_id"], build_id(m["path"]), m["path"])
             self.assertTrue(m["ranges"], m["path"])
 
+    def test_exec_chain(self):
+        """A process that exec'd: every command line of it, in order (the
+        first image's, then each exec's), in the text and in the JSON."""
+        self.need_host_program("/bin/true")
+        fib = self.prog("fib-O2")
+        chain = [self.prog("exec-O0"), self.prog("exec-O2"), fib, "10"]
+        r = self.traced("record", chain)
+        self.assertEqual(r.stdout, "fib(10) = 55\n")
+        (p,) = self.info(r.dump)["processes"]
+        want = [chain, chain[1:], chain[2:]]
+        self.assertEqual(p["commands"], want)
+        self.assertEqual(p["argv"], [fib, "10"])
+        out = subprocess.run([TRACEAGENT, "info", r.dump], env=clean_env(),
+                             capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        at = lines.index("  command:     " + " ".join(chain))
+        self.assertEqual(lines[at:at + 4],
+                         ["  command:     " + " ".join(chain),
+                          "             > " + " ".join(chain[1:]),
+                          "             > " + " ".join(chain[2:]),
+                          "  executable:  " + fib])
+
     def test_text(self):
         prog = self.prog("nest-O0")
         r = self.traced("record", [prog])

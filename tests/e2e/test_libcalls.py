@@ -105,13 +105,79 @@ class LibcallsTest(tahelp.Case):
                 h = callers[("holder", "pthread_mutex_lock")]
                 self.assertEqual(h["calls"], 1)
                 self.assertLess(h["wait_ns"], held)
+                # The static mutex by its name, not its address.
                 locks = self.rows(lk["locks"], "lock")
-                self.assertEqual(locks[addr]["calls"], 2)
-                self.assertGreaterEqual(locks[addr]["max_ns"], held)
+                self.assertNotIn(addr, locks)
+                self.assertEqual(locks["mtx"]["kind"], "static")
+                self.assertEqual(locks["mtx"]["calls"], 2)
+                self.assertGreaterEqual(locks["mtx"]["max_ns"], held)
                 # Unlocks are zones too, but not waits.
                 funcs = self.functions(self.report(r.dump))
                 self.assertEqual(funcs["pthread_mutex_unlock"]["calls"], 2)
                 self.assertNotIn(("waiter", "pthread_mutex_unlock"), callers)
+
+    def test_lock_names(self):
+        """A static mutex by its variable's name (with the offset inside a
+        static struct), a mutex in a malloc'd block by the call path that
+        allocated the block (with the alloc class; else its address), one
+        on the stack by its address; text and JSON."""
+        for level in LEVELS:
+            for classes in ("alloc,lock", "lock"):
+                with self.subTest(level=level, classes=classes):
+                    r = self.run_lc("preload", ["names"], classes, level)
+                    m = re.fullmatch(r"static (0x[0-9a-f]+) heap (0x[0-9a-f]+) in (0x[0-9a-f]+) "
+                                     r"stats (0x[0-9a-f]+) in (0x[0-9a-f]+) "
+                                     r"stack (0x[0-9a-f]+)\n", r.stdout)
+                    self.assertTrue(m, r.stdout)
+                    heap, block, slock, sbase, stack = (int(m.group(i), 16)
+                                                        for i in range(2, 7))
+                    if classes == "alloc,lock":
+                        heap_name = ("allocated at main > do_names > cache_new > malloc +0x%x"
+                                     % (heap - block))
+                        heap_kind = "heap"
+                    else:
+                        heap_name, heap_kind = "0x%x" % heap, "address"
+                    stats = "stats+0x%x" % (slock - sbase)
+                    want = {"cache_lock": "static", stats: "static", heap_name: heap_kind,
+                            "0x%x" % stack: "address"}
+                    lk = self.lc_json(r.dump, "--locks")["locks"]
+                    got = {l["lock"]: l.get("kind") for l in lk["locks"]}
+                    self.assertEqual(got, want)
+                    self.assertTrue(lk["recorded"])
+                    self.assertEqual([l["calls"] for l in lk["locks"]], [1, 1, 1, 1])
+                    p = self.report_raw(r.dump, "--locks")
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    rows = p.stdout.split("  lock\n", 1)[1].splitlines()
+                    self.assertEqual(sorted(l.split(None, 5)[5] for l in rows), sorted(want))
+
+    def test_class_not_recorded(self):
+        """--alloc, --locks, --io of a dump that did not record the class
+        say so and how to record it, exit 0; JSON: "recorded": false."""
+        r = self.run_lc("preload", ["sleep"], "sleep")
+        for opt, cls, what, key in (("--alloc", "alloc", "allocation", "alloc"),
+                                    ("--locks", "lock", "lock", "locks"),
+                                    ("--io", "io", "I/O", "io")):
+            with self.subTest(opt=opt):
+                p = self.report_raw(r.dump, opt)
+                self.assertEqual((p.returncode, p.stderr), (0, ""))
+                self.assertEqual(p.stdout, "no %s calls in this dump: record with --libcalls=%s\n"
+                                 % (what, cls))
+                sec = self.lc_json(r.dump, opt)[key]
+                self.assertFalse(sec["recorded"])
+                self.assertEqual(sec["callers"], [])
+        # All three at once: each said in its place.
+        p = self.report_raw(r.dump, "--alloc", "--locks", "--io")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertEqual(p.stdout,
+                         "no allocation calls in this dump: record with --libcalls=alloc\n\n"
+                         "no lock calls in this dump: record with --libcalls=lock\n\n"
+                         "no I/O calls in this dump: record with --libcalls=io\n")
+        # A class recorded with no calls made: its tables, empty.
+        r = self.run_lc("preload", ["sleep"], "sleep,lock")
+        sec = self.lc_json(r.dump, "--locks")["locks"]
+        self.assertEqual((sec["recorded"], sec["callers"], sec["locks"]), (True, [], []))
+        p = self.report_raw(r.dump, "--locks")
+        self.assertTrue(p.stdout.startswith("lock waits by caller"), p.stdout)
 
     def test_sync_objects(self):
         """Condition waits, rwlocks and semaphores: each call one zone of its

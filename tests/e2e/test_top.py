@@ -166,6 +166,33 @@ class TopTest(tahelp.Case):
         self.assertEqual(snaps[-1]["ended"], ["complete"])
         self.assert_final(snaps, own_counts(out))
 
+    def test_self_pct_within_a_thread(self):
+        """phases is one thread: in every snapshot each row's self% and
+        their sum stay within 100% (0.1 of rounding a row), though the
+        dump, read at once, holds far more time than an interval of wall
+        time: the interval's self times are shares of the program time it
+        covered."""
+        r = self.run_preload([self.phases()], env={"PHASE_MS": "300"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        proc = subprocess.run([TRACEAGENT, "top", "--batch", "--interval", "0.05", "-n", "3",
+                               r.dump],
+                              env=tahelp.clean_env(), cwd=self.dir, capture_output=True,
+                              text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        seen = 0
+        for block in proc.stdout.split("\n\n"):
+            lines = block.splitlines()
+            if not lines or not lines[0].startswith("snapshot "):
+                continue
+            at = next(i for i, l in enumerate(lines) if l.split()[:1] == ["calls/s"])
+            pcts = [float(l.split()[3]) for l in lines[at + 1:]
+                    if l.strip() and not l.startswith("thread ")]
+            for p in pcts:
+                self.assertLessEqual(p, 100.0, block)
+            self.assertLessEqual(sum(pcts), 100.0 + 0.1 * len(pcts), block)
+            seen += sum(pcts) > 0
+        self.assertGreater(seen, 0, proc.stdout)
+
     def record_phases(self):
         """A dump of phases and its counts."""
         r = self.run_preload([self.phases()], env={"PHASE_MS": "150"})
@@ -375,6 +402,56 @@ class TopTest(tahelp.Case):
         with open(self.path("before.txt")) as a, open(self.path("after.txt")) as b:
             self.assertEqual(a.read(), b.read())
 
+    def test_screen_stdin_redirected(self):
+        """top on a terminal with its standard input redirected (top --
+        prog < FILE, or a pipe): the keys come from the terminal, q quits,
+        and the terminal is as it was."""
+        if not shutil.which("tmux"):
+            self.skipTest("tmux is not installed")
+        sock = "ta-top-in-%d" % os.getpid()
+        tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
+        env = tahelp.clean_env({"PHASE_MS": "20000", "PS1": "$ "})
+        env.pop("TMUX", None)
+        subprocess.run(tmux + ["new-session", "-d", "-x", "120", "-y", "30",
+                               "bash --norc --noprofile"],
+                       env=env, cwd=self.dir, check=True, timeout=30)
+        self.addCleanup(subprocess.run, tmux + ["kill-server"], capture_output=True)
+
+        def screen():
+            return subprocess.run(tmux + ["capture-pane", "-p"], capture_output=True,
+                                  text=True, timeout=30).stdout
+
+        def keys(*k):
+            subprocess.run(tmux + ["send-keys"] + list(k), check=True, timeout=30)
+
+        def wait_for(pred, what):
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                s = screen()
+                if pred(s):
+                    return s
+                time.sleep(0.1)
+            self.fail("%s; the screen:\n%s" % (what, screen()))
+
+        for n, redirect in enumerate(("%s top --interval 0.2 -- %s < /dev/null",
+                                      "echo x | %s top --interval 0.2 -- %s")):
+            with self.subTest(redirect=redirect):
+                keys("clear; stty -a > before%d.txt" % n, "Enter")
+                keys((redirect + "; echo top-status-$?") % (TRACEAGENT, self.phases()),
+                     "Enter")
+                wait_for(lambda s: "phase_a" in s and "sort: SELF" in s,
+                         "no phase_a row under the sort by self")
+                keys("c")
+                wait_for(lambda s: "sort: CALLS/S" in s, "c did not sort by calls/s")
+                keys("q")
+                wait_for(lambda s: "top-status-" in s, "q did not end top")
+                keys("stty -a > after%d.txt; echo stty-done%d" % (n, n), "Enter")
+                wait_for(lambda s: ("stty-done%d\n" % n) in s.replace("echo stty-done", ""),
+                         "the shell is stuck")
+                with open(self.path("before%d.txt" % n)) as a, \
+                        open(self.path("after%d.txt" % n)) as b:
+                    self.assertEqual(a.read(), b.read())
+
     # ---- against the real agent -------------------------------------------------
 
     def test_pid_real_agent(self):
@@ -408,6 +485,53 @@ class TopTest(tahelp.Case):
         rep = self.report(f.dump)
         self.assert_whole(rep)
         self.assert_calls(self.functions(rep), {"hot": 300, "work": 1000, "phase": 1})
+
+    def test_pid_threads(self):
+        """top -p of a process whose threads started before it: the
+        stream's reader is told of them, so the head counts them and each
+        thread's line has its name (attachme 2: main, 2 busy, sleeper,
+        waiter, poller and "opener": 7 threads that call traced code)."""
+        xdg = self.dir
+        child = tahelp.LineChild(self, [self.prog("attachme-O2"), "2"],
+                                 env={"LD_PRELOAD": AGENT, "XDG_RUNTIME_DIR": xdg,
+                                      "TRACEAGENT_OUTPUT": self.path("attachme.trace")})
+        pid = child.proc.pid
+        task = "/proc/%d/task" % pid
+        names = {}
+        for tid in os.listdir(task):
+            with open(os.path.join(task, tid, "comm")) as fh:
+                names[int(tid)] = fh.read().strip()
+        self.assertIn("opener", names.values())
+        # -n bounds top: 300 snapshots, 30 s, for the threads to be seen.
+        top = subprocess.Popen([TRACEAGENT, "top", "--batch", "--interval", "0.1", "-n", "300",
+                                "-p", str(pid)],
+                               env=tahelp.clean_env({"XDG_RUNTIME_DIR": xdg}), cwd=self.dir,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: top.poll() is None and top.kill())
+        block, seen = [], None
+        while True:
+            line = tahelp.readline(top.stdout, "top's next line")
+            if not line:
+                break
+            if line.strip():
+                block.append(line.split())
+                continue
+            head = next((w for w in block if w and w[0] == "events/s"), None)
+            threads = {int(w[2]): w[w.index("name") + 1] for w in block
+                       if w and w[0] == "thread"}
+            block = []
+            if head is None or int(head[head.index("threads") + 1]) != 7:
+                continue
+            if "opener" in threads.values():
+                seen = threads
+                break
+        top.kill()
+        top.wait(timeout=tahelp.TIMEOUT)
+        self.assertIsNotNone(seen, "no snapshot of top -p counted 7 threads and named opener")
+        for tid, name in seen.items():
+            self.assertEqual(name, names[tid], "thread %d" % tid)
+        status, out, err = child.quit()
+        self.assertEqual(status, 0, err)
 
     def wait_listening(self, addr, proc):
         """Until addr (unix:PATH or tcp://127.0.0.1:PORT) has a listening

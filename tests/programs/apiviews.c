@@ -35,6 +35,9 @@ static void *helper(void *arg)
 	return NULL;
 }
 
+/* Here, not above: the functions above keep their lines (test_srcline). */
+#include <stdlib.h>
+
 int main(void)
 {
 	pthread_t t;
@@ -44,6 +47,16 @@ int main(void)
 	for (int i = 0; i < 10; i++)
 		TA_COUNTER_F("ratio", i / 4.0);
 	TA_COUNTER_F("bad", NAN);
+	/* Two counters whose averages do not come out round
+	 * (test_counters_digits). */
+	if (getenv("APIVIEWS_THIRDS")) {
+		TA_COUNTER("thirds", 1);
+		TA_COUNTER("thirds", 2);
+		TA_COUNTER("thirds", 2);
+		TA_COUNTER_F("quarters", 0.25);
+		TA_COUNTER_F("quarters", 0.5);
+		TA_COUNTER_F("quarters", 0.5);
+	}
 	TA_MESSAGE("level %s loaded", "three");
 	TA_MESSAGE("score %d", 42);
 	work();

@@ -15,6 +15,10 @@
  *   errno  failing calls: prints errno after each (same traced or not)
  *   ctor   allocates, locks and writes in a constructor, a destructor and an
  *          atexit handler (no recursion, no deadlock, same output)
+ *   names  locks and unlocks, once each: cache_lock (a static mutex), the
+ *          mutex inside the block cache_new allocates, the one inside stats
+ *          (a static struct) and one on the stack; prints their addresses
+ *          (and the block's and stats')
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -229,6 +233,56 @@ static void do_errno(void)
 	pthread_mutex_unlock(&m);
 }
 
+struct cache {
+	long hits, misses;
+	pthread_mutex_t lock;
+};
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	long count;
+	pthread_mutex_t lock;
+} stats = {0, PTHREAD_MUTEX_INITIALIZER};
+
+__attribute__((noinline)) static struct cache *cache_new(void)
+{
+	struct cache *c = malloc(sizeof(*c));
+
+	if (c) {
+		c->hits = c->misses = 0;
+		pthread_mutex_init(&c->lock, NULL);
+	}
+	keep = c;
+	return c;
+}
+
+static void lock_once(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m);
+	pthread_mutex_unlock(m);
+}
+
+static int do_names(void)
+{
+	pthread_mutex_t local;
+	struct cache *c = cache_new();
+
+	if (!c)
+		return 1;
+	pthread_mutex_init(&local, NULL);
+	lock_once(&cache_lock);
+	lock_once(&c->lock);
+	lock_once(&stats.lock);
+	lock_once(&local);
+	printf("static %p heap %p in %p stats %p in %p stack %p\n", (void *)&cache_lock,
+	       (void *)&c->lock, (void *)c, (void *)&stats.lock, (void *)&stats, (void *)&local);
+	pthread_mutex_destroy(&local);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	keep = NULL;
+	return 0;
+}
+
 static int ctor_mode;
 
 static void churn(const char *who)
@@ -290,8 +344,10 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "ctor")) {
 		atexit(at_end);
 		churn("main");
+	} else if (!strcmp(mode, "names")) {
+		return do_names();
 	} else {
-		fprintf(stderr, "usage: libcalls alloc|lock|io|sleep|errno|ctor\n");
+		fprintf(stderr, "usage: libcalls alloc|lock|io|sleep|errno|ctor|names\n");
 		return 2;
 	}
 	fflush(stdout);

@@ -949,7 +949,8 @@ START_TEST(libcall_sections)
 	run(o, "report", "--json", "--alloc", "--locks", "--io", path, NULL);
 	ck_assert_int_eq(o->status, 0);
 	ck_assert_str_eq(o->err, "");
-	ck_assert_msg(strstr(o->out, "\"alloc\": {\"allocations\": 2, \"bytes_allocated\": 150, "
+	ck_assert_msg(strstr(o->out, "\"alloc\": {\"recorded\": true, \"allocations\": 2, "
+				     "\"bytes_allocated\": 150, "
 				     "\"frees\": 1, \"bytes_freed\": 100, \"untracked_frees\": 0, "
 				     "\"live_bytes\": 50, \"live_blocks\": 1,"),
 		      "%s", o->out);
@@ -966,8 +967,9 @@ START_TEST(libcall_sections)
 			     "\"call\": \"pthread_mutex_lock\", \"calls\": 1, \"wait_ns\": 20, "
 			     "\"max_ns\": 20}]"),
 		      "%s", o->out);
-	ck_assert_msg(strstr(o->out, "{\"lock\": \"0xc000\", \"calls\": 1, \"wait_ns\": 20, "
-				     "\"max_ns\": 20}"),
+	/* In no module's data nor in a live block: its address. */
+	ck_assert_msg(strstr(o->out, "{\"lock\": \"0xc000\", \"kind\": \"address\", \"calls\": 1, "
+				     "\"wait_ns\": 20, \"max_ns\": 20}"),
 		      "%s", o->out);
 	ck_assert_msg(strstr(o->out, "{\"fd\": \"3\", \"calls\": 2, \"bytes_asked\": 1010, "
 				     "\"bytes_done\": 600, \"errors\": 1, \"time_ns\": 25}"),
