@@ -342,11 +342,13 @@ class TopTest(tahelp.Case):
         self.assertEqual(r.returncode, 2)
         self.assertIn("not on a terminal", r.stderr)
 
-    def test_screen_tmux(self):
+    def tmux_bash(self, name):
+        """A tmux server of the test's own (socket NAME-PID) running bash in
+        a 120x30 terminal in the test's directory, killed at the end:
+        (screen(), keys(*k), wait_for(pred, what)).  Skips without tmux."""
         if not shutil.which("tmux"):
             self.skipTest("tmux is not installed")
-        sock = "ta-top-%d" % os.getpid()
-        tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
+        tmux = ["tmux", "-L", "%s-%d" % (name, os.getpid()), "-f", "/dev/null"]
         env = tahelp.clean_env({"PHASE_MS": "20000", "PS1": "$ "})
         env.pop("TMUX", None)
         subprocess.run(tmux + ["new-session", "-d", "-x", "120", "-y", "30",
@@ -369,6 +371,11 @@ class TopTest(tahelp.Case):
                     return s
                 time.sleep(0.1)
             self.fail("%s; the screen:\n%s" % (what, screen()))
+
+        return screen, keys, wait_for
+
+    def test_screen_tmux(self):
+        screen, keys, wait_for = self.tmux_bash("ta-top")
 
         keys("stty -a > before.txt; %s top --interval 0.2 -- %s; echo top-status-$?"
              % (TRACEAGENT, self.phases()), "Enter")
@@ -406,33 +413,7 @@ class TopTest(tahelp.Case):
         """top on a terminal with its standard input redirected (top --
         prog < FILE, or a pipe): the keys come from the terminal, q quits,
         and the terminal is as it was."""
-        if not shutil.which("tmux"):
-            self.skipTest("tmux is not installed")
-        sock = "ta-top-in-%d" % os.getpid()
-        tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
-        env = tahelp.clean_env({"PHASE_MS": "20000", "PS1": "$ "})
-        env.pop("TMUX", None)
-        subprocess.run(tmux + ["new-session", "-d", "-x", "120", "-y", "30",
-                               "bash --norc --noprofile"],
-                       env=env, cwd=self.dir, check=True, timeout=30)
-        self.addCleanup(subprocess.run, tmux + ["kill-server"], capture_output=True)
-
-        def screen():
-            return subprocess.run(tmux + ["capture-pane", "-p"], capture_output=True,
-                                  text=True, timeout=30).stdout
-
-        def keys(*k):
-            subprocess.run(tmux + ["send-keys"] + list(k), check=True, timeout=30)
-
-        def wait_for(pred, what):
-            deadline = time.time() + 20
-            while time.time() < deadline:
-                s = screen()
-                if pred(s):
-                    return s
-                time.sleep(0.1)
-            self.fail("%s; the screen:\n%s" % (what, screen()))
-
+        screen, keys, wait_for = self.tmux_bash("ta-top-in")
         for n, redirect in enumerate(("%s top --interval 0.2 -- %s < /dev/null",
                                       "echo x | %s top --interval 0.2 -- %s")):
             with self.subTest(redirect=redirect):
