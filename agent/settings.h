@@ -75,11 +75,6 @@ uint32_t ta_settings_libcalls_asked(void) TA_HIDDEN;
  * _DEPTH, _MIN_DURATION): a bad value is said on stderr when warn, and
  * left at its default (none). */
 void ta_settings_filters(struct ta_settings *s, int warn) TA_HIDDEN;
-/* Parses a duration: "250ns", "10us", "2ms", "1s", or a bare number of
- * nanoseconds; 0 on success. */
-int ta_parse_duration(const char *s, uint64_t *ns) TA_HIDDEN;
-/* Parses "64K", "1M", "2G", "4096"; 0 on success. */
-int ta_parse_size(const char *s, uint64_t *out) TA_HIDDEN;
 /* Expands %p and %% of a pattern; 0, or -1 if it does not fit. */
 int ta_expand_output(const char *pattern, long pid, char *out, size_t size) TA_HIDDEN;
 

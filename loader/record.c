@@ -36,6 +36,7 @@
 #include "format.h"
 #include "ta_config.h"
 #include "record_int.h"
+#include "values.h"
 
 
 #define DEFAULT_OUTPUT "traceagent.%p.trace"
@@ -125,55 +126,6 @@ static const struct ta_opt record_opts[] = {
 
 /* ---- checking the values ------------------------------------------------ */
 
-/* What agent/settings.c's ta_parse_size takes: bytes, or K, M, G (with an
- * optional i and B); -1 for anything else. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	if (!*s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end == 'i' && shift)
-		end++;
-	if ((*end == 'b' || *end == 'B') && shift)
-		end++;
-	if (*end || v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-/* What agent/settings.c's ta_parse_duration takes: a whole number of ns,
- * us, ms or s (a bare number is ns). */
-static int is_duration(const char *s)
-{
-	static const char *const units[] = {"", "ns", "us", "ms", "s"};
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return 0;
-	errno = 0;
-	(void)strtoull(s, &end, 10);
-	if (errno)
-		return 0;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i]))
-			return 1;
-	return 0;
-}
-
 /* Whether s is a whole number from lo to hi. */
 static int is_number(const char *s, unsigned long lo, unsigned long hi)
 {
@@ -194,13 +146,13 @@ static int check_values(const struct record_opts *o)
 {
 	uint64_t v;
 
-	if (o->buffer && (parse_size(o->buffer, &v) < 0 || v < 4096 || v > (64u << 20))) {
+	if (o->buffer && (ta_parse_size(o->buffer, &v) < 0 || v < 4096 || v > (64u << 20))) {
 		fprintf(stderr,
 			"traceagent record: --buffer=%s: not a size from 4K to 64M (like 64K or 1M)\n",
 			o->buffer);
 		return EXIT_USAGE;
 	}
-	if (o->memory && (parse_size(o->memory, &v) < 0 || v < (1u << 20) || v > (1ull << 40))) {
+	if (o->memory && (ta_parse_size(o->memory, &v) < 0 || v < (1u << 20) || v > (1ull << 40))) {
 		fprintf(stderr,
 			"traceagent record: --memory=%s: not a size from 1M to 1024G (like 64M or "
 			"1G)\n",
@@ -227,7 +179,7 @@ static int check_values(const struct record_opts *o)
 			o->depth);
 		return EXIT_USAGE;
 	}
-	if (o->min_duration && !is_duration(o->min_duration)) {
+	if (o->min_duration && ta_parse_duration(o->min_duration, &v) < 0) {
 		fprintf(stderr,
 			"traceagent record: --min-duration=%s: not a duration (like 500ns, 10us, "
 			"2ms or 1s; a bare number is ns)\n",

@@ -38,6 +38,7 @@
 #include "dump.h"
 #include "flusher.h"
 #include "format.h"
+#include "values.h"
 #include "ring.h"
 #include "settings.h"
 
