@@ -56,38 +56,6 @@ static const char *setting_env(const char *name)
 	return NULL;
 }
 
-int ta_expand_output(const char *pattern, long pid, char *out, size_t size)
-{
-	size_t n = 0;
-
-	for (const char *p = pattern; *p; p++) {
-		char tmp[24];
-		const char *add = tmp;
-		size_t len;
-
-		if (p[0] == '%' && p[1] == 'p') {
-			snprintf(tmp, sizeof(tmp), "%ld", pid);
-			p++;
-		} else if (p[0] == '%' && p[1] == '%') {
-			tmp[0] = '%';
-			tmp[1] = 0;
-			p++;
-		} else {
-			tmp[0] = *p;
-			tmp[1] = 0;
-		}
-		len = strlen(add);
-		if (n + len + 1 > size)
-			return -1;
-		memcpy(out + n, add, len);
-		n += len;
-	}
-	if (n == 0 || n + 1 > size)
-		return -1;
-	out[n] = 0;
-	return 0;
-}
-
 /* A size as the settings take it: in the largest of G, M and K that
  * divides it, else in bytes. */
 static const char *size_text(uint64_t v, char *out, size_t size)
@@ -400,10 +368,9 @@ void ta_settings_load(struct ta_settings *s)
 		ta_warn("TRACEAGENT_OUTPUT_FALLBACK='%s' is not file or none; using none", fallback);
 	if (!out || !*out)
 		out = TA_DEFAULT_OUTPUT;
-	if (ta_expand_output(out, (long)getpid(), s->output, sizeof(s->output)) < 0) {
+	if (ta_output_path(out, (long)getpid(), s->output, sizeof(s->output)) < 0) {
 		ta_warn("TRACEAGENT_OUTPUT='%s' is too long; using %s", out, TA_DEFAULT_OUTPUT);
 		out = TA_DEFAULT_OUTPUT;
-		ta_expand_output(out, (long)getpid(), s->output, sizeof(s->output));
 	}
 	s->output_per_process = ta_addr_names_pid(out);
 	s->output_id = 0xcbf29ce484222325ull;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "compiler.h"
+#include "values.h"
 #include "format.h" /* TA_LC_*, for TA_DEFAULT_LIBCALLS */
 
 enum ta_mode {
@@ -52,7 +53,6 @@ struct ta_settings {
 	uint64_t test_encoder_max;
 };
 
-#define TA_DEFAULT_OUTPUT   "traceagent.%p.trace"
 #define TA_DEFAULT_BLOCK    (64u << 10)
 #define TA_DEFAULT_MEMORY   (256ull << 20)
 #define TA_DEFAULT_FLUSH_MS 50u
@@ -75,8 +75,6 @@ uint32_t ta_settings_libcalls_asked(void) TA_HIDDEN;
  * _DEPTH, _MIN_DURATION): a bad value is said on stderr when warn, and
  * left at its default (none). */
 void ta_settings_filters(struct ta_settings *s, int warn) TA_HIDDEN;
-/* Expands %p and %% of a pattern; 0, or -1 if it does not fit. */
-int ta_expand_output(const char *pattern, long pid, char *out, size_t size) TA_HIDDEN;
 
 extern struct ta_settings ta_cfg TA_HIDDEN;
 

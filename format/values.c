@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * values.c - sizes and durations as settings and record's options are
- * written (values.h).
+ * values.c - sizes, durations and output patterns as settings and
+ * record's options are written (values.h).
  */
 #include "values.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,5 +62,45 @@ int ta_parse_duration(const char *s, uint64_t *ns)
 			*ns = v * units[i].ns;
 			return 0;
 		}
+	return -1;
+}
+
+int ta_expand_output(const char *pattern, long pid, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (const char *p = pattern; *p; p++) {
+		char tmp[24];
+		const char *add = tmp;
+		size_t len;
+
+		if (p[0] == '%' && p[1] == 'p') {
+			snprintf(tmp, sizeof(tmp), "%ld", pid);
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			tmp[0] = '%';
+			tmp[1] = 0;
+			p++;
+		} else {
+			tmp[0] = *p;
+			tmp[1] = 0;
+		}
+		len = strlen(add);
+		if (n + len + 1 > size)
+			return -1;
+		memcpy(out + n, add, len);
+		n += len;
+	}
+	if (n == 0 || n + 1 > size)
+		return -1;
+	out[n] = 0;
+	return 0;
+}
+
+int ta_output_path(const char *pattern, long pid, char *out, size_t size)
+{
+	if (ta_expand_output(pattern, pid, out, size) == 0)
+		return 0;
+	ta_expand_output(TA_DEFAULT_OUTPUT, pid, out, size);
 	return -1;
 }

@@ -299,25 +299,3 @@ int ta_record_set_preload(const char *agent)
 	free(value);
 	return r;
 }
-
-/* The dump path the agent of process pid will use: %p is the pid and %%
- * a '%', as the agent expands them (agent/settings.c). */
-void ta_rec_expand_output(const char *pattern, pid_t pid, char *out, size_t size)
-{
-	size_t o = 0;
-
-	for (const char *p = pattern; *p && o + 1 < size; p++) {
-		if (p[0] == '%' && p[1] == 'p') {
-			int n = snprintf(out + o, size - o, "%ld", (long)pid);
-
-			o = n < 0 || (size_t)n >= size - o ? size - 1 : o + (size_t)n;
-			p++;
-		} else if (p[0] == '%' && p[1] == '%') {
-			out[o++] = '%';
-			p++;
-		} else {
-			out[o++] = *p;
-		}
-	}
-	out[o] = '\0';
-}

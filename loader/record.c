@@ -39,7 +39,6 @@
 #include "values.h"
 
 
-#define DEFAULT_OUTPUT "traceagent.%p.trace"
 
 struct record_opts {
 	const char *output;   /* -o, or NULL */
@@ -349,7 +348,7 @@ static void child_prepare(const char *pattern, int explicit_output, int report_f
 	/* A collector's address (tcp://, unix:) is no file to replace or
 	 * look at: the collector names its dumps. */
 	if (!ta_addr_is_stream(pattern)) {
-		ta_rec_expand_output(pattern, getpid(), path, sizeof(path));
+		ta_output_path(pattern, (long)getpid(), path, sizeof(path));
 		if (explicit_output && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
 		    unlink(path) < 0)
 			fprintf(stderr, "traceagent: cannot replace %s: %s\n", path,
@@ -455,7 +454,7 @@ static size_t child_dumps(const char *output, const struct started *st, char **n
 	for (size_t i = 0; i < st->n; i++) {
 		size_t add;
 
-		ta_rec_expand_output(output, st->child[i], path, sizeof(path));
+		ta_output_path(output, (long)st->child[i], path, sizeof(path));
 		if (access(path, F_OK) < 0)
 			continue;
 		add = strlen(path) + 2;
@@ -744,7 +743,7 @@ static int run(const struct record_opts *o, const char *prog_path, const char *o
 	}
 	child_pid = 0;
 
-	ta_rec_expand_output(output, pid, path, sizeof(path));
+	ta_output_path(output, (long)pid, path, sizeof(path));
 	if (notify >= 0) {
 		notify_read(notify, pid, &started);
 		close(notify);
@@ -799,7 +798,7 @@ int ta_cmd_record(int argc, char **argv)
 	if (!output) {
 		output = getenv("TRACEAGENT_OUTPUT");
 		if (!output || !*output)
-			output = DEFAULT_OUTPUT;
+			output = TA_DEFAULT_OUTPUT;
 	}
 	if (!*output) {
 		fprintf(stderr, "traceagent record: empty output path\n");

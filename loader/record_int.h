@@ -24,7 +24,5 @@ int ta_rec_resolve_program(const char *prog, char *out, size_t size);
  * script; 0, or an exit status after printing why. */
 int ta_rec_check_program(const char *prog, const char *path);
 int ta_rec_set_env(const char *name, const char *value);
-/* The dump path the agent of process pid will use (%p the pid, %% a '%'). */
-void ta_rec_expand_output(const char *pattern, pid_t pid, char *out, size_t size);
 
 #endif
