@@ -126,6 +126,8 @@ class SrclineTest(tahelp.Case):
                            env=tahelp.clean_env({"PWD": os.path.join(base, "build")}),
                            capture_output=True, text=True, timeout=tahelp.TIMEOUT)
         self.assertEqual(p.returncode, 0, p.stderr)
+        # cc builds for the machine it runs on: not for a cross build's.
+        self.need_host_program(prog)
         r = self.traced("preload", [prog])
 
         self.assertEqual(self.srclines(r.dump), want)
