@@ -795,6 +795,20 @@ __attribute__((constructor)) static void patch_init(void)
 	errno = saved;
 }
 
+/* The counts and refusals of a window's patching, forgotten (under
+ * patch_lock): each window's PATCH chunk and summary are its own. */
+static void forget_counts(void)
+{
+	npatched = 0;
+	nrelocated = 0;
+	memset(nfallback, 0, sizeof(nfallback));
+	for (size_t i = 0; i < nrefused; i++) {
+		free(refused[i].module);
+		free(refused[i].name);
+	}
+	nrefused = 0;
+}
+
 /* ---- at attach ------------------------------------------------------------------- */
 
 int ta_patch_attach_prepare(const char *spec)
@@ -840,17 +854,8 @@ int ta_patch_attach_prepare(const char *spec)
 	__atomic_store_n(&patch_on, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&patch_lock);
 	ta_patch_attach_mode = 1;
-	if (!npend) {
-		/* A window's first plan. */
-		npatched = 0;
-		nrelocated = 0;
-		memset(nfallback, 0, sizeof(nfallback));
-		for (size_t i = 0; i < nrefused; i++) {
-			free(refused[i].module);
-			free(refused[i].name);
-		}
-		nrefused = 0;
-	}
+	if (!npend)
+		forget_counts(); /* a window's first plan */
 	/* Later in the window: the modules dlopen'ed since the last plan
 	 * (and none of those dlclose'd meanwhile). */
 	forget_unloaded();
@@ -933,14 +938,7 @@ void ta_patch_attach_forget(void)
 	nseen = 0;
 	/* The window's dump is written: a later window without --patch
 	 * patched nothing, and its dump says so. */
-	npatched = 0;
-	nrelocated = 0;
-	memset(nfallback, 0, sizeof(nfallback));
-	for (size_t i = 0; i < nrefused; i++) {
-		free(refused[i].module);
-		free(refused[i].name);
-	}
-	nrefused = 0;
+	forget_counts();
 	pthread_mutex_unlock(&patch_lock);
 }
 
