@@ -387,18 +387,20 @@ static void mindur_flush(struct ta_flush_state *fs)
 		encode_raw(fs, fs->md.out, 0, fs->md.out_len);
 }
 
-/* ta_flusher_test_hold's hook.  Relaxed: the test sets it before the
- * drains it means to hold up; a drain that reads it late only misses one. */
+/* ta_flusher_test_hold's hook.  The test sets it before the drains it
+ * means to hold up; a drain that reads it late only misses one.  Release
+ * here, acquire in held_up: the hook reads what the test wrote before
+ * setting it (which block, which thread) on the flusher's thread too. */
 static void (*test_hold)(const struct ta_block *b);
 
 void ta_flusher_test_hold(void (*hold)(const struct ta_block *b))
 {
-	__atomic_store_n(&test_hold, hold, __ATOMIC_RELAXED);
+	__atomic_store_n(&test_hold, hold, __ATOMIC_RELEASE);
 }
 
 static inline void held_up(const struct ta_block *b)
 {
-	void (*hold)(const struct ta_block *) = __atomic_load_n(&test_hold, __ATOMIC_RELAXED);
+	void (*hold)(const struct ta_block *) = __atomic_load_n(&test_hold, __ATOMIC_ACQUIRE);
 
 	if (TA_UNLIKELY(hold != NULL))
 		hold(b);
