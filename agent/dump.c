@@ -129,7 +129,8 @@ static struct ta_zbuf shared_z;
 /*
  * A batch: the small chunks written while it is on (the start's process
  * description, the exit's last ones) go to the file in one write rather
- * than one each (a fib 1 wrote 18 chunks, three system calls each).
+ * than one each (a short run writes a score of them, three system calls
+ * each).
  * Static, so that a chunk is never lost to a failed allocation, and small:
  * a chunk that does not fit is written alone, after what is held.  Under
  * dump_lock; only for a file (a collector takes each chunk in a sendmsg).

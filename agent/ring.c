@@ -263,7 +263,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 		/* Below its quota and the pool empty (a memory cap smaller than
 		 * the threads' quotas): its own oldest block all the same, as
 		 * at the quota.  Nothing frees pool blocks in flight mode but a
-		 * thread's end, so a wait here could last for ever (it did).
+		 * thread's end, so a wait here could last for ever.
 		 * The recycle fails only while the flusher writes this ring
 		 * (a flight signal): a moment. */
 		while (!(nb = ta_ring_pool_get()) && !(nb = flight_recycle(t, 1))) {
@@ -683,7 +683,8 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	int ringless = 0;
 	sigset_t old_mask;
 	/* An agent that has ended records nothing more: its hooks come here
-	 * at every call, and the system calls would cost them 0.5 us each. */
+	 * at every call, which the mask's two system calls would slow down
+	 * for nothing. */
 	uint32_t state = __atomic_load_n(&ta_state, __ATOMIC_RELAXED);
 	int masked = state != TA_S_STOPPED && state != TA_S_DETACHED;
 
@@ -691,12 +692,13 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	 * A hook nested in another's fast path (a signal handler that
 	 * interrupted it between its claim and its publication): the event
 	 * is only put aside, which holds nothing and takes nothing, so it
-	 * needs neither the signal mask nor the placeholder in ta_cur.  The
-	 * mask's two system calls an event made a handler of a few hundred
-	 * events slower than a 2 ms timer under qemu-user on one CPU: each
-	 * handler then found the next signal pending as it returned, the
-	 * interrupted hook never reached its publication, and every later
-	 * handler was nested in it again, for ever (e2e-signals' sigdeep).
+	 * needs neither the signal mask nor the placeholder in ta_cur.  With
+	 * the mask's two system calls an event, a handler of a few hundred
+	 * events can take longer than a fast timer's period (a slow CPU, an
+	 * emulator): each handler then finds the next signal pending as it
+	 * returns, the interrupted hook never reaches its publication, and
+	 * every later handler is nested in it again, for ever (e2e-signals'
+	 * sigdeep).
 	 * Only single records: an EXT group's slots are written in more than
 	 * one step, which a handler that jumped out of it would leave half
 	 * done for nest_drain to misread, so groups are put aside below.
@@ -911,11 +913,10 @@ void ta_thread_exit(void)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ta_cur = &idle_block;
 	/* Its last block waits for the flusher as a full one does, and every
-	 * 64 of them wake it: a program that starts and ends threads by the
-	 * thousand held every exited thread's block and record until the next
-	 * timed pass (e2e-exits' 10,000 threads on one CPU peaked at 40-69 MiB,
-	 * 5 MiB with this; every 4 as for full blocks woke it for a pass per
-	 * few threads, for no less memory). */
+	 * 64 of them wake it: else a program that starts and ends threads by
+	 * the thousand holds every exited thread's block and record until the
+	 * next timed pass (e2e-exits; docs/bench.md).  Waking it every 4, as
+	 * for full blocks, costs a pass per few threads for no less memory. */
 	if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 64)
 		ta_ring_up.kick();
 	/* Handlers no longer put events aside (the idle placeholder sends
