@@ -62,7 +62,7 @@ static void chan_effect(uint32_t id, uint32_t on)
 		ta_libcalls_enable(1);
 }
 
-/* chan_switch's change, under the lock; whether it took effect (not
+/* ta_chan_switch's change, under the lock; whether it took effect (not
  * paused). */
 static int chan_set_locked(uint32_t id, uint32_t on)
 {

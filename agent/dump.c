@@ -351,7 +351,7 @@ static int batch_write(void)
 	before = lseek(dump_fd, 0, SEEK_END);
 	err = ta_dump_write_all(dump_fd, batch.p, batch.len);
 	if (err < 0) {
-		/* write_all stopped at an error: what reached the file is
+		/* ta_dump_write_all stopped at an error: what reached the file is
 		 * the size it has grown by, if nothing else was appended. */
 		struct stat st;
 

@@ -71,7 +71,8 @@ struct site {
 	uintptr_t lo, hi; /* its segment, and the segment's protections */
 	int prot;
 	uint8_t len, kind;
-	uint8_t rest_only; /* x86-64: only the bytes after the first written (writable_site) */
+	uint8_t
+	    rest_only; /* x86-64: only the bytes after the first written (ta_hp_writable_site) */
 	uint8_t orig[8], repl[8];
 };
 

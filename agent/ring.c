@@ -330,7 +330,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 }
 
 /*
- * Drop mode: a thread registered without a ring (thread_register found the
+ * Drop mode: a thread registered without a ring (ta_ring_thread_register found the
  * pool dry) takes its first block as soon as one is free.  Until then each
  * event is its own loss (TA_LOST_NO_RING), counted in its THREAD_END like
  * a dropped one, and the gap goes into the stream before its first event.

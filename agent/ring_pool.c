@@ -35,8 +35,9 @@ static uint32_t pool_peak;
 /*
  * The emergency reserve: RESERVE_BYTES of blocks beyond the memory cap,
  * mapped with the pool (address space only until written), for a signal
- * handler that interrupted its thread's own drain (throttle's
- * ta_ring_self_draining) and finds the pool empty at the cap.  It must not wait:
+ * handler that interrupted its thread's own drain (ta_ring_self_draining,
+ * in ta_ring_throttle) and finds the pool empty at the cap.  It must not
+ * wait:
  * the code it interrupted holds its ring, which neither it nor the flusher
  * can drain before it returns, and when that ring holds the pool the wait
  * would never end.  Blocks [pool_nblocks, pool_nblocks + reserve_nblocks)
@@ -222,7 +223,7 @@ void ta_block_put(struct ta_block *b)
 
 /*
  * Attach windows (attach.c).  When a window ends the threads keep running
- * with ta_cur pointing at their current block and `self` at their record:
+ * with ta_cur pointing at their current block and ta_ring_self at their record:
  * TLS that only its thread can change, and a thread may not call a hook
  * for a long time (or ever again).  Such a block must not be handed to
  * another thread in a later window: the silent thread's next hook would
