@@ -587,7 +587,7 @@ int ta_dump_child_open(void)
 	return ta_dump_open(addr);
 }
 
-/* ---- the handover across exec ------------------------------------------------ */
+/* ---- what was written ------------------------------------------------------ */
 
 uint64_t ta_dump_bytes(void)
 {

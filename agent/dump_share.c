@@ -31,6 +31,8 @@
 
 static int preloads_agent(char *const envp[]);
 
+/* ---- one file for a process tree -------------------------------------------- */
+
 /* The recording's file as its descendants find it (TA_DUMP_FILE_VAR's
  * value, "" when this process shares none): a file without %p in its name
  * is one recording, every process of the program's tree in it. */
@@ -331,6 +333,8 @@ const char *ta_dump_pass_token(char *const envp[])
 			return *e;
 	return pending_token();
 }
+
+/* ---- the handover across exec ------------------------------------------------ */
 
 /* 1 if envp preloads this library (by its file name: LD_PRELOAD may name
  * it by path or as a bare name). */
