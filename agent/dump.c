@@ -61,8 +61,8 @@ int dump_stream;
 static int crash_mode; /* locks are tried, not waited on */
 /* The first failed write: the offset (or, for a stream, the bytes sent)
  * where the chunk not written began, and its errno; for END (1.8). */
-uint64_t fail_at;
-int fail_errno;
+uint64_t dump_fail_at;
+int dump_fail_errno;
 
 /*
  * A full disk leaves no room for the END that says so: a page of the same
@@ -116,10 +116,10 @@ static void reserve_release(void)
 
 static void note_failure(uint64_t at, int err)
 {
-	if (fail_errno)
+	if (dump_fail_errno)
 		return;
-	fail_at = at;
-	fail_errno = err > 0 ? err : EIO;
+	dump_fail_at = at;
+	dump_fail_errno = err > 0 ? err : EIO;
 }
 
 /* Compression scratch for chunks written without one of their own,
@@ -243,11 +243,11 @@ static int write_chunk(const uint8_t *hdr, const void *payload, size_t len)
 }
 
 /* What the last failed open could not say with an errno. */
-const char *open_why;
+const char *dump_open_why;
 
 const char *ta_dump_open_why(void)
 {
-	return open_why;
+	return dump_open_why;
 }
 
 int ta_dump_open(const char *path)
@@ -255,11 +255,11 @@ int ta_dump_open(const char *path)
 	uint8_t hdr[TA_FILE_HEADER_SIZE];
 	int fd, err, stream = ta_addr_is_stream(path);
 
-	open_why = NULL;
+	dump_open_why = NULL;
 	/* O_EXCL|O_NOFOLLOW: never follow a planted symlink, never overwrite
 	 * a file that is there (possibly someone else's). */
 	if (stream)
-		fd = ta_sink_connect(path, &open_why);
+		fd = ta_sink_connect(path, &dump_open_why);
 	else
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
 			  0600);
@@ -282,8 +282,8 @@ int ta_dump_open(const char *path)
 	dump_fd = fd;
 	dump_stream = stream;
 	dump_failed = 0;
-	fail_at = 0;
-	fail_errno = 0;
+	dump_fail_at = 0;
+	dump_fail_errno = 0;
 	dump_seq = 0;
 	dump_bytes = sizeof(hdr);
 	if (!stream)
@@ -580,7 +580,7 @@ int ta_dump_child_open(void)
 {
 	char addr[sizeof(dump_path)];
 
-	open_why = NULL;
+	dump_open_why = NULL;
 	if (!dump_stream)
 		return 0;
 	memcpy(addr, dump_path, sizeof(addr));
@@ -601,8 +601,8 @@ int ta_dump_failed(void)
 
 void ta_dump_failure(uint64_t *at, int *err)
 {
-	*at = fail_errno ? fail_at : 0;
-	*err = fail_errno;
+	*at = dump_fail_errno ? dump_fail_at : 0;
+	*err = dump_fail_errno;
 }
 
 int ta_dump_end_chunk(const void *payload, size_t len)

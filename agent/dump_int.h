@@ -24,10 +24,10 @@ extern char dump_path[4096];
 /* The dump goes to a collector (dump_path is its address). */
 extern int dump_stream;
 /* The first failed write's place and errno, for END (1.8). */
-extern uint64_t fail_at;
-extern int fail_errno;
+extern uint64_t dump_fail_at;
+extern int dump_fail_errno;
 /* What the last failed open could not say with an errno. */
-extern const char *open_why;
+extern const char *dump_open_why;
 
 /* Writes n bytes at p to fd, finishing short writes: 0 or -errno. */
 int ta_dump_write_all(int fd, const void *p, size_t n);

@@ -197,7 +197,7 @@ int ta_dump_open_shared(uint64_t output_id, const char *path)
 	struct stat st;
 	int err;
 
-	open_why = NULL;
+	dump_open_why = NULL;
 	/* The recording's token, for the same setting (a relative path from
 	 * another directory is the recording's still) or a setting naming
 	 * that very file. */
@@ -440,8 +440,8 @@ int ta_dump_adopt(void)
 	dump_fd = fd;
 	dump_stream = 0;
 	dump_failed = 0;
-	fail_at = 0;
-	fail_errno = 0;
+	dump_fail_at = 0;
+	dump_fail_errno = 0;
 	ta_dump_reserve_open(dump_path);
 	/* A new writer in the file: its PROCESS chunk starts a new image of
 	 * this pid (or, in a descendant, a process of its own). */
