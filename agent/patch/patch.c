@@ -38,6 +38,11 @@
  * Safe points: at start nothing else runs yet; after a dlopen, the new
  * module's functions are patched before dlopen returns (docs/limits.md says
  * what remains).
+ *
+ * This file chooses, patches and undoes functions module by module and
+ * writes the PATCH chunk; a function's analysis and relocation are
+ * reloc.c's, capstone's opening disasm.c's, the patched functions' hot
+ * path patch_hot.c's; patch_none.c stands in where there is no patcher.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
