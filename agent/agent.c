@@ -179,7 +179,7 @@ static int open_output(int in_child)
 	/* A file named without %p is the recording's, shared by the
 	 * program's tree: a process started after the one that created it
 	 * (posix_spawn, system(), vfork or fork and exec) appends to it, as
-	 * the environment's token names it (dump.c).  Not an attach
+	 * the environment's token names it (dump_share.c).  Not an attach
 	 * window's: its file is the attach's own. */
 	int shared =
 	    !ta_settings_attach && !ta_cfg.output_per_process && !ta_addr_is_stream(ta_cfg.output);
@@ -505,7 +505,7 @@ void ta_agent_write_end(uint64_t flags)
 	ta_buf_u(&b, TA_LOST_NCAUSES);
 	for (unsigned c = 0; c < TA_LOST_NCAUSES; c++)
 		ta_buf_u(&b, by[c]);
-	/* 1.7: blocks taken beyond the cap (ring.c's emergency reserve). */
+	/* 1.7: blocks taken beyond the cap (ring_pool.c's emergency reserve). */
 	ta_buf_u(&b, ta_ring_reserve_taken());
 	/* 1.8: the signal the process dies of (0: none), and where and why
 	 * the dump could not be written (offset 0: it could). */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * api.h - the manual instrumentation API's agent side (api.c): call sites,
- * channels and their switches, and the SITES and CHANNELS chunks.
+ * api.h - the manual instrumentation API's agent side: call sites (api.c,
+ * api_registry.c), channels and their switches (api_chan.c), and the SITES
+ * and CHANNELS chunks (api_registry.c).
  */
 #ifndef TA_API_H
 #define TA_API_H

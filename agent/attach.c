@@ -392,7 +392,7 @@ int ta_attach_command(int on, const char **why)
 		/* The hooks out first; a thread that read an entry just
 		 * before finishes that hook, which finds the agent detached
 		 * (or records one more event, which the final drain may
-		 * miss: ring.c's ta_ring_detach keeps its block safe). */
+		 * miss: ring_pool.c's ta_ring_detach keeps its block safe). */
 		restore();
 		window_close();
 		window_child = 0;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dump.h - the dump writer (dump.c): the file and its chunks, the buffers
- * payloads are built in, the dump across fork and exec, and the chunks
- * built from the agent's state.
+ * payloads are built in; the dump across processes, fork and exec
+ * (dump_share.c); and the chunks built from the agent's state
+ * (dump_process.c).
  */
 #ifndef TA_DUMP_H
 #define TA_DUMP_H

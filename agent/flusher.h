@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * flusher.h - the flusher (flusher.c): the thread that drains the rings
- * into the dump, and the drains others ask of it or do themselves.
+ * flusher.h - the flusher: the thread that drains the rings into the dump
+ * (flusher.c), and the drains others ask of it or do themselves
+ * (flusher_drain.c).
  */
 #ifndef TA_FLUSHER_H
 #define TA_FLUSHER_H

@@ -90,7 +90,7 @@ void ta_lazy_fork_parent(void) TA_HIDDEN;
 
 /* Opens liblz4 (once), the same way.  Only the flusher thread calls it,
  * at its first chunk of events big enough to be worth compressing
- * (flusher.c): a short run writes its few small chunks uncompressed
+ * (flusher_drain.c): a short run writes its few small chunks uncompressed
  * without loading it, and no signal handler ever runs dlopen. */
 void ta_lazy_open_lz4(void) TA_HIDDEN;
 

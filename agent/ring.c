@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring.c - the block pool, the thread registry and the hot path's slow side.
+ * ring.c - the hot path's slow side: a thread's first event, a full
+ * block, a hook nested in another (the events put aside), the attach
+ * window a thread comes back from, and the thread's last event.
  *
- * Memory: the pool reserves the whole memory cap as address space once
- * (MAP_NORESERVE) and hands out fixed-size blocks from it, so the resident
- * size grows only with the blocks actually in flight.  Recycled blocks go on
- * a LIFO free list so the warm ones are reused first.  Beyond the cap, in
- * the same mapping, a reserve for the one taker that may not wait (a signal
- * handler inside its thread's own drain; reserve_nblocks).
+ * The rest of the ring is below it, in files of their own: the memory
+ * (ring_pool.c: the pool, its reserve, the waits for blocks) and the
+ * thread registry (ring_thread.c).  What they share is ring_int.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,6 +26,7 @@
 #include "format.h"
 #include "lazylib.h"
 #include "ring.h"
+#include "ring_int.h"
 #include "settings.h"
 
 /* Blocks with no room (limit 0): every hook that finds one in ta_cur takes
@@ -50,8 +50,6 @@ static __thread struct ta_block busy_block
     __attribute__((tls_model("initial-exec"), aligned(TLS_BLOCK_ALIGN)));
 
 __thread struct ta_hot ta_hot __attribute__((tls_model("initial-exec"))) = {.cur = &first_block};
-static __thread struct ta_thread *self __attribute__((tls_model("initial-exec")));
-static __thread uint64_t parent_tid __attribute__((tls_model("initial-exec")));
 
 /* The placeholders where a thread goes to the slow path for want of a
  * ring or of a running agent (not nested in anything). */
@@ -60,76 +58,13 @@ static inline int is_idle(const struct ta_block *b)
 	return b == &idle_block || b == &first_block;
 }
 
-struct ta_thread *ta_threads;
 uint64_t ta_lost_unowned;
 uint64_t ta_lost_unowned_by[TA_LOST_NCAUSES];
 uint32_t ta_pending_blocks;
 uint32_t ta_kick_blocks = 4;
 
-static uint8_t *pool_base;
-static uint32_t pool_block_bytes, pool_events, pool_nblocks;
-static uint32_t pool_next;      /* blocks never used start here (atomic) */
-static uint64_t pool_free;      /* free list head: tag << 32 | (index + 1) */
-static uint32_t pool_in_use;    /* atomic, for the peak statistic */
-static uint32_t pool_peak;
-/*
- * The emergency reserve: RESERVE_BYTES of blocks beyond the memory cap,
- * mapped with the pool (address space only until written), for a signal
- * handler that interrupted its thread's own drain (throttle's
- * self_draining) and finds the pool empty at the cap.  It must not wait:
- * the code it interrupted holds its ring, which neither it nor the flusher
- * can drain before it returns, and when that ring holds the pool the wait
- * would never end.  Blocks [pool_nblocks, pool_nblocks + reserve_nblocks)
- * of pool_base, with a free list of their own, so the cap stays the cap for
- * everything else; each taking is counted (END's reserve_blocks, 1.7).
- * Beyond it the handler's events are counted lost as nested ones are.
- */
-#define RESERVE_BYTES (16u << 20)
-static uint32_t reserve_nblocks;
-static uint32_t reserve_next;  /* reserve blocks never used start here (atomic) */
-static uint64_t reserve_free;  /* its free list, as pool_free */
-static uint64_t reserve_taken; /* blocks taken from it (atomic) */
-static uint32_t pool_high_water; /* blocks in use above which producers help */
-static uint32_t live_threads;    /* registered and not exited (atomic) */
 /* Threads inside record_slow (seq_cst: ta_ring_quiesce's Dekker pair). */
 static uint32_t slow_inflight;
-/* A window ended with a thread that stayed in its slow path: it may link
- * any block later, so none used so far is handed out again. */
-static int no_reuse;
-
-static pthread_key_t exit_key;
-
-/* Frames open in the parent when it forked, for the child's first thread
- * (set in the child before it registers). */
-static uint64_t *inherit_addr;
-static uint32_t inherit_depth;
-static uint64_t inherit_tid;
-static struct ta_jmptab inherit_jmp;
-
-static inline struct ta_block *block_at(uint32_t idx)
-{
-	return (struct ta_block *)(pool_base + (size_t)idx * pool_block_bytes);
-}
-
-static inline uint32_t block_index(const struct ta_block *b)
-{
-	return (uint32_t)(((const uint8_t *)b - pool_base) / pool_block_bytes);
-}
-
-uint32_t ta_block_events(void)
-{
-	return pool_events;
-}
-
-uint64_t ta_pool_used_bytes(void)
-{
-	return (uint64_t)__atomic_load_n(&pool_in_use, __ATOMIC_RELAXED) * pool_block_bytes;
-}
-
-uint64_t ta_pool_peak_bytes(void)
-{
-	return (uint64_t)__atomic_load_n(&pool_peak, __ATOMIC_RELAXED) * pool_block_bytes;
-}
 
 static void thread_key_destructor(void *arg)
 {
@@ -138,180 +73,20 @@ static void thread_key_destructor(void *arg)
 	ta_ring_up.thread_gone();
 }
 
-static int pool_mode; /* enum ta_mode */
-static uint32_t flight_blocks; /* flight mode: blocks a thread keeps */
-
 int ta_ring_init(uint32_t block_bytes, uint64_t memory_cap, int mode, uint64_t flight_bytes)
 {
-	void *p;
+	int err = ta_ring_pool_init(block_bytes, memory_cap, mode, flight_bytes);
 
-	pool_mode = mode;
-	flight_blocks = (uint32_t)(flight_bytes / block_bytes);
-	if (flight_blocks < 2)
-		flight_blocks = 2;
-	pool_block_bytes = block_bytes;
-	pool_events = (block_bytes - TA_BLOCK_HEADER) / sizeof(struct ta_rec);
-	pool_nblocks = (uint32_t)(memory_cap / block_bytes);
-	/* A small backlog: 16 blocks, plus two per live thread (each holds
-	 * its current one).  With more producers than cores the flusher gets
-	 * a small share of the CPU; a backlog allowed to grow to the cap
-	 * would cost the resident size and, worse, the cache: blocks recycled
-	 * while still warm are much cheaper to refill (docs/bench.md). */
-	pool_high_water = 16;
-	reserve_nblocks = RESERVE_BYTES / block_bytes;
-	if (reserve_nblocks < 4)
-		reserve_nblocks = 4;
-	p = mmap(NULL, (size_t)(pool_nblocks + reserve_nblocks) * block_bytes,
-		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	pool_base = p;
-	if (pthread_key_create(&exit_key, thread_key_destructor) != 0) {
-		munmap(p, (size_t)(pool_nblocks + reserve_nblocks) * block_bytes);
+	if (err)
+		return err;
+	if (ta_ring_threads_init(thread_key_destructor) != 0) {
+		ta_ring_pool_unmap();
 		return -EAGAIN;
 	}
 	return 0;
 }
 
-/* Pops a block off a free list (pool_free or reserve_free); NULL if empty. */
-static struct ta_block *stack_pop(uint64_t *head)
-{
-	/* Acquire: pairs with the release in stack_push, so free_next of
-	 * the block on top is the value written before it was pushed. */
-	uint64_t old = __atomic_load_n(head, __ATOMIC_ACQUIRE);
-
-	while ((uint32_t)old) {
-		struct ta_block *top = block_at((uint32_t)old - 1);
-		/* A stale read here is harmless: the tag makes the CAS fail if
-		 * the top changed (blocks are never unmapped). */
-		uint32_t nxt = __atomic_load_n(&top->free_next, __ATOMIC_RELAXED);
-		uint64_t new = (((old >> 32) + 1) << 32) | nxt;
-		if (__atomic_compare_exchange_n(head, &old, new, 1, __ATOMIC_ACQUIRE,
-						__ATOMIC_ACQUIRE))
-			return top;
-	}
-	return NULL;
-}
-
-static void stack_push(uint64_t *head, struct ta_block *b)
-{
-	uint32_t idx = block_index(b);
-	uint64_t old = __atomic_load_n(head, __ATOMIC_RELAXED);
-	uint64_t new;
-
-	do {
-		__atomic_store_n(&b->free_next, (uint32_t)old, __ATOMIC_RELAXED);
-		new = (((old >> 32) + 1) << 32) | (idx + 1);
-		/* Release: pairs with the acquire in stack_pop. */
-	} while (!__atomic_compare_exchange_n(head, &old, new, 1, __ATOMIC_RELEASE,
-					      __ATOMIC_RELAXED));
-}
-
-/* A never-used block of [base, base + n), counted by *next; NULL if none. */
-static struct ta_block *fresh_block(uint32_t *next, uint32_t base, uint32_t n)
-{
-	uint32_t idx = __atomic_load_n(next, __ATOMIC_RELAXED);
-
-	do {
-		if (idx >= n)
-			return NULL;
-	} while (!__atomic_compare_exchange_n(next, &idx, idx + 1, 1, __ATOMIC_RELAXED,
-					      __ATOMIC_RELAXED));
-	return block_at(base + idx);
-}
-
-static void block_reset(struct ta_block *b)
-{
-	b->head = 0;
-	b->limit = pool_events;
-	b->next = NULL;
-	b->consumed = 0;
-}
-
-static inline int in_reserve(const struct ta_block *b)
-{
-	return block_index(b) >= pool_nblocks;
-}
-
-/* Pops a recycled block, else takes a never-used one; NULL at the cap. */
-static struct ta_block *pool_try_get(void)
-{
-	struct ta_block *b = stack_pop(&pool_free);
-	uint32_t in_use, peak;
-
-	if (!b && !(b = fresh_block(&pool_next, 0, pool_nblocks)))
-		return NULL;
-	block_reset(b);
-	in_use = __atomic_add_fetch(&pool_in_use, 1, __ATOMIC_RELAXED);
-	peak = __atomic_load_n(&pool_peak, __ATOMIC_RELAXED);
-	while (in_use > peak &&
-	       !__atomic_compare_exchange_n(&pool_peak, &peak, in_use, 1, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED))
-		;
-	return b;
-}
-
-/* A block of the emergency reserve (above), counted; NULL if it is used up. */
-static struct ta_block *reserve_get(void)
-{
-	struct ta_block *b = stack_pop(&reserve_free);
-
-	if (!b && !(b = fresh_block(&reserve_next, pool_nblocks, reserve_nblocks)))
-		return NULL;
-	block_reset(b);
-	__atomic_add_fetch(&reserve_taken, 1, __ATOMIC_RELAXED);
-	return b;
-}
-
-uint64_t ta_ring_reserve_taken(void)
-{
-	return __atomic_load_n(&reserve_taken, __ATOMIC_RELAXED);
-}
-
-void ta_block_put(struct ta_block *b)
-{
-	if (in_reserve(b)) {
-		stack_push(&reserve_free, b);
-		return;
-	}
-	__atomic_sub_fetch(&pool_in_use, 1, __ATOMIC_RELAXED);
-	stack_push(&pool_free, b);
-}
-
-/*
- * Attach windows (attach.c).  When a window ends the threads keep running
- * with ta_cur pointing at their current block and `self` at their record:
- * TLS that only its thread can change, and a thread may not call a hook
- * for a long time (or ever again).  Such a block must not be handed to
- * another thread in a later window: the silent thread's next hook would
- * claim and fill it.  So each such block is pinned until its thread comes
- * back (its record reads TA_T_DETACHED: the slow path frees both) or
- * exits.  A pinned block reads head 0, limit 0 (its pages were given back),
- * so its thread's next hook, in any window, takes the slow path.  The pool
- * is never unmapped: a thread that was inside a hook when the GOT was
- * restored may still store into its block, and a late store only brings
- * one zero page back.
- * pinned[i]: 0 free to reuse, 1 pinned, 2 its thread exited meanwhile
- * (freed by the next ta_ring_reattach).  Byte atomics: whoever exchanges
- * a non-zero value for 0 puts the block back, once.
- */
-static uint8_t *pinned;
 static void nest_forget(void);
-
-/* On the free list without counting it in use (it was not, in this
- * window). */
-static void free_push(struct ta_block *b)
-{
-	b->limit = 0;
-	stack_push(in_reserve(b) ? &reserve_free : &pool_free, b);
-}
-
-static int in_pool(const struct ta_block *b)
-{
-	return pool_base && (const uint8_t *)b >= pool_base &&
-	       (const uint8_t *)b <
-		       pool_base + (size_t)(pool_nblocks + reserve_nblocks) * pool_block_bytes;
-}
 
 /* The calling thread's record is of an ended window: b, its block, is
  * unpinned (back in the pool when running, else left for the next
@@ -319,20 +94,9 @@ static int in_pool(const struct ta_block *b)
  * idle placeholder: the caller registers it afresh if the agent runs. */
 static struct ta_block *forget_window(struct ta_thread *t, struct ta_block *b, int running)
 {
-	if (in_pool(b) && pinned) {
-		uint8_t *p = &pinned[block_index(b)];
-
-		if (running) {
-			if (__atomic_exchange_n(p, 0, __ATOMIC_ACQ_REL))
-				free_push(b);
-		} else {
-			uint8_t one = 1;
-			__atomic_compare_exchange_n(p, &one, 2, 0, __ATOMIC_ACQ_REL,
-						    __ATOMIC_RELAXED);
-		}
-	}
+	ta_ring_unpin(b, running);
 	nest_forget();
-	self = NULL;
+	ta_ring_self = NULL;
 	/* Release: a new thread claiming the record sees it clean. */
 	__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
 	return &idle_block;
@@ -351,265 +115,8 @@ int ta_ring_quiesce(void)
 			return 0;
 		nanosleep(&nap, NULL);
 	}
-	no_reuse = 1;
+	ta_ring_keep_used();
 	return -1;
-}
-
-void ta_ring_detach(void)
-{
-	uint32_t used;
-
-	if (!pinned) {
-		void *p = mmap(NULL, pool_nblocks + reserve_nblocks, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		pinned = p == MAP_FAILED ? NULL : p;
-	}
-	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
-	     t = t->all_next) {
-		uint32_t s = TA_T_LIVE;
-		struct ta_block *b;
-
-		if (!__atomic_compare_exchange_n(&t->state, &s, TA_T_DETACHED, 0, __ATOMIC_ACQ_REL,
-						 __ATOMIC_RELAXED))
-			continue;
-		/* Its current block: the end of its chain. */
-		for (b = t->drain ? t->drain : t->first; b && b->next; b = b->next)
-			;
-		if (b && pinned)
-			__atomic_store_n(&pinned[block_index(b)], 1, __ATOMIC_RELAXED);
-		t->drain = NULL;
-		t->first = NULL;
-	}
-	used = __atomic_load_n(&pool_next, __ATOMIC_RELAXED);
-	/* The memory back: the pages read as zeros from here on. */
-	madvise(pool_base, (size_t)used * pool_block_bytes, MADV_DONTNEED);
-	madvise(block_at(pool_nblocks),
-		(size_t)__atomic_load_n(&reserve_next, __ATOMIC_RELAXED) * pool_block_bytes,
-		MADV_DONTNEED);
-	__atomic_store_n(&pool_free, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&reserve_free, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&pool_in_use, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&pool_peak, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&live_threads, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ta_lost_unowned, 0, __ATOMIC_RELAXED);
-	memset(ta_lost_unowned_by, 0, sizeof(ta_lost_unowned_by));
-	/* Without pinned (out of memory) nothing says which blocks are
-	 * pointed at: none of those used so far is used again (safe; the
-	 * pool is smaller; ta_ring_reattach). */
-}
-
-void ta_ring_reattach(int mode, uint64_t flight_bytes)
-{
-	uint32_t used = __atomic_load_n(&pool_next, __ATOMIC_RELAXED);
-
-	pool_mode = mode;
-	flight_blocks = (uint32_t)(flight_bytes / pool_block_bytes);
-	if (flight_blocks < 2)
-		flight_blocks = 2;
-	if (!pinned || no_reuse)
-		return;
-	/* From the top down, so the lowest (the warmest before) come first;
-	 * the reserve's used blocks, then the pool's. */
-	for (uint32_t i = pool_nblocks + __atomic_load_n(&reserve_next, __ATOMIC_RELAXED); i-- > 0;) {
-		uint8_t *p = &pinned[i];
-
-		if (i >= used && i < pool_nblocks)
-			continue; /* never used */
-		/* 1: its thread has not come back.  2: it exited meanwhile. */
-		if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == 1)
-			continue;
-		__atomic_store_n(p, 0, __ATOMIC_RELAXED);
-		free_push(block_at(i));
-	}
-}
-
-/* The time since t0 was a wait: in the thread's total (THREAD_END), and
- * pending until append() puts it in the stream (a TA_EXT_WAIT record).
- * Two waits of one slow path with no event between them make one record,
- * from the first one's start, as long as both: the totals stay equal. */
-static void add_wait(struct ta_thread *t, uint64_t t0)
-{
-	uint64_t len = ta_ticks() - t0;
-
-	__atomic_store_n(&t->wait_ticks, __atomic_load_n(&t->wait_ticks, __ATOMIC_RELAXED) + len,
-			 __ATOMIC_RELAXED);
-	if (!t->wait_pending)
-		t->wait_start = t0;
-	t->wait_pending += len;
-}
-
-/* Above the high-water mark a thread that hands over a block drains its
- * own ring (encoding and writing it as the flusher would): with more
- * threads than cores the flusher alone gets too small a share of the CPU,
- * and a producer that only waited would leave a core idle.  If the flusher
- * is draining this ring right now, the thread gives it the CPU instead, for
- * at most ~2 ms a block.  The time either way is the thread's wait time. */
-static __thread int self_draining __attribute__((tls_model("initial-exec")));
-
-void ta_ring_test_self_draining(int on)
-{
-	self_draining = on;
-}
-
-static void throttle(struct ta_thread *t)
-{
-	uint64_t t0;
-	int helped;
-
-	uint32_t mark = pool_high_water + 2 * __atomic_load_n(&live_threads, __ATOMIC_RELAXED);
-
-	if (TA_LIKELY(__atomic_load_n(&pool_in_use, __ATOMIC_RELAXED) <= mark))
-		return;
-	/* A signal handler that interrupted this thread's own drain (below):
-	 * the code it interrupted holds the ring, so neither the handler nor
-	 * the flusher can drain it before the handler returns.  Waiting would
-	 * only delay that; with handlers back to back (a timer faster than
-	 * they run), for ever. */
-	if (self_draining)
-		return;
-	t0 = ta_ticks();
-	/* Plain TLS: a handler sees this thread's stores in program order.
-	 * Before the flusher has tried to open liblz4 (its first pass after
-	 * a block was handed over), what a thread drained itself would be
-	 * written uncompressed, and the thread may not open it (it may be a
-	 * signal handler): it waits for the flusher instead, as when the
-	 * flusher holds its ring. */
-	self_draining = 1;
-	helped = ta_lazy_lz4_settled() && ta_ring_up.help(t);
-	self_draining = 0;
-	if (!helped) {
-		ta_ring_up.kick();
-		for (int i = 0; i < 40; i++) {
-			struct timespec ts = {0, 50000};
-			nanosleep(&ts, NULL);
-			if (__atomic_load_n(&pool_in_use, __ATOMIC_RELAXED) <= mark ||
-			    __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
-				break;
-		}
-	}
-	add_wait(t, t0);
-}
-
-/* Lossless mode at the memory cap: wait for the flusher to free blocks, and
- * account the time waited.  NULL if the agent stops meanwhile, or, for a
- * signal handler that interrupted its thread's own drain, when the
- * emergency reserve is used up too (it never waits: see reserve_nblocks). */
-static struct ta_block *block_get_wait(struct ta_thread *t)
-{
-	struct ta_block *b = pool_try_get();
-	uint64_t t0;
-
-	if (TA_LIKELY(b != NULL))
-		return b;
-	if (self_draining)
-		return reserve_get();
-	t0 = ta_ticks();
-	while (!(b = pool_try_get())) {
-		struct timespec ts = {0, 50000};
-		if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
-			break;
-		ta_ring_up.kick();
-		nanosleep(&ts, NULL);
-	}
-	add_wait(t, t0);
-	return b;
-}
-
-/* The first record is static: most traced processes have one thread,
- * which then costs no mmap (records are never freed, only reused). */
-static struct ta_thread first_rec;
-static uint32_t first_rec_taken; /* atomic */
-
-static struct ta_thread *thread_alloc(void)
-{
-	struct ta_thread *t;
-
-	/* Reuse the record of a thread that exited and was drained. */
-	for (t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t; t = t->all_next) {
-		uint32_t s = TA_T_FREE;
-		if (__atomic_compare_exchange_n(&t->state, &s, TA_T_CLAIMED, 0, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED))
-			return t;
-	}
-	/* Relaxed: only who takes it is decided here; the record is
-	 * published by the release below, as an mmap'd one is. */
-	if (!__atomic_exchange_n(&first_rec_taken, 1, __ATOMIC_RELAXED)) {
-		t = &first_rec;
-	} else {
-		t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			 0);
-		if (t == MAP_FAILED)
-			return NULL;
-	}
-	t->state = TA_T_CLAIMED;
-	t->all_next = __atomic_load_n(&ta_threads, __ATOMIC_RELAXED);
-	/* Release: the flusher walking the list sees an initialised record. */
-	while (!__atomic_compare_exchange_n(&ta_threads, &t->all_next, t, 1, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED))
-		;
-	return t;
-}
-
-static struct ta_thread *thread_register(uint64_t ticks)
-{
-	struct ta_thread *t;
-	char name[17] = {0};
-
-	/* Whether or not it gets a ring, its crash is recorded. */
-	ta_ring_up.thread_start();
-	t = thread_alloc();
-	if (!t)
-		return NULL;
-	/* Before the first block, which it may wait for: that wait is its. */
-	t->wait_ticks = 0;
-	t->wait_pending = 0;
-	t->first = pool_try_get();
-	/* At the cap already: wait like any full block would.  Dropping, it
-	 * is registered all the same, without a ring (first NULL): what it
-	 * cannot record until a block is free is counted as its own loss
-	 * (ringless_get), in its THREAD_END, of its process. */
-	if (!t->first && pool_mode != TA_MODE_DROP) {
-		t->first = block_get_wait(t);
-		if (!t->first) {
-			__atomic_store_n(&t->state, TA_T_FREE, __ATOMIC_RELEASE);
-			return NULL;
-		}
-	}
-	t->tid = (uint64_t)syscall(SYS_gettid);
-	t->ptid = parent_tid;
-	t->start_ticks = ticks;
-	t->pthread = (unsigned long)pthread_self();
-	/* The name it has now (inherited, or set before its first event).
-	 * A raw syscall: prctl itself is interposed. */
-	syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);
-	memcpy(t->name, name, sizeof(t->name));
-	t->name_seq = 0;
-	t->name_lock = 0;
-	t->lost = 0;
-	memset(t->lost_by, 0, sizeof(t->lost_by));
-	t->drop_count = 0;
-	t->chain_blocks = t->first ? 1 : 0;
-	t->cut = 0;
-	t->end_ticks = 0;
-	t->drain = NULL;
-	t->inherit = NULL;
-	t->inherit_depth = 0;
-	t->inherit_jmp = NULL;
-	if (inherit_tid && t->tid == inherit_tid) {
-		t->inherit = inherit_addr;
-		t->inherit_depth = inherit_depth;
-		t->inherit_jmp = &inherit_jmp;
-		inherit_addr = NULL;
-		inherit_tid = 0;
-	}
-	/* fs is the flusher's and survives reuse of the record. */
-	pthread_setspecific(exit_key, t);
-	__atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
-	/* Release: pairs with the flusher's acquire load of state, which then
-	 * reads every field above. */
-	__atomic_store_n(&t->state, TA_T_LIVE, __ATOMIC_RELEASE);
-	return t;
 }
 
 /* One event lost, for a cause the dump names (THREAD_END and END).  The
@@ -678,7 +185,7 @@ void ta_ring_longjmp(uintptr_t jump_sp)
 
 void ta_lost_here(unsigned cause)
 {
-	count_lost(self, (enum ta_lost_cause)cause);
+	count_lost(ta_ring_self, (enum ta_lost_cause)cause);
 }
 
 int ta_consume_trylock(struct ta_thread *t)
@@ -737,12 +244,12 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 {
 	struct ta_block *nb;
 
-	if (pool_mode == TA_MODE_FLIGHT &&
+	if (ta_ring_mode == TA_MODE_FLIGHT &&
 	    (nb = flight_recycle(t, __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED) >=
-					    flight_blocks)) != NULL) {
+					ta_ring_flight_blocks)) != NULL) {
 		/* Its own oldest block, now its newest. */
-	} else if (pool_mode == TA_MODE_DROP) {
-		nb = pool_try_get();
+	} else if (ta_ring_mode == TA_MODE_DROP) {
+		nb = ta_ring_pool_get();
 		if (!nb) {
 			/* At the cap: dropped, counted; the next event tries
 			 * again. */
@@ -752,16 +259,16 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 			ta_ring_up.kick();
 			return NULL;
 		}
-	} else if (pool_mode == TA_MODE_FLIGHT) {
+	} else if (ta_ring_mode == TA_MODE_FLIGHT) {
 		/* Below its quota and the pool empty (a memory cap smaller than
 		 * the threads' quotas): its own oldest block all the same, as
 		 * at the quota.  Nothing frees pool blocks in flight mode but a
-		 * thread's end, so a wait here could last for ever (it did).
+		 * thread's end, so a wait here could last for ever.
 		 * The recycle fails only while the flusher writes this ring
 		 * (a flight signal): a moment. */
-		while (!(nb = pool_try_get()) && !(nb = flight_recycle(t, 1))) {
+		while (!(nb = ta_ring_pool_get()) && !(nb = flight_recycle(t, 1))) {
 			if (__atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED) < 2) {
-				nb = block_get_wait(t); /* one block: nothing to recycle */
+				nb = ta_ring_block_wait(t); /* one block: nothing to recycle */
 				break;
 			}
 			if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) != TA_S_RUNNING)
@@ -771,8 +278,8 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 		if (!nb)
 			return NULL;
 	} else {
-		nb = block_get_wait(t);
-		if (!nb && self_draining &&
+		nb = ta_ring_block_wait(t);
+		if (!nb && ta_ring_self_draining &&
 		    __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING) {
 			/* A handler inside its thread's own drain, the pool and
 			 * the reserve used up: lost, as events put aside
@@ -789,7 +296,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 	 * the full block's last head before following. */
 	__atomic_store_n(&b->next, nb, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&t->chain_blocks, 1, __ATOMIC_RELAXED);
-	if (pool_mode == TA_MODE_FLIGHT)
+	if (ta_ring_mode == TA_MODE_FLIGHT)
 		return nb; /* nothing to kick: the flusher writes on demand */
 	/* Where this producer runs, for the flusher to keep off that CPU
 	 * (sched_getcpu reads the rseq area: no system call).  Relaxed: a
@@ -805,7 +312,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 	if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >=
 	    __atomic_load_n(&ta_kick_blocks, __ATOMIC_RELAXED))
 		ta_ring_up.kick();
-	if (pool_mode == TA_MODE_DROP) {
+	if (ta_ring_mode == TA_MODE_DROP) {
 		if (t->drop_count) {
 			/* The gap goes into the stream where it was. */
 			nb->ev[0].ticks = t->drop_ticks;
@@ -823,7 +330,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
 }
 
 /*
- * Drop mode: a thread registered without a ring (thread_register found the
+ * Drop mode: a thread registered without a ring (ta_ring_thread_register found the
  * pool dry) takes its first block as soon as one is free.  Until then each
  * event is its own loss (TA_LOST_NO_RING), counted in its THREAD_END like
  * a dropped one, and the gap goes into the stream before its first event.
@@ -831,7 +338,7 @@ static struct ta_block *next_block(struct ta_thread *t, struct ta_block *b, uint
  */
 static struct ta_block *ringless_get(struct ta_thread *t, uint64_t ticks)
 {
-	struct ta_block *b = pool_try_get();
+	struct ta_block *b = ta_ring_pool_get();
 
 	if (!b) {
 		if (!t->drop_count++)
@@ -907,11 +414,12 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
 				b->ev[i].ticks = ticks;
 				b->ev[i].addr = TA_RAW_EXT;
 			}
-			__atomic_store_n(&b->head, limit, __ATOMIC_RELEASE); /* pairs with the flusher */
+			__atomic_store_n(&b->head, limit,
+					 __ATOMIC_RELEASE); /* pairs with the flusher */
 		}
 		nb = next_block(t, b, ticks, &counted);
 		if (!nb)
-			return pool_mode == TA_MODE_DROP || counted ? b : NULL;
+			return ta_ring_mode == TA_MODE_DROP || counted ? b : NULL;
 		b = nb;
 		h = b->head; /* 0, or 1 after a drop record */
 		limit = __atomic_load_n(&b->limit, __ATOMIC_RELAXED);
@@ -920,7 +428,7 @@ static struct ta_block *append(struct ta_thread *t, struct ta_block *b, const st
 		 * anything else after it (record_slow). */
 		if (entry && need_throttle) {
 			need_throttle = 0;
-			throttle(t);
+			ta_ring_throttle(t);
 		}
 	}
 	/* A fresh block holds a record and a wait record whole; were there
@@ -1036,8 +544,8 @@ static struct ta_rec *nest_reserve(void)
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
-	if (!__atomic_compare_exchange_n(&nest_more, &none, (struct ta_rec *)p, 0,
-					 __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+	if (!__atomic_compare_exchange_n(&nest_more, &none, (struct ta_rec *)p, 0, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED)) {
 		munmap(p, (size_t)NEST_RESERVE * sizeof(struct ta_rec));
 		return none;
 	}
@@ -1166,7 +674,7 @@ static void async_signals_block(sigset_t *old)
 /* The slow path for one record or one EXT group r[0..cnt). */
 static void record_slow(const struct ta_rec *r, uint32_t cnt)
 {
-	struct ta_thread *t = self;
+	struct ta_thread *t = ta_ring_self;
 	int saved_errno = errno;
 	/* One exchange, not a load then a store: a handler between the two
 	 * could move this thread to a new block, and we would then link a
@@ -1175,7 +683,8 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	int ringless = 0;
 	sigset_t old_mask;
 	/* An agent that has ended records nothing more: its hooks come here
-	 * at every call, and the system calls would cost them 0.5 us each. */
+	 * at every call, which the mask's two system calls would slow down
+	 * for nothing. */
 	uint32_t state = __atomic_load_n(&ta_state, __ATOMIC_RELAXED);
 	int masked = state != TA_S_STOPPED && state != TA_S_DETACHED;
 
@@ -1183,12 +692,13 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	 * A hook nested in another's fast path (a signal handler that
 	 * interrupted it between its claim and its publication): the event
 	 * is only put aside, which holds nothing and takes nothing, so it
-	 * needs neither the signal mask nor the placeholder in ta_cur.  The
-	 * mask's two system calls an event made a handler of a few hundred
-	 * events slower than a 2 ms timer under qemu-user on one CPU: each
-	 * handler then found the next signal pending as it returned, the
-	 * interrupted hook never reached its publication, and every later
-	 * handler was nested in it again, for ever (e2e-signals' sigdeep).
+	 * needs neither the signal mask nor the placeholder in ta_cur.  With
+	 * the mask's two system calls an event, a handler of a few hundred
+	 * events can take longer than a fast timer's period (a slow CPU, an
+	 * emulator): each handler then finds the next signal pending as it
+	 * returns, the interrupted hook never reaches its publication, and
+	 * every later handler is nested in it again, for ever (e2e-signals'
+	 * sigdeep).
 	 * Only single records: an EXT group's slots are written in more than
 	 * one step, which a handler that jumped out of it would leave half
 	 * done for nest_drain to misread, so groups are put aside below.
@@ -1240,13 +750,13 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 		 * ended attach window keeps its pinned block (limit 0: every
 		 * hook comes here all the same), to give it back later. */
 		if (!(t && __atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_DETACHED &&
-		      in_pool(b)))
+		      ta_ring_in_pool(b)))
 			b = &idle_block;
 		nest_clear(nest_n);
 		goto done;
 	}
 	if (!t) {
-		t = self = thread_register(r[0].ticks);
+		t = ta_ring_self = ta_ring_thread_register(r[0].ticks);
 		if (!t) {
 			count_lost(NULL, TA_LOST_NO_RING);
 			b = &idle_block;
@@ -1286,7 +796,7 @@ static void record_slow(const struct ta_rec *r, uint32_t cnt)
 	 * blocked anyway). */
 	if (b && TA_UNLIKELY(need_throttle)) {
 		need_throttle = 0;
-		throttle(t);
+		ta_ring_throttle(t);
 	}
 	if (b && TA_UNLIKELY(t->wait_pending))
 		b = append_wait(t, b); /* NULL: the agent stopped meanwhile */
@@ -1307,7 +817,7 @@ done:
 	       ((t && !is_idle(b)) || ringless)) {
 		b = __atomic_exchange_n(&ta_cur, &busy_block, __ATOMIC_RELAXED);
 		if (!t)
-			t = self; /* a handler may have registered it meanwhile */
+			t = ta_ring_self; /* a handler may have registered it meanwhile */
 		b = nest_drain(t, b);
 		if (!b)
 			b = &idle_block;
@@ -1361,24 +871,9 @@ void ta_cur_stop(void)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-struct ta_thread *ta_thread_self(void)
-{
-	return self;
-}
-
-int ta_thread_traced(void)
-{
-	return self || (inherit_tid && inherit_tid == (uint64_t)syscall(SYS_gettid));
-}
-
-void ta_thread_set_parent(uint64_t ptid)
-{
-	parent_tid = ptid;
-}
-
 void ta_thread_exit(void)
 {
-	struct ta_thread *t = self;
+	struct ta_thread *t = ta_ring_self;
 	struct ta_block *b;
 
 	ta_ring_up.thread_exit();
@@ -1390,7 +885,7 @@ void ta_thread_exit(void)
 		TA_GUARD_ENTER();
 		b = __atomic_exchange_n(&ta_cur, &idle_block, __ATOMIC_RELAXED);
 		(void)forget_window(t, b,
-				   __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING);
+				    __atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_RUNNING);
 		return;
 	}
 	/* For good: the library calls of a thread that is going (the TLS
@@ -1410,19 +905,18 @@ void ta_thread_exit(void)
 	    (!is_idle(b) || !t->first))
 		(void)nest_drain(t, b);
 	__atomic_store_n(&t->end_ticks, ta_ticks(), __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
-	self = NULL;
+	__atomic_sub_fetch(&ta_ring_live_threads, 1, __ATOMIC_RELAXED);
+	ta_ring_self = NULL;
 	/* Release: pairs with the flusher's acquire load of state; it drains
 	 * the chain up to the final head, then frees the record. */
 	__atomic_store_n(&t->state, TA_T_EXITED, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ta_cur = &idle_block;
 	/* Its last block waits for the flusher as a full one does, and every
-	 * 64 of them wake it: a program that starts and ends threads by the
-	 * thousand held every exited thread's block and record until the next
-	 * timed pass (e2e-exits' 10,000 threads on one CPU peaked at 40-69 MiB,
-	 * 5 MiB with this; every 4 as for full blocks woke it for a pass per
-	 * few threads, for no less memory). */
+	 * 64 of them wake it: else a program that starts and ends threads by
+	 * the thousand holds every exited thread's block and record until the
+	 * next timed pass (e2e-exits; docs/bench.md).  Waking it every 4, as
+	 * for full blocks, costs a pass per few threads for no less memory. */
 	if (__atomic_add_fetch(&ta_pending_blocks, 1, __ATOMIC_RELAXED) >= 64)
 		ta_ring_up.kick();
 	/* Handlers no longer put events aside (the idle placeholder sends
@@ -1434,122 +928,19 @@ void ta_thread_exit(void)
 	}
 }
 
-void ta_thread_set_name(unsigned long handle, const char *name)
-{
-	struct ta_thread *t = self;
-	uint32_t unlocked = 0;
-	size_t n = strnlen(name, 15);
-
-	if (!t || t->pthread != handle) {
-		for (t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t; t = t->all_next)
-			if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == TA_T_LIVE &&
-			    t->pthread == handle)
-				break;
-		if (!t)
-			return; /* not registered yet: it reads its name when it is */
-	}
-	while (!__atomic_compare_exchange_n(&t->name_lock, &unlocked, 1, 0, __ATOMIC_ACQUIRE,
-					    __ATOMIC_RELAXED))
-		unlocked = 0;
-	/* Seqlock writer: odd while writing.  The fences order the count
-	 * against the bytes for the flusher's reader in flusher.c. */
-	__atomic_store_n(&t->name_seq, t->name_seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	for (size_t i = 0; i < sizeof(t->name); i++)
-		__atomic_store_n(&t->name[i], i < n ? name[i] : 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->name_seq, t->name_seq + 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&t->name_lock, 0, __ATOMIC_RELEASE);
-}
-
-/* Applies a block's events from `from` on to a shadow stack and setjmp
- * table (the rules of format.c, as the encoder will apply them), following
- * the chain: where the thread stands now. */
-static void replay_chain(struct ta_stack *st, struct ta_jmptab *jmp, struct ta_block *b,
-			 uint32_t from)
-{
-	while (b) {
-		uint32_t h = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
-		int top;
-
-		for (uint32_t i = from; i < h; i++) {
-			uint64_t a = b->ev[i].addr;
-			if (ta_raw_is_ext(a)) {
-				uint32_t n = ta_raw_ext_n(a);
-
-				/* A group is whole in its block; its first
-				 * value is the next slot's ticks. */
-				if (n >= 1 && i + 1 < h && ta_ext_is_ctl(ta_raw_ext_kind(a)))
-					(void)ta_ctl_apply(jmp, st, ta_raw_ext_kind(a),
-							   b->ev[i + 1].ticks,
-							   n >= 2 ? b->ev[i + 1].addr : 0);
-				i += TA_RAW_EXT_SLOTS(n); /* and its values */
-			} else if ((a >> 62) == 1)
-				continue; /* a gap, not a frame */
-			else if (a & TA_REC_EXIT)
-				(void)ta_stack_exit(st, a & ~TA_REC_EXIT, &top);
-			else
-				(void)ta_stack_push(st, a);
-		}
-		if (h < b->limit)
-			break;
-		b = b->next;
-		from = 0;
-	}
-}
-
 void ta_ring_fork_child(void)
 {
-	struct ta_thread *me = self;
-
-	/* The parent records and writes everything its rings hold, this
-	 * thread's frames included; the child only needs to know which of
-	 * them are open, so that it neither records them twice nor sees
-	 * their exits as exits of functions never entered.  The flusher's
-	 * state is consistent here: the fork happened under its drain lock. */
-	inherit_addr = NULL;
-	inherit_depth = 0;
-	inherit_tid = 0;
 	/* The parent's other threads, in their slow paths at the fork, are
 	 * not in the child. */
 	__atomic_store_n(&slow_inflight, 0, __ATOMIC_RELAXED);
-	if (me) {
-		struct ta_stack st;
-		const struct ta_stack *enc = ta_ring_up.stack(me);
-		const struct ta_jmptab *jmp = ta_ring_up.jmptab(me);
-
-		ta_stack_init(&st);
-		for (uint32_t i = 0; enc && i < enc->depth; i++)
-			(void)ta_stack_push(&st, enc->addr[i]);
-		memset(&inherit_jmp, 0, sizeof(inherit_jmp));
-		if (jmp)
-			inherit_jmp = *jmp;
-		if (me->drain)
-			replay_chain(&st, &inherit_jmp, me->drain, me->drain->consumed);
-		else
-			replay_chain(&st, &inherit_jmp, me->first, 0);
-		inherit_addr = st.addr;
-		inherit_depth = st.depth;
-		inherit_tid = (uint64_t)syscall(SYS_gettid);
-		parent_tid = me->tid;
-	}
+	ta_ring_inherit(ta_ring_self);
 	/* A fresh pool: the blocks are this process's copies. */
-	pool_next = 0;
-	pool_free = 0;
-	reserve_next = 0;
-	reserve_free = 0;
-	reserve_taken = 0;
-	pool_in_use = 0;
-	pool_peak = 0;
+	ta_ring_pool_fork();
 	ta_pending_blocks = 0;
-	live_threads = 0;
+	ta_ring_live_threads = 0;
 	/* The parent's count: the child reports only its own losses. */
 	ta_lost_unowned = 0;
 	memset(ta_lost_unowned_by, 0, sizeof(ta_lost_unowned_by));
-	for (struct ta_thread *t = ta_threads; t; t = t->all_next) {
-		t->drain = NULL;
-		t->consume_lock = 0;
-		t->state = TA_T_FREE;
-	}
-	self = NULL;
+	ta_ring_threads_fork();
 	ta_cur = &idle_block;
 }

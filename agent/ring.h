@@ -311,7 +311,7 @@ enum ta_thread_state {
 			* in a later window, or its exit, frees it (ring.c) */
 };
 
-struct ta_flush_state; /* the flusher's per-thread encoder, flusher.c */
+struct ta_flush_state; /* the flusher's per-thread encoder, flusher_drain.c */
 
 struct ta_thread {
 	struct ta_thread *all_next; /* registry list, never unlinked */
@@ -334,7 +334,7 @@ struct ta_thread {
 	/* The same by cause (format.h's TA_LOST_*), summing to lost. */
 	uint64_t lost_by[TA_LOST_NCAUSES];
 	uint64_t wait_ticks; /* time spent waiting at the memory cap */
-	/* Owner only: waits not in its stream yet (ring.c's add_wait), the
+	/* Owner only: waits not in its stream yet (ring_pool.c's add_wait), the
 	 * first one's start and their length; a TA_EXT_WAIT record then
 	 * puts them where they happened, so that the views charge them to
 	 * the agent, not to the function the thread was in. */
@@ -369,7 +369,7 @@ struct ta_thread {
 	uint32_t inherit_depth;
 	/* And the setjmp points the parent's encoder knew for it, so a
 	 * longjmp in the child to a setjmp of the parent pops the same
-	 * frames (static storage in ring.c; the flusher copies it). */
+	 * frames (static storage in ring_thread.c; the flusher copies it). */
 	const struct ta_jmptab *inherit_jmp;
 };
 
@@ -393,10 +393,10 @@ uint64_t ta_pool_used_bytes(void) TA_HIDDEN;
 /* Peak number of pool blocks in use (for the END statistics). */
 uint64_t ta_pool_peak_bytes(void) TA_HIDDEN;
 /* Blocks taken from the emergency reserve beyond the memory cap by signal
- * handlers that interrupted their thread's own drain (ring.c; END, 1.7). */
+ * handlers that interrupted their thread's own drain (ring_pool.c; END, 1.7). */
 uint64_t ta_ring_reserve_taken(void) TA_HIDDEN;
 /* For the agent-ring test only: the calling thread acts as a signal
- * handler that interrupted its thread's own drain (throttle's). */
+ * handler that interrupted its thread's own drain (ta_ring_throttle's). */
 void ta_ring_test_self_draining(int on) TA_HIDDEN;
 
 /* The calling thread records nothing from now on (a crash handler). */

@@ -38,6 +38,11 @@
  * Safe points: at start nothing else runs yet; after a dlopen, the new
  * module's functions are patched before dlopen returns (docs/limits.md says
  * what remains).
+ *
+ * This file chooses, patches and undoes functions module by module and
+ * writes the PATCH chunk; a function's analysis and relocation are
+ * reloc.c's, capstone's opening disasm.c's, the patched functions' hot
+ * path patch_hot.c's; patch_none.c stands in where there is no patcher.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -675,67 +680,6 @@ static void summary(void)
 		(unsigned long long)nrefused, nrefused ? " (see traceagent info)" : "");
 }
 
-/*
- * Capstone is opened with dlopen when patching is asked for, not linked:
- * its tables take ~6 ms of relocation when the library is loaded, a cost
- * every traced program paid at start-up for a feature few runs use.  The
- * soname is the major version of the headers we were built with (the
- * structures we read, cs_insn and cs_x86, change between majors).
- */
-struct ta_capstone ta_csf;
-csh ta_cs;
-static pthread_mutex_t capstone_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int ta_capstone_open(void)
-{
-	int ok;
-	void *h;
-
-	pthread_mutex_lock(&capstone_lock);
-	if (ta_cs) {
-		pthread_mutex_unlock(&capstone_lock);
-		return 0;
-	}
-	h = ta_lazy_dlopen(TA_CS_SONAME, RTLD_NOW | RTLD_LOCAL, NULL);
-	if (h) {
-		ta_csf.open = (cs_err(*)(cs_arch, cs_mode, csh *))dlsym(h, "cs_open");
-		ta_csf.option = (cs_err(*)(csh, cs_opt_type, size_t))dlsym(h, "cs_option");
-		ta_csf.malloc = (cs_insn * (*)(csh)) dlsym(h, "cs_malloc");
-		ta_csf.disasm_iter = (bool (*)(csh, const uint8_t **, size_t *, uint64_t *,
-					       cs_insn *))dlsym(h, "cs_disasm_iter");
-		ta_csf.free = (void (*)(cs_insn *, size_t))dlsym(h, "cs_free");
-		ta_csf.regs_access = (cs_err(*)(csh, const cs_insn *, cs_regs, uint8_t *, cs_regs,
-						uint8_t *))dlsym(h, "cs_regs_access");
-	}
-	ok = h && ta_csf.open && ta_csf.option && ta_csf.malloc && ta_csf.disasm_iter &&
-	     ta_csf.free && ta_csf.regs_access &&
-	     ta_csf.open(CS_ARCH_X86, CS_MODE_64, &ta_cs) == CS_ERR_OK;
-	if (ok)
-		ta_csf.option(ta_cs, CS_OPT_DETAIL, CS_OPT_ON);
-	else
-		ta_cs = 0;
-	pthread_mutex_unlock(&capstone_lock);
-	return ok ? 0 : -1;
-}
-
-uint64_t ta_cs_branch_target(const cs_insn *in)
-{
-	const cs_x86 *x = &in->detail->x86;
-
-	for (int i = 0; i < x->op_count; i++)
-		if (x->operands[i].type == X86_OP_IMM)
-			return (uint64_t)x->operands[i].imm;
-	return 0;
-}
-
-int ta_cs_in_group(const cs_insn *in, uint8_t g)
-{
-	for (int i = 0; i < in->detail->groups_count; i++)
-		if (in->detail->groups[i] == g)
-			return 1;
-	return 0;
-}
-
 void ta_patch_after_dlopen(void)
 {
 	int saved = errno;
@@ -940,84 +884,6 @@ void ta_patch_attach_forget(void)
 	 * patched nothing, and its dump says so. */
 	forget_counts();
 	pthread_mutex_unlock(&patch_lock);
-}
-
-#else /* !TA_HAVE_PATCH */
-
-/* Why nothing is patched, in the one line that says so: an x86-64 build
- * configured without capstone, or an architecture without a patcher. */
-#if TA_PATCH_ARCH
-#define NO_PATCH_WHY                                                                               \
-	"this build has no dynamic patching (built without capstone: meson -Dpatching)"
-#else
-#define NO_PATCH_WHY "dynamic patching is not supported on " TA_ARCH_NAME
-#endif
-
-uint64_t ta_patch_orig_pc(uint64_t pc, int first)
-{
-	(void)pc;
-	(void)first;
-	return 0;
-}
-
-int ta_patch_attach_prepare(const char *spec)
-{
-	(void)spec;
-	ta_warn(NO_PATCH_WHY "; --patch ignored");
-	return -ENOSYS;
-}
-
-int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs)
-{
-	(void)pcs;
-	(void)npcs;
-	return 0;
-}
-
-void ta_patch_attach_restore(void)
-{
-}
-
-void ta_patch_attach_forget(void)
-{
-}
-
-void ta_patch_restore(int record_exits)
-{
-	(void)record_exits;
-}
-
-void ta_patch_unwind_begin(void)
-{
-}
-
-void ta_patch_unwind_caught(uint64_t limit)
-{
-	(void)limit;
-}
-
-void ta_patch_dump(void)
-{
-}
-
-void ta_patch_report_end(void)
-{
-}
-
-void ta_patch_after_dlopen(void)
-{
-}
-
-void ta_patch_after_dlclose(void)
-{
-}
-
-__attribute__((constructor)) static void patch_init(void)
-{
-	const char *spec = secure_getenv("TRACEAGENT_PATCH");
-
-	if (spec && *spec)
-		ta_warn(NO_PATCH_WHY "; TRACEAGENT_PATCH ignored");
 }
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * patch.h - dynamic patching: what it offers the rest of the agent (on
- * every architecture; without patching, patch.c's stand-ins), then what
+ * every architecture; without patching, patch_none.c's stand-ins), then what
  * the patcher (patch.c), its hot path (patch_hot.c, built with
  * -mgeneral-regs-only) and its stubs (patch_stub.S) share.  x86-64.
  */
