@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dumpfile.c - reading a dump as a stream of verified chunks.
+ * chunkread.c - reading a dump as a stream of verified chunks.
  *
  * The file is read sequentially into a buffer that holds the current chunk
  * and whatever came with the last read; a chunk larger than the buffer
@@ -8,7 +8,7 @@
  * sizes are checked before anything is allocated for them.
  */
 #define _GNU_SOURCE
-#include "dumpfile.h"
+#include "chunkread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -265,6 +265,27 @@ const struct ta_file_header *ta_dumpfile_header(const struct ta_dumpfile *d)
 uint64_t ta_dumpfile_offset(const struct ta_dumpfile *d)
 {
 	return here(d);
+}
+
+int ta_dumpfile_seek(struct ta_dumpfile *d, uint64_t offset)
+{
+	if (offset >= d->base && offset - d->base <= d->end) {
+		/* Already read: no need to read it again. */
+		d->pos = (size_t)(offset - d->base);
+		return 0;
+	}
+	if (d->mem) {
+		d->mem_off = offset < d->mem_len ? (size_t)offset : d->mem_len;
+	} else if (offset > (uint64_t)INT64_MAX ||
+		   lseek(d->fd, (off_t)offset, SEEK_SET) == (off_t)-1) {
+		if (offset > (uint64_t)INT64_MAX)
+			errno = EINVAL;
+		return -TA_E_IO;
+	}
+	d->base = offset;
+	d->pos = d->end = 0;
+	d->eof = 0;
+	return 0;
 }
 
 /* The next chunk with its payload as stored (c->payload into the read
