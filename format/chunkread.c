@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "chunkread.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,20 +66,14 @@ static ssize_t ensure(struct ta_dumpfile *d, size_t n)
 		d->end -= d->pos;
 		d->pos = 0;
 		if (n > d->cap) {
-			size_t cap = d->cap * 2;
-			uint8_t *b;
+			uint8_t *b = ta_vec_reserve_max(d->buf, n, &d->cap, 1, READ_BUF_MIN,
+							CHUNK_MAX_TOTAL + READ_BUF_MIN);
 
-			if (cap < n)
-				cap = n;
-			if (cap > CHUNK_MAX_TOTAL + READ_BUF_MIN)
-				cap = CHUNK_MAX_TOTAL + READ_BUF_MIN;
-			b = realloc(d->buf, cap);
 			if (!b) {
 				d->dead = 1;
 				return -TA_E_NOMEM;
 			}
 			d->buf = b;
-			d->cap = cap;
 		}
 	}
 	while (d->end - d->pos < n && !d->eof) {
@@ -341,12 +336,14 @@ int ta_chunk_decompress(struct ta_chunk *c, uint8_t **buf, size_t *cap)
 	if (!(c->h.flags & TA_CHUNK_F_LZ4))
 		return 0;
 	if (c->h.raw_size > *cap) {
-		uint8_t *b = realloc(*buf, c->h.raw_size);
+		/* raw_size <= TA_CHUNK_MAX_PAYLOAD (ta_chunk_header_decode):
+		 * so is the buffer, doubled. */
+		uint8_t *b = ta_vec_reserve_max(*buf, c->h.raw_size, cap, 1, c->h.raw_size,
+						TA_CHUNK_MAX_PAYLOAD);
 
 		if (!b)
 			return -TA_E_NOMEM;
 		*buf = b;
-		*cap = c->h.raw_size;
 	}
 	/* The bound is the raw size and the result must be exactly it. */
 	if (LZ4_decompress_safe((const char *)c->payload, (char *)*buf, (int)c->h.stored_size,

@@ -283,7 +283,7 @@ static void encode(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size
 		if (!k)
 			die("encoder out of memory");
 		i += k;
-		if (e->len >= chunk)
+		if (e->out.len >= chunk)
 			flush(e, r, accel);
 	}
 }
