@@ -3,9 +3,9 @@
  * base.h - what every file of the agent uses (base.c): the agent's state
  * word, pid and re-entry guard, warnings on stderr, bounded locks, the
  * executable's path; and format's growable arrays and byte buffers
- * (format/grow.h), which the agent's slow paths grow their memory with.  The bottom of the agent's layers (docs/ARCHITECTURE.md):
- * base.c calls no other file of the agent.  Nothing here is exported
- * from the library.
+ * (format/grow.h), which the agent's slow paths grow their memory with.
+ * The bottom of the agent's layers (docs/ARCHITECTURE.md): base.c calls
+ * no other file of the agent.  Nothing here is exported from the library.
  */
 #ifndef TA_BASE_H
 #define TA_BASE_H

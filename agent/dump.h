@@ -13,7 +13,6 @@
 #include "compiler.h"
 #include "grow.h" /* struct ta_buf: the chunk payloads are built in them */
 
-
 /*
  * The dump's call up: it knows no file above it, only this table, which
  * the conductor (agent.c) defines (statically, as the ring's: ring.h).

@@ -73,7 +73,8 @@ static int sites(struct ta_reader *r)
 		    ta_get_varint(r, &v[2]) < 0 || ta_get_bytes(r, &name, &nlen) < 0 ||
 		    ta_get_bytes(r, &file, &flen) < 0 || ta_get_varint(r, &line) < 0)
 			return -TA_E_PAYLOAD;
-		printf("%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", ", i ? ", " : "", v[0], v[1], v[2]);
+		printf("%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", ", i ? ", " : "", v[0], v[1],
+		       v[2]);
 		json_bytes(name, nlen);
 		printf(", ");
 		json_bytes(file, flen);

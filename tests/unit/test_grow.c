@@ -34,7 +34,8 @@ START_TEST(capacities)
 	ck_assert_uint_eq(ta_grow_cap(0, SIZE_MAX / 8 + 1, 8, 16, SIZE_MAX), 0);
 	ck_assert_uint_eq(ta_grow_cap(0, SIZE_MAX / 8, 8, 16, SIZE_MAX), SIZE_MAX / 8);
 	/* Doubling past half the most: the most, not a wrap to 0. */
-	ck_assert_uint_eq(ta_grow_cap(SIZE_MAX / 2 + 1, SIZE_MAX / 2 + 2, 1, 1, SIZE_MAX), SIZE_MAX);
+	ck_assert_uint_eq(ta_grow_cap(SIZE_MAX / 2 + 1, SIZE_MAX / 2 + 2, 1, 1, SIZE_MAX),
+			  SIZE_MAX);
 }
 END_TEST
 
