@@ -316,7 +316,7 @@ static size_t npend_mods, pend_mods_cap;
 static void keep_pending(const struct ta_module *m, const struct job *jobs, size_t njobs)
 {
 	struct ta_module *nm =
-		ta_vec_reserve(pend_mods, npend_mods + 1, &pend_mods_cap, sizeof(*nm), 8);
+	    ta_vec_reserve(pend_mods, npend_mods + 1, &pend_mods_cap, sizeof(*nm), 8);
 
 	if (!nm)
 		return;
