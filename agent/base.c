@@ -53,18 +53,6 @@ int ta_lock_bounded(pthread_mutex_t *m)
 	return -1;
 }
 
-void *ta_grow(void *p, size_t n, size_t *cap, size_t size, size_t first)
-{
-	size_t c = *cap ? 2 * *cap : first;
-
-	if (n < *cap)
-		return p;
-	p = realloc(p, c * size);
-	if (p)
-		*cap = c;
-	return p;
-}
-
 size_t ta_exe_path(char *out, size_t size)
 {
 	static char path[4096];

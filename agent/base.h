@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * base.h - what every file of the agent uses (base.c): the agent's state
- * word, pid and re-entry guard, warnings on stderr, bounded locks, growable arrays, the
- * executable's path.  The bottom of the agent's layers (docs/ARCHITECTURE.md):
- * base.c calls no other file of the agent.  Nothing here is exported
- * from the library.
+ * word, pid and re-entry guard, warnings on stderr, bounded locks, the
+ * executable's path; and format's growable arrays and byte buffers
+ * (format/grow.h), which the agent's slow paths grow their memory with.
+ * The bottom of the agent's layers (docs/ARCHITECTURE.md): base.c calls
+ * no other file of the agent.  Nothing here is exported from the library.
  */
 #ifndef TA_BASE_H
 #define TA_BASE_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "compiler.h"
+#include "grow.h"
 
 enum ta_state {
 	TA_S_UNINIT = 0, /* nothing done yet: the first hook starts the agent */
@@ -35,11 +37,6 @@ void ta_warn(const char *fmt, ...) TA_HIDDEN __attribute__((format(printf, 1, 2)
 /* Tries a lock for up to ~200 ms (signal handlers: never wait forever on
  * a lock whose holder may be the interrupted code); 0 if taken. */
 int ta_lock_bounded(pthread_mutex_t *m) TA_HIDDEN;
-/* The agent's growable arrays: when *cap elements of size bytes are all in
- * use, p reallocated to twice as many (first, the first time) and *cap
- * updated; else p as it is.  NULL when out of memory, *cap unchanged (p
- * still valid, to be kept). */
-void *ta_grow(void *p, size_t n, size_t *cap, size_t size, size_t first) TA_HIDDEN;
 /* The executable's path (/proc/self/exe) in out, NUL-terminated ("" when
  * it cannot be read); its length.  Read once: it changes only with an
  * exec, which starts the agent anew. */

@@ -146,50 +146,6 @@ static struct {
 	uint8_t p[BATCH_BYTES];
 } batch;
 
-/* ---- payload buffers ---------------------------------------------------- */
-
-static int buf_reserve(struct ta_buf *b, size_t more)
-{
-	size_t cap;
-	uint8_t *p;
-
-	if (b->len + more <= b->cap)
-		return 0;
-	cap = b->cap ? b->cap : 256;
-	while (cap < b->len + more)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = 1;
-		return -1;
-	}
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-void ta_buf_u(struct ta_buf *b, uint64_t v)
-{
-	if (buf_reserve(b, TA_VARINT_MAX) < 0)
-		return;
-	b->len = (size_t)(ta_varint_put(b->p + b->len, v) - b->p);
-}
-
-void ta_buf_str(struct ta_buf *b, const char *s, size_t len)
-{
-	ta_buf_u(b, len);
-	if (buf_reserve(b, len) < 0)
-		return;
-	memcpy(b->p + b->len, s, len);
-	b->len += len;
-}
-
-void ta_buf_free(struct ta_buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
-
 /* ---- the file ------------------------------------------------------------ */
 
 int ta_dump_write_all(int fd, const void *p, size_t n)
@@ -313,12 +269,11 @@ static const void *compress(struct ta_zbuf *z, const void *payload, size_t len, 
 	if (len < 128 || z->store || !ta_lazy_lz4_on())
 		return payload;
 	bound = (size_t)ta_lazy.lz4_bound((int)len);
-	if (bound > z->cap) {
-		uint8_t *p = realloc(z->p, bound);
+	{
+		uint8_t *p = ta_vec_reserve(z->p, bound, &z->cap, 1, bound);
 		if (!p)
 			return payload; /* stored raw: still a valid chunk */
 		z->p = p;
-		z->cap = bound;
 	}
 	n = ta_lazy.lz4_compress(payload, (char *)z->p, (int)len, (int)z->cap);
 	if (n <= 0 || (size_t)n >= len)

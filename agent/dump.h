@@ -12,17 +12,7 @@
 #include <stdint.h>
 
 #include "compiler.h"
-
-/* A growable byte buffer for chunk payloads. */
-struct ta_buf {
-	uint8_t *p;
-	size_t len, cap;
-	int oom;
-};
-
-void ta_buf_u(struct ta_buf *b, uint64_t v) TA_HIDDEN;
-void ta_buf_str(struct ta_buf *b, const char *s, size_t len) TA_HIDDEN;
-void ta_buf_free(struct ta_buf *b) TA_HIDDEN;
+#include "grow.h" /* struct ta_buf: the chunk payloads are built in them */
 
 /*
  * The dump's call up: it knows no file above it, only this table, which

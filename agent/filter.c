@@ -393,7 +393,7 @@ static void resolve_module(const struct ta_module *m)
 		mod_seen[j] |= ta_pattern_names_module(&exclude_ps.p[p], modbase, m->is_exe);
 
 	for (size_t i = 0; c && i < n; i++) {
-		struct ffn *x = ta_grow(fns, nfns, &fns_cap, sizeof(*x), 64);
+		struct ffn *x = ta_vec_reserve(fns, nfns + 1, &fns_cap, sizeof(*x), 64);
 		size_t k = 0;
 
 		if (!x)
@@ -441,7 +441,7 @@ static int resolve_new_modules(void)
 				break;
 		if (k < nmods_seen)
 			continue;
-		s = ta_grow(mods_seen, nmods_seen, &mods_seen_cap, sizeof(*s), 16);
+		s = ta_vec_reserve(mods_seen, nmods_seen + 1, &mods_seen_cap, sizeof(*s), 16);
 		if (!s)
 			break;
 		mods_seen = s;

@@ -274,7 +274,7 @@ static void encode_raw(struct ta_flush_state *fs, const struct ta_rec *rec, size
 #endif
 	while (i < to) {
 		size_t n = ta_encoder_raw(&fs->enc, rec + i, to - i, CHUNK_TARGET);
-		if (!n && fs->enc.open && fs->enc.len >= CHUNK_TARGET) {
+		if (!n && fs->enc.open && fs->enc.out.len >= CHUNK_TARGET) {
 			flush_chunk(fs); /* full, not out of memory */
 			continue;
 		}
@@ -286,10 +286,10 @@ static void encode_raw(struct ta_flush_state *fs, const struct ta_rec *rec, size
 			break;
 		}
 		i += n;
-		if (fs->enc.len >= CHUNK_TARGET)
+		if (fs->enc.out.len >= CHUNK_TARGET)
 			flush_chunk(fs);
 	}
-	if (ta_in_flusher && fs->enc.len >= LZ4_OPEN_MIN)
+	if (ta_in_flusher && fs->enc.out.len >= LZ4_OPEN_MIN)
 		ta_lazy_open_lz4();
 	/* Events are function events: gaps, EXT events and their values are not. */
 	markers = fs->enc.marker_slots - markers;
@@ -521,7 +521,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		 * far were discarded): start its stream afresh. */
 		ta_encoder_free(&fs->enc);
 		ta_encoder_init(&fs->enc, t->tid);
-		fs->enc.max_cap = ta_cfg.test_encoder_max;
+		fs->enc.out.max = ta_cfg.test_encoder_max;
 		ta_mindur_free(&fs->md);
 		ta_mindur_init(&fs->md, 0);
 		fs->events = 0;
@@ -610,7 +610,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 	if (whole || at_end || st == TA_T_EXITED)
 		mindur_flush(fs);
 	/* A thread's last events go out before its THREAD_END. */
-	if (!partial || at_end || st == TA_T_EXITED || fs->enc.len >= CHUNK_TARGET / 4)
+	if (!partial || at_end || st == TA_T_EXITED || fs->enc.out.len >= CHUNK_TARGET / 4)
 		flush_chunk(fs);
 
 	if (st == TA_T_EXITED) {

@@ -28,7 +28,7 @@ int ta_patterns_parse(struct ta_patterns *ps, const char *spec, const char *what
 		return -1;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *colon = strrchr(tok, ':');
-		struct ta_pattern *p = realloc(ps->p, (ps->n + 1) * sizeof(*p));
+		struct ta_pattern *p = ta_vec_reserve(ps->p, ps->n + 1, &ps->cap, sizeof(*p), 8);
 		if (!p)
 			break;
 		ps->p = p;
@@ -63,7 +63,7 @@ void ta_patterns_free(struct ta_patterns *ps)
 	}
 	free(ps->p);
 	ps->p = NULL;
-	ps->n = 0;
+	ps->n = ps->cap = 0;
 }
 
 const char *ta_base_name(const char *path)
@@ -133,7 +133,7 @@ static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
 	cl->first = 0;
 	if (!first && (!info->dlpi_name || !*info->dlpi_name))
 		return 0; /* the vdso */
-	x = ta_grow(cl->mods, cl->n, &cl->cap, sizeof(*x), 16);
+	x = ta_vec_reserve(cl->mods, cl->n + 1, &cl->cap, sizeof(*x), 16);
 	if (!x)
 		return 1;
 	cl->mods = x;
@@ -244,7 +244,7 @@ struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want wan
 			if (!memchr(name, 0, strsize - sym[i].st_name) ||
 			    !want(arg, modbase, m->is_exe, name))
 				continue;
-			struct ta_fn_cand *x = ta_grow(c, nc, &cap, sizeof(*x), 64);
+			struct ta_fn_cand *x = ta_vec_reserve(c, nc + 1, &cap, sizeof(*x), 64);
 
 			if (!x)
 				break;

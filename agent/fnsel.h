@@ -24,7 +24,7 @@ struct ta_pattern {
 
 struct ta_patterns {
 	struct ta_pattern *p;
-	size_t n;
+	size_t n, cap;
 };
 
 /* Adds the patterns of "[!][MODULE:]GLOB[,...]" to ps; an empty one is

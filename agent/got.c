@@ -120,7 +120,7 @@ static int redirect_slot(void *arg, uintptr_t *at, int is_exit, int relro)
 
 	if (known_slot(g, at, hook, sc->base, sc->name))
 		return 0;
-	ns = ta_grow(g->slots, g->n, &g->cap, sizeof(*ns), 16);
+	ns = ta_vec_reserve(g->slots, g->n + 1, &g->cap, sizeof(*ns), 16);
 	if (!ns) {
 		sc->err = -ENOMEM;
 		return 1;
@@ -245,7 +245,7 @@ static int set_slot(void *arg, const char *name, uintptr_t *at, int jump_slot, i
 		    !sc->global_real[k])
 			return 0;
 	}
-	ns = ta_grow(s->got.slots, s->got.n, &s->got.cap, sizeof(*ns), 64);
+	ns = ta_vec_reserve(s->got.slots, s->got.n + 1, &s->got.cap, sizeof(*ns), 64);
 	if (!ns) {
 		sc->err = -ENOMEM;
 		return 1;

@@ -147,7 +147,7 @@ int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end)
 		err = -ENOENT;
 	if (err)
 		goto out;
-	ns = ta_grow(sites, nsites + (size_t)n - 1, &sites_cap, sizeof(*sites), 64);
+	ns = ta_vec_reserve(sites, nsites + (size_t)n, &sites_cap, sizeof(*sites), 64);
 	if (!ns) {
 		err = -ENOMEM;
 		goto out;

@@ -33,18 +33,11 @@ void ta_mindur_forget(struct ta_mindur *m)
 /* Room for more records in out; 0 or -TA_E_NOMEM. */
 static int out_reserve(struct ta_mindur *m, size_t more)
 {
-	size_t cap = m->out_cap ? m->out_cap : 4096;
-	struct ta_raw *o;
+	struct ta_raw *o = ta_vec_reserve(m->out, m->out_len + more, &m->out_cap, sizeof(*o), 4096);
 
-	if (m->out_len + more <= m->out_cap)
-		return 0;
-	while (cap < m->out_len + more)
-		cap *= 2;
-	o = realloc(m->out, cap * sizeof(*o));
 	if (!o)
 		return -TA_E_NOMEM;
 	m->out = o;
-	m->out_cap = cap;
 	return 0;
 }
 

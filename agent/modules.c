@@ -65,7 +65,7 @@ static int learn(uint64_t bias, const char *name)
 			known[i].seen = 1;
 			return 0;
 		}
-	k = ta_grow(known, nknown, &known_cap, sizeof(*k), 32);
+	k = ta_vec_reserve(known, nknown + 1, &known_cap, sizeof(*k), 32);
 	if (!k)
 		return 1; /* write it again later rather than never */
 	known = k;

@@ -14,33 +14,20 @@ _Static_assert(TA_SLOTS_VERSION == 1, "slots.h changed: check ta_encoder_raw aga
 
 /* ---- the event encoder (flusher side) -------------------------------------------- */
 
-static int enc_reserve(struct ta_encoder *e, size_t more)
+/* Room for more bytes of payload: 0 or -TA_E_NOMEM.  Each call says for
+ * itself: the chunk stays open after a failure and a later, smaller growth
+ * may succeed, so the buffer's flag is not kept. */
+static inline int enc_reserve(struct ta_encoder *e, size_t more)
 {
-	size_t need = e->len + more;
-	uint8_t *b;
-	size_t cap;
-
-	if (need <= e->cap)
+	if (ta_buf_reserve(&e->out, more) == 0)
 		return 0;
-	cap = e->cap ? e->cap : 4096;
-	while (cap < need)
-		cap *= 2;
-	if (e->max_cap && cap > e->max_cap) {
-		if (need > e->max_cap)
-			return -TA_E_NOMEM;
-		cap = e->max_cap;
-	}
-	b = realloc(e->buf, cap);
-	if (!b)
-		return -TA_E_NOMEM;
-	e->buf = b;
-	e->cap = cap;
-	return 0;
+	e->out.oom = 0;
+	return -TA_E_NOMEM;
 }
 
 static void enc_u(struct ta_encoder *e, uint64_t v)
 {
-	e->len = (size_t)(ta_varint_put(e->buf + e->len, v) - e->buf);
+	e->out.len = (size_t)(ta_varint_put(e->out.p + e->out.len, v) - e->out.p);
 }
 
 void ta_encoder_init(struct ta_encoder *e, uint64_t tid)
@@ -53,8 +40,7 @@ void ta_encoder_init(struct ta_encoder *e, uint64_t tid)
 void ta_encoder_free(struct ta_encoder *e)
 {
 	ta_stack_free(&e->stack);
-	free(e->buf);
-	e->buf = NULL;
+	ta_buf_free(&e->out);
 }
 
 /* n_events is written as a fixed 5-byte varint so it can be patched in at
@@ -65,15 +51,15 @@ int ta_encoder_begin(struct ta_encoder *e, uint64_t first_ticks)
 {
 	uint64_t prev = 0;
 
-	e->len = 0;
+	e->out.len = 0;
 	if (enc_reserve(e, 5 * TA_VARINT_MAX + N_EVENTS_BYTES +
 			       (size_t)e->stack.depth * TA_VARINT_MAX) < 0)
 		return -TA_E_NOMEM;
 	enc_u(e, e->tid);
 	enc_u(e, e->chunk_seq);
 	enc_u(e, first_ticks);
-	e->n_events_off = e->len;
-	e->len += N_EVENTS_BYTES;
+	e->n_events_off = e->out.len;
+	e->out.len += N_EVENTS_BYTES;
 	enc_u(e, e->stack.depth);
 	for (uint32_t i = 0; i < e->stack.depth; i++) {
 		enc_u(e, ta_zigzag((int64_t)(e->stack.addr[i] - prev)));
@@ -422,7 +408,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 
 	if (n && !e->open && ta_encoder_begin(e, ev[0].ticks) < 0)
 		return 0;
-	while (done < n && e->len < max_len) {
+	while (done < n && e->out.len < max_len) {
 		size_t k = n - done < BATCH ? n - done : BATCH;
 		const struct ta_raw *q = ev + done, *qend = q + k, *gend;
 		uint64_t prev_ticks = e->prev_ticks, prev_addr = e->prev_addr;
@@ -442,7 +428,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 
 		if (enc_reserve(e, k * WORST) < 0)
 			break;
-		p = e->buf + e->len;
+		p = e->out.p + e->out.len;
 	runs:
 		/* Runs (enc_run) first: the common case without the room test,
 		 * with the tick delta one sub.  A run stops at a LOST or EXT
@@ -513,12 +499,12 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				if ((h >> 62) == 1) {
 					/* A gap: where and how many were lost. */
 					e->prev_ticks = prev_ticks;
-					e->len = (size_t)(p - e->buf);
+					e->out.len = (size_t)(p - e->out.p);
 					(void)ta_encoder_lost(e, t, h & ~TA_RAW_LOST);
 					e->marker_slots++;
 					skip++;
 					prev_ticks = e->prev_ticks;
-					p = e->buf + e->len;
+					p = e->out.p + e->out.len;
 					continue;
 				}
 				if ((h >> 61) == 1) {
@@ -540,7 +526,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 					if (TA_LIKELY_(kind - TA_EXT_ALLOC <=
 							   TA_EXT_SLEEP - TA_EXT_ALLOC &&
 						       nv <= TA_EXT_MAX_VALUES && slots <= n - i &&
-						       e->cap - (size_t)(p - e->buf) >=
+						       e->out.cap - (size_t)(p - e->out.p) >=
 							   (end - i + 3 + TA_EXT_MAX_VALUES) *
 							       WORST)) {
 						dt = raw_dt(t, &prev_ticks, &e->backsteps);
@@ -562,7 +548,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 						continue;
 					}
 					e->prev_ticks = prev_ticks;
-					e->len = (size_t)(p - e->buf);
+					e->out.len = (size_t)(p - e->out.p);
 					/* The control-flow rule (ta_ctl_apply) works
 					 * on the stack itself. */
 					st->depth = (uint32_t)depth;
@@ -578,7 +564,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 					sa = st->addr, depth = st->depth;
 					lim = st->overflow ? 0 : st->cap;
 					prev_ticks = e->prev_ticks;
-					p = e->buf + e->len;
+					p = e->out.p + e->out.len;
 					i += took - 1;
 					if (i + 1 > end)
 						end = i + 1;
@@ -660,7 +646,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 		if (q < qend)
 			goto runs;
 		st->depth = (uint32_t)depth;
-		e->len = (size_t)(p - e->buf);
+		e->out.len = (size_t)(p - e->out.p);
 		e->prev_ticks = prev_ticks;
 		e->prev_addr = prev_addr;
 		e->n_events += (size_t)(q - ev) - done - skip;
@@ -712,7 +698,7 @@ int ta_encoder_ext(struct ta_encoder *e, uint64_t ticks, uint32_t subtype, const
 int ta_encoder_end(struct ta_encoder *e, const uint8_t **payload, size_t *len)
 {
 	uint64_t n = e->n_events;
-	uint8_t *p = e->buf + e->n_events_off;
+	uint8_t *p = e->out.p + e->n_events_off;
 
 	for (int i = 0; i < N_EVENTS_BYTES; i++) {
 		p[i] = (uint8_t)((n & 0x7f) | (i < N_EVENTS_BYTES - 1 ? 0x80 : 0));
@@ -720,7 +706,7 @@ int ta_encoder_end(struct ta_encoder *e, const uint8_t **payload, size_t *len)
 	}
 	e->chunk_seq++;
 	e->open = 0;
-	*payload = e->buf;
-	*len = e->len;
+	*payload = e->out.p;
+	*len = e->out.len;
 	return 0;
 }

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "grow.h"
+
 /* ---- file header ------------------------------------------------------ */
 
 #define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
@@ -573,8 +575,11 @@ struct ta_event {
 struct ta_encoder {
 	struct ta_stack stack;
 	struct ta_jmptab jmp; /* setjmp points seen (ta_ctl_apply) */
-	uint8_t *buf; /* payload being built */
-	size_t len, cap;
+	/* The payload being built.  out.max: 0, or the most it may hold: a
+	 * growth past it fails as one out of memory does (the agent's fault
+	 * injection for its tests, TRACEAGENT_TEST_ENCODER_MAX; set after
+	 * ta_encoder_init). */
+	struct ta_buf out;
 	uint64_t tid, chunk_seq;
 	uint64_t first_ticks, prev_ticks, prev_addr;
 	uint64_t n_events;
@@ -585,10 +590,6 @@ struct ta_encoder {
 	int open;
 	int wide; /* ta_encoder_raw's loop for tick deltas of two bytes (no
 		     effect on the bytes) */
-	/* 0, or the most the buffer may hold: a growth past it fails as one
-	 * out of memory does (the agent's fault injection for its tests,
-	 * TRACEAGENT_TEST_ENCODER_MAX; set after ta_encoder_init). */
-	size_t max_cap;
 };
 
 void ta_encoder_init(struct ta_encoder *e, uint64_t tid);

@@ -24,16 +24,13 @@ void ta_stack_free(struct ta_stack *s)
 
 int ta_stack_grow(struct ta_stack *s, size_t need)
 {
-	size_t cap = s->cap ? s->cap : 64;
-	uint64_t *a;
+	size_t cap = s->cap;
+	uint64_t *a = ta_vec_reserve(s->addr, need, &cap, sizeof(*a), 64);
 
-	while (cap < need)
-		cap *= 2;
-	a = realloc(s->addr, cap * sizeof(*a));
 	if (!a)
 		return -TA_E_NOMEM;
 	s->addr = a;
-	s->cap = (uint32_t)cap;
+	s->cap = (uint32_t)cap; /* need <= TA_STACK_MAX (the callers'), and so is 64 doubled */
 	return 0;
 }
 

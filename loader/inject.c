@@ -35,6 +35,7 @@
 
 
 #include "attach_int.h"
+#include "grow.h"
 #include "ptrace.h"
 
 #if TA_ARCH_HAS_INJECT
@@ -652,6 +653,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 		}
 		while ((e = readdir(d))) {
 			pid_t tid = (pid_t)atoi(e->d_name);
+			struct held *nh;
 			int known = 0;
 
 			if (tid <= 0)
@@ -660,16 +662,13 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 				known = hs[i].tid == tid;
 			if (known)
 				continue;
-			if (n == cap) {
-				struct held *nh =
-					realloc(hs, (cap = cap ? 2 * cap : 16) * sizeof(*nh));
-				if (!nh) {
-					closedir(d);
-					ta_att_fail("process %d: out of memory", pid);
-					goto out;
-				}
-				hs = nh;
+			nh = ta_vec_reserve(hs, n + 1, &cap, sizeof(*nh), 16);
+			if (!nh) {
+				closedir(d);
+				ta_att_fail("process %d: out of memory", pid);
+				goto out;
 			}
+			hs = nh;
 			if (hold(pid, tid, &hs[n]) == 0) {
 				n++;
 				again = 1;

@@ -34,6 +34,7 @@
 #include "cmdopts.h"
 #include "commands.h"
 #include "format.h"
+#include "grow.h"
 #include "ta_config.h"
 #include "record_int.h"
 #include "values.h"
@@ -413,6 +414,8 @@ static void notify_read(int fd, pid_t pid, struct started *st)
 
 	memset(st, 0, sizeof(*st));
 	while (read(fd, rec, sizeof(rec)) == (ssize_t)sizeof(rec)) {
+		pid_t *v;
+
 		st->any |= rec[1] == 1;
 		if ((pid_t)rec[0] == pid) {
 			st->self = 1;
@@ -420,14 +423,10 @@ static void notify_read(int fd, pid_t pid, struct started *st)
 		}
 		if (!rec[1])
 			continue;
-		if (st->n == cap) {
-			pid_t *v = realloc(st->child, (cap ? 2 * cap : 16) * sizeof(*v));
-
-			if (!v)
-				continue;
-			st->child = v;
-			cap = cap ? 2 * cap : 16;
-		}
+		v = ta_vec_reserve(st->child, st->n + 1, &cap, sizeof(*v), 16);
+		if (!v)
+			continue;
+		st->child = v;
 		st->child[st->n++] = (pid_t)rec[0];
 	}
 	/* An exec'd image starts again under the same pid. */
@@ -453,18 +452,16 @@ static size_t child_dumps(const char *output, const struct started *st, char **n
 		return 0;
 	for (size_t i = 0; i < st->n; i++) {
 		size_t add;
+		char *v;
 
 		ta_output_path(output, (long)st->child[i], path, sizeof(path));
 		if (access(path, F_OK) < 0)
 			continue;
 		add = strlen(path) + 2;
-		if (len + add + 1 > cap) {
-			char *v = realloc(*names, cap = 2 * (len + add + 1));
-
-			if (!v)
-				break;
-			*names = v;
-		}
+		v = ta_vec_reserve(*names, len + add + 1, &cap, 1, 256);
+		if (!v)
+			break;
+		*names = v;
 		len += (size_t)sprintf(*names + len, "%s%s", named ? ", " : "", path);
 		named++;
 	}

@@ -187,7 +187,7 @@ static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void refuse(const char *module, const char *name, uint64_t addr, unsigned reason)
 {
-	struct refused *r = ta_grow(refused, nrefused, &refused_cap, sizeof(*r), 64);
+	struct refused *r = ta_vec_reserve(refused, nrefused + 1, &refused_cap, sizeof(*r), 64);
 
 	if (!r)
 		return;
@@ -320,14 +320,15 @@ static size_t npend_mods, pend_mods_cap;
 /* The jobs of module m, planned: kept for ta_patch_attach_commit. */
 static void keep_pending(const struct ta_module *m, const struct job *jobs, size_t njobs)
 {
-	struct ta_module *nm = ta_grow(pend_mods, npend_mods, &pend_mods_cap, sizeof(*nm), 8);
+	struct ta_module *nm =
+	    ta_vec_reserve(pend_mods, npend_mods + 1, &pend_mods_cap, sizeof(*nm), 8);
 
 	if (!nm)
 		return;
 	pend_mods = nm;
 	pend_mods[npend_mods] = *m;
 	for (size_t i = 0; i < njobs; i++) {
-		struct pending *np = ta_grow(pend, npend, &pend_cap, sizeof(*np), 64);
+		struct pending *np = ta_vec_reserve(pend, npend + 1, &pend_cap, sizeof(*np), 64);
 		struct pending *e;
 
 		if (!np)
@@ -520,7 +521,7 @@ struct seen {
 	char *name;
 };
 static struct seen *seen;
-static size_t nseen;
+static size_t nseen, seen_cap;
 
 static int seen_before(uint64_t bias, const char *name)
 {
@@ -529,7 +530,7 @@ static int seen_before(uint64_t bias, const char *name)
 	for (size_t i = 0; i < nseen; i++)
 		if (seen[i].bias == bias && strcmp(seen[i].name, name) == 0)
 			return 1;
-	s = realloc(seen, (nseen + 1) * sizeof(*s));
+	s = ta_vec_reserve(seen, nseen + 1, &seen_cap, sizeof(*s), 16);
 	if (!s)
 		return 0;
 	seen = s;

@@ -481,7 +481,7 @@ unsigned ta_patch_plan_whole(uint64_t addr, uint64_t size, const struct plan *pl
 		return F_NO_ROOM;
 	while (left > 0 && !why) {
 		const cs_x86 *x;
-		struct rins *r = ta_grow(w->ins, w->n, &cap, sizeof(*r), 64);
+		struct rins *r = ta_vec_reserve(w->ins, w->n + 1, &cap, sizeof(*r), 64);
 
 		if (!r) {
 			why = F_NO_ROOM;

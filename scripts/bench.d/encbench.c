@@ -51,7 +51,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chunkread.h"
 #include "format.h"
+#include "grow.h"
 #include "mindur.h"
 #include "slots.h"
 
@@ -70,29 +72,6 @@ static void die(const char *what)
 	exit(1);
 }
 
-static uint8_t *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	size_t cap = 0, n = 0, got;
-
-	if (!f)
-		die("cannot open the dump");
-	do {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1 << 20;
-			buf = realloc(buf, cap);
-			if (!buf)
-				die("out of memory");
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got);
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
 struct raws {
 	struct ta_raw *ev;
 	size_t n, cap;
@@ -100,55 +79,42 @@ struct raws {
 
 static void push(struct raws *r, uint64_t ticks, uint64_t addr)
 {
-	if (r->n == r->cap) {
-		r->cap = r->cap ? r->cap * 2 : 1 << 20;
-		r->ev = realloc(r->ev, r->cap * sizeof(*r->ev));
-		if (!r->ev)
-			die("out of memory");
-	}
+	struct ta_raw *ev = ta_vec_reserve(r->ev, r->n + 1, &r->cap, sizeof(*ev), 1 << 20);
+
+	if (!ev)
+		die("out of memory");
+	r->ev = ev;
 	r->ev[r->n].ticks = ticks;
 	r->ev[r->n].addr = addr;
 	r->n++;
 }
 
-/* The first thread's events, as raw records. */
+/* The first thread's events, as raw records, read by format's chunk
+ * reader. */
 static void load(const char *path, struct raws *out)
 {
-	size_t len, off = TA_FILE_HEADER_SIZE;
-	uint8_t *file = read_all(path, &len), *raw = NULL;
-	struct ta_file_header fh;
+	struct ta_dumpfile *df;
 	struct ta_decoder d;
+	struct ta_chunk c;
 	uint64_t tid = 0;
-	int have_tid = 0;
+	int have_tid = 0, got;
 
-	if (len < TA_FILE_HEADER_SIZE || ta_file_header_decode(file, &fh) < 0)
-		die("not a traceagent dump");
+	if (ta_dumpfile_open(path, &df) < 0)
+		die("cannot read the dump's header");
 	ta_decoder_init(&d);
-	raw = malloc(TA_CHUNK_MAX_PAYLOAD);
-	if (!raw)
-		die("out of memory");
-	while (off + TA_CHUNK_HEADER_SIZE <= len) {
-		struct ta_chunk_header h;
-		const uint8_t *payload = file + off + TA_CHUNK_HEADER_SIZE;
-		size_t plen;
+	while ((got = ta_dumpfile_next(df, &c)) != 0) {
 		struct ta_event ev;
 		int rc;
 
-		if (ta_chunk_header_decode(file + off, &h) < 0 ||
-		    off + TA_CHUNK_HEADER_SIZE + h.stored_size > len)
-			die("bad chunk header");
-		off += TA_CHUNK_HEADER_SIZE + h.stored_size;
-		if (h.type != TA_CHUNK_EVENTS)
-			continue;
-		plen = h.raw_size;
-		if (h.flags & TA_CHUNK_F_LZ4) {
-			if (LZ4_decompress_safe((const char *)payload, (char *)raw,
-						(int)h.stored_size,
-						(int)h.raw_size) != (int)h.raw_size)
-				die("bad LZ4 payload");
-			payload = raw;
+		if (got < 0) {
+			fprintf(stderr, "encbench: %s: chunk %llu at offset %llu: %s\n", path,
+				(unsigned long long)c.index, (unsigned long long)c.offset,
+				ta_strerror(got));
+			exit(1);
 		}
-		if (ta_decoder_begin(&d, payload, plen) < 0)
+		if (c.h.type != TA_CHUNK_EVENTS)
+			continue;
+		if (ta_decoder_begin(&d, c.payload, c.len) < 0)
 			die("bad EVENTS payload");
 		if (!have_tid) {
 			tid = d.tid;
@@ -169,8 +135,7 @@ static void load(const char *path, struct raws *out)
 			die("bad event");
 	}
 	ta_decoder_free(&d);
-	free(raw);
-	free(file);
+	ta_dumpfile_close(df);
 }
 
 /* The thread's CPU time: the machine is shared, and a round preempted by
@@ -283,7 +248,7 @@ static void encode(struct ta_encoder *e, const struct ta_raw *ev, size_t n, size
 		if (!k)
 			die("encoder out of memory");
 		i += k;
-		if (e->len >= chunk)
+		if (e->out.len >= chunk)
 			flush(e, r, accel);
 	}
 }

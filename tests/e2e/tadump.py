@@ -231,84 +231,22 @@ def thread_ids(case, dump):
 
 # -- a reader ------------------------------------------------------------------
 #
-# Enough of format/FORMAT.md to check what the views do not show (yet):
-# the SITES and CHANNELS chunks and the EXT events of the manual API.
+# What the views do not show (yet): the SITES and CHANNELS chunks and the EXT
+# events of the manual API, read by format's chunk reader and decoder
+# (tahelp.read_chunks).
 
 SITES, CHANNELS = 13, 14
 EXT = 3
-EXIT_ADDR = 2
 EXT_LOST = 1
 # The manual API's EXT kinds (format.h).
 (EXT_FRAME, EXT_COUNTER, EXT_MESSAGE, EXT_INSTANT, EXT_ZONE_TEXT, EXT_ZONE_VALUE,
  EXT_CHANNEL, EXT_ZONE_UNMATCHED) = range(12, 20)
 TEXT_F_CUT = 1
-CHUNK_F_LZ4 = 1
 
 
-def lz4_block(src, size):
-    """An LZ4 block decompressed (the format's chunks are raw blocks)."""
-    out = bytearray()
-    i = 0
-    while i < len(src):
-        token = src[i]
-        i += 1
-        n = token >> 4
-        if n == 15:
-            while True:
-                b = src[i]
-                i += 1
-                n += b
-                if b != 255:
-                    break
-        out += src[i:i + n]
-        i += n
-        if i >= len(src):
-            break
-        off = src[i] | src[i + 1] << 8
-        i += 2
-        m = token & 15
-        if m == 15:
-            while True:
-                b = src[i]
-                i += 1
-                m += b
-                if b != 255:
-                    break
-        m += 4
-        start = len(out) - off
-        for k in range(m):  # may overlap itself
-            out.append(out[start + k])
-    if len(out) != size:
-        raise ValueError("LZ4 block: %d bytes, not %d" % (len(out), size))
-    return bytes(out)
-
-
-class _Cursor:
-    def __init__(self, data):
-        self.data, self.i = data, 0
-
-    def u(self):
-        v = shift = 0
-        while True:
-            b = self.data[self.i]
-            self.i += 1
-            v |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return v
-
-    def s(self):
-        z = self.u()
-        return (z >> 1) ^ -(z & 1)
-
-    def str(self):
-        n = self.u()
-        b = self.data[self.i:self.i + n]
-        self.i += n
-        return b.decode(errors="replace")
-
-    def done(self):
-        return self.i >= len(self.data)
+def _text(s):
+    """A string of tadumpread's (a code point a byte) as UTF-8 text."""
+    return s.encode("latin-1").decode(errors="replace")
 
 
 def text_unpack(values):
@@ -322,58 +260,21 @@ class Read:
     """A dump read: sites {addr: (kind, channel, name, file, line)} (the
     last description), channels {id: (name, first state)}, and events
     {tid: [(ticks, kind, addr, ext, values)]} in order (kind ENTER, EXIT
-    or EXT; addr 0 for an exit of the top; ext and values for EXT)."""
+    or EXT; addr the function entered or exited, 0 for EXT; ext and values
+    for EXT)."""
 
     def __init__(self, path):
-        with open(path, "rb") as fh:
-            data = fh.read()
+        import tahelp
         self.sites, self.channels, self.events = {}, {}, {}
-        off = 32
-        while off + 32 <= len(data):
-            _m, ctype, flags, stored, raw = struct.unpack_from("<IHHII", data, off)
-            payload = data[off + 32:off + 32 + stored]
-            off += 32 + stored
-            if flags & CHUNK_F_LZ4:
-                payload = lz4_block(payload, raw)
-            c = _Cursor(payload)
-            if ctype == SITES:
-                for _ in range(c.u()):
-                    addr, kind, chan = c.u(), c.u(), c.u()
-                    name, file = c.str(), c.str()
-                    self.sites[addr] = (kind, chan, name, file, c.u())
-            elif ctype == CHANNELS:
-                for _ in range(c.u()):
-                    cid, name = c.u(), c.str()
-                    self.channels[cid] = (name, c.u())
-            elif ctype == EVENTS:
-                self._events(c)
-
-    def _events(self, c):
-        tid, _seq, ticks, n = c.u(), c.u(), c.u(), c.u()
-        for _ in range(c.u()):
-            c.s()
-        c.u()  # overflow
-        out = self.events.setdefault(tid, [])
-        addr = 0
-        for _ in range(n):
-            v = c.u()
-            ticks += v >> 2
-            kind = v & 3
-            if kind == ENTER:
-                addr += c.s()
-                out.append((ticks, ENTER, addr, 0, ()))
-            elif kind == EXIT:
-                out.append((ticks, EXIT, 0, 0, ()))
-            elif kind == EXIT_ADDR:
-                addr += c.s()
-                out.append((ticks, EXIT, addr, 0, ()))
-            else:
-                ext = c.u()
-                if ext == EXT_LOST:
-                    vals = (c.u(),)
-                else:
-                    vals = tuple(c.u() for _ in range(c.u()))
-                out.append((ticks, EXT, 0, ext, vals))
+        for c in tahelp.read_chunks(path, records=True):
+            for addr, kind, chan, name, file, line in c.get("sites", ()):
+                self.sites[addr] = (kind, chan, _text(name), _text(file), line)
+            for cid, name, on in c.get("channels", ()):
+                self.channels[cid] = (_text(name), on)
+            if "events" in c:
+                out = self.events.setdefault(c["tid"], [])
+                out += [(ticks, kind, addr, ext, tuple(vals))
+                        for ticks, kind, addr, ext, vals in c["events"]]
 
     def all_events(self):
         """Every thread's events, by thread then order."""

@@ -4,7 +4,7 @@ the agent (preloaded directly or through `traceagent record`), reading the
 report as JSON, and small readers for ELF symbols and dump chunks.
 
 The paths come from the environment meson sets (tests/e2e/meson.build):
-TA_TRACEAGENT, TA_AGENT, TA_PROGRAMS, TA_LIBSAMPLE, TA_WORKDIR."""
+TA_TRACEAGENT, TA_AGENT, TA_PROGRAMS, TA_LIBSAMPLE, TA_WORKDIR, TA_DUMPREAD."""
 
 import json
 import os
@@ -23,6 +23,8 @@ AGENT = os.environ.get("TA_AGENT", "")
 PROGRAMS = os.environ.get("TA_PROGRAMS", "")
 LIBSAMPLE = os.environ.get("TA_LIBSAMPLE", "")
 WORKDIR = os.environ.get("TA_WORKDIR") or tempfile.gettempdir()
+# tests/tools/tadumpread: the dumps' chunks through format's chunk reader.
+DUMPREAD = os.environ.get("TA_DUMPREAD", "")
 # What the build under test has, as meson configured it (docs/building.md):
 # patching (TRACEAGENT_PATCH, --patch: capstone, x86-64), hookpatch (an
 # excluded function's hook calls rewritten: capstone on x86-64, always on
@@ -463,21 +465,38 @@ FILE_HEADER = 32
 CHUNK_HEADER = 32
 
 
+def read_chunks(path, payload=False, records=False):
+    """The chunks of a whole dump as format's chunk reader reads them (the
+    analyzer's; tests/tools/tadumpread.c prints them): a dict per chunk in
+    file order, with chunk (its index), offset, type, flags, stored, raw
+    (the payload's sizes), pid and seq; with payload, "payload": the raw
+    payload's bytes; with records, the records of SITES ("sites"), CHANNELS
+    ("channels") and EVENTS ("tid", "events") chunks (tadumpread.c says
+    how).  A damaged chunk, or a file that is not a dump, raises ValueError
+    naming the chunk and its offset."""
+    args = [DUMPREAD] + (["--payload"] if payload else []) + (["--records"] if records else [])
+    p = subprocess.run(args + [path], capture_output=True, text=True, timeout=TIMEOUT)
+    if p.returncode == 2:
+        raise ValueError(p.stderr.strip() or "%s: tadumpread: status 2" % path)
+    out = []
+    for line in p.stdout.splitlines():
+        rec = json.loads(line)
+        if "error" in rec:
+            raise ValueError("%s: chunk %d at offset %d: %s" % (path, rec["chunk"], rec["offset"],
+                                                               rec["error"]))
+        if "header" in rec:
+            continue
+        if payload:
+            rec["payload"] = bytes.fromhex(rec["payload"])
+        out.append(rec)
+    if p.returncode != 0:
+        raise ValueError("%s: tadumpread: status %d: %s" % (path, p.returncode, p.stderr))
+    return out
+
+
 def chunks(path):
     """(offset, type, flags, stored_size) of each chunk of a whole dump."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    out = []
-    off = FILE_HEADER
-    while off + CHUNK_HEADER <= len(data):
-        magic, ctype, flags, stored = struct.unpack_from("<IHHI", data, off)
-        if magic != 0x68634154:
-            raise ValueError("%s: no chunk at offset %d" % (path, off))
-        out.append((off, ctype, flags, stored))
-        off += CHUNK_HEADER + stored
-    if off != len(data):
-        raise ValueError("%s: %d bytes after the last chunk" % (path, len(data) - off))
-    return out
+    return [(c["offset"], c["type"], c["flags"], c["stored"]) for c in read_chunks(path)]
 
 
 CHUNK_EVENTS = 7
@@ -486,10 +505,7 @@ CHUNK_EVENTS = 7
 def chunk_raw_sizes(path, ctype):
     """The raw (decompressed) payload sizes of a whole dump's chunks of
     type ctype, in file order."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    return [struct.unpack_from("<I", data, off + 12)[0]
-            for off, t, _, _ in chunks(path) if t == ctype]
+    return [c["raw"] for c in read_chunks(path) if c["type"] == ctype]
 
 
 _CRC_TABLE = []

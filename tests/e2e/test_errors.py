@@ -3,8 +3,10 @@
 byte, not a dump at all.  Each fails with one line naming the file, and
 the chunk and offset where that makes sense."""
 
+import json
 import shutil
 import struct
+import subprocess
 
 import tahelp
 from tahelp import chunks, crc32c, FILE_HEADER, CHUNK_HEADER
@@ -67,12 +69,40 @@ class ErrorsTest(tahelp.Case):
         self.assertIn("offset %d" % off, msg)
         self.assertIn("checksum", msg)
 
+    def test_tests_reader_names_the_damage(self):
+        """The tests' reader (tahelp.read_chunks: format's chunk reader,
+        through tests/tools/tadumpread) reads the damage as the analyzer
+        does: the chunk, its offset, what is wrong, the bytes skipped; the
+        chunks around it whole."""
+        i, (off, _type, _flags, size) = self.middle_chunk()
+        data = bytearray(self.data)
+        data[off + CHUNK_HEADER + size // 2] ^= 0x40
+        path = self.copy("flipped-reader.trace", bytes(data))
+        with self.assertRaises(ValueError) as e:
+            tahelp.read_chunks(path)
+        self.assertEqual(str(e.exception), "%s: chunk %d at offset %d: checksum mismatch"
+                         % (path, i, off))
+        p = subprocess.run([tahelp.DUMPREAD, path], capture_output=True, text=True,
+                           timeout=tahelp.TIMEOUT)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        lines = [json.loads(l) for l in p.stdout.splitlines()]
+        self.assertEqual(lines[1 + i], {"error": "checksum mismatch", "code": -5, "chunk": i,
+                                        "offset": off, "skipped": CHUNK_HEADER + size})
+        self.assertEqual([(c["offset"], c["type"], c["flags"], c["stored"])
+                          for c in lines[1:1 + i] + lines[2 + i:]],
+                         self.chunks[:i] + self.chunks[i + 1:])
+
     def test_not_a_dump(self):
         for name, data in (("text.trace", b"hello, world\n" * 10),
                            ("elf.trace", open(self.prog("fib-O0"), "rb").read()[:4096])):
             with self.subTest(name=name):
-                msg = self.failing_report(self.copy(name, data))
+                path = self.copy(name, data)
+                msg = self.failing_report(path)
                 self.assertIn("not a traceagent dump", msg)
+                with self.assertRaises(ValueError) as e:
+                    tahelp.read_chunks(path)
+                self.assertEqual(str(e.exception), "tadumpread: %s: file header at offset 0: "
+                                 "not a traceagent dump (bad magic)" % path)
 
     def test_other_major_version(self):
         header = bytearray(self.data[:FILE_HEADER])

@@ -22,7 +22,6 @@ gets them compressed."""
 
 import os
 import resource
-import struct
 import subprocess
 import time
 
@@ -212,11 +211,8 @@ class PlacementTest(tahelp.Case):
         rep = self.report(dump)
         self.assert_whole(rep)
         self.assert_calls(self.functions(rep), {"main": 1, "fib": tahelp.fib_calls(n)})
-        with open(dump, "rb") as fh:
-            data = fh.read()
-        events = [(flags, struct.unpack_from("<I", data, off + 12)[0])
-                  for off, ctype, flags, _ in tahelp.chunks(dump)
-                  if ctype == tahelp.CHUNK_EVENTS]
+        events = [(c["flags"], c["raw"]) for c in tahelp.read_chunks(dump)
+                  if c["type"] == tahelp.CHUNK_EVENTS]
         return [e for e in events if e[1] >= 128], cpu / wall
 
     def test_busy_cpus_store_raw(self):

@@ -300,6 +300,65 @@ static FILE *sink_open(void)
 	return sink;
 }
 
+/* Two chunks read are the same: outcome, place and payload. */
+static void same_chunk(int ra, const struct ta_chunk *a, int rb, const struct ta_chunk *b)
+{
+	CHECK(ra == rb);
+	CHECK(a->offset == b->offset && a->skipped == b->skipped);
+	CHECK(a->len == b->len);
+	CHECK(!a->len || memcmp(a->payload, b->payload, a->len) == 0);
+}
+
+/*
+ * The reader's other ways through a dump agree with ta_dumpfile_next: the
+ * stored payload decompressed by ta_chunk_decompress (the parallel
+ * reader's), and a seek back to each chunk read (the chunk again, the
+ * chunks' index counting on); then a seek past the end reads the end.
+ */
+static void reread(const uint8_t *dump, size_t len)
+{
+	struct ta_dumpfile *a, *b, *c;
+	struct ta_chunk ca, cb, cc;
+	uint8_t *raw = NULL;
+	size_t raw_cap = 0;
+	int ra, rb, rc;
+
+	if (ta_dumpfile_memopen(dump, len, &a) < 0)
+		return;
+	CHECK(ta_dumpfile_memopen(dump, len, &b) == 0);
+	CHECK(ta_dumpfile_memopen(dump, len, &c) == 0);
+	do {
+		ra = ta_dumpfile_next(a, &ca);
+		rb = ta_dumpfile_next_stored(b, &cb);
+		if (rb == 1) {
+			int z = ta_chunk_decompress(&cb, &raw, &raw_cap);
+
+			CHECK(z == 0 || z == -TA_E_DECOMPRESS);
+			if (z < 0)
+				rb = z;
+		}
+		same_chunk(ra, &ca, rb, &cb);
+		CHECK(ca.index == cb.index);
+		rc = ta_dumpfile_next(c, &cc);
+		same_chunk(ra, &ca, rc, &cc);
+		if (rc == 1) {
+			uint64_t after = ta_dumpfile_offset(c);
+
+			CHECK(ta_dumpfile_seek(c, cc.offset) == 0);
+			rc = ta_dumpfile_next(c, &cc);
+			same_chunk(ra, &ca, rc, &cc);
+			CHECK(ta_dumpfile_offset(c) == after);
+		}
+	} while (ra != 0 && ra != -TA_E_NOMEM);
+	CHECK(ra != 0 || ta_dumpfile_offset(a) == len);
+	CHECK(ta_dumpfile_seek(c, (uint64_t)len + 100) == 0);
+	CHECK(ta_dumpfile_next(c, &cc) == 0);
+	free(raw);
+	ta_dumpfile_close(a);
+	ta_dumpfile_close(b);
+	ta_dumpfile_close(c);
+}
+
 int ta_fuzz_dump(const uint8_t *data, size_t size)
 {
 	struct out fixed = {0};
@@ -376,6 +435,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 		}
 		CHECK(rc != -TA_E_IO); /* memory cannot fail to read */
 		ta_dumpfile_close(d);
+		reread(dump ? dump : (const uint8_t *)"", len);
 	}
 	ta_session_finish(s);
 

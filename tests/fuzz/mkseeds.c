@@ -284,9 +284,9 @@ static void control_flow(void)
 	 * LONGJMP(env, 1000) with two frames open. */
 	v[0] = env;
 	v[1] = 1000;
-	at = e.len + 1; /* after the one-byte dt | kind */
+	at = e.out.len + 1; /* after the one-byte dt | kind */
 	ta_encoder_ext(&e, t += 10, 12, v, 2);
-	e.buf[at] = TA_EXT_LONGJMP;
+	e.out.p[at] = TA_EXT_LONGJMP;
 	dg_events(&g, &e);
 	ta_encoder_free(&e);
 	dg_thread_end(&g, 500, t + 5, 10, 0);

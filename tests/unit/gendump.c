@@ -59,7 +59,7 @@ static void call(struct dumpgen *g, struct walk *w, int n, uint64_t limit)
 	w->ticks += 5 + jitter(w);
 	ta_encoder_event(&w->e, w->ticks, fn, 1);
 	w->events++;
-	if (w->e.len >= CHUNK_RAW)
+	if (w->e.out.len >= CHUNK_RAW)
 		flush(g, w, 1);
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_dumpfile.c - the chunk reader (analyzer/dumpfile.c) on synthetic
+ * test_dumpfile.c - the chunk reader (format/chunkread.c) on synthetic
  * dumps: whole, truncated, damaged in the middle, bad file headers, sizes
  * out of range, short reads from a pipe, and a seeded fuzz.
  */
@@ -636,6 +636,57 @@ START_TEST(session_payload_fuzz)
 }
 END_TEST
 
+/* ta_dumpfile_seek: within what was read, past it (a chunk 3 MiB on, a
+ * hole before it: beyond the read buffer), back, past the end; a pipe
+ * cannot seek and the reader goes on as it was. */
+START_TEST(seek)
+{
+	static const uint8_t hole[3 << 20];
+	struct dumpgen g;
+	struct ta_dumpfile *d;
+	size_t off[3], far;
+	char path[64];
+	int fds[2];
+
+	three_chunks(&g, off, 0);
+	dg_raw(&g, hole, sizeof(hole));
+	far = dg_chunk(&g, 103, "far", 3);
+	dg_write_bytes_tmp(g.buf, g.len, path);
+	ck_assert_int_eq(ta_dumpfile_open(path, &d), 0);
+	unlink(path);
+	expect_chunk(d, 100, 0, off[0]);
+	ck_assert_int_eq(ta_dumpfile_seek(d, off[2]), 0);
+	ck_assert_uint_eq(ta_dumpfile_offset(d), off[2]);
+	expect_chunk(d, 102, 1, off[2]);
+	ck_assert_int_eq(ta_dumpfile_seek(d, off[1]), 0);
+	expect_chunk(d, 101, 2, off[1]);
+	ck_assert_int_eq(ta_dumpfile_seek(d, far), 0);
+	ck_assert_uint_eq(ta_dumpfile_offset(d), far);
+	expect_chunk(d, 103, 3, far);
+	expect_end(d);
+	ck_assert_int_eq(ta_dumpfile_seek(d, off[0]), 0);
+	expect_chunk(d, 100, 4, off[0]);
+	ck_assert_int_eq(ta_dumpfile_seek(d, (uint64_t)g.len + 1000), 0);
+	expect_end(d);
+	ta_dumpfile_close(d);
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(write(fds[1], g.buf, off[2]), (ssize_t)off[2]);
+	close(fds[1]);
+	ck_assert_int_eq(ta_dumpfile_fdopen(fds[0], &d), 0);
+	expect_chunk(d, 100, 0, off[0]);
+	/* Beyond what the pipe gave: lseek would have to say, and cannot. */
+	errno = 0;
+	ck_assert_int_eq(ta_dumpfile_seek(d, far), -TA_E_IO);
+	ck_assert_int_eq(errno, ESPIPE);
+	ck_assert_uint_eq(ta_dumpfile_offset(d), off[1]);
+	expect_chunk(d, 101, 1, off[1]);
+	expect_end(d);
+	ta_dumpfile_close(d);
+	dg_free(&g);
+}
+END_TEST
+
 static Suite *dumpfile_suite(void)
 {
 	Suite *s = suite_create("dumpfile");
@@ -656,6 +707,7 @@ static Suite *dumpfile_suite(void)
 	tcase_add_test(tc, file_header_errors);
 	tcase_add_test(tc, open_errors);
 	tcase_add_test(tc, short_reads_from_pipe);
+	tcase_add_test(tc, seek);
 	tcase_add_test(tc, dump_fuzz);
 	tcase_add_test(tc, session_payload_fuzz);
 	suite_add_tcase(s, tc);

@@ -1479,7 +1479,7 @@ static void ctl_hostile_one(uint32_t kind, const uint64_t *v, uint32_t nv, uint6
 	/* Written as a dump could have it, not as the rule would: subtype
 	 * 12 (no rule) with the values as given, then the subtype byte
 	 * (after the one-byte dt|kind) made the marker. */
-	at = e.len + 1;
+	at = e.out.len + 1;
 	ck_assert_int_eq(ta_encoder_ext(&e, 3, 12, v, nv), 0);
 	ck_assert_int_eq(ta_encoder_end(&e, &p, &len), 0);
 	buf = malloc(len);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dumpfile.c - reading a dump as a stream of verified chunks.
+ * chunkread.c - reading a dump as a stream of verified chunks.
  *
  * The file is read sequentially into a buffer that holds the current chunk
  * and whatever came with the last read; a chunk larger than the buffer
@@ -8,7 +8,8 @@
  * sizes are checked before anything is allocated for them.
  */
 #define _GNU_SOURCE
-#include "dumpfile.h"
+#include "chunkread.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,20 +66,14 @@ static ssize_t ensure(struct ta_dumpfile *d, size_t n)
 		d->end -= d->pos;
 		d->pos = 0;
 		if (n > d->cap) {
-			size_t cap = d->cap * 2;
-			uint8_t *b;
+			uint8_t *b = ta_vec_reserve_max(d->buf, n, &d->cap, 1, READ_BUF_MIN,
+							CHUNK_MAX_TOTAL + READ_BUF_MIN);
 
-			if (cap < n)
-				cap = n;
-			if (cap > CHUNK_MAX_TOTAL + READ_BUF_MIN)
-				cap = CHUNK_MAX_TOTAL + READ_BUF_MIN;
-			b = realloc(d->buf, cap);
 			if (!b) {
 				d->dead = 1;
 				return -TA_E_NOMEM;
 			}
 			d->buf = b;
-			d->cap = cap;
 		}
 	}
 	while (d->end - d->pos < n && !d->eof) {
@@ -267,6 +262,27 @@ uint64_t ta_dumpfile_offset(const struct ta_dumpfile *d)
 	return here(d);
 }
 
+int ta_dumpfile_seek(struct ta_dumpfile *d, uint64_t offset)
+{
+	if (offset >= d->base && offset - d->base <= d->end) {
+		/* Already read: no need to read it again. */
+		d->pos = (size_t)(offset - d->base);
+		return 0;
+	}
+	if (d->mem) {
+		d->mem_off = offset < d->mem_len ? (size_t)offset : d->mem_len;
+	} else if (offset > (uint64_t)INT64_MAX ||
+		   lseek(d->fd, (off_t)offset, SEEK_SET) == (off_t)-1) {
+		if (offset > (uint64_t)INT64_MAX)
+			errno = EINVAL;
+		return -TA_E_IO;
+	}
+	d->base = offset;
+	d->pos = d->end = 0;
+	d->eof = 0;
+	return 0;
+}
+
 /* The next chunk with its payload as stored (c->payload into the read
  * buffer); ta_dumpfile_next and ta_dumpfile_next_stored share it. */
 static int next_stored(struct ta_dumpfile *d, struct ta_chunk *c)
@@ -320,12 +336,14 @@ int ta_chunk_decompress(struct ta_chunk *c, uint8_t **buf, size_t *cap)
 	if (!(c->h.flags & TA_CHUNK_F_LZ4))
 		return 0;
 	if (c->h.raw_size > *cap) {
-		uint8_t *b = realloc(*buf, c->h.raw_size);
+		/* raw_size <= TA_CHUNK_MAX_PAYLOAD (ta_chunk_header_decode):
+		 * so is the buffer, doubled. */
+		uint8_t *b = ta_vec_reserve_max(*buf, c->h.raw_size, cap, 1, c->h.raw_size,
+						TA_CHUNK_MAX_PAYLOAD);
 
 		if (!b)
 			return -TA_E_NOMEM;
 		*buf = b;
-		*cap = c->h.raw_size;
 	}
 	/* The bound is the raw size and the result must be exactly it. */
 	if (LZ4_decompress_safe((const char *)c->payload, (char *)*buf, (int)c->h.stored_size,
