@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 
-#include "attach_int.h"
+#include "inject.h"
 #include "ptrace.h"
 
 #if TA_ARCH_HAS_INJECT

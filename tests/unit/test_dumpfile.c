@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_dumpfile.c - the chunk reader (analyzer/dumpfile.c) on synthetic
+ * test_dumpfile.c - the chunk reader (analyzer/lib/dumpfile.c) on synthetic
  * dumps: whole, truncated, damaged in the middle, bad file headers, sizes
  * out of range, short reads from a pipe, and a seeded fuzz.
  */

@@ -35,7 +35,7 @@
 #include "commands.h"
 #include "format.h"
 #include "ta_config.h"
-#include "record_int.h"
+#include "launch.h"
 #include "values.h"
 
 

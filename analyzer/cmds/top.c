@@ -36,6 +36,7 @@
 #include "commands.h"
 #include "common.h"
 #include "ctlsock.h"
+#include "launch.h"
 #include "live.h"
 
 #define READ_SIZE	 (1u << 20)
