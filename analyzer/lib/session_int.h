@@ -2,8 +2,10 @@
 /*
  * session_int.h - what the pieces of the session share and nothing else
  * uses: session.c (lifetime, reading, errors, finishing), session_procs.c
- * (processes, threads, metadata chunks) and session_walk.c (the call-stack
- * walk and the profile visitor).  The model itself is in session.h.
+ * (processes, threads, the chunks' dispatch), session_meta.c (the process's
+ * metadata chunks), session_walk.c (the call-stack walk and the profile
+ * visitor), session_par.c (-j) with its workers' session_sums.c and
+ * session_ext.c.  The model itself is in session.h.
  */
 #ifndef TA_SESSION_INT_H
 #define TA_SESSION_INT_H
@@ -42,6 +44,22 @@ static inline uint64_t ta_sess_span(const struct ta_process *p, uint64_t enter, 
 struct ta_sess_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, uint64_t tid);
 void ta_sess_thread_free(struct ta_sess_thread *t);
 void ta_sess_process_free(struct ta_process *p);
+/* A string of the payload at r, malloc'd (a NUL in it shown as '?'): 0,
+ * -TA_E_PAYLOAD or -TA_E_NOMEM. */
+int ta_sess_get_str(struct ta_reader *r, char **out);
+
+/* session_meta.c: the metadata chunks' decoders, each 0 or -TA_E_*. */
+int ta_sess_process_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_clock_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_module_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_module_unload_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_libcalls_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_patch_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_filter_chunk(struct ta_process *p, const void *payload, size_t len);
+int ta_sess_crash_chunk(struct ta_process *p, struct ta_reader *r);
+/* Marks m unloaded at ticks: its ranges join the process's unloaded ones. */
+int ta_sess_module_gone(struct ta_process *p, struct ta_sess_module *m, uint64_t ticks);
+void ta_sess_patch_free(struct ta_patch *pt);
 
 /* session_walk.c: an EVENTS chunk replayed on its thread's stack (0, or
  * -TA_E_NOMEM); what is still open on t closed at its last known time. */
