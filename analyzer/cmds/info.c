@@ -9,8 +9,9 @@
  * format version, chunks, stored and raw bytes, completeness and errors.
  *
  * The text is this file's; the JSON (info_json.c) is one object per
- * process under "processes", each section an object of its own, so later additions (crash reports, patch refusals)
- * become new keys without changing the existing ones.
+ * process under "processes", each section an object of its own, so later
+ * additions (crash reports, patch refusals) become new keys without
+ * changing the existing ones.
  */
 #define _GNU_SOURCE
 #include <errno.h>
