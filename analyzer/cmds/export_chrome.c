@@ -472,7 +472,6 @@ static void zone_arg(struct export *e, const struct ta_tlapi *a)
 		e->nomem = 1;
 }
 
-
 /* The start of an event of the API: its separator, phase, name, category
  * and place. */
 static void api_head(struct export *e, const char *ph, const char *name, const char *cat,

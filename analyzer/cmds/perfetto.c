@@ -49,7 +49,7 @@
 
 #include "perfetto_int.h"
 
-
+/* A bit set by index: 1 when bit i was already set; -1 without memory. */
 static int bit_test_set(uint8_t **bits, uint32_t *n, uint32_t i)
 {
 	if (i >= *n) {
@@ -91,16 +91,6 @@ static struct pf_thread *thread_of(struct pf *x, const struct ta_sess_thread *t)
 		x->nth = n;
 	}
 	return &x->th[t->index];
-}
-
-void ta_perfetto_clock_entry(struct ta_pb *b, uint32_t id, int64_t ts, int incremental)
-{
-	ta_pb_begin(b, CS_CLOCKS);
-	ta_pb_varint(b, CLK_ID, id);
-	ta_pb_varint(b, CLK_TIMESTAMP, (uint64_t)ts);
-	if (incremental)
-		ta_pb_varint(b, CLK_INCREMENTAL, 1);
-	ta_pb_end(b);
 }
 
 /* ---- in the reader ---------------------------------------------------------------- */

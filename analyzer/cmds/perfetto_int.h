@@ -227,7 +227,7 @@ struct pf {
 	size_t nzones;
 };
 
-/* perfetto.c: a ClockSnapshot.Clock of id at ts in b (incremental: the
+/* perfetto_pack.c: a ClockSnapshot.Clock of id at ts in b (incremental: the
  * sequence's own clock, of deltas). */
 void ta_perfetto_clock_entry(struct ta_pb *b, uint32_t id, int64_t ts, int incremental);
 /* perfetto_pack.c: makes a job's packets (the ordered pool's work, on a

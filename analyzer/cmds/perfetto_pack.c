@@ -87,7 +87,16 @@ static inline __attribute__((always_inline)) void runs_add(struct zjob *j, size_
 	j->covered = j->pb.len;
 }
 
-/* A bit set by index: 1 when bit i was already set; -1 without memory. */
+void ta_perfetto_clock_entry(struct ta_pb *b, uint32_t id, int64_t ts, int incremental)
+{
+	ta_pb_begin(b, CS_CLOCKS);
+	ta_pb_varint(b, CLK_ID, id);
+	ta_pb_varint(b, CLK_TIMESTAMP, (uint64_t)ts);
+	if (incremental)
+		ta_pb_varint(b, CLK_INCREMENTAL, 1);
+	ta_pb_end(b);
+}
+
 /* ---- a job's packets (in a worker) ---------------------------------------------------- */
 
 /* The first packet of a thread's sequence: its incremental state. */

@@ -20,7 +20,6 @@
 
 /* ---- hashing ------------------------------------------------------------------ */
 
-
 static uint64_t row_hash(const void *ctx, size_t i)
 {
 	return mix(((const struct row *)ctx)[i].addr);
@@ -314,7 +313,6 @@ static void stack_pop(struct thr *t, uint64_t n)
 	n -= d;
 	t->depth -= n < t->depth ? (uint32_t)n : t->depth;
 }
-
 
 /* ---- frames ------------------------------------------------------------------------ */
 

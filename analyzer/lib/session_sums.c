@@ -85,7 +85,6 @@ void ta_sess_part_free(struct ta_chunk_part *cp)
 	memset(cp, 0, sizeof(*cp));
 }
 
-
 static size_t part_hash(uint64_t addr, size_t nslots)
 {
 	return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 20) & (nslots - 1);
