@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 
-#include "attach_int.h"
+#include "inject.h"
 #include "grow.h"
 #include "ptrace.h"
 

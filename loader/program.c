@@ -25,12 +25,10 @@
 #include <unistd.h>
 #include "addr.h"
 #include "arch.h"
-#include "cmdopts.h"
-#include "commands.h"
 #include "format.h"
 #include "ta_config.h"
 
-#include "record_int.h"
+#include "launch.h"
 
 /* ---- finding the agent ---------------------------------------------------- */
 

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 
-#include "attach_int.h"
+#include "inject.h"
 #include "ctlsock.h"
 
 int ta_att_fail(const char *fmt, ...)

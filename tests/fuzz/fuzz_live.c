@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_live.c - the libFuzzer harness for `traceagent top`'s aggregator
- * (analyzer/live.c): a stream fed in pieces (fuzz_live_entry.h).
+ * (analyzer/lib/live.c): a stream fed in pieces (fuzz_live_entry.h).
  * Built and run by scripts/fuzz.
  */
 #include <stddef.h>

@@ -15,10 +15,10 @@
  *           64, 512, 4096, 65536 bytes, or 1 to 3 bytes;
  *   byte 1: the seed of the pieces' sizes (uniform in [1, largest]).
  *
- * ta_fuzz_serve feeds one client of serve (analyzer/serve_conn.c) writing
+ * ta_fuzz_serve feeds one client of serve (analyzer/lib/serve_conn.c) writing
  * nowhere (TA_SV_NOWHERE), then checks that its dump, the first bytes it
  * kept, reads back as whole chunks, within the quota and bounds.
- * ta_fuzz_live feeds top's aggregator (analyzer/live.c, naming without
+ * ta_fuzz_live feeds top's aggregator (analyzer/lib/live.c, naming without
  * files) and checks each snapshot's numbers and the caps.
  * Both write no file and abort when an invariant does not hold.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_serve.c - the libFuzzer harness for one client of `traceagent serve`
- * (analyzer/serve_conn.c): a stream fed in pieces (fuzz_live_entry.h).
+ * (analyzer/lib/serve_conn.c): a stream fed in pieces (fuzz_live_entry.h).
  * Built and run by scripts/fuzz.
  */
 #include <stddef.h>

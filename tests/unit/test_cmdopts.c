@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_cmdopts.c - the subcommands' option parser (analyzer/cmdopts.c) and
+ * test_cmdopts.c - the subcommands' option parser (analyzer/lib/cmdopts.c) and
  * the filters it hands to timeline.c: which words are options and values,
  * what is refused, and the exact messages and exit statuses.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_common.c - the option parsers shared by the analysis commands
- * (analyzer/common.c): durations, time ranges and globs; and the hash index
+ * (analyzer/lib/common.c): durations, time ranges and globs; and the hash index
  * over a caller's rows (ta_htab) that the analyzer's tables use.
  */
 #include <check.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_diff.c - `traceagent diff` (analyzer/diff.c), run as the real command
+ * test_diff.c - `traceagent diff` (analyzer/cmds/diff.c), run as the real command
  * on two synthetic dumps whose differences are known exactly: functions
  * matched by name and module file name across different paths and load
  * addresses, rows of one dump with the same name and module file name

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_info.c - `traceagent info` (analyzer/info.c), run as the real command
+ * test_info.c - `traceagent info` (analyzer/cmds/info.c), run as the real command
  * on a synthetic dump in which every field has a known value: process,
  * clock calibration, settings, threads with names, parents, loss and wait
  * times, modules with build-ids, chunk and byte counts, completeness.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_pkdeflate.c - the Perfetto export's deflater (analyzer/pkdeflate.c):
+ * test_pkdeflate.c - the Perfetto export's deflater (analyzer/cmds/pkdeflate.c):
  * random packets (bodies drawn from a few, so that they repeat near and
  * far, of every length around the limits; random tails; bytes left out of
  * any packet) inflated back by zlib, which checks the Adler-32 too.

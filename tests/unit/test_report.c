@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_report.c - `traceagent report` (analyzer/report.c), run as the real
+ * test_report.c - `traceagent report` (analyzer/cmds/report.c), run as the real
  * command on synthetic dumps: the table, the JSON, the CSV, sorting,
  * per-thread numbers, percentiles, --tid, --function, --top, --srcline,
  * messages and exit statuses.  The dumps name functions of this test

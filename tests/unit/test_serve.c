@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_serve.c - one client of serve (analyzer/serve_conn.c) without
+ * test_serve.c - one client of serve (analyzer/lib/serve_conn.c) without
  * sockets: a whole stream in pieces becomes the same bytes in a dump
  * named by its PROCESS chunk, counted; a quota keeps whole chunks; and a
  * seeded fuzz of random and mutated streams never crashes, never keeps

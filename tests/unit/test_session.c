@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_session.c - the decoded model and the call-stack walk
- * (analyzer/session*.c) on synthetic dumps with known events: exact calls,
+ * (analyzer/lib/session*.c) on synthetic dumps with known events: exact calls,
  * total, self, min and max in ticks and in ns, recursion, open frames,
  * skipped frames, lost chunks, threads, processes and clocks.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_srcline.c - source lines from DWARF (analyzer/srcline.c), asked about
+ * test_srcline.c - source lines from DWARF (analyzer/lib/srcline.c), asked about
  * this test executable's own functions (built with -g in every build type):
  * the file and the line of each function's name, for its first byte and one
  * inside it, full normalised paths, and no answer where there is none; and

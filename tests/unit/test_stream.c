@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_stream.c - the dump as a byte stream (analyzer/stream.[ch]): whole
+ * test_stream.c - the dump as a byte stream (analyzer/lib/stream.[ch]): whole
  * chunks out of pieces of every size, the same chunks the file reader
  * finds, errors at the end of the last good chunk, bounded payloads, and a
  * seeded fuzz.

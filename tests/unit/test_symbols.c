@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_symbols.c - ELF symbols, demangling and the resolver
- * (analyzer/symbols.c): on a tiny ELF file written at test time with
+ * (analyzer/lib/symbols.c): on a tiny ELF file written at test time with
  * chosen symbols, and on the test executable itself.
  */
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_views.c - the call-path tree under graph, folded and flame
- * (analyzer/calltree.c): the tree against a naive model under random
+ * (analyzer/lib/calltree.c): the tree against a naive model under random
  * insertions (wide nodes included), its walk and sort, and trees named
  * from synthetic dumps, merged, split per thread, by one thread, with two
  * addresses of one function and with a node of many children.

@@ -9,8 +9,6 @@
 #ifndef TA_COMMANDS_H
 #define TA_COMMANDS_H
 
-#include <limits.h>
-
 int ta_cmd_record(int argc, char **argv);
 int ta_cmd_attach(int argc, char **argv);
 int ta_cmd_report(int argc, char **argv);
@@ -25,11 +23,5 @@ int ta_cmd_frames(int argc, char **argv);
 int ta_cmd_ctl(int argc, char **argv);
 int ta_cmd_serve(int argc, char **argv);
 int ta_cmd_top(int argc, char **argv);
-
-/* The loader's (loader/record.c), shared with `top -- PROG`: the agent
- * library's absolute path in out (PATH_MAX bytes), or -1 after printing
- * why; and LD_PRELOAD with the agent put first, or -1 after printing why. */
-int ta_record_find_agent(char out[PATH_MAX]);
-int ta_record_set_preload(const char *agent);
 
 #endif

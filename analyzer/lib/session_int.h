@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * session_int.h - what the pieces of the session share and nothing else
- * uses: session.c (lifetime, reading, errors, finishing), session_procs.c
- * (processes, threads, metadata chunks) and session_walk.c (the call-stack
- * walk and the profile visitor).  The model itself is in session.h.
+ * uses (session.c lists them, each using only those after it).  The
+ * model itself is in session.h.
  */
 #ifndef TA_SESSION_INT_H
 #define TA_SESSION_INT_H
@@ -38,10 +37,43 @@ static inline uint64_t ta_sess_span(const struct ta_process *p, uint64_t enter, 
 	return d;
 }
 
+/* session_base.c: a string of the payload at r, malloc'd (a NUL in it
+ * shown as '?'): 0, -TA_E_PAYLOAD or -TA_E_NOMEM.  (ta_session_error and
+ * the ticks' conversions, session.h's, are defined there too.) */
+int ta_sess_get_str(struct ta_reader *r, char **out);
+
 /* session_procs.c: the thread and process tables. */
 struct ta_sess_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, uint64_t tid);
+/* The thread of pid and tid in the hash, or NULL. */
+struct ta_sess_thread *ta_sess_thread_find(const struct ta_session *s, uint32_t pid, uint64_t tid);
+/* A new thread instance, put in the hash in place of any of the same ids
+ * (the old one stays in s->threads); NULL without memory. */
+struct ta_sess_thread *ta_sess_thread_new(struct ta_session *s, uint32_t pid, uint64_t tid);
+/* Takes t out of the hash (its image is over); it stays in s->threads. */
+void ta_sess_thread_unhash(struct ta_session *s, struct ta_sess_thread *t);
 void ta_sess_thread_free(struct ta_sess_thread *t);
+/* The process chunk c belongs to, made if need be; NULL without memory. */
+struct ta_process *ta_sess_process_get(struct ta_session *s, const struct ta_chunk *c);
 void ta_sess_process_free(struct ta_process *p);
+/* The API's SITES and CHANNELS chunks, and MARK (pauses); 0 or -TA_E_*. */
+int ta_sess_sites_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_channels_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_mark_chunk(struct ta_process *p, struct ta_reader *r);
+/* Ends the pause open at ticks, if any. */
+void ta_sess_pause_close(struct ta_process *p, uint64_t ticks);
+
+/* session_meta.c: the metadata chunks' decoders, each 0 or -TA_E_*. */
+int ta_sess_process_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_clock_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_module_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_module_unload_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_libcalls_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_patch_chunk(struct ta_process *p, struct ta_reader *r);
+int ta_sess_filter_chunk(struct ta_process *p, const void *payload, size_t len);
+int ta_sess_crash_chunk(struct ta_process *p, struct ta_reader *r);
+/* Marks m unloaded at ticks: its ranges join the process's unloaded ones. */
+int ta_sess_module_gone(struct ta_process *p, struct ta_sess_module *m, uint64_t ticks);
+void ta_sess_patch_free(struct ta_patch *pt);
 
 /* session_walk.c: an EVENTS chunk replayed on its thread's stack (0, or
  * -TA_E_NOMEM); what is still open on t closed at its last known time. */

@@ -36,7 +36,7 @@
 #include "format.h"
 #include "grow.h"
 #include "ta_config.h"
-#include "record_int.h"
+#include "launch.h"
 #include "values.h"
 
 

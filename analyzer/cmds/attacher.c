@@ -40,10 +40,11 @@
 #include <unistd.h>
 
 
-#include "attach_int.h"
+#include "inject.h"
 #include "cmdopts.h"
 #include "commands.h"
 #include "ctlsock.h"
+#include "launch.h"
 
 static volatile sig_atomic_t stop_now;
 

@@ -13,10 +13,16 @@
  * so our stack always follows the writer's shadow-stack rule, and each
  * chunk's stack snapshot lets us notice and repair a lost chunk.
  *
- * The pieces: session_procs.c keeps the processes and threads and decodes
- * the metadata chunks (ta_session_chunk dispatches every chunk);
- * session_walk.c replays EVENTS chunks on the threads' stacks, with the
- * profile visitor, which the walk inlines.
+ * The pieces, each using only those after it: session.c (this file: the
+ * session's life, reading, finishing); session_par.c (-j: chunks taken
+ * apart by workers, merged in order); session_ext.c and session_sums.c
+ * (what a worker makes of a chunk: its EXT events, or its sums as the
+ * profile would make them); session_chunk.c (each chunk to its decoder,
+ * and the thread and end-of-image chunks); session_walk.c (EVENTS chunks
+ * replayed on the threads' stacks, with the profile visitor, which the
+ * walk inlines); session_procs.c (the process and thread tables, the API's
+ * sites, channels and pauses); session_meta.c (the process's other
+ * metadata chunks); session_base.c (errors, time, the payload's strings).
  */
 #include "session_int.h"
 
@@ -26,24 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- errors -------------------------------------------------------------------- */
-
-void ta_session_error(struct ta_session *s, int code, const struct ta_chunk *c, uint64_t tid)
-{
-	struct ta_session_error *e;
-
-	s->errors_all++;
-	if (s->nerrors == TA_SESSION_MAX_ERRORS)
-		return;
-	e = &s->errors[s->nerrors++];
-	e->code = code;
-	e->chunk = c->index;
-	e->offset = c->offset;
-	e->skipped = c->skipped;
-	e->type = c->h.type;
-	e->tid = tid;
-}
 
 /* ---- reading a dump ----------------------------------------------------------- */
 
@@ -136,24 +124,6 @@ static void calibrate(struct ta_process *p)
 		p->ns_at_0 = n ? mn - p->ns_per_tick * mt : 0;
 		p->calibrated = 1;
 	}
-}
-
-uint64_t ta_process_dur_ns(const struct ta_process *p, uint64_t ticks)
-{
-	long double ns = ticks * p->ns_per_tick;
-
-	return ns >= 18446744073709551615.0L ? UINT64_MAX : (uint64_t)llroundl(ns);
-}
-
-int64_t ta_process_ticks_ns(const struct ta_process *p, uint64_t ticks)
-{
-	long double ns = p->ns_at_0 + ticks * p->ns_per_tick;
-
-	if (ns >= 9223372036854775807.0L)
-		return INT64_MAX;
-	if (ns <= -9223372036854775807.0L)
-		return -INT64_MAX;
-	return (int64_t)llroundl(ns);
 }
 
 /* ---- finishing --------------------------------------------------------------------- */

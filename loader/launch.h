@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * record_int.h - what record.c (the command: options, the child, the
- * dumps' outcome) and program.c (finding the agent and the program,
- * checking the program, the environment) share.
+ * launch.h - starting a program with the agent preloaded (program.c):
+ * finding the agent and the program, checking that the agent can be
+ * preloaded into it, the environment.  Used by the commands that start a
+ * program, `record` and `top -- PROG` (analyzer/cmds/); it prints its own
+ * messages and knows nothing of the analyzer.
  */
-#ifndef TA_RECORD_INT_H
-#define TA_RECORD_INT_H
+#ifndef TA_LAUNCH_H
+#define TA_LAUNCH_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -24,5 +27,11 @@ int ta_rec_resolve_program(const char *prog, char *out, size_t size);
  * script; 0, or an exit status after printing why. */
 int ta_rec_check_program(const char *prog, const char *path);
 int ta_rec_set_env(const char *name, const char *value);
+
+/* The agent library's absolute path in out (PATH_MAX bytes), or -1 after
+ * printing why; and LD_PRELOAD with the agent put first, or -1 after
+ * printing why. */
+int ta_record_find_agent(char out[PATH_MAX]);
+int ta_record_set_preload(const char *agent);
 
 #endif

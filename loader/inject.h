@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * attach_int.h - what the three files of `traceagent attach` share:
- * attacher.c (the command: options, the control socket's attach and
- * detach, the window), target.c (what /proc, the ELF files and the
+ * inject.h - reaching a running process, for `traceagent attach`
+ * (analyzer/cmds/attacher.c: options, the control socket's attach and
+ * detach, the window): target.c (what /proc, the ELF files and the
  * namespaces tell about the target) and inject.c (ptrace: the safe point,
- * calls made by a stopped thread, dlopen of the agent, --patch).
+ * calls made by a stopped thread, dlopen of the agent, --patch).  It
+ * prints its own messages and knows nothing of the analyzer.
  */
-#ifndef TA_ATTACH_INT_H
-#define TA_ATTACH_INT_H
+#ifndef TA_INJECT_H
+#define TA_INJECT_H
 
 #include <stddef.h>
 #include <stdint.h>

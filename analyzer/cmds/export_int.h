@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export_int.h - what `traceagent export`'s files share: the command's
+ * state, which export.c (options, folded stacks) fills and
+ * export_chrome.c (Chrome Trace Event JSON) writes from.
+ */
+#ifndef TA_EXPORT_INT_H
+#define TA_EXPORT_INT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "export_pb.h"
+#include "timeline.h"
+
+enum format { FMT_NONE, FMT_CHROME, FMT_FOLDED, FMT_PERFETTO, FMT_PPROF };
+
+struct export
+{
+	const char *path, *out;
+	enum format fmt;
+	int by_calls, threads, srcline;
+	int folded_only; /* --by or --threads was given */
+	struct ta_tlopts o;
+	FILE *f;
+
+	/* chrome */
+	struct ta_timeline tl;
+	char **jname, **jcat; /* by function id: JSON name and category, once made */
+	uint32_t nj;
+	uint64_t events, bytes;
+	int warned, nomem;
+
+	/* chrome: the manual API's events */
+	struct zone_args *za; /* texts and values waiting for their zone's slice */
+	size_t nza, za_cap;
+	struct ta_xframes xf; /* the frame marks: slices after the run */
+
+	/* chrome: the lines are formatted by jobs (-j: on the workers), the
+	 * timeline filling the current one; see chrome_rec. */
+	struct ta_opool q;
+	struct cjob *jobs;
+	size_t njobs;
+	struct cjob *job; /* being filled */
+	FILE *of;	  /* the output (f is the current job's text during api) */
+
+	/* folded */
+	char *buf;
+	size_t len, cap;
+	size_t *at; /* by depth: where the frame's name starts in buf */
+	uint32_t nat;
+};
+
+/* export_chrome.c: writes e's dump as Chrome JSON to e->f; the exit status.
+ * What it made (jobs, names, zones' args, frame marks) is freed by
+ * ta_export_chrome_free, whatever it returned. */
+int ta_export_chrome(struct export *e);
+void ta_export_chrome_free(struct export *e);
+
+#endif
