@@ -189,6 +189,7 @@ static int64_t fn_intern(struct ta_fntab *ft, const struct ta_fn_name *nm)
 		return -1;
 	memset(&ft->fn[ft->n], 0, sizeof(ft->fn[ft->n]));
 	ft->fn[ft->n].name = nm->name;
+	ft->fn[ft->n].full = nm->full;
 	ft->fn[ft->n].module = nm->module;
 	ft->fn[ft->n].offset = nm->offset;
 	ft->fn[ft->n].base = ft->n;

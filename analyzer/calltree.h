@@ -53,6 +53,7 @@ void ta_spaces_free(struct ta_spaces *sp);
 
 struct ta_fn {
 	const char *name;   /* as ta_view_name gives it */
+	const char *full;   /* ta_fn_name's full: what --function matches too */
 	const char *module; /* path, "" when outside every module */
 	uint64_t offset;
 	const char *srcline; /* "file:line" once ta_fntab_srclines ran, else NULL */
@@ -85,6 +86,13 @@ struct ta_fntab {
 	size_t naddr, addr_slots;
 	struct ta_htab by_fn; /* ids by (module, offset) */
 };
+
+/* common.h's ta_fn_glob for a function of a table. */
+static inline int ta_ct_fn_glob(const char *glob, const struct ta_fn *f)
+{
+	return ta_glob_match(glob, f->name) ||
+	       (f->full && f->full != f->name && ta_glob_match(glob, f->full));
+}
 
 void ta_fntab_init(struct ta_fntab *ft, struct ta_view *v);
 void ta_fntab_free(struct ta_fntab *ft);

@@ -204,6 +204,21 @@ int ta_view_open(struct ta_view *v, const char *path, const struct ta_visitor *v
 	return ta_view_open_many(v, &path, 1, path, vis);
 }
 
+/* The command's --demangle, for every view it opens. */
+static enum ta_demangle demangle_mode = TA_DEMANGLE_FULL;
+
+void ta_view_set_demangle(enum ta_demangle mode)
+{
+	demangle_mode = mode;
+}
+
+void ta_view_naming(struct ta_view *v)
+{
+	v->demangle = demangle_mode;
+	if (v->res)
+		ta_resolver_shorten(v->res, v->demangle == TA_DEMANGLE_SIMPLE);
+}
+
 int ta_view_open_many(struct ta_view *v, const char *const *paths, size_t n, const char *label,
 		      const struct ta_visitor *vis)
 {
@@ -214,6 +229,7 @@ int ta_view_open_many(struct ta_view *v, const char *const *paths, size_t n, con
 	v->path = label;
 	v->s = ta_session_new(vis);
 	v->res = ta_resolver_new();
+	ta_view_naming(v);
 	if (!v->s || !v->res) {
 		fprintf(stderr, "traceagent: out of memory\n");
 		v->status = 1;
@@ -470,6 +486,7 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 		out->module = TA_AGENT_MODULE;
 		out->offset = 0;
 		out->where = NULL;
+		out->full = out->name;
 		return;
 	}
 	site = p && p->nsites ? ta_process_site(p, ta_process_addr(p, key)) : NULL;
@@ -482,6 +499,7 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 	if (p)
 		addr = ta_process_addr(p, addr);
 	out->where = NULL;
+	out->full = NULL;
 	if (site) {
 		out->where = site->where;
 		out->name = site->name[0] ? site->name : "(zone)";
@@ -495,7 +513,10 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 		const struct ta_resolved *rv =
 			ta_resolve(v->res, m->path, m->build_id, m->build_id_len, addr - m->bias);
 
-		out->name = rv->name;
+		out->name = v->demangle == TA_DEMANGLE_SIMPLE ? rv->short_name
+			    : v->demangle == TA_DEMANGLE_NO	 ? rv->raw
+							 : rv->name;
+		out->full = rv->name;
 		out->module = m->path;
 		out->offset = rv->offset;
 	} else {
@@ -503,6 +524,14 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 		out->module = "";
 		out->offset = addr;
 	}
+	if (!out->full)
+		out->full = out->name;
+}
+
+int ta_fn_glob(const char *glob, const struct ta_fn_name *id)
+{
+	return ta_glob_match(glob, id->name) ||
+	       (id->full && id->full != id->name && ta_glob_match(glob, id->full));
 }
 
 struct ta_fn_name *ta_view_name_profile(struct ta_view *v, const struct ta_profile *prof)

@@ -84,7 +84,7 @@ static int keep_name(void *ctx, const struct ta_fstat *f, const struct ta_fn_nam
 	const char *glob = ctx;
 
 	(void)f;
-	return !glob || ta_glob_match(glob, id->name);
+	return !glob || ta_fn_glob(glob, id);
 }
 
 static int load(struct diff *df, int k)
@@ -286,18 +286,24 @@ static const struct ta_opt diff_opts[] = {
     {"--sort", TA_ARG_EQ, TA_OPT_SORT},
     {"--top", TA_ARG_EQ, TA_OPT_TOP},
     {"--function", TA_ARG_EQ, TA_OPT_FUNCTION},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int npaths = 0, id;
 
 	memset(o, 0, sizeof(*o));
 	ta_opts_init(&p, "diff", diff_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -326,6 +332,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : !o->json ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	if (npaths != 2) {
 		ta_usage_error("diff", "two dumps are needed, BASE and NEW");
 		return 2;

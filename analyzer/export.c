@@ -1036,6 +1036,7 @@ static const struct ta_opt export_opts[] = {
     {"--by", TA_ARG_EQ, O_BY},
     {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -1046,11 +1047,16 @@ static int parse_args(int argc, char **argv, struct export *e)
 	static const char *const bys[] = {"time", "calls", NULL};
 	const unsigned chrome_only = TA_TLOPT_RANGE | TA_TLOPT_MINDUR;
 	struct ta_opts p;
+	int demangle = -1;
 	int id, k;
 
 	ta_opts_init(&p, "export", export_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -1088,6 +1094,11 @@ static int parse_args(int argc, char **argv, struct export *e)
 			break;
 		}
 	}
+	/* Short names in what a reader reads (folded stacks, drawn as a
+	 * flame graph), whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : e->fmt == FMT_FOLDED ? TA_DEMANGLE_SIMPLE
+						    : TA_DEMANGLE_FULL);
 	if (e->fmt == FMT_NONE) {
 		ta_usage_error("export", "say --format=chrome, folded, perfetto or pprof");
 		return 2;

@@ -423,12 +423,14 @@ static const struct ta_opt flame_opts[] = {
     {"--title", TA_ARG_EQ, O_TITLE},
     {"--width", TA_ARG_EQ, O_WIDTH},
     {"--min-width", TA_ARG_EQ, O_MIN_WIDTH},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct flame *fl)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int id;
 
 	ta_opts_init(&p, "flame", flame_opts, usage, argc, argv);
@@ -436,6 +438,10 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 		char *end;
 
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -474,6 +480,7 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 			break;
 		}
 	}
+	ta_view_set_demangle(demangle < 0 ? TA_DEMANGLE_SIMPLE : (enum ta_demangle)demangle);
 	if (!fl->out) {
 		fprintf(stderr, "traceagent flame: no output file given (-o FILE.svg, or -o - for "
 				"the standard output)\n");

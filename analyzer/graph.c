@@ -439,7 +439,7 @@ static int by_function(struct graph *g)
 	for (uint32_t i = 0; i < fns->n; i++) {
 		struct print p = {.g = g, .t = t, .key = i};
 
-		if (fns->fn[i].base != i || !ta_glob_match(g->function, fns->fn[i].name))
+		if (fns->fn[i].base != i || !ta_ct_fn_glob(g->function, &fns->fn[i]))
 			continue;
 		ta_ctree_walk(t, 0, find_open, NULL, &p);
 		m[nm].id = i;
@@ -475,17 +475,23 @@ static const struct ta_opt graph_opts[] = {
     {"--depth", TA_ARG_EQ, TA_OPT_DEPTH}, /* ta_tlopts_take */
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct graph *g)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int id;
 
 	ta_opts_init(&p, "graph", graph_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -517,6 +523,10 @@ static int parse_args(int argc, char **argv, struct graph *g)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : !g->json ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	return ta_opts_need_dump(&p, g->path) ? 2 : -1;
 }
 

@@ -101,6 +101,7 @@ struct ta_live {
 	unsigned capped, pcapped; /* CAP_ bits, and at the previous snapshot */
 	char capmsg[480];
 	int no_files;
+	enum ta_demangle demangle;
 
 	uint64_t events, pevents;
 
@@ -215,6 +216,7 @@ struct ta_live *ta_live_new(void)
 		ta_live_free(L);
 		return NULL;
 	}
+	L->demangle = TA_DEMANGLE_FULL;
 	return L;
 }
 
@@ -224,6 +226,12 @@ static void thr_free(struct thr *t)
 	free(t->stack);
 	ta_htab_free(&t->by_addr);
 	free(t);
+}
+
+void ta_live_demangle(struct ta_live *L, enum ta_demangle mode)
+{
+	L->demangle = mode;
+	ta_resolver_shorten(L->res, mode == TA_DEMANGLE_SIMPLE);
 }
 
 void ta_live_no_files(struct ta_live *L)
@@ -864,7 +872,14 @@ static void name_addr(struct ta_live *L, uint32_t pid, uint64_t addr, const char
 		*name = own_name(L, m->path, addr - m->bias);
 		*module = m->path;
 	} else if (m) {
-		*name = ta_resolve(L->res, m->path, m->build_id, m->build_id_len, addr - m->bias)->name;
+		const struct ta_resolved *rv =
+			ta_resolve(L->res, m->path, m->build_id, m->build_id_len, addr - m->bias);
+
+		/* A short name is its file's function's alone (ta_resolver_shorten):
+		 * merging by name never merges two functions. */
+		*name = L->demangle == TA_DEMANGLE_SIMPLE ? rv->short_name
+			: L->demangle == TA_DEMANGLE_NO	  ? rv->raw
+							  : rv->name;
 		*module = m->path;
 	} else {
 		*name = own_name(L, NULL, addr);

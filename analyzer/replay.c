@@ -507,17 +507,23 @@ static const struct ta_opt replay_opts[] = {
     {"--per-thread", TA_ARG_NONE, O_PER_THREAD},
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct replay *r)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int id;
 
 	ta_opts_init(&p, "replay", replay_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -548,6 +554,10 @@ static int parse_args(int argc, char **argv, struct replay *r)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : !r->json ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	return ta_opts_need_dump(&p, r->path) ? 2 : -1;
 }
 

@@ -171,7 +171,7 @@ static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_na
 		return 0;
 	if (r->opt.channels && !ta_channel_list_has(r->opt.channels, row_channel(r, f, id, buf)))
 		return 0;
-	return !r->opt.function || ta_glob_match(r->opt.function, id->name);
+	return !r->opt.function || ta_fn_glob(r->opt.function, id);
 }
 
 /* The rows of one thread (by index), or of all when thread is UINT32_MAX. */
@@ -659,7 +659,7 @@ static int frames_print(const struct options *o, const struct ta_view *v,
 	if (set && set->nfns && !(rows = malloc(set->nfns * sizeof(*rows))))
 		return -1;
 	for (size_t i = 0; set && i < set->nfns; i++)
-		if (!o->function || ta_glob_match(o->function, set->fns[i].id.name))
+		if (!o->function || ta_fn_glob(o->function, &set->fns[i].id))
 			rows[n++] = &set->fns[i];
 	if (n)
 		qsort(rows, n, sizeof(*rows), fs_fn_cmp);
@@ -744,6 +744,7 @@ static const struct ta_opt report_opts[] = {
     {"--channel", TA_ARG_EQ, O_CHANNEL},
     {"--frames", TA_ARG_NONE, O_FRAMES},
     {"--set", TA_ARG_EQ, O_SET},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -859,12 +860,17 @@ static void options_free(struct options *o)
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int json = 0, csv = 0, id;
 
 	memset(o, 0, sizeof(*o));
 	ta_opts_init(&p, "report", report_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -931,6 +937,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : o->form == OUT_TEXT ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	if (o->libcalls && csv) {
 		fprintf(stderr,
 			"traceagent report: --alloc, --locks and --io print text or --json, "

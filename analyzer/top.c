@@ -63,6 +63,7 @@ struct options {
 	const char *keep; /* -o */
 	long pid;
 	char **argv; /* the program's */
+	int demangle; /* symbols.h's enum ta_demangle: simple unless asked */
 };
 
 /* Where the bytes come from. */
@@ -236,6 +237,7 @@ static const struct ta_opt opt_table[] = {
     {"--serve", TA_ARG_NONE, O_SERVE},
     {"--serve", TA_ARG_EQ, O_SERVE},
     {"-p", TA_ARG_NEXT, O_PID},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, 0, 0},
 };
 
@@ -294,6 +296,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_KEEP:
 			o->keep = p.val;
+			break;
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &o->demangle))
+				return 2;
 			break;
 		case O_SERVE:
 			o->kind = SRC_SERVE;
@@ -1173,6 +1179,7 @@ int ta_cmd_top(int argc, char **argv)
 		fprintf(stderr, "traceagent top: out of memory\n");
 		return 1;
 	}
+	ta_live_demangle(L, (enum ta_demangle)o.demangle);
 	if (!o.batch && term_setup() < 0) {
 		ta_live_free(L);
 		return 2;
