@@ -60,6 +60,8 @@ static void usage(FILE *f)
 		   "  --min-width=PX      leave out frames narrower than this (default 0.1)\n"
 		   "  -j N, --jobs=N      N threads read the dump (default: one per CPU\n"
 		   "                      it may use, at most 64; N up to 1024)\n"
+		   "  --demangle=MODE     C++ names: simple (default: without parameters\n"
+		   "                      and template arguments), full, or no (mangled)\n"
 		   "  -h, --help          this help\n"
 		   "\n"
 		   "A function calling itself more than 64 levels deep is one frame \"NAME\n"

@@ -90,6 +90,9 @@ static void usage(FILE *f)
 		   "                   * any characters, ? one, [a-z] one of a set\n"
 		   "  --top=N          the first N rows of each table\n"
 		   "  --srcline        the source file and line of each function (DWARF)\n"
+		   "  --demangle=MODE  C++ names: simple (default for the table: without\n"
+		   "                   parameters and template arguments), full (default\n"
+		   "                   for --json and --csv), or no (mangled)\n"
 		   "  --alloc          library calls: bytes allocated and freed per calling\n"
 		   "                   function, and the bytes live at the end (never freed)\n"
 		   "                   by the call path that allocated them\n"
@@ -939,7 +942,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	/* Short names in what a reader reads, whole in what a tool does. */
 	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
-			     : o->form == OUT_TEXT ? TA_DEMANGLE_SIMPLE
+			     : !json && !csv ? TA_DEMANGLE_SIMPLE
 					    : TA_DEMANGLE_FULL);
 	if (o->libcalls && csv) {
 		fprintf(stderr,
