@@ -194,7 +194,9 @@ static int line_cmp(const void *a, const void *b)
 }
 
 /* Sets up the interleaving: a temporary file in $TMPDIR (or /tmp).  0, or
- * -1 with the message printed. */
+ * -1 with the message printed.  Without a temporary file the view is
+ * still shown, in --per-thread's order, which needs none: one line on
+ * stderr says so. */
 static int lines_open(struct replay *r)
 {
 	const char *dir = getenv("TMPDIR");
@@ -210,10 +212,12 @@ static int lines_open(struct replay *r)
 	if (r->tmp < 0) {
 		fprintf(stderr,
 			"traceagent replay: %s: cannot create a temporary file to interleave the "
-			"threads: %s (TMPDIR names its directory; --per-thread needs none)\n",
-			path, strerror(errno));
+			"threads (%s): the lines are in the order the agent wrote them, as with "
+			"--per-thread (TMPDIR names the directory)\n",
+			dir, strerror(errno));
 		free(path);
-		return -1;
+		r->per_thread = 1;
+		return 0;
 	}
 	unlink(path);
 	free(path);
