@@ -37,6 +37,10 @@ struct side {
 
 struct entry {
 	const char *name, *module; /* module: base name */
+	/* What the dumps' functions are matched by: the whole name, so that
+	 * a short name that shows whole or with its parameters in one build
+	 * (a new overload) is still the same function. */
+	const char *full;
 	struct side s[2];
 };
 
@@ -112,7 +116,7 @@ static int load(struct diff *df, int k)
 static int entry_key_cmp(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
+	int c = strcmp(x->full, y->full);
 
 	return c ? c : strcmp(x->module, y->module);
 }
@@ -132,6 +136,7 @@ static int match(struct diff *df)
 			struct entry *e = &df->e[df->n++];
 
 			e->name = r->id.name;
+			e->full = r->id.full ? r->id.full : r->id.name;
 			e->module = r->id.module[0] ? ta_path_base(r->id.module) : "";
 			e->s[k].calls = r->calls;
 			e->s[k].total = r->total;
@@ -176,6 +181,8 @@ static int entry_cmp(const void *a, const void *b, void *ctx)
 		cy = change(y->s[0].calls, y->s[1].calls);
 		break;
 	case TA_SORT_NAME:
+		if (strcmp(x->name, y->name))
+			return strcmp(x->name, y->name);
 		break;
 	default:
 		cx = change(x->s[0].total, x->s[1].total);
