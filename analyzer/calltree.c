@@ -609,6 +609,30 @@ static void rec_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_i
 	n->self += x->self;
 	if (x->flags & TA_VISIT_OPEN)
 		n->open++;
+	else if (x->flags & TA_VISIT_INCOMPLETE)
+		n->partial++;
+}
+
+/* An exit without its entry (an attach window began inside the call): a
+ * call at the top of the thread's recorded paths, partial, with no time,
+ * as report counts it. */
+static void rec_partial(void *ctx, struct ta_sess_thread *t, uint64_t addr)
+{
+	struct ta_pathrec *r = ctx;
+	struct ta_pathrec_thread *rt;
+	uint32_t c;
+
+	if (__builtin_expect(t->index < r->nth && r->th[t->index].node, 1))
+		rt = &r->th[t->index];
+	else if (!(rt = thread_root(r, t)))
+		return;
+	if (rt->node == SKIPPED)
+		return;
+	c = ta_ctree_child(&r->tree, rt->node, addr);
+	if (!c)
+		return;
+	r->tree.n[c].calls++;
+	r->tree.n[c].partial++;
 }
 
 /* ---- recording per chunk (-j) ------------------------------------------------------ */
@@ -628,7 +652,7 @@ static void rec_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_i
 struct ct_pnode {
 	uint64_t key;
 	uint32_t parent;
-	uint64_t calls, total, self;
+	uint64_t calls, total, self, partial;
 };
 
 struct ct_part {
@@ -812,6 +836,17 @@ static int part_events(struct ct_part *cp, const struct ta_event *evs, size_t n)
 					return -1;
 			} else {
 				cp->unmatched++;
+				/* As the walk's rec_partial: the stack holds the
+				 * snapshot's frames too, so nothing open is the
+				 * walk's nothing open. */
+				if (!cp->depth) {
+					uint32_t u = pnode(cp, 0, ev->addr);
+
+					if (!u)
+						return -1;
+					cp->n[u].calls++;
+					cp->n[u].partial++;
+				}
 			}
 			break;
 		default:
@@ -911,7 +946,8 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 		memset(map, 0, cp->len * sizeof(*map));
 	} else {
 		/* The walk's first enter of the thread makes its node. */
-		if (cp->enters && !(t->index < r->nth && r->th[t->index].node) &&
+		if ((cp->enters || cp->len > cp->dec.snapshot_depth + 1) &&
+		    !(t->index < r->nth && r->th[t->index].node) &&
 		    !thread_root(r, t))
 			return 0; /* without memory: the walk records that */
 		map[0] =
@@ -931,6 +967,7 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 				continue;
 			n = &r->tree.n[map[i]];
 			n->calls += cp->n[i].calls;
+			n->partial += cp->n[i].partial;
 			n->total += cp->n[i].total;
 			n->self += cp->n[i].self;
 		}
@@ -963,6 +1000,7 @@ void ta_pathrec_visitor(struct ta_pathrec *r, struct ta_visitor *v)
 	v->ctx = r;
 	v->enter = rec_enter;
 	v->exit = rec_exit;
+	v->partial = rec_partial;
 	v->chunks = &part_ops;
 }
 
@@ -1136,6 +1174,7 @@ static int collapse_open(void *ctx, uint32_t i, uint32_t depth)
 		m = &c->nt.n[c->map[n->parent]];
 		m->calls += n->calls;
 		m->open += n->open;
+		m->partial += n->partial;
 		m->self += n->self;
 		c->map[i] = c->map[n->parent];
 		c->in[i] = c->in[n->parent] & IN_CUT ? IN_CUT : IN_RUN;
@@ -1171,6 +1210,7 @@ static int collapse_open(void *ctx, uint32_t i, uint32_t depth)
 	m = &c->nt.n[c->map[i]];
 	m->calls += n->calls;
 	m->open += n->open;
+	m->partial += n->partial;
 	m->total += n->total;
 	m->self += n->self;
 	return 1;
@@ -1333,6 +1373,7 @@ static int name_by_merging(struct ta_calltree *ct, const struct ta_ctree *raw, c
 		m = &ct->tree.n[map[i]];
 		m->calls += n->calls;
 		m->open += n->open;
+		m->partial += n->partial;
 		m->total += to_ns(p, n->total);
 		m->self += to_ns(p, n->self);
 	}
@@ -1446,6 +1487,8 @@ int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_t
 	}
 	/* The recording is named; its memory can go before the output. */
 	ta_pathrec_free(&tv->rec);
+	/* rec_partial counted the exits without an entry. */
+	tv->v.partial_counted = 1;
 	ta_view_warnings(&tv->v);
 	if (tv->ct.cut)
 		ta_view_warn(&tv->v,

@@ -108,6 +108,10 @@ struct ta_ctnode {
 	uint64_t key;			      /* what tells siblings apart */
 	uint32_t parent, child, next, nchild; /* first child, next sibling */
 	uint64_t calls, open, total, self;    /* ticks while recording, ns once named */
+	/* Of calls, neither open nor whole: begun before the dump says (an
+	 * attach window began inside them: no entry, no time; a chunk's
+	 * snapshot opened them: their known part in total and self). */
+	uint64_t partial;
 };
 
 struct ta_ctree {

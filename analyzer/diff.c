@@ -33,6 +33,9 @@ struct options {
 /* One side of one function. */
 struct side {
 	uint64_t calls, total, self; /* ns */
+	/* Of calls: still running at the end, and begun before the dump says
+	 * (report's open and partial); their known part is in total and self. */
+	uint64_t open, partial;
 };
 
 struct entry {
@@ -141,6 +144,8 @@ static int match(struct diff *df)
 			e->s[k].calls = r->calls;
 			e->s[k].total = r->total;
 			e->s[k].self = r->self;
+			e->s[k].open = r->open;
+			e->s[k].partial = r->partial;
 		}
 	if (df->n)
 		qsort(df->e, df->n, sizeof(*df->e), entry_key_cmp);
@@ -150,6 +155,8 @@ static int match(struct diff *df)
 				df->e[w - 1].s[k].calls += df->e[i].s[k].calls;
 				df->e[w - 1].s[k].total += df->e[i].s[k].total;
 				df->e[w - 1].s[k].self += df->e[i].s[k].self;
+				df->e[w - 1].s[k].open += df->e[i].s[k].open;
+				df->e[w - 1].s[k].partial += df->e[i].s[k].partial;
 			}
 		} else {
 			df->e[w++] = df->e[i];
@@ -219,27 +226,42 @@ static const char *fmt_pct(char *buf, size_t n, uint64_t base, uint64_t now)
 static void print_text(const struct diff *df)
 {
 	char b[10][40];
+	int apart = 0;
 
+	/* Open and partial calls, as report shows them: columns of their own
+	 * when a row has any. */
+	for (size_t i = 0; i < df->n && !apart; i++)
+		for (int k = 0; k < 2; k++)
+			apart |= df->e[i].s[k].open || df->e[i].s[k].partial;
 	printf("base: %s\nnew:  %s\n\n", df->opt.path[0], df->opt.path[1]);
-	printf("%10s %10s %12s %12s %13s %8s %12s %12s %13s %8s  %s  %s\n", "base calls",
-	       "new calls", "base total", "new total", "total diff", "total%", "base self",
-	       "new self", "self diff", "self%", "function", "module");
+	printf("%10s %10s %12s %12s %13s %8s %12s %12s %13s %8s", "base calls", "new calls",
+	       "base total", "new total", "total diff", "total%", "base self", "new self",
+	       "self diff", "self%");
+	if (apart)
+		printf(" %9s %9s %12s %12s", "base open", "new open", "base partial", "new partial");
+	printf("  %s  %s\n", "function", "module");
 	for (size_t i = 0; i < df->n; i++) {
 		const struct entry *e = &df->e[i];
 		const struct side *x = &e->s[0], *y = &e->s[1];
 
-		printf("%10" PRIu64 " %10" PRIu64
-		       " %12s %12s %13s %8s %12s %12s %13s %8s  %s  %s\n",
-		       x->calls, y->calls, ta_fmt_time(b[0], sizeof(b[0]), x->total),
+		printf("%10" PRIu64 " %10" PRIu64 " %12s %12s %13s %8s %12s %12s %13s %8s", x->calls,
+		       y->calls, ta_fmt_time(b[0], sizeof(b[0]), x->total),
 		       ta_fmt_time(b[1], sizeof(b[1]), y->total),
 		       fmt_change(b[2], sizeof(b[2]), x->total, y->total),
 		       fmt_pct(b[3], sizeof(b[3]), x->total, y->total),
 		       ta_fmt_time(b[4], sizeof(b[4]), x->self),
 		       ta_fmt_time(b[5], sizeof(b[5]), y->self),
 		       fmt_change(b[6], sizeof(b[6]), x->self, y->self),
-		       fmt_pct(b[7], sizeof(b[7]), x->self, y->self), e->name,
-		       e->module[0] ? e->module : "?");
+		       fmt_pct(b[7], sizeof(b[7]), x->self, y->self));
+		if (apart)
+			printf(" %9" PRIu64 " %9" PRIu64 " %12" PRIu64 " %12" PRIu64, x->open,
+			       y->open, x->partial, y->partial);
+		printf("  %s  %s\n", e->name, e->module[0] ? e->module : "?");
 	}
+	if (apart)
+		printf("open: calls still running when the dump ends; partial: calls already "
+		       "running when it\nbegins (or cut by lost events).  Both are in calls, "
+		       "their known part in total\nand self.\n");
 }
 
 static void json_pct(uint64_t base, uint64_t now)
@@ -277,9 +299,11 @@ static void print_json(const struct diff *df)
 		printf(", \"base_calls\": %" PRIu64 ", \"new_calls\": %" PRIu64
 		       ", \"base_total_ns\": %" PRIu64 ", \"new_total_ns\": %" PRIu64
 		       ", \"base_self_ns\": %" PRIu64 ", \"new_self_ns\": %" PRIu64
+		       ", \"base_open\": %" PRIu64 ", \"new_open\": %" PRIu64
+		       ", \"base_partial\": %" PRIu64 ", \"new_partial\": %" PRIu64
 		       ", \"total_change_ns\": %" PRId64 ", \"total_change_pct\": ",
-		       x->calls, y->calls, x->total, y->total, x->self, y->self,
-		       (int64_t)(y->total - x->total));
+		       x->calls, y->calls, x->total, y->total, x->self, y->self, x->open, y->open,
+		       x->partial, y->partial, (int64_t)(y->total - x->total));
 		json_pct(x->total, y->total);
 		printf(", \"self_change_ns\": %" PRId64 ", \"self_change_pct\": ",
 		       (int64_t)(y->self - x->self));
@@ -378,6 +402,8 @@ int ta_cmd_diff(int argc, char **argv)
 		qsort_r(df.e, df.n, sizeof(*df.e), entry_cmp, &df.opt.sort);
 	if (df.opt.top && df.n > df.opt.top)
 		df.n = (size_t)df.opt.top;
+	/* The profile counts exits without an entry as partial calls. */
+	df.d[0].v.partial_counted = df.d[1].v.partial_counted = 1;
 	ta_view_warnings(&df.d[0].v);
 	ta_view_warnings(&df.d[1].v);
 	if (df.opt.json)

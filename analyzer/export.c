@@ -13,7 +13,8 @@
  * Viewers show a Chrome event's args as part of its name (speedscope
  * names a frame "main {\"module\":...}", and "main {}" for empty args):
  * no slice has args.  A call's module goes in its category, a call still
- * open at the end adds ",open" to it, and a zone's text and value go in an
+ * open at the end adds ",open" to it (",partial" for one whose start is a
+ * guess), and a zone's text and value go in an
  * instant event of their own at the zone's start (cat "zone,args"), which
  * speedscope ignores and Perfetto and chrome://tracing show on the track.
  */
@@ -97,6 +98,7 @@ struct zone_args {
 struct crec {
 	unsigned char kind; /* REC_CALL, REC_TEXT */
 	unsigned char open, first;
+	unsigned char partial; /* started before the dump says (TA_VISIT_PARTIAL) */
 	uint32_t pid;
 	uint64_t tid;
 	const char *name, *cat; /* JSON strings */
@@ -165,8 +167,10 @@ static void usage(FILE *f)
 		"  of an instant at the zone's start (cat \"zone,args\").  A call's\n"
 		"  category is \"function,MODULE\", \"libcall\", \"zone\" or, for the agent's\n"
 		"  waits (\"[traceagent wait]\"), \"traceagent\", with \",open\" for a call\n"
-		"  still open at the end; slices have no args (speedscope would glue\n"
-		"  them to the names).\n"
+		"  still open at the end, \",partial\" for one whose start is a guess\n"
+		"  (begun before the dump's first chunk of its thread); slices have no\n"
+		"  args (speedscope would glue them to the names).  Calls with no entry\n"
+		"  recorded (an attach window began inside them) have no slice.\n"
 		"\n"
 		"pprof:\n"
 		"  --srcline             each function's source file and line\n"
@@ -346,7 +350,7 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 	struct ta_tlcall c;
 	int64_t start;
 	uint64_t dur;
-	size_t nname = strlen(r->name), ncat = strlen(r->cat) - (r->open ? 1 : 0);
+	size_t nname = strlen(r->name), ncat = strlen(r->cat) - (r->open || r->partial ? 1 : 0);
 	char ts[32], *p;
 	int n;
 
@@ -375,7 +379,7 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 		*size += (uint32_t)n;
 		free(line);
 	}
-	if (job_room(j, nname + ncat + 160) < 0) {
+	if (job_room(j, nname + ncat + 168) < 0) {
 		j->nomem = 1;
 		return;
 	}
@@ -389,6 +393,8 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 	p = put_str(p, r->cat, ncat);
 	if (r->open)
 		p = PUT_LIT(p, ",open\"");
+	else if (r->partial)
+		p = PUT_LIT(p, ",partial\"");
 	p = PUT_LIT(p, ", \"pid\": ");
 	p = put_u64(p, r->pid);
 	p = PUT_LIT(p, ", \"tid\": ");
@@ -509,6 +515,7 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 	e->events++;
 	r->kind = REC_CALL;
 	r->open = !!(c->flags & TA_VISIT_OPEN);
+	r->partial = !r->open && (c->flags & TA_VISIT_INCOMPLETE);
 	r->pid = c->t->pid;
 	r->tid = c->t->tid;
 	r->name = e->jname[c->fn];

@@ -111,6 +111,8 @@ static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth,
 		printf("  [%s]", src);
 	if (n->open)
 		printf("  (%" PRIu64 " open at the end)", n->open);
+	if (n->partial)
+		printf("  (%" PRIu64 " partial)", n->partial);
 	putchar('\n');
 }
 
@@ -153,8 +155,8 @@ static void json_fn(const struct graph *g, uint64_t key)
 static void json_sums(const struct ta_ctnode *n)
 {
 	printf("\"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
-	       ", \"open\": %" PRIu64,
-	       n->calls, n->total, n->self, n->open);
+	       ", \"open\": %" PRIu64 ", \"partial\": %" PRIu64,
+	       n->calls, n->total, n->self, n->open, n->partial);
 }
 
 static int json_open(void *ctx, uint32_t n, uint32_t depth)
@@ -258,6 +260,7 @@ static void add_sums(struct ta_ctnode *to, const struct ta_ctnode *from)
 {
 	to->calls += from->calls;
 	to->open += from->open;
+	to->partial += from->partial;
 	to->total += from->total;
 	to->self += from->self;
 }
@@ -349,6 +352,7 @@ static int one_function(struct graph *g, uint64_t key, int first)
 			all.calls += t->n[i].calls;
 			all.self += t->n[i].self;
 			all.open += t->n[i].open;
+			all.partial += t->n[i].partial;
 		}
 	if (p.fail)
 		goto out;

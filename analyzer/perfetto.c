@@ -175,6 +175,7 @@ enum { PR_BEGIN = 1, PR_END = 2, PR_CALL = 3, PR_INSTANT, PR_COUNTER };
 
 struct prec {
 	unsigned char kind, newseq, open, cut;
+	unsigned char partial; /* started before the dump says (TA_VISIT_PARTIAL) */
 	unsigned char is_double, has_value;
 	uint32_t slot; /* the thread's in the job */
 	uint32_t seq, tindex;
@@ -595,7 +596,7 @@ static void slice_end(struct zjob *j, struct prec *r)
 	struct ta_pb *b = &j->pb;
 
 	seq_first(j, r);
-	if (!r->open && !r->text && !r->has_value) {
+	if (!r->open && !r->partial && !r->text && !r->has_value) {
 		call_packet(j, r, 0);
 		return;
 	}
@@ -604,6 +605,8 @@ static void slice_end(struct zjob *j, struct prec *r)
 	ta_pb_varint(b, TE_TYPE, TYPE_END);
 	if (r->open)
 		debug_true(b, "open");
+	else if (r->partial)
+		debug_true(b, "partial");
 	/* A zone's text and value, given while it ran. */
 	if (r->text)
 		debug_str(b, "text", r->text);
@@ -863,7 +866,7 @@ static struct prec *rec(struct pf *x, const struct ta_sess_thread *t, unsigned k
 	}
 	r = &j->r[j->nr];
 	/* What every kind reads; the rest is the caller's. */
-	r->newseq = r->open = r->cut = r->has_value = 0;
+	r->newseq = r->open = r->partial = r->cut = r->has_value = 0;
 	r->text = r->chan = NULL;
 	r->iname = r->icat = r->imod = NULL;
 	r->cat = r->mod = 0;
@@ -1036,6 +1039,7 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		intern(x, c->t, r, c->fn);
 	if (kind & PR_END) {
 		r->open = !!(c->flags & TA_VISIT_OPEN);
+		r->partial = !r->open && (c->flags & TA_VISIT_INCOMPLETE);
 		/* A zone's text and value, given while it ran. */
 		if (x->nzones) {
 			int64_t start;

@@ -86,7 +86,8 @@ static void usage(FILE *f)
 		   "                         calls end (all threads; with --per-thread,\n"
 		   "                         each block's): tid, pid, depth, name, module,\n"
 		   "                         start_ns, duration_ns, self_ns, open,\n"
-		   "                         unwound (left by longjmp or an exception)\n"
+		   "                         partial (its start a guess), unwound (left\n"
+		   "                         by longjmp or an exception)\n"
 		   "  -j N, --jobs=N         N threads read the dump (default: one per CPU\n"
 		   "                         it may use, at most 64; N up to 1024)\n"
 		   "  --demangle=MODE        C++ names: simple (default: without\n"
@@ -266,6 +267,13 @@ static void indent(struct replay *r, uint32_t depth)
 		fprintf(r->out, "[depth %" PRIu32 "] ", depth);
 }
 
+/* A call whose start is a guess (begun before its thread's first chunk,
+ * or where chunks were lost): its duration is not its length. */
+static int is_partial(const struct ta_tlcall *c)
+{
+	return !(c->flags & TA_VISIT_OPEN) && (c->flags & TA_VISIT_INCOMPLETE);
+}
+
 static void json_call(struct replay *r, const struct ta_tlcall *c)
 {
 	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
@@ -281,9 +289,9 @@ static void json_call(struct replay *r, const struct ta_tlcall *c)
 	ta_json_str(out, fn->module);
 	fprintf(out,
 		", \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
-		", \"open\": %s, \"unwound\": %s",
+		", \"open\": %s, \"partial\": %s, \"unwound\": %s",
 		c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false",
-		c->flags & TA_VISIT_UNWOUND ? "true" : "false");
+		is_partial(c) ? "true" : "false", c->flags & TA_VISIT_UNWOUND ? "true" : "false");
 	if (r->srcline) {
 		const char *s = srcline(r, c->fn);
 
@@ -356,6 +364,8 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		fputs(" " TA_ZONE_MODULE, out);
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_OPEN))
 		fprintf(out, " (open at the end)");
+	if (c->kind != TA_TL_ENTER && is_partial(c))
+		fprintf(out, " (partial: begun before the dump says)");
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_UNWOUND))
 		fprintf(out, " (left by longjmp or an exception)");
 	fputc('\n', out);

@@ -303,13 +303,13 @@ class ReplayTest(tahelp.Case):
         mod = self.prog("nest-O2")
         self.assertEqual([json.loads(l) for l in p.stdout.splitlines()], [
             {"tid": 102, "pid": 4242, "depth": 1, "name": "bud", "module": mod,
-             "start_ns": 1600, "duration_ns": 300, "self_ns": 300, "open": False, "unwound": False},
+             "start_ns": 1600, "duration_ns": 300, "self_ns": 300, "open": False, "partial": False, "unwound": False},
             {"tid": 102, "pid": 4242, "depth": 0, "name": "twig", "module": mod,
-             "start_ns": 1500, "duration_ns": 500, "self_ns": 200, "open": False, "unwound": False},
+             "start_ns": 1500, "duration_ns": 500, "self_ns": 200, "open": False, "partial": False, "unwound": False},
             {"tid": 102, "pid": 4242, "depth": 1, "name": "leaf", "module": mod,
-             "start_ns": 2600, "duration_ns": 200, "self_ns": 200, "open": False, "unwound": False},
+             "start_ns": 2600, "duration_ns": 200, "self_ns": 200, "open": False, "partial": False, "unwound": False},
             {"tid": 102, "pid": 4242, "depth": 0, "name": "trunk", "module": mod,
-             "start_ns": 2500, "duration_ns": 6500, "self_ns": 6300, "open": True, "unwound": False}])
+             "start_ns": 2500, "duration_ns": 6500, "self_ns": 6300, "open": True, "partial": False, "unwound": False}])
 
     def test_srcline(self):
         self.need_feature("srcline")
