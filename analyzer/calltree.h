@@ -241,4 +241,22 @@ int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_t
 		     int split);
 void ta_treeview_close(struct ta_treeview *tv);
 
+/* ---- shared by calltree.c and calltree_rec.c ---- */
+
+/* A 64-bit finalizer: well mixed low bits for the tables' masks. */
+static inline uint64_t ta_ct_mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
+
+/* The first slot of child (parent, key) in a table of nslots (a power of
+ * two). */
+static inline size_t ta_ct_child_slot(uint32_t parent, uint64_t key, size_t nslots)
+{
+	return (size_t)ta_ct_mix64(key * 0x9e3779b97f4a7c15ull + parent) & (nslots - 1);
+}
+
 #endif /* TA_CALLTREE_H */

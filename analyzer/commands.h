@@ -10,6 +10,7 @@
 #define TA_COMMANDS_H
 
 #include <limits.h>
+#include <stdint.h>
 
 int ta_cmd_record(int argc, char **argv);
 int ta_cmd_attach(int argc, char **argv);
@@ -25,6 +26,12 @@ int ta_cmd_frames(int argc, char **argv);
 int ta_cmd_ctl(int argc, char **argv);
 int ta_cmd_serve(int argc, char **argv);
 int ta_cmd_top(int argc, char **argv);
+
+/* `report --frames DUMP` (report_frames.c): path names the dump in
+ * messages; set and function (NULL: all) choose, top (0: all) cuts the
+ * rows, json for one JSON object. */
+int ta_report_frames(const char *path, const char *dump, const char *set, const char *function,
+		     uint64_t top, int json);
 
 /* The loader's (loader/record.c), shared with `top -- PROG`: the agent
  * library's absolute path in out (PATH_MAX bytes), or -1 after printing
