@@ -510,7 +510,11 @@ static size_t copy_no_targs(const char *s, size_t i, size_t end, char *o, size_t
 		size_t e;
 
 		if (at_operator(s, i)) {
+			/* group_end skipped the same token: it ends by end,
+			 * which bounds it all the same. */
 			e = i + 8 + op_token(s + i + 8);
+			if (e > end)
+				e = end;
 			memcpy(o + oi, s + i, e - i);
 			oi += e - i;
 			i = e;

@@ -400,6 +400,48 @@ START_TEST(short_names_bounded)
 }
 END_TEST
 
+START_TEST(short_names_hostile)
+{
+	/* Names made of the characters the shortener reads, in any order:
+	 * never longer than the name, never past its end (the sanitizers'
+	 * builds check the reads), and the same answer twice. */
+	static const char *const parts[] = {"<", ">", "(", ")", "{", "}", "[", "]", " ", "::",
+					    "operator", "operator<", "->", "\"\"", "a", "const",
+					    "[clone ", "(anonymous namespace)", "{lambda(", "#1}",
+					    ",", "&&", "*", "~", "-"};
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (int round = 0; round < 20000; round++) {
+		char name[256];
+		size_t len = 0;
+		int n;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		n = (int)(x % 24);
+		name[0] = '\0';
+		for (int k = 0; k < n; k++) {
+			const char *p;
+
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			p = parts[x % (sizeof(parts) / sizeof(parts[0]))];
+			if (len + strlen(p) + 1 > sizeof(name))
+				break;
+			memcpy(name + len, p, strlen(p) + 1);
+			len += strlen(p);
+		}
+		for (int keep = 0; keep < 2; keep++) {
+			char *a = ta_cxx_short(name, keep), *b = ta_cxx_short(name, keep);
+
+			ck_assert_ptr_nonnull(a);
+			ck_assert_msg(strlen(a) <= len, "\"%s\" -> \"%s\"", name, a);
+			ck_assert_str_eq(a, b);
+			free(a);
+			free(b);
+		}
+	}
+}
+END_TEST
+
 /* ---- the resolver ----------------------------------------------------------------- */
 
 static int failures;
@@ -532,6 +574,7 @@ static Suite *symbols_suite(void)
 	tcase_add_test(tc, demangle);
 	tcase_add_test(tc, short_names);
 	tcase_add_test(tc, short_names_bounded);
+	tcase_add_test(tc, short_names_hostile);
 	tcase_add_test(tc, resolver_names_and_cache);
 	tcase_add_test(tc, self_executable);
 	suite_add_tcase(s, tc);
