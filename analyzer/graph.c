@@ -96,6 +96,15 @@ static void text_header(const char *what)
 	printf("%10s %12s %12s  %s\n", "calls", "total", "self", what);
 }
 
+/* A node's calls that are not whole, as report counts them apart. */
+static void marks(const struct ta_ctnode *n)
+{
+	if (n->open)
+		printf("  (%" PRIu64 " open at the end)", n->open);
+	if (n->partial)
+		printf("  (%" PRIu64 " partial)", n->partial);
+}
+
 static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth, const char *name)
 {
 	const struct ta_sess_thread *th = ta_calltree_thread(g->ct, n->key);
@@ -109,10 +118,7 @@ static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth,
 		fputs("  " TA_LIBCALL_MODULE, stdout);
 	if (src)
 		printf("  [%s]", src);
-	if (n->open)
-		printf("  (%" PRIu64 " open at the end)", n->open);
-	if (n->partial)
-		printf("  (%" PRIu64 " partial)", n->partial);
+	marks(n);
 	putchar('\n');
 }
 
@@ -390,10 +396,12 @@ static int one_function(struct graph *g, uint64_t key, int first)
 	} else {
 		char a[3][32];
 
-		printf("%s%s: %" PRIu64 " calls, total %s, self %s\n", first ? "" : "\n",
+		printf("%s%s: %" PRIu64 " calls, total %s, self %s", first ? "" : "\n",
 		       g->ct->fns.fn[key].name, all.calls,
 		       ta_fmt_time(a[0], sizeof(a[0]), all.total),
 		       ta_fmt_time(a[1], sizeof(a[1]), all.self));
+		marks(&all);
+		putchar('\n');
 		printf("\npaths to it:\n");
 		text_header("path");
 		for (uint32_t i = 0; i < p.nfound; i++) {
@@ -403,6 +411,7 @@ static int one_function(struct graph *g, uint64_t key, int first)
 			       ta_fmt_time(a[0], sizeof(a[0]), n->total),
 			       ta_fmt_time(a[1], sizeof(a[1]), n->self));
 			print_path(g, p.found[i]);
+			marks(n);
 			putchar('\n');
 		}
 		printf("\ncalls under it:\n");

@@ -72,6 +72,21 @@ class PartialTest(tahelp.Case):
             "         1       300 ns       300 ns        leaf",
             "         1       100 ns       100 ns      leaf",
         ])
+        # FUNCTION: its calls, its paths and the tree under it, marked.
+        p = tadump.view(self, "graph", self.dump, "branch")
+        self.assertEqual(p.stdout.splitlines(), [
+            "branch: 2 calls, total 500 ns, self 200 ns  (2 partial)",
+            "",
+            "paths to it:",
+            "     calls        total         self  path",
+            "         1       500 ns       200 ns  trunk > branch  (1 partial)",
+            "         1         0 ns         0 ns  branch  (1 partial)",
+            "",
+            "calls under it:",
+            "     calls        total         self  function",
+            "         2       500 ns       200 ns  branch  (2 partial)",
+            "         1       300 ns       300 ns    leaf",
+        ])
         tree = json.loads(tadump.view(self, "graph", "--json", self.dump).stdout)["tree"]
         top = [(n["name"], n["calls"], n["open"], n["partial"], n["total_ns"]) for n in tree]
         self.assertEqual(top, [("trunk", 2, 0, 2, 1000), ("bud", 1, 1, 0, 600),
