@@ -39,8 +39,8 @@ struct ta_symtab {
 	size_t nsegs;
 	/* The short names' uniqueness (short_level), built the first time a
 	 * short name is asked: amb_state 1 built, -1 without memory. */
-	struct name_pair *amb1, *amb2;
-	size_t namb1, namb2;
+	struct name_pair *amb[TA_SHORT_LEVELS];
+	size_t namb[TA_SHORT_LEVELS];
 	int amb_state;
 };
 
@@ -310,8 +310,8 @@ void ta_symtab_free(struct ta_symtab *s)
 	if (!s)
 		return;
 	free(s->syms);
-	free(s->amb1);
-	free(s->amb2);
+	for (int k = 0; k < TA_SHORT_LEVELS; k++)
+		free(s->amb[k]);
 	free(s->names);
 	free(s->segs);
 	free(s);
@@ -532,8 +532,9 @@ static const char *const special_prefix[] = {
 	"non-virtual thunk to ", "virtual thunk to ", "covariant return thunk to ",
 	"transaction clone for ", "TLS init function for ", "TLS wrapper function for "};
 
-char *ta_cxx_short(const char *name, int keep_params)
+char *ta_cxx_short(const char *name, int level)
 {
+	const int keep_params = level >= 1, keep_targs = level >= 2, keep_all_targs = level >= 3;
 	size_t len = strlen(name), i = 0, oi = 0, pre = 0, e;
 	char *o = malloc(len + 1);
 	int conv = 0; /* in a conversion operator's type, where spaces belong */
@@ -596,6 +597,22 @@ char *ta_cxx_short(const char *name, int keep_params)
 		case '<':
 			if (!(e = group_end(name, i)))
 				goto whole;
+			/* The function's own template arguments (those of the
+			 * name the last parameter list follows), one level. */
+			if (keep_targs) {
+				size_t pe = name[e] == '(' ? group_end(name, e) : 0;
+
+				if (keep_all_targs || (pe && at_tail(name + pe))) {
+					/* "operator< <int>" keeps its space. */
+					if (oi && o[oi - 1] == '<' && i && name[i - 1] == ' ')
+						o[oi++] = ' ';
+					o[oi++] = '<';
+					oi = copy_no_targs(name, i + 1, e - 1, o, oi);
+					while (o[oi - 1] == ' ')
+						oi--; /* "vector<int> >": the space went with the '>' */
+					o[oi++] = '>';
+				}
+			}
 			i = e;
 			continue;
 		case '{':
@@ -832,42 +849,40 @@ static int pairs_shared(const struct name_pair *v, size_t n, uint64_t h)
 static void amb_build(struct ta_symtab *s)
 {
 	s->amb_state = -1;
-	s->amb1 = malloc((s->n ? s->n : 1) * sizeof(*s->amb1));
-	s->amb2 = malloc((s->n ? s->n : 1) * sizeof(*s->amb2));
-	if (!s->amb1 || !s->amb2)
-		return;
+	for (int k = 0; k < TA_SHORT_LEVELS; k++)
+		if (!(s->amb[k] = malloc((s->n ? s->n : 1) * sizeof(*s->amb[k]))))
+			return;
 	for (size_t i = 0; i < s->n; i++) {
-		char *d = ta_demangle(s->syms[i].name), *s1, *s2;
+		char *d = ta_demangle(s->syms[i].name);
 		uint64_t w;
 
 		if (!d)
 			continue;
-		s1 = ta_cxx_short(d, 0);
-		s2 = ta_cxx_short(d, 1);
-		if (!s1 || !s2) {
-			free(d);
-			free(s1);
-			free(s2);
-			return;
-		}
 		w = name_hash(d);
-		s->amb1[s->namb1++] = (struct name_pair){name_hash(s1), w};
-		s->amb2[s->namb2++] = (struct name_pair){name_hash(s2), w};
+		for (int k = 0; k < TA_SHORT_LEVELS; k++) {
+			char *sh = ta_cxx_short(d, k);
+
+			if (!sh) {
+				free(d);
+				return;
+			}
+			s->amb[k][s->namb[k]++] = (struct name_pair){name_hash(sh), w};
+			free(sh);
+		}
 		free(d);
-		free(s1);
-		free(s2);
 	}
-	s->namb1 = pairs_unique(s->amb1, s->namb1);
-	s->namb2 = pairs_unique(s->amb2, s->namb2);
+	for (int k = 0; k < TA_SHORT_LEVELS; k++)
+		s->namb[k] = pairs_unique(s->amb[k], s->namb[k]);
 	s->amb_state = 1;
 }
 
 /*
  * The name --demangle=simple shows for the C++ function whole (malloc'd),
- * or NULL for whole itself: its short name when no other function of the
- * file has that short name, else the short name with its parameters when
- * that one is the function's alone, else whole.  Two functions never show
- * as one.
+ * or NULL for whole itself: the shortest of ta_cxx_short's levels that no
+ * other function of the file shares (the short name; with its parameters;
+ * with its own template arguments too; with every template argument list
+ * of the name), else whole.  Two functions never
+ * show as one.
  */
 static char *short_name(struct ta_symtab *tab, const char *whole)
 {
@@ -877,14 +892,11 @@ static char *short_name(struct ta_symtab *tab, const char *whole)
 		amb_build(tab);
 	if (tab->amb_state < 0)
 		return NULL;
-	for (int keep = 0; keep < 2; keep++) {
-		const struct name_pair *v = keep ? tab->amb2 : tab->amb1;
-		size_t n = keep ? tab->namb2 : tab->namb1;
-
-		s = ta_cxx_short(whole, keep);
+	for (int k = 0; k < TA_SHORT_LEVELS; k++) {
+		s = ta_cxx_short(whole, k);
 		if (!s)
 			return NULL;
-		if (!pairs_shared(v, n, name_hash(s)))
+		if (!pairs_shared(tab->amb[k], tab->namb[k], name_hash(s)))
 			return s;
 		free(s);
 	}

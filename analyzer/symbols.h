@@ -55,17 +55,22 @@ char *ta_demangle(const char *name);
 
 /*
  * The short form of a demangled C++ name (malloc'd, NULL without memory):
- * without return type, template arguments, ABI tags and parameter lists,
- * as `--demangle=simple` shows it ("std::vector<int>::push_back(int
- * const&)" is "std::vector::push_back").  With keep_params the outermost
- * function's parameter list and qualifiers stay, their template arguments
- * dropped ("std::vector::push_back(int const&)").  What tells functions
+ * at level 0 without return type, template arguments, ABI tags and
+ * parameter lists, as `--demangle=simple` shows it ("std::vector<int>::
+ * push_back(int const&)" is "std::vector::push_back").  At level 1 the
+ * outermost function's parameter list and qualifiers stay, their template
+ * arguments dropped ("std::vector::push_back(int const&)"); at level 2 the
+ * function's own template arguments too, one level deep ("f<std::vector>(int)"
+ * for "void f<std::vector<int> >(int)"); at level 3 every template argument
+ * list of the name (not of the parameters), one level deep
+ * ("std::vector<int, std::allocator>::push_back(int const&)").  What tells functions
  * apart stays: operator names, lambdas and unnamed types ("{lambda(int)#1}"),
  * "(anonymous namespace)", "[clone .cold]", thunks.  A name it cannot
  * parse (unbalanced, nested deeper than 256) comes back whole; the result
  * is never longer than name.
  */
-char *ta_cxx_short(const char *name, int keep_params);
+char *ta_cxx_short(const char *name, int level);
+#define TA_SHORT_LEVELS 4
 
 /* How the views show C++ names (--demangle). */
 enum ta_demangle {

@@ -128,9 +128,10 @@ class CxxTest(tahelp.Case):
         # Two instances of one template: short with their parameters.
         ("int ns::twice<int>(int)", "ns::twice(int)", "_ZN2ns5twiceIiEET_S1_"),
         ("double ns::twice<double>(double)", "ns::twice(double)", "_ZN2ns5twiceIdEET_S1_"),
-        # Two instances the parameters do not tell apart: whole.
-        ("int ns::width<char>()", "int ns::width<char>()", "_ZN2ns5widthIcEEiv"),
-        ("int ns::width<long>()", "int ns::width<long>()", "_ZN2ns5widthIlEEiv"),
+        # Two instances the parameters do not tell apart: with their
+        # template arguments.
+        ("int ns::width<char>()", "ns::width<char>()", "_ZN2ns5widthIcEEiv"),
+        ("int ns::width<long>()", "ns::width<long>()", "_ZN2ns5widthIlEEiv"),
         ("(anonymous namespace)::helper()", "(anonymous namespace)::helper",
          "_ZN12_GLOBAL__N_16helperEv"),
         ("ns::fail(int)", "ns::fail", "_ZN2ns4failEi"),

@@ -269,13 +269,13 @@ END_TEST
 
 /* ---- short names (--demangle=simple) ----------------------------------------------- */
 
-static void check_short(const char *name, int keep, const char *want)
+static void check_short(const char *name, int level, const char *want)
 {
-	char *s = ta_cxx_short(name, keep);
+	char *s = ta_cxx_short(name, level);
 
 	ck_assert_ptr_nonnull(s);
 	ck_assert_msg(!strcmp(s, want), "ta_cxx_short(\"%s\", %d) = \"%s\", want \"%s\"", name,
-		      keep, s, want);
+		      level, s, want);
 	ck_assert_uint_le(strlen(s), strlen(name));
 	free(s);
 }
@@ -355,10 +355,38 @@ START_TEST(short_names)
 		{"   ", "   ", "   "},
 	};
 
+	/* Level 2: the function's own template arguments, one level deep. */
+	static const struct {
+		const char *name, *targs;
+	} level2[] = {
+		{"int ns::width<char>()", "ns::width<char>()"},
+		{"void f<std::vector<int, std::allocator<int> > >(int)", "f<std::vector>(int)"},
+		{"std::vector<int, std::allocator<int> >::push_back(int const&)",
+		 "std::vector::push_back(int const&)"},
+		{"bool operator< <int>(S<int> const&, S<int> const&)",
+		 "operator< <int>(S const&, S const&)"},
+		{"T nlohmann::basic_json<std::map, std::vector>::get<T, 0>() const",
+		 "nlohmann::basic_json::get<T, 0>() const"},
+		{"auto g<int>(int)::{lambda()#1}::operator()() const",
+		 "g::{lambda()#1}::operator()() const"},
+		{"main", "main"},
+	};
+
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		check_short(cases[i].name, 0, cases[i].simple);
 		check_short(cases[i].name, 1, cases[i].params);
 	}
+	for (size_t i = 0; i < sizeof(level2) / sizeof(level2[0]); i++)
+		check_short(level2[i].name, 2, level2[i].targs);
+	/* Level 3: every template argument list, one level deep. */
+	check_short("std::vector<int, std::allocator<int> >::push_back(int const&)", 3,
+		    "std::vector<int, std::allocator>::push_back(int const&)");
+	check_short("std::__cxx11::basic_string<wchar_t, std::char_traits<wchar_t>, "
+		    "std::allocator<wchar_t> >::_M_data() const",
+		    3, "std::__cxx11::basic_string<wchar_t, std::char_traits, std::allocator>::_M_data() const");
+	check_short("int ns::width<char>()", 3, "ns::width<char>()");
+	check_short("bool operator< <int>(S<int> const&, S<int> const&)", 3,
+		    "operator< <int>(S const&, S const&)");
 }
 END_TEST
 
@@ -429,8 +457,8 @@ START_TEST(short_names_hostile)
 			memcpy(name + len, p, strlen(p) + 1);
 			len += strlen(p);
 		}
-		for (int keep = 0; keep < 2; keep++) {
-			char *a = ta_cxx_short(name, keep), *b = ta_cxx_short(name, keep);
+		for (int level = 0; level < TA_SHORT_LEVELS; level++) {
+			char *a = ta_cxx_short(name, level), *b = ta_cxx_short(name, level);
 
 			ck_assert_ptr_nonnull(a);
 			ck_assert_msg(strlen(a) <= len, "\"%s\" -> \"%s\"", name, a);
