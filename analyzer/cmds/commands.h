@@ -9,6 +9,8 @@
 #ifndef TA_COMMANDS_H
 #define TA_COMMANDS_H
 
+#include <stdint.h>
+
 int ta_cmd_record(int argc, char **argv);
 int ta_cmd_attach(int argc, char **argv);
 int ta_cmd_report(int argc, char **argv);
@@ -23,5 +25,11 @@ int ta_cmd_frames(int argc, char **argv);
 int ta_cmd_ctl(int argc, char **argv);
 int ta_cmd_serve(int argc, char **argv);
 int ta_cmd_top(int argc, char **argv);
+
+/* `report --frames DUMP` (report_frames.c): path names the dump in
+ * messages; set and function (NULL: all) choose, top (0: all) cuts the
+ * rows, json for one JSON object. */
+int ta_report_frames(const char *path, const char *dump, const char *set, const char *function,
+		     uint64_t top, int json);
 
 #endif

@@ -33,10 +33,17 @@ struct options {
 /* One side of one function. */
 struct side {
 	uint64_t calls, total, self; /* ns */
+	/* Of calls: still running at the end, and begun before the dump says
+	 * (report's open and partial); their known part is in total and self. */
+	uint64_t open, partial;
 };
 
 struct entry {
 	const char *name, *module; /* module: base name */
+	/* What the dumps' functions are matched by: the whole name, so that
+	 * a short name that shows whole or with its parameters in one build
+	 * (a new overload) is still the same function. */
+	const char *full;
 	struct side s[2];
 };
 
@@ -70,6 +77,9 @@ static void usage(FILE *f)
 		   "  --function=GLOB  only functions whose (demangled) name matches GLOB\n"
 		   "  -j N, --jobs=N   N threads read each dump (default: one per CPU\n"
 		   "                   it may use, at most 64; N up to 1024)\n"
+		   "  --demangle=MODE  C++ names: simple (default: without\n"
+		   "                   parameters and template arguments; full for\n"
+		   "                   --json), full, or no (mangled)\n"
 		   "  -h, --help       this help\n"
 		   "\n"
 		   "Exit status: 0 when both dumps are whole, 1 when one is damaged or\n"
@@ -84,7 +94,7 @@ static int keep_name(void *ctx, const struct ta_fstat *f, const struct ta_fn_nam
 	const char *glob = ctx;
 
 	(void)f;
-	return !glob || ta_glob_match(glob, id->name);
+	return !glob || ta_fn_glob(glob, id);
 }
 
 static int load(struct diff *df, int k)
@@ -109,7 +119,7 @@ static int load(struct diff *df, int k)
 static int entry_key_cmp(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
+	int c = strcmp(x->full, y->full);
 
 	return c ? c : strcmp(x->module, y->module);
 }
@@ -129,10 +139,13 @@ static int match(struct diff *df)
 			struct entry *e = &df->e[df->n++];
 
 			e->name = r->id.name;
+			e->full = r->id.full ? r->id.full : r->id.name;
 			e->module = r->id.module[0] ? ta_path_base(r->id.module) : "";
 			e->s[k].calls = r->calls;
 			e->s[k].total = r->total;
 			e->s[k].self = r->self;
+			e->s[k].open = r->open;
+			e->s[k].partial = r->partial;
 		}
 	if (df->n)
 		qsort(df->e, df->n, sizeof(*df->e), entry_key_cmp);
@@ -142,6 +155,8 @@ static int match(struct diff *df)
 				df->e[w - 1].s[k].calls += df->e[i].s[k].calls;
 				df->e[w - 1].s[k].total += df->e[i].s[k].total;
 				df->e[w - 1].s[k].self += df->e[i].s[k].self;
+				df->e[w - 1].s[k].open += df->e[i].s[k].open;
+				df->e[w - 1].s[k].partial += df->e[i].s[k].partial;
 			}
 		} else {
 			df->e[w++] = df->e[i];
@@ -173,6 +188,8 @@ static int entry_cmp(const void *a, const void *b, void *ctx)
 		cy = change(y->s[0].calls, y->s[1].calls);
 		break;
 	case TA_SORT_NAME:
+		if (strcmp(x->name, y->name))
+			return strcmp(x->name, y->name);
 		break;
 	default:
 		cx = change(x->s[0].total, x->s[1].total);
@@ -209,27 +226,42 @@ static const char *fmt_pct(char *buf, size_t n, uint64_t base, uint64_t now)
 static void print_text(const struct diff *df)
 {
 	char b[10][40];
+	int apart = 0;
 
+	/* Open and partial calls, as report shows them: columns of their own
+	 * when a row has any. */
+	for (size_t i = 0; i < df->n && !apart; i++)
+		for (int k = 0; k < 2; k++)
+			apart |= df->e[i].s[k].open || df->e[i].s[k].partial;
 	printf("base: %s\nnew:  %s\n\n", df->opt.path[0], df->opt.path[1]);
-	printf("%10s %10s %12s %12s %13s %8s %12s %12s %13s %8s  %s  %s\n", "base calls",
-	       "new calls", "base total", "new total", "total diff", "total%", "base self",
-	       "new self", "self diff", "self%", "function", "module");
+	printf("%10s %10s %12s %12s %13s %8s %12s %12s %13s %8s", "base calls", "new calls",
+	       "base total", "new total", "total diff", "total%", "base self", "new self",
+	       "self diff", "self%");
+	if (apart)
+		printf(" %9s %9s %12s %12s", "base open", "new open", "base partial", "new partial");
+	printf("  %s  %s\n", "function", "module");
 	for (size_t i = 0; i < df->n; i++) {
 		const struct entry *e = &df->e[i];
 		const struct side *x = &e->s[0], *y = &e->s[1];
 
-		printf("%10" PRIu64 " %10" PRIu64
-		       " %12s %12s %13s %8s %12s %12s %13s %8s  %s  %s\n",
-		       x->calls, y->calls, ta_fmt_time(b[0], sizeof(b[0]), x->total),
+		printf("%10" PRIu64 " %10" PRIu64 " %12s %12s %13s %8s %12s %12s %13s %8s", x->calls,
+		       y->calls, ta_fmt_time(b[0], sizeof(b[0]), x->total),
 		       ta_fmt_time(b[1], sizeof(b[1]), y->total),
 		       fmt_change(b[2], sizeof(b[2]), x->total, y->total),
 		       fmt_pct(b[3], sizeof(b[3]), x->total, y->total),
 		       ta_fmt_time(b[4], sizeof(b[4]), x->self),
 		       ta_fmt_time(b[5], sizeof(b[5]), y->self),
 		       fmt_change(b[6], sizeof(b[6]), x->self, y->self),
-		       fmt_pct(b[7], sizeof(b[7]), x->self, y->self), e->name,
-		       e->module[0] ? e->module : "?");
+		       fmt_pct(b[7], sizeof(b[7]), x->self, y->self));
+		if (apart)
+			printf(" %9" PRIu64 " %9" PRIu64 " %12" PRIu64 " %12" PRIu64, x->open,
+			       y->open, x->partial, y->partial);
+		printf("  %s  %s\n", e->name, e->module[0] ? e->module : "?");
 	}
+	if (apart)
+		printf("open: calls still running when the dump ends; partial: calls already "
+		       "running when it\nbegins (or cut by lost events).  Both are in calls, "
+		       "their known part in total\nand self.\n");
 }
 
 static void json_pct(uint64_t base, uint64_t now)
@@ -267,9 +299,11 @@ static void print_json(const struct diff *df)
 		printf(", \"base_calls\": %" PRIu64 ", \"new_calls\": %" PRIu64
 		       ", \"base_total_ns\": %" PRIu64 ", \"new_total_ns\": %" PRIu64
 		       ", \"base_self_ns\": %" PRIu64 ", \"new_self_ns\": %" PRIu64
+		       ", \"base_open\": %" PRIu64 ", \"new_open\": %" PRIu64
+		       ", \"base_partial\": %" PRIu64 ", \"new_partial\": %" PRIu64
 		       ", \"total_change_ns\": %" PRId64 ", \"total_change_pct\": ",
-		       x->calls, y->calls, x->total, y->total, x->self, y->self,
-		       (int64_t)(y->total - x->total));
+		       x->calls, y->calls, x->total, y->total, x->self, y->self, x->open, y->open,
+		       x->partial, y->partial, (int64_t)(y->total - x->total));
 		json_pct(x->total, y->total);
 		printf(", \"self_change_ns\": %" PRId64 ", \"self_change_pct\": ",
 		       (int64_t)(y->self - x->self));
@@ -286,18 +320,24 @@ static const struct ta_opt diff_opts[] = {
     {"--sort", TA_ARG_EQ, TA_OPT_SORT},
     {"--top", TA_ARG_EQ, TA_OPT_TOP},
     {"--function", TA_ARG_EQ, TA_OPT_FUNCTION},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int npaths = 0, id;
 
 	memset(o, 0, sizeof(*o));
 	ta_opts_init(&p, "diff", diff_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -326,6 +366,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : !o->json ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	if (npaths != 2) {
 		ta_usage_error("diff", "two dumps are needed, BASE and NEW");
 		return 2;
@@ -358,6 +402,8 @@ int ta_cmd_diff(int argc, char **argv)
 		qsort_r(df.e, df.n, sizeof(*df.e), entry_cmp, &df.opt.sort);
 	if (df.opt.top && df.n > df.opt.top)
 		df.n = (size_t)df.opt.top;
+	/* The profile counts exits without an entry as partial calls. */
+	df.d[0].v.partial_counted = df.d[1].v.partial_counted = 1;
 	ta_view_warnings(&df.d[0].v);
 	ta_view_warnings(&df.d[1].v);
 	if (df.opt.json)

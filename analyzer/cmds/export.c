@@ -14,7 +14,8 @@
  * Viewers show a Chrome event's args as part of its name (speedscope
  * names a frame "main {\"module\":...}", and "main {}" for empty args):
  * no slice has args.  A call's module goes in its category, a call still
- * open at the end adds ",open" to it, and a zone's text and value go in an
+ * open at the end adds ",open" to it (",partial" for one whose start is a
+ * guess), and a zone's text and value go in an
  * instant event of their own at the zone's start (cat "zone,args"), which
  * speedscope ignores and Perfetto and chrome://tracing show on the track.
  */
@@ -52,6 +53,9 @@ static void usage(FILE *f)
 		"  --tid=TID[,TID...]    only these threads\n"
 		"  -j N, --jobs=N        N threads read the dump (default: one per CPU\n"
 		"                        it may use, at most 64; N up to 1024)\n"
+		"  --demangle=MODE       C++ names: full (default, but for folded),\n"
+		"                        simple (default for folded: without parameters\n"
+		"                        and template arguments), or no (mangled)\n"
 		"  -h, --help            this help\n"
 		"\n"
 		"chrome and perfetto:\n"
@@ -66,8 +70,10 @@ static void usage(FILE *f)
 		"  of an instant at the zone's start (cat \"zone,args\").  A call's\n"
 		"  category is \"function,MODULE\", \"libcall\", \"zone\" or, for the agent's\n"
 		"  waits (\"[traceagent wait]\"), \"traceagent\", with \",open\" for a call\n"
-		"  still open at the end; slices have no args (speedscope would glue\n"
-		"  them to the names).\n"
+		"  still open at the end, \",partial\" for one whose start is a guess\n"
+		"  (begun before the dump's first chunk of its thread); slices have no\n"
+		"  args (speedscope would glue them to the names).  Calls with no entry\n"
+		"  recorded (an attach window began inside them) have no slice.\n"
 		"\n"
 		"pprof:\n"
 		"  --srcline             each function's source file and line\n"
@@ -197,6 +203,7 @@ static const struct ta_opt export_opts[] = {
     {"--by", TA_ARG_EQ, O_BY},
     {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -207,11 +214,16 @@ static int parse_args(int argc, char **argv, struct export *e)
 	static const char *const bys[] = {"time", "calls", NULL};
 	const unsigned chrome_only = TA_TLOPT_RANGE | TA_TLOPT_MINDUR;
 	struct ta_opts p;
+	int demangle = -1;
 	int id, k;
 
 	ta_opts_init(&p, "export", export_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -249,6 +261,11 @@ static int parse_args(int argc, char **argv, struct export *e)
 			break;
 		}
 	}
+	/* Short names in what a reader reads (folded stacks, drawn as a
+	 * flame graph), whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : e->fmt == FMT_FOLDED ? TA_DEMANGLE_SIMPLE
+						    : TA_DEMANGLE_FULL);
 	if (e->fmt == FMT_NONE) {
 		ta_usage_error("export", "say --format=chrome, folded, perfetto or pprof");
 		return 2;

@@ -44,6 +44,7 @@ struct zone_args {
 struct crec {
 	unsigned char kind; /* REC_CALL, REC_TEXT */
 	unsigned char open, first;
+	unsigned char partial; /* started before the dump says (TA_VISIT_PARTIAL) */
 	uint32_t pid;
 	uint64_t tid;
 	const char *name, *cat; /* JSON strings */
@@ -237,7 +238,7 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 	struct ta_tlcall c;
 	int64_t start;
 	uint64_t dur;
-	size_t nname = strlen(r->name), ncat = strlen(r->cat) - (r->open ? 1 : 0);
+	size_t nname = strlen(r->name), ncat = strlen(r->cat) - (r->open || r->partial ? 1 : 0);
 	char ts[32], *p;
 	int n;
 
@@ -266,7 +267,7 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 		*size += (uint32_t)n;
 		free(line);
 	}
-	if (job_room(j, nname + ncat + 160) < 0) {
+	if (job_room(j, nname + ncat + 168) < 0) {
 		j->nomem = 1;
 		return;
 	}
@@ -280,6 +281,8 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 	p = put_str(p, r->cat, ncat);
 	if (r->open)
 		p = PUT_LIT(p, ",open\"");
+	else if (r->partial)
+		p = PUT_LIT(p, ",partial\"");
 	p = PUT_LIT(p, ", \"pid\": ");
 	p = put_u64(p, r->pid);
 	p = PUT_LIT(p, ", \"tid\": ");
@@ -400,6 +403,7 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 	e->events++;
 	r->kind = REC_CALL;
 	r->open = !!(c->flags & TA_VISIT_OPEN);
+	r->partial = !r->open && (c->flags & TA_VISIT_INCOMPLETE);
 	r->pid = c->t->pid;
 	r->tid = c->t->tid;
 	r->name = e->jname[c->fn];

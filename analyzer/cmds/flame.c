@@ -60,6 +60,8 @@ static void usage(FILE *f)
 		   "  --min-width=PX      leave out frames narrower than this (default 0.1)\n"
 		   "  -j N, --jobs=N      N threads read the dump (default: one per CPU\n"
 		   "                      it may use, at most 64; N up to 1024)\n"
+		   "  --demangle=MODE     C++ names: simple (default: without parameters\n"
+		   "                      and template arguments), full, or no (mangled)\n"
 		   "  -h, --help          this help\n"
 		   "\n"
 		   "A function calling itself more than 64 levels deep is one frame \"NAME\n"
@@ -423,12 +425,14 @@ static const struct ta_opt flame_opts[] = {
     {"--title", TA_ARG_EQ, O_TITLE},
     {"--width", TA_ARG_EQ, O_WIDTH},
     {"--min-width", TA_ARG_EQ, O_MIN_WIDTH},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct flame *fl)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int id;
 
 	ta_opts_init(&p, "flame", flame_opts, usage, argc, argv);
@@ -436,6 +440,10 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 		char *end;
 
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -474,6 +482,7 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 			break;
 		}
 	}
+	ta_view_set_demangle(demangle < 0 ? TA_DEMANGLE_SIMPLE : (enum ta_demangle)demangle);
 	if (!fl->out) {
 		fprintf(stderr, "traceagent flame: no output file given (-o FILE.svg, or -o - for "
 				"the standard output)\n");

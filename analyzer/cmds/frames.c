@@ -66,6 +66,9 @@ static void usage(FILE *f)
 	    "                   frame (default 2; --budget replaces it)\n"
 	    "  -j N, --jobs=N   N threads read the dump (default: one per CPU\n"
 	    "                   it may use, at most 64; N up to 1024)\n"
+	    "  --demangle=MODE  culprits' C++ names: simple (default: without\n"
+	    "                   parameters and template arguments; full for\n"
+	    "                   --json), full, or no (mangled)\n"
 	    "  -h, --help       this help\n"
 	    "\n"
 	    "A frame runs from one mark of its set to the next, the first from the\n"
@@ -282,12 +285,14 @@ static const struct ta_opt frames_opts[] = {
     {"--set", TA_ARG_EQ, O_SET},
     {"--budget", TA_ARG_EQ, O_BUDGET},
     {"--hitch", TA_ARG_EQ, O_HITCH},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int id;
 
 	memset(o, 0, sizeof(*o));
@@ -297,6 +302,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		char *end;
 
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -324,6 +333,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : !o->json ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	if (ta_opts_need_dump(&p, o->path))
 		return 2;
 	return -1;

@@ -62,6 +62,9 @@ static void usage(FILE *f)
 		   "  --json              one JSON object\n"
 		   "  -j N, --jobs=N      N threads read the dump (default: one per CPU\n"
 		   "                      it may use, at most 64; N up to 1024)\n"
+		   "  --demangle=MODE     C++ names: simple (default: without parameters\n"
+		   "                      and template arguments; full for --json), full,\n"
+		   "                      or no (mangled)\n"
 		   "  -h, --help          this help\n"
 		   "\n"
 		   "Total counts every call on the path once (a recursive function's deeper\n"
@@ -93,6 +96,15 @@ static void text_header(const char *what)
 	printf("%10s %12s %12s  %s\n", "calls", "total", "self", what);
 }
 
+/* A node's calls that are not whole, as report counts them apart. */
+static void marks(const struct ta_ctnode *n)
+{
+	if (n->open)
+		printf("  (%" PRIu64 " open at the end)", n->open);
+	if (n->partial)
+		printf("  (%" PRIu64 " partial)", n->partial);
+}
+
 static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth, const char *name)
 {
 	const struct ta_sess_thread *th = ta_calltree_thread(g->ct, n->key);
@@ -106,8 +118,7 @@ static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth,
 		fputs("  " TA_LIBCALL_MODULE, stdout);
 	if (src)
 		printf("  [%s]", src);
-	if (n->open)
-		printf("  (%" PRIu64 " open at the end)", n->open);
+	marks(n);
 	putchar('\n');
 }
 
@@ -150,8 +161,8 @@ static void json_fn(const struct graph *g, uint64_t key)
 static void json_sums(const struct ta_ctnode *n)
 {
 	printf("\"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
-	       ", \"open\": %" PRIu64,
-	       n->calls, n->total, n->self, n->open);
+	       ", \"open\": %" PRIu64 ", \"partial\": %" PRIu64,
+	       n->calls, n->total, n->self, n->open, n->partial);
 }
 
 static int json_open(void *ctx, uint32_t n, uint32_t depth)
@@ -255,6 +266,7 @@ static void add_sums(struct ta_ctnode *to, const struct ta_ctnode *from)
 {
 	to->calls += from->calls;
 	to->open += from->open;
+	to->partial += from->partial;
 	to->total += from->total;
 	to->self += from->self;
 }
@@ -346,6 +358,7 @@ static int one_function(struct graph *g, uint64_t key, int first)
 			all.calls += t->n[i].calls;
 			all.self += t->n[i].self;
 			all.open += t->n[i].open;
+			all.partial += t->n[i].partial;
 		}
 	if (p.fail)
 		goto out;
@@ -383,10 +396,12 @@ static int one_function(struct graph *g, uint64_t key, int first)
 	} else {
 		char a[3][32];
 
-		printf("%s%s: %" PRIu64 " calls, total %s, self %s\n", first ? "" : "\n",
+		printf("%s%s: %" PRIu64 " calls, total %s, self %s", first ? "" : "\n",
 		       g->ct->fns.fn[key].name, all.calls,
 		       ta_fmt_time(a[0], sizeof(a[0]), all.total),
 		       ta_fmt_time(a[1], sizeof(a[1]), all.self));
+		marks(&all);
+		putchar('\n');
 		printf("\npaths to it:\n");
 		text_header("path");
 		for (uint32_t i = 0; i < p.nfound; i++) {
@@ -396,6 +411,7 @@ static int one_function(struct graph *g, uint64_t key, int first)
 			       ta_fmt_time(a[0], sizeof(a[0]), n->total),
 			       ta_fmt_time(a[1], sizeof(a[1]), n->self));
 			print_path(g, p.found[i]);
+			marks(n);
 			putchar('\n');
 		}
 		printf("\ncalls under it:\n");
@@ -439,7 +455,7 @@ static int by_function(struct graph *g)
 	for (uint32_t i = 0; i < fns->n; i++) {
 		struct print p = {.g = g, .t = t, .key = i};
 
-		if (fns->fn[i].base != i || !ta_glob_match(g->function, fns->fn[i].name))
+		if (fns->fn[i].base != i || !ta_ct_fn_glob(g->function, &fns->fn[i]))
 			continue;
 		ta_ctree_walk(t, 0, find_open, NULL, &p);
 		m[nm].id = i;
@@ -475,17 +491,23 @@ static const struct ta_opt graph_opts[] = {
     {"--depth", TA_ARG_EQ, TA_OPT_DEPTH}, /* ta_tlopts_take */
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct graph *g)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int id;
 
 	ta_opts_init(&p, "graph", graph_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -517,6 +539,10 @@ static int parse_args(int argc, char **argv, struct graph *g)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : !g->json ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	return ta_opts_need_dump(&p, g->path) ? 2 : -1;
 }
 

@@ -52,6 +52,9 @@ static void usage(FILE *f)
 		   "  --json          one JSON object instead of text\n"
 		   "  -j N, --jobs=N  N threads read the dump (default: one per CPU\n"
 		   "                  it may use, at most 64; N up to 1024)\n"
+		   "  --demangle=MODE C++ names of the functions shown: simple\n"
+		   "                  (default: without parameters and template\n"
+		   "                  arguments; full for --json), full, or no (mangled)\n"
 		   "  -h, --help      this help\n"
 		   "\n"
 		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
@@ -394,18 +397,24 @@ static void print_text(struct ta_view *v, const struct api_counts *a)
 
 static const struct ta_opt info_opts[] = {
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int id;
 
 	memset(o, 0, sizeof(*o));
 	ta_opts_init(&p, "info", info_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -417,6 +426,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : !o->json ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	return ta_opts_need_dump(&p, o->path) ? 2 : -1;
 }
 

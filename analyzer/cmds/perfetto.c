@@ -183,7 +183,7 @@ static struct prec *rec(struct pf *x, const struct ta_sess_thread *t, unsigned k
 	}
 	r = &j->r[j->nr];
 	/* What every kind reads; the rest is the caller's. */
-	r->newseq = r->open = r->cut = r->has_value = 0;
+	r->newseq = r->open = r->partial = r->cut = r->has_value = 0;
 	r->text = r->chan = NULL;
 	r->iname = r->icat = r->imod = NULL;
 	r->cat = r->mod = 0;
@@ -356,6 +356,7 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		intern(x, c->t, r, c->fn);
 	if (kind & PR_END) {
 		r->open = !!(c->flags & TA_VISIT_OPEN);
+		r->partial = !r->open && (c->flags & TA_VISIT_INCOMPLETE);
 		/* A zone's text and value, given while it ran. */
 		if (x->nzones) {
 			int64_t start;

@@ -145,6 +145,7 @@ enum { PR_BEGIN = 1, PR_END = 2, PR_CALL = 3, PR_INSTANT, PR_COUNTER };
 
 struct prec {
 	unsigned char kind, newseq, open, cut;
+	unsigned char partial; /* started before the dump says (TA_VISIT_PARTIAL) */
 	unsigned char is_double, has_value;
 	uint32_t slot; /* the thread's in the job */
 	uint32_t seq, tindex;

@@ -309,7 +309,7 @@ static void slice_end(struct zjob *j, struct prec *r)
 	struct ta_pb *b = &j->pb;
 
 	seq_first(j, r);
-	if (!r->open && !r->text && !r->has_value) {
+	if (!r->open && !r->partial && !r->text && !r->has_value) {
 		call_packet(j, r, 0);
 		return;
 	}
@@ -318,6 +318,8 @@ static void slice_end(struct zjob *j, struct prec *r)
 	ta_pb_varint(b, TE_TYPE, TYPE_END);
 	if (r->open)
 		debug_true(b, "open");
+	else if (r->partial)
+		debug_true(b, "partial");
 	/* A zone's text and value, given while it ran. */
 	if (r->text)
 		debug_str(b, "text", r->text);

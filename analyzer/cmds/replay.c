@@ -86,9 +86,13 @@ static void usage(FILE *f)
 		   "                         calls end (all threads; with --per-thread,\n"
 		   "                         each block's): tid, pid, depth, name, module,\n"
 		   "                         start_ns, duration_ns, self_ns, open,\n"
-		   "                         unwound (left by longjmp or an exception)\n"
+		   "                         partial (its start a guess), unwound (left\n"
+		   "                         by longjmp or an exception)\n"
 		   "  -j N, --jobs=N         N threads read the dump (default: one per CPU\n"
 		   "                         it may use, at most 64; N up to 1024)\n"
+		   "  --demangle=MODE        C++ names: simple (default: without\n"
+		   "                         parameters and template arguments; full for\n"
+		   "                         --json), full, or no (mangled)\n"
 		   "  -h, --help             this help\n"
 		   "\n"
 		   "The manual API's events take one line each at their time, under the\n"
@@ -191,7 +195,9 @@ static int line_cmp(const void *a, const void *b)
 }
 
 /* Sets up the interleaving: a temporary file in $TMPDIR (or /tmp).  0, or
- * -1 with the message printed. */
+ * -1 with the message printed.  Without a temporary file the view is
+ * still shown, in --per-thread's order, which needs none: one line on
+ * stderr says so. */
 static int lines_open(struct replay *r)
 {
 	const char *dir = getenv("TMPDIR");
@@ -207,10 +213,12 @@ static int lines_open(struct replay *r)
 	if (r->tmp < 0) {
 		fprintf(stderr,
 			"traceagent replay: %s: cannot create a temporary file to interleave the "
-			"threads: %s (TMPDIR names its directory; --per-thread needs none)\n",
-			path, strerror(errno));
+			"threads (%s): the lines are in the order the agent wrote them, as with "
+			"--per-thread (TMPDIR names the directory)\n",
+			dir, strerror(errno));
 		free(path);
-		return -1;
+		r->per_thread = 1;
+		return 0;
 	}
 	unlink(path);
 	free(path);
@@ -259,6 +267,13 @@ static void indent(struct replay *r, uint32_t depth)
 		fprintf(r->out, "[depth %" PRIu32 "] ", depth);
 }
 
+/* A call whose start is a guess (begun before its thread's first chunk,
+ * or where chunks were lost): its duration is not its length. */
+static int is_partial(const struct ta_tlcall *c)
+{
+	return !(c->flags & TA_VISIT_OPEN) && (c->flags & TA_VISIT_INCOMPLETE);
+}
+
 static void json_call(struct replay *r, const struct ta_tlcall *c)
 {
 	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
@@ -274,9 +289,9 @@ static void json_call(struct replay *r, const struct ta_tlcall *c)
 	ta_json_str(out, fn->module);
 	fprintf(out,
 		", \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
-		", \"open\": %s, \"unwound\": %s",
+		", \"open\": %s, \"partial\": %s, \"unwound\": %s",
 		c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false",
-		c->flags & TA_VISIT_UNWOUND ? "true" : "false");
+		is_partial(c) ? "true" : "false", c->flags & TA_VISIT_UNWOUND ? "true" : "false");
 	if (r->srcline) {
 		const char *s = srcline(r, c->fn);
 
@@ -349,6 +364,8 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		fputs(" " TA_ZONE_MODULE, out);
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_OPEN))
 		fprintf(out, " (open at the end)");
+	if (c->kind != TA_TL_ENTER && is_partial(c))
+		fprintf(out, " (partial: begun before the dump says)");
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_UNWOUND))
 		fprintf(out, " (left by longjmp or an exception)");
 	fputc('\n', out);
@@ -507,17 +524,23 @@ static const struct ta_opt replay_opts[] = {
     {"--per-thread", TA_ARG_NONE, O_PER_THREAD},
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
 static int parse_args(int argc, char **argv, struct replay *r)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int id;
 
 	ta_opts_init(&p, "replay", replay_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -548,6 +571,10 @@ static int parse_args(int argc, char **argv, struct replay *r)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : !r->json ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	return ta_opts_need_dump(&p, r->path) ? 2 : -1;
 }
 

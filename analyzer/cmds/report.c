@@ -90,6 +90,9 @@ static void usage(FILE *f)
 		   "                   * any characters, ? one, [a-z] one of a set\n"
 		   "  --top=N          the first N rows of each table\n"
 		   "  --srcline        the source file and line of each function (DWARF)\n"
+		   "  --demangle=MODE  C++ names: simple (default for the table: without\n"
+		   "                   parameters and template arguments), full (default\n"
+		   "                   for --json and --csv), or no (mangled)\n"
 		   "  --alloc          library calls: bytes allocated and freed per calling\n"
 		   "                   function, and the bytes live at the end (never freed)\n"
 		   "                   by the call path that allocated them\n"
@@ -171,7 +174,7 @@ static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_na
 		return 0;
 	if (r->opt.channels && !ta_channel_list_has(r->opt.channels, row_channel(r, f, id, buf)))
 		return 0;
-	return !r->opt.function || ta_glob_match(r->opt.function, id->name);
+	return !r->opt.function || ta_fn_glob(r->opt.function, id);
 }
 
 /* The rows of one thread (by index), or of all when thread is UINT32_MAX. */
@@ -609,121 +612,6 @@ static int print_csv(struct report *r, const struct ta_fn_table *all)
 	return 0;
 }
 
-/* ---- per frame (--frames) ------------------------------------------------------------- */
-
-static int fs_fn_cmp(const void *a, const void *b)
-{
-	const struct ta_fs_fn *x = *(const struct ta_fs_fn *const *)a;
-	const struct ta_fs_fn *y = *(const struct ta_fs_fn *const *)b;
-	int c;
-
-	if (x->self_sum_ns != y->self_sum_ns)
-		return x->self_sum_ns > y->self_sum_ns ? -1 : 1;
-	c = strcmp(x->id.name, y->id.name);
-	return c ? c : strcmp(x->id.module, y->id.module);
-}
-
-static void frames_row(const struct options *o, const struct ta_fset *set,
-		       const struct ta_fs_fn *f, int first)
-{
-	double calls = (double)f->calls / (double)set->nframes;
-	uint64_t avg = f->self_sum_ns / set->nframes;
-	char b[3][32];
-
-	if (o->form != OUT_JSON) {
-		printf("%12.2f %10" PRIu64 " %12s %12s %12s  %s  %s\n", calls, f->calls_max,
-		       ta_fmt_time(b[0], sizeof(b[0]), avg),
-		       ta_fmt_time(b[1], sizeof(b[1]), f->self_p99_ns),
-		       ta_fmt_time(b[2], sizeof(b[2]), f->self_max_ns), f->id.name,
-		       ta_path_base(f->id.module));
-		return;
-	}
-	printf("%s\n   {\"name\": ", first ? "" : ",");
-	ta_json_str(stdout, f->id.name);
-	printf(", \"module\": ");
-	ta_json_str(stdout, f->id.module);
-	printf(", \"calls\": %" PRIu64 ", \"calls_per_frame\": %.4f, \"calls_per_frame_max\": %" PRIu64
-	       ", \"self_per_frame_avg_ns\": %" PRIu64 ", \"self_per_frame_p99_ns\": %" PRIu64
-	       ", \"self_per_frame_max_ns\": %" PRIu64 "}",
-	       f->calls, calls, f->calls_max, avg, f->self_p99_ns, f->self_max_ns);
-}
-
-/* The functions of the set by their self time per frame; -1 without
- * memory. */
-static int frames_print(const struct options *o, const struct ta_view *v,
-			const struct ta_fset *set)
-{
-	const struct ta_fs_fn **rows = NULL;
-	size_t n = 0;
-
-	if (set && set->nfns && !(rows = malloc(set->nfns * sizeof(*rows))))
-		return -1;
-	for (size_t i = 0; set && i < set->nfns; i++)
-		if (!o->function || ta_glob_match(o->function, set->fns[i].id.name))
-			rows[n++] = &set->fns[i];
-	if (n)
-		qsort(rows, n, sizeof(*rows), fs_fn_cmp);
-	if (o->top && n > o->top)
-		n = (size_t)o->top;
-	if (o->form == OUT_JSON) {
-		printf("{\"dump\": ");
-		ta_json_str(stdout, o->path);
-		printf(", \"complete\": %s,\n  \"frame_set\": ",
-		       ta_view_incomplete(v) ? "false" : "true");
-		if (set) {
-			printf("{\"name\": ");
-			ta_json_str(stdout, set->name);
-			printf(", \"pid\": %" PRIu32 ", \"count\": %zu}", set->pid, set->nframes);
-		} else
-			printf("null");
-		printf(",\n  \"functions\": [");
-	} else if (!set) {
-		if (o->set)
-			printf("no frame set \"%s\" in %s\n", o->set, o->path);
-		else
-			printf("no frame marks in %s\n", o->path);
-	} else {
-		printf("frame set \"%s\" of process %" PRIu32 ": %zu frames\n", set->name, set->pid,
-		       set->nframes);
-		printf("%12s %10s %12s %12s %12s  %-s  %s\n", "calls/frame", "max calls",
-		       "self/frame", "p99", "max", "function", "module");
-	}
-	for (size_t i = 0; i < n; i++)
-		frames_row(o, set, rows[i], !i);
-	if (o->form == OUT_JSON)
-		printf("%s]}\n", n ? "\n  " : "");
-	free(rows);
-	return 0;
-}
-
-/* report --frames: framestat's passes instead of the profile's. */
-static int report_frames(const struct options *o)
-{
-	struct ta_view v;
-	struct ta_framestat fs;
-	int status;
-
-	memset(&v, 0, sizeof(v));
-	if (ta_framestat_read(&fs, &v, o->paths[0], o->set) < 0) {
-		status = v.status;
-		goto out;
-	}
-	status = v.status;
-	ta_view_warnings(&v);
-	if (frames_print(o, &v, ta_framestat_default(&fs)) < 0) {
-		fflush(stdout);
-		fprintf(stderr, "traceagent: %s: out of memory\n", o->path);
-		status = 1;
-	} else if (fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, "traceagent: writing the report: %s\n", strerror(errno));
-		status = 1;
-	}
-out:
-	ta_framestat_free(&fs);
-	ta_view_close(&v);
-	return status;
-}
-
 /* ---- arguments -------------------------------------------------------------------------- */
 
 enum { O_ALLOC = TA_OPT_OWN, O_LOCKS, O_IO, O_CHANNEL, O_FRAMES, O_SET };
@@ -744,6 +632,7 @@ static const struct ta_opt report_opts[] = {
     {"--channel", TA_ARG_EQ, O_CHANNEL},
     {"--frames", TA_ARG_NONE, O_FRAMES},
     {"--set", TA_ARG_EQ, O_SET},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -859,12 +748,17 @@ static void options_free(struct options *o)
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	struct ta_opts p;
+	int demangle = -1;
 	int json = 0, csv = 0, id;
 
 	memset(o, 0, sizeof(*o));
 	ta_opts_init(&p, "report", report_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &demangle))
+				return 2;
+			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -931,6 +825,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 	}
+	/* Short names in what a reader reads, whole in what a tool does. */
+	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+			     : !json && !csv ? TA_DEMANGLE_SIMPLE
+					    : TA_DEMANGLE_FULL);
 	if (o->libcalls && csv) {
 		fprintf(stderr,
 			"traceagent report: --alloc, --locks and --io print text or --json, "
@@ -995,7 +893,8 @@ int ta_cmd_report(int argc, char **argv)
 		return rc;
 	}
 	if (r.opt.frames) {
-		status = report_frames(&r.opt);
+		status = ta_report_frames(r.opt.path, r.opt.paths[0], r.opt.set, r.opt.function,
+					  r.opt.top, r.opt.form == OUT_JSON);
 		options_free(&r.opt);
 		return status;
 	}

@@ -178,6 +178,9 @@ static void usage(FILE *f)
 		"  --serve[=ADDR]   wait for a traced process streaming to ADDR\n"
 		"                   (tcp://HOST:PORT or unix:PATH; default %s)\n"
 		"  -p PID           ask the traced process PID for a stream\n"
+		"  --demangle=MODE  C++ names: simple (default: without\n"
+		"                   parameters and template arguments), full,\n"
+		"                   or no (mangled)\n"
 		"  -h, --help       this help\n"
 		"\n"
 		"DUMP is followed as it grows, like tail -f.  With -- PROG, top runs PROG\n"
@@ -202,6 +205,7 @@ static const struct ta_opt opt_table[] = {
     {"--serve", TA_ARG_NONE, O_SERVE},
     {"--serve", TA_ARG_EQ, O_SERVE},
     {"-p", TA_ARG_NEXT, O_PID},
+    {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {NULL, 0, 0},
 };
 
@@ -260,6 +264,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_KEEP:
 			o->keep = p.val;
+			break;
+		case TA_OPT_DEMANGLE:
+			if (ta_opts_demangle(&p, &o->demangle))
+				return 2;
 			break;
 		case O_SERVE:
 			o->kind = SRC_SERVE;
@@ -850,6 +858,7 @@ int ta_cmd_top(int argc, char **argv)
 		fprintf(stderr, "traceagent top: out of memory\n");
 		return 1;
 	}
+	ta_live_demangle(L, (enum ta_demangle)o.demangle);
 	if (!o.batch && term_setup() < 0) {
 		ta_live_free(L);
 		return 2;

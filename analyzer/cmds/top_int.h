@@ -35,6 +35,7 @@ struct options {
 	const char *keep; /* -o */
 	long pid;
 	char **argv; /* the program's */
+	int demangle; /* symbols.h's enum ta_demangle: simple unless asked */
 };
 
 /* Where the bytes come from. */

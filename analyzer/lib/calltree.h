@@ -53,6 +53,7 @@ void ta_spaces_free(struct ta_spaces *sp);
 
 struct ta_fn {
 	const char *name;   /* as ta_view_name gives it */
+	const char *full;   /* ta_fn_name's full: what --function matches too */
 	const char *module; /* path, "" when outside every module */
 	uint64_t offset;
 	const char *srcline; /* "file:line" once ta_fntab_srclines ran, else NULL */
@@ -86,6 +87,13 @@ struct ta_fntab {
 	struct ta_htab by_fn; /* ids by (module, offset) */
 };
 
+/* common.h's ta_fn_glob for a function of a table. */
+static inline int ta_ct_fn_glob(const char *glob, const struct ta_fn *f)
+{
+	return ta_glob_match(glob, f->name) ||
+	       (f->full && f->full != f->name && ta_glob_match(glob, f->full));
+}
+
 void ta_fntab_init(struct ta_fntab *ft, struct ta_view *v);
 void ta_fntab_free(struct ta_fntab *ft);
 /* The id of the function at addr in process pid, or -1 without memory. */
@@ -100,6 +108,10 @@ struct ta_ctnode {
 	uint64_t key;			      /* what tells siblings apart */
 	uint32_t parent, child, next, nchild; /* first child, next sibling */
 	uint64_t calls, open, total, self;    /* ticks while recording, ns once named */
+	/* Of calls, neither open nor whole: begun before the dump says (an
+	 * attach window began inside them: no entry, no time; a chunk's
+	 * snapshot opened them: their known part in total and self). */
+	uint64_t partial;
 };
 
 struct ta_ctree {
@@ -228,5 +240,23 @@ struct ta_treeview {
 int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_tidset *tids,
 		     int split);
 void ta_treeview_close(struct ta_treeview *tv);
+
+/* ---- shared by calltree.c and calltree_rec.c ---- */
+
+/* A 64-bit finalizer: well mixed low bits for the tables' masks. */
+static inline uint64_t ta_ct_mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
+
+/* The first slot of child (parent, key) in a table of nslots (a power of
+ * two). */
+static inline size_t ta_ct_child_slot(uint32_t parent, uint64_t key, size_t nslots)
+{
+	return (size_t)ta_ct_mix64(key * 0x9e3779b97f4a7c15ull + parent) & (nslots - 1);
+}
 
 #endif /* TA_CALLTREE_H */

@@ -216,6 +216,14 @@ int ta_opts_sort(const struct ta_opts *p, enum ta_sort_key *key)
 	return 0;
 }
 
+int ta_opts_demangle(const struct ta_opts *p, int *mode)
+{
+	/* In the order of symbols.h's enum ta_demangle. */
+	static const char *const keys[] = {"simple", "full", "no", NULL};
+
+	return ta_opts_choice(p, keys, mode);
+}
+
 int ta_opts_choice(const struct ta_opts *p, const char *const *keys, int *k)
 {
 	char why[128] = "is not ";

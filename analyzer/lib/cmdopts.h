@@ -56,6 +56,7 @@ enum {
 	TA_OPT_TIME_RANGE,
 	TA_OPT_MIN_DURATION,
 	TA_OPT_DEPTH,
+	TA_OPT_DEMANGLE,
 	TA_OPT_OWN = 64
 };
 
@@ -111,6 +112,10 @@ int ta_opts_sort(const struct ta_opts *p, enum ta_sort_key *key);
 /* One of keys (NULL ends them): *k is its index; refused as "is not A, B
  * or C". */
 int ta_opts_choice(const struct ta_opts *p, const char *const *keys, int *k);
+
+/* --demangle: simple, full or no, *mode its index (symbols.h's enum
+ * ta_demangle). */
+int ta_opts_demangle(const struct ta_opts *p, int *mode);
 
 /* The positional word as the dump of a command that takes one: refused
  * ("one dump at a time") when *path is set already. */

@@ -31,6 +31,8 @@ struct ta_view {
 	int partial_counted;
 	/* Exit status so far: 0, 1 (damaged or truncated), 2 (unreadable). */
 	int status;
+	/* How C++ names are shown: ta_view_set_demangle's, when opened. */
+	enum ta_demangle demangle;
 	uint64_t events, lost; /* totals over threads and processes */
 	/* Of lost: events of threads that never got a ring (drop mode with
 	 * the pool empty when they started), which the END chunk counts but
@@ -57,6 +59,12 @@ int ta_view_open(struct ta_view *v, const char *path, const struct ta_visitor *v
 int ta_view_open_many(struct ta_view *v, const char *const *paths, size_t n, const char *label,
 		      const struct ta_visitor *vis);
 void ta_view_close(struct ta_view *v);
+/* How the views opened from now on name C++ functions (--demangle);
+ * TA_DEMANGLE_FULL until set. */
+void ta_view_set_demangle(enum ta_demangle mode);
+/* Applies it to v and its resolver, for a view opened by other means
+ * than ta_view_open. */
+void ta_view_naming(struct ta_view *v);
 
 /* Says on stderr what the numbers do not: loss, repairs, guesses, modules
  * without symbols.  Call after naming (it lists symbol failures). */
@@ -77,7 +85,10 @@ void ta_json_errors(FILE *f, const struct ta_view *v);
 
 /* A function's identity and name. */
 struct ta_fn_name {
-	const char *name;   /* demangled, or "module+0xOFFSET", or "0xADDR" */
+	/* demangled (as the view's demangle says), or "module+0xOFFSET", or
+	 * "0xADDR" */
+	const char *name;
+	const char *full;   /* the whole demangled name (name when not C++) */
 	const char *module; /* module path, "" when no module holds it */
 	uint64_t offset;    /* symbol value (address - bias), or the address */
 	const char *where;  /* a zone's "file:line" (its site's), else NULL */
@@ -111,6 +122,10 @@ static inline int ta_fn_is_agent(const struct ta_fn_name *f)
 /* Names the function at addr in process pid.  Never fails: the strings
  * live as long as the view. */
 void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_name *out);
+/* Whether --function's glob matches the function: its name as shown, or
+ * its whole demangled name (so "*(int)" finds an overload in a view that
+ * shows short names). */
+int ta_fn_glob(const char *glob, const struct ta_fn_name *id);
 
 /* A function calling itself more than this many levels deep is shown as
  * one "NAME [xN]" by the views that print call paths (graph, folded,

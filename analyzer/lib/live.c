@@ -71,6 +71,7 @@ struct ta_live *ta_live_new(void)
 		ta_live_free(L);
 		return NULL;
 	}
+	L->demangle = TA_DEMANGLE_FULL;
 	return L;
 }
 
@@ -80,6 +81,12 @@ static void thr_free(struct thr *t)
 	free(t->stack);
 	ta_htab_free(&t->by_addr);
 	free(t);
+}
+
+void ta_live_demangle(struct ta_live *L, enum ta_demangle mode)
+{
+	L->demangle = mode;
+	ta_resolver_shorten(L->res, mode == TA_DEMANGLE_SIMPLE);
 }
 
 void ta_live_no_files(struct ta_live *L)

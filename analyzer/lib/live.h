@@ -107,6 +107,9 @@ void ta_live_free(struct ta_live *L);
  * "module+0xOFFSET"): for the fuzzer, which must not open the paths a
  * stream names.  Call before the first snapshot. */
 void ta_live_no_files(struct ta_live *L);
+/* How C++ names are shown (--demangle; TA_DEMANGLE_FULL until set).  Call
+ * before the first snapshot. */
+void ta_live_demangle(struct ta_live *L, enum ta_demangle mode);
 /*
  * Takes n more bytes of the dump.  Returns 0, or a negative TA_E_ code
  * when the stream is unusable from there on (*off: where; the chunks

@@ -97,6 +97,7 @@ struct ta_live {
 	unsigned capped, pcapped; /* CAP_ bits, and at the previous snapshot */
 	char capmsg[480];
 	int no_files;
+	enum ta_demangle demangle;
 
 	uint64_t events, pevents;
 

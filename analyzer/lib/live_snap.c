@@ -121,7 +121,14 @@ static void name_addr(struct ta_live *L, uint32_t pid, uint64_t addr, const char
 		*name = own_name(L, m->path, addr - m->bias);
 		*module = m->path;
 	} else if (m) {
-		*name = ta_resolve(L->res, m->path, m->build_id, m->build_id_len, addr - m->bias)->name;
+		const struct ta_resolved *rv =
+			ta_resolve(L->res, m->path, m->build_id, m->build_id_len, addr - m->bias);
+
+		/* A short name is its file's function's alone (ta_resolver_shorten):
+		 * merging by name never merges two functions. */
+		*name = L->demangle == TA_DEMANGLE_SIMPLE ? rv->short_name
+			: L->demangle == TA_DEMANGLE_NO	  ? rv->raw
+							  : rv->name;
 		*module = m->path;
 	} else {
 		*name = own_name(L, NULL, addr);

@@ -18,6 +18,11 @@
 
 #include "format.h"
 
+/* A short name's hash and its function's whole name's. */
+struct name_pair {
+	uint64_t shortn, whole;
+};
+
 /* The C++ runtime's demangler. */
 typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -32,6 +37,11 @@ struct ta_symtab {
 	/* Data tables: the file's loaded segments (PT_LOAD), offsets. */
 	struct seg *segs;
 	size_t nsegs;
+	/* The short names' uniqueness (short_level), built the first time a
+	 * short name is asked: amb_state 1 built, -1 without memory. */
+	struct name_pair *amb[TA_SHORT_LEVELS];
+	size_t namb[TA_SHORT_LEVELS];
+	int amb_state;
 };
 
 /* ---- reading ELF ---------------------------------------------------------------- */
@@ -300,6 +310,8 @@ void ta_symtab_free(struct ta_symtab *s)
 	if (!s)
 		return;
 	free(s->syms);
+	for (int k = 0; k < TA_SHORT_LEVELS; k++)
+		free(s->amb[k]);
 	free(s->names);
 	free(s->segs);
 	free(s);
@@ -376,6 +388,292 @@ char *ta_demangle(const char *name)
 	return d;
 }
 
+/* ---- short C++ names -------------------------------------------------------------- */
+
+/* Deeper nesting than this is not shortened (the name stays whole). */
+#define SHORT_DEPTH 256
+
+static int ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$';
+}
+
+/* The operator after the keyword "operator" at s (its length), or 0 for a
+ * conversion operator or none.  Longest first: "<<=" before "<<" and "<". */
+static size_t op_token(const char *s)
+{
+	static const char *const ops[] = {
+		" delete[]", " new[]", " co_await", " delete", " new", "<<=", ">>=", "<=>",
+		"->*", "()", "[]", "<<", ">>", "<=", ">=", "->", "==", "!=", "&&", "||", "++",
+		"--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<", ">", "+", "-", "*",
+		"/", "%", "^", "&", "|", "~", "!", "=", ","};
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		size_t n = strlen(ops[i]);
+
+		if (!strncmp(s, ops[i], n) && (ops[i][0] != ' ' || !ident_char(s[n])))
+			return n;
+	}
+	return 0;
+}
+
+/* Whether the keyword "operator" starts at s + i (not inside a word). */
+static int at_operator(const char *s, size_t i)
+{
+	return (i == 0 || !ident_char(s[i - 1])) && !strncmp(s + i, "operator", 8) &&
+	       !ident_char(s[i + 8]);
+}
+
+/* Past the group that opens at s[i] ('(', '<', '[' or '{') and its
+ * matching closer, or 0 when it does not close or nests too deep.  A '<'
+ * or '>' that cannot be a bracket (a comparison in an expression, "->",
+ * an operator's name) does not count. */
+static size_t group_end(const char *s, size_t i)
+{
+	char want[SHORT_DEPTH];
+	size_t depth = 0;
+
+	for (; s[i]; i++) {
+		char c = s[i];
+
+		if (at_operator(s, i)) {
+			i += 8;
+			i += op_token(s + i);
+			i--;
+			continue;
+		}
+		if (c == '-' && s[i + 1] == '>') {
+			i++;
+			continue;
+		}
+		if (c == '(' || c == '<' || c == '[' || c == '{') {
+			if (depth == SHORT_DEPTH)
+				return 0;
+			want[depth++] = c == '(' ? ')' : c == '<' ? '>' : c == '[' ? ']' : '}';
+		} else if (c == ')' || c == ']' || c == '}' || c == '>') {
+			size_t d = depth;
+
+			while (d && want[d - 1] != c && want[d - 1] == '>')
+				d--;
+			if (!d || want[d - 1] != c)
+				continue; /* a comparison, or a stray closer */
+			depth = d - 1;
+			if (!depth)
+				return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* What may follow a function's parameter list and belongs to it. */
+static size_t qualifier_len(const char *s)
+{
+	static const char *const q[] = {"const", "volatile", "restrict", "noexcept", "&&", "&"};
+
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		size_t n = strlen(q[i]);
+
+		if (!strncmp(s, q[i], n) && (q[i][0] == '&' || !ident_char(s[n])))
+			return n;
+	}
+	return 0;
+}
+
+/* Whether only qualifiers and "[clone ...]" follow s: the end of the
+ * outermost function's name. */
+static int at_tail(const char *s)
+{
+	size_t i = 0, n;
+
+	while (s[i]) {
+		if (s[i] == ' ') {
+			i++;
+		} else if ((n = qualifier_len(s + i)) != 0) {
+			i += n;
+		} else if (!strncmp(s + i, "[clone ", 7)) {
+			n = group_end(s, i);
+			if (!n)
+				return 0;
+			i = n;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Copies s[i, end) to o without its template argument lists; o's end. */
+static size_t copy_no_targs(const char *s, size_t i, size_t end, char *o, size_t oi)
+{
+	while (i < end) {
+		size_t e;
+
+		if (at_operator(s, i)) {
+			/* group_end skipped the same token: it ends by end,
+			 * which bounds it all the same. */
+			e = i + 8 + op_token(s + i + 8);
+			if (e > end)
+				e = end;
+			memcpy(o + oi, s + i, e - i);
+			oi += e - i;
+			i = e;
+		} else if (s[i] == '<' && (e = group_end(s, i)) != 0 && e <= end) {
+			i = e;
+		} else {
+			o[oi++] = s[i++];
+		}
+	}
+	return oi;
+}
+
+/* Names before the function's that the demangler writes as words. */
+static const char *const special_prefix[] = {
+	"non-virtual thunk to ", "virtual thunk to ", "covariant return thunk to ",
+	"transaction clone for ", "TLS init function for ", "TLS wrapper function for "};
+
+char *ta_cxx_short(const char *name, int level)
+{
+	const int keep_params = level >= 1, keep_targs = level >= 2, keep_all_targs = level >= 3;
+	size_t len = strlen(name), i = 0, oi = 0, pre = 0, e;
+	char *o = malloc(len + 1);
+	int conv = 0; /* in a conversion operator's type, where spaces belong */
+
+	if (!o)
+		return NULL;
+	for (size_t k = 0; k < sizeof(special_prefix) / sizeof(special_prefix[0]); k++) {
+		size_t n = strlen(special_prefix[k]);
+
+		if (!strncmp(name, special_prefix[k], n)) {
+			memcpy(o, name, n);
+			i = oi = pre = n;
+			break;
+		}
+	}
+	while (name[i]) {
+		char c = name[i];
+
+		if (at_operator(name, i)) {
+			memcpy(o + oi, name + i, 8);
+			oi += 8;
+			i += 8;
+			if (name[i] == '"' && name[i + 1] == '"') {
+				/* A literal operator: operator"" _km. */
+				o[oi++] = '"';
+				o[oi++] = '"';
+				i += 2;
+				if (name[i] == ' ')
+					o[oi++] = name[i++];
+				while (ident_char(name[i]))
+					o[oi++] = name[i++];
+			} else if ((e = op_token(name + i)) != 0) {
+				memcpy(o + oi, name + i, e);
+				oi += e;
+				i += e;
+			} else if (name[i] == ' ') {
+				conv = 1;
+				o[oi++] = name[i++];
+			}
+			continue;
+		}
+		switch (c) {
+		case '(':
+			if (!strncmp(name + i, "(anonymous namespace)", 21)) {
+				memcpy(o + oi, name + i, 21);
+				oi += 21;
+				i += 21;
+				continue;
+			}
+			if (!(e = group_end(name, i)))
+				goto whole;
+			if (keep_params && at_tail(name + e)) {
+				if (oi == pre)
+					goto whole; /* a list without a name */
+				oi = copy_no_targs(name, i, e, o, oi);
+			}
+			i = e;
+			conv = 0;
+			continue;
+		case '<':
+			if (!(e = group_end(name, i)))
+				goto whole;
+			/* The function's own template arguments (those of the
+			 * name the last parameter list follows), one level. */
+			if (keep_targs) {
+				size_t pe = name[e] == '(' ? group_end(name, e) : 0;
+
+				if (keep_all_targs || (pe && at_tail(name + pe))) {
+					/* "operator< <int>" keeps its space. */
+					if (oi && o[oi - 1] == '<' && i && name[i - 1] == ' ')
+						o[oi++] = ' ';
+					o[oi++] = '<';
+					oi = copy_no_targs(name, i + 1, e - 1, o, oi);
+					while (o[oi - 1] == ' ')
+						oi--; /* "vector<int> >": the space went with the '>' */
+					o[oi++] = '>';
+				}
+			}
+			i = e;
+			continue;
+		case '{':
+			/* {lambda(int)#1}, {unnamed type#1}: what tells them apart. */
+			if (!(e = group_end(name, i)))
+				goto whole;
+			oi = copy_no_targs(name, i, e, o, oi);
+			i = e;
+			continue;
+		case '[':
+			if (!(e = group_end(name, i)))
+				goto whole;
+			/* An ABI tag says nothing a reader needs; a clone is
+			 * another function (a .cold part). */
+			if (strncmp(name + i, "[abi:", 5)) {
+				memcpy(o + oi, name + i, e - i);
+				oi += e - i;
+			}
+			i = e;
+			continue;
+		case ' ':
+			if (conv) {
+				o[oi++] = name[i++];
+				continue;
+			}
+			/* "operator< <int>": the space keeps "<<" from being read. */
+			if (name[i + 1] == '<') {
+				i++;
+				continue;
+			}
+			if (!strncmp(name + i + 1, "[clone ", 7)) {
+				o[oi++] = name[i++];
+				continue;
+			}
+			if ((e = qualifier_len(name + i + 1)) != 0) {
+				if (keep_params && at_tail(name + i)) {
+					memcpy(o + oi, name + i, e + 1);
+					oi += e + 1;
+				}
+				i += e + 1;
+				continue;
+			}
+			/* What came before was the return type. */
+			oi = pre;
+			i++;
+			continue;
+		default:
+			o[oi++] = name[i++];
+		}
+	}
+	while (oi > pre && o[oi - 1] == ' ')
+		oi--;
+	if (oi == pre)
+		goto whole;
+	o[oi] = '\0';
+	return o;
+whole:
+	memcpy(o, name, len + 1);
+	return o;
+}
+
 /* ---- the resolver --------------------------------------------------------------------- */
 
 struct module_syms {
@@ -391,6 +689,7 @@ struct cache_entry {
 };
 
 struct ta_resolver {
+	int shorten; /* ta_resolver_shorten */
 	struct module_syms *mods;
 	size_t nmods;
 	struct cache_entry *cache;
@@ -413,8 +712,12 @@ void ta_resolver_free(struct ta_resolver *r)
 	free(r->mods);
 	for (size_t i = 0; i < r->cache_size; i++) {
 		if (r->cache[i].module) {
-			free((char *)(uintptr_t)r->cache[i].res->name);
-			free(r->cache[i].res);
+			struct ta_resolved *res = r->cache[i].res;
+
+			if (res->short_name != res->name)
+				free((char *)(uintptr_t)res->short_name);
+			free((char *)(uintptr_t)res->name);
+			free(res);
 		}
 	}
 	free(r->cache);
@@ -485,7 +788,120 @@ static const char *base_name(const char *path)
 }
 
 /* The answer when there is no memory left even for the answer. */
-static struct ta_resolved unknown = {"?", 0, 0};
+static struct ta_resolved unknown = {"?", "?", "?", 0, 0};
+
+void ta_resolver_shorten(struct ta_resolver *r, int on)
+{
+	r->shorten = on;
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct name_pair *x = a, *y = b;
+
+	if (x->shortn != y->shortn)
+		return x->shortn < y->shortn ? -1 : 1;
+	return x->whole < y->whole ? -1 : x->whole > y->whole;
+}
+
+/* Sorts the n pairs at v and drops repeats; their new count. */
+static size_t pairs_unique(struct name_pair *v, size_t n)
+{
+	size_t k = 0;
+
+	if (n)
+		qsort(v, n, sizeof(*v), pair_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!k || pair_cmp(&v[k - 1], &v[i]))
+			v[k++] = v[i];
+	return k;
+}
+
+/* Whether two whole names share the short one of hash h in the sorted
+ * unique pairs v. */
+static int pairs_shared(const struct name_pair *v, size_t n, uint64_t h)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].shortn < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo + 1 < n && v[lo].shortn == h && v[lo + 1].shortn == h;
+}
+
+/* The short names of every C++ function of the file, paired with the
+ * whole ones, so that a short name two functions share is known (an
+ * overload, a template's instances) whichever of them the dump called. */
+static void amb_build(struct ta_symtab *s)
+{
+	s->amb_state = -1;
+	for (int k = 0; k < TA_SHORT_LEVELS; k++)
+		if (!(s->amb[k] = malloc((s->n ? s->n : 1) * sizeof(*s->amb[k]))))
+			return;
+	for (size_t i = 0; i < s->n; i++) {
+		char *d = ta_demangle(s->syms[i].name);
+		uint64_t w;
+
+		if (!d)
+			continue;
+		w = name_hash(d);
+		for (int k = 0; k < TA_SHORT_LEVELS; k++) {
+			char *sh = ta_cxx_short(d, k);
+
+			if (!sh) {
+				free(d);
+				return;
+			}
+			s->amb[k][s->namb[k]++] = (struct name_pair){name_hash(sh), w};
+			free(sh);
+		}
+		free(d);
+	}
+	for (int k = 0; k < TA_SHORT_LEVELS; k++)
+		s->namb[k] = pairs_unique(s->amb[k], s->namb[k]);
+	s->amb_state = 1;
+}
+
+/*
+ * The name --demangle=simple shows for the C++ function whole (malloc'd),
+ * or NULL for whole itself: the shortest of ta_cxx_short's levels that no
+ * other function of the file shares (the short name; with its parameters;
+ * with its own template arguments too; with every template argument list
+ * of the name), else whole.  Two functions never
+ * show as one.
+ */
+static char *short_name(struct ta_symtab *tab, const char *whole)
+{
+	char *s;
+
+	if (!tab->amb_state)
+		amb_build(tab);
+	if (tab->amb_state < 0)
+		return NULL;
+	for (int k = 0; k < TA_SHORT_LEVELS; k++) {
+		s = ta_cxx_short(whole, k);
+		if (!s)
+			return NULL;
+		if (!pairs_shared(tab->amb[k], tab->namb[k], name_hash(s)))
+			return s;
+		free(s);
+	}
+	return NULL;
+}
 
 const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
 				     const uint8_t *build_id, size_t build_id_len, uint64_t offset)
@@ -496,7 +912,7 @@ const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
 	struct ta_resolved *res;
 	struct cache_entry *e;
 	size_t k;
-	char *name;
+	char *name, *shortn = NULL;
 
 	if (mi < 0)
 		return &unknown;
@@ -513,7 +929,9 @@ const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
 		sym = ta_symtab_lookup(r->mods[mi].tab, offset);
 	if (sym) {
 		name = ta_demangle(sym->name);
-		if (!name)
+		if (name && r->shorten)
+			shortn = short_name(r->mods[mi].tab, name);
+		else if (!name)
 			name = strdup(sym->name);
 	} else if (asprintf(&name, "%s+0x%" PRIx64, base_name(path), offset) < 0) {
 		name = NULL;
@@ -521,6 +939,7 @@ const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
 	res = malloc(sizeof(*res));
 	if (!name || !res) {
 		free(name);
+		free(shortn);
 		free(res);
 		return &unknown;
 	}
@@ -531,6 +950,8 @@ const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
 	e->module = mod;
 	e->key = offset;
 	res->name = name;
+	res->short_name = shortn ? shortn : name;
+	res->raw = sym ? sym->name : name;
 	res->offset = sym ? sym->value : offset;
 	res->found = sym != NULL;
 	e->res = res;

@@ -53,10 +53,39 @@ const struct ta_sym *ta_symtab_lookup(const struct ta_symtab *s, uint64_t offset
  * mangled C++ name. */
 char *ta_demangle(const char *name);
 
+/*
+ * The short form of a demangled C++ name (malloc'd, NULL without memory):
+ * at level 0 without return type, template arguments, ABI tags and
+ * parameter lists, as `--demangle=simple` shows it ("std::vector<int>::
+ * push_back(int const&)" is "std::vector::push_back").  At level 1 the
+ * outermost function's parameter list and qualifiers stay, their template
+ * arguments dropped ("std::vector::push_back(int const&)"); at level 2 the
+ * function's own template arguments too, one level deep ("f<std::vector>(int)"
+ * for "void f<std::vector<int> >(int)"); at level 3 every template argument
+ * list of the name (not of the parameters), one level deep
+ * ("std::vector<int, std::allocator>::push_back(int const&)").  What tells functions
+ * apart stays: operator names, lambdas and unnamed types ("{lambda(int)#1}"),
+ * "(anonymous namespace)", "[clone .cold]", thunks.  A name it cannot
+ * parse (unbalanced, nested deeper than 256) comes back whole; the result
+ * is never longer than name.
+ */
+char *ta_cxx_short(const char *name, int level);
+#define TA_SHORT_LEVELS 4
+
+/* How the views show C++ names (--demangle). */
+enum ta_demangle {
+	TA_DEMANGLE_SIMPLE, /* ta_cxx_short's, whole where two functions would share one */
+	TA_DEMANGLE_FULL,   /* as the demangler writes them */
+	TA_DEMANGLE_NO	    /* as the symbol table has them (mangled) */
+};
+
 /* ---- the resolver ---------------------------------------------------------- */
 
 struct ta_resolved {
 	const char *name; /* demangled, or "module+0xOFFSET" when unknown */
+	/* --demangle=simple's name (ta_resolver_shorten), else name. */
+	const char *short_name;
+	const char *raw; /* as in the symbol table (mangled), else name */
 	uint64_t offset;  /* the symbol's value when found, else the offset given */
 	int found;
 };
@@ -65,6 +94,10 @@ struct ta_resolver;
 
 struct ta_resolver *ta_resolver_new(void);
 void ta_resolver_free(struct ta_resolver *r);
+/* With on, each C++ name resolved gets its short_name: ta_cxx_short's
+ * where no other function of its file has the same, else with the
+ * parameters, else the whole name.  Set before the first ta_resolve. */
+void ta_resolver_shorten(struct ta_resolver *r, int on);
 
 /*
  * Names the function at offset (runtime address minus load bias) in the

@@ -103,6 +103,7 @@ static int meta_read(struct ta_view *m, const char *path)
 	m->path = path;
 	m->s = ta_session_new(NULL);
 	m->res = ta_resolver_new();
+	ta_view_naming(m);
 	if (!m->s || !m->res)
 		return -1;
 	if (ta_dumpfile_open(path, &d) == 0) {
@@ -250,7 +251,7 @@ static int fn_matches(struct ta_timeline *tl, int64_t id)
 		tl->nmatch = n;
 	}
 	if (!tl->match[id])
-		tl->match[id] = ta_glob_match(tl->o->function, tl->fns.fn[id].name) ? 2 : 1;
+		tl->match[id] = ta_ct_fn_glob(tl->o->function, &tl->fns.fn[id]) ? 2 : 1;
 	return tl->match[id] == 2;
 }
 

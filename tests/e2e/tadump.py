@@ -10,7 +10,7 @@ from tahelp import crc32c
 
 PROCESS, CLOCK, MODULE, THREAD_START, THREAD_NAME, THREAD_END, EVENTS, END = range(1, 9)
 CLOCK_MONOTONIC = 3
-EXIT, ENTER = 0, 1
+EXIT, ENTER, EXIT_ADDR = 0, 1, 2
 EXT_WAIT = 21  # the agent's wait: start, length (format.h TA_EXT_WAIT)
 
 
@@ -89,8 +89,8 @@ class Dump:
 
     def events(self, tid, evs, stack=()):
         """One EVENTS chunk of thread tid: evs are (ticks, ENTER, addr),
-        (ticks, EXIT) or (ticks, EXT, subtype, values); stack is the shadow
-        stack at its start."""
+        (ticks, EXIT), (ticks, EXIT_ADDR, addr) or (ticks, EXT, subtype,
+        values); stack is the shadow stack at its start."""
         seq = self.thread_seq.get(tid, 0)
         self.thread_seq[tid] = seq + 1
         first = evs[0][0] if evs else 0
@@ -107,7 +107,7 @@ class Dump:
         for ev in evs:
             p += u((ev[0] - prev_t) << 2 | ev[1])
             prev_t = ev[0]
-            if ev[1] == ENTER:
+            if ev[1] in (ENTER, EXIT_ADDR):
                 p += s(ev[2] - prev_a)
                 prev_a = ev[2]
             elif ev[1] == EXT:
@@ -184,6 +184,38 @@ def sample(path, exe):
     d.thread_end(101, 10000, len(main_evs))
     d.thread_end(102, WORKER_END, len(worker_evs))
     d.end(10100, len(main_evs) + len(worker_evs), 2)
+    d.write(path)
+
+
+# -- open and partial calls --------------------------------------------------
+
+def partial_sample(path, exe):
+    """Writes a run with calls of each kind a view must count apart, to
+    path, with exe (the nest program) as its module.  Thread 101 was
+    attached to inside branch and trunk: their exits have no entry (at 1500
+    and 2300); leaf (400 ns) and twig (600 ns) are whole; bud, entered at
+    2400, is still open when the thread ends at 3000.  Thread 102's first
+    chunk begins inside trunk > branch (a flight recorder's cut, at 5000):
+    branch ends at 5500 and trunk at 6000, their starts guessed; the two
+    leaf calls under them (300 and 100 ns) are whole."""
+    import tahelp
+    syms = tahelp.elf_symbols(exe)
+    addr = {n: BIAS + syms[n] for n in ("main", "trunk", "branch", "leaf", "twig", "bud")}
+    d = Dump()
+    d.process(START, exe, [exe])
+    d.module(exe, BIAS, BIAS, BIAS + (1 << 30))
+    d.thread_start(101, START, "main")
+    d.thread_start(102, 900, "worker")
+    m = [(1000, ENTER, addr["leaf"]), (1400, EXIT), (1500, EXIT_ADDR, addr["branch"]),
+         (1600, ENTER, addr["twig"]), (2200, EXIT), (2300, EXIT_ADDR, addr["trunk"]),
+         (2400, ENTER, addr["bud"])]
+    w = [(5000, ENTER, addr["leaf"]), (5300, EXIT), (5500, EXIT),
+         (5600, ENTER, addr["leaf"]), (5700, EXIT), (6000, EXIT)]
+    d.events(101, m)
+    d.events(102, w, [addr["trunk"], addr["branch"]])
+    d.thread_end(101, 3000, len(m))
+    d.thread_end(102, 6500, len(w))
+    d.end(6600, len(m) + len(w), 2)
     d.write(path)
 
 

@@ -17,6 +17,8 @@ CALLS = {
     "ns::Klass::method(int)": 4,
     "int ns::twice<int>(int)": 3,
     "double ns::twice<double>(double)": 2,
+    "int ns::width<char>()": 1,
+    "int ns::width<long>()": 1,
     "(anonymous namespace)::helper()": 1,
     "ns::fail(int)": 2,
 }
@@ -103,7 +105,7 @@ class CxxTest(tahelp.Case):
         for level in LEVELS:
             with self.subTest(level=level):
                 r = self.traced("preload", [self.prog("cxx-" + level)])
-                p = tadump.view(self, "replay", r.dump)
+                p = tadump.view(self, "replay", "--demangle=full", r.dump)
                 lines = p.stdout.splitlines()
                 self.assertEqual(lines[0].split(), ["duration", "tid", "function"])
                 starts = {}
@@ -116,6 +118,101 @@ class CxxTest(tahelp.Case):
                     starts[name] = starts.get(name, 0) + 1
                 want = {("main()" if n == "main" else n): c for n, c in CALLS.items()}
                 self.assertEqual(starts, want)
+
+    # --demangle: each function's name in the three forms (cxx.cc).
+    NAMES = [
+        # (whole, short, mangled, or a tuple of the mangled names it may have)
+        ("main", "main", "main"),
+        ("ns::Klass::Klass(int)", "ns::Klass::Klass", ("_ZN2ns5KlassC1Ei", "_ZN2ns5KlassC2Ei")),
+        ("ns::Klass::method(int)", "ns::Klass::method", "_ZN2ns5Klass6methodEi"),
+        # Two instances of one template: short with their parameters.
+        ("int ns::twice<int>(int)", "ns::twice(int)", "_ZN2ns5twiceIiEET_S1_"),
+        ("double ns::twice<double>(double)", "ns::twice(double)", "_ZN2ns5twiceIdEET_S1_"),
+        # Two instances the parameters do not tell apart: with their
+        # template arguments.
+        ("int ns::width<char>()", "ns::width<char>()", "_ZN2ns5widthIcEEiv"),
+        ("int ns::width<long>()", "ns::width<long>()", "_ZN2ns5widthIlEEiv"),
+        ("(anonymous namespace)::helper()", "(anonymous namespace)::helper",
+         "_ZN12_GLOBAL__N_16helperEv"),
+        ("ns::fail(int)", "ns::fail", "_ZN2ns4failEi"),
+    ]
+
+    def names_in(self, form, whole_to_calls, got, shown=lambda n: n):
+        """Checks got (name -> calls) against CALLS in form (0 whole, 1
+        short, 2 mangled), each name as shown(name) writes it."""
+        want = {}
+        for entry in self.NAMES:
+            name = entry[form]
+            if isinstance(name, tuple):
+                name = next((n for n in name if shown(n) in got), name[0])
+            want[shown(name)] = whole_to_calls[entry[0]]
+        self.assertEqual(got, want)
+
+    def test_demangle(self):
+        """--demangle: short names by default in report's table, graph,
+        replay and folded stacks (never two functions under one name),
+        whole with full and in the JSON and the tools' exports, mangled
+        with no; --function matches the whole name too."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                r = self.traced("preload", [self.prog("cxx-" + level)])
+                for form, opts in ((1, ()), (1, ("--demangle=simple",)),
+                                   (0, ("--demangle=full",)), (2, ("--demangle=no",))):
+                    # report's table: "...  NAME  MODULE", names without
+                    # two spaces in a row.
+                    p = tadump.view(self, "report", *opts, r.dump)
+                    rows = p.stdout.splitlines()[1:]
+                    got = {}
+                    for row in rows:
+                        cols = row.strip().split("  ")
+                        got[cols[-2]] = int(cols[0])
+                    self.names_in(form, CALLS, got)
+                    # graph: one path each (main calls them all).
+                    p = tadump.view(self, "graph", *opts, r.dump)
+                    lines = p.stdout.splitlines()
+                    col = lines[1].index("function")
+                    got = {}
+                    for line in lines[2:]:
+                        got[line[col:].strip()] = int(line.split()[0])
+                    self.names_in(form, CALLS, got)
+                    # replay: "NAME;" with "()" after a name without a
+                    # parameter list.
+                    p = tadump.view(self, "replay", *opts, r.dump)
+                    got = {}
+                    for line in p.stdout.splitlines()[1:]:
+                        text = line[23:].strip()
+                        if text.startswith("} /* "):
+                            continue
+                        name = text[:-1] if text.endswith(";") else text[:-2]
+                        got[name] = got.get(name, 0) + 1
+                    self.names_in(form, CALLS, got,
+                                  lambda n: n if n.endswith(")") else n + "()")
+                    # Folded stacks: "main;NAME CALLS" by calls.
+                    p = tadump.view(self, "export", "--format=folded", "--by=calls", *opts,
+                                    "-o", "-", r.dump)
+                    got = {}
+                    for line in p.stdout.splitlines():
+                        stack, n = line.rsplit(" ", 1)
+                        frames = stack.split(";")
+                        got[frames[-1]] = int(n)
+                    self.names_in(form, CALLS, got)
+                # The JSON and the Chrome export: whole by default.
+                rep = self.report(r.dump)
+                self.names_in(0, CALLS, {f["name"]: f["calls"] for f in rep["functions"]})
+                p = tadump.view(self, "export", "--format=chrome", "-o", "-", r.dump)
+                got = {}
+                for ev in json.loads(p.stdout)["traceEvents"]:
+                    if ev.get("ph") == "X":
+                        got[ev["name"]] = got.get(ev["name"], 0) + 1
+                self.names_in(0, CALLS, got)
+                # --function on the whole name, the short one shown.
+                p = tadump.view(self, "report", "--function=*(int)", r.dump)
+                got = sorted(row.strip().split("  ")[-2] for row in p.stdout.splitlines()[1:])
+                self.assertEqual(got, ["ns::Klass::Klass", "ns::Klass::method", "ns::fail",
+                                       "ns::twice(int)"])
+                p = tadump.view(self, "report", "--demangle=maybe", r.dump, status=2)
+                self.assertEqual(p.stderr, "traceagent report: --demangle: 'maybe' is not "
+                                 "simple, full or no\n")
 
 if __name__ == "__main__":
     tahelp.main()

@@ -180,10 +180,10 @@ class PerfettoTest(tahelp.Case):
         if not shutil.which("protoc"):
             self.skipTest("protoc not installed (Debian: protobuf-compiler)")
 
-    def export(self, dump, *options):
+    def export(self, dump, *options, stderr=""):
         out = self.fresh("perfetto") + ".pftrace"
         p = tadump.view(self, "export", "--format=perfetto", "-o", out, *options, dump)
-        self.assertEqual((p.stdout, p.stderr), ("", ""))
+        self.assertEqual((p.stdout, p.stderr), ("", stderr))
         with open(out, "rb") as fh:
             raw = inflate(fh.read())
         d = subprocess.run(["protoc", "--proto_path=" + PROTO_DIR,
@@ -192,6 +192,21 @@ class PerfettoTest(tahelp.Case):
         self.assertEqual(d.returncode, 0, d.stderr)
         self.assertEqual(d.stderr, b"")
         return Trace(parse_text(d.stdout.decode())["packet"])
+
+    def test_open_and_partial(self):
+        """A call still open at the end has the annotation "open" on its
+        end, one whose start is a guess "partial" (tadump.partial_sample);
+        calls without an entry have no slice, as the warning says."""
+        dump = self.path("partial.trace")
+        tadump.partial_sample(dump, self.prog("nest-O2"))
+        tr = self.export(dump, stderr="traceagent: %s: warning: 2 function exits without a "
+                         "recorded entry were ignored\n" % dump)
+        got = sorted((s["name"], s["end"] - s["start"], "open" in s["args"],
+                      "partial" in s["args"]) for s in tr.slices)
+        self.assertEqual(got, [("branch", 500, False, True), ("bud", 600, True, False),
+                               ("leaf", 100, False, False), ("leaf", 300, False, False),
+                               ("leaf", 400, False, False), ("trunk", 1000, False, True),
+                               ("twig", 600, False, False)])
 
     def test_fib(self):
         n = 12

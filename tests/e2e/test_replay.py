@@ -8,6 +8,7 @@ real run."""
 
 import json
 import re
+import subprocess
 
 import tahelp
 import tadump
@@ -302,13 +303,13 @@ class ReplayTest(tahelp.Case):
         mod = self.prog("nest-O2")
         self.assertEqual([json.loads(l) for l in p.stdout.splitlines()], [
             {"tid": 102, "pid": 4242, "depth": 1, "name": "bud", "module": mod,
-             "start_ns": 1600, "duration_ns": 300, "self_ns": 300, "open": False, "unwound": False},
+             "start_ns": 1600, "duration_ns": 300, "self_ns": 300, "open": False, "partial": False, "unwound": False},
             {"tid": 102, "pid": 4242, "depth": 0, "name": "twig", "module": mod,
-             "start_ns": 1500, "duration_ns": 500, "self_ns": 200, "open": False, "unwound": False},
+             "start_ns": 1500, "duration_ns": 500, "self_ns": 200, "open": False, "partial": False, "unwound": False},
             {"tid": 102, "pid": 4242, "depth": 1, "name": "leaf", "module": mod,
-             "start_ns": 2600, "duration_ns": 200, "self_ns": 200, "open": False, "unwound": False},
+             "start_ns": 2600, "duration_ns": 200, "self_ns": 200, "open": False, "partial": False, "unwound": False},
             {"tid": 102, "pid": 4242, "depth": 0, "name": "trunk", "module": mod,
-             "start_ns": 2500, "duration_ns": 6500, "self_ns": 6300, "open": True, "unwound": False}])
+             "start_ns": 2500, "duration_ns": 6500, "self_ns": 6300, "open": True, "partial": False, "unwound": False}])
 
     def test_srcline(self):
         self.need_feature("srcline")
@@ -367,6 +368,32 @@ class ReplayTest(tahelp.Case):
         q = [json.loads(l) for l in tadump.view(self, "replay", "--json", "--per-thread", dump).stdout.splitlines()]
         key = lambda c: (c["start_ns"], c["tid"], c["depth"])
         self.assertEqual(sorted(q, key=key), sorted(calls, key=key))
+
+    def test_no_tmpdir(self):
+        """Where no temporary file can be made (TMPDIR missing, or a file),
+        replay still shows every line, in --per-thread's order, with one
+        line on stderr saying why; exit status 0."""
+        dump = tadump.traced_dump(self, "threads-O2")
+        per = tadump.view(self, "replay", "--time", "--per-thread", dump)
+        not_dir = self.path("not-a-dir")
+        with open(not_dir, "w") as f:
+            f.write("x")
+        for tmpdir, err in ((self.path("nonexistent"), "No such file or directory"),
+                            (not_dir, "Not a directory")):
+            with self.subTest(tmpdir=tmpdir):
+                for args, want in ((("--time",), per.stdout),
+                                   (("--json",), tadump.view(self, "replay", "--json",
+                                                             "--per-thread", dump).stdout)):
+                    p = subprocess.run([tahelp.TRACEAGENT, "replay"] + list(args) + [dump],
+                                       env=tahelp.clean_env({"TMPDIR": tmpdir}),
+                                       capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    self.assertEqual(p.stdout, want)
+                    self.assertEqual(p.stderr,
+                                     "traceagent replay: %s: cannot "
+                                     "create a temporary file to interleave the threads (%s): "
+                                     "the lines are in the order the agent wrote them, as with "
+                                     "--per-thread (TMPDIR names the directory)\n" % (tmpdir, err))
 
     def test_errors(self):
         dump = tadump.sample_dump(self)

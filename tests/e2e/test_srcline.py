@@ -64,6 +64,8 @@ class SrclineTest(tahelp.Case):
                     "ns::Klass::method(int)": self.where("cxx.cc", r"int Klass::method\("),
                     "int ns::twice<int>(int)": self.where("cxx.cc", r"T twice\(T x\)"),
                     "double ns::twice<double>(double)": self.where("cxx.cc", r"T twice\(T x\)"),
+                    "int ns::width<char>()": self.where("cxx.cc", r"int width\(\)"),
+                    "int ns::width<long>()": self.where("cxx.cc", r"int width\(\)"),
                     "ns::fail(int)": self.where("cxx.cc", r"void fail\(int x\)"),
                     "(anonymous namespace)::helper()": self.where("cxx.cc", r"int helper\(\)"),
                 }

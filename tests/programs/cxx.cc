@@ -2,9 +2,11 @@
 //
 // cxx.cc - C++ names the analyzer must demangle: a constructor and a method
 // of a class in a namespace, a function template at two types, and a
-// function in an anonymous namespace; and a function left by an exception
-// (GCC calls the exit hook while unwinding).  Calls: Klass(int) 1,
-// method(int) 4, twice<int> 3, twice<double> 2, helper() 1, fail(int) 2.
+// function in an anonymous namespace; a function template whose instances
+// differ in nothing but their template argument; and a function left by an
+// exception (GCC calls the exit hook while unwinding).  Calls: Klass(int) 1,
+// method(int) 4, twice<int> 3, twice<double> 2, width<char> 1, width<long>
+// 1, helper() 1, fail(int) 2.
 #include <cstdio>
 
 namespace ns
@@ -33,6 +35,11 @@ template <typename T> __attribute__((noipa)) T twice(T x)
 	return x + x;
 }
 
+template <typename T> __attribute__((noipa)) int width()
+{
+	return (int)sizeof(T);
+}
+
 __attribute__((noipa)) void fail(int x)
 {
 	throw x;
@@ -59,6 +66,8 @@ int main()
 		sum += ns::twice(i);
 	for (int i = 0; i < 2; i++)
 		d += ns::twice(0.5 * i);
+	volatile int widths = ns::width<char>() + ns::width<long>();
+	(void)widths;
 	for (int i = 0; i < 2; i++) {
 		try {
 			ns::fail(i);

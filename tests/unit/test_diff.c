@@ -115,15 +115,18 @@ START_TEST(json)
 	    " \"functions\": [\n"
 	    "  {\"name\": \"report_fn_c\", \"module\": \"%s\", \"base_calls\": 0, "
 	    "\"new_calls\": 1, \"base_total_ns\": 0, \"new_total_ns\": 1000, "
-	    "\"base_self_ns\": 0, \"new_self_ns\": 1000, \"total_change_ns\": 1000, "
+	    "\"base_self_ns\": 0, \"new_self_ns\": 1000, \"base_open\": 0, \"new_open\": 0, "
+	    "\"base_partial\": 0, \"new_partial\": 0, \"total_change_ns\": 1000, "
 	    "\"total_change_pct\": null, \"self_change_ns\": 1000, \"self_change_pct\": null},\n"
 	    "  {\"name\": \"report_fn_a\", \"module\": \"%s\", \"base_calls\": 3, "
 	    "\"new_calls\": 4, \"base_total_ns\": 300, \"new_total_ns\": 400, "
-	    "\"base_self_ns\": 240, \"new_self_ns\": 400, \"total_change_ns\": 100, "
+	    "\"base_self_ns\": 240, \"new_self_ns\": 400, \"base_open\": 0, \"new_open\": 0, "
+	    "\"base_partial\": 0, \"new_partial\": 0, \"total_change_ns\": 100, "
 	    "\"total_change_pct\": 33.33, \"self_change_ns\": 160, \"self_change_pct\": 66.67},\n"
 	    "  {\"name\": \"report_fn_b\", \"module\": \"%s\", \"base_calls\": 2, "
 	    "\"new_calls\": 0, \"base_total_ns\": 60, \"new_total_ns\": 0, "
-	    "\"base_self_ns\": 60, \"new_self_ns\": 0, \"total_change_ns\": -60, "
+	    "\"base_self_ns\": 60, \"new_self_ns\": 0, \"base_open\": 0, \"new_open\": 0, "
+	    "\"base_partial\": 0, \"new_partial\": 0, \"total_change_ns\": -60, "
 	    "\"total_change_pct\": -100.00, \"self_change_ns\": -60, \"self_change_pct\": "
 	    "-100.00}\n"
 	    " ]}\n",
@@ -136,7 +139,8 @@ START_TEST(json)
 				     "\"base_calls\": 4, \"new_calls\": 3, "
 				     "\"base_total_ns\": 400, \"new_total_ns\": 300, "
 				     "\"base_self_ns\": 400, \"new_self_ns\": 240, "
-				     "\"total_change_ns\": -100, \"total_change_pct\": -25.00"));
+				     "\"base_open\": 0, \"new_open\": 0, \"base_partial\": 0, "
+				     "\"new_partial\": 0, \"total_change_ns\": -100, \"total_change_pct\": -25.00"));
 	unlink(base);
 	unlink(now);
 	drop_link();

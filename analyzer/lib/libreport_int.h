@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libreport_int.h - what libreport.c (the sums, while the dump is walked)
+ * and libreport_print.c (naming and printing them) share.
+ */
+#ifndef TA_LIBREPORT_INT_H
+#define TA_LIBREPORT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+/* A table of sums keyed by three numbers. */
+#define NV 6
+struct agg_row {
+	uint64_t k[3];
+	uint64_t v[NV];
+};
+
+struct agg {
+	struct agg_row *rows;
+	size_t n, cap;
+	struct ta_htab by_key;
+};
+
+struct path {
+	uint32_t pid, depth;
+	uint64_t *addr;		/* bottom first, the allocating function last */
+	uint64_t bytes, blocks; /* live at the end */
+};
+
+struct live {
+	uint64_t pid, ptr; /* ptr 0: empty */
+	uint64_t size;
+	uint32_t path;
+};
+
+/* A module's data symbols (lock_name). */
+struct data_syms {
+	char *path;
+	struct ta_symtab *tab; /* NULL when it could not be read */
+};
+
+struct ta_libstats {
+	struct ta_view *v;
+	struct ta_visitor inner; /* the visitor this one wraps */
+	int nomem;
+	const struct ta_process *proc; /* of last_pid */
+	uint32_t last_pid;
+
+	/* alloc: (pid, caller) -> allocs, bytes, frees, freed bytes */
+	struct agg alloc_caller;
+	uint64_t untracked_frees; /* of blocks allocated before recording */
+	struct path *paths;
+	size_t npaths, paths_cap;
+	struct agg path_index; /* (hash, pid, depth) -> v[0] = path index + 1, chained by v[1] */
+	struct live *live;
+	size_t nlive, live_slots;
+
+	/* locks: (pid, caller, function index) and (pid, object, 0) -> calls,
+	 * wait ticks, max ticks; an object's row also the live block holding
+	 * it (path index + 1, 0: none found), its offset there, and how many
+	 * times the block was looked for (heap_block) */
+	struct agg lock_caller, lock_obj;
+	/* The data symbols of the modules, read when locks are named. */
+	struct data_syms *dsyms;
+	size_t ndsyms;
+	/* io: (pid, fd, 0) and (pid, caller, 0) -> calls, asked, done, errors,
+	 * ticks */
+	struct agg io_fd, io_caller;
+};
+
+#endif /* TA_LIBREPORT_INT_H */
