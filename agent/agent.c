@@ -328,7 +328,7 @@ static int start(void)
 	if (ta_settings_attach)
 		ta_lazy_open();
 	err = ta_ring_init(ta_cfg.block_bytes, ta_cfg.memory_cap, (int)ta_cfg.mode,
-			  ta_cfg.flight_bytes);
+			   ta_cfg.flight_bytes);
 	if (err < 0) {
 		ta_warn("cannot reserve %llu bytes of ring memory: %s; not tracing",
 			(unsigned long long)ta_cfg.memory_cap, strerror(-err));
@@ -496,10 +496,9 @@ void ta_agent_write_end(uint64_t flags)
 	ta_buf_u(&b, events);
 	ta_buf_u(&b, lost);
 	ta_buf_u(&b, threads);
-	ta_buf_u(&b, flags |
-			 (ta_dump_failed() || ta_flusher_out_of_memory() ? TA_END_F_INCOMPLETE
-									   : 0) |
-			 (ta_attach_injected ? TA_END_F_ATTACH : 0));
+	ta_buf_u(
+	    &b, flags | (ta_dump_failed() || ta_flusher_out_of_memory() ? TA_END_F_INCOMPLETE : 0) |
+		    (ta_attach_injected ? TA_END_F_ATTACH : 0));
 	/* 1.4: the lost events by cause (format.h). */
 	ta_flusher_lost_by(by);
 	ta_buf_u(&b, TA_LOST_NCAUSES);
@@ -616,8 +615,7 @@ int ta_agent_reattach(void)
 		signals_install();
 		err = ta_flusher_start(attaching());
 		if (err < 0) {
-			ta_warn("cannot start the flusher thread: %s; not tracing",
-				strerror(-err));
+			ta_warn("cannot start the flusher thread: %s; not tracing", strerror(-err));
 			ta_dump_close();
 		}
 	}

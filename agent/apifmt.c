@@ -30,13 +30,13 @@ static void out_put(struct out *o, const char *s, size_t n)
 }
 
 /* snprintf of one conversion, its result appended (cut at the end). */
-#define OUT_CONV(o, spec, arg)                                                                      \
+#define OUT_CONV(o, spec, arg)                                                                     \
 	do {                                                                                       \
 		char one_[TA_TEXT_MAX + 1];                                                        \
 		int n_ = snprintf(one_, sizeof(one_), spec, arg);                                  \
 		if (n_ > 0) {                                                                      \
 			if ((size_t)n_ >= sizeof(one_))                                            \
-				(o)->cut = 1, n_ = (int)sizeof(one_) - 1;                         \
+				(o)->cut = 1, n_ = (int)sizeof(one_) - 1;                          \
 			out_put(o, one_, (size_t)n_);                                              \
 		}                                                                                  \
 	} while (0)
@@ -84,7 +84,9 @@ static void format_message(struct out *o, const char *fmt, va_list ap)
 			if (star) {
 				int w = va_arg(ap, int);
 				sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "%d",
-						       w > 4096 ? 4096 : w < -4096 ? -4096 : w);
+						       w > 4096	   ? 4096
+						       : w < -4096 ? -4096
+								   : w);
 				p++;
 			} else {
 				while (*p >= '0' && *p <= '9' && sl < 40)
@@ -171,7 +173,7 @@ static void format_message(struct out *o, const char *fmt, va_list ap)
 		}
 		p++;
 		continue;
-verbatim:
+	verbatim:
 		out_put(o, start, strlen(start));
 		return;
 	}

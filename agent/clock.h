@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * clock.h - the timestamp counter, read inline (arch/<cpu>/arch.h
- * ta_arch_counter), the one per-architecture piece of the hot path.  Ticks are converted to time later, from (ticks, CLOCK_MONOTONIC)
- * pairs the agent writes into the dump (ta_clock_pair).
+ * ta_arch_counter), the one per-architecture piece of the hot path.  Ticks are converted to time
+ * later, from (ticks, CLOCK_MONOTONIC) pairs the agent writes into the dump (ta_clock_pair).
  */
 #ifndef TA_CLOCK_H
 #define TA_CLOCK_H

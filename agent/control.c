@@ -161,8 +161,8 @@ static void status(int c)
 	ta_tap_stats(&dropped, &sent);
 	ta_api_channels_text(chans, sizeof(chans));
 	n = snprintf(buf, sizeof(buf),
-		     "events %" PRIu64 "\nlost %" PRIu64 "\nthreads %" PRIu64
-		     "\nmemory %" PRIu64 "/%" PRIu64 "\noutput %s\nmode %s\npaused %s\n"
+		     "events %" PRIu64 "\nlost %" PRIu64 "\nthreads %" PRIu64 "\nmemory %" PRIu64
+		     "/%" PRIu64 "\noutput %s\nmode %s\npaused %s\n"
 		     "channels %s\nstream %s %" PRIu64 "\nok\n",
 		     events, lost, threads, ta_pool_used_bytes(), ta_cfg.memory_cap, ta_cfg.output,
 		     ta_cfg.mode <= TA_MODE_FLIGHT ? modes[ta_cfg.mode] : "?",
@@ -336,9 +336,10 @@ static int private_dir(const char *dir)
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		ta_warn("the control directory %s is not a directory of uid %u's own with mode 0700 "
-			"(owner %u, mode %o); no control socket",
-			dir, (unsigned)geteuid(), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		ta_warn(
+		    "the control directory %s is not a directory of uid %u's own with mode 0700 "
+		    "(owner %u, mode %o); no control socket",
+		    dir, (unsigned)geteuid(), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 		return -1;
 	}
 	return 0;
@@ -388,7 +389,8 @@ void ta_control_start(int thread_now)
 	if (ta_ctl_dir(dir, sizeof(dir), secure_getenv("XDG_RUNTIME_DIR"), geteuid()) < 0 ||
 	    ta_ctl_path(sock_path, sizeof(sock_path), dir, (long)getpid()) < 0) {
 		ta_warn("the control socket's path (in %.200s) is too long; no control socket",
-			secure_getenv("XDG_RUNTIME_DIR") ? secure_getenv("XDG_RUNTIME_DIR") : "/tmp");
+			secure_getenv("XDG_RUNTIME_DIR") ? secure_getenv("XDG_RUNTIME_DIR")
+							 : "/tmp");
 		return;
 	}
 	if (private_dir(dir) < 0)

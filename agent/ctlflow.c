@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "arch.h"
 #include "base.h"
 #include "compiler.h"

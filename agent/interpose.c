@@ -198,9 +198,8 @@ typedef int (*walk_fn)(walk_cb, void *);
 
 /* A walk of the loaded objects: the program's counted, so that the
  * agent's dlopen never runs beside it; the agent's own (in its guard)
- * counted apart, so that a fork never copies one half done (lazylib.c).  The real one by dlsym, not ta_next_fn: finding
- * symbols without dlsym walks the objects itself (nextsym.c), through
- * here. */
+ * counted apart, so that a fork never copies one half done (lazylib.c).  The real one by dlsym, not
+ * ta_next_fn: finding symbols without dlsym walks the objects itself (nextsym.c), through here. */
 TA_PUBLIC int dl_iterate_phdr(walk_cb cb, void *data)
 {
 	static walk_fn real_walk_at;
@@ -497,18 +496,18 @@ TA_PUBLIC int fexecve(int fd, char *const argv[], char *const envp[])
 
 /* The execl family passes its arguments as a list: gather them (the
  * count is bounded by the caller's own call) and go through execve/execvp. */
-#define GATHER_ARGS(first, ap, argv)                                                \
-	do {                                                                       \
-		size_t n_ = 1;                                                     \
-		va_list c_;                                                        \
-		va_copy(c_, ap);                                                   \
-		while (va_arg(c_, char *))                                         \
-			n_++;                                                      \
-		va_end(c_);                                                        \
-		argv = __builtin_alloca((n_ + 1) * sizeof(char *));                \
-		argv[0] = (char *)(uintptr_t)(first);                              \
-		for (size_t i_ = 1; i_ <= n_; i_++) /* the NULL included */        \
-			argv[i_] = va_arg(ap, char *);                             \
+#define GATHER_ARGS(first, ap, argv)                                                               \
+	do {                                                                                       \
+		size_t n_ = 1;                                                                     \
+		va_list c_;                                                                        \
+		va_copy(c_, ap);                                                                   \
+		while (va_arg(c_, char *))                                                         \
+			n_++;                                                                      \
+		va_end(c_);                                                                        \
+		argv = __builtin_alloca((n_ + 1) * sizeof(char *));                                \
+		argv[0] = (char *)(uintptr_t)(first);                                              \
+		for (size_t i_ = 1; i_ <= n_; i_++) /* the NULL included */                        \
+			argv[i_] = va_arg(ap, char *);                                             \
 	} while (0)
 
 TA_PUBLIC int execl(const char *path, const char *arg, ...)

@@ -42,8 +42,8 @@ static uint32_t unw_want; /* atomic: ta_lazy_unw_request */
  * load to end.  Seq_cst on both sides: each side adds itself, then looks
  * at the other (a Dekker pair), so one of the two always sees the other. */
 
-#define GATE_NAP_NS  100000L /* 0.1 ms */
-#define GATE_NAPS    1000    /* 100 ms, then the flusher tries at a later pass */
+#define GATE_NAP_NS 100000L /* 0.1 ms */
+#define GATE_NAPS   1000    /* 100 ms, then the flusher tries at a later pass */
 
 static uint32_t walkers; /* program threads inside dl_iterate_phdr */
 static uint32_t openers; /* the agent's dlopens waiting or under way */
@@ -56,7 +56,7 @@ static __thread uint32_t walk_depth __attribute__((tls_model("initial-exec")));
  * first walk (its agent's restart) waiting for ever.  So a fork waits
  * until none is under way, and none begins until the fork is done: the
  * same Dekker pair, seq_cst on both sides. */
-#define FORK_WAIT_NAPS 10000 /* 1 s, then the fork goes on as without */
+#define FORK_WAIT_NAPS 10000   /* 1 s, then the fork goes on as without */
 static uint32_t agent_walkers; /* the agent's walks and loads under way */
 static uint32_t forking;       /* a fork waits for them, or is under way */
 

@@ -129,7 +129,8 @@ static int one_module(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!sc->all && !learn(info->dlpi_addr, path))
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)
-		nranges += info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
+		nranges +=
+		    info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
 	ta_buf_u(&b, sc->load_ticks);
 	ta_buf_u(&b, (uint64_t)info->dlpi_addr);
 	ta_buf_str(&b, path, strlen(path));
@@ -194,7 +195,7 @@ int ta_module_got_slots(const struct dl_phdr_info *info, ta_got_slot_fn *fn, voi
 	uintptr_t relro_lo = 0, relro_hi = 0;
 	const ElfW(Sym) *symtab = NULL;
 	const char *strtab = NULL;
-	const ElfW(Rela) *rels[2] = {NULL, NULL};
+	const ElfW(Rela) * rels[2] = {NULL, NULL};
 	size_t relsz[2] = {0, 0};
 
 	for (int i = 0; i < info->dlpi_phnum; i++) {

@@ -249,8 +249,7 @@ void *ta_next_fn(const char *name)
 	return f ? f : dlsym(RTLD_NEXT, name);
 }
 
-int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
-			   void *arg)
+int ta_real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 

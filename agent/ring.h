@@ -315,7 +315,7 @@ struct ta_flush_state; /* the flusher's per-thread encoder, flusher_drain.c */
 
 struct ta_thread {
 	struct ta_thread *all_next; /* registry list, never unlinked */
-	uint32_t state;             /* enum ta_thread_state, atomic */
+	uint32_t state;		    /* enum ta_thread_state, atomic */
 
 	/* Set by the thread before it publishes TA_T_LIVE (release). */
 	uint64_t tid, ptid;
@@ -330,7 +330,7 @@ struct ta_thread {
 	char name[16];
 
 	/* Written by the thread, read by the flusher (relaxed atomics). */
-	uint64_t lost;       /* events it could not record */
+	uint64_t lost; /* events it could not record */
 	/* The same by cause (format.h's TA_LOST_*), summing to lost. */
 	uint64_t lost_by[TA_LOST_NCAUSES];
 	uint64_t wait_ticks; /* time spent waiting at the memory cap */
@@ -339,7 +339,7 @@ struct ta_thread {
 	 * puts them where they happened, so that the views charge them to
 	 * the agent, not to the function the thread was in. */
 	uint64_t wait_start, wait_pending;
-	uint64_t end_ticks;  /* when it exited (before TA_T_EXITED) */
+	uint64_t end_ticks; /* when it exited (before TA_T_EXITED) */
 
 	/* Drop mode, owner only: events dropped since the last recorded one,
 	 * and when the first of them happened (a LOST record goes in when

@@ -101,8 +101,8 @@ static uint32_t libcalls_parse(int warn, int *explicit)
 	static const struct {
 		const char *name;
 		uint32_t mask;
-	} words[] = {{"all", TA_LC_ALL},     {"none", 0},	  {"alloc", TA_LC_ALLOC},
-		     {"lock", TA_LC_LOCK},   {"io", TA_LC_IO},	  {"sleep", TA_LC_SLEEP}};
+	} words[] = {{"all", TA_LC_ALL},   {"none", 0},	     {"alloc", TA_LC_ALLOC},
+		     {"lock", TA_LC_LOCK}, {"io", TA_LC_IO}, {"sleep", TA_LC_SLEEP}};
 	const char *v = setting_env("TRACEAGENT_LIBCALLS");
 	uint32_t mask = 0;
 
@@ -175,13 +175,15 @@ static int signal_setting(const char *name, int def)
 	}
 	if (n < 0) {
 		if (def)
-			ta_warn("%s='%s' is not USR1, USR2, HUP, PROF or a real-time signal number; "
-				"using %s",
-				name, v, def == SIGUSR2 ? "SIGUSR2" : "the default");
+			ta_warn(
+			    "%s='%s' is not USR1, USR2, HUP, PROF or a real-time signal number; "
+			    "using %s",
+			    name, v, def == SIGUSR2 ? "SIGUSR2" : "the default");
 		else
-			ta_warn("%s='%s' is not USR1, USR2, HUP, PROF or a real-time signal number; "
-				"no signal",
-				name, v);
+			ta_warn(
+			    "%s='%s' is not USR1, USR2, HUP, PROF or a real-time signal number; "
+			    "no signal",
+			    name, v);
 		return def;
 	}
 	return n;
@@ -319,7 +321,8 @@ void ta_settings_load(struct ta_settings *s)
 		errno = 0;
 		v = strtoul(fl, &end, 10);
 		if (errno || end == fl || *end || *fl == '-' || v < 1 || v > 60000)
-			ta_warn("TRACEAGENT_FLUSH_MS='%s' is not a number of milliseconds from 1 to 60000; using %u",
+			ta_warn("TRACEAGENT_FLUSH_MS='%s' is not a number of milliseconds from 1 "
+				"to 60000; using %u",
 				fl, s->flush_ms);
 		else
 			s->flush_ms = (uint32_t)v;
@@ -343,8 +346,9 @@ void ta_settings_load(struct ta_settings *s)
 		else if (!strcmp(mode, "flight"))
 			s->mode = TA_MODE_FLIGHT;
 		else
-			ta_warn("TRACEAGENT_MODE='%s' is not lossless, drop or flight; using lossless",
-				mode);
+			ta_warn(
+			    "TRACEAGENT_MODE='%s' is not lossless, drop or flight; using lossless",
+			    mode);
 	}
 	s->flight_bytes = TA_DEFAULT_FLIGHT;
 	size_setting("TRACEAGENT_FLIGHT_SIZE", 2 * block, 1ull << 40, &s->flight_bytes);
@@ -365,7 +369,8 @@ void ta_settings_load(struct ta_settings *s)
 	if (fallback && !strcmp(fallback, "file"))
 		s->output_fallback = 1;
 	else if (fallback && *fallback && strcmp(fallback, "none"))
-		ta_warn("TRACEAGENT_OUTPUT_FALLBACK='%s' is not file or none; using none", fallback);
+		ta_warn("TRACEAGENT_OUTPUT_FALLBACK='%s' is not file or none; using none",
+			fallback);
 	if (!out || !*out)
 		out = TA_DEFAULT_OUTPUT;
 	if (ta_output_path(out, (long)getpid(), s->output, sizeof(s->output)) < 0) {

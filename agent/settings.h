@@ -20,32 +20,32 @@ enum ta_mode {
 };
 
 struct ta_settings {
-	char output[4096];     /* TRACEAGENT_OUTPUT, %p expanded: a file or a
-				  collector (tcp://HOST:PORT, unix:PATH) */
-	int output_per_process; /* TRACEAGENT_OUTPUT has %p: each process
-				   writes a dump of its own */
-	uint64_t output_id;    /* FNV-1a of TRACEAGENT_OUTPUT as set (before
-				  expansion): a descendant with the same
-				  setting joins this recording's file */
-	int output_fallback;   /* TRACEAGENT_OUTPUT_FALLBACK=file: a collector
-				  that cannot be reached at the start gives
-				  way to TA_DEFAULT_OUTPUT */
-	enum ta_mode mode;     /* TRACEAGENT_MODE */
-	uint64_t flight_bytes; /* TRACEAGENT_FLIGHT_SIZE: kept per thread */
-	int flight_signal;     /* TRACEAGENT_FLIGHT_SIGNAL */
-	uint32_t block_bytes;  /* TRACEAGENT_BUFFER */
-	uint64_t memory_cap;   /* TRACEAGENT_MEMORY */
-	uint32_t flush_ms;     /* TRACEAGENT_FLUSH_MS */
-	uint32_t libcalls;     /* TRACEAGENT_LIBCALLS: TA_LC_* classes */
-	char channels[1024];     /* TRACEAGENT_CHANNELS ("" = all) */
+	char output[4096];	 /* TRACEAGENT_OUTPUT, %p expanded: a file or a
+				    collector (tcp://HOST:PORT, unix:PATH) */
+	int output_per_process;	 /* TRACEAGENT_OUTPUT has %p: each process
+				    writes a dump of its own */
+	uint64_t output_id;	 /* FNV-1a of TRACEAGENT_OUTPUT as set (before
+				    expansion): a descendant with the same
+				    setting joins this recording's file */
+	int output_fallback;	 /* TRACEAGENT_OUTPUT_FALLBACK=file: a collector
+				    that cannot be reached at the start gives
+				    way to TA_DEFAULT_OUTPUT */
+	enum ta_mode mode;	 /* TRACEAGENT_MODE */
+	uint64_t flight_bytes;	 /* TRACEAGENT_FLIGHT_SIZE: kept per thread */
+	int flight_signal;	 /* TRACEAGENT_FLIGHT_SIGNAL */
+	uint32_t block_bytes;	 /* TRACEAGENT_BUFFER */
+	uint64_t memory_cap;	 /* TRACEAGENT_MEMORY */
+	uint32_t flush_ms;	 /* TRACEAGENT_FLUSH_MS */
+	uint32_t libcalls;	 /* TRACEAGENT_LIBCALLS: TA_LC_* classes */
+	char channels[1024];	 /* TRACEAGENT_CHANNELS ("" = all) */
 	char channels_alt[1024]; /* TRACEAGENT_CHANNELS_ALT */
-	int channel_signal;      /* TRACEAGENT_CHANNEL_SIGNAL, 0 = none */
-	int control;             /* TRACEAGENT_CONTROL: 1 on (default), 0 off */
-	int start_paused;        /* TRACEAGENT_START=paused */
+	int channel_signal;	 /* TRACEAGENT_CHANNEL_SIGNAL, 0 = none */
+	int control;		 /* TRACEAGENT_CONTROL: 1 on (default), 0 off */
+	int start_paused;	 /* TRACEAGENT_START=paused */
 	/* Recording less (filter.c; docs/traceagent-record.md, the filters). */
-	char filter[1024];        /* TRACEAGENT_FILTER: "[!][MODULE:]GLOB,..." ("" = none) */
-	char exclude[1024];       /* TRACEAGENT_EXCLUDE: "[MODULE:]GLOB,..." ("" = none) */
-	uint32_t depth;           /* TRACEAGENT_DEPTH: frames kept per thread, 0 = all */
+	char filter[1024];	  /* TRACEAGENT_FILTER: "[!][MODULE:]GLOB,..." ("" = none) */
+	char exclude[1024];	  /* TRACEAGENT_EXCLUDE: "[MODULE:]GLOB,..." ("" = none) */
+	uint32_t depth;		  /* TRACEAGENT_DEPTH: frames kept per thread, 0 = all */
 	uint64_t min_duration_ns; /* TRACEAGENT_MIN_DURATION, 0 = none */
 	/* TRACEAGENT_TEST_ENCODER_MAX: for tests only, the most a thread's
 	 * encoder buffer may hold (0 = no limit): past it the flusher is out

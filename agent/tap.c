@@ -219,7 +219,8 @@ void ta_tap_finish(int max_ms)
 		long left;
 
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		left = max_ms - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		left =
+		    max_ms - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
 		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
 			break;
 		ta_tap_pump(0);

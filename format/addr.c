@@ -6,7 +6,7 @@
 
 #include "addr.h"
 
-#define TCP_PREFIX "tcp://"
+#define TCP_PREFIX  "tcp://"
 #define UNIX_PREFIX "unix:"
 
 int ta_addr_names_pid(const char *pattern)
@@ -99,7 +99,7 @@ int ta_addr_parse(const char *s, int listening, struct ta_addr *a, const char **
 	}
 	if (parse_port(colon + 1, listening, a->port, sizeof(a->port)) < 0) {
 		*why = listening ? "has a port that is not a number from 0 to 65535"
-				  : "has a port that is not a number from 1 to 65535";
+				 : "has a port that is not a number from 1 to 65535";
 		return -1;
 	}
 	memcpy(a->host, host, hlen);

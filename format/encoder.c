@@ -271,7 +271,8 @@ enc_run_(struct ta_encoder *e, struct enc_run *r, const int wide)
 					uint64_t d1 = q[1].ticks - t;
 
 					if (wide && TA_LIKELY_(q[1].ticks >= t && d1 < 0x400)) {
-						uint64_t b1 = put_small(p + 2 + b0, d1 << 2 | TA_EV_EXIT);
+						uint64_t b1 =
+						    put_small(p + 2 + b0, d1 << 2 | TA_EV_EXIT);
 
 						p += 3 + (b0 + b1);
 						prev_addr = h;
@@ -347,13 +348,13 @@ out:
 
 /* Out of line: their own registers. */
 static __attribute__((noinline)) const struct ta_raw *enc_run(struct ta_encoder *e,
-							       struct enc_run *r)
+							      struct enc_run *r)
 {
 	return enc_run_(e, r, 0);
 }
 
 static __attribute__((noinline)) const struct ta_raw *enc_run_wide(struct ta_encoder *e,
-								    struct enc_run *r)
+								   struct enc_run *r)
 {
 	return enc_run_(e, r, 1);
 }
@@ -464,7 +465,7 @@ size_t ta_encoder_raw(struct ta_encoder *e, const struct ta_raw *ev, size_t n, s
 				e->wide = r.slow * 16 > taken;
 			else
 				e->wide = (int64_t)(2 * (size_t)(r.p - p0) - 3 * taken) -
-						  ((int64_t)r.depth - (int64_t)depth) >=
+					      ((int64_t)r.depth - (int64_t)depth) >=
 					  (int64_t)(taken / 16);
 			p = r.p, prev_addr = r.prev_addr, depth = r.depth;
 			prev_ticks = r.prev_ticks;

@@ -187,8 +187,8 @@ void ta_chunk_header_encode(uint8_t out[TA_CHUNK_HEADER_SIZE], const struct ta_c
 	ta_put_le32(out + 28, crc);
 }
 
-size_t ta_cut_chunk_encode(uint8_t *out, uint32_t pid, uint32_t seq, uint64_t cause,
-			   uint64_t value, const char *text, size_t text_len)
+size_t ta_cut_chunk_encode(uint8_t *out, uint32_t pid, uint32_t seq, uint64_t cause, uint64_t value,
+			   const char *text, size_t text_len)
 {
 	struct ta_chunk_header h = {0};
 	uint8_t *p = out + TA_CHUNK_HEADER_SIZE;

@@ -22,9 +22,9 @@
 
 /* ---- file header ------------------------------------------------------ */
 
-#define TA_FILE_MAGIC "TRACEAGT" /* 8 bytes, no NUL */
-#define TA_FILE_MAGIC_LEN 8
-#define TA_FORMAT_MAJOR 1 /* incompatible changes */
+#define TA_FILE_MAGIC	    "TRACEAGT" /* 8 bytes, no NUL */
+#define TA_FILE_MAGIC_LEN   8
+#define TA_FORMAT_MAJOR	    1 /* incompatible changes */
 #define TA_FORMAT_MINOR	    8 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
@@ -50,7 +50,7 @@ struct ta_file_header {
 
 /* ---- chunks ------------------------------------------------------------ */
 
-#define TA_CHUNK_MAGIC 0x68634154u /* "TAch" read as little-endian u32 */
+#define TA_CHUNK_MAGIC	     0x68634154u /* "TAch" read as little-endian u32 */
 #define TA_CHUNK_HEADER_SIZE 32
 #define TA_CHUNK_MAX_PAYLOAD (16u << 20) /* stored and raw sizes */
 
@@ -83,24 +83,24 @@ struct ta_chunk_header {
  * zigzag varints ("s"), and strings ("str": u length, then bytes, no NUL).
  * A reader skips chunk types it does not know (minor version additions).
  */
-#define TA_CHUNK_TYPES(X)                                                       \
-	X(PROCESS, 1, "process")    /* who was traced and how time is kept */ \
-	X(CLOCK, 2, "clock")        /* (ticks, CLOCK_MONOTONIC ns) pairs */   \
-	X(MODULE, 3, "module")      /* a loaded ELF object */                 \
-	X(THREAD_START, 4, "thread-start")                                    \
-	X(THREAD_NAME, 5, "thread-name")                                      \
-	X(THREAD_END, 6, "thread-end")                                        \
-	X(EVENTS, 7, "events")      /* one thread's function events */       \
-	X(END, 8, "end")            /* the process finished writing */          \
-	X(CRASH, 9, "crash")        /* a fatal signal: where and how */      \
-	X(MODULE_UNLOAD, 10, "module-unload") /* a MODULE went away */       \
-	X(PATCH, 11, "patch")       /* functions patched at load, refusals */ \
-	X(LIBCALLS, 12, "libcalls") /* the library functions interposed */   \
-	X(SITES, 13, "sites")       /* the manual API's call sites (1.5) */  \
-	X(CHANNELS, 14, "channels") /* the channels and their first state */ \
-	X(MARK, 15, "mark")         /* process-wide: pause, resume, switch (1.6) */ \
-	X(FILTER, 16, "filter")     /* the filters in force at record time (1.7) */ \
-	X(CUT, 18, "cut")           /* why a dump stops without END, said by record or serve (1.8) */
+#define TA_CHUNK_TYPES(X)                                                                          \
+	X(PROCESS, 1, "process") /* who was traced and how time is kept */                         \
+	X(CLOCK, 2, "clock")	 /* (ticks, CLOCK_MONOTONIC ns) pairs */                           \
+	X(MODULE, 3, "module")	 /* a loaded ELF object */                                         \
+	X(THREAD_START, 4, "thread-start")                                                         \
+	X(THREAD_NAME, 5, "thread-name")                                                           \
+	X(THREAD_END, 6, "thread-end")                                                             \
+	X(EVENTS, 7, "events")		      /* one thread's function events */                   \
+	X(END, 8, "end")		      /* the process finished writing */                   \
+	X(CRASH, 9, "crash")		      /* a fatal signal: where and how */                  \
+	X(MODULE_UNLOAD, 10, "module-unload") /* a MODULE went away */                             \
+	X(PATCH, 11, "patch")		      /* functions patched at load, refusals */            \
+	X(LIBCALLS, 12, "libcalls")	      /* the library functions interposed */               \
+	X(SITES, 13, "sites")		      /* the manual API's call sites (1.5) */              \
+	X(CHANNELS, 14, "channels")	      /* the channels and their first state */             \
+	X(MARK, 15, "mark")		      /* process-wide: pause, resume, switch (1.6) */      \
+	X(FILTER, 16, "filter")		      /* the filters in force at record time (1.7) */      \
+	X(CUT, 18, "cut") /* why a dump stops without END, said by record or serve (1.8) */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,
@@ -109,8 +109,9 @@ enum ta_chunk_type {
 };
 
 /* THREAD_START flags (trailing field, since 1.1). */
-#define TA_THREAD_F_INHERITED 1u /* a forked child's: the frames in its first
-				    snapshot were entered by the parent */
+#define TA_THREAD_F_INHERITED                                                                      \
+	1u /* a forked child's: the frames in its first                                            \
+	      snapshot were entered by the parent */
 
 /* TA_CHUNK_CUT causes. */
 #define TA_CUT_KILLED 1u /* the process was killed by a signal (value: its number) */
@@ -118,12 +119,14 @@ enum ta_chunk_type {
 
 /* END flags. */
 #define TA_END_F_INCOMPLETE 1u /* some data could not be written */
-#define TA_END_F_EXEC 2u       /* written before an exec: the image ended */
-#define TA_END_F_CRASH 4u      /* written by the crash handler */
-#define TA_END_F_ATTACH 8u     /* the agent was brought in by `traceagent attach`: threads
-				  start inside calls whose entries were never seen */
-#define TA_END_F_SIGNAL 16u    /* written as the process dies of a signal's default action
-				  (END's trailing `signal`, 1.8) */
+#define TA_END_F_EXEC	    2u /* written before an exec: the image ended */
+#define TA_END_F_CRASH	    4u /* written by the crash handler */
+#define TA_END_F_ATTACH                                                                            \
+	8u /* the agent was brought in by `traceagent attach`: threads                             \
+	      start inside calls whose entries were never seen */
+#define TA_END_F_SIGNAL                                                                            \
+	16u /* written as the process dies of a signal's default action                            \
+	       (END's trailing `signal`, 1.8) */
 
 /* Clock sources recorded in the PROCESS chunk. */
 enum ta_clock_source {
@@ -139,10 +142,10 @@ enum ta_clock_source {
  * the previous event of the chunk (the first from the chunk's first_ticks).
  */
 enum ta_event_kind {
-	TA_EV_EXIT = 0,      /* exit of the function on top of the shadow stack */
+	TA_EV_EXIT = 0,	     /* exit of the function on top of the shadow stack */
 	TA_EV_ENTER = 1,     /* s (addr - prev_addr) follows */
 	TA_EV_EXIT_ADDR = 2, /* s (addr - prev_addr) follows; see ta_stack_exit */
-	TA_EV_EXT = 3        /* u subtype follows, then its payload */
+	TA_EV_EXT = 3	     /* u subtype follows, then its payload */
 };
 
 /*
@@ -153,14 +156,14 @@ enum ta_event_kind {
  * left out (1.7), 21 the agent's waits (1.8).
  */
 enum ta_ext_kind {
-	TA_EXT_LOST = 1,    /* u count: events the agent could not record here */
+	TA_EXT_LOST = 1, /* u count: events the agent could not record here */
 	/* Library calls (1.3): the values of the call whose zone (the
 	 * interposed function's frame, see TA_CHUNK_LIBCALLS) is on top. */
 	TA_EXT_ALLOC = 2,   /* size, pointer (0: failed) */
 	TA_EXT_FREE = 3,    /* pointer */
 	TA_EXT_REALLOC = 4, /* old pointer, size, new pointer (0: failed) */
 	TA_EXT_LOCK = 5,    /* object, result (0 or an error number)[, mutex] */
-	TA_EXT_IO = 6,      /* fd, bytes asked, bytes done, errno (0: success) */
+	TA_EXT_IO = 6,	    /* fd, bytes asked, bytes done, errno (0: success) */
 	TA_EXT_SLEEP = 7,   /* ns asked (TA_LC_FOREVER: no limit), result, errno */
 	TA_EXT_SETJMP = 8,  /* jmp_buf address (a setjmp family call) */
 	TA_EXT_LONGJMP = 9, /* jmp_buf address, frames popped (see ta_ctl_apply) */
@@ -168,13 +171,13 @@ enum ta_ext_kind {
 	/* The manual API (1.5, include/traceagent.h).  A site is the address
 	 * a SITES chunk describes; a text is three values and the bytes
 	 * (ta_text_pack). */
-	TA_EXT_FRAME = 12,     /* site: the end of a frame of the site's set */
-	TA_EXT_COUNTER = 13,   /* site, type (TA_COUNTER_*), the value's 64 bits */
-	TA_EXT_MESSAGE = 14,   /* site, text */
-	TA_EXT_INSTANT = 15,   /* site */
-	TA_EXT_ZONE_TEXT = 16, /* site (the TEXT one), text: for the innermost zone */
-	TA_EXT_ZONE_VALUE = 17,   /* value: for the innermost open zone */
-	TA_EXT_CHANNEL = 18,      /* channel id, 1 on / 0 off: a switch, here and now */
+	TA_EXT_FRAME = 12,	    /* site: the end of a frame of the site's set */
+	TA_EXT_COUNTER = 13,	    /* site, type (TA_COUNTER_*), the value's 64 bits */
+	TA_EXT_MESSAGE = 14,	    /* site, text */
+	TA_EXT_INSTANT = 15,	    /* site */
+	TA_EXT_ZONE_TEXT = 16,	    /* site (the TEXT one), text: for the innermost zone */
+	TA_EXT_ZONE_VALUE = 17,	    /* value: for the innermost open zone */
+	TA_EXT_CHANNEL = 18,	    /* channel id, 1 on / 0 off: a switch, here and now */
 	TA_EXT_ZONE_UNMATCHED = 19, /* site of a TA_ZONE_END with no zone begun */
 	/* Calls left out by TRACEAGENT_MIN_DURATION (1.7): pairs (function
 	 * address, calls) dropped since the previous TA_EXT_SHORT of the
@@ -190,7 +193,7 @@ enum ta_ext_kind {
 #define TA_WAIT_NAME "[traceagent wait]"
 
 /* TA_EXT_COUNTER's type. */
-#define TA_COUNTER_INT 0u    /* the bits are an int64_t */
+#define TA_COUNTER_INT	  0u /* the bits are an int64_t */
 #define TA_COUNTER_DOUBLE 1u /* the bits are an IEEE-754 double */
 
 /*
@@ -199,13 +202,12 @@ enum ta_ext_kind {
  * endian, the last value padded with zeros.  At most TA_TEXT_MAX bytes:
  * the agent cuts longer texts there and sets TA_TEXT_F_CUT.
  */
-#define TA_TEXT_MAX 992u /* TA_TEXT_VALUES(992) = TA_EXT_MAX_VALUES */
-#define TA_TEXT_F_CUT 1u
+#define TA_TEXT_MAX	    992u /* TA_TEXT_VALUES(992) = TA_EXT_MAX_VALUES */
+#define TA_TEXT_F_CUT	    1u
 #define TA_TEXT_VALUES(len) (3u + ((len) + 7u) / 8u)
 /* Fills v[0..TA_TEXT_VALUES(len)) with site, the text's first len bytes
  * (len <= TA_TEXT_MAX) and flags; returns the count. */
-uint32_t ta_text_pack(uint64_t *v, uint64_t site, const char *text, uint32_t len,
-		      uint32_t flags);
+uint32_t ta_text_pack(uint64_t *v, uint64_t site, const char *text, uint32_t len, uint32_t flags);
 /* The text of n values v (an EXT event's) into out (TA_TEXT_MAX + 1 bytes,
  * NUL-terminated); returns its length, or -1 when the values do not hold a
  * text (a damaged or hostile dump). */
@@ -222,7 +224,7 @@ int ta_text_unpack(const uint64_t *v, uint32_t n, char *out, uint32_t *flags);
  */
 enum ta_site_kind {
 	TA_SITE_ZONE = 1,
-	TA_SITE_FRAME = 2,    /* name: the frame set */
+	TA_SITE_FRAME = 2, /* name: the frame set */
 	TA_SITE_COUNTER = 3,
 	TA_SITE_MESSAGE = 4,
 	TA_SITE_INSTANT = 5,
@@ -238,14 +240,14 @@ enum ta_site_kind {
  * channels take 6 and up, at most TA_CHANNELS_MAX in all.
  */
 #define TA_CHANNEL_FUNCTIONS 0u
-#define TA_CHANNEL_USER 1u
-#define TA_CHANNEL_ALLOC 2u /* the library-call classes, TA_LC_* */
-#define TA_CHANNEL_LOCK 3u
-#define TA_CHANNEL_IO 4u
-#define TA_CHANNEL_SLEEP 5u
+#define TA_CHANNEL_USER	     1u
+#define TA_CHANNEL_ALLOC     2u /* the library-call classes, TA_LC_* */
+#define TA_CHANNEL_LOCK	     3u
+#define TA_CHANNEL_IO	     4u
+#define TA_CHANNEL_SLEEP     5u
 #define TA_CHANNEL_FIRST_OWN 6u
-#define TA_CHANNELS_MAX 64u
-#define TA_CHANNEL_NAME_MAX 31u
+#define TA_CHANNELS_MAX	     64u
+#define TA_CHANNEL_NAME_MAX  31u
 
 /*
  * Process-wide marks (MARK chunk, 1.6), made by `traceagent ctl` through
@@ -257,8 +259,8 @@ enum ta_site_kind {
  *   CHANNEL  u id, u on: a channel switched by the control socket (its
  *            events of every thread are not recorded while it is off)
  */
-#define TA_MARK_PAUSE 1u
-#define TA_MARK_RESUME 2u
+#define TA_MARK_PAUSE	1u
+#define TA_MARK_RESUME	2u
 #define TA_MARK_CHANNEL 3u
 
 /*
@@ -275,36 +277,36 @@ int ta_channel_list_has(const char *list, const char *name);
  * shows a cause it does not know by its number.
  */
 #define TA_LOST_CAUSES(X)                                                                          \
-	X(DROPPED, 0, "dropped")  /* drop mode: no free block at the memory cap */               \
-	X(NO_RING, 1, "no-ring")  /* the thread could not get a ring */                          \
-	X(NESTED, 2, "nested")    /* signal handlers' events beyond the reserve put aside */     \
-	X(STOPPED, 3, "stopped")  /* the agent stopped before they could be appended */      \
-	X(ZONE_DEPTH, 4, "zone-depth") /* zones begun beyond TA_ZONE_BEGIN's depth (1.5) */ \
-	X(STARTING, 5, "starting")     /* API events made while the agent could not take them */ \
+	X(DROPPED, 0, "dropped")       /* drop mode: no free block at the memory cap */            \
+	X(NO_RING, 1, "no-ring")       /* the thread could not get a ring */                       \
+	X(NESTED, 2, "nested")	       /* signal handlers' events beyond the reserve put aside */  \
+	X(STOPPED, 3, "stopped")       /* the agent stopped before they could be appended */       \
+	X(ZONE_DEPTH, 4, "zone-depth") /* zones begun beyond TA_ZONE_BEGIN's depth (1.5) */        \
+	X(STARTING, 5, "starting")     /* API events made while the agent could not take them */   \
 	X(NO_MEMORY, 6, "no-memory")   /* the flusher had no memory to encode them */
 
 enum ta_lost_cause {
 #define TA_X(name, value, str) TA_LOST_##name = value,
 	TA_LOST_CAUSES(TA_X)
 #undef TA_X
-	TA_LOST_NCAUSES
+	    TA_LOST_NCAUSES
 };
 
 /* The cause's name ("dropped", ...), or "unknown". */
 const char *ta_lost_cause_name(unsigned cause);
 
 /* Classes of interposed library functions (TA_CHUNK_LIBCALLS), as bits. */
-#define TA_LC_ALLOC 1u
-#define TA_LC_LOCK 2u
-#define TA_LC_IO 4u
-#define TA_LC_SLEEP 8u
-#define TA_LC_ALL 15u
+#define TA_LC_ALLOC   1u
+#define TA_LC_LOCK    2u
+#define TA_LC_IO      4u
+#define TA_LC_SLEEP   8u
+#define TA_LC_ALL     15u
 #define TA_LC_FOREVER UINT64_MAX /* a wait without a time limit */
 
 /* Values an EXT event may carry (the agent's limit; a reader accepts up to
  * TA_EXT_READ_MAX and keeps the first TA_EXT_MAX_VALUES). */
 #define TA_EXT_MAX_VALUES 127
-#define TA_EXT_READ_MAX 127
+#define TA_EXT_READ_MAX	  127
 
 /* Shadow stack depth shared by encoder and decoder; deeper enters are
  * still recorded, their exits just carry an explicit address. */
@@ -443,8 +445,8 @@ void ta_chunk_header_encode(uint8_t out[TA_CHUNK_HEADER_SIZE], const struct ta_c
  * included: u cause (TA_CUT_*), u value, str text (text_len bytes).
  * Returns its size. */
 #define TA_CUT_CHUNK_SIZE(text_len) (TA_CHUNK_HEADER_SIZE + 3 * TA_VARINT_MAX + (text_len))
-size_t ta_cut_chunk_encode(uint8_t *out, uint32_t pid, uint32_t seq, uint64_t cause,
-			   uint64_t value, const char *text, size_t text_len);
+size_t ta_cut_chunk_encode(uint8_t *out, uint32_t pid, uint32_t seq, uint64_t cause, uint64_t value,
+			   const char *text, size_t text_len);
 
 /* Parses and sanity-checks a header (magic, sizes); the CRC is verified
  * separately with ta_chunk_verify once the payload is read. */
@@ -455,16 +457,16 @@ int ta_chunk_verify(const uint8_t hdr[TA_CHUNK_HEADER_SIZE], const struct ta_chu
 const char *ta_chunk_type_name(unsigned type);
 
 /* Error codes of the format layer: negative values, one list. */
-#define TA_ERRORS(X)                                                         \
-	X(BADMAGIC, "not a traceagent dump (bad magic)")                     \
-	X(VERSION, "unsupported dump format version")                        \
-	X(HEADER, "malformed header")                                        \
-	X(TRUNCATED, "truncated")                                            \
-	X(CHECKSUM, "checksum mismatch")                                     \
-	X(TOOBIG, "size out of range")                                       \
-	X(DECOMPRESS, "LZ4 data does not decompress to the recorded size")   \
-	X(PAYLOAD, "malformed payload")                                      \
-	X(NOMEM, "out of memory")                                            \
+#define TA_ERRORS(X)                                                                               \
+	X(BADMAGIC, "not a traceagent dump (bad magic)")                                           \
+	X(VERSION, "unsupported dump format version")                                              \
+	X(HEADER, "malformed header")                                                              \
+	X(TRUNCATED, "truncated")                                                                  \
+	X(CHECKSUM, "checksum mismatch")                                                           \
+	X(TOOBIG, "size out of range")                                                             \
+	X(DECOMPRESS, "LZ4 data does not decompress to the recorded size")                         \
+	X(PAYLOAD, "malformed payload")                                                            \
+	X(NOMEM, "out of memory")                                                                  \
 	X(IO, "I/O error")
 
 enum ta_error {
@@ -563,13 +565,13 @@ static inline int ta_ext_is_ctl(uint64_t kind)
 /* One event as the agent records it; also what the decoder yields. */
 struct ta_event {
 	uint64_t ticks;
-	uint64_t addr;    /* function address */
-	uint32_t kind;    /* TA_EV_ENTER, TA_EV_EXIT (any exit), TA_EV_EXT */
-	uint32_t popped;  /* exits: frames this exit removed from the stack;
-			     LONGJMP and CATCH: the frames they left */
-	uint64_t ext;     /* TA_EV_EXT: subtype */
-	uint64_t value;   /* TA_EXT_LOST: count; other subtypes: number of values,
-			     which are in the decoder's ext_values */
+	uint64_t addr;	 /* function address */
+	uint32_t kind;	 /* TA_EV_ENTER, TA_EV_EXIT (any exit), TA_EV_EXT */
+	uint32_t popped; /* exits: frames this exit removed from the stack;
+			    LONGJMP and CATCH: the frames they left */
+	uint64_t ext;	 /* TA_EV_EXT: subtype */
+	uint64_t value;	 /* TA_EXT_LOST: count; other subtypes: number of values,
+			    which are in the decoder's ext_values */
 };
 
 struct ta_encoder {
@@ -583,8 +585,8 @@ struct ta_encoder {
 	uint64_t tid, chunk_seq;
 	uint64_t first_ticks, prev_ticks, prev_addr;
 	uint64_t n_events;
-	size_t n_events_off; /* where n_events is patched in */
-	uint64_t backsteps; /* ticks that went backwards (clamped) */
+	size_t n_events_off;   /* where n_events is patched in */
+	uint64_t backsteps;    /* ticks that went backwards (clamped) */
 	uint64_t marker_slots; /* raw slots ta_encoder_raw took that were not
 				  function events (LOST, EXT and its values) */
 	int open;
@@ -660,7 +662,7 @@ struct ta_filter_fn {
  * whole is owned by the caller (ta_filter_info_free). */
 struct ta_filter_info {
 	char *filter, *exclude;
-	uint64_t depth;           /* 0: no limit */
+	uint64_t depth;		  /* 0: no limit */
 	uint64_t min_duration_ns; /* 0: none */
 	uint64_t nfns;
 	struct ta_filter_fn *fns;

@@ -39,7 +39,7 @@ struct ta_raw {
  * Subtype 0 with n = 0 is padding (the rest of a block too short for a
  * group), skipped.  Whoever reads raw events steps over the value slots.
  */
-#define TA_RAW_EXT (1ull << 61)
+#define TA_RAW_EXT	    (1ull << 61)
 #define TA_RAW_EXT_SLOTS(n) (((n) + 1u) / 2u)
 static inline int ta_raw_is_ext(uint64_t addr)
 {

@@ -23,10 +23,23 @@ int ta_parse_size(const char *s, uint64_t *out)
 	if (errno || end == s)
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'i' && shift) /* KiB, MiB */
 		end++;

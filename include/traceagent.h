@@ -90,14 +90,14 @@ struct ta_site_ {
 	uint32_t reserved;
 };
 
-#define TA_SITE_ABI_	   1
-#define TA_KIND_ZONE_	   1
-#define TA_KIND_FRAME_	   2
-#define TA_KIND_COUNTER_   3
-#define TA_KIND_MESSAGE_   4
-#define TA_KIND_INSTANT_   5
-#define TA_KIND_ZONE_END_  6
-#define TA_KIND_TEXT_	   7
+#define TA_SITE_ABI_	  1
+#define TA_KIND_ZONE_	  1
+#define TA_KIND_FRAME_	  2
+#define TA_KIND_COUNTER_  3
+#define TA_KIND_MESSAGE_  4
+#define TA_KIND_INSTANT_  5
+#define TA_KIND_ZONE_END_ 6
+#define TA_KIND_TEXT_	  7
 
 #if defined(__GNUC__)
 #ifdef TA_AGENT_SIDE_ /* the agent's definitions: not weak */
@@ -105,8 +105,8 @@ struct ta_site_ {
 #else
 #define TA_WEAK_ __attribute__((weak, visibility("default")))
 #endif
-#define TA_INLINE_ static inline __attribute__((no_instrument_function, unused))
-#define TA_UNUSED_ __attribute__((unused))
+#define TA_INLINE_	 static inline __attribute__((no_instrument_function, unused))
+#define TA_UNUSED_	 __attribute__((unused))
 #define TA_PRINTF_(f, a) __attribute__((format(printf, f, a)))
 #else
 #error "traceagent.h needs GCC or Clang (weak references, cleanup)"
@@ -127,9 +127,8 @@ void ta_instant_(struct ta_site_ *s) TA_WEAK_;
 int ta_channel_set_(const char *name, int on) TA_WEAK_;
 
 #define TA_SITE_(var, kind, name, ch)                                                              \
-	static struct ta_site_ var = {&var.first, 1u,	    (kind), TA_SITE_ABI_,                  \
-				      (name),	  __FILE__, (ch),   (uint32_t)__LINE__,            \
-				      0u}
+	static struct ta_site_ var = {                                                             \
+	    &var.first, 1u, (kind), TA_SITE_ABI_, (name), __FILE__, (ch), (uint32_t)__LINE__, 0u}
 
 #define TA_CAT2_(a, b) a##b
 #define TA_CAT_(a, b)  TA_CAT2_(a, b)
@@ -259,7 +258,7 @@ TA_INLINE_ void ta_zone_leave_(struct ta_site_ **z)
 #define TA_CH_(ch)	 ta_channel_##ch##_
 
 /* A zone from here to the end of the enclosing block. */
-#define TA_ZONE(name)	     TA_ZONE_I_(TA_ID_, (const char *)0, name)
+#define TA_ZONE(name)	    TA_ZONE_I_(TA_ID_, (const char *)0, name)
 #define TA_ZONE_C(ch, name) TA_ZONE_I_(TA_ID_, TA_CH_(ch), name)
 
 /* A zone with explicit ends, for code with several exits.  An END with
@@ -299,7 +298,7 @@ TA_INLINE_ void ta_zone_leave_(struct ta_site_ **z)
 	TA_CALL_I_(TA_ID_, TA_KIND_MESSAGE_, TA_CH_(ch), "message", ta_message_, __VA_ARGS__)
 
 /* A named instant without text. */
-#define TA_INSTANT(name) TA_CALL0_I_(TA_ID_, TA_KIND_INSTANT_, (const char *)0, name, ta_instant_)
+#define TA_INSTANT(name)       TA_CALL0_I_(TA_ID_, TA_KIND_INSTANT_, (const char *)0, name, ta_instant_)
 #define TA_INSTANT_C(ch, name) TA_CALL0_I_(TA_ID_, TA_KIND_INSTANT_, TA_CH_(ch), name, ta_instant_)
 
 /*

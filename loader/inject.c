@@ -33,7 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include "inject.h"
 #include "grow.h"
 #include "ptrace.h"
@@ -107,7 +106,8 @@ static void release(pid_t pid, pid_t tid, const uint64_t *old)
 	int sig = 0, first = 0;
 
 	if (old && ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(*old), old) < 0)
-		ta_att_fail("thread %d: cannot give back its signal mask: %s", tid, strerror(errno));
+		ta_att_fail("thread %d: cannot give back its signal mask: %s", tid,
+			    strerror(errno));
 	if (npending && at_signal_stop && ptrace(PTRACE_SETSIGINFO, tid, NULL, &pending[0]) == 0) {
 		sig = pending[0].si_signo;
 		first = 1;
@@ -146,7 +146,6 @@ static void syscall_note(pid_t pid, pid_t tid, struct ta_sysnote *n)
 		n->nr = -1;
 }
 
-
 /* What the architecture layer (arch/ptrace.h) calls back. */
 static const struct ta_ptrace_env ptrace_env = {keep_signal, ta_att_fail};
 
@@ -155,11 +154,13 @@ static const struct ta_ptrace_env ptrace_env = {keep_signal, ta_att_fail};
 static int regs_save(pid_t tid, ta_regs *saved, const struct ta_sysnote *before)
 {
 	if (ta_regs_get(tid, saved) < 0)
-		return ta_att_fail("process %d: cannot read the registers: %s", tid, strerror(errno));
+		return ta_att_fail("process %d: cannot read the registers: %s", tid,
+				   strerror(errno));
 	/* An epoll_wait's EINTR undone in the thread itself: on aarch64 it
 	 * is then at its svc, which ta_regs_syscall_park lets it enter. */
 	if (ta_regs_syscall_unintr(saved, before) && ta_regs_set(tid, saved) < 0)
-		return ta_att_fail("process %d: cannot write the registers: %s", tid, strerror(errno));
+		return ta_att_fail("process %d: cannot write the registers: %s", tid,
+				   strerror(errno));
 	return ta_regs_syscall_park(tid, saved, &ptrace_env) < 0 ? -1 : 0;
 }
 
@@ -386,17 +387,18 @@ static int stop_safe(pid_t pid, pid_t tid, struct ta_sysnote *note, uint64_t bud
 
 		syscall_note(pid, tid, note);
 		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0)
-			return ta_att_fail("process %d: PTRACE_INTERRUPT of thread %d: %s", pid, tid,
-				    strerror(errno));
+			return ta_att_fail("process %d: PTRACE_INTERRUPT of thread %d: %s", pid,
+					   tid, strerror(errno));
 		for (;;) {
 			/* A stop comes within microseconds; a thread that never
 			 * stops (in an uninterruptible wait) is said so. */
 			int w = wait_until(tid, &st, mono_ms() + 5000);
 
 			if (w == -2)
-				return ta_att_fail("process %d: its thread %d did not stop in 5 s (state "
-					    "D?); try again",
-					    pid, tid);
+				return ta_att_fail(
+				    "process %d: its thread %d did not stop in 5 s (state "
+				    "D?); try again",
+				    pid, tid);
 			if (w < 0)
 				return ta_att_fail("process %d: waitpid: %s", pid, strerror(errno));
 			if (WIFEXITED(st) || WIFSIGNALED(st))
@@ -408,9 +410,10 @@ static int stop_safe(pid_t pid, pid_t tid, struct ta_sysnote *note, uint64_t bud
 			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(uintptr_t)WSTOPSIG(st)) < 0)
 				return ta_att_fail("process %d: %s", pid, strerror(errno));
 		}
-		if (ta_regs_get(tid, &r) < 0 || (ta_regs_syscall_unintr(&r, note) && ta_regs_set(tid, &r) < 0))
-			return ta_att_fail("process %d: cannot read the registers of thread %d: %s", pid,
-				    tid, strerror(errno));
+		if (ta_regs_get(tid, &r) < 0 ||
+		    (ta_regs_syscall_unintr(&r, note) && ta_regs_set(tid, &r) < 0))
+			return ta_att_fail("process %d: cannot read the registers of thread %d: %s",
+					   pid, tid, strerror(errno));
 		if (safe_point(pid, tid, &s, &r, why, size))
 			return 0;
 		if (mono_ms() - t0 >= budget_ms)
@@ -455,7 +458,8 @@ static pid_t seize_safe(pid_t pid, struct ta_sysnote *note)
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
 	if (!d)
-		return ta_att_fail("process %d: cannot list its threads: %s", pid, strerror(errno)), 0;
+		return ta_att_fail("process %d: cannot list its threads: %s", pid, strerror(errno)),
+		       0;
 	while (rc == 2 && mono_ms() - t0 < SAFE_TRY_MS) {
 		struct dirent *e;
 		pid_t tid = pid;
@@ -474,10 +478,11 @@ static pid_t seize_safe(pid_t pid, struct ta_sysnote *note)
 	}
 	closedir(d);
 	if (rc == 2)
-		ta_att_fail("process %d: none of its threads left libc or the dynamic loader in %d ms "
-		     "(the main thread last %s), where loading the agent could wait for a lock it "
-		     "holds; the process was left as it was: try again",
-		     pid, SAFE_TRY_MS, why);
+		ta_att_fail(
+		    "process %d: none of its threads left libc or the dynamic loader in %d ms "
+		    "(the main thread last %s), where loading the agent could wait for a lock it "
+		    "holds; the process was left as it was: try again",
+		    pid, SAFE_TRY_MS, why);
 	return 0;
 }
 
@@ -508,11 +513,12 @@ static void leave_stuck(pid_t pid, uint64_t fn, uint64_t ms)
 	kill(pid, SIGSTOP);
 	if (wait_until(pid, &st, mono_ms() + 2000) == 0 && WIFSTOPPED(st))
 		ptrace(PTRACE_DETACH, pid, NULL, (void *)(uintptr_t)SIGSTOP);
-	ta_att_fail("thread %d: the call into it (at %#llx) did not return in %llu ms: it waits "
-	     "inside it, perhaps for a lock another thread holds; its process cannot go on "
-	     "safely and is left stopped (SIGSTOP) to be looked at (gdb -p, gcore) or ended; "
-	     "kill -CONT lets it go on, but it crashes if that call returns",
-	     pid, (unsigned long long)fn, (unsigned long long)ms);
+	ta_att_fail(
+	    "thread %d: the call into it (at %#llx) did not return in %llu ms: it waits "
+	    "inside it, perhaps for a lock another thread holds; its process cannot go on "
+	    "safely and is left stopped (SIGSTOP) to be looked at (gdb -p, gcore) or ended; "
+	    "kill -CONT lets it go on, but it crashes if that call returns",
+	    pid, (unsigned long long)fn, (unsigned long long)ms);
 }
 
 /* Calls fn(a0, a1) in the stopped thread, on its stack below sp_base;
@@ -548,12 +554,14 @@ static int remote_call(pid_t pid, const ta_regs *saved, uint64_t sp_base, uint64
 			 * held as any signal. */
 			if (ptrace(PTRACE_GETSIGINFO, pid, NULL, &si) < 0 || si.si_code > 0) {
 				if (ta_regs_get(pid, &r) < 0)
-					return ta_att_fail("process %d: cannot read the registers: %s",
-						    pid, strerror(errno));
+					return ta_att_fail(
+					    "process %d: cannot read the registers: %s", pid,
+					    strerror(errno));
 				if (TA_REGS_PC(r) != 0)
-					return ta_att_fail("process %d crashed in the attach's call at "
-						    "%#llx",
-						    pid, (unsigned long long)TA_REGS_PC(r));
+					return ta_att_fail(
+					    "process %d crashed in the attach's call at "
+					    "%#llx",
+					    pid, (unsigned long long)TA_REGS_PC(r));
 				*ret = ta_regs_call_result(&r);
 				at_signal_stop = 1;
 				return 0;
@@ -612,7 +620,8 @@ static int hold(pid_t pid, pid_t tid, struct held *h)
 		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(uintptr_t)WSTOPSIG(st)) < 0)
 			goto fail;
 	}
-	if (ta_regs_get(tid, &r) < 0 || (ta_regs_syscall_unintr(&r, &note) && ta_regs_set(tid, &r) < 0))
+	if (ta_regs_get(tid, &r) < 0 ||
+	    (ta_regs_syscall_unintr(&r, &note) && ta_regs_set(tid, &r) < 0))
 		goto fail;
 	h->pc = TA_REGS_PC(r);
 	return 0;
@@ -648,7 +657,8 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 		again = 0;
 		d = opendir(dir);
 		if (!d) {
-			ta_att_fail("process %d: cannot list its threads: %s", pid, strerror(errno));
+			ta_att_fail("process %d: cannot list its threads: %s", pid,
+				    strerror(errno));
 			goto out;
 		}
 		while ((e = readdir(d))) {
@@ -701,7 +711,7 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 			struct iovec l = {&hs[i].pc, 8}, rm = {(void *)(uintptr_t)(at + 8 * i), 8};
 			if (process_vm_writev(pid, &l, 1, &rm, 1, 0) != 8) {
 				ta_att_fail("process %d: cannot write to its stack: %s", pid,
-				     strerror(errno));
+					    strerror(errno));
 				goto out;
 			}
 		}
@@ -709,7 +719,8 @@ static int call_all_stopped(pid_t pid, uint64_t fn, const char *str, int with_pc
 	if (remote_call(pid, &saved, at - 256, fn, at, with_pcs ? n : 0, ret) == 0)
 		rc = 0;
 	if (!stuck && ta_regs_set(pid, &saved) < 0)
-		rc = ta_att_fail("process %d: cannot restore the registers: %s", pid, strerror(errno));
+		rc = ta_att_fail("process %d: cannot restore the registers: %s", pid,
+				 strerror(errno));
 out:
 	for (size_t i = 0; i < n; i++) {
 		if (hs[i].tid != pid)
@@ -783,11 +794,12 @@ int ta_att_patch_in(pid_t pid, const char *agent, const char *spec, int later)
 		return 2;
 	if (n < 0)
 		return ta_att_fail("process %d: --patch %s: %s (said on its stderr)", pid, spec,
-			    strerror(-n));
+				   strerror(-n));
 	if (n == 0) {
 		if (!later)
-			fprintf(stderr, "traceagent: attach: --patch %s: no function to patch in "
-					"process %d\n",
+			fprintf(stderr,
+				"traceagent: attach: --patch %s: no function to patch in "
+				"process %d\n",
 				spec, pid);
 		return 0;
 	}
@@ -849,25 +861,28 @@ int ta_att_inject(pid_t pid, const char *agent, const char *settings)
 		snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
 		fd = open(maps, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			return errno == ENOENT ? ta_att_fail("process %d ended during the attach", pid)
-					       : ta_att_denied(pid, errno);
+			return errno == ENOENT
+				   ? ta_att_fail("process %d ended during the attach", pid)
+				   : ta_att_denied(pid, errno);
 		close(fd);
 	}
 	libc_base = ta_att_map_base(pid, "/libc.so.6", NULL, libc, sizeof(libc));
 	if (!libc_base)
-		return ta_att_fail("process %d is statically linked (no libc.so.6 in its maps): the "
-			    "agent cannot be loaded into it",
-			    pid);
+		return ta_att_fail(
+		    "process %d is statically linked (no libc.so.6 in its maps): the "
+		    "agent cannot be loaded into it",
+		    pid);
 	/* The files as the target sees them (its mount namespace). */
 	snprintf(libc_seen, sizeof(libc_seen), "/proc/%d/root%s", pid, libc);
 	snprintf(agent_seen, sizeof(agent_seen), "/proc/%d/root%s", pid, agent);
 	if (access(agent_seen, R_OK) < 0)
-		return ta_att_fail("process %d cannot reach the agent %s (in its mount namespace): %s",
-			    pid, agent, strerror(errno));
+		return ta_att_fail(
+		    "process %d cannot reach the agent %s (in its mount namespace): %s", pid, agent,
+		    strerror(errno));
 	dlopen_off = ta_att_elf_dynsym(libc_seen, "dlopen");
 	if (!dlopen_off)
-		return ta_att_fail("process %d: no dlopen in %s (glibc 2.34 or later is needed)", pid,
-			    libc);
+		return ta_att_fail("process %d: no dlopen in %s (glibc 2.34 or later is needed)",
+				   pid, libc);
 	start_off = ta_att_elf_dynsym(agent_seen, "ta_attach_start");
 	if (!start_off)
 		return ta_att_fail("the agent %s has no ta_attach_start", agent);
@@ -907,8 +922,8 @@ int ta_att_inject(pid_t pid, const char *agent, const char *settings)
 				why[0] = 0;
 			why[sizeof(why) - 1] = 0;
 		}
-		ta_att_fail("process %d: dlopen of the agent %s failed in the process%s%s", pid, agent,
-		     why[0] ? ": " : "", why);
+		ta_att_fail("process %d: dlopen of the agent %s failed in the process%s%s", pid,
+			    agent, why[0] ? ": " : "", why);
 		goto restore;
 	}
 	agent_base = ta_att_map_base(pid, NULL, agent, NULL, 0);
@@ -921,8 +936,9 @@ int ta_att_inject(pid_t pid, const char *agent, const char *settings)
 	if ((int)ret == -EBUSY)
 		ta_att_fail("process %d is being traced by another attach already", pid);
 	else if ((int)ret < 0)
-		ta_att_fail("process %d: the agent could not start there (%s); see the process's stderr",
-		     pid, strerror(-(int)ret));
+		ta_att_fail(
+		    "process %d: the agent could not start there (%s); see the process's stderr",
+		    pid, strerror(-(int)ret));
 	else
 		rc = 0;
 restore:

@@ -35,8 +35,7 @@ struct map_line {
 };
 
 int ta_att_maps_each(long pid, int (*fn)(const struct map_line *m, void *arg), void *arg);
-uintptr_t ta_att_map_base(long pid, const char *suffix, const char *exact, char *file,
-			  size_t size);
+uintptr_t ta_att_map_base(long pid, const char *suffix, const char *exact, char *file, size_t size);
 uint64_t ta_att_code_maps_digest(long pid);
 uint64_t ta_att_elf_sym(const char *path, const char *name, unsigned type);
 uint64_t ta_att_elf_dynsym(const char *path, const char *name);

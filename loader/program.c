@@ -77,7 +77,8 @@ int ta_record_find_agent(char out[PATH_MAX])
 		return 0;
 	}
 	if (!realpath("/proc/self/exe", exe)) {
-		fprintf(stderr, "traceagent: cannot find %s: /proc/self/exe: %s; set TRACEAGENT_LIB\n",
+		fprintf(stderr,
+			"traceagent: cannot find %s: /proc/self/exe: %s; set TRACEAGENT_LIB\n",
 			TA_AGENT_NAME, strerror(errno));
 		return -1;
 	}
@@ -90,10 +91,11 @@ int ta_record_find_agent(char out[PATH_MAX])
 	} else if (is_file(built)) {
 		found = built;
 	} else {
-		fprintf(stderr,
-			"traceagent: cannot find %s (looked at %s, where it is installed, and at %s); "
-			"set TRACEAGENT_LIB\n",
-			TA_AGENT_NAME, installed, built);
+		fprintf(
+		    stderr,
+		    "traceagent: cannot find %s (looked at %s, where it is installed, and at %s); "
+		    "set TRACEAGENT_LIB\n",
+		    TA_AGENT_NAME, installed, built);
 		return -1;
 	}
 	if (!realpath(found, out)) {

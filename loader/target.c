@@ -31,7 +31,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include "inject.h"
 #include "ctlsock.h"
 
@@ -286,10 +285,11 @@ int ta_att_output_reachable(long pid, const char *out)
 	if (stat(dir, &here) == 0 && stat(seen, &there) == 0 && here.st_dev == there.st_dev &&
 	    here.st_ino == there.st_ino)
 		return 0;
-	return ta_att_fail("process %ld is in another mount namespace, where %s is not this directory: "
-		    "its dump would not be written here; give -o a file in a directory it shares "
-		    "with you, or tcp://HOST:PORT (traceagent serve)",
-		    pid, dir);
+	return ta_att_fail(
+	    "process %ld is in another mount namespace, where %s is not this directory: "
+	    "its dump would not be written here; give -o a file in a directory it shares "
+	    "with you, or tcp://HOST:PORT (traceagent serve)",
+	    pid, dir);
 }
 
 /* The target's control socket, connected as the target's user (root
@@ -402,8 +402,9 @@ int ta_att_denied(long pid, int err)
 		scope[strcspn(scope, "\n")] = 0;
 		close(fd);
 	}
-	return ta_att_fail("cannot ptrace process %ld: %s (kernel.yama.ptrace_scope is %s; attach needs "
-		    "the process's user with ptrace_scope 0, or CAP_SYS_PTRACE, also for a "
-		    "process that made itself non-dumpable)",
-		    pid, strerror(err), scope);
+	return ta_att_fail(
+	    "cannot ptrace process %ld: %s (kernel.yama.ptrace_scope is %s; attach needs "
+	    "the process's user with ptrace_scope 0, or CAP_SYS_PTRACE, also for a "
+	    "process that made itself non-dumpable)",
+	    pid, strerror(err), scope);
 }

@@ -53,9 +53,9 @@ static inline const char *ta_test_dir(const char *name)
 		return ta_test_dir_path;
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
-	ck_assert_int_lt(snprintf(ta_test_dir_path, sizeof(ta_test_dir_path), "%s/ta-%s-XXXXXX",
-				  tmp, name),
-			 (int)sizeof(ta_test_dir_path) - 64);
+	ck_assert_int_lt(
+	    snprintf(ta_test_dir_path, sizeof(ta_test_dir_path), "%s/ta-%s-XXXXXX", tmp, name),
+	    (int)sizeof(ta_test_dir_path) - 64);
 	ck_assert_msg(mkdtemp(ta_test_dir_path) != NULL, "mkdtemp %s: %m", ta_test_dir_path);
 	atexit(ta_test_dir_remove);
 	return ta_test_dir_path;

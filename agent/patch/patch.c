@@ -90,8 +90,9 @@ static int wanted(void *arg, const char *modbase, int is_exe, const char *name)
 	ta_patterns_match(&patterns, modbase, is_exe, name, &in, &out);
 	if (pattern_hits)
 		for (size_t p = 0; p < patterns.n; p++)
-			pattern_hits[p] += !patterns.p[p].exclude &&
-					   ta_pattern_matches(&patterns.p[p], modbase, is_exe, name);
+			pattern_hits[p] +=
+			    !patterns.p[p].exclude &&
+			    ta_pattern_matches(&patterns.p[p], modbase, is_exe, name);
 	return in && !out;
 }
 
@@ -305,11 +306,11 @@ static void count_patched(unsigned fb)
 
 /* An entry planned at attach: its bytes as they are and as they will be. */
 struct pending {
-	size_t mod;	 /* in pend_mods */
-	uint64_t start;	 /* the entry (after an endbr64) */
-	unsigned len;	 /* bytes replaced: the jmp, then int3s */
-	int applied;	 /* 1 written, 2 given up (its bytes changed since the plan) */
-	unsigned fb; /* as in struct job */
+	size_t mod;	/* in pend_mods */
+	uint64_t start; /* the entry (after an endbr64) */
+	unsigned len;	/* bytes replaced: the jmp, then int3s */
+	int applied;	/* 1 written, 2 given up (its bytes changed since the plan) */
+	unsigned fb;	/* as in struct job */
 	uint8_t orig[32], repl[32];
 };
 static struct pending *pend;
@@ -427,13 +428,14 @@ static void patch_module(const struct ta_module *m)
 				why = R_NO_MEMORY;
 			else {
 				j->slot = pool->base + pool->used;
-				if (!j->fb && (j->fb = ta_patch_emit_whole(&w, c[i].addr, j->slot)) == 0) {
+				if (!j->fb &&
+				    (j->fb = ta_patch_emit_whole(&w, c[i].addr, j->slot)) == 0) {
 					j->entry = (uint64_t)(uintptr_t)j->slot + REL_STUB_AT;
 					ta_patch_keep_relmap(&w, &j->pl, j->slot);
 				} else {
 					j->entry = (uint64_t)(uintptr_t)j->slot + STUB_AT;
-					why = ta_patch_relocate(&j->pl,
-						       (uint64_t)(uintptr_t)j->slot + TRAMP_AT);
+					why = ta_patch_relocate(
+					    &j->pl, (uint64_t)(uintptr_t)j->slot + TRAMP_AT);
 				}
 				if (!why && !fits32((int64_t)(j->entry - (j->pl.start + 5))))
 					why = R_NO_MEMORY;
@@ -447,8 +449,9 @@ static void patch_module(const struct ta_module *m)
 			/* Someone is debugging or probing the process: told
 			 * which function is not traced, and why, at once. */
 			if (why == R_BREAKPOINT)
-				ta_warn("not patching %s (%s, %#llx): %s; it is not traced", c[i].name,
-					m->path, (unsigned long long)c[i].addr, refusal_text(why));
+				ta_warn("not patching %s (%s, %#llx): %s; it is not traced",
+					c[i].name, m->path, (unsigned long long)c[i].addr,
+					refusal_text(why));
 			continue;
 		}
 		/* The return stub's way: the descriptor, the stub and the
@@ -564,8 +567,8 @@ static void forget_unloaded(void)
 	for (size_t k = 0; k < nseen;) {
 		int present = 0;
 		for (size_t i = 0; i < nmods && !present; i++)
-			present = mods[i].bias == seen[k].bias &&
-				  strcmp(mods[i].path, seen[k].name) == 0;
+			present =
+			    mods[i].bias == seen[k].bias && strcmp(mods[i].path, seen[k].name) == 0;
 		if (present) {
 			k++;
 			continue;
@@ -787,7 +790,8 @@ int ta_patch_attach_prepare(const char *spec)
 	}
 	pthread_mutex_unlock(&patch_lock);
 	if (ta_capstone_open() < 0) {
-		ta_warn("cannot open " TA_CS_SONAME " (capstone, to decode x86-64); --patch ignored");
+		ta_warn("cannot open " TA_CS_SONAME
+			" (capstone, to decode x86-64); --patch ignored");
 		return -ENOENT;
 	}
 	if (!patch_on && ta_patch_hot_init() != 0) {

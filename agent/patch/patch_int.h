@@ -27,7 +27,8 @@
 	X(RET_POPS, 9, "it returns with ret N, popping its caller's arguments")                    \
 	X(READS_RET, 10, "it reads or moves its own return address")                               \
 	X(COLD_PART, 11, "a part of another function (.cold), entered by a jump")                  \
-	X(BREAKPOINT, 12, "a breakpoint (int3) in its first bytes: a debugger, uprobe or perf probe")
+	X(BREAKPOINT, 12,                                                                          \
+	  "a breakpoint (int3) in its first bytes: a debugger, uprobe or perf probe")
 
 enum refusal {
 #define TA_X(name, code, text) R_##name = code,

@@ -110,7 +110,8 @@ static int is_breakpoint(const cs_insn *in)
 {
 	return in->id == X86_INS_INT3 || in->id == X86_INS_INT1 ||
 	       (in->id == X86_INS_INT && in->detail->x86.op_count == 1 &&
-		in->detail->x86.operands[0].type == X86_OP_IMM && in->detail->x86.operands[0].imm == 3);
+		in->detail->x86.operands[0].type == X86_OP_IMM &&
+		in->detail->x86.operands[0].imm == 3);
 }
 
 /* Decodes the function [addr, addr + size) and plans its patch; 0, or the
@@ -362,7 +363,7 @@ static int want_any(void *arg, const char *modbase, int is_exe, const char *name
 
 /* The module's sections (from its file, mapped at map) and functions. */
 void ta_patch_module_facts(const struct ta_module *m, const void *map, size_t maplen,
-			 struct modfacts *f)
+			   struct modfacts *f)
 {
 	const ElfW(Ehdr) *eh = map;
 	const ElfW(Shdr) * sh, *ss;
@@ -464,7 +465,7 @@ static const struct rins *ins_at(const struct whole *w, uint64_t a)
  * copy; 0, or why it cannot be relocated whole (w->ins to free either
  * way). */
 unsigned ta_patch_plan_whole(uint64_t addr, uint64_t size, const struct plan *pl,
-			   const struct modfacts *f, struct whole *w)
+			     const struct modfacts *f, struct whole *w)
 {
 	const uint8_t *p = (const uint8_t *)(uintptr_t)pl->start;
 	size_t left = (size_t)(addr + size - pl->start), cap = 0;

@@ -39,7 +39,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include "inject.h"
 #include "cmdopts.h"
 #include "commands.h"
@@ -103,43 +102,52 @@ static int has_inclusion(const char *list)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-			    "usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] "
-			    "[--duration TIME] [--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
-			    "       [--filter PATTERNS] [--exclude PATTERNS] [--depth N] "
-			    "[--min-duration TIME] [--libcalls LIST]\n"
-			    "Traces the running process PID until Ctrl-C or TIME (10, 10s, 500ms, "
-			    "2m),\nthen leaves it as it was.\n"
-			    "\n"
-			    "  -o FILE             the dump (%%p = pid), or a collector: "
-			    "tcp://HOST:PORT,\n"
-			    "                      unix:PATH; default traceagent.PID.trace here "
-			    "(then\n"
-			    "                      traceagent.PID.2.trace, ...: never overwritten)\n"
-			    "  --duration TIME     stop after TIME instead of at Ctrl-C\n"
-			    "  --patch PATTERNS    patch these functions' entries (x86-64), "
-			    "TRACEAGENT_PATCH\n"
-			    "  --channels LIST     the channels on at the start, TRACEAGENT_CHANNELS\n"
-			    "  --mode MODE         lossless, drop or flight, TRACEAGENT_MODE\n"
-			    "  --filter PATTERNS   record only these functions and what they call\n"
-			    "                      from their next call on, TRACEAGENT_FILTER\n"
-			    "  --exclude PATTERNS  not these functions' own events, "
-			    "TRACEAGENT_EXCLUDE\n"
-			    "  --depth N           nothing deeper than N recorded frames a thread,\n"
-			    "                      TRACEAGENT_DEPTH\n"
-			    "  --min-duration TIME calls shorter than TIME left out, "
-			    "TRACEAGENT_MIN_DURATION\n"
-			    "  --libcalls LIST     library calls recorded as zones, "
-			    "TRACEAGENT_LIBCALLS\n"
-			    "\n"
-			    "TRACEAGENT_ATTACH_TIMEOUT: seconds each call into the process may take\n"
-			    "(default 10).  Exit status 0 when the window was recorded, 1 when the\n"
-			    "attach failed (the process untouched, or said otherwise), 2 on bad "
-			    "usage.\n");
+	fprintf(f, "usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] "
+		   "[--duration TIME] [--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
+		   "       [--filter PATTERNS] [--exclude PATTERNS] [--depth N] "
+		   "[--min-duration TIME] [--libcalls LIST]\n"
+		   "Traces the running process PID until Ctrl-C or TIME (10, 10s, 500ms, "
+		   "2m),\nthen leaves it as it was.\n"
+		   "\n"
+		   "  -o FILE             the dump (%%p = pid), or a collector: "
+		   "tcp://HOST:PORT,\n"
+		   "                      unix:PATH; default traceagent.PID.trace here "
+		   "(then\n"
+		   "                      traceagent.PID.2.trace, ...: never overwritten)\n"
+		   "  --duration TIME     stop after TIME instead of at Ctrl-C\n"
+		   "  --patch PATTERNS    patch these functions' entries (x86-64), "
+		   "TRACEAGENT_PATCH\n"
+		   "  --channels LIST     the channels on at the start, TRACEAGENT_CHANNELS\n"
+		   "  --mode MODE         lossless, drop or flight, TRACEAGENT_MODE\n"
+		   "  --filter PATTERNS   record only these functions and what they call\n"
+		   "                      from their next call on, TRACEAGENT_FILTER\n"
+		   "  --exclude PATTERNS  not these functions' own events, "
+		   "TRACEAGENT_EXCLUDE\n"
+		   "  --depth N           nothing deeper than N recorded frames a thread,\n"
+		   "                      TRACEAGENT_DEPTH\n"
+		   "  --min-duration TIME calls shorter than TIME left out, "
+		   "TRACEAGENT_MIN_DURATION\n"
+		   "  --libcalls LIST     library calls recorded as zones, "
+		   "TRACEAGENT_LIBCALLS\n"
+		   "\n"
+		   "TRACEAGENT_ATTACH_TIMEOUT: seconds each call into the process may take\n"
+		   "(default 10).  Exit status 0 when the window was recorded, 1 when the\n"
+		   "attach failed (the process untouched, or said otherwise), 2 on bad "
+		   "usage.\n");
 }
 
-enum { O_OUTPUT = TA_OPT_OWN, O_PATCH, O_CHANNELS, O_MODE, O_FILTER, O_EXCLUDE, O_DEPTH,
-       O_MIN_DURATION, O_LIBCALLS, O_DURATION };
+enum {
+	O_OUTPUT = TA_OPT_OWN,
+	O_PATCH,
+	O_CHANNELS,
+	O_MODE,
+	O_FILTER,
+	O_EXCLUDE,
+	O_DEPTH,
+	O_MIN_DURATION,
+	O_LIBCALLS,
+	O_DURATION
+};
 
 static const struct ta_opt attach_opts[] = {
     {"-o", TA_ARG_NEXT, O_OUTPUT},
@@ -190,7 +198,8 @@ int ta_cmd_attach(int argc, char **argv)
 				return p.status;
 			if (id == O_DURATION) {
 				if (parse_duration(p.val, &duration) < 0)
-					return ta_opts_bad(&p, "is not a time (10, 10s, 500ms, 2m)");
+					return ta_opts_bad(&p,
+							   "is not a time (10, 10s, 500ms, 2m)");
 				continue;
 			}
 			if (id != TA_OPT_ARG) {
@@ -198,12 +207,13 @@ int ta_cmd_attach(int argc, char **argv)
 				continue;
 			}
 			if (pid)
-				return ta_usage_error("attach", "one process at a time ('%ld' and '%s')",
-						      pid, p.val);
+				return ta_usage_error(
+				    "attach", "one process at a time ('%ld' and '%s')", pid, p.val);
 			errno = 0;
 			pid = strtol(p.val, &end, 10);
 			if (errno || *end || end == p.val || pid <= 0) {
-				fprintf(stderr, "traceagent attach: '%s' is not a process id\n", p.val);
+				fprintf(stderr, "traceagent attach: '%s' is not a process id\n",
+					p.val);
 				return 2;
 			}
 		}
@@ -221,20 +231,22 @@ int ta_cmd_attach(int argc, char **argv)
 		if (sscanf(val, "%u %u", &ruid, &euid) != 2)
 			return ta_att_fail("process %ld: cannot read its status", pid);
 		if (ruid != euid)
-			return ta_att_fail("process %ld is set-user-ID (uid %u, effective %u): never traced",
-				    pid, ruid, euid);
+			return ta_att_fail(
+			    "process %ld is set-user-ID (uid %u, effective %u): never traced", pid,
+			    ruid, euid);
 		uid = euid;
 		if (ta_att_status_field(pid, "Gid", val, sizeof(val)) == 0 &&
 		    sscanf(val, "%u %u", &ruid, &euid) == 2 && ruid != euid)
 			return ta_att_fail("process %ld is set-group-ID: never traced", pid);
 	}
 	if (geteuid() != 0 && uid != geteuid())
-		return ta_att_fail("permission denied: process %ld belongs to uid %u (attach needs the "
-			    "same user, or CAP_SYS_PTRACE)",
-			    pid, (unsigned)uid);
+		return ta_att_fail(
+		    "permission denied: process %ld belongs to uid %u (attach needs the "
+		    "same user, or CAP_SYS_PTRACE)",
+		    pid, (unsigned)uid);
 	if (ta_att_status_field(pid, "TracerPid", val, sizeof(val)) == 0 && strcmp(val, "0"))
-		return ta_att_fail("process %ld is being traced by process %s already (a debugger?)",
-			    pid, val);
+		return ta_att_fail(
+		    "process %ld is being traced by process %s already (a debugger?)", pid, val);
 	snprintf(exe, sizeof(exe), "/proc/%ld/exe", pid);
 	{
 		/* A program of another architecture runs under qemu-user: the
@@ -249,8 +261,8 @@ int ta_cmd_attach(int argc, char **argv)
 		b = b ? b + 1 : target;
 		if (!strncmp(b, "qemu-", 5))
 			return ta_att_fail("process %ld runs under %s (a program of another "
-				    "architecture): the agent cannot be loaded into it",
-				    pid, b);
+					   "architecture): the agent cannot be loaded into it",
+					   pid, b);
 	}
 	fd = open(exe, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 && (errno == EACCES || errno == EPERM))
@@ -270,8 +282,8 @@ int ta_cmd_attach(int argc, char **argv)
 		unsigned mine = 0;
 #endif
 		if (memcmp(eh, ELFMAG, SELFMAG) || eh[EI_CLASS] != ELFCLASS64 || mach != mine)
-			return ta_att_fail("process %ld is of another architecture (ELF machine %u)", pid,
-				    mach);
+			return ta_att_fail(
+			    "process %ld is of another architecture (ELF machine %u)", pid, mach);
 	}
 
 	/* Settings: the output relative to our directory, not the target's. */
@@ -294,7 +306,8 @@ int ta_cmd_attach(int argc, char **argv)
 			if (n == 1)
 				snprintf(def, sizeof(def), "%s/traceagent.%ld.trace", cwd, pid);
 			else
-				snprintf(def, sizeof(def), "%s/traceagent.%ld.%d.trace", cwd, pid, n);
+				snprintf(def, sizeof(def), "%s/traceagent.%ld.%d.trace", cwd, pid,
+					 n);
 			if (access(def, F_OK) < 0 && errno == ENOENT)
 				break;
 		}
@@ -323,15 +336,17 @@ int ta_cmd_attach(int argc, char **argv)
 		/* The agent runs there already. */
 		if (strcmp(ans, "ok"))
 			return ta_att_fail("process %ld: %s", pid,
-				    !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
+					   !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
 		if (out || mode || patch || libcalls)
-			fprintf(stderr, "traceagent: attach: process %ld runs the agent already: "
-					"it records into its own output with its own settings\n",
+			fprintf(stderr,
+				"traceagent: attach: process %ld runs the agent already: "
+				"it records into its own output with its own settings\n",
 				pid);
 		if (channels) {
 			char cmd[TA_CTL_LINE_MAX];
 			snprintf(cmd, sizeof(cmd), "channels %s\n", channels);
-			if (ta_att_ctl_say(pid, uid, cmd, ans, sizeof(ans)) < 0 || strcmp(ans, "ok"))
+			if (ta_att_ctl_say(pid, uid, cmd, ans, sizeof(ans)) < 0 ||
+			    strcmp(ans, "ok"))
 				ta_att_fail("process %ld: channels %s: %s", pid, channels, ans);
 		}
 	} else {
@@ -347,8 +362,9 @@ int ta_cmd_attach(int argc, char **argv)
 			rc = ta_att_patch_in((pid_t)pid, agent, patch, 0);
 			if (rc == 1) {
 				patch = NULL;
-				fprintf(stderr, "traceagent: attach: --patch not applied in process "
-						"%ld\n",
+				fprintf(stderr,
+					"traceagent: attach: --patch not applied in process "
+					"%ld\n",
 					pid);
 			}
 			/* Inside a dlopen: planned again at the next look. */
@@ -359,9 +375,10 @@ int ta_cmd_attach(int argc, char **argv)
 		(void)rc;
 		(void)agent;
 		(void)injected;
-		return ta_att_fail("injecting the agent is implemented for x86-64 and aarch64 only; "
-			    "start the program with the agent (TRACEAGENT_START=paused) to attach "
-			    "to it");
+		return ta_att_fail(
+		    "injecting the agent is implemented for x86-64 and aarch64 only; "
+		    "start the program with the agent (TRACEAGENT_START=paused) to attach "
+		    "to it");
 #endif
 	}
 	fprintf(stderr, "traceagent: attached to process %ld%s\n", pid,
@@ -395,21 +412,23 @@ int ta_cmd_attach(int argc, char **argv)
 		}
 #endif
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (duration && (double)(now.tv_sec - t0.tv_sec) +
-					(double)(now.tv_nsec - t0.tv_nsec) / 1e9 >=
-				    duration)
+		if (duration &&
+		    (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >=
+			duration)
 			break;
 		nanosleep(&nap, NULL);
 	}
 #if TA_ARCH_HAS_INJECT
 	/* The entries back while no thread runs, before the agent stops. */
 	if (injected && patch && ta_att_patch_out((pid_t)pid, agent))
-		fprintf(stderr, "traceagent: attach: the patched entries of process %ld stay (they "
-				"record nothing once detached)\n",
+		fprintf(stderr,
+			"traceagent: attach: the patched entries of process %ld stay (they "
+			"record nothing once detached)\n",
 			pid);
 #endif
 	if (ta_att_ctl_say(pid, uid, "detach\n", ans, sizeof(ans)) < 0)
-		return ta_att_fail("process %ld: its control socket does not answer: cannot detach", pid);
+		return ta_att_fail("process %ld: its control socket does not answer: cannot detach",
+				   pid);
 	/* Closed with no answer: the process ended meanwhile, or the control
 	 * thread dropped a line it could not read within 2 s (a loader that
 	 * waited that long for a CPU between its connect and its write),
@@ -417,11 +436,13 @@ int ta_cmd_attach(int argc, char **argv)
 	if (!ans[0] && !ta_att_process_alive(pid))
 		return ta_att_fail("process %ld ended during the detach", pid);
 	if (!ans[0] && ta_att_ctl_say(pid, uid, "detach\n", ans, sizeof(ans)) < 0)
-		return ta_att_fail("process %ld: its control socket does not answer: cannot detach", pid);
+		return ta_att_fail("process %ld: its control socket does not answer: cannot detach",
+				   pid);
 	if (!ans[0])
-		return ta_att_fail("process %ld: its control socket closed twice without an answer: cannot "
-			    "detach",
-			    pid);
+		return ta_att_fail(
+		    "process %ld: its control socket closed twice without an answer: cannot "
+		    "detach",
+		    pid);
 	if (strcmp(ans, "ok"))
 		return ta_att_fail("process %ld: detach: %s", pid, ans);
 	fprintf(stderr, "traceagent: detached from process %ld\n", pid);

@@ -339,16 +339,16 @@ static void print_text(const struct counters *cs)
 	for (size_t i = 0; i < cs->n; i++)
 		if (strlen(cs->c[i].name) > w)
 			w = strlen(cs->c[i].name);
-	printf("%-*s %10s %14s %14s %14s %14s\n", (int)w, "counter", "samples", "min", "max",
-	       "avg", "last");
+	printf("%-*s %10s %14s %14s %14s %14s\n", (int)w, "counter", "samples", "min", "max", "avg",
+	       "last");
 	for (size_t i = 0; i < cs->n; i++) {
 		const struct counter *c = &cs->c[i];
 		char num[4][40];
 
 		numbers(cs, c, num, 1);
 		printf("%-*s %10" PRIu64 " %14s %14s %14s %14s", (int)w, c->name, c->samples,
-		       num[0][0] ? num[0] : "-", num[1][0] ? num[1] : "-",
-		       num[2][0] ? num[2] : "-", num[3][0] ? num[3] : "-");
+		       num[0][0] ? num[0] : "-", num[1][0] ? num[1] : "-", num[2][0] ? num[2] : "-",
+		       num[3][0] ? num[3] : "-");
 		if (c->non_finite)
 			printf("  (%" PRIu64 " not finite)", c->non_finite);
 		putchar('\n');
@@ -484,8 +484,9 @@ static int write_svg(struct counters *cs, FILE *f)
 		fprintf(f, " (%" PRIu64 " samples", c->samples);
 		if (c->non_finite)
 			fprintf(f, ", %" PRIu64 " not finite", c->non_finite);
-		fprintf(f, ")</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-			   "fill=\"#f4f6fa\" stroke=\"#99a\"/>\n",
+		fprintf(f,
+			")</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			"fill=\"#f4f6fa\" stroke=\"#99a\"/>\n",
 			PLOT_LEFT, y0, pw, PLOT_H);
 		fprintf(f,
 			"<text class=\"max\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n"
@@ -508,9 +509,9 @@ static int write_svg(struct counters *cs, FILE *f)
 			   "points=\"");
 		for (size_t k = 0; k < c->npts; k++) {
 			const struct point *pt = &c->pts[k];
-			double x = PLOT_LEFT + (t1 > t0 ? (double)(pt->ns - t0) /
-							      (double)(t1 - t0) * pw
-							: pw / 2);
+			double x =
+			    PLOT_LEFT +
+			    (t1 > t0 ? (double)(pt->ns - t0) / (double)(t1 - t0) * pw : pw / 2);
 			double y = y0 + PLOT_H -
 				   (span > 0 ? (pt->value - c->min) / span * PLOT_H : PLOT_H / 2);
 

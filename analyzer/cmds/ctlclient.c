@@ -86,8 +86,8 @@ static int copy_stream(int fd, const char *have, size_t n, long pid)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			fprintf(stderr, "traceagent ctl: reading the stream of process %ld: %s\n", pid,
-				strerror(errno));
+			fprintf(stderr, "traceagent ctl: reading the stream of process %ld: %s\n",
+				pid, strerror(errno));
 			return 1;
 		}
 		if (r == 0)
@@ -129,8 +129,9 @@ int ta_cmd_ctl(int argc, char **argv)
 	for (int i = 2; i < argc; i++) {
 		size_t l = strlen(argv[i]);
 		if (strchr(argv[i], '\n') || len + l + 2 > sizeof(line) - 1) {
-			fprintf(stderr, "traceagent ctl: the command is longer than %d bytes or has a "
-					"newline\n",
+			fprintf(stderr,
+				"traceagent ctl: the command is longer than %d bytes or has a "
+				"newline\n",
 				TA_CTL_LINE_MAX - 1);
 			return 2;
 		}
@@ -140,13 +141,15 @@ int ta_cmd_ctl(int argc, char **argv)
 	}
 	stream = !strcmp(argv[2], "stream");
 	if (stream && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "traceagent ctl: the stream is a binary dump: send it to a file or a "
-				"pipe, not a terminal\n");
+		fprintf(stderr,
+			"traceagent ctl: the stream is a binary dump: send it to a file or a "
+			"pipe, not a terminal\n");
 		return 2;
 	}
 	fd = connect_to(pid, path, sizeof(path));
 	if (fd < 0) {
-		fprintf(stderr, "traceagent ctl: no traced process %ld listening at %s\n", pid, path);
+		fprintf(stderr, "traceagent ctl: no traced process %ld listening at %s\n", pid,
+			path);
 		return 1;
 	}
 	if (ta_write_all(fd, line, len) < 0) {
@@ -162,7 +165,8 @@ int ta_cmd_ctl(int argc, char **argv)
 		ssize_t r;
 
 		if (poll(&pf, 1, ANSWER_MS) == 0) {
-			fprintf(stderr, "traceagent ctl: process %ld did not answer at %s\n", pid, path);
+			fprintf(stderr, "traceagent ctl: process %ld did not answer at %s\n", pid,
+				path);
 			close(fd);
 			return 1;
 		}

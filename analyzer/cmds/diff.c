@@ -238,14 +238,15 @@ static void print_text(const struct diff *df)
 	       "base total", "new total", "total diff", "total%", "base self", "new self",
 	       "self diff", "self%");
 	if (apart)
-		printf(" %9s %9s %12s %12s", "base open", "new open", "base partial", "new partial");
+		printf(" %9s %9s %12s %12s", "base open", "new open", "base partial",
+		       "new partial");
 	printf("  %s  %s\n", "function", "module");
 	for (size_t i = 0; i < df->n; i++) {
 		const struct entry *e = &df->e[i];
 		const struct side *x = &e->s[0], *y = &e->s[1];
 
-		printf("%10" PRIu64 " %10" PRIu64 " %12s %12s %13s %8s %12s %12s %13s %8s", x->calls,
-		       y->calls, ta_fmt_time(b[0], sizeof(b[0]), x->total),
+		printf("%10" PRIu64 " %10" PRIu64 " %12s %12s %13s %8s %12s %12s %13s %8s",
+		       x->calls, y->calls, ta_fmt_time(b[0], sizeof(b[0]), x->total),
 		       ta_fmt_time(b[1], sizeof(b[1]), y->total),
 		       fmt_change(b[2], sizeof(b[2]), x->total, y->total),
 		       fmt_pct(b[3], sizeof(b[3]), x->total, y->total),
@@ -368,8 +369,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	/* Short names in what a reader reads, whole in what a tool does. */
 	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
-			     : !o->json ? TA_DEMANGLE_SIMPLE
-					    : TA_DEMANGLE_FULL);
+			     : !o->json	   ? TA_DEMANGLE_SIMPLE
+					   : TA_DEMANGLE_FULL);
 	if (npaths != 2) {
 		ta_usage_error("diff", "two dumps are needed, BASE and NEW");
 		return 2;

@@ -38,7 +38,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: traceagent export --format=chrome|folded|perfetto|pprof -o FILE [OPTIONS] DUMP\n"
+		"usage: traceagent export --format=chrome|folded|perfetto|pprof -o FILE [OPTIONS] "
+		"DUMP\n"
 		"\n"
 		"  --format=chrome       Chrome Trace Event JSON (Perfetto UI, chrome://tracing,\n"
 		"                        speedscope): one complete event per call, times in us\n"
@@ -263,7 +264,7 @@ static int parse_args(int argc, char **argv, struct export *e)
 	}
 	/* Short names in what a reader reads (folded stacks, drawn as a
 	 * flame graph), whole in what a tool does. */
-	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+	ta_view_set_demangle(demangle >= 0	    ? (enum ta_demangle)demangle
 			     : e->fmt == FMT_FOLDED ? TA_DEMANGLE_SIMPLE
 						    : TA_DEMANGLE_FULL);
 	if (e->fmt == FMT_NONE) {
@@ -271,8 +272,9 @@ static int parse_args(int argc, char **argv, struct export *e)
 		return 2;
 	}
 	if ((e->fmt == FMT_FOLDED || e->fmt == FMT_PPROF) && (e->o.given & chrome_only)) {
-		fprintf(stderr, "traceagent export: --time-range and --min-duration are for "
-				"--format=chrome and perfetto (%s sums the whole run)\n",
+		fprintf(stderr,
+			"traceagent export: --time-range and --min-duration are for "
+			"--format=chrome and perfetto (%s sums the whole run)\n",
 			e->fmt == FMT_PPROF ? "a profile" : "folded stacks");
 		return 2;
 	}

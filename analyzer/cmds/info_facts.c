@@ -289,7 +289,8 @@ const char *ta_info_libcall_classes(char *buf, size_t n, uint64_t classes)
 	buf[0] = 0;
 	for (unsigned i = 0; i < 4; i++)
 		if (classes & (1u << i))
-			len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "," : "", names[i]);
+			len +=
+			    (size_t)snprintf(buf + len, n - len, "%s%s", len ? "," : "", names[i]);
 	if (!len)
 		snprintf(buf, n, "none");
 	return buf;

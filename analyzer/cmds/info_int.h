@@ -18,7 +18,7 @@
 
 enum { CH_ZONES, CH_MESSAGES, CH_INSTANTS, CH_COUNTERS, CH_FRAMES, CH_SWITCHES, CH_NCOUNTS };
 
-static const char *const ch_keys[CH_NCOUNTS] = {"zones",	  "messages",	 "instants",
+static const char *const ch_keys[CH_NCOUNTS] = {"zones",	   "messages",	  "instants",
 						"counter_samples", "frame_marks", "switches"};
 
 /* One process's counts by channel id: merged by name when printed, as

@@ -222,7 +222,7 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		printf("    \"end\": null,\n");
 	if (p->cut_cause) {
 		printf("    \"cut\": {\"cause\": \"%s\", \"value\": %" PRIu64 ", \"why\": ",
-		       p->cut_cause == TA_CUT_KILLED	 ? "killed"
+		       p->cut_cause == TA_CUT_KILLED   ? "killed"
 		       : p->cut_cause == TA_CUT_STREAM ? "stream"
 						       : "unknown",
 		       p->cut_value);

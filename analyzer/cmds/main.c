@@ -15,20 +15,20 @@ static const struct {
 	int (*run)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
-	{"record", ta_cmd_record, "run a program with the agent preloaded"},
-	{"attach", ta_cmd_attach, "trace a running process for a while, then leave it"},
-	{"report", ta_cmd_report, "per-function calls and times of a dump"},
-	{"graph", ta_cmd_graph, "the call tree by call path"},
-	{"replay", ta_cmd_replay, "the timeline of calls per thread"},
-	{"export", ta_cmd_export, "Chrome trace JSON, Perfetto, pprof or folded stacks"},
-	{"flame", ta_cmd_flame, "an SVG flame graph"},
-	{"diff", ta_cmd_diff, "per-function changes between two dumps"},
-	{"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},
-	{"counters", ta_cmd_counters, "the manual API's counters: numbers and plots"},
-	{"frames", ta_cmd_frames, "frame times and hitches of the frame marks"},
-	{"serve", ta_cmd_serve, "collect the dumps traced programs stream to it"},
-	{"top", ta_cmd_top, "a live view of a running program or a growing dump"},
-	{"ctl", ta_cmd_ctl, "control a traced process: pause, resume, flush, status, stream"},
+    {"record", ta_cmd_record, "run a program with the agent preloaded"},
+    {"attach", ta_cmd_attach, "trace a running process for a while, then leave it"},
+    {"report", ta_cmd_report, "per-function calls and times of a dump"},
+    {"graph", ta_cmd_graph, "the call tree by call path"},
+    {"replay", ta_cmd_replay, "the timeline of calls per thread"},
+    {"export", ta_cmd_export, "Chrome trace JSON, Perfetto, pprof or folded stacks"},
+    {"flame", ta_cmd_flame, "an SVG flame graph"},
+    {"diff", ta_cmd_diff, "per-function changes between two dumps"},
+    {"info", ta_cmd_info, "what a dump holds: process, threads, modules, clock"},
+    {"counters", ta_cmd_counters, "the manual API's counters: numbers and plots"},
+    {"frames", ta_cmd_frames, "frame times and hitches of the frame marks"},
+    {"serve", ta_cmd_serve, "collect the dumps traced programs stream to it"},
+    {"top", ta_cmd_top, "a live view of a running program or a growing dump"},
+    {"ctl", ta_cmd_ctl, "control a traced process: pause, resume, flush, status, stream"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -37,8 +37,8 @@ static const struct {
 static const struct {
 	const char *name, *page, *section;
 } topics[] = {
-	{"settings", "traceagent-settings", "7"},
-	{"api", "traceagent-api", "3"},
+    {"settings", "traceagent-settings", "7"},
+    {"api", "traceagent-api", "3"},
 };
 
 static void usage(FILE *f)

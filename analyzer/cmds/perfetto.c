@@ -739,7 +739,8 @@ static int jobs_init(struct pf *x)
 			return -1;
 		}
 	}
-	if (ta_opool_init(&x->q, workers, ptrs, x->nzjobs, ta_perfetto_job_work, job_retire, x) < 0) {
+	if (ta_opool_init(&x->q, workers, ptrs, x->nzjobs, ta_perfetto_job_work, job_retire, x) <
+	    0) {
 		free(ptrs);
 		return -1;
 	}

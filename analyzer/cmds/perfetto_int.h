@@ -88,10 +88,10 @@ enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 enum { CLOCK_MONO = 3, CLOCK_BOOT = 6, CLOCK_SEQ = 64 };
 
 /* Track uuids: one range per kind of track. */
-#define UUID_PROCESS(pid) ((1ull << 32) | (pid))
+#define UUID_PROCESS(pid)  ((1ull << 32) | (pid))
 #define UUID_THREAD(index) ((2ull << 32) | (index))
-#define UUID_COUNTER(k) ((3ull << 32) | (k))
-#define UUID_FRAMES(k) ((4ull << 32) | (k))
+#define UUID_COUNTER(k)	   ((3ull << 32) | (k))
+#define UUID_FRAMES(k)	   ((4ull << 32) | (k))
 
 /* The sequence of the trace-wide packets (clock, descriptors). */
 #define SEQ_GLOBAL 1u

@@ -39,22 +39,20 @@
 #include "launch.h"
 #include "values.h"
 
-
-
 struct record_opts {
-	const char *output;   /* -o, or NULL */
-	const char *buffer;   /* --buffer, or NULL */
-	const char *memory;   /* --memory, or NULL */
-	const char *flush_ms; /* --flush-ms, or NULL */
-	const char *mode;     /* --mode, or NULL */
-	const char *libcalls; /* --libcalls, or NULL */
-	const char *patch;    /* --patch, or NULL */
-	const char *channels; /* --channels, or NULL */
-	const char *filter;   /* --filter, or NULL */
-	const char *exclude;  /* --exclude, or NULL */
-	const char *depth;    /* --depth, or NULL */
+	const char *output;	  /* -o, or NULL */
+	const char *buffer;	  /* --buffer, or NULL */
+	const char *memory;	  /* --memory, or NULL */
+	const char *flush_ms;	  /* --flush-ms, or NULL */
+	const char *mode;	  /* --mode, or NULL */
+	const char *libcalls;	  /* --libcalls, or NULL */
+	const char *patch;	  /* --patch, or NULL */
+	const char *channels;	  /* --channels, or NULL */
+	const char *filter;	  /* --filter, or NULL */
+	const char *exclude;	  /* --exclude, or NULL */
+	const char *depth;	  /* --depth, or NULL */
 	const char *min_duration; /* --min-duration, or NULL */
-	char **argv;	      /* the program and its arguments */
+	char **argv;		  /* the program and its arguments */
 };
 
 static void usage(FILE *f)
@@ -104,8 +102,20 @@ static void usage(FILE *f)
 		   "2: bad usage or a bad option value (checked before the program runs).\n");
 }
 
-enum { O_OUTPUT = TA_OPT_OWN, O_BUFFER, O_MEMORY, O_FLUSH_MS, O_MODE, O_LIBCALLS, O_PATCH,
-       O_CHANNELS, O_FILTER, O_EXCLUDE, O_DEPTH, O_MIN_DURATION };
+enum {
+	O_OUTPUT = TA_OPT_OWN,
+	O_BUFFER,
+	O_MEMORY,
+	O_FLUSH_MS,
+	O_MODE,
+	O_LIBCALLS,
+	O_PATCH,
+	O_CHANNELS,
+	O_FILTER,
+	O_EXCLUDE,
+	O_DEPTH,
+	O_MIN_DURATION
+};
 
 static const struct ta_opt record_opts[] = {
     {"-o", TA_ARG_NEXT, O_OUTPUT},
@@ -147,9 +157,10 @@ static int check_values(const struct record_opts *o)
 	uint64_t v;
 
 	if (o->buffer && (ta_parse_size(o->buffer, &v) < 0 || v < 4096 || v > (64u << 20))) {
-		fprintf(stderr,
-			"traceagent record: --buffer=%s: not a size from 4K to 64M (like 64K or 1M)\n",
-			o->buffer);
+		fprintf(
+		    stderr,
+		    "traceagent record: --buffer=%s: not a size from 4K to 64M (like 64K or 1M)\n",
+		    o->buffer);
 		return EXIT_USAGE;
 	}
 	if (o->memory && (ta_parse_size(o->memory, &v) < 0 || v < (1u << 20) || v > (1ull << 40))) {
@@ -194,8 +205,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 {
 	/* By id - O_OUTPUT: every option is a string the agent checks. */
 	const char **value[] = {&o->output, &o->buffer,	  &o->memory, &o->flush_ms,
-				&o->mode,   &o->libcalls, &o->patch,	 &o->channels,
-				&o->filter, &o->exclude,  &o->depth,	 &o->min_duration};
+				&o->mode,   &o->libcalls, &o->patch,  &o->channels,
+				&o->filter, &o->exclude,  &o->depth,  &o->min_duration};
 	struct ta_opts p;
 	int id;
 
@@ -495,11 +506,12 @@ static void say_no_dump(const struct record_opts *o, const char *output, const s
 		return;
 	}
 	if (o->libcalls && strcmp(o->libcalls, "none")) {
-		fprintf(stderr,
-			"traceagent: %s ran no instrumented code and made no library call of those "
-			"recorded (%s): no dump written (build with -finstrument-functions, or trace "
-			"its functions with --patch)\n",
-			prog, o->libcalls);
+		fprintf(
+		    stderr,
+		    "traceagent: %s ran no instrumented code and made no library call of those "
+		    "recorded (%s): no dump written (build with -finstrument-functions, or trace "
+		    "its functions with --patch)\n",
+		    prog, o->libcalls);
 		return;
 	}
 	fprintf(stderr,
@@ -607,7 +619,8 @@ static void dump_outcome(int fd, pid_t pid, struct outcome *oc)
 static int append_cut(int fd, pid_t pid, uint32_t seq, int sig)
 {
 	uint8_t buf[TA_CUT_CHUNK_SIZE(0)];
-	size_t n = ta_cut_chunk_encode(buf, (uint32_t)pid, seq, TA_CUT_KILLED, (uint64_t)sig, NULL, 0);
+	size_t n =
+	    ta_cut_chunk_encode(buf, (uint32_t)pid, seq, TA_CUT_KILLED, (uint64_t)sig, NULL, 0);
 
 	return write(fd, buf, n) == (ssize_t)n ? 0 : -1;
 }
@@ -631,10 +644,11 @@ static void say_dump(const char *path, pid_t pid, int status)
 		fprintf(stderr, "traceagent: dump written to %s\n", path);
 	} else if (oc.has_end && (oc.end_flags & TA_END_F_INCOMPLETE) &&
 		   oc.failed_errno == ENOSPC) {
-		fprintf(stderr,
-			"traceagent: incomplete dump written to %s: the disk was full at byte %" PRIu64
-			"; the rest of the run is not in it\n",
-			path, oc.failed_at);
+		fprintf(
+		    stderr,
+		    "traceagent: incomplete dump written to %s: the disk was full at byte %" PRIu64
+		    "; the rest of the run is not in it\n",
+		    path, oc.failed_at);
 	} else if (oc.has_end && (oc.end_flags & TA_END_F_INCOMPLETE) && oc.failed_errno) {
 		fprintf(stderr,
 			"traceagent: incomplete dump written to %s: the agent could not write from "
@@ -652,10 +666,11 @@ static void say_dump(const char *path, pid_t pid, int status)
 		/* Not after a torn chunk: a reader would not find it there. */
 		int noted = !oc.torn && append_cut(fd, pid, oc.next_seq, sig) == 0;
 
-		fprintf(stderr,
-			"traceagent: incomplete dump written to %s: the program was killed by signal "
-			"%d (%s) before the agent could end it%s\n",
-			path, sig, ta_signal_name(sig), noted ? "" : " (not recorded in the dump)");
+		fprintf(
+		    stderr,
+		    "traceagent: incomplete dump written to %s: the program was killed by signal "
+		    "%d (%s) before the agent could end it%s\n",
+		    path, sig, ta_signal_name(sig), noted ? "" : " (not recorded in the dump)");
 	} else {
 		fprintf(stderr,
 			"traceagent: incomplete dump written to %s: it has no end (the agent could "

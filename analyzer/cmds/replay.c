@@ -573,8 +573,8 @@ static int parse_args(int argc, char **argv, struct replay *r)
 	}
 	/* Short names in what a reader reads, whole in what a tool does. */
 	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
-			     : !r->json ? TA_DEMANGLE_SIMPLE
-					    : TA_DEMANGLE_FULL);
+			     : !r->json	   ? TA_DEMANGLE_SIMPLE
+					   : TA_DEMANGLE_FULL);
 	return ta_opts_need_dump(&p, r->path) ? 2 : -1;
 }
 

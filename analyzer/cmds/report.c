@@ -47,10 +47,10 @@ struct options {
 	const char *function; /* glob over demangled names */
 	uint64_t top;	      /* rows per table, 0 = all */
 	int srcline;
-	unsigned libcalls; /* --alloc, --locks, --io: TA_LC_* sections */
+	unsigned libcalls;    /* --alloc, --locks, --io: TA_LC_* sections */
 	const char *channels; /* --channel, or NULL */
-	int frames;	   /* --frames: per frame of a frame set */
-	const char *set;   /* --set */
+	int frames;	      /* --frames: per frame of a frame set */
+	const char *set;      /* --set */
 };
 
 struct report {
@@ -68,10 +68,12 @@ struct report {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent report [--json | --csv] [--sort=total|self|calls|name]\n"
-		   "                         [--threads] [--tid=TID] [--pid=PID] [--function=GLOB] [--top=N]\n"
+		   "                         [--threads] [--tid=TID] [--pid=PID] [--function=GLOB] "
+		   "[--top=N]\n"
 		   "                         [--srcline] [--alloc] [--locks] [--io]\n"
 		   "                         [--channel=LIST] DUMP|DIR...\n"
-		   "       traceagent report --frames [--set=NAME] [--json] [--function=GLOB] [--top=N] DUMP\n"
+		   "       traceagent report --frames [--set=NAME] [--json] [--function=GLOB] "
+		   "[--top=N] DUMP\n"
 		   "\n"
 		   "Calls and times per function in a dump written by the agent.  Several\n"
 		   "dumps (a recording with %%p: one per process) are one report, their\n"
@@ -826,9 +828,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		}
 	}
 	/* Short names in what a reader reads, whole in what a tool does. */
-	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
+	ta_view_set_demangle(demangle >= 0   ? (enum ta_demangle)demangle
 			     : !json && !csv ? TA_DEMANGLE_SIMPLE
-					    : TA_DEMANGLE_FULL);
+					     : TA_DEMANGLE_FULL);
 	if (o->libcalls && csv) {
 		fprintf(stderr,
 			"traceagent report: --alloc, --locks and --io print text or --json, "
@@ -917,8 +919,8 @@ int ta_cmd_report(int argc, char **argv)
 	r.s = r.v.s;
 	status = r.v.status;
 	if (r.opt.have_pid && !pid_known(&r)) {
-		fprintf(stderr, "traceagent: %s: no process %" PRIu64 " in the dump%s\n", r.opt.path,
-			r.opt.pid, r.opt.npaths > 1 ? "s" : "");
+		fprintf(stderr, "traceagent: %s: no process %" PRIu64 " in the dump%s\n",
+			r.opt.path, r.opt.pid, r.opt.npaths > 1 ? "s" : "");
 		status = 2;
 		goto out;
 	}
@@ -943,7 +945,8 @@ int ta_cmd_report(int argc, char **argv)
 			"or an agent without them)\n",
 			r.opt.path);
 	if (ls)
-		rc = ta_libstats_print(ls, r.opt.libcalls, r.opt.form == OUT_JSON, r.opt.top, stdout);
+		rc = ta_libstats_print(ls, r.opt.libcalls, r.opt.form == OUT_JSON, r.opt.top,
+				       stdout);
 	else if (r.opt.form == OUT_JSON)
 		rc = print_json(&r, &all);
 	else if (r.opt.form == OUT_CSV)

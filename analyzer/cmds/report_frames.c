@@ -55,7 +55,8 @@ static void frames_row(const struct frames_opts *o, const struct ta_fset *set,
 	ta_json_str(stdout, f->id.name);
 	printf(", \"module\": ");
 	ta_json_str(stdout, f->id.module);
-	printf(", \"calls\": %" PRIu64 ", \"calls_per_frame\": %.4f, \"calls_per_frame_max\": %" PRIu64
+	printf(", \"calls\": %" PRIu64
+	       ", \"calls_per_frame\": %.4f, \"calls_per_frame_max\": %" PRIu64
 	       ", \"self_per_frame_avg_ns\": %" PRIu64 ", \"self_per_frame_p99_ns\": %" PRIu64
 	       ", \"self_per_frame_max_ns\": %" PRIu64 "}",
 	       f->calls, calls, f->calls_max, avg, f->self_p99_ns, f->self_max_ns);

@@ -34,9 +34,9 @@
 #include "commands.h"
 #include "serve.h"
 
-#define DEFAULT_LISTEN "127.0.0.1:7070"
+#define DEFAULT_LISTEN	    "127.0.0.1:7070"
 #define DEFAULT_MAX_CLIENTS 64
-#define DEFAULT_TIMEOUT_S 10
+#define DEFAULT_TIMEOUT_S   10
 /* One read per client per turn of the loop, shared by all: a busy client
  * does not starve the others. */
 #define READ_SIZE (256u << 10)
@@ -58,30 +58,31 @@ static volatile sig_atomic_t stop_sig;
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: traceagent serve [--listen ADDR] [--dir DIR] [--max-clients N]\n"
-		"                        [--quota SIZE] [--timeout SECONDS] [--once]\n"
-		"\n"
-		"Collects the dumps traced programs stream to it (TRACEAGENT_OUTPUT=tcp://HOST:PORT\n"
-		"or unix:PATH, record -o the same): each connection is written to its own dump in\n"
-		"DIR, named HOST-PROGRAM-PID-YYYYmmddTHHMMSS.trace (its start, UTC; never\n"
-		"overwritten: -2, -3... added).  One line per connection when it ends: who, what,\n"
-		"events, threads, bytes, complete or incomplete (why), the dump.\n"
-		"\n"
-		"  --listen ADDR       HOST:PORT (tcp:// optional; [IPv6]:PORT) or unix:PATH;\n"
-		"                      default " DEFAULT_LISTEN " (port 0: any free one)\n"
-		"  --dir DIR           where the dumps go (default .)\n"
-		"  --max-clients N     connections at once (default %d); more are refused\n"
-		"  --quota SIZE        bytes per dump at most (K/M/G); a client past it is cut off\n"
-		"                      and its dump keeps its whole chunks\n"
-		"  --timeout SECONDS   a client that stops in the middle of a chunk (or before its\n"
-		"                      first) for this long is cut off (default %d); one idle\n"
-		"                      between chunks is a quiet program and is kept\n"
-		"  --once              exit after the first client ends\n"
-		"\n"
-		"SIGTERM or SIGINT: the open dumps are closed (incomplete: no END) and serve\n"
-		"exits 0.  Exit status 2: bad options, or the address cannot be listened on.\n",
-		DEFAULT_MAX_CLIENTS, DEFAULT_TIMEOUT_S);
+	fprintf(
+	    f,
+	    "usage: traceagent serve [--listen ADDR] [--dir DIR] [--max-clients N]\n"
+	    "                        [--quota SIZE] [--timeout SECONDS] [--once]\n"
+	    "\n"
+	    "Collects the dumps traced programs stream to it (TRACEAGENT_OUTPUT=tcp://HOST:PORT\n"
+	    "or unix:PATH, record -o the same): each connection is written to its own dump in\n"
+	    "DIR, named HOST-PROGRAM-PID-YYYYmmddTHHMMSS.trace (its start, UTC; never\n"
+	    "overwritten: -2, -3... added).  One line per connection when it ends: who, what,\n"
+	    "events, threads, bytes, complete or incomplete (why), the dump.\n"
+	    "\n"
+	    "  --listen ADDR       HOST:PORT (tcp:// optional; [IPv6]:PORT) or unix:PATH;\n"
+	    "                      default " DEFAULT_LISTEN " (port 0: any free one)\n"
+	    "  --dir DIR           where the dumps go (default .)\n"
+	    "  --max-clients N     connections at once (default %d); more are refused\n"
+	    "  --quota SIZE        bytes per dump at most (K/M/G); a client past it is cut off\n"
+	    "                      and its dump keeps its whole chunks\n"
+	    "  --timeout SECONDS   a client that stops in the middle of a chunk (or before its\n"
+	    "                      first) for this long is cut off (default %d); one idle\n"
+	    "                      between chunks is a quiet program and is kept\n"
+	    "  --once              exit after the first client ends\n"
+	    "\n"
+	    "SIGTERM or SIGINT: the open dumps are closed (incomplete: no END) and serve\n"
+	    "exits 0.  Exit status 2: bad options, or the address cannot be listened on.\n",
+	    DEFAULT_MAX_CLIENTS, DEFAULT_TIMEOUT_S);
 }
 
 enum { O_LISTEN = TA_OPT_OWN, O_DIR, O_MAX_CLIENTS, O_QUOTA, O_TIMEOUT, O_ONCE };
@@ -152,7 +153,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 					&o->max_clients))
 				return 2;
 			if (o->max_clients < 1 || o->max_clients > 10000)
-				return ta_opts_bad(&p, "is not a number of clients from 1 to 10000");
+				return ta_opts_bad(&p,
+						   "is not a number of clients from 1 to 10000");
 			break;
 		case O_QUOTA:
 			if (parse_size(p.val, &o->quota) < 0)
@@ -163,7 +165,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 					&o->timeout_s))
 				return 2;
 			if (o->timeout_s < 1 || o->timeout_s > 86400)
-				return ta_opts_bad(&p, "is not a number of seconds from 1 to 86400");
+				return ta_opts_bad(&p,
+						   "is not a number of seconds from 1 to 86400");
 			break;
 		case O_ONCE:
 			o->once = 1;
@@ -244,8 +247,8 @@ static int listen_on(const char *spec, char *said, size_t size, char *unix_path,
 		}
 		fd = -1;
 		for (ai = res; ai; ai = ai->ai_next) {
-			fd = socket(ai->ai_family,
-				    ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+			fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+				    ai->ai_protocol);
 			if (fd < 0) {
 				err = errno;
 				continue;
@@ -267,8 +270,9 @@ static int listen_on(const char *spec, char *said, size_t size, char *unix_path,
 		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
 		    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
 				NI_NUMERICHOST | NI_NUMERICSERV) == 0)
-			snprintf(said, size, ss.ss_family == AF_INET6 ? "tcp://[%s]:%s" : "tcp://%s:%s",
-				 host, port);
+			snprintf(said, size,
+				 ss.ss_family == AF_INET6 ? "tcp://[%s]:%s" : "tcp://%s:%s", host,
+				 port);
 		else
 			snprintf(said, size, "%.*s", (int)(size - 1), spec);
 		return fd;
@@ -336,7 +340,8 @@ static void finish(struct client *c, const char *dir, const char *why)
 		snprintf(status, sizeof(status), "incomplete (cut off: %s)", k->why);
 	else if (!ta_stream_at_boundary(&k->st))
 		snprintf(status, sizeof(status),
-			 "incomplete (closed in the middle of a chunk; kept up to byte %" PRIu64 ")",
+			 "incomplete (closed in the middle of a chunk; kept up to byte %" PRIu64
+			 ")",
 			 k->written);
 	else
 		snprintf(status, sizeof(status), "incomplete (closed without END)");
@@ -442,8 +447,9 @@ int ta_cmd_serve(int argc, char **argv)
 			if (c->fd < 0 || !ta_sv_conn_midway(&c->conn) ||
 			    now - c->last_ms < (int64_t)o.timeout_s * 1000)
 				continue;
-			snprintf(why, sizeof(why), "stalled: nothing for %" PRIu64 " s %s", o.timeout_s,
-				 !c->conn.named ? "before its first chunk" : "in the middle of a chunk");
+			snprintf(
+			    why, sizeof(why), "stalled: nothing for %" PRIu64 " s %s", o.timeout_s,
+			    !c->conn.named ? "before its first chunk" : "in the middle of a chunk");
 			finish(c, o.dir, why);
 			ended = 1;
 		}
@@ -465,7 +471,8 @@ int ta_cmd_serve(int argc, char **argv)
 					break;
 				describe_peer(cfd, peer, sizeof(peer), host, sizeof(host));
 				if (n >= o.max_clients) {
-					say("%s refused: %" PRIu64 " clients connected already (--max-clients)",
+					say("%s refused: %" PRIu64
+					    " clients connected already (--max-clients)",
 					    peer, o.max_clients);
 					close(cfd);
 					continue;

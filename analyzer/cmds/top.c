@@ -39,10 +39,10 @@
 #include "live.h"
 #include "top_int.h"
 
-#define FOLLOW_POLL_MS	 10	     /* a file's growth is looked for this often */
-#define DEFAULT_SERVE	 "tcp://127.0.0.1:7070"
-#define FILTER_MAX	 64
-#define BATCH_TOP	 30
+#define FOLLOW_POLL_MS 10 /* a file's growth is looked for this often */
+#define DEFAULT_SERVE  "tcp://127.0.0.1:7070"
+#define FILTER_MAX     64
+#define BATCH_TOP      30
 
 /* The sort columns' names (enum col). */
 static const char *const col_keys[] = {"calls", "self", "calls-all", "self-all", "name", NULL};
@@ -242,7 +242,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			return p.status ? p.status : -1;
 		case O_INTERVAL:
 			if (parse_interval(p.val, &o->interval_ns) < 0)
-				return ta_opts_bad(&p, "is not a time of 1ms or more (0.25, 250ms, 1s)");
+				return ta_opts_bad(
+				    &p, "is not a time of 1ms or more (0.25, 250ms, 1s)");
 			break;
 		case O_BATCH:
 			o->batch = 1;
@@ -295,7 +296,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->kind = SRC_DUMP;
 			o->dump = argv[p.i];
 		} else {
-			fprintf(stderr, "traceagent top: one dump at a time ('%s')\n", argv[p.i + 1]);
+			fprintf(stderr, "traceagent top: one dump at a time ('%s')\n",
+				argv[p.i + 1]);
 			return 2;
 		}
 		sources++;
@@ -422,7 +424,9 @@ static void batch_print(const struct ta_live_snap *sn, const struct options *o, 
 		else if (s->kind == SRC_PROG)
 			printf("ended signal %d\n", WTERMSIG(s->child_status));
 		else
-			printf("ended %s\n", s->bad ? "damaged" : sn->ended ? "complete" : "incomplete");
+			printf("ended %s\n", s->bad	 ? "damaged"
+					     : sn->ended ? "complete"
+							 : "incomplete");
 	}
 	printf("%12s %12s %14s %7s %14s %16s  %s  %s\n", "calls/s", "calls", "self_ns", "self%",
 	       "calls_all", "self_ns_all", "module", "name");
@@ -437,8 +441,8 @@ static void batch_print(const struct ta_live_snap *sn, const struct options *o, 
 	for (size_t i = 0; i < sn->nthr; i++) {
 		const struct ta_live_thr *t = &sn->thr[i];
 
-		printf("thread %" PRIu32 " %" PRIu64 " events/s %.0f events %" PRIu64 " lost %" PRIu64
-		       " %s hot %s name %s\n",
+		printf("thread %" PRIu32 " %" PRIu64 " events/s %.0f events %" PRIu64
+		       " lost %" PRIu64 " %s hot %s name %s\n",
 		       t->pid, t->tid, per_s(t->ievents, sn->interval_ns), t->events, t->lost,
 		       t->ended ? "ended" : "running", t->hot[0] ? t->hot : "-",
 		       t->name[0] ? t->name : "-");
@@ -537,14 +541,17 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 	     scr.filter[0] ? "   filter: " : "", scr.filter, scr.paused ? "   [paused]" : "",
 	     ta_fmt_time(t[0], sizeof(t[0]), o->interval_ns), (double)since_ns / 1e9, what);
 	ta_fmt_lost_by(lost, sizeof(lost), sn->lost_by);
-	line(&b, 0, "events/s %s   events %" PRIu64 "   threads %zu   processes %zu   lost %" PRIu64 "%s%s%s",
+	line(&b, 0,
+	     "events/s %s   events %" PRIu64 "   threads %zu   processes %zu   lost %" PRIu64
+	     "%s%s%s",
 	     rate(t[1], sizeof(t[1]), per_s(sn->ievents, sn->interval_ns)), sn->events,
-	     sn->nthreads_live, sn->nprocs, sn->lost, lost[0] ? " (" : "", lost, lost[0] ? ")" : "");
+	     sn->nthreads_live, sn->nprocs, sn->lost, lost[0] ? " (" : "", lost,
+	     lost[0] ? ")" : "");
 	if (sn->capped)
 		line(&b, 0, "%s", sn->capped);
 	if (sn->fr.set)
-		line(&b, 0, "frames %s: %s/s   p50 %s   p99 %s   max %s   hitches %" PRIu64, sn->fr.set,
-		     rate(t[2], sizeof(t[2]), per_s(sn->fr.iframes, sn->interval_ns)),
+		line(&b, 0, "frames %s: %s/s   p50 %s   p99 %s   max %s   hitches %" PRIu64,
+		     sn->fr.set, rate(t[2], sizeof(t[2]), per_s(sn->fr.iframes, sn->interval_ns)),
 		     ta_fmt_time(t[3], sizeof(t[3]), sn->fr.p50_ns),
 		     ta_fmt_time(t[4], sizeof(t[4]), sn->fr.p99_ns),
 		     ta_fmt_time(t[5], sizeof(t[5]), sn->fr.max_ns), sn->fr.hitches);
@@ -567,8 +574,11 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 		for (size_t i = 0; i < sn->nthr && (int)i < body; i++) {
 			const struct ta_live_thr *th = &sn->thr[i];
 
-			line(&b, 0, "%7" PRIu32 " %8" PRIu64 " %10s %12" PRIu64 " %8" PRIu64 "  %-16.16s %s%s",
-			     th->pid, th->tid, rate(t[0], sizeof(t[0]), per_s(th->ievents, sn->interval_ns)),
+			line(&b, 0,
+			     "%7" PRIu32 " %8" PRIu64 " %10s %12" PRIu64 " %8" PRIu64
+			     "  %-16.16s %s%s",
+			     th->pid, th->tid,
+			     rate(t[0], sizeof(t[0]), per_s(th->ievents, sn->interval_ns)),
 			     th->events, th->lost, th->name[0] ? th->name : "-", th->hot,
 			     th->ended ? " (ended)" : "");
 			used++;
@@ -579,7 +589,8 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 		char h[NCOLS][16];
 
 		for (int c = 0; c < NCOLS; c++)
-			snprintf(h[c], sizeof(h[c]), "%s%s", c == (int)o->sort ? ">" : "", heads[c]);
+			snprintf(h[c], sizeof(h[c]), "%s%s", c == (int)o->sort ? ">" : "",
+				 heads[c]);
 		line(&b, 1, "%10s %10s %6s %12s %10s  %s", h[COL_CALLS], h[COL_SELF], "SELF%",
 		     h[COL_CALLS_ALL], h[COL_SELF_ALL], h[COL_NAME]);
 		for (long i = 0; i < n && i < body; i++) {
@@ -609,8 +620,8 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 
 		out_add(&b, l, (size_t)(n < scr.cols ? n : scr.cols));
 	} else {
-		static const char help[] =
-		    "q quit  c/s calls/self  C/S since start  </> column  / filter  t threads  p pause";
+		static const char help[] = "q quit  c/s calls/self  C/S since start  </> column  / "
+					   "filter  t threads  p pause";
 		size_t n = strlen(help) < (size_t)scr.cols ? strlen(help) : (size_t)scr.cols;
 
 		out_add(&b, "\033[7m", 4);
@@ -736,7 +747,8 @@ static int run(struct options *o, struct source *s, struct ta_live *L)
 		reap(s);
 		/* The end: the program ended and its dump is read to its end,
 		 * or the stream closed. */
-		if (!done && ((s->kind == SRC_PROG && s->child_done && got == 0) || s->eof || s->bad)) {
+		if (!done &&
+		    ((s->kind == SRC_PROG && s->child_done && got == 0) || s->eof || s->bad)) {
 			if (s->kind == SRC_PROG && s->child_done)
 				ta_top_source_pump(s, L, buf);
 			done = 1;
@@ -788,7 +800,8 @@ static int run(struct options *o, struct source *s, struct ta_live *L)
 		now = now_ns();
 		timeout = done == 2 ? -1 : next > now ? (int)((next - now + 999999) / 1000000) : 0;
 		/* A file gives no sign when it grows: look again soon. */
-		if (!done && (s->kind == SRC_DUMP || s->kind == SRC_PROG) && timeout > FOLLOW_POLL_MS)
+		if (!done && (s->kind == SRC_DUMP || s->kind == SRC_PROG) &&
+		    timeout > FOLLOW_POLL_MS)
 			timeout = FOLLOW_POLL_MS;
 		if (done == 2 && o->batch)
 			break;
@@ -802,7 +815,8 @@ static int run(struct options *o, struct source *s, struct ta_live *L)
 				if (sigs[i] == SIGWINCH) {
 					term_size();
 					redraw = 1;
-				} else if (sigs[i] == SIGINT || sigs[i] == SIGTERM || sigs[i] == SIGHUP) {
+				} else if (sigs[i] == SIGINT || sigs[i] == SIGTERM ||
+					   sigs[i] == SIGHUP) {
 					quit = 1;
 					status = 128 + sigs[i];
 				}

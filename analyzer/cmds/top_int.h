@@ -15,8 +15,8 @@
 
 #include "live.h"
 
-#define READ_SIZE	 (1u << 20)
-#define READ_PASS_MAX	 (64u << 20) /* bytes read before looking at the clock and keys */
+#define READ_SIZE     (1u << 20)
+#define READ_PASS_MAX (64u << 20) /* bytes read before looking at the clock and keys */
 
 enum src_kind { SRC_DUMP, SRC_PROG, SRC_SERVE, SRC_PID };
 
@@ -34,7 +34,7 @@ struct options {
 	const char *serve;
 	const char *keep; /* -o */
 	long pid;
-	char **argv; /* the program's */
+	char **argv;  /* the program's */
 	int demangle; /* symbols.h's enum ta_demangle: simple unless asked */
 };
 
@@ -48,10 +48,10 @@ struct source {
 	char path[PATH_MAX + 16];
 	pid_t child;
 	int child_status, child_done;
-	int eof;	  /* a socket's stream ended */
-	int bad;	  /* the stream went bad: shown, no longer read */
-	char why[PATH_MAX + 400];	  /* why it ended, for the screen and stderr */
-	uint64_t offset;  /* bytes read */
+	int eof;		  /* a socket's stream ended */
+	int bad;		  /* the stream went bad: shown, no longer read */
+	char why[PATH_MAX + 400]; /* why it ended, for the screen and stderr */
+	uint64_t offset;	  /* bytes read */
 };
 
 /* top_source.c: each opens its source (the options' dump, program, --serve

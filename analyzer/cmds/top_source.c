@@ -84,8 +84,7 @@ int ta_top_start_prog(struct source *s, const struct options *o, int screen)
 		int err;
 
 		signal(SIGPIPE, SIG_DFL);
-		if (ta_record_set_preload(agent) < 0 ||
-		    setenv("TRACEAGENT_OUTPUT", s->path, 1) < 0)
+		if (ta_record_set_preload(agent) < 0 || setenv("TRACEAGENT_OUTPUT", s->path, 1) < 0)
 			_exit(127);
 		/* The keys are top's: a program whose input is the terminal
 		 * gets /dev/null; one whose input is redirected keeps it. */
@@ -135,7 +134,8 @@ int ta_top_listen_on(struct source *s, const char *addr)
 		if (lstat(un.sun_path, &st) == 0 && S_ISSOCK(st.st_mode))
 			unlink(un.sun_path);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0 || listen(fd, 4) < 0) {
+		if (fd < 0 || bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0 ||
+		    listen(fd, 4) < 0) {
 			fprintf(stderr, "traceagent top: --serve=%s: %s\n", addr, strerror(errno));
 			if (fd >= 0)
 				close(fd);
@@ -146,7 +146,8 @@ int ta_top_listen_on(struct source *s, const char *addr)
 		char host[256];
 		const char *hp = strncmp(addr, "tcp://", 6) ? addr : addr + 6;
 		const char *colon = strrchr(hp, ':');
-		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+		struct addrinfo hints = {.ai_family = AF_UNSPEC,
+					 .ai_socktype = SOCK_STREAM,
 					 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
 		struct addrinfo *ai = NULL;
 		int rc;
@@ -199,7 +200,8 @@ int ta_top_ask_stream(struct source *s, long pid)
 	/* Where the agent put it: under XDG_RUNTIME_DIR when the program had
 	 * it, else in /tmp; top's environment may differ, so both. */
 	for (int pass = 0; pass < 2 && fd < 0; pass++) {
-		if ((pass == 0 && !xdg) || ta_ctl_dir(dir, sizeof(dir), pass ? NULL : xdg, getuid()) < 0 ||
+		if ((pass == 0 && !xdg) ||
+		    ta_ctl_dir(dir, sizeof(dir), pass ? NULL : xdg, getuid()) < 0 ||
 		    ta_ctl_path(un.sun_path, sizeof(un.sun_path), dir, pid) < 0)
 			continue;
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

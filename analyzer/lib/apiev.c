@@ -69,9 +69,9 @@ int ta_apiev_decode(struct ta_process *p, uint64_t ticks, uint64_t kind, const u
 
 const char *ta_apiev_kind_name(uint64_t kind)
 {
-	static const char *const names[] = {"frame",	 "counter", "message", "instant",
-					    "zone-text", "zone-value", "channel",
-					    "zone-end-unmatched"};
+	static const char *const names[] = {"frame",   "counter",	    "message",
+					    "instant", "zone-text",	    "zone-value",
+					    "channel", "zone-end-unmatched"};
 
 	return ta_apiev_kind(kind) ? names[kind - TA_EXT_FRAME] : "unknown";
 }

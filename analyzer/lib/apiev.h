@@ -13,7 +13,7 @@
 #include "session.h"
 
 struct ta_apiev {
-	uint64_t kind;  /* TA_EXT_FRAME ... TA_EXT_ZONE_UNMATCHED */
+	uint64_t kind; /* TA_EXT_FRAME ... TA_EXT_ZONE_UNMATCHED */
 	uint64_t ticks;
 	uint64_t site_addr;	    /* 0 for ZONE_VALUE and CHANNEL */
 	const struct ta_site *site; /* NULL when no SITES chunk described it */

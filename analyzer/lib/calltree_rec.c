@@ -255,7 +255,8 @@ static __attribute__((noinline)) uint32_t pnode(struct ct_part *cp, uint32_t par
 	memset(&cp->n[cp->len], 0, sizeof(cp->n[cp->len]));
 	cp->n[cp->len].key = key;
 	cp->n[cp->len].parent = parent;
-	for (k = ta_ct_child_slot(parent, key, cp->nslots); cp->slot[k]; k = (k + 1) & (cp->nslots - 1))
+	for (k = ta_ct_child_slot(parent, key, cp->nslots); cp->slot[k];
+	     k = (k + 1) & (cp->nslots - 1))
 		;
 	cp->slot[k] = cp->len;
 	return cp->len++;
@@ -467,8 +468,7 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 	} else {
 		/* The walk's first enter of the thread makes its node. */
 		if ((cp->enters || cp->len > cp->dec.snapshot_depth + 1) &&
-		    !(t->index < r->nth && r->th[t->index].node) &&
-		    !thread_root(r, t))
+		    !(t->index < r->nth && r->th[t->index].node) && !thread_root(r, t))
 			return 0; /* without memory: the walk records that */
 		map[0] =
 		    t->index < r->nth && r->th[t->index].node != SKIPPED ? r->th[t->index].node : 0;
@@ -477,9 +477,9 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 		/* New nodes in the order the walk would have added them. */
 		for (uint32_t i = cp->dec.snapshot_depth + 1; i < cp->len; i++)
 			map[i] = map[cp->n[i].parent]
-					 ? ta_ctree_child(&r->tree, (uint32_t)map[cp->n[i].parent],
-							  cp->n[i].key)
-					 : 0;
+				     ? ta_ctree_child(&r->tree, (uint32_t)map[cp->n[i].parent],
+						      cp->n[i].key)
+				     : 0;
 		for (uint32_t i = 1; i < cp->len; i++) {
 			struct ta_ctnode *n;
 
@@ -508,10 +508,10 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 }
 
 static const struct ta_chunk_ops part_ops = {
-	.make = part_make,
-	.drop = part_drop,
-	.build = part_build,
-	.apply = part_apply,
+    .make = part_make,
+    .drop = part_drop,
+    .build = part_build,
+    .apply = part_apply,
 };
 
 void ta_pathrec_visitor(struct ta_pathrec *r, struct ta_visitor *v)

@@ -35,9 +35,9 @@ struct ta_opt {
 };
 
 /* What ta_opts_next returns besides an option's id. */
-#define TA_OPT_END     (-1) /* no more arguments (or, TA_OPTS_LEADING, no more options) */
-#define TA_OPT_EXIT    (-2) /* stop: the exit status is in status, the message was printed */
-#define TA_OPT_ARG     0    /* a word that is not an option, in val */
+#define TA_OPT_END  (-1) /* no more arguments (or, TA_OPTS_LEADING, no more options) */
+#define TA_OPT_EXIT (-2) /* stop: the exit status is in status, the message was printed */
+#define TA_OPT_ARG  0	 /* a word that is not an option, in val */
 
 /* The ids of the options several commands share; a command numbers its
  * own from TA_OPT_OWN.  TID, TIME_RANGE, MIN_DURATION, DEPTH and FUNCTION

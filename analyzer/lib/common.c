@@ -448,7 +448,8 @@ void ta_view_warnings(struct ta_view *v)
 	if (!v->filters_shown && ta_session_filters(s)) {
 		char line[2400];
 
-		ta_view_warn(v, "%s", ta_fmt_filtered_line(line, sizeof(line), ta_session_filters(s)));
+		ta_view_warn(v, "%s",
+			     ta_fmt_filtered_line(line, sizeof(line), ta_session_filters(s)));
 	}
 	ta_resolver_failures(v->res, symbol_failure, v);
 }
@@ -511,11 +512,11 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 		out->offset = lc->index;
 	} else if (m) {
 		const struct ta_resolved *rv =
-			ta_resolve(v->res, m->path, m->build_id, m->build_id_len, addr - m->bias);
+		    ta_resolve(v->res, m->path, m->build_id, m->build_id_len, addr - m->bias);
 
 		out->name = v->demangle == TA_DEMANGLE_SIMPLE ? rv->short_name
-			    : v->demangle == TA_DEMANGLE_NO	 ? rv->raw
-							 : rv->name;
+			    : v->demangle == TA_DEMANGLE_NO   ? rv->raw
+							      : rv->name;
 		out->full = rv->name;
 		out->module = m->path;
 		out->offset = rv->offset;

@@ -71,7 +71,7 @@ void ta_view_naming(struct ta_view *v);
 void ta_view_warnings(struct ta_view *v);
 
 void ta_view_warn(const struct ta_view *v, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* The text of one error, without the "traceagent: FILE: " prefix. */
 void ta_error_text(char *buf, size_t n, const struct ta_session_error *e);

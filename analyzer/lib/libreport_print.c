@@ -221,42 +221,47 @@ static int print_alloc(struct ta_libstats *ls, int json)
 				live_blocks);
 			for (long i = 0; i < n; i++) {
 				json_row_name("function", rows[i].name, i == 0);
-				fprintf(lo, ", \"allocations\": %" PRIu64
-				       ", \"bytes_allocated\": %" PRIu64 ", \"frees\": %" PRIu64
-				       ", \"bytes_freed\": %" PRIu64 "}",
-				       rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3]);
+				fprintf(lo,
+					", \"allocations\": %" PRIu64
+					", \"bytes_allocated\": %" PRIu64 ", \"frees\": %" PRIu64
+					", \"bytes_freed\": %" PRIu64 "}",
+					rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3]);
 			}
 			fprintf(lo, "],\n    \"live\": [");
 			for (long i = 0; i < np; i++) {
 				json_row_name("path", merged[i].name, i == 0);
 				fprintf(lo, ", \"bytes\": %" PRIu64 ", \"blocks\": %" PRIu64 "}",
-				       merged[i].v[0], merged[i].v[1]);
+					merged[i].v[0], merged[i].v[1]);
 			}
 			fprintf(lo, "]}");
 		} else {
 			fprintf(lo, "allocations by calling function:\n%10s %14s %10s %14s  %s\n",
-			       "allocs", "bytes", "frees", "bytes freed", "function");
+				"allocs", "bytes", "frees", "bytes freed", "function");
 			for (long i = 0; i < n; i++)
-				fprintf(lo, "%10" PRIu64 " %14" PRIu64 " %10" PRIu64 " %14" PRIu64
-				       "  %s\n",
-				       rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3],
-				       rows[i].name);
-			fprintf(lo, 
+				fprintf(lo,
+					"%10" PRIu64 " %14" PRIu64 " %10" PRIu64 " %14" PRIu64
+					"  %s\n",
+					rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3],
+					rows[i].name);
+			fprintf(
+			    lo,
 			    "\nlive at the end (allocated, never freed), by call path:\n%14s %10s  "
 			    "%s\n",
 			    "bytes", "blocks", "path");
 			for (long i = 0; i < np; i++)
 				fprintf(lo, "%14" PRIu64 " %10" PRIu64 "  %s\n", merged[i].v[0],
-				       merged[i].v[1], merged[i].name);
-			fprintf(lo, "\ntotal: %" PRIu64 " allocations, %" PRIu64 " bytes; %" PRIu64
-			       " frees, %" PRIu64 " bytes; %" PRIu64 " bytes in %" PRIu64
-			       " blocks live at the end\n",
-			       tot[0], tot[1], tot[2], tot[3], live_bytes, live_blocks);
+					merged[i].v[1], merged[i].name);
+			fprintf(lo,
+				"\ntotal: %" PRIu64 " allocations, %" PRIu64 " bytes; %" PRIu64
+				" frees, %" PRIu64 " bytes; %" PRIu64 " bytes in %" PRIu64
+				" blocks live at the end\n",
+				tot[0], tot[1], tot[2], tot[3], live_bytes, live_blocks);
 			if (ls->untracked_frees)
-				fprintf(lo, "%" PRIu64
-				       " frees of blocks allocated before recording (size "
-				       "unknown)\n",
-				       ls->untracked_frees);
+				fprintf(lo,
+					"%" PRIu64
+					" frees of blocks allocated before recording (size "
+					"unknown)\n",
+					ls->untracked_frees);
 		}
 		for (long i = 0; i < np_all; i++)
 			free(copy[i].own);
@@ -404,9 +409,10 @@ static int print_locks(struct ta_libstats *ls, int json)
 			json_row_name("function", rc[i].name, i == 0);
 			fprintf(lo, ", \"call\": ");
 			ta_json_str(lo, rc[i].extra);
-			fprintf(lo, ", \"calls\": %" PRIu64 ", \"wait_ns\": %" PRIu64
-			       ", \"max_ns\": %" PRIu64 "}",
-			       rc[i].v[0], rc[i].v[1], rc[i].v[2]);
+			fprintf(lo,
+				", \"calls\": %" PRIu64 ", \"wait_ns\": %" PRIu64
+				", \"max_ns\": %" PRIu64 "}",
+				rc[i].v[0], rc[i].v[1], rc[i].v[2]);
 		}
 		fprintf(lo, "],\n    \"locks\": [");
 		for (long i = 0; i < no; i++) {
@@ -420,12 +426,12 @@ static int print_locks(struct ta_libstats *ls, int json)
 	} else {
 		char a[32], b[32];
 
-		fprintf(lo, "lock waits by caller (unlocks left out):\n%10s %12s %12s  %s\n", "calls",
-		       "wait", "max", "function: call");
+		fprintf(lo, "lock waits by caller (unlocks left out):\n%10s %12s %12s  %s\n",
+			"calls", "wait", "max", "function: call");
 		for (long i = 0; i < nc; i++)
 			fprintf(lo, "%10" PRIu64 " %12s %12s  %s: %s\n", rc[i].v[0],
-			       ta_fmt_time(a, sizeof(a), rc[i].v[1]),
-			       ta_fmt_time(b, sizeof(b), rc[i].v[2]), rc[i].name, rc[i].extra);
+				ta_fmt_time(a, sizeof(a), rc[i].v[1]),
+				ta_fmt_time(b, sizeof(b), rc[i].v[2]), rc[i].name, rc[i].extra);
 		fprintf(
 		    lo,
 		    "\nlock waits by lock (mutex, rwlock, condition or semaphore: its variable,\n"
@@ -434,8 +440,8 @@ static int print_locks(struct ta_libstats *ls, int json)
 		    "calls", "wait", "max", "lock");
 		for (long i = 0; i < no; i++)
 			fprintf(lo, "%10" PRIu64 " %12s %12s  %s\n", ro[i].v[0],
-			       ta_fmt_time(a, sizeof(a), ro[i].v[1]),
-			       ta_fmt_time(b, sizeof(b), ro[i].v[2]), ro[i].name);
+				ta_fmt_time(a, sizeof(a), ro[i].v[1]),
+				ta_fmt_time(b, sizeof(b), ro[i].v[2]), ro[i].name);
 	}
 	for (size_t i = 0; i < ls->lock_obj.n; i++)
 		free(objnames[i]);
@@ -470,22 +476,23 @@ static void io_print(const char *title, const char *what, const char *jkey,
 		fprintf(lo, "\"%s\": [", jkey);
 		for (long i = 0; i < n; i++) {
 			json_row_name(what, rows[i].name, i == 0);
-			fprintf(lo, ", \"calls\": %" PRIu64 ", \"bytes_asked\": %" PRIu64
-			       ", \"bytes_done\": %" PRIu64 ", \"errors\": %" PRIu64
-			       ", \"time_ns\": %" PRIu64 "}",
-			       rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3],
-			       rows[i].v[4]);
+			fprintf(lo,
+				", \"calls\": %" PRIu64 ", \"bytes_asked\": %" PRIu64
+				", \"bytes_done\": %" PRIu64 ", \"errors\": %" PRIu64
+				", \"time_ns\": %" PRIu64 "}",
+				rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3],
+				rows[i].v[4]);
 		}
 		fprintf(lo, "]");
 		return;
 	}
 	fprintf(lo, "%s:\n%10s %14s %14s %8s %12s  %s\n", title, "calls", "asked", "done", "errors",
-	       "time", what);
+		"time", what);
 	for (long i = 0; i < n; i++) {
 		char t[32];
 		fprintf(lo, "%10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 " %12s  %s\n",
-		       rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3],
-		       ta_fmt_time(t, sizeof(t), rows[i].v[4]), rows[i].name);
+			rows[i].v[0], rows[i].v[1], rows[i].v[2], rows[i].v[3],
+			ta_fmt_time(t, sizeof(t), rows[i].v[4]), rows[i].name);
 	}
 }
 

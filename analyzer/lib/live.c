@@ -354,8 +354,7 @@ static void frame_mark(struct ta_live *L, struct thr *t, uint64_t ticks, uint64_
 			}
 		}
 		if (L->nftimes < L->ftimes_cap)
-			L->ftimes[L->nftimes++] =
-			    to_ns(ticks - p->last_mark, p->ns_per_tick);
+			L->ftimes[L->nftimes++] = to_ns(ticks - p->last_mark, p->ns_per_tick);
 		L->frames++;
 	}
 	p->last_mark = ticks;
@@ -377,7 +376,8 @@ void ta_live_proc_rate(struct ta_live *L, struct proc *p)
 		const struct ta_clock_pair *a = &sp->clock[0], *b = &sp->clock[sp->nclock - 1];
 
 		if (b->ticks > a->ticks && b->ns > a->ns) {
-			p->ns_per_tick = (long double)(b->ns - a->ns) / (long double)(b->ticks - a->ticks);
+			p->ns_per_tick =
+			    (long double)(b->ns - a->ns) / (long double)(b->ticks - a->ticks);
 			p->rate_known = 1;
 		}
 	}
@@ -638,4 +638,3 @@ uint32_t ta_live_pid(const struct ta_live *L)
 {
 	return L->have_header ? L->pid : 0;
 }
-

@@ -36,20 +36,21 @@
 #include "stream.h"
 
 /* One function or zone, merged over threads and processes, in a snapshot. */
-#define TA_LIVE_PROCS_MAX 256u		/* processes per stream */
-#define TA_LIVE_THREADS_MAX 4096u	/* threads per stream */
-#define TA_LIVE_ROWS_MAX (1u << 19)	/* distinct (thread, address) pairs */
-#define TA_LIVE_STACK_MAX (4u << 20)	/* stack entries over all threads */
-#define TA_LIVE_META_MAX (64u << 20)	/* metadata bytes given to the session
-					   (payload + 256 per chunk) */
+#define TA_LIVE_PROCS_MAX   256u       /* processes per stream */
+#define TA_LIVE_THREADS_MAX 4096u      /* threads per stream */
+#define TA_LIVE_ROWS_MAX    (1u << 19) /* distinct (thread, address) pairs */
+#define TA_LIVE_STACK_MAX   (4u << 20) /* stack entries over all threads */
+#define TA_LIVE_META_MAX                                                                           \
+	(64u << 20) /* metadata bytes given to the session                                         \
+		       (payload + 256 per chunk) */
 
 /* The name of what is counted past a cap. */
 #define TA_LIVE_OTHER_THREADS "(other threads)"
-#define TA_LIVE_OTHER_FNS "(other functions)"
+#define TA_LIVE_OTHER_FNS     "(other functions)"
 
 struct ta_live_fn {
 	const char *name;
-	const char *module; /* path, "[zone]", "[libcall]" or "" */
+	const char *module;	   /* path, "[zone]", "[libcall]" or "" */
 	uint64_t icalls, iself_ns; /* the last interval */
 	uint64_t calls, self_ns;   /* since the start */
 };

@@ -14,7 +14,7 @@
 #include "live.h"
 #include "stream.h"
 
-#define BATCH 512
+#define BATCH		512
 #define FRAMES_KEPT_MAX (1u << 20) /* frame times kept per interval */
 
 /* One function or zone address on one thread; ticks. */
@@ -26,8 +26,8 @@ struct row {
 	 * that comes late carries time from before it, which is in self (the
 	 * totals) and not in the interval's. */
 	uint64_t iself;
-	int32_t fn;		/* index in L->fns once named, else -1 */
-	int32_t other;		/* the thread's "(other functions)" */
+	int32_t fn;    /* index in L->fns once named, else -1 */
+	int32_t other; /* the thread's "(other functions)" */
 };
 
 /* The caps (live.h) hit, as bits of ta_live.capped. */
@@ -63,7 +63,7 @@ struct thr {
 	struct ta_htab by_addr;
 	uint32_t *stack; /* row indices, bottom first */
 	uint32_t depth, scap;
-	uint64_t deep;	  /* frames above the stack, past the stacks' budget */
+	uint64_t deep;	   /* frames above the stack, past the stacks' budget */
 	int64_t other_row; /* its "(other functions)" row, or -1 */
 	uint64_t last_ticks;
 	int have_last;
@@ -90,10 +90,10 @@ struct ta_live {
 	struct thr *other_thr; /* the threads past TA_LIVE_THREADS_MAX */
 	struct proc **procs;
 	size_t nprocs, procs_cap;
-	struct proc *other_proc; /* the processes past TA_LIVE_PROCS_MAX */
-	uint64_t nrows;		 /* over all threads */
-	uint64_t stack_total;	 /* stack entries allocated over all threads */
-	uint64_t meta;		 /* metadata given to the session (TA_LIVE_META_MAX) */
+	struct proc *other_proc;  /* the processes past TA_LIVE_PROCS_MAX */
+	uint64_t nrows;		  /* over all threads */
+	uint64_t stack_total;	  /* stack entries allocated over all threads */
+	uint64_t meta;		  /* metadata given to the session (TA_LIVE_META_MAX) */
 	unsigned capped, pcapped; /* CAP_ bits, and at the previous snapshot */
 	char capmsg[480];
 	int no_files;

@@ -105,7 +105,8 @@ static void name_addr(struct ta_live *L, uint32_t pid, uint64_t addr, const char
 {
 	struct ta_process *p = ta_session_process(L->s, pid);
 	const struct ta_site *site = p && p->nsites ? ta_process_site(p, addr) : NULL;
-	const struct ta_libcall *lc = p && p->nlibcalls && !site ? ta_process_libcall(p, addr) : NULL;
+	const struct ta_libcall *lc =
+	    p && p->nlibcalls && !site ? ta_process_libcall(p, addr) : NULL;
 	const struct ta_sess_module *m = p && !site && !lc ? module_at(p, addr) : NULL;
 
 	if (addr == TA_WAIT_KEY) {
@@ -122,7 +123,7 @@ static void name_addr(struct ta_live *L, uint32_t pid, uint64_t addr, const char
 		*module = m->path;
 	} else if (m) {
 		const struct ta_resolved *rv =
-			ta_resolve(L->res, m->path, m->build_id, m->build_id_len, addr - m->bias);
+		    ta_resolve(L->res, m->path, m->build_id, m->build_id_len, addr - m->bias);
 
 		/* A short name is its file's function's alone (ta_resolver_shorten):
 		 * merging by name never merges two functions. */
@@ -178,12 +179,12 @@ static const char *cap_text(struct ta_live *L)
 
 	if (!L->capped)
 		return NULL;
-#define ADD(...)                                                                          \
-	do {                                                                              \
-		int n_ = snprintf(o, (size_t)(end - o), __VA_ARGS__);                     \
-		if (n_ > 0)                                                               \
-			o += n_ < end - o ? n_ : end - o - 1;                             \
-		sep = "; ";                                                               \
+#define ADD(...)                                                                                   \
+	do {                                                                                       \
+		int n_ = snprintf(o, (size_t)(end - o), __VA_ARGS__);                              \
+		if (n_ > 0)                                                                        \
+			o += n_ < end - o ? n_ : end - o - 1;                                      \
+		sep = "; ";                                                                        \
 	} while (0)
 	ADD("limits reached:");
 	sep = " ";
@@ -235,7 +236,7 @@ int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *s
 			t->sth = ta_session_thread(L->s, t->pid, t->tid);
 		*o = (struct ta_live_thr){.pid = t->pid,
 					  .tid = t->tid,
-					  .name = t == L->other_thr		 ? TA_LIVE_OTHER_THREADS
+					  .name = t == L->other_thr	   ? TA_LIVE_OTHER_THREADS
 						  : t->sth && t->sth->name ? t->sth->name
 									   : "",
 					  .ievents = t->events - t->pevents,

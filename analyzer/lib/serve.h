@@ -30,19 +30,19 @@
 
 struct ta_sv_conn {
 	struct ta_stream st;
-	int dir_fd;	     /* where the dumps go */
-	char host[64];	     /* the sender's host, as the dump's name says it */
-	uint64_t quota;	     /* bytes of dump at most; 0: no limit */
-	int fd;		     /* the dump, or -1 before it is named or with TA_SV_NOWHERE */
-	int named;	     /* the dump was named (and created) */
-	char file[256];	     /* its name in the directory */
-	uint8_t *pend;	     /* bytes before the dump is named */
+	int dir_fd;	/* where the dumps go */
+	char host[64];	/* the sender's host, as the dump's name says it */
+	uint64_t quota; /* bytes of dump at most; 0: no limit */
+	int fd;		/* the dump, or -1 before it is named or with TA_SV_NOWHERE */
+	int named;	/* the dump was named (and created) */
+	char file[256]; /* its name in the directory */
+	uint8_t *pend;	/* bytes before the dump is named */
 	size_t pend_len;
-	uint64_t written;    /* bytes consumed (the dump's size, pend included) */
-	uint64_t keep;	     /* end of the last whole chunk within the quota */
-	uint32_t hdr_pid;    /* the file header's */
-	uint64_t pid;	     /* the PROCESS chunk's (else hdr_pid) */
-	char prog[48];	     /* its program's name, sanitised */
+	uint64_t written;		  /* bytes consumed (the dump's size, pend included) */
+	uint64_t keep;			  /* end of the last whole chunk within the quota */
+	uint32_t hdr_pid;		  /* the file header's */
+	uint64_t pid;			  /* the PROCESS chunk's (else hdr_pid) */
+	char prog[48];			  /* its program's name, sanitised */
 	uint64_t events, threads;	  /* counted from the chunks */
 	uint64_t end_events, end_threads; /* the last END chunk's totals */
 	int saw_end, last_end;		  /* an END came; the last chunk was one */

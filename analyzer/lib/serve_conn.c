@@ -41,7 +41,8 @@ static const uint8_t *head(const struct ta_stream_ev *ev, size_t *len)
 		return ev->payload;
 	}
 	n = LZ4_decompress_safe_partial((const char *)ev->payload, scratch,
-					(int)ev->chunk.stored_size, (int)want, (int)sizeof(scratch));
+					(int)ev->chunk.stored_size, (int)want,
+					(int)sizeof(scratch));
 	if (n < 0)
 		return NULL;
 	*len = (size_t)n < want ? (size_t)n : want;
@@ -78,7 +79,7 @@ void ta_sv_conn_init(struct ta_sv_conn *c, int dir_fd, const char *host, uint64_
 }
 
 static int cut(struct ta_sv_conn *c, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Back to the last whole chunk within the quota: the dump stays whole. */
 static void cut_back(struct ta_sv_conn *c, uint64_t to)
@@ -160,12 +161,12 @@ static int emit(struct ta_sv_conn *c, const uint8_t *p, size_t n)
 {
 	if (c->named) {
 		if (c->fd >= 0 && ta_write_all(c->fd, p, n) < 0)
-			return cut(c, -TA_E_IO, "cannot write %s at byte %" PRIu64 ": %s",
-				   c->file, c->written, strerror(errno));
+			return cut(c, -TA_E_IO, "cannot write %s at byte %" PRIu64 ": %s", c->file,
+				   c->written, strerror(errno));
 	} else {
 		if (c->pend_len + n > TA_SV_PEND_MAX)
-			return cut(c, -TA_E_TOOBIG,
-				   "no PROCESS chunk in the first %u bytes", TA_SV_PEND_MAX);
+			return cut(c, -TA_E_TOOBIG, "no PROCESS chunk in the first %u bytes",
+				   TA_SV_PEND_MAX);
 		if (!c->pend) {
 			c->pend = malloc(TA_SV_PEND_MAX);
 			if (!c->pend)

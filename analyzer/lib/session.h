@@ -37,7 +37,7 @@ struct ta_sess_module {
 	uint64_t bias; /* runtime address = st_value + bias */
 	uint64_t load_ticks;
 	uint64_t unload_ticks; /* MODULE_UNLOAD's time; UINT64_MAX while loaded */
-	uint64_t flags; /* bit 0: the main executable */
+	uint64_t flags;	       /* bit 0: the main executable */
 	struct ta_range *ranges;
 	size_t nranges;
 };
@@ -47,7 +47,7 @@ struct ta_sess_module {
 struct ta_libcall {
 	uint64_t addr;
 	char *name;
-	uint32_t cls;   /* TA_LC_* */
+	uint32_t cls;	/* TA_LC_* */
 	uint32_t index; /* its position in the chunk: the same in every process
 			   of one agent build */
 };
@@ -55,7 +55,7 @@ struct ta_libcall {
 /* A call site of the manual API (SITES chunk, since 1.5). */
 struct ta_site {
 	uint64_t addr;
-	uint32_t kind;    /* enum ta_site_kind */
+	uint32_t kind;	  /* enum ta_site_kind */
 	uint32_t channel; /* id in the process's channels */
 	uint32_t line;
 	char *name, *file;
@@ -93,16 +93,16 @@ struct ta_process {
 	uint32_t nth;	     /* 1 for the first process of that pid in the dump, 2... */
 	uint64_t boot_start; /* its start in clock ticks after boot (0: not known) */
 	uint64_t start_ns;   /* its start, CLOCK_BOOTTIME ns (1.8; 0: not known) */
-	int has_info; /* a PROCESS chunk was read */
-	int has_end;  /* an END chunk was read */
+	int has_info;	     /* a PROCESS chunk was read */
+	int has_end;	     /* an END chunk was read */
 	uint64_t ppid, start_realtime_ns, start_ticks, clock_source, nominal_hz;
 	char *arch, *exe;
 	char **argv; /* the last image's command line (cmds[nimages - 1]) */
 	size_t argc;
 	uint64_t block_size, memory_cap, flush_ms;
-	uint64_t mode; /* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
-	struct ta_crash *crash; /* the CRASH chunk, if the process crashed */
-	struct ta_patch *patch; /* the last PATCH chunk, if functions were patched */
+	uint64_t mode;		       /* 0 lossless, 1 drop, 2 flight (PROCESS, since 1.1) */
+	struct ta_crash *crash;	       /* the CRASH chunk, if the process crashed */
+	struct ta_patch *patch;	       /* the last PATCH chunk, if functions were patched */
 	struct ta_filter_info *filter; /* the last FILTER chunk (1.7): filtered at record time */
 	/* END's, summed over the images (an exec'd image goes on in the
 	 * dump with a PROCESS chunk of the same pid); flags are the last. */
@@ -198,7 +198,7 @@ uint64_t ta_process_paused(const struct ta_process *p, uint64_t a, uint64_t b);
 /* A fatal signal, as the crash handler recorded it. */
 struct ta_crash {
 	uint64_t tid, ticks, signal, addr;
-	int64_t code; /* si_code */
+	int64_t code;  /* si_code */
 	uint64_t *pcs; /* the backtrace, innermost first */
 	size_t npcs;
 };

@@ -180,8 +180,8 @@ static void ext_build(void *part, const uint8_t *payload, size_t len)
 			case TA_EV_ENTER:
 				if (!xp->entered) {
 					xp->entered = 1;
-					if (ext_note(xp, ev->ticks, EXT_ENTER, ev->addr, NULL,
-						     0) < 0)
+					if (ext_note(xp, ev->ticks, EXT_ENTER, ev->addr, NULL, 0) <
+					    0)
 						return;
 				}
 				if (ext_push(xp, ev->ticks, ev->addr) < 0)
@@ -259,8 +259,8 @@ static int ext_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 }
 
 const struct ta_chunk_ops ta_session_ext_chunks = {
-	.make = ext_make,
-	.drop = ext_drop,
-	.build = ext_build,
-	.apply = ext_apply,
+    .make = ext_make,
+    .drop = ext_drop,
+    .build = ext_build,
+    .apply = ext_apply,
 };

@@ -337,7 +337,8 @@ int ta_sess_patch_chunk(struct ta_process *p, struct ta_reader *r)
 	for (uint64_t i = 0; i < n; i++) {
 		struct ta_patch_refusal *f = &pt->refused[i];
 		pt->nrefused = i + 1;
-		if ((rc = ta_sess_get_str(r, &f->module)) < 0 || (rc = ta_sess_get_str(r, &f->name)) < 0)
+		if ((rc = ta_sess_get_str(r, &f->module)) < 0 ||
+		    (rc = ta_sess_get_str(r, &f->name)) < 0)
 			goto fail;
 		ta_get_varint(r, &f->addr);
 		ta_get_varint(r, &f->code);

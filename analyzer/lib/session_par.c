@@ -44,15 +44,15 @@ enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE };
  * next outsized chunk took fresh memory: the peak grew by 16 MiB at a
  * time, by chance, more often the longer the dump. */
 #define WINDOW_BYTES (8u << 20)
-#define KEEP_BYTES (4u << 20)
+#define KEEP_BYTES   (4u << 20)
 
 struct slot {
 	enum slot_state state;
-	int rc;	       /* ta_dumpfile_next_stored's */
-	uint64_t at;   /* the reader's offset after it (for -TA_E_IO) */
-	int zrc;       /* ta_chunk_decompress's */
-	int summed;    /* part holds the chunk's sums */
-	size_t bytes;  /* what it adds to par's held (its sizes change as it is decompressed) */
+	int rc;	      /* ta_dumpfile_next_stored's */
+	uint64_t at;  /* the reader's offset after it (for -TA_E_IO) */
+	int zrc;      /* ta_chunk_decompress's */
+	int summed;   /* part holds the chunk's sums */
+	size_t bytes; /* what it adds to par's held (its sizes change as it is decompressed) */
 	struct ta_chunk c;
 	uint8_t *stored, *raw;
 	size_t stored_cap, raw_cap;
@@ -68,10 +68,10 @@ struct par {
 	struct slot *slots;
 	size_t nslots;
 	uint64_t head, tail, next; /* merge, fill, and the next to hand out */
-	size_t held; /* bytes the chunks in [head, tail) take, stored and raw */
+	size_t held;		   /* bytes the chunks in [head, tail) take, stored and raw */
 	int quit;
-	int mode; /* ta_sess_part_mode */
-	int pinned; /* the last slot filled is pinned: read no further */
+	int mode;	  /* ta_sess_part_mode */
+	int pinned;	  /* the last slot filled is pinned: read no further */
 	uint8_t *big_raw; /* the pinned chunk's raw payload (the reader's) */
 	size_t big_raw_cap;
 	const struct ta_chunk_ops *ops; /* the visitor's, when mode is 0 */

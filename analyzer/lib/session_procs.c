@@ -368,7 +368,7 @@ int ta_sess_mark_chunk(struct ta_process *p, struct ta_reader *r)
 const char *ta_process_channel_name(const struct ta_process *p, uint32_t id, char buf[32])
 {
 	static const char *const builtin[TA_CHANNEL_FIRST_OWN] = {"functions", "user", "alloc",
-								   "lock",      "io",   "sleep"};
+								  "lock",      "io",   "sleep"};
 
 	if (p && id < TA_CHANNELS_MAX && p->channels[id].name)
 		return p->channels[id].name;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TA_INLINE inline __attribute__((always_inline))
+#define TA_INLINE  inline __attribute__((always_inline))
 #define FRAMES_MAX TA_SESSION_FRAMES_MAX
 
 /* ---- per-chunk profiles, for the parallel reader ------------------------------------ */
@@ -192,8 +192,8 @@ static TA_INLINE int part_pop(struct ta_chunk_part *cp, uint64_t ticks, unsigned
 	return 0;
 }
 
-static TA_INLINE int part_pops(struct ta_chunk_part *cp, uint64_t n, uint64_t ticks,
-			       unsigned flags, int hist)
+static TA_INLINE int part_pops(struct ta_chunk_part *cp, uint64_t n, uint64_t ticks, unsigned flags,
+			       int hist)
 {
 	while (n-- && cp->depth)
 		if (part_pop(cp, ticks, flags, hist) < 0)

@@ -913,4 +913,3 @@ int ta_session_part_take(struct ta_session *s, struct ta_sess_thread *t, struct 
 		ta_sess_note_ticks(p, t->last_ticks);
 	return 0;
 }
-

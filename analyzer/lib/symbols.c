@@ -404,10 +404,11 @@ static int ident_char(char c)
 static size_t op_token(const char *s)
 {
 	static const char *const ops[] = {
-		" delete[]", " new[]", " co_await", " delete", " new", "<<=", ">>=", "<=>",
-		"->*", "()", "[]", "<<", ">>", "<=", ">=", "->", "==", "!=", "&&", "||", "++",
-		"--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<", ">", "+", "-", "*",
-		"/", "%", "^", "&", "|", "~", "!", "=", ","};
+	    " delete[]", " new[]", " co_await", " delete", " new", "<<=", ">>=", "<=>", "->*",
+	    "()",	 "[]",	   "<<",	">>",	   "<=",   ">=",  "->",	 "==",	"!=",
+	    "&&",	 "||",	   "++",	"--",	   "+=",   "-=",  "*=",	 "/=",	"%=",
+	    "&=",	 "|=",	   "^=",	"<",	   ">",	   "+",	  "-",	 "*",	"/",
+	    "%",	 "^",	   "&",		"|",	   "~",	   "!",	  "=",	 ","};
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		size_t n = strlen(ops[i]);
@@ -529,8 +530,8 @@ static size_t copy_no_targs(const char *s, size_t i, size_t end, char *o, size_t
 
 /* Names before the function's that the demangler writes as words. */
 static const char *const special_prefix[] = {
-	"non-virtual thunk to ", "virtual thunk to ", "covariant return thunk to ",
-	"transaction clone for ", "TLS init function for ", "TLS wrapper function for "};
+    "non-virtual thunk to ",  "virtual thunk to ",	"covariant return thunk to ",
+    "transaction clone for ", "TLS init function for ", "TLS wrapper function for "};
 
 char *ta_cxx_short(const char *name, int level)
 {
@@ -609,7 +610,8 @@ char *ta_cxx_short(const char *name, int level)
 					o[oi++] = '<';
 					oi = copy_no_targs(name, i + 1, e - 1, o, oi);
 					while (o[oi - 1] == ' ')
-						oi--; /* "vector<int> >": the space went with the '>' */
+						oi--; /* "vector<int> >": the space went with the
+							 '>' */
 					o[oi++] = '>';
 				}
 			}

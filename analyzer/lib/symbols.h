@@ -86,7 +86,7 @@ struct ta_resolved {
 	/* --demangle=simple's name (ta_resolver_shorten), else name. */
 	const char *short_name;
 	const char *raw; /* as in the symbol table (mangled), else name */
-	uint64_t offset;  /* the symbol's value when found, else the offset given */
+	uint64_t offset; /* the symbol's value when found, else the offset given */
 	int found;
 };
 

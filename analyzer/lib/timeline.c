@@ -467,8 +467,8 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 	tl->ctx = ctx;
 	/* Two passes: a pipe would be empty for the second (report, info and
 	 * the views without a timeline read a dump once, and take one). */
-	if (stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
-				     S_ISCHR(st.st_mode))) {
+	if (stat(path, &st) == 0 &&
+	    (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode))) {
 		fprintf(stderr,
 			"traceagent: %s: not a file: this view reads the dump twice (report and "
 			"info read it from a pipe)\n",

@@ -78,8 +78,8 @@ struct ta_tlcall {
  * timeline: its callers' first lines went out before it. */
 struct ta_tlapi {
 	const struct ta_sess_thread *t;
-	uint32_t depth;	 /* as a call's: the level of a callee of the innermost frame */
-	int64_t ns;	 /* from the dump start */
+	uint32_t depth; /* as a call's: the level of a callee of the innermost frame */
+	int64_t ns;	/* from the dump start */
 	const struct ta_apiev *e;
 	const char *channel; /* the name of e->channel */
 	/* The innermost zone open on the thread (what ZONE_TEXT and

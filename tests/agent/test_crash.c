@@ -24,7 +24,7 @@
 #include "crash.h"
 
 /* What crash.h promises to take, where the action is the default. */
-static const int taken[] = {SIGSEGV, SIGBUS,  SIGILL,  SIGFPE,  SIGABRT, SIGTERM, SIGINT,
+static const int taken[] = {SIGSEGV, SIGBUS,  SIGILL,  SIGFPE,	SIGABRT, SIGTERM, SIGINT,
 			    SIGHUP,  SIGPIPE, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2};
 #define NTAKEN (sizeof(taken) / sizeof(taken[0]))
 /* Never taken, whatever their action. */
@@ -62,7 +62,8 @@ static void assert_agents(int sig)
 	ck_assert_msg(sa.sa_sigaction != NULL, "signal %d: no handler", sig);
 	for (int s = 1; s < 32; s++) /* 32, 33: glibc's own */
 		if (s != SIGKILL && s != SIGSTOP)
-			ck_assert_msg(sigismember(&sa.sa_mask, s), "signal %d: %d not blocked", sig, s);
+			ck_assert_msg(sigismember(&sa.sa_mask, s), "signal %d: %d not blocked", sig,
+				      s);
 }
 
 static void set_real(int sig, void (*h)(int), int flags)

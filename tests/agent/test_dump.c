@@ -167,10 +167,11 @@ START_TEST(failed_write_past_4gib_is_cut_back)
 	n = pread(err_fd, warn, sizeof(warn) - 1, 0);
 	ck_assert_int_gt(n, 0);
 	warn[n] = 0;
-	snprintf(want, sizeof(want),
-		 "traceagent: cannot write to the dump %s: chunk 1 of process %ld at offset %" PRIu64
-		 ": %s; the rest of this run is not recorded\n",
-		 path, (long)getpid(), end, strerror(EFBIG));
+	snprintf(
+	    want, sizeof(want),
+	    "traceagent: cannot write to the dump %s: chunk 1 of process %ld at offset %" PRIu64
+	    ": %s; the rest of this run is not recorded\n",
+	    path, (long)getpid(), end, strerror(EFBIG));
 	ck_assert_str_eq(warn, want);
 	close(err_fd);
 }

@@ -22,13 +22,8 @@ static const struct {
 	const char *channels, *start;
 	uint32_t gate;
 } cases[] = {
-    {NULL, NULL, 1},
-    {"all", NULL, 1},
-    {"-functions", NULL, 0},
-    {"user", NULL, 0},
-    {"functions", NULL, 1},
-    {NULL, "paused", 0},
-    {"-functions", "paused", 0},
+    {NULL, NULL, 1},	    {"all", NULL, 1},	 {"-functions", NULL, 0},     {"user", NULL, 0},
+    {"functions", NULL, 1}, {NULL, "paused", 0}, {"-functions", "paused", 0},
 };
 
 START_TEST(gate_after_start)

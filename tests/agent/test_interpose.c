@@ -178,9 +178,8 @@ START_TEST(fork_waits_for_agent_walk)
 	pid_t pid;
 	int st = 0, objects = 0;
 
-	ck_assert_int_eq(pthread_atfork(ta_lazy_fork_prepare, ta_lazy_fork_parent,
-					ta_lazy_fork_child),
-			 0);
+	ck_assert_int_eq(
+	    pthread_atfork(ta_lazy_fork_prepare, ta_lazy_fork_parent, ta_lazy_fork_child), 0);
 	ck_assert_int_eq(pthread_create(&th, NULL, agent_walker, NULL), 0);
 	while (!__atomic_load_n(&walk_inside, __ATOMIC_ACQUIRE))
 		usleep(1000);

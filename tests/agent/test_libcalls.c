@@ -23,25 +23,34 @@
 #include "got.h"
 #include "libcalls.h"
 
-static const char *const alloc_fns[] = {"malloc",	  "calloc",	   "realloc", "reallocarray",
-					"free",		  "posix_memalign", "aligned_alloc",
-					"memalign",	  "valloc",	   "pvalloc"};
-static const char *const lock_fns[] = {
-    "pthread_mutex_lock",	  "pthread_mutex_trylock",	 "pthread_mutex_timedlock",
-    "pthread_mutex_unlock",	  "pthread_rwlock_rdlock",	 "pthread_rwlock_wrlock",
-    "pthread_rwlock_tryrdlock",	  "pthread_rwlock_trywrlock",	 "pthread_rwlock_timedrdlock",
-    "pthread_rwlock_timedwrlock", "pthread_rwlock_unlock",	 "pthread_cond_wait",
-    "pthread_cond_timedwait",	  "sem_wait",			 "sem_timedwait",
-    "sem_trywait"};
+static const char *const alloc_fns[] = {"malloc", "calloc",	    "realloc",	     "reallocarray",
+					"free",	  "posix_memalign", "aligned_alloc", "memalign",
+					"valloc", "pvalloc"};
+static const char *const lock_fns[] = {"pthread_mutex_lock",
+				       "pthread_mutex_trylock",
+				       "pthread_mutex_timedlock",
+				       "pthread_mutex_unlock",
+				       "pthread_rwlock_rdlock",
+				       "pthread_rwlock_wrlock",
+				       "pthread_rwlock_tryrdlock",
+				       "pthread_rwlock_trywrlock",
+				       "pthread_rwlock_timedrdlock",
+				       "pthread_rwlock_timedwrlock",
+				       "pthread_rwlock_unlock",
+				       "pthread_cond_wait",
+				       "pthread_cond_timedwait",
+				       "sem_wait",
+				       "sem_timedwait",
+				       "sem_trywait"};
 static const char *const io_fns[] = {
-    "read",	 "write",	  "pread",	    "pread64",	     "pwrite",	   "pwrite64",
-    "readv",	 "writev",	  "open",	    "open64",	     "openat",	   "openat64",
-    "close",	 "fsync",	  "fdatasync",	    "recv",	     "recvfrom",   "send",
-    "sendto",	 "__read_chk",	  "__pread_chk",    "__pread64_chk", "__recv_chk", "__recvfrom_chk",
-    "__open_2", "__open64_2",	  "__openat_2",	    "__openat64_2"};
-static const char *const sleep_fns[] = {"nanosleep",  "clock_nanosleep", "usleep", "sleep",
-					"poll",	      "__poll_chk",	 "ppoll",  "epoll_wait",
-					"epoll_pwait", "select",		 "pselect"};
+    "read",	"write",      "pread",	     "pread64",	      "pwrite",	    "pwrite64",
+    "readv",	"writev",     "open",	     "open64",	      "openat",	    "openat64",
+    "close",	"fsync",      "fdatasync",   "recv",	      "recvfrom",   "send",
+    "sendto",	"__read_chk", "__pread_chk", "__pread64_chk", "__recv_chk", "__recvfrom_chk",
+    "__open_2", "__open64_2", "__openat_2",  "__openat64_2"};
+static const char *const sleep_fns[] = {"nanosleep",   "clock_nanosleep", "usleep", "sleep",
+					"poll",	       "__poll_chk",	  "ppoll",  "epoll_wait",
+					"epoll_pwait", "select",	  "pselect"};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

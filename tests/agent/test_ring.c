@@ -21,7 +21,8 @@
 #undef ck_assert_msg
 #define ck_assert_msg(expr, ...)                                                                   \
 	((expr) ? (void)0                                                                          \
-		: _ck_assert_failed(__FILE__, __LINE__, "Assertion '" #expr "' failed", ##__VA_ARGS__))
+		: _ck_assert_failed(__FILE__, __LINE__, "Assertion '" #expr "' failed",            \
+				    ##__VA_ARGS__))
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -54,8 +55,8 @@ struct thread_log {
 	size_t n, cap;
 	uint64_t end_events, end_lost, end_wait;
 	uint64_t end_lost_by[TA_LOST_NCAUSES]; /* THREAD_END's by cause */
-	uint64_t marker_lost;   /* sum of LOST records in the stream */
-	size_t marker_at;       /* events recorded before the first one */
+	uint64_t marker_lost;		       /* sum of LOST records in the stream */
+	size_t marker_at;		       /* events recorded before the first one */
 	int markers;
 	uint64_t *xv; /* EXT events other than LOST: TA_EXT_MAX_VALUES values each */
 	size_t nx;
@@ -210,7 +211,7 @@ static void load_dump(const char *path, struct dump *d)
 					ev.addr = TA_RAW_EXT | ev.ext << 8 | ev.value;
 					ev.kind = TA_EV_ENTER;
 					t->xv = realloc(t->xv, (t->nx + 1) * TA_EXT_MAX_VALUES *
-								       sizeof(uint64_t));
+								   sizeof(uint64_t));
 					memcpy(t->xv + t->nx++ * TA_EXT_MAX_VALUES, dec.ext_values,
 					       sizeof(dec.ext_values));
 				} else if (ev.kind == TA_EV_EXT) {
@@ -429,8 +430,7 @@ static void hold_until_the_producer_waits(const struct ta_block *b)
 		return;
 	/* Release/acquire: pairs with the producer's wait for it. */
 	__atomic_store_n(&hold_entered, 1, __ATOMIC_RELEASE);
-	for (int ms = 0; ms < 30000 && !__atomic_load_n(&producer_running, __ATOMIC_ACQUIRE);
-	     ms++)
+	for (int ms = 0; ms < 30000 && !__atomic_load_n(&producer_running, __ATOMIC_ACQUIRE); ms++)
 		usleep(1000);
 	for (int ms = 0; ms < 30000; ms++) {
 		if (thread_state(wait_producer_tid) == 'S') {
@@ -564,8 +564,8 @@ int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	static int (*real)(int, const sigset_t *, sigset_t *);
 
 	if (!real)
-		real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT,
-									  "pthread_sigmask");
+		real =
+		    (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask");
 	if (sigmask_counting)
 		sigmask_calls++;
 	return real(how, set, old);
@@ -585,7 +585,7 @@ START_TEST(hooks_nested_in_a_claim_make_no_system_call)
 	const uint64_t pairs = 2000; /* well past nest_buf: the reserve too */
 
 	agent_env("4K", "1M");
-	ta_record(0x1000); /* registers the thread */
+	ta_record(0x1000);		 /* registers the thread */
 	ck_assert_int_eq(ta_claim(), 0); /* a hook between (A) and (C) */
 	sigmask_calls = 0;
 	sigmask_counting = 1;
@@ -618,7 +618,11 @@ END_TEST
 START_TEST(nested_hooks_are_recorded_in_order)
 {
 	struct dump d;
-	const uint64_t want[] = {0x1000, 0x2000, 0x2000 | TA_REC_EXIT, 0x3000, 0x3000 | TA_REC_EXIT,
+	const uint64_t want[] = {0x1000,
+				 0x2000,
+				 0x2000 | TA_REC_EXIT,
+				 0x3000,
+				 0x3000 | TA_REC_EXIT,
 				 0x1000 | TA_REC_EXIT};
 
 	agent_env("4K", "1M");
@@ -789,7 +793,8 @@ START_TEST(handler_in_its_own_drain_takes_the_reserve)
 	ta_consume_unlock(t);
 	/* Every block of the pool is in this ring, the rest came from the
 	 * reserve. */
-	ck_assert_uint_eq(ta_ring_reserve_taken(), (1 + 2 * pairs + per_block - 1) / per_block - 256);
+	ck_assert_uint_eq(ta_ring_reserve_taken(),
+			  (1 + 2 * pairs + per_block - 1) / per_block - 256);
 	ta_record(0x1000 | TA_REC_EXIT);
 	ta_agent_shutdown();
 	load_dump(dump_path, &d);
@@ -968,7 +973,8 @@ START_TEST(exited_threads_are_drained_and_reused)
 	agent_env("4K", "1M");
 	for (long i = 0; i < 200; i++) {
 		pthread_t t;
-		ck_assert_int_eq(pthread_create(&t, NULL, short_thread, (void *)(intptr_t)(i % 7)), 0);
+		ck_assert_int_eq(pthread_create(&t, NULL, short_thread, (void *)(intptr_t)(i % 7)),
+				 0);
 		pthread_join(t, NULL);
 		if (i % 20 == 0)
 			wait_exited_drained();
@@ -1025,14 +1031,15 @@ START_TEST(reused_tid_ends_before_it_starts_again)
 
 		ck_assert_int_eq(pthread_create(&t, NULL, reuse_thread, (void *)(intptr_t)i), 0);
 		if (i) {
-			for (int k = 0; k < 100000 && !__atomic_load_n(&reuse_tid, __ATOMIC_ACQUIRE);
-			     k++)
+			for (int k = 0;
+			     k < 100000 && !__atomic_load_n(&reuse_tid, __ATOMIC_ACQUIRE); k++)
 				usleep(100);
 			ck_assert_msg(__atomic_load_n(&reuse_tid, __ATOMIC_ACQUIRE),
 				      "the second thread did not start in 10 s");
 			/* The first thread is gone, its record not drained. */
-			ck_assert_uint_eq(__atomic_load_n(&reuse_record[0]->state, __ATOMIC_ACQUIRE),
-					  TA_T_EXITED);
+			ck_assert_uint_eq(
+			    __atomic_load_n(&reuse_record[0]->state, __ATOMIC_ACQUIRE),
+			    TA_T_EXITED);
 			reuse_record[0]->tid = reuse_tid;
 			__atomic_store_n(&reuse_go, 1, __ATOMIC_RELEASE);
 		}
@@ -1131,7 +1138,7 @@ static uint64_t fill_pool_dropping(void)
 	ta_record(addr_of(0, 0)); /* registers the thread */
 	ta_record(addr_of(0, 0) | TA_REC_EXIT);
 	ta_flusher_fork_prepare(); /* the flusher cannot drain */
-	record_tree(0, 20000);     /* 80000 events: more than the 256 blocks hold */
+	record_tree(0, 20000);	   /* 80000 events: more than the 256 blocks hold */
 	return 2 + 20000 * 4;
 }
 
@@ -1251,8 +1258,8 @@ END_TEST
  * THREAD_END (none in the process's alone) and marked where they were,
  * before its first recorded event. */
 #define LATE_THREADS 8
-#define LATE_BEFORE 7 /* calls without a ring: 28 events */
-#define LATE_AFTER 50
+#define LATE_BEFORE  7 /* calls without a ring: 28 events */
+#define LATE_AFTER   50
 
 static pthread_barrier_t late_ringless, late_freed;
 
@@ -1375,7 +1382,7 @@ START_TEST(flusher_out_of_memory_loses_a_block_counted)
 	ta_record(addr_of(0, 0)); /* starts the agent */
 	ta_record(addr_of(0, 0) | TA_REC_EXIT);
 	ta_flusher_fork_prepare(); /* the flusher cannot drain */
-	record_tree(0, 2000);      /* 8000 events: a block of 4096 full */
+	record_tree(0, 2000);	   /* 8000 events: a block of 4096 full */
 	ta_flusher_fork_parent();
 	record_tree(0, 10);
 	ta_agent_shutdown();

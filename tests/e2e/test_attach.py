@@ -621,11 +621,21 @@ class AttachTest(tahelp.Case):
         first = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump,
                                   "--duration", "3"], env=tahelp.clean_env(),
                                  stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        def tracer():
+            with open("/proc/%d/status" % t.proc.pid) as f:
+                for line in f:
+                    if line.startswith("TracerPid:"):
+                        return int(line.split()[1])
         try:
-            for _ in range(200):
-                if os.path.exists(dump):
+            # The first attach's window is open: its dump is there and it
+            # let go of the process (it holds it with ptrace only while it
+            # injects; a second attach then would find a tracer, as it
+            # would a debugger).
+            for _ in range(500):
+                if os.path.exists(dump) and tracer() == 0:
                     break
                 time.sleep(0.02)
+            self.assertEqual((os.path.exists(dump), tracer()), (True, 0))
             p = self.attach(t.proc.pid, status=1)
             self.assertEqual(p.stderr, "traceagent: attach: process %d: the process is being "
                              "traced by another attach already\n" % t.proc.pid)

@@ -301,12 +301,9 @@ static void control_flow(void)
 static void libcalls(void)
 {
 	static const struct dg_libcall lc[] = {
-	    {FN(10), "malloc", TA_LC_ALLOC},
-	    {FN(11), "free", TA_LC_ALLOC},
-	    {FN(12), "realloc", TA_LC_ALLOC},
-	    {FN(13), "pthread_mutex_lock", TA_LC_LOCK},
-	    {FN(14), "read", TA_LC_IO},
-	    {FN(15), "nanosleep", TA_LC_SLEEP},
+	    {FN(10), "malloc", TA_LC_ALLOC},  {FN(11), "free", TA_LC_ALLOC},
+	    {FN(12), "realloc", TA_LC_ALLOC}, {FN(13), "pthread_mutex_lock", TA_LC_LOCK},
+	    {FN(14), "read", TA_LC_IO},	      {FN(15), "nanosleep", TA_LC_SLEEP},
 	};
 	static const struct {
 		unsigned fn, sub, n;

@@ -60,7 +60,8 @@ __attribute__((noipa)) static void fault(const char *how)
 	} else if (!strcmp(how, "bus")) {
 		/* A mapping past the end of its file. */
 		FILE *f = tmpfile();
-		volatile char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(f), 0);
+		volatile char *p =
+		    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(f), 0);
 		p[0] = 1;
 	}
 }

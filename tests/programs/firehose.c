@@ -28,6 +28,8 @@ static volatile uint64_t sink;
 
 /* 4096 functions: F16 makes 16 of them from a prefix, F256 256...  1 KiB
  * apart: the address deltas between two random ones take 4 bytes. */
+/* The tables read best in rows of 16, as written. */
+/* clang-format off */
 #define F1(n)                                                                                  \
 	__attribute__((noipa, aligned(1024))) static void fn_##n(uint64_t x)                   \
 	{                                                                                      \
@@ -56,6 +58,7 @@ F4096
 static void (*const fns[4096])(uint64_t) = {
 	R256(0) R256(1) R256(2) R256(3) R256(4) R256(5) R256(6) R256(7) R256(8) R256(9)
 		R256(a) R256(b) R256(c) R256(d) R256(e) R256(f)};
+/* clang-format on */
 
 static double seconds;
 static volatile int stop;
@@ -119,7 +122,8 @@ NOINST int main(int argc, char **argv)
 		double end = now() + seconds;
 		struct stat st;
 
-		while (now() < end && !(stat(argv[3], &st) == 0 && (unsigned long long)st.st_size >= want))
+		while (now() < end &&
+		       !(stat(argv[3], &st) == 0 && (unsigned long long)st.st_size >= want))
 			usleep(100000);
 		stop = 1;
 	}

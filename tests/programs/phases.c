@@ -32,12 +32,12 @@ static uint64_t now_ns(void)
 
 /* In each phase function itself (a macro, not a call): its time is
  * their self time. */
-#define WORK_BODY(k)                                   \
-	do {                                           \
-		uint64_t x = sink + (k);               \
-		for (int i = 0; i < WORK; i++)         \
-			x = x * 6364136223846793005ull + 1442695040888963407ull; \
-		sink = x;                              \
+#define WORK_BODY(k)                                                                               \
+	do {                                                                                       \
+		uint64_t x = sink + (k);                                                           \
+		for (int i = 0; i < WORK; i++)                                                     \
+			x = x * 6364136223846793005ull + 1442695040888963407ull;                   \
+		sink = x;                                                                          \
 	} while (0)
 
 static void __attribute__((noinline)) phase_a(void)

@@ -15,7 +15,7 @@
 #include <zlib.h>
 
 static unsigned long n_deflate, n_inflate, n_deflate_init, n_inflate_init, n_deflate_end,
-	n_inflate_end;
+    n_inflate_end;
 
 int main(int argc, char **argv)
 {

@@ -33,8 +33,8 @@
 #define BASE	    0x555555554000ull
 #define FN_MAIN	    (BASE + 0x1100)
 #define FN_WORK	    (BASE + 0x1200)
-#define FILLER_TYPE 0x7ffeu /* no reader knows it */
-#define CALLS	    8192u   /* main -> work calls per EVENTS chunk: 4 events each */
+#define FILLER_TYPE 0x7ffeu	   /* no reader knows it */
+#define CALLS	    8192u	   /* main -> work calls per EVENTS chunk: 4 events each */
 #define SPREAD	    (256ull << 20) /* an EVENTS chunk about every SPREAD bytes */
 
 static struct dumpgen g;

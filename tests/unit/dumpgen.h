@@ -28,8 +28,8 @@ void pb_free(struct pb *b);
 struct dumpgen {
 	uint8_t *buf;
 	size_t len, cap;
-	uint32_t pid; /* writer of the next chunks */
-	int lz4;      /* LZ4-compress the payloads */
+	uint32_t pid;	     /* writer of the next chunks */
+	int lz4;	     /* LZ4-compress the payloads */
 	uint64_t boot_start; /* dg_process writes it (1.7) when not 0 */
 	uint64_t start_ns;   /* and this after it (1.8) when not 0 */
 	uint32_t pids[DG_MAX_PIDS], seqs[DG_MAX_PIDS];

@@ -253,7 +253,7 @@ END_TEST
 		ck_assert_str_eq(parse(flags, args), want);                                        \
 		ck_assert_str_eq(got_out, "");                                                     \
 		ck_assert_str_eq(got_err, "traceagent t: option '" opt                             \
-					  "' needs a value; try 'traceagent t --help'\n");          \
+					  "' needs a value; try 'traceagent t --help'\n");         \
 	} while (0)
 
 START_TEST(missing_values)

@@ -135,12 +135,12 @@ START_TEST(json)
 	/* Swapped: the same rows, every change the other way. */
 	run(o, "diff", "--json", now, base, NULL);
 	ck_assert_int_eq(o->status, 0);
-	ck_assert_ptr_nonnull(strstr(o->out,
-				     "\"base_calls\": 4, \"new_calls\": 3, "
-				     "\"base_total_ns\": 400, \"new_total_ns\": 300, "
-				     "\"base_self_ns\": 400, \"new_self_ns\": 240, "
-				     "\"base_open\": 0, \"new_open\": 0, \"base_partial\": 0, "
-				     "\"new_partial\": 0, \"total_change_ns\": -100, \"total_change_pct\": -25.00"));
+	ck_assert_ptr_nonnull(strstr(
+	    o->out, "\"base_calls\": 4, \"new_calls\": 3, "
+		    "\"base_total_ns\": 400, \"new_total_ns\": 300, "
+		    "\"base_self_ns\": 400, \"new_self_ns\": 240, "
+		    "\"base_open\": 0, \"new_open\": 0, \"base_partial\": 0, "
+		    "\"new_partial\": 0, \"total_change_ns\": -100, \"total_change_pct\": -25.00"));
 	unlink(base);
 	unlink(now);
 	drop_link();

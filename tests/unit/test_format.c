@@ -835,7 +835,9 @@ static uint64_t tick_step(struct rng *r, int steps, size_t k)
 	if ((k / 3000) % 2 == 0)
 		return rng_below(r, 32);
 	u = rng_below(r, 100);
-	return u < 10 ? 1000 + rng_below(r, 51) : u < 15 ? 32 + rng_below(r, 169) : rng_below(r, 32);
+	return u < 10	? 1000 + rng_below(r, 51)
+	       : u < 15 ? 32 + rng_below(r, 169)
+			: rng_below(r, 32);
 }
 
 static void raw_vs_event(uint64_t seed, size_t n, int deep, int steps)

@@ -77,7 +77,7 @@ END_TEST
 
 /* ---- the caps ------------------------------------------------------------------------ */
 
-#define THREADS 100000u
+#define THREADS	       100000u
 #define FNS_PER_THREAD 10u /* distinct over the stream: 1,000,000 functions */
 /* The peak RSS the aggregator may reach on that stream (measured: about
  * 105 MiB with the caps; without them the 100,000 threads' rows, tables and
@@ -168,9 +168,9 @@ START_TEST(caps_hold)
 	/* Said once. */
 	ck_assert_ptr_nonnull(sn.capped);
 	ck_assert_int_eq(sn.capped_new, 1);
-	ck_assert_str_eq(sn.capped,
-			 "limits reached: 4096 threads (the rest counted as (other threads)); "
-			 "524288 functions over the threads (the rest counted as (other functions))");
+	ck_assert_str_eq(
+	    sn.capped, "limits reached: 4096 threads (the rest counted as (other threads)); "
+		       "524288 functions over the threads (the rest counted as (other functions))");
 	ck_assert_int_eq(ta_live_snap(L, 1000000000u, &sn), 0);
 	ck_assert_ptr_nonnull(sn.capped);
 	ck_assert_int_eq(sn.capped_new, 0);

@@ -127,9 +127,11 @@ START_TEST(json_threads_and_sort)
 	dg_write_tmp(&g, path);
 	run(o, "report", "--json", "--threads", "--sort=calls", path, NULL);
 	ck_assert_int_eq(o->status, 0);
-	t10 = strstr(o->out, "{\"tid\": 10, \"pid\": 100, \"pid_nth\": 1, \"boot_start\": null, \"name\": \"main\", \"events\": 8, "
+	t10 = strstr(o->out, "{\"tid\": 10, \"pid\": 100, \"pid_nth\": 1, \"boot_start\": null, "
+			     "\"name\": \"main\", \"events\": 8, "
 			     "\"lost\": 0, \"functions\": [");
-	t11 = strstr(o->out, "{\"tid\": 11, \"pid\": 100, \"pid_nth\": 1, \"boot_start\": null, \"name\": \"worker\", \"events\": 4, "
+	t11 = strstr(o->out, "{\"tid\": 11, \"pid\": 100, \"pid_nth\": 1, \"boot_start\": null, "
+			     "\"name\": \"worker\", \"events\": 4, "
 			     "\"lost\": 0, \"functions\": [");
 	ck_assert_msg(t10 && t11 && t10 < t11, "%s", o->out);
 	/* Thread 11 has only c: 2 calls, 30 ns. */

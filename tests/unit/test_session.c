@@ -1336,15 +1336,15 @@ START_TEST(api_chunks_malformed)
 		uint8_t bytes[16];
 		size_t len;
 	} bad[] = {
-	    {TA_CHUNK_SITES, {0}, 0},			       /* no count */
-	    {TA_CHUNK_SITES, {0xff, 0xff, 0xff, 0x7f}, 4},      /* a count beyond the bytes */
-	    {TA_CHUNK_SITES, {1, 0x10, 1, 1, 5, 'a'}, 6},       /* a name cut short */
+	    {TA_CHUNK_SITES, {0}, 0},				  /* no count */
+	    {TA_CHUNK_SITES, {0xff, 0xff, 0xff, 0x7f}, 4},	  /* a count beyond the bytes */
+	    {TA_CHUNK_SITES, {1, 0x10, 1, 1, 5, 'a'}, 6},	  /* a name cut short */
 	    {TA_CHUNK_SITES, {1, 0x10, 1, 1, 1, 'a', 1, 'b'}, 8}, /* no line */
 	    {TA_CHUNK_SITES, {1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}, 7}, /* a varint unended */
 	    {TA_CHUNK_CHANNELS, {0}, 0},
 	    {TA_CHUNK_CHANNELS, {9, 1, 0, 1}, 4},
 	    {TA_CHUNK_CHANNELS, {1, 6, 3, 'n', 'e'}, 5},
-	    {TA_CHUNK_CHANNELS, {1, 6, 3, 'n', 'e', 't'}, 6},   /* no state */
+	    {TA_CHUNK_CHANNELS, {1, 6, 3, 'n', 'e', 't'}, 6}, /* no state */
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -285,91 +285,95 @@ START_TEST(short_names)
 	static const struct {
 		const char *name, *simple, *params;
 	} cases[] = {
-		/* C and other names pass through. */
-		{"main", "main", "main"},
-		{"f.part.0", "f.part.0", "f.part.0"},
-		{"cxx-O0+0x1139", "cxx-O0+0x1139", "cxx-O0+0x1139"},
-		{"", "", ""},
-		{"foo::bar(int)", "foo::bar", "foo::bar(int)"},
-		{"std::vector<int, std::allocator<int> >::push_back(int const&)",
-		 "std::vector::push_back", "std::vector::push_back(int const&)"},
-		/* The return type of a template's instance goes. */
-		{"int ns::twice<int>(int)", "ns::twice", "ns::twice(int)"},
-		{"std::pair<int, int> const& get<0ul>(std::pair<int, int> const&)", "get",
-		 "get(std::pair const&)"},
-		{"char const* ns::K::name() const", "ns::K::name", "ns::K::name() const"},
-		{"ns::K::get() const &&", "ns::K::get", "ns::K::get() const &&"},
-		/* Operators. */
-		{"bool operator< <int>(S<int> const&, S<int> const&)", "operator<",
-		 "operator<(S const&, S const&)"},
-		{"ns::operator<<(std::ostream&, ns::T const&)", "ns::operator<<",
-		 "ns::operator<<(std::ostream&, ns::T const&)"},
-		{"bool std::operator<=><char>(A<char>, A<char>)", "std::operator<=>",
-		 "std::operator<=>(A, A)"},
-		{"Fn::operator()(int) const", "Fn::operator()", "Fn::operator()(int) const"},
-		{"V<int>::operator[](unsigned long)", "V::operator[]",
-		 "V::operator[](unsigned long)"},
-		{"P<int>::operator->() const", "P::operator->", "P::operator->() const"},
-		{"operator new[](unsigned long)", "operator new[]", "operator new[](unsigned long)"},
-		{"operator delete(void*, unsigned long)", "operator delete",
-		 "operator delete(void*, unsigned long)"},
-		{"S::operator unsigned long() const", "S::operator unsigned long",
-		 "S::operator unsigned long() const"},
-		{"S::operator std::vector<int, std::allocator<int> >()", "S::operator std::vector",
-		 "S::operator std::vector()"},
-		{"operator\"\" _km(unsigned long long)", "operator\"\" _km",
-		 "operator\"\" _km(unsigned long long)"},
-		{"ns::operatorish(int)", "ns::operatorish", "ns::operatorish(int)"},
-		/* Lambdas, local and unnamed things. */
-		{"main::{lambda(int)#1}::operator()(int) const", "main::{lambda(int)#1}::operator()",
-		 "main::{lambda(int)#1}::operator()(int) const"},
-		{"f(std::vector<int, std::allocator<int> >)::{lambda(std::map<int, int>)#2}::operator()("
-		 "std::map<int, int>) const",
-		 "f::{lambda(std::map)#2}::operator()", "f::{lambda(std::map)#2}::operator()(std::map) const"},
-		{"(anonymous namespace)::helper()", "(anonymous namespace)::helper",
-		 "(anonymous namespace)::helper()"},
-		{"ns::{unnamed type#1}::run()", "ns::{unnamed type#1}::run",
-		 "ns::{unnamed type#1}::run()"},
-		/* Function pointers as parameters and as the return type. */
-		{"call(void (*)(int), int (*)(char const*))", "call", "call(void (*)(int), int (*)(char const*))"},
-		{"void (*pick<int>(int))(double)", "void (*pick<int>(int))(double)",
-		 "void (*pick<int>(int))(double)"},
-		/* What GCC and the ABI add. */
-		{"g(int) [clone .cold]", "g [clone .cold]", "g(int) [clone .cold]"},
-		{"g(int) [clone .constprop.0] [clone .isra.0]", "g [clone .constprop.0] [clone .isra.0]",
-		 "g(int) [clone .constprop.0] [clone .isra.0]"},
-		{"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::c_str[abi:cxx11]() const",
-		 "std::__cxx11::basic_string::c_str", "std::__cxx11::basic_string::c_str() const"},
-		{"non-virtual thunk to ns::D::run(int)", "non-virtual thunk to ns::D::run",
-		 "non-virtual thunk to ns::D::run(int)"},
-		/* Template arguments with expressions: '>' and "->" inside. */
-		{"void f<((1)>(2))>(int)", "f", "f(int)"},
-		{"decltype (({parm#1}->x)()) g<A>(A)", "g", "g(A)"},
-		/* Nested templates. */
-		{"a::B<c::D<e::F<int> >, G<H<I<J<K<L<M<N<O<P<int> > > > > > > > > > >::run()",
-		 "a::B::run", "a::B::run()"},
-		/* What does not parse comes back whole. */
-		{"f<int(", "f<int(", "f<int("},
-		{"a<b", "a<b", "a<b"},
-		{"x)y", "x)y", "x)y"},
-		{"   ", "   ", "   "},
+	    /* C and other names pass through. */
+	    {"main", "main", "main"},
+	    {"f.part.0", "f.part.0", "f.part.0"},
+	    {"cxx-O0+0x1139", "cxx-O0+0x1139", "cxx-O0+0x1139"},
+	    {"", "", ""},
+	    {"foo::bar(int)", "foo::bar", "foo::bar(int)"},
+	    {"std::vector<int, std::allocator<int> >::push_back(int const&)",
+	     "std::vector::push_back", "std::vector::push_back(int const&)"},
+	    /* The return type of a template's instance goes. */
+	    {"int ns::twice<int>(int)", "ns::twice", "ns::twice(int)"},
+	    {"std::pair<int, int> const& get<0ul>(std::pair<int, int> const&)", "get",
+	     "get(std::pair const&)"},
+	    {"char const* ns::K::name() const", "ns::K::name", "ns::K::name() const"},
+	    {"ns::K::get() const &&", "ns::K::get", "ns::K::get() const &&"},
+	    /* Operators. */
+	    {"bool operator< <int>(S<int> const&, S<int> const&)", "operator<",
+	     "operator<(S const&, S const&)"},
+	    {"ns::operator<<(std::ostream&, ns::T const&)", "ns::operator<<",
+	     "ns::operator<<(std::ostream&, ns::T const&)"},
+	    {"bool std::operator<=><char>(A<char>, A<char>)", "std::operator<=>",
+	     "std::operator<=>(A, A)"},
+	    {"Fn::operator()(int) const", "Fn::operator()", "Fn::operator()(int) const"},
+	    {"V<int>::operator[](unsigned long)", "V::operator[]", "V::operator[](unsigned long)"},
+	    {"P<int>::operator->() const", "P::operator->", "P::operator->() const"},
+	    {"operator new[](unsigned long)", "operator new[]", "operator new[](unsigned long)"},
+	    {"operator delete(void*, unsigned long)", "operator delete",
+	     "operator delete(void*, unsigned long)"},
+	    {"S::operator unsigned long() const", "S::operator unsigned long",
+	     "S::operator unsigned long() const"},
+	    {"S::operator std::vector<int, std::allocator<int> >()", "S::operator std::vector",
+	     "S::operator std::vector()"},
+	    {"operator\"\" _km(unsigned long long)", "operator\"\" _km",
+	     "operator\"\" _km(unsigned long long)"},
+	    {"ns::operatorish(int)", "ns::operatorish", "ns::operatorish(int)"},
+	    /* Lambdas, local and unnamed things. */
+	    {"main::{lambda(int)#1}::operator()(int) const", "main::{lambda(int)#1}::operator()",
+	     "main::{lambda(int)#1}::operator()(int) const"},
+	    {"f(std::vector<int, std::allocator<int> >)::{lambda(std::map<int, "
+	     "int>)#2}::operator()("
+	     "std::map<int, int>) const",
+	     "f::{lambda(std::map)#2}::operator()",
+	     "f::{lambda(std::map)#2}::operator()(std::map) const"},
+	    {"(anonymous namespace)::helper()", "(anonymous namespace)::helper",
+	     "(anonymous namespace)::helper()"},
+	    {"ns::{unnamed type#1}::run()", "ns::{unnamed type#1}::run",
+	     "ns::{unnamed type#1}::run()"},
+	    /* Function pointers as parameters and as the return type. */
+	    {"call(void (*)(int), int (*)(char const*))", "call",
+	     "call(void (*)(int), int (*)(char const*))"},
+	    {"void (*pick<int>(int))(double)", "void (*pick<int>(int))(double)",
+	     "void (*pick<int>(int))(double)"},
+	    /* What GCC and the ABI add. */
+	    {"g(int) [clone .cold]", "g [clone .cold]", "g(int) [clone .cold]"},
+	    {"g(int) [clone .constprop.0] [clone .isra.0]",
+	     "g [clone .constprop.0] [clone .isra.0]",
+	     "g(int) [clone .constprop.0] [clone .isra.0]"},
+	    {"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> "
+	     ">::c_str[abi:cxx11]() const",
+	     "std::__cxx11::basic_string::c_str", "std::__cxx11::basic_string::c_str() const"},
+	    {"non-virtual thunk to ns::D::run(int)", "non-virtual thunk to ns::D::run",
+	     "non-virtual thunk to ns::D::run(int)"},
+	    /* Template arguments with expressions: '>' and "->" inside. */
+	    {"void f<((1)>(2))>(int)", "f", "f(int)"},
+	    {"decltype (({parm#1}->x)()) g<A>(A)", "g", "g(A)"},
+	    /* Nested templates. */
+	    {"a::B<c::D<e::F<int> >, G<H<I<J<K<L<M<N<O<P<int> > > > > > > > > > >::run()",
+	     "a::B::run", "a::B::run()"},
+	    /* What does not parse comes back whole. */
+	    {"f<int(", "f<int(", "f<int("},
+	    {"a<b", "a<b", "a<b"},
+	    {"x)y", "x)y", "x)y"},
+	    {"   ", "   ", "   "},
 	};
 
 	/* Level 2: the function's own template arguments, one level deep. */
 	static const struct {
 		const char *name, *targs;
 	} level2[] = {
-		{"int ns::width<char>()", "ns::width<char>()"},
-		{"void f<std::vector<int, std::allocator<int> > >(int)", "f<std::vector>(int)"},
-		{"std::vector<int, std::allocator<int> >::push_back(int const&)",
-		 "std::vector::push_back(int const&)"},
-		{"bool operator< <int>(S<int> const&, S<int> const&)",
-		 "operator< <int>(S const&, S const&)"},
-		{"T nlohmann::basic_json<std::map, std::vector>::get<T, 0>() const",
-		 "nlohmann::basic_json::get<T, 0>() const"},
-		{"auto g<int>(int)::{lambda()#1}::operator()() const",
-		 "g::{lambda()#1}::operator()() const"},
-		{"main", "main"},
+	    {"int ns::width<char>()", "ns::width<char>()"},
+	    {"void f<std::vector<int, std::allocator<int> > >(int)", "f<std::vector>(int)"},
+	    {"std::vector<int, std::allocator<int> >::push_back(int const&)",
+	     "std::vector::push_back(int const&)"},
+	    {"bool operator< <int>(S<int> const&, S<int> const&)",
+	     "operator< <int>(S const&, S const&)"},
+	    {"T nlohmann::basic_json<std::map, std::vector>::get<T, 0>() const",
+	     "nlohmann::basic_json::get<T, 0>() const"},
+	    {"auto g<int>(int)::{lambda()#1}::operator()() const",
+	     "g::{lambda()#1}::operator()() const"},
+	    {"main", "main"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -383,7 +387,9 @@ START_TEST(short_names)
 		    "std::vector<int, std::allocator>::push_back(int const&)");
 	check_short("std::__cxx11::basic_string<wchar_t, std::char_traits<wchar_t>, "
 		    "std::allocator<wchar_t> >::_M_data() const",
-		    3, "std::__cxx11::basic_string<wchar_t, std::char_traits, std::allocator>::_M_data() const");
+		    3,
+		    "std::__cxx11::basic_string<wchar_t, std::char_traits, "
+		    "std::allocator>::_M_data() const");
 	check_short("int ns::width<char>()", 3, "ns::width<char>()");
 	check_short("bool operator< <int>(S<int> const&, S<int> const&)", 3,
 		    "operator< <int>(S const&, S const&)");
@@ -433,10 +439,12 @@ START_TEST(short_names_hostile)
 	/* Names made of the characters the shortener reads, in any order:
 	 * never longer than the name, never past its end (the sanitizers'
 	 * builds check the reads), and the same answer twice. */
-	static const char *const parts[] = {"<", ">", "(", ")", "{", "}", "[", "]", " ", "::",
-					    "operator", "operator<", "->", "\"\"", "a", "const",
-					    "[clone ", "(anonymous namespace)", "{lambda(", "#1}",
-					    ",", "&&", "*", "~", "-"};
+	static const char *const parts[] = {
+	    "<",	">",	"(", ")",     "{",	  "}",
+	    "[",	"]",	" ", "::",    "operator", "operator<",
+	    "->",	"\"\"", "a", "const", "[clone ",  "(anonymous namespace)",
+	    "{lambda(", "#1}",	",", "&&",    "*",	  "~",
+	    "-"};
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 
 	for (int round = 0; round < 20000; round++) {
