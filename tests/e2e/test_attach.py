@@ -341,7 +341,11 @@ class AttachTest(tahelp.Case):
         self.assertNotIn(dump, fds)
         self.assertTrue(os.path.exists("/proc/%d" % child), "the child ended too soon")
         self.assertGreater(self.functions(self.report(dump, "--pid=%d" % child))["mid"]["calls"], 0)
-        self.assertEqual(t.say("wait"), "child %d status 0" % child)
+        got = t.say("wait")
+        if got != "child %d status 0" % child:
+            status, out, err = t.quit()
+            self.fail("%s (want status 0); what the program and its child said on "
+                      "stderr:\n%s" % (got, err))
         self.assertTrue(self.info(dump)["complete"])
         status, out, err = t.quit()
         self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
