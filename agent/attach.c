@@ -41,6 +41,7 @@
 #include "patch.h"
 #include "ring.h"
 #include "settings.h"
+#include "walk.h"
 
 #define TA_PUBLIC __attribute__((visibility("default"), no_instrument_function))
 
@@ -157,7 +158,7 @@ static void loads_seen(unsigned long long *adds, unsigned long long *subs)
 {
 	unsigned long long v[2] = {0, 0};
 
-	dl_iterate_phdr(count_loads, v);
+	ta_walk_objects(count_loads, v);
 	*adds = v[0];
 	*subs = v[1];
 }

@@ -17,6 +17,7 @@
 
 #include "base.h"
 #include "fnsel.h"
+#include "walk.h"
 
 /* ---- patterns --------------------------------------------------------------- */
 
@@ -172,7 +173,7 @@ struct ta_module *ta_modules_collect(size_t *n)
 {
 	struct collect cl = {NULL, 0, 0, 1};
 
-	dl_iterate_phdr(collect_one, &cl);
+	ta_walk_objects(collect_one, &cl);
 	*n = cl.n;
 	return cl.mods;
 }

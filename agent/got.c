@@ -17,6 +17,7 @@
 #include "base.h"
 #include "got.h"
 #include "modules.h"
+#include "walk.h"
 
 /* Whether v lies in one of the module's loaded segments (an unbound
  * JUMP_SLOT points at its own PLT). */
@@ -160,7 +161,7 @@ int ta_got_redirect(struct ta_got *g)
 		 * its base. */
 		sc.self_base = (uintptr_t)di.dli_fbase;
 	}
-	dl_iterate_phdr(scan_module, &sc);
+	ta_walk_objects(scan_module, &sc);
 	return sc.err;
 }
 
@@ -171,7 +172,7 @@ void ta_got_prune(struct ta_got *g)
 	for (size_t i = 0; i < g->n; i++) {
 		struct alive al = {&g->slots[i], 0};
 
-		dl_iterate_phdr(find_alive, &al);
+		ta_walk_objects(find_alive, &al);
 		if (al.yes)
 			g->slots[k++] = g->slots[i];
 	}
@@ -200,7 +201,7 @@ void ta_got_restore(struct ta_got *g)
 	/* An entry of a module dlclose'd since the last look is in no
 	 * module's segments: left alone. */
 	if (g->n)
-		dl_iterate_phdr(restore_module, g);
+		ta_walk_objects(restore_module, g);
 	g->n = 0;
 }
 
@@ -305,7 +306,7 @@ int ta_gotset_redirect(struct ta_gotset *s)
 		    s->syms[k].lazy && (uintptr_t)dlsym(global, s->syms[k].name) == s->syms[k].real;
 	if (global)
 		dlclose(global);
-	dl_iterate_phdr(set_module, &sc);
+	ta_walk_objects(set_module, &sc);
 	return sc.err;
 }
 
@@ -366,5 +367,5 @@ void ta_got_bind_hooks(void)
 	 * order: the global scope first, as the lazy binder's. */
 	b.to[0] = (uintptr_t)dlsym(RTLD_DEFAULT, "__cyg_profile_func_enter");
 	b.to[1] = (uintptr_t)dlsym(RTLD_DEFAULT, "__cyg_profile_func_exit");
-	dl_iterate_phdr(bind_module, &b);
+	ta_walk_objects(bind_module, &b);
 }

@@ -19,6 +19,7 @@
 
 #include "hookpatch_int.h"
 #include "modules.h"
+#include "walk.h"
 
 #if HP_DECODER
 
@@ -80,7 +81,7 @@ int ta_hp_mod_of(uintptr_t addr, struct mod *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->want = addr;
-	dl_iterate_phdr(find_mod, m);
+	ta_walk_objects(find_mod, m);
 	return m->found ? 0 : -1;
 }
 

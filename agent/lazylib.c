@@ -15,6 +15,7 @@
 
 #include "base.h"
 #include "lazylib.h"
+#include "walk.h"
 
 struct ta_lazy ta_lazy;
 
@@ -84,8 +85,16 @@ static void enter_unless(uint32_t *mine, const uint32_t *theirs)
 	}
 }
 
+/* The agent's walks and loads this thread is inside: nested ones (a walk
+ * of ta_walk_objects reaching the interposer, a dlopen's walks) count
+ * once, so that an inner one never waits for a fork the outer one holds
+ * up. */
+static __thread uint32_t own_depth __attribute__((tls_model("initial-exec")));
+
 void ta_lazy_own_enter(void)
 {
+	if (own_depth++)
+		return;
 	enter_unless(&agent_walkers, &forking);
 }
 
@@ -93,7 +102,22 @@ void ta_lazy_own_leave(void)
 {
 	/* Release: the walk's reads before the fork that waits for it
 	 * (pairs with the seq_cst load in ta_lazy_fork_prepare). */
-	__atomic_sub_fetch(&agent_walkers, 1, __ATOMIC_RELEASE);
+	if (--own_depth == 0)
+		__atomic_sub_fetch(&agent_walkers, 1, __ATOMIC_RELEASE);
+}
+
+int ta_walk_objects(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+	int rc;
+
+	/* Counted here, not by the interposer alone: an injected agent's
+	 * own calls bind to libc's dl_iterate_phdr, which the program's
+	 * calls reach too, and a fork during such a walk left the child's
+	 * agent waiting for ever at its restart (the list lock copied held). */
+	ta_lazy_own_enter();
+	rc = dl_iterate_phdr(cb, data);
+	ta_lazy_own_leave();
+	return rc;
 }
 
 void ta_lazy_fork_prepare(void)

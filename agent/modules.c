@@ -20,6 +20,7 @@
 #include "dump.h"
 #include "format.h"
 #include "modules.h"
+#include "walk.h"
 
 #define NOTE_ALIGN(x) (((x) + 3u) & ~3u)
 
@@ -167,7 +168,7 @@ void ta_dump_modules(uint64_t load_ticks, uint64_t unload_ticks)
 	pthread_mutex_lock(&modules_lock);
 	for (size_t i = 0; i < nknown; i++)
 		known[i].seen = 0;
-	dl_iterate_phdr(one_module, &sc);
+	ta_walk_objects(one_module, &sc);
 	/* Objects no longer there were unloaded (dlclose) since the last
 	 * scan; on the first scan, or one whose memory ran short, every
 	 * object is seen or new. */
@@ -182,7 +183,7 @@ void ta_dump_modules_all(uint64_t load_ticks)
 	struct scan sc = {1, load_ticks, 1};
 
 	pthread_mutex_lock(&modules_lock);
-	dl_iterate_phdr(one_module, &sc);
+	ta_walk_objects(one_module, &sc);
 	pthread_mutex_unlock(&modules_lock);
 }
 

@@ -29,6 +29,7 @@
 
 #include "compiler.h"
 #include "nextsym.h"
+#include "walk.h"
 
 #define NS_MAX 32
 
@@ -138,7 +139,7 @@ static void ns_build(void)
 			    .ldso = getauxval(AT_BASE),
 			    .vdso = getauxval(AT_SYSINFO_EHDR)};
 
-	dl_iterate_phdr(walk, &w);
+	ta_walk_objects(walk, &w);
 	errno = saved;
 	/* The objects kept are a prefix of the search when the walk reached
 	 * the loader or stopped before it; reaching the end of the list
