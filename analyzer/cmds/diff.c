@@ -367,10 +367,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 	}
-	/* Short names in what a reader reads, whole in what a tool does. */
-	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
-			     : !o->json	   ? TA_DEMANGLE_SIMPLE
-					   : TA_DEMANGLE_FULL);
+	ta_view_set_demangle(demangle, o->json);
 	if (npaths != 2) {
 		ta_usage_error("diff", "two dumps are needed, BASE and NEW");
 		return 2;

@@ -262,11 +262,7 @@ static int parse_args(int argc, char **argv, struct export *e)
 			break;
 		}
 	}
-	/* Short names in what a reader reads (folded stacks, drawn as a
-	 * flame graph), whole in what a tool does. */
-	ta_view_set_demangle(demangle >= 0	    ? (enum ta_demangle)demangle
-			     : e->fmt == FMT_FOLDED ? TA_DEMANGLE_SIMPLE
-						    : TA_DEMANGLE_FULL);
+	ta_view_set_demangle(demangle, e->fmt != FMT_FOLDED);
 	if (e->fmt == FMT_NONE) {
 		ta_usage_error("export", "say --format=chrome, folded, perfetto or pprof");
 		return 2;

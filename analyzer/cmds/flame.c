@@ -482,7 +482,7 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 			break;
 		}
 	}
-	ta_view_set_demangle(demangle < 0 ? TA_DEMANGLE_SIMPLE : (enum ta_demangle)demangle);
+	ta_view_set_demangle(demangle, 0);
 	if (!fl->out) {
 		fprintf(stderr, "traceagent flame: no output file given (-o FILE.svg, or -o - for "
 				"the standard output)\n");

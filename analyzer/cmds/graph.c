@@ -539,10 +539,7 @@ static int parse_args(int argc, char **argv, struct graph *g)
 			break;
 		}
 	}
-	/* Short names in what a reader reads, whole in what a tool does. */
-	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
-			     : !g->json	   ? TA_DEMANGLE_SIMPLE
-					   : TA_DEMANGLE_FULL);
+	ta_view_set_demangle(demangle, g->json);
 	return ta_opts_need_dump(&p, g->path) ? 2 : -1;
 }
 

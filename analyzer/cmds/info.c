@@ -426,10 +426,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 	}
-	/* Short names in what a reader reads, whole in what a tool does. */
-	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
-			     : !o->json	   ? TA_DEMANGLE_SIMPLE
-					   : TA_DEMANGLE_FULL);
+	ta_view_set_demangle(demangle, o->json);
 	return ta_opts_need_dump(&p, o->path) ? 2 : -1;
 }
 

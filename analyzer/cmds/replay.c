@@ -571,10 +571,7 @@ static int parse_args(int argc, char **argv, struct replay *r)
 			break;
 		}
 	}
-	/* Short names in what a reader reads, whole in what a tool does. */
-	ta_view_set_demangle(demangle >= 0 ? (enum ta_demangle)demangle
-			     : !r->json	   ? TA_DEMANGLE_SIMPLE
-					   : TA_DEMANGLE_FULL);
+	ta_view_set_demangle(demangle, r->json);
 	return ta_opts_need_dump(&p, r->path) ? 2 : -1;
 }
 

@@ -827,10 +827,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 	}
-	/* Short names in what a reader reads, whole in what a tool does. */
-	ta_view_set_demangle(demangle >= 0   ? (enum ta_demangle)demangle
-			     : !json && !csv ? TA_DEMANGLE_SIMPLE
-					     : TA_DEMANGLE_FULL);
+	ta_view_set_demangle(demangle, json || csv);
 	if (o->libcalls && csv) {
 		fprintf(stderr,
 			"traceagent report: --alloc, --locks and --io print text or --json, "

@@ -207,9 +207,11 @@ int ta_view_open(struct ta_view *v, const char *path, const struct ta_visitor *v
 /* The command's --demangle, for every view it opens. */
 static enum ta_demangle demangle_mode = TA_DEMANGLE_FULL;
 
-void ta_view_set_demangle(enum ta_demangle mode)
+void ta_view_set_demangle(int asked, int tool)
 {
-	demangle_mode = mode;
+	demangle_mode = asked >= 0 ? (enum ta_demangle)asked
+			: tool	   ? TA_DEMANGLE_FULL
+				   : TA_DEMANGLE_SIMPLE;
 }
 
 void ta_view_naming(struct ta_view *v)

@@ -59,9 +59,11 @@ int ta_view_open(struct ta_view *v, const char *path, const struct ta_visitor *v
 int ta_view_open_many(struct ta_view *v, const char *const *paths, size_t n, const char *label,
 		      const struct ta_visitor *vis);
 void ta_view_close(struct ta_view *v);
-/* How the views opened from now on name C++ functions (--demangle);
- * TA_DEMANGLE_FULL until set. */
-void ta_view_set_demangle(enum ta_demangle mode);
+/* How the views opened from now on name C++ functions: asked, --demangle's
+ * mode (symbols.h's enum ta_demangle), or -1 when none was given: then
+ * short names in what a reader reads, whole ones where a tool reads the
+ * output (tool: JSON, CSV, an export).  TA_DEMANGLE_FULL until set. */
+void ta_view_set_demangle(int asked, int tool);
 /* Applies it to v and its resolver, for a view opened by other means
  * than ta_view_open. */
 void ta_view_naming(struct ta_view *v);
