@@ -128,14 +128,12 @@ static struct counter *counter_of(struct counters *cs, const char *name, const c
 static int add_point(struct point **pts, size_t *n, size_t *cap, uint32_t pid, uint64_t ticks,
 		     double value)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 64;
-		struct point *p = realloc(*pts, ncap * sizeof(*p));
+	{
+		struct point *p = ta_vec_reserve(*pts, *n + 1, cap, sizeof(*p), 64);
 
 		if (!p)
 			return -1;
 		*pts = p;
-		*cap = ncap;
 	}
 	(*pts)[(*n)++] = (struct point){pid, ticks, value, 0};
 	return 0;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "export_int.h"
 
 /* Where viewers of Chrome traces start to fail (chrome://tracing) or
@@ -447,16 +448,15 @@ static void zone_arg(struct export *e, const struct ta_tlapi *a)
 		    e->za[k].start_ns == a->zone_start_ns)
 			z = &e->za[k];
 	if (!z) {
-		if (e->nza == e->za_cap) {
-			size_t cap = e->za_cap ? 2 * e->za_cap : 8;
-			struct zone_args *n = realloc(e->za, cap * sizeof(*n));
+		{
+			struct zone_args *n =
+			    ta_vec_reserve(e->za, e->nza + 1, &e->za_cap, sizeof(*n), 8);
 
 			if (!n) {
 				e->nomem = 1;
 				return;
 			}
 			e->za = n;
-			e->za_cap = cap;
 		}
 		z = &e->za[e->nza++];
 		memset(z, 0, sizeof(*z));

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "perfetto_int.h"
 
 /* ---- the buffer ---------------------------------------------------------------- */
@@ -72,16 +73,14 @@ static inline __attribute__((always_inline)) void runs_add(struct zjob *j, size_
 {
 	size_t body = j->pb.len - j->covered - tail;
 
-	if (j->nruns == j->runs_cap) {
-		size_t n = j->runs_cap ? 2 * j->runs_cap : 4096;
-		uint32_t *r = realloc(j->runs, n * sizeof(*r));
+	{
+		uint32_t *r = ta_vec_reserve(j->runs, j->nruns + 1, &j->runs_cap, sizeof(*r), 4096);
 
 		if (!r) {
 			j->fail = 1;
 			return;
 		}
 		j->runs = r;
-		j->runs_cap = n;
 	}
 	j->runs[j->nruns++] = (uint32_t)body << 5 | (uint32_t)tail;
 	j->covered = j->pb.len;

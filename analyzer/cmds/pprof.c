@@ -24,6 +24,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "grow.h"
 #include "calltree.h"
 #include "export_pb.h"
 #include "pbenc.h"
@@ -130,14 +131,12 @@ static int64_t str_id(struct strtab *st, const char *s)
 	k = ta_htab_find(&st->h, str_hash(s), st_eq, st, s);
 	if (ta_htab_at(&st->h, k))
 		return ta_htab_at(&st->h, k) - 1;
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? 2 * st->cap : 256;
-		char **a = realloc(st->s, cap * sizeof(*a));
+	{
+		char **a = ta_vec_reserve(st->s, st->n + 1, &st->cap, sizeof(*a), 256);
 
 		if (!a)
 			return -1;
 		st->s = a;
-		st->cap = cap;
 	}
 	st->s[st->n] = strdup(s);
 	if (!st->s[st->n])

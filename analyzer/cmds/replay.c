@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "cmdopts.h"
 #include "commands.h"
 #include "srcline.h"
@@ -142,16 +143,15 @@ static void line_begin(struct replay *r, int64_t t)
 	if (r->per_thread)
 		return;
 	rewind(r->line);
-	if (r->nlines == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 4096;
-		struct replay_line *l = realloc(r->lines, cap * sizeof(*l));
+	{
+		struct replay_line *l =
+		    ta_vec_reserve(r->lines, r->nlines + 1, &r->cap, sizeof(*l), 4096);
 
 		if (!l) {
 			r->failed = ENOMEM;
 			return;
 		}
 		r->lines = l;
-		r->cap = cap;
 	}
 	r->lines[r->nlines].t = t;
 }

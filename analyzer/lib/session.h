@@ -336,7 +336,7 @@ struct ta_session_error {
 struct ta_session {
 	struct ta_file_header fh;
 	struct ta_process **procs;
-	size_t nprocs;
+	size_t nprocs, procs_cap;
 	struct ta_sess_thread **threads;
 	size_t nthreads, threads_cap;
 	struct ta_sess_thread **thash;

@@ -5,6 +5,7 @@
  * FILTER and CRASH chunks into its struct ta_process, and a module's
  * unloading.  ta_session_chunk (session_procs.c) dispatches to them.
  */
+#include "grow.h"
 #include "session_int.h"
 
 #include <inttypes.h>
@@ -186,16 +187,15 @@ int ta_sess_module_chunk(struct ta_process *p, struct ta_reader *r)
 	m.nranges = (size_t)n;
 	if (r->err)
 		goto fail;
-	if (p->nmodules == p->modules_cap) {
-		size_t cap = p->modules_cap ? p->modules_cap * 2 : 16;
-		struct ta_sess_module *v = realloc(p->modules, cap * sizeof(*v));
+	{
+		struct ta_sess_module *v =
+		    ta_vec_reserve(p->modules, p->nmodules + 1, &p->modules_cap, sizeof(*v), 16);
 
 		if (!v) {
 			rc = -TA_E_NOMEM;
 			goto fail;
 		}
 		p->modules = v;
-		p->modules_cap = cap;
 	}
 	p->modules[p->nmodules++] = m;
 	return 0;
@@ -454,14 +454,13 @@ int ta_sess_module_gone(struct ta_process *p, struct ta_sess_module *m, uint64_t
 		 * more is not followed (its addresses may then be misnamed). */
 		if (m->ranges[k].end <= m->ranges[k].start || p->nunloaded == UNLOADED_MAX)
 			continue;
-		if (p->nunloaded == p->unloaded_cap) {
-			size_t cap = p->unloaded_cap ? 2 * p->unloaded_cap : 8;
-			struct ta_unloaded *v = realloc(p->unloaded, cap * sizeof(*v));
+		{
+			struct ta_unloaded *v = ta_vec_reserve(p->unloaded, p->nunloaded + 1,
+							       &p->unloaded_cap, sizeof(*v), 8);
 
 			if (!v)
 				return -TA_E_NOMEM;
 			p->unloaded = v;
-			p->unloaded_cap = cap;
 		}
 		p->unloaded[p->nunloaded].start = m->ranges[k].start;
 		p->unloaded[p->nunloaded].end = m->ranges[k].end;

@@ -7,6 +7,7 @@
  * (ta_sess_part_apply, in session_walk.c beside the walk it stands in for)
  * to end on the real frames.
  */
+#include "grow.h"
 #include "session_int.h"
 
 #include <stdlib.h>
@@ -32,14 +33,12 @@
 int ta_part_edge_add(struct ta_part_edge **edges, size_t *n, size_t *cap, uint64_t ticks,
 		     uint64_t child, unsigned flags)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		struct ta_part_edge *e = realloc(*edges, c * sizeof(*e));
+	{
+		struct ta_part_edge *e = ta_vec_reserve(*edges, *n + 1, cap, sizeof(*e), 64);
 
 		if (!e)
 			return -1;
 		*edges = e;
-		*cap = c;
 	}
 	(*edges)[*n].ticks = ticks;
 	(*edges)[*n].child = child;
@@ -117,14 +116,13 @@ static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint
 		cp->slot = slot;
 		cp->nslots = n;
 	}
-	if (cp->nfns == cp->fns_cap) {
-		size_t cap = cp->fns_cap ? cp->fns_cap * 2 : 64;
-		struct ta_part_fn *v = realloc(cp->fns, cap * sizeof(*v));
+	{
+		struct ta_part_fn *v =
+		    ta_vec_reserve(cp->fns, cp->nfns + 1, &cp->fns_cap, sizeof(*v), 64);
 
 		if (!v)
 			return 0;
 		cp->fns = v;
-		cp->fns_cap = cap;
 	}
 	f = &cp->fns[cp->nfns];
 	memset(f, 0, sizeof(*f));

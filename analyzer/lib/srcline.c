@@ -12,6 +12,7 @@
  * (by build-id, then by .gnu_debuglink); failing that it has no lines.
  */
 #define _GNU_SOURCE
+#include "grow.h"
 #include "srcline.h"
 
 #include <stdio.h>
@@ -198,14 +199,12 @@ static void add_range(struct module *m, uint64_t lo, uint64_t hi, const char *fi
 
 	if (hi <= lo)
 		return;
-	if (m->nfn == m->fn_cap) {
-		size_t cap = m->fn_cap ? 2 * m->fn_cap : 256;
-		struct fn_range *v = realloc(m->fn, cap * sizeof(*v));
+	{
+		struct fn_range *v = ta_vec_reserve(m->fn, m->nfn + 1, &m->fn_cap, sizeof(*v), 256);
 
 		if (!v)
 			return; /* fewer lines, not a failure */
 		m->fn = v;
-		m->fn_cap = cap;
 	}
 	f = &m->fn[m->nfn++];
 	f->lo = lo;
@@ -362,14 +361,12 @@ static struct module *module_get(struct ta_srclines *s, const char *path)
 	for (size_t i = 0; i < s->nmods; i++)
 		if (!strcmp(s->mods[i].path, path))
 			return &s->mods[i];
-	if (s->nmods == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		struct module *v = realloc(s->mods, cap * sizeof(*v));
+	{
+		struct module *v = ta_vec_reserve(s->mods, s->nmods + 1, &s->cap, sizeof(*v), 16);
 
 		if (!v)
 			return NULL;
 		s->mods = v;
-		s->cap = cap;
 	}
 	m = &s->mods[s->nmods];
 	memset(m, 0, sizeof(*m));
