@@ -80,7 +80,7 @@ int ta_sess_process_chunk(struct ta_process *p, struct ta_reader *r)
 	/* A second PROCESS chunk (exec in place) starts the next image: its
 	 * command line goes on the chain, the process's is the last. */
 	{
-		char **v = realloc(p->images, (p->nimages + 1) * sizeof(*v));
+		char **v = ta_vec_reserve(p->images, p->nimages + 1, &p->images_cap, sizeof(*v), 2);
 		struct ta_image_cmd *c;
 
 		if (!v) {
@@ -88,7 +88,7 @@ int ta_sess_process_chunk(struct ta_process *p, struct ta_reader *r)
 			goto fail;
 		}
 		p->images = v;
-		c = realloc(p->cmds, (p->nimages + 1) * sizeof(*c));
+		c = ta_vec_reserve(p->cmds, p->nimages + 1, &p->cmds_cap, sizeof(*c), 2);
 		if (!c) {
 			rc = -TA_E_NOMEM;
 			goto fail;
@@ -129,16 +129,12 @@ int ta_sess_clock_chunk(struct ta_process *p, struct ta_reader *r)
 	if (ta_get_varint(r, &count) < 0 || count > (uint64_t)(r->end - r->p) / 2)
 		return -TA_E_PAYLOAD;
 	if (p->nclock + count > p->clock_cap) {
-		size_t cap = p->clock_cap ? p->clock_cap : 16;
-		struct ta_clock_pair *v;
+		struct ta_clock_pair *v =
+		    ta_vec_reserve(p->clock, p->nclock + count, &p->clock_cap, sizeof(*v), 16);
 
-		while (cap < p->nclock + count)
-			cap *= 2;
-		v = realloc(p->clock, cap * sizeof(*v));
 		if (!v)
 			return -TA_E_NOMEM;
 		p->clock = v;
-		p->clock_cap = cap;
 	}
 	for (uint64_t i = 0; i < count; i++) {
 		struct ta_clock_pair *cp = &p->clock[p->nclock];

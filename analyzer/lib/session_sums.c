@@ -136,21 +136,17 @@ static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint
 
 static __attribute__((noinline)) int part_grow(struct ta_chunk_part *cp)
 {
-	uint32_t cap = cp->cap ? cp->cap * 2 : 64;
-	struct ta_part_frame *st;
-
+	size_t cap = cp->cap;
 	/* The walk would count frames past FRAMES_MAX as overflow: the merge
 	 * walks such a chunk again. */
-	if (cp->cap >= FRAMES_MAX)
-		return -1;
-	if (cap > FRAMES_MAX)
-		cap = FRAMES_MAX;
-	st = realloc(cp->stack, cap * sizeof(*st));
+	struct ta_part_frame *st =
+	    ta_vec_reserve_max(cp->stack, (size_t)cp->cap + 1, &cap, sizeof(*st), 64, FRAMES_MAX);
+
 	if (!st)
 		return -1;
 	memset(st + cp->cap, 0, (cap - cp->cap) * sizeof(*st));
 	cp->stack = st;
-	cp->cap = cap;
+	cp->cap = (uint32_t)cap;
 	return 0;
 }
 

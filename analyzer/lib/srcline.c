@@ -161,18 +161,21 @@ static const char *file_name(struct module *m, const char *raw, const char *dir)
 		if (m->raw[i] == raw && m->dir[i] == dir)
 			return m->files[i];
 	if (m->nfiles == m->files_cap) {
-		size_t cap = m->files_cap ? 2 * m->files_cap : 64;
-		const char **r = realloc(m->raw, cap * sizeof(*r));
+		/* Three arrays of one capacity: files_cap set once all have it. */
+		size_t cap = m->files_cap;
+		const char **r = ta_vec_reserve(m->raw, m->nfiles + 1, &cap, sizeof(*r), 64);
 		char **f;
 
 		if (!r)
 			return NULL;
 		m->raw = r;
-		r = realloc(m->dir, cap * sizeof(*r));
+		cap = m->files_cap;
+		r = ta_vec_reserve(m->dir, m->nfiles + 1, &cap, sizeof(*r), 64);
 		if (!r)
 			return NULL;
 		m->dir = r;
-		f = realloc(m->files, cap * sizeof(*f));
+		cap = m->files_cap;
+		f = ta_vec_reserve(m->files, m->nfiles + 1, &cap, sizeof(*f), 64);
 		if (!f)
 			return NULL;
 		m->files = f;
