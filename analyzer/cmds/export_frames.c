@@ -23,7 +23,8 @@ long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 			break;
 		}
 	if (!set) {
-		struct ta_xfset *sets = realloc(x->sets, (x->n + 1) * sizeof(*sets));
+		struct ta_xfset *sets =
+		    ta_vec_reserve(x->sets, x->n + 1, &x->cap, sizeof(*sets), 8);
 		char *name = strdup(a->e->name);
 
 		if (sets)

@@ -428,16 +428,16 @@ static void job_chain(struct zjob *j)
 		uint32_t t = j->tidx[k];
 
 		if (t >= x->nlast) {
-			uint32_t n = x->nlast ? x->nlast : 16;
-			int64_t *l;
+			/* Two arrays of one capacity: nlast set once both have it. */
+			size_t n = x->nlast;
+			int64_t *l = ta_vec_reserve_max(x->last, (size_t)t + 1, &n, sizeof(*l), 16,
+							UINT32_MAX);
 			uint8_t *set;
 
-			while (n <= t)
-				n *= 2;
-			l = realloc(x->last, n * sizeof(*l));
 			if (l)
 				x->last = l;
-			set = realloc(x->last_set, n);
+			n = x->nlast;
+			set = ta_vec_reserve_max(x->last_set, (size_t)t + 1, &n, 1, 16, UINT32_MAX);
 			if (set)
 				x->last_set = set;
 			if (!l || !set) {
@@ -446,7 +446,7 @@ static void job_chain(struct zjob *j)
 				continue;
 			}
 			memset(x->last_set + x->nlast, 0, n - x->nlast);
-			x->nlast = n;
+			x->nlast = (uint32_t)n;
 		}
 		/* A sequence begins with its clock at the dump's start. */
 		j->tlast[k] = x->last_set[t] ? x->last[t] : x->t0;
