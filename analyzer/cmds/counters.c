@@ -123,7 +123,7 @@ static struct counter *counter_of(struct counters *cs, const char *name, const c
 static int add_point(struct point **pts, size_t *n, size_t *cap, uint32_t pid, uint64_t ticks,
 		     double value)
 {
-	{
+	if (*n == *cap) {
 		struct point *p = ta_vec_reserve(*pts, *n + 1, cap, sizeof(*p), 64);
 
 		if (!p)

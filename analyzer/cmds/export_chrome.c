@@ -443,7 +443,7 @@ static void zone_arg(struct export *e, const struct ta_tlapi *a)
 		    e->za[k].start_ns == a->zone_start_ns)
 			z = &e->za[k];
 	if (!z) {
-		{
+		if (e->nza == e->za_cap) {
 			struct zone_args *n =
 			    ta_vec_reserve(e->za, e->nza + 1, &e->za_cap, sizeof(*n), 8);
 

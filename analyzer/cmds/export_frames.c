@@ -38,7 +38,7 @@ long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 		set->pid = a->t->pid;
 		set->name = name;
 	}
-	{
+	if (set->n == set->cap) {
 		struct ta_xmark *m =
 		    ta_vec_reserve(set->marks, set->n + 1, &set->cap, sizeof(*m), 64);
 

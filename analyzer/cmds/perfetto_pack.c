@@ -73,7 +73,7 @@ static inline __attribute__((always_inline)) void runs_add(struct zjob *j, size_
 {
 	size_t body = j->pb.len - j->covered - tail;
 
-	{
+	if (j->nruns == j->runs_cap) {
 		uint32_t *r = ta_vec_reserve(j->runs, j->nruns + 1, &j->runs_cap, sizeof(*r), 4096);
 
 		if (!r) {

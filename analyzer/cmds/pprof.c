@@ -131,7 +131,7 @@ static int64_t str_id(struct strtab *st, const char *s)
 	k = ta_htab_find(&st->h, str_hash(s), st_eq, st, s);
 	if (ta_htab_at(&st->h, k))
 		return ta_htab_at(&st->h, k) - 1;
-	{
+	if (st->n == st->cap) {
 		char **a = ta_vec_reserve(st->s, st->n + 1, &st->cap, sizeof(*a), 256);
 
 		if (!a)

@@ -143,7 +143,7 @@ static void line_begin(struct replay *r, int64_t t)
 	if (r->per_thread)
 		return;
 	rewind(r->line);
-	{
+	if (r->nlines == r->cap) {
 		struct replay_line *l =
 		    ta_vec_reserve(r->lines, r->nlines + 1, &r->cap, sizeof(*l), 4096);
 

@@ -421,7 +421,7 @@ int ta_ctree_sort(struct ta_ctree *t, int (*cmp)(const void *, const void *, voi
 
 		if (p->nchild < 2)
 			continue;
-		{
+		if (p->nchild > cap) {
 			uint32_t *nv = ta_vec_reserve(v, p->nchild, &cap, sizeof(*v), 64);
 
 			if (!nv) {

@@ -460,7 +460,7 @@ static const char *own_name(struct ta_view *v, uint64_t addr)
 {
 	char *s;
 
-	{
+	if (v->nown == v->own_cap) {
 		char **o = ta_vec_reserve(v->own, v->nown + 1, &v->own_cap, sizeof(*o), 16);
 
 		if (!o)
@@ -628,7 +628,7 @@ static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const st
 	if (ta_htab_at(&t->by_fn, k)) {
 		w = &t->rows[ta_htab_at(&t->by_fn, k) - 1];
 	} else {
-		{
+		if (t->n == t->cap) {
 			struct ta_fn_row *v =
 			    ta_vec_reserve(t->rows, t->n + 1, &t->cap, sizeof(*v), 64);
 
@@ -711,7 +711,7 @@ static int row_percentiles(struct ta_fn_table *t, struct ta_view *v, const struc
 		for (uint32_t b = h->lo; b < h->hi; b++) {
 			if (!h->count[b - h->lo])
 				continue;
-			{
+			if (n == *cap) {
 				struct hpoint *nb =
 				    ta_vec_reserve(*buf, n + 1, cap, sizeof(*nb), 256);
 

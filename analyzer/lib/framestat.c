@@ -65,7 +65,7 @@ static void p1_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 	/* A mark without its site is damage: there is no set to put it in. */
 	if (kind != TA_EXT_FRAME || n < 1)
 		return;
-	{
+	if (p1->n == p1->cap) {
 		struct fs_mark *m = ta_vec_reserve(p1->marks, p1->n + 1, &p1->cap, sizeof(*m), 256);
 
 		if (!m) {
@@ -239,7 +239,7 @@ static void cell_add(struct ta_framestat *fs, struct ta_fset *set, uint64_t addr
 	}
 	k = ta_htab_find(&set->by_cell, cell_key_hash(addr, key.frame), cell_is, set, &key);
 	if (!(at = ta_htab_at(&set->by_cell, k))) {
-		{
+		if (set->ncells == set->cells_cap) {
 			struct ta_fs_cell *c = ta_vec_reserve(set->cells, set->ncells + 1,
 							      &set->cells_cap, sizeof(*c), 256);
 

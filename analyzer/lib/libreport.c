@@ -58,7 +58,7 @@ static struct agg_row *agg_get(struct agg *a, uint64_t k0, uint64_t k1, uint64_t
 	i = ta_htab_find(&a->by_key, mix3(k), agg_is, a, k);
 	if (ta_htab_at(&a->by_key, i))
 		return &a->rows[ta_htab_at(&a->by_key, i) - 1];
-	{
+	if (a->n == a->cap) {
 		struct agg_row *rows =
 		    ta_vec_reserve(a->rows, a->n + 1, &a->cap, sizeof(*rows), 64);
 
@@ -214,7 +214,7 @@ static uint32_t path_of(struct ta_libstats *ls, const struct ta_sess_thread *t, 
 		if (d == depth)
 			return (uint32_t)(i - 1);
 	}
-	{
+	if (ls->npaths == ls->paths_cap) {
 		struct path *np =
 		    ta_vec_reserve(ls->paths, ls->npaths + 1, &ls->paths_cap, sizeof(*np), 64);
 

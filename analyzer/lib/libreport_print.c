@@ -134,7 +134,7 @@ static char *path_name(struct ta_libstats *ls, const struct path *p, const char 
 	for (uint32_t d = 0; d < p->depth; d++) {
 		const char *nm = caller_name(ls, p->pid, p->addr[d]);
 		size_t add = strlen(nm) + 3;
-		{
+		if (len + add + 1 > cap) {
 			char *ns = ta_vec_reserve(s, len + add + 1, &cap, 1, 64);
 
 			if (!ns)

@@ -147,7 +147,7 @@ static struct proc *proc_get(struct ta_live *L, uint32_t pid)
 		}
 		return L->other_proc;
 	}
-	{
+	if (L->nprocs == L->procs_cap) {
 		struct proc **n =
 		    ta_vec_reserve(L->procs, L->nprocs + 1, &L->procs_cap, sizeof(*n), 8);
 
@@ -200,7 +200,7 @@ static struct thr *thr_get(struct ta_live *L, uint32_t pid, uint64_t tid)
 			L->other_thr = thr_alloc(L, 0, UINT64_MAX);
 		return L->other_thr;
 	}
-	{
+	if (L->nthr == L->thr_cap) {
 		struct thr **n = ta_vec_reserve(L->thr, L->nthr + 1, &L->thr_cap, sizeof(*n), 16);
 
 		if (!n)
@@ -217,7 +217,7 @@ static struct thr *thr_get(struct ta_live *L, uint32_t pid, uint64_t tid)
 
 static int rows_room(struct thr *t)
 {
-	{
+	if (t->nrows == t->cap) {
 		struct row *n = ta_vec_reserve(t->rows, t->nrows + 1, &t->cap, sizeof(*n), 64);
 
 		if (!n)
@@ -261,7 +261,7 @@ static inline int64_t row_get(struct ta_live *L, struct thr *t, uint64_t addr)
 	k = ta_htab_find(&t->by_addr, mix(addr), row_eq, t->rows, &addr);
 	if (ta_htab_at(&t->by_addr, k))
 		return ta_htab_at(&t->by_addr, k) - 1;
-	{
+	if (t->nrows == t->cap) {
 		struct row *n = ta_vec_reserve(t->rows, t->nrows + 1, &t->cap, sizeof(*n), 64);
 
 		if (!n)

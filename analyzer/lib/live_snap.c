@@ -56,7 +56,7 @@ static const char *own_name(struct ta_live *L, const char *path, uint64_t addr)
 	char *s;
 	int n;
 
-	{
+	if (L->nown == L->own_cap) {
 		char **o = ta_vec_reserve(L->own, L->nown + 1, &L->own_cap, sizeof(*o), 16);
 
 		if (!o)

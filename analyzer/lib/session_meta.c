@@ -183,7 +183,7 @@ int ta_sess_module_chunk(struct ta_process *p, struct ta_reader *r)
 	m.nranges = (size_t)n;
 	if (r->err)
 		goto fail;
-	{
+	if (p->nmodules == p->modules_cap) {
 		struct ta_sess_module *v =
 		    ta_vec_reserve(p->modules, p->nmodules + 1, &p->modules_cap, sizeof(*v), 16);
 
@@ -450,7 +450,7 @@ int ta_sess_module_gone(struct ta_process *p, struct ta_sess_module *m, uint64_t
 		 * more is not followed (its addresses may then be misnamed). */
 		if (m->ranges[k].end <= m->ranges[k].start || p->nunloaded == UNLOADED_MAX)
 			continue;
-		{
+		if (p->nunloaded == p->unloaded_cap) {
 			struct ta_unloaded *v = ta_vec_reserve(p->unloaded, p->nunloaded + 1,
 							       &p->unloaded_cap, sizeof(*v), 8);
 

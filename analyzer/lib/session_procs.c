@@ -182,7 +182,7 @@ int ta_sess_sites_chunk(struct ta_process *p, struct ta_reader *r)
 			snprintf(st.where, wl, "%s:%u", st.file, st.line);
 		}
 		st.seq = p->sites_seq++;
-		{
+		if (p->nsites == p->sites_cap) {
 			struct ta_site *ns =
 			    ta_vec_reserve(p->sites, p->nsites + 1, &p->sites_cap, sizeof(*ns), 64);
 
@@ -323,7 +323,7 @@ static int pause_add(struct ta_process *p, uint64_t from, uint64_t to)
 		return 0;
 	if (to < from)
 		return -TA_E_PAYLOAD;
-	{
+	if (p->npauses == p->pauses_cap) {
 		struct ta_pause *n =
 		    ta_vec_reserve(p->pauses, p->npauses + 1, &p->pauses_cap, sizeof(*n), 8);
 
@@ -495,7 +495,7 @@ struct ta_sess_thread *ta_sess_thread_new(struct ta_session *s, uint32_t pid, ui
 
 	if (s->nthreads >= s->thash_size && thash_grow(s) < 0)
 		return NULL;
-	{
+	if (s->nthreads == s->threads_cap) {
 		struct ta_sess_thread **v =
 		    ta_vec_reserve(s->threads, s->nthreads + 1, &s->threads_cap, sizeof(*v), 16);
 

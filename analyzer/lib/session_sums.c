@@ -33,7 +33,7 @@
 int ta_part_edge_add(struct ta_part_edge **edges, size_t *n, size_t *cap, uint64_t ticks,
 		     uint64_t child, unsigned flags)
 {
-	{
+	if (*n == *cap) {
 		struct ta_part_edge *e = ta_vec_reserve(*edges, *n + 1, cap, sizeof(*e), 64);
 
 		if (!e)
@@ -116,7 +116,7 @@ static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint
 		cp->slot = slot;
 		cp->nslots = n;
 	}
-	{
+	if (cp->nfns == cp->fns_cap) {
 		struct ta_part_fn *v =
 		    ta_vec_reserve(cp->fns, cp->nfns + 1, &cp->fns_cap, sizeof(*v), 64);
 

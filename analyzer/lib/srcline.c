@@ -202,7 +202,7 @@ static void add_range(struct module *m, uint64_t lo, uint64_t hi, const char *fi
 
 	if (hi <= lo)
 		return;
-	{
+	if (m->nfn == m->fn_cap) {
 		struct fn_range *v = ta_vec_reserve(m->fn, m->nfn + 1, &m->fn_cap, sizeof(*v), 256);
 
 		if (!v)
@@ -364,7 +364,7 @@ static struct module *module_get(struct ta_srclines *s, const char *path)
 	for (size_t i = 0; i < s->nmods; i++)
 		if (!strcmp(s->mods[i].path, path))
 			return &s->mods[i];
-	{
+	if (s->nmods == s->cap) {
 		struct module *v = ta_vec_reserve(s->mods, s->nmods + 1, &s->cap, sizeof(*v), 16);
 
 		if (!v)
