@@ -50,7 +50,7 @@ struct counter {
 	long double sum;
 	int decimals; /* the most decimal places of a sample (DECIMALS_MAX at most) */
 	struct last *lasts;
-	size_t nlasts;
+	size_t nlasts, lasts_cap;
 	struct point *pts;
 	size_t npts, cap;
 };
@@ -102,15 +102,10 @@ static struct counter *counter_of(struct counters *cs, const char *name, const c
 	for (size_t i = 0; i < cs->n; i++)
 		if (!strcmp(cs->c[i].name, name))
 			return &cs->c[i];
-	if (cs->n == cs->cap) {
-		size_t cap = cs->cap ? 2 * cs->cap : 16;
-
-		c = realloc(cs->c, cap * sizeof(*c));
-		if (!c)
-			return NULL;
-		cs->c = c;
-		cs->cap = cap;
-	}
+	c = ta_vec_reserve(cs->c, cs->n + 1, &cs->cap, sizeof(*c), 16);
+	if (!c)
+		return NULL;
+	cs->c = c;
 	c = &cs->c[cs->n];
 	memset(c, 0, sizeof(*c));
 	c->name = strdup(name);
@@ -129,13 +124,11 @@ static int add_point(struct point **pts, size_t *n, size_t *cap, uint32_t pid, u
 		     double value)
 {
 	if (*n == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 64;
-		struct point *p = realloc(*pts, ncap * sizeof(*p));
+		struct point *p = ta_vec_reserve(*pts, *n + 1, cap, sizeof(*p), 64);
 
 		if (!p)
 			return -1;
 		*pts = p;
-		*cap = ncap;
 	}
 	(*pts)[(*n)++] = (struct point){pid, ticks, value, 0};
 	return 0;
@@ -217,7 +210,7 @@ static int take_sample(struct counter *c, uint32_t pid, const struct ta_apiev *e
 		if (c->lasts[k].pid == pid)
 			l = &c->lasts[k];
 	if (!l) {
-		l = realloc(c->lasts, (c->nlasts + 1) * sizeof(*l));
+		l = ta_vec_reserve(c->lasts, c->nlasts + 1, &c->lasts_cap, sizeof(*l), 4);
 		if (!l)
 			return -1;
 		c->lasts = l;

@@ -99,16 +99,11 @@ static void usage(FILE *f)
 static int buf_room(struct export *e, size_t n)
 {
 	if (e->len + n > e->cap) {
-		size_t cap = e->cap ? e->cap : 4096;
-		char *b;
+		char *b = ta_vec_reserve(e->buf, e->len + n, &e->cap, 1, 4096);
 
-		while (cap < e->len + n)
-			cap *= 2;
-		b = realloc(e->buf, cap);
 		if (!b)
 			return -1;
 		e->buf = b;
-		e->cap = cap;
 	}
 	return 0;
 }
@@ -142,15 +137,15 @@ static int folded_open(void *ctx, uint32_t n, uint32_t depth)
 	if (!depth)
 		return 1;
 	if (depth >= e->nat) {
-		uint32_t k = e->nat ? e->nat * 2 : 64;
-		size_t *at = realloc(e->at, k * sizeof(*at));
+		size_t k = e->nat;
+		size_t *at = ta_vec_reserve(e->at, (size_t)depth + 1, &k, sizeof(*at), 64);
 
 		if (!at) {
 			fo->fail = 1;
 			return 0;
 		}
 		e->at = at;
-		e->nat = k;
+		e->nat = (uint32_t)k;
 	}
 	name = ta_calltree_label(ct, node->key, tbuf, sizeof(tbuf));
 	e->len = depth > 1 ? e->at[depth - 1] : 0;

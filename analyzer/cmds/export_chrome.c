@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "export_int.h"
 
 /* Where viewers of Chrome traces start to fail (chrome://tracing) or
@@ -103,22 +104,22 @@ static int json_names(struct export *e, uint32_t id)
 	char cat[300];
 
 	if (id >= e->nj) {
-		uint32_t n = e->nj ? e->nj : 256;
+		/* Two arrays of one capacity: nj set once both have it. */
+		size_t n = e->nj;
 		char **a, **b;
 
-		while (n <= id)
-			n *= 2;
-		a = realloc(e->jname, n * sizeof(*a));
+		a = ta_vec_reserve(e->jname, (size_t)id + 1, &n, sizeof(*a), 256);
 		if (a)
 			e->jname = a;
-		b = realloc(e->jcat, n * sizeof(*b));
+		n = e->nj;
+		b = ta_vec_reserve(e->jcat, (size_t)id + 1, &n, sizeof(*b), 256);
 		if (b)
 			e->jcat = b;
 		if (!a || !b)
 			return -1;
 		memset(e->jname + e->nj, 0, (n - e->nj) * sizeof(*a));
 		memset(e->jcat + e->nj, 0, (n - e->nj) * sizeof(*b));
-		e->nj = n;
+		e->nj = (uint32_t)n;
 	}
 	if (!e->jname[id]) {
 		e->jname[id] = json_dup(fn->name);
@@ -217,16 +218,11 @@ static char *put_us(char *p, int64_t ns)
 static int job_room(struct cjob *j, size_t n)
 {
 	if (j->len + n > j->cap) {
-		size_t cap = j->cap ? j->cap : (1u << 20);
-		char *b;
+		char *b = ta_vec_reserve(j->out, j->len + n, &j->cap, 1, (size_t)1 << 20);
 
-		while (cap < j->len + n)
-			cap *= 2;
-		b = realloc(j->out, cap);
 		if (!b)
 			return -1;
 		j->out = b;
-		j->cap = cap;
 	}
 	return 0;
 }
@@ -448,15 +444,14 @@ static void zone_arg(struct export *e, const struct ta_tlapi *a)
 			z = &e->za[k];
 	if (!z) {
 		if (e->nza == e->za_cap) {
-			size_t cap = e->za_cap ? 2 * e->za_cap : 8;
-			struct zone_args *n = realloc(e->za, cap * sizeof(*n));
+			struct zone_args *n =
+			    ta_vec_reserve(e->za, e->nza + 1, &e->za_cap, sizeof(*n), 8);
 
 			if (!n) {
 				e->nomem = 1;
 				return;
 			}
 			e->za = n;
-			e->za_cap = cap;
 		}
 		z = &e->za[e->nza++];
 		memset(z, 0, sizeof(*z));

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "export_pb.h"
 
 long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
@@ -22,7 +23,8 @@ long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 			break;
 		}
 	if (!set) {
-		struct ta_xfset *sets = realloc(x->sets, (x->n + 1) * sizeof(*sets));
+		struct ta_xfset *sets =
+		    ta_vec_reserve(x->sets, x->n + 1, &x->cap, sizeof(*sets), 8);
 		char *name = strdup(a->e->name);
 
 		if (sets)
@@ -37,13 +39,12 @@ long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 		set->name = name;
 	}
 	if (set->n == set->cap) {
-		size_t cap = set->cap ? set->cap * 2 : 64;
-		struct ta_xmark *m = realloc(set->marks, cap * sizeof(*m));
+		struct ta_xmark *m =
+		    ta_vec_reserve(set->marks, set->n + 1, &set->cap, sizeof(*m), 64);
 
 		if (!m)
 			return -1;
 		set->marks = m;
-		set->cap = cap;
 	}
 	set->marks[set->n++] = (struct ta_xmark){a->ns, a->t->index};
 	return (long)(set - x->sets);

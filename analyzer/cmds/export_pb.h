@@ -48,7 +48,7 @@ struct ta_xfset {
 
 struct ta_xframes {
 	struct ta_xfset *sets; /* in the order of their first mark read */
-	size_t n;
+	size_t n, cap;
 };
 
 /* Adds the mark a (a TA_EXT_FRAME); its set's index, or -1 without memory. */

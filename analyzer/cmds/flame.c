@@ -149,18 +149,15 @@ static void frame_colour(const char *name, unsigned rgb[3])
 static int cur_room(struct flame *fl, uint32_t depth)
 {
 	if (depth + 1 >= fl->ncur) {
-		uint32_t n = fl->ncur ? fl->ncur * 2 : 64;
-		uint64_t *v;
+		size_t n = fl->ncur;
+		uint64_t *v = ta_vec_reserve(fl->cur, (size_t)depth + 2, &n, sizeof(*v), 64);
 
-		while (n <= depth + 1)
-			n *= 2;
-		v = realloc(fl->cur, n * sizeof(*v));
 		if (!v) {
 			fl->fail = 1;
 			return -1;
 		}
 		fl->cur = v;
-		fl->ncur = n;
+		fl->ncur = (uint32_t)n;
 	}
 	return 0;
 }

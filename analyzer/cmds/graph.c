@@ -248,15 +248,15 @@ static int find_open(void *ctx, uint32_t n, uint32_t depth)
 	if (!depth || !is_fn(p->g, p->t->n[n].key, p->key))
 		return 1;
 	if (p->nfound == p->found_cap) {
-		uint32_t cap = p->found_cap ? p->found_cap * 2 : 16;
-		uint32_t *v = realloc(p->found, cap * sizeof(*v));
+		size_t cap = p->found_cap;
+		uint32_t *v = ta_vec_reserve(p->found, (size_t)p->nfound + 1, &cap, sizeof(*v), 16);
 
 		if (!v) {
 			p->fail = 1;
 			return 0;
 		}
 		p->found = v;
-		p->found_cap = cap;
+		p->found_cap = (uint32_t)cap;
 	}
 	p->found[p->nfound++] = n;
 	return 0; /* deeper calls of it are in its own tree */
@@ -277,15 +277,15 @@ static int merge_open(void *ctx, uint32_t n, uint32_t depth)
 	uint32_t m;
 
 	if (depth >= p->nmap) {
-		uint32_t cap = p->nmap * 2;
-		uint32_t *v = realloc(p->map, cap * sizeof(*v));
+		size_t cap = p->nmap;
+		uint32_t *v = ta_vec_reserve(p->map, (size_t)depth + 1, &cap, sizeof(*v), 64);
 
 		if (!v) {
 			p->fail = 1;
 			return 0;
 		}
 		p->map = v;
-		p->nmap = cap;
+		p->nmap = (uint32_t)cap;
 	}
 	m = depth ? ta_ctree_child(p->into, p->map[depth - 1], p->t->n[n].key) : p->map[0];
 	if (!m) {

@@ -29,7 +29,7 @@ static struct proc_channels *proc_channels(struct api_counts *a, uint32_t pid)
 	for (size_t i = 0; i < a->npc; i++)
 		if (a->pc[i].pid == pid)
 			return a->last = &a->pc[i];
-	pc = realloc(a->pc, (a->npc + 1) * sizeof(*pc));
+	pc = ta_vec_reserve(a->pc, a->npc + 1, &a->pc_cap, sizeof(*pc), 8);
 	if (!pc) {
 		a->nomem = 1;
 		return NULL;

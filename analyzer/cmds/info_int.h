@@ -31,7 +31,7 @@ struct proc_channels {
 struct api_counts {
 	struct ta_view *v;
 	struct proc_channels *pc;
-	size_t npc;
+	size_t npc, pc_cap;
 	struct proc_channels *last; /* the one of the last event: threads come in runs */
 	struct ta_process *last_p;
 	uint64_t unmatched;

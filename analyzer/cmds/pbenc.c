@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "pbenc.h"
 
 enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2 };
@@ -30,23 +31,18 @@ void ta_pb_reset(struct ta_pb *b)
 /* Room for n more bytes; 0, or -1 (and nomem) without memory. */
 static int room(struct ta_pb *b, size_t n)
 {
-	size_t cap;
 	uint8_t *p;
 
 	if (b->nomem || b->bad)
 		return -1;
 	if (b->len + n <= b->cap)
 		return 0;
-	cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + n)
-		cap *= 2;
-	p = realloc(b->buf, cap);
+	p = ta_vec_reserve(b->buf, b->len + n, &b->cap, 1, 4096);
 	if (!p) {
 		b->nomem = 1;
 		return -1;
 	}
 	b->buf = p;
-	b->cap = cap;
 	return 0;
 }
 

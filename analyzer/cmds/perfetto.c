@@ -53,17 +53,15 @@
 static int bit_test_set(uint8_t **bits, uint32_t *n, uint32_t i)
 {
 	if (i >= *n) {
-		uint32_t k = *n ? *n : 256;
-		uint8_t *b;
+		/* *n counts bits in a uint32_t: at most 2^31 of them. */
+		size_t bytes = *n / 8;
+		uint8_t *b = ta_vec_reserve_max(*bits, i / 8 + 1, &bytes, 1, 32, (size_t)1 << 28);
 
-		while (k <= i)
-			k *= 2;
-		b = realloc(*bits, k / 8);
 		if (!b)
 			return -1;
-		memset(b + *n / 8, 0, (k - *n) / 8);
+		memset(b + *n / 8, 0, bytes - *n / 8);
 		*bits = b;
-		*n = k;
+		*n = (uint32_t)(bytes * 8);
 	}
 	if ((*bits)[i / 8] & (1u << (i % 8)))
 		return 1;
@@ -76,19 +74,17 @@ static int bit_test_set(uint8_t **bits, uint32_t *n, uint32_t i)
 static struct pf_thread *thread_of(struct pf *x, const struct ta_sess_thread *t)
 {
 	if (t->index >= x->nth) {
-		uint32_t n = x->nth ? x->nth : 16;
-		struct pf_thread *th;
+		size_t n = x->nth;
+		struct pf_thread *th = ta_vec_reserve_max(x->th, (size_t)t->index + 1, &n,
+							  sizeof(*th), 16, UINT32_MAX);
 
-		while (n <= t->index)
-			n *= 2;
-		th = realloc(x->th, n * sizeof(*th));
 		if (!th) {
 			x->nomem = 1;
 			return NULL;
 		}
 		memset(th + x->nth, 0, (n - x->nth) * sizeof(*th));
 		x->th = th;
-		x->nth = n;
+		x->nth = (uint32_t)n;
 	}
 	return &x->th[t->index];
 }
@@ -159,16 +155,21 @@ static struct prec *rec(struct pf *x, const struct ta_sess_thread *t, unsigned k
 		return NULL;
 	if (pt->stamp != stamp) {
 		if (j->nslots == j->slots_cap) {
-			size_t n = j->slots_cap ? 2 * j->slots_cap : 16;
-			uint32_t *ti = realloc(j->tidx, n * sizeof(*ti));
-			int64_t *a, *b;
+			/* Three arrays of one capacity: slots_cap set once all have it. */
+			size_t n = j->slots_cap;
+			uint32_t *ti = ta_vec_reserve(j->tidx, j->nslots + 1, &n, sizeof(*ti), 16);
+			int64_t *a = NULL, *b = NULL;
 
-			if (ti)
+			if (ti) {
 				j->tidx = ti;
-			a = realloc(j->tmax, n * sizeof(*a));
-			if (a)
+				n = j->slots_cap;
+				a = ta_vec_reserve(j->tmax, j->nslots + 1, &n, sizeof(*a), 16);
+			}
+			if (a) {
 				j->tmax = a;
-			b = realloc(j->tlast, n * sizeof(*b));
+				n = j->slots_cap;
+				b = ta_vec_reserve(j->tlast, j->nslots + 1, &n, sizeof(*b), 16);
+			}
 			if (b)
 				j->tlast = b;
 			if (!ti || !a || !b) {
@@ -228,17 +229,15 @@ static uint32_t category_of(struct pf *x, uint32_t fn)
 	uint32_t k;
 
 	if (fn >= x->ncat) {
-		uint32_t n = x->ncat ? x->ncat : 256;
-		uint32_t *c;
+		size_t n = x->ncat;
+		uint32_t *c =
+		    ta_vec_reserve_max(x->cat, (size_t)fn + 1, &n, sizeof(*c), 256, UINT32_MAX);
 
-		while (n <= fn)
-			n *= 2;
-		c = realloc(x->cat, n * sizeof(*c));
 		if (!c)
 			return 0;
 		memset(c + x->ncat, 0, (n - x->ncat) * sizeof(*c));
 		x->cat = c;
-		x->ncat = n;
+		x->ncat = (uint32_t)n;
 	}
 	if (x->cat[fn])
 		return x->cat[fn];
@@ -246,7 +245,8 @@ static uint32_t category_of(struct pf *x, uint32_t fn)
 	for (k = 0; k < x->ncats && strcmp(x->cats[k], name); k++)
 		;
 	if (k == x->ncats) {
-		char **c = realloc(x->cats, (x->ncats + 1) * sizeof(*c));
+		char **c =
+		    ta_vec_reserve(x->cats, (size_t)x->ncats + 1, &x->cats_cap, sizeof(*c), 16);
 
 		if (!c)
 			return 0;
@@ -267,17 +267,15 @@ static uint32_t module_of(struct pf *x, uint32_t fn)
 	uint32_t k;
 
 	if (fn >= x->nmod) {
-		uint32_t n = x->nmod ? x->nmod : 256;
-		uint32_t *m;
+		size_t n = x->nmod;
+		uint32_t *m =
+		    ta_vec_reserve_max(x->mod, (size_t)fn + 1, &n, sizeof(*m), 256, UINT32_MAX);
 
-		while (n <= fn)
-			n *= 2;
-		m = realloc(x->mod, n * sizeof(*m));
 		if (!m)
 			return 0;
 		memset(m + x->nmod, 0, (n - x->nmod) * sizeof(*m));
 		x->mod = m;
-		x->nmod = n;
+		x->nmod = (uint32_t)n;
 	}
 	if (x->mod[fn])
 		return x->mod[fn];
@@ -285,7 +283,8 @@ static uint32_t module_of(struct pf *x, uint32_t fn)
 	for (k = 0; k < x->nmods && strcmp(x->mods[k], name); k++)
 		;
 	if (k == x->nmods) {
-		const char **m = realloc(x->mods, (x->nmods + 1) * sizeof(*m));
+		const char **m =
+		    ta_vec_reserve(x->mods, (size_t)x->nmods + 1, &x->mods_cap, sizeof(*m), 16);
 
 		if (!m)
 			return 0;
@@ -390,7 +389,7 @@ static void zone_arg(struct pf *x, const struct ta_tlapi *a)
 		    x->zones[k].start_ns == a->zone_start_ns)
 			z = &x->zones[k];
 	if (!z) {
-		z = realloc(x->zones, (x->nzones + 1) * sizeof(*z));
+		z = ta_vec_reserve(x->zones, x->nzones + 1, &x->zones_cap, sizeof(*z), 8);
 		if (!z) {
 			x->nomem = 1;
 			return;
@@ -422,7 +421,7 @@ static long counter_of(struct pf *x, uint32_t pid, const char *name)
 	for (size_t k = 0; k < x->ncounters; k++)
 		if (x->counters[k].pid == pid && !strcmp(x->counters[k].name, name))
 			return (long)k;
-	c = realloc(x->counters, (x->ncounters + 1) * sizeof(*c));
+	c = ta_vec_reserve(x->counters, x->ncounters + 1, &x->counters_cap, sizeof(*c), 8);
 	if (!c)
 		return -1;
 	x->counters = c;

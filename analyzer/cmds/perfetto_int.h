@@ -217,15 +217,17 @@ struct pf {
 	uint32_t ncat;
 	char **cats; /* category names by iid - 1 */
 	uint32_t ncats;
+	size_t cats_cap;
 	uint32_t *mod; /* by function id: its module's iid, 0 not known yet */
 	uint32_t nmod;
 	const char **mods; /* module names by iid - 1 (the function table's) */
 	uint32_t nmods;
+	size_t mods_cap;
 	struct pf_counter *counters;
-	size_t ncounters;
+	size_t ncounters, counters_cap;
 	struct ta_xframes xf; /* the frame marks: slices after the run */
 	struct pf_zone *zones;
-	size_t nzones;
+	size_t nzones, zones_cap;
 };
 
 /* perfetto_pack.c: a ClockSnapshot.Clock of id at ts in b (incremental: the

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "perfetto_int.h"
 
 /* ---- the buffer ---------------------------------------------------------------- */
@@ -73,15 +74,13 @@ static inline __attribute__((always_inline)) void runs_add(struct zjob *j, size_
 	size_t body = j->pb.len - j->covered - tail;
 
 	if (j->nruns == j->runs_cap) {
-		size_t n = j->runs_cap ? 2 * j->runs_cap : 4096;
-		uint32_t *r = realloc(j->runs, n * sizeof(*r));
+		uint32_t *r = ta_vec_reserve(j->runs, j->nruns + 1, &j->runs_cap, sizeof(*r), 4096);
 
 		if (!r) {
 			j->fail = 1;
 			return;
 		}
 		j->runs = r;
-		j->runs_cap = n;
 	}
 	j->runs[j->nruns++] = (uint32_t)body << 5 | (uint32_t)tail;
 	j->covered = j->pb.len;
@@ -429,16 +428,16 @@ static void job_chain(struct zjob *j)
 		uint32_t t = j->tidx[k];
 
 		if (t >= x->nlast) {
-			uint32_t n = x->nlast ? x->nlast : 16;
-			int64_t *l;
+			/* Two arrays of one capacity: nlast set once both have it. */
+			size_t n = x->nlast;
+			int64_t *l = ta_vec_reserve_max(x->last, (size_t)t + 1, &n, sizeof(*l), 16,
+							UINT32_MAX);
 			uint8_t *set;
 
-			while (n <= t)
-				n *= 2;
-			l = realloc(x->last, n * sizeof(*l));
 			if (l)
 				x->last = l;
-			set = realloc(x->last_set, n);
+			n = x->nlast;
+			set = ta_vec_reserve_max(x->last_set, (size_t)t + 1, &n, 1, 16, UINT32_MAX);
 			if (set)
 				x->last_set = set;
 			if (!l || !set) {
@@ -447,7 +446,7 @@ static void job_chain(struct zjob *j)
 				continue;
 			}
 			memset(x->last_set + x->nlast, 0, n - x->nlast);
-			x->nlast = n;
+			x->nlast = (uint32_t)n;
 		}
 		/* A sequence begins with its clock at the dump's start. */
 		j->tlast[k] = x->last_set[t] ? x->last[t] : x->t0;

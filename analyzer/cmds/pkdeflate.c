@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "pkdeflate.h"
 
 /* A code and its extra bits, as they go out (the first bit in bit 0). */
@@ -150,18 +151,13 @@ int ta_pkz_begin(struct ta_pkz *z, const uint8_t *base, size_t n)
 
 	pthread_once(&once, tables);
 	if (need > z->cap) {
-		size_t cap = z->cap ? z->cap : (64u << 10);
-		uint8_t *o;
+		uint8_t *o = ta_vec_reserve(z->out, need, &z->cap, 1, 64u << 10);
 
-		while (cap < need)
-			cap *= 2;
-		o = realloc(z->out, cap);
 		if (!o) {
 			z->nomem = 1;
 			return -1;
 		}
 		z->out = o;
-		z->cap = cap;
 	}
 	/* The table's bodies are the stream's from here on. */
 	z->start += z->n;

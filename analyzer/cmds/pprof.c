@@ -24,6 +24,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "grow.h"
 #include "calltree.h"
 #include "export_pb.h"
 #include "pbenc.h"
@@ -93,7 +94,7 @@ struct pp {
 	struct ta_treeview tv;
 	struct strtab st;
 	struct module *mods;
-	size_t nmods;
+	size_t nmods, mods_cap;
 	uint32_t *mod_of; /* by function id: its module's index + 1, 0 none */
 	uint64_t *stack;  /* location ids by depth */
 	uint32_t nstack;
@@ -131,13 +132,11 @@ static int64_t str_id(struct strtab *st, const char *s)
 	if (ta_htab_at(&st->h, k))
 		return ta_htab_at(&st->h, k) - 1;
 	if (st->n == st->cap) {
-		size_t cap = st->cap ? 2 * st->cap : 256;
-		char **a = realloc(st->s, cap * sizeof(*a));
+		char **a = ta_vec_reserve(st->s, st->n + 1, &st->cap, sizeof(*a), 256);
 
 		if (!a)
 			return -1;
 		st->s = a;
-		st->cap = cap;
 	}
 	st->s[st->n] = strdup(s);
 	if (!st->s[st->n])
@@ -215,19 +214,16 @@ static int sample_open(void *ctx, uint32_t n, uint32_t depth)
 	if (ta_calltree_thread(&x->tv.ct, node->key))
 		return 0; /* merged: none; but never a frame */
 	if (depth > x->nstack) {
-		uint32_t k = x->nstack ? 2 * x->nstack : 64;
-		uint64_t *s;
+		size_t k = x->nstack;
+		uint64_t *s = ta_vec_reserve(x->stack, depth, &k, sizeof(*s), 64);
 
-		while (k < depth)
-			k *= 2;
-		s = realloc(x->stack, k * sizeof(*s));
 		if (!s) {
 			x->fail = 1;
 			x->out_err = "out of memory";
 			return 0;
 		}
 		x->stack = s;
-		x->nstack = k;
+		x->nstack = (uint32_t)k;
 	}
 	x->stack[depth - 1] = node->key + 1;
 	ta_pb_begin(b, PR_SAMPLE);
@@ -290,7 +286,8 @@ static int modules(struct pp *x)
 		for (k = 0; k < x->nmods && strcmp(x->mods[k].path, fn->module); k++)
 			;
 		if (k == x->nmods) {
-			struct module *m = realloc(x->mods, (x->nmods + 1) * sizeof(*m));
+			struct module *m =
+			    ta_vec_reserve(x->mods, x->nmods + 1, &x->mods_cap, sizeof(*m), 8);
 
 			if (!m)
 				return -1;

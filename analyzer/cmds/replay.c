@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "cmdopts.h"
 #include "commands.h"
 #include "srcline.h"
@@ -112,22 +113,22 @@ static const char *srcline(struct replay *r, uint32_t id)
 	const struct ta_fn *fn = &r->tl.fns.fn[id];
 
 	if (id >= r->nsrc) {
-		uint32_t n = r->nsrc ? r->nsrc : 256;
-		const char **s;
+		/* Two arrays of one capacity: nsrc set once both have it. */
+		size_t n = r->nsrc;
+		const char **s =
+		    ta_vec_reserve_max(r->src, (size_t)id + 1, &n, sizeof(*s), 256, UINT32_MAX);
 		uint8_t *d;
 
-		while (n <= id)
-			n *= 2;
-		s = realloc(r->src, n * sizeof(*s));
 		if (s)
 			r->src = s;
-		d = realloc(r->src_done, n);
+		n = r->nsrc;
+		d = ta_vec_reserve_max(r->src_done, (size_t)id + 1, &n, 1, 256, UINT32_MAX);
 		if (d)
 			r->src_done = d;
 		if (!s || !d)
 			return NULL;
 		memset(r->src_done + r->nsrc, 0, n - r->nsrc);
-		r->nsrc = n;
+		r->nsrc = (uint32_t)n;
 	}
 	if (!r->src_done[id]) {
 		r->src_done[id] = 1;
@@ -143,15 +144,14 @@ static void line_begin(struct replay *r, int64_t t)
 		return;
 	rewind(r->line);
 	if (r->nlines == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 4096;
-		struct replay_line *l = realloc(r->lines, cap * sizeof(*l));
+		struct replay_line *l =
+		    ta_vec_reserve(r->lines, r->nlines + 1, &r->cap, sizeof(*l), 4096);
 
 		if (!l) {
 			r->failed = ENOMEM;
 			return;
 		}
 		r->lines = l;
-		r->cap = cap;
 	}
 	r->lines[r->nlines].t = t;
 }

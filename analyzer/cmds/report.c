@@ -33,9 +33,9 @@ struct options {
 	const char *path; /* what messages name: the DUMP, DIR or the words joined */
 	/* The dumps to read (DIR's files sorted), and what was allocated. */
 	const char **paths;
-	size_t npaths;
+	size_t npaths, paths_cap;
 	char **own;
-	size_t nown;
+	size_t nown, own_cap;
 	int args; /* DUMP or DIR words given */
 	enum out_form form;
 	int threads;
@@ -640,7 +640,7 @@ static const struct ta_opt report_opts[] = {
 
 static int keep(struct options *o, char *p)
 {
-	char **n = p ? realloc(o->own, (o->nown + 1) * sizeof(*n)) : NULL;
+	char **n = p ? ta_vec_reserve(o->own, o->nown + 1, &o->own_cap, sizeof(*n), 16) : NULL;
 
 	if (!n) {
 		free(p);
@@ -654,7 +654,7 @@ static int keep(struct options *o, char *p)
 
 static int add_path(struct options *o, const char *path)
 {
-	const char **n = realloc(o->paths, (o->npaths + 1) * sizeof(*n));
+	const char **n = ta_vec_reserve(o->paths, o->npaths + 1, &o->paths_cap, sizeof(*n), 16);
 
 	if (!n) {
 		fprintf(stderr, "traceagent: out of memory\n");

@@ -462,16 +462,11 @@ struct outbuf {
 static void out_add(struct outbuf *o, const char *s, size_t n)
 {
 	if (o->n + n > o->cap) {
-		size_t cap = o->cap ? o->cap : 8192;
-		char *p;
+		char *p = ta_vec_reserve(o->p, o->n + n, &o->cap, 1, 8192);
 
-		while (cap < o->n + n)
-			cap *= 2;
-		p = realloc(o->p, cap);
 		if (!p)
 			return;
 		o->p = p;
-		o->cap = cap;
 	}
 	memcpy(o->p + o->n, s, n);
 	o->n += n;

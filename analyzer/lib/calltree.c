@@ -39,7 +39,7 @@ int ta_tidset_parse(struct ta_tidset *ts, const char *s)
 		}
 		if (p == s || (*p && *p != ','))
 			return -1;
-		v = realloc(ts->v, (ts->n + 1) * sizeof(*v));
+		v = ta_vec_reserve(ts->v, ts->n + 1, &ts->cap, sizeof(*v), 4);
 		if (!v)
 			return -1;
 		ts->v = v;
@@ -64,7 +64,7 @@ void ta_tidset_free(struct ta_tidset *ts)
 {
 	free(ts->v);
 	ts->v = NULL;
-	ts->n = 0;
+	ts->n = ts->cap = 0;
 }
 
 /* ---- indentation ------------------------------------------------------------------ */
@@ -72,17 +72,15 @@ void ta_tidset_free(struct ta_tidset *ts)
 const char *ta_spaces(struct ta_spaces *sp, size_t n)
 {
 	if (n >= sp->cap) {
-		size_t cap = sp->cap ? sp->cap : 64;
-		char *s;
+		/* cap counts the spaces; one byte more holds the terminator. */
+		size_t room = sp->cap ? sp->cap + 1 : 0;
+		char *s = ta_vec_reserve(sp->s, n + 2, &room, 1, 65);
 
-		while (cap <= n)
-			cap *= 2;
-		s = realloc(sp->s, cap + 1);
 		if (!s)
 			return "";
-		memset(s, ' ', cap + 1);
+		memset(s, ' ', room);
 		sp->s = s;
-		sp->cap = cap;
+		sp->cap = room - 1;
 	}
 	/* One run of spaces, cut where this call needs it. */
 	sp->s[sp->at] = ' ';
@@ -152,16 +150,15 @@ void ta_fntab_free(struct ta_fntab *ft)
 static int fn_room(struct ta_fntab *ft)
 {
 	if (ft->n == ft->cap) {
-		uint32_t cap = ft->cap ? ft->cap * 2 : 256;
-		struct ta_fn *v;
+		/* ids are uint32_t: at most 2^30 functions */
+		size_t cap = ft->cap;
+		struct ta_fn *v = ta_vec_reserve_max(ft->fn, (size_t)ft->n + 1, &cap, sizeof(*v),
+						     256, (size_t)1 << 30);
 
-		if (cap >= UINT32_MAX / 2)
-			return -1;
-		v = realloc(ft->fn, cap * sizeof(*v));
 		if (!v)
 			return -1;
 		ft->fn = v;
-		ft->cap = cap;
+		ft->cap = (uint32_t)cap;
 	}
 	return 0;
 }
@@ -415,7 +412,8 @@ static int index_cmp(const void *a, const void *b, void *ctx)
 int ta_ctree_sort(struct ta_ctree *t, int (*cmp)(const void *, const void *, void *), void *ctx)
 {
 	struct sort_ctx sc = {t, cmp, ctx};
-	uint32_t *v = NULL, cap = 0;
+	uint32_t *v = NULL;
+	size_t cap = 0;
 
 	for (uint32_t i = 0; i < t->len; i++) {
 		struct ta_ctnode *p = &t->n[i];
@@ -424,14 +422,13 @@ int ta_ctree_sort(struct ta_ctree *t, int (*cmp)(const void *, const void *, voi
 		if (p->nchild < 2)
 			continue;
 		if (p->nchild > cap) {
-			uint32_t *nv = realloc(v, (size_t)p->nchild * sizeof(*v));
+			uint32_t *nv = ta_vec_reserve(v, p->nchild, &cap, sizeof(*v), 64);
 
 			if (!nv) {
 				free(v);
 				return -1;
 			}
 			v = nv;
-			cap = p->nchild;
 		}
 		for (uint32_t c = p->child; c; c = t->n[c].next)
 			v[k++] = c;

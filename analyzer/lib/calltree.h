@@ -25,7 +25,7 @@
 
 struct ta_tidset {
 	uint64_t *v;
-	size_t n;
+	size_t n, cap;
 };
 
 /* Adds the comma-separated decimal tids of s.  Returns 0, or -1 when s is

@@ -35,18 +35,17 @@ thread_root(struct ta_pathrec *r, const struct ta_sess_thread *t)
 	struct ta_pathrec_thread *rt;
 
 	if (t->index >= r->nth) {
-		uint32_t cap = r->nth ? r->nth : 16;
+		size_t cap = r->nth;
 
-		while (cap <= t->index)
-			cap *= 2;
-		rt = realloc(r->th, cap * sizeof(*rt));
+		rt = ta_vec_reserve_max(r->th, (size_t)t->index + 1, &cap, sizeof(*rt), 16,
+					UINT32_MAX);
 		if (!rt) {
 			r->nomem = 1;
 			return NULL;
 		}
 		memset(rt + r->nth, 0, (cap - r->nth) * sizeof(*rt));
 		r->th = rt;
-		r->nth = cap;
+		r->nth = (uint32_t)cap;
 	}
 	rt = &r->th[t->index];
 	if (!rt->node) {
@@ -244,13 +243,15 @@ static __attribute__((noinline)) uint32_t pnode(struct ct_part *cp, uint32_t par
 		cp->nslots = n;
 	}
 	if (cp->len == cp->cap) {
-		uint32_t cap = cp->cap ? cp->cap * 2 : 256;
-		struct ct_pnode *v;
+		/* node ids are uint32_t, 0 none: at most 2^31 */
+		size_t cap = cp->cap;
+		struct ct_pnode *v = ta_vec_reserve_max(cp->n, (size_t)cp->len + 1, &cap,
+							sizeof(*v), 256, (size_t)1 << 31);
 
-		if (cp->cap >= UINT32_MAX / 2 || !(v = realloc(cp->n, cap * sizeof(*v))))
+		if (!v)
 			return 0;
 		cp->n = v;
-		cp->cap = cap;
+		cp->cap = (uint32_t)cap;
 	}
 	memset(&cp->n[cp->len], 0, sizeof(cp->n[cp->len]));
 	cp->n[cp->len].key = key;
@@ -264,21 +265,17 @@ static __attribute__((noinline)) uint32_t pnode(struct ct_part *cp, uint32_t par
 
 static __attribute__((noinline)) int part_grow(struct ct_part *cp)
 {
-	uint32_t cap = cp->scap ? cp->scap * 2 : 64;
-	struct ta_part_open *st;
-
+	size_t cap = cp->scap;
 	/* Past the session's limit the walk counts frames as overflow: such
 	 * a chunk is walked. */
-	if (cp->scap >= TA_SESSION_FRAMES_MAX)
-		return -1;
-	if (cap > TA_SESSION_FRAMES_MAX)
-		cap = TA_SESSION_FRAMES_MAX;
-	st = realloc(cp->stack, cap * sizeof(*st));
+	struct ta_part_open *st = ta_vec_reserve_max(cp->stack, (size_t)cp->scap + 1, &cap,
+						     sizeof(*st), 64, TA_SESSION_FRAMES_MAX);
+
 	if (!st)
 		return -1;
 	memset(st + cp->scap, 0, (cap - cp->scap) * sizeof(*st));
 	cp->stack = st;
-	cp->scap = cap;
+	cp->scap = (uint32_t)cap;
 	return 0;
 }
 
@@ -452,15 +449,10 @@ static int part_apply(void *ctx, struct ta_session *s, const struct ta_chunk *c,
 		if (!t->stack[k].user)
 			return 0;
 	if (cp->len > r->map_cap) {
-		size_t cap = r->map_cap ? r->map_cap : 1024;
-
-		while (cap < cp->len)
-			cap *= 2;
-		map = realloc(r->map, cap * sizeof(*map));
+		map = ta_vec_reserve(r->map, cp->len, &r->map_cap, sizeof(*map), 1024);
 		if (!map)
 			return -TA_E_NOMEM;
 		r->map = map;
-		r->map_cap = cap;
 	}
 	map = r->map;
 	if (skipped) {

@@ -463,12 +463,11 @@ static const char *own_name(struct ta_view *v, uint64_t addr)
 	char *s;
 
 	if (v->nown == v->own_cap) {
-		size_t cap = v->own_cap ? 2 * v->own_cap : 16;
-		char **o = realloc(v->own, cap * sizeof(*o));
+		char **o = ta_vec_reserve(v->own, v->nown + 1, &v->own_cap, sizeof(*o), 16);
+
 		if (!o)
 			return "?";
 		v->own = o;
-		v->own_cap = cap;
 	}
 	if (asprintf(&s, "0x%" PRIx64, addr) < 0)
 		return "?";
@@ -632,13 +631,12 @@ static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const st
 		w = &t->rows[ta_htab_at(&t->by_fn, k) - 1];
 	} else {
 		if (t->n == t->cap) {
-			size_t cap = t->cap ? t->cap * 2 : 64;
-			struct ta_fn_row *v = realloc(t->rows, cap * sizeof(*v));
+			struct ta_fn_row *v =
+			    ta_vec_reserve(t->rows, t->n + 1, &t->cap, sizeof(*v), 64);
 
 			if (!v)
 				return -1;
 			t->rows = v;
-			t->cap = cap;
 		}
 		w = &t->rows[t->n];
 		memset(w, 0, sizeof(*w));
@@ -716,13 +714,12 @@ static int row_percentiles(struct ta_fn_table *t, struct ta_view *v, const struc
 			if (!h->count[b - h->lo])
 				continue;
 			if (n == *cap) {
-				size_t c = *cap ? *cap * 2 : 256;
-				struct hpoint *nb = realloc(*buf, c * sizeof(*nb));
+				struct hpoint *nb =
+				    ta_vec_reserve(*buf, n + 1, cap, sizeof(*nb), 256);
 
 				if (!nb)
 					return -1;
 				*buf = nb;
-				*cap = c;
 			}
 			(*buf)[n].ns = bucket_ns(p, f, b);
 			(*buf)[n].count = h->count[b - h->lo];

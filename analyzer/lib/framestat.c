@@ -3,6 +3,7 @@
  * framestat.c - per-frame numbers of the functions and zones (framestat.h).
  */
 #define _GNU_SOURCE
+#include "grow.h"
 #include "framestat.h"
 
 #include <inttypes.h>
@@ -32,8 +33,8 @@ struct pass1 {
 static void seen(struct pass1 *p1, const struct ta_sess_thread *t, uint64_t ticks)
 {
 	if (t->index >= p1->nfirst) {
-		size_t n = (size_t)t->index * 2 + 16;
-		uint64_t *f = realloc(p1->first, n * sizeof(*f));
+		size_t n = p1->nfirst;
+		uint64_t *f = ta_vec_reserve(p1->first, (size_t)t->index + 1, &n, sizeof(*f), 16);
 
 		if (!f) {
 			p1->nomem = 1;
@@ -65,15 +66,13 @@ static void p1_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 	if (kind != TA_EXT_FRAME || n < 1)
 		return;
 	if (p1->n == p1->cap) {
-		size_t cap = p1->cap ? p1->cap * 2 : 256;
-		struct fs_mark *m = realloc(p1->marks, cap * sizeof(*m));
+		struct fs_mark *m = ta_vec_reserve(p1->marks, p1->n + 1, &p1->cap, sizeof(*m), 256);
 
 		if (!m) {
 			p1->nomem = 1;
 			return;
 		}
 		p1->marks = m;
-		p1->cap = cap;
 	}
 	p1->marks[p1->n++] = (struct fs_mark){t->pid, t->index, t->tid, ticks, values[0], NULL};
 }
@@ -126,7 +125,8 @@ static int make_sets(struct ta_framestat *fs, struct pass1 *p1, struct ta_sessio
 			;
 		if (only && strcmp(only, m->name))
 			continue;
-		if (!(sets = realloc(fs->sets, (fs->nsets + 1) * sizeof(*sets))))
+		if (!(sets =
+			  ta_vec_reserve(fs->sets, fs->nsets + 1, &fs->sets_cap, sizeof(*sets), 8)))
 			goto nomem;
 		fs->sets = sets;
 		set = &fs->sets[fs->nsets];
@@ -240,15 +240,14 @@ static void cell_add(struct ta_framestat *fs, struct ta_fset *set, uint64_t addr
 	k = ta_htab_find(&set->by_cell, cell_key_hash(addr, key.frame), cell_is, set, &key);
 	if (!(at = ta_htab_at(&set->by_cell, k))) {
 		if (set->ncells == set->cells_cap) {
-			size_t cap = set->cells_cap ? set->cells_cap * 2 : 256;
-			struct ta_fs_cell *c = realloc(set->cells, cap * sizeof(*c));
+			struct ta_fs_cell *c = ta_vec_reserve(set->cells, set->ncells + 1,
+							      &set->cells_cap, sizeof(*c), 256);
 
 			if (!c) {
 				fs->nomem = 1;
 				return;
 			}
 			set->cells = c;
-			set->cells_cap = cap;
 		}
 		set->cells[set->ncells] = key;
 		ta_htab_put(&set->by_cell, k, set->ncells);
@@ -312,8 +311,9 @@ static struct fs_slot *slot_at(struct ta_framestat *fs, const struct ta_sess_thr
 	struct ta_fs_stack *st;
 
 	if (t->index >= fs->nstacks) {
-		size_t n = (size_t)t->index * 2 + 16;
-		struct ta_fs_stack *s = realloc(fs->stacks, n * sizeof(*s));
+		size_t n = fs->nstacks;
+		struct ta_fs_stack *s =
+		    ta_vec_reserve(fs->stacks, (size_t)t->index + 1, &n, sizeof(*s), 16);
 
 		if (!s)
 			return NULL;
@@ -323,14 +323,15 @@ static struct fs_slot *slot_at(struct ta_framestat *fs, const struct ta_sess_thr
 	}
 	st = &fs->stacks[t->index];
 	if (depth >= st->cap) {
-		uint32_t cap = depth * 2 + 64;
-		struct fs_slot *s = realloc(st->slot, cap * sizeof(*s));
+		size_t cap = st->cap;
+		struct fs_slot *s = ta_vec_reserve_max(st->slot, (size_t)depth + 1, &cap,
+						       sizeof(*s), 64, UINT32_MAX);
 
 		if (!s)
 			return NULL;
 		memset(s + st->cap, 0, (cap - st->cap) * sizeof(*s));
 		st->slot = s;
-		st->cap = cap;
+		st->cap = (uint32_t)cap;
 	}
 	return &st->slot[depth];
 }

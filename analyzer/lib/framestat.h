@@ -61,7 +61,7 @@ struct ta_fset {
 
 struct ta_framestat {
 	struct ta_fset *sets; /* by pid, then by name */
-	size_t nsets;
+	size_t nsets, sets_cap;
 	struct ta_fs_stack *stacks; /* per thread index while reading */
 	size_t nstacks;
 	int nomem;

@@ -59,12 +59,12 @@ static struct agg_row *agg_get(struct agg *a, uint64_t k0, uint64_t k1, uint64_t
 	if (ta_htab_at(&a->by_key, i))
 		return &a->rows[ta_htab_at(&a->by_key, i) - 1];
 	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 64;
-		struct agg_row *rows = realloc(a->rows, cap * sizeof(*rows));
+		struct agg_row *rows =
+		    ta_vec_reserve(a->rows, a->n + 1, &a->cap, sizeof(*rows), 64);
+
 		if (!rows)
 			return NULL;
 		a->rows = rows;
-		a->cap = cap;
 	}
 	memset(&a->rows[a->n], 0, sizeof(a->rows[0]));
 	memcpy(a->rows[a->n].k, k, sizeof(k));
@@ -215,14 +215,14 @@ static uint32_t path_of(struct ta_libstats *ls, const struct ta_sess_thread *t, 
 			return (uint32_t)(i - 1);
 	}
 	if (ls->npaths == ls->paths_cap) {
-		size_t cap = ls->paths_cap ? 2 * ls->paths_cap : 64;
-		struct path *np = realloc(ls->paths, cap * sizeof(*np));
+		struct path *np =
+		    ta_vec_reserve(ls->paths, ls->npaths + 1, &ls->paths_cap, sizeof(*np), 64);
+
 		if (!np) {
 			ls->nomem = 1;
 			return UINT32_MAX;
 		}
 		ls->paths = np;
-		ls->paths_cap = cap;
 	}
 	p = &ls->paths[ls->npaths];
 	p->addr = malloc((depth ? depth : 1) * sizeof(uint64_t));

@@ -65,7 +65,7 @@ struct ta_libstats {
 	struct agg lock_caller, lock_obj;
 	/* The data symbols of the modules, read when locks are named. */
 	struct data_syms *dsyms;
-	size_t ndsyms;
+	size_t ndsyms, dsyms_cap;
 	/* io: (pid, fd, 0) and (pid, caller, 0) -> calls, asked, done, errors,
 	 * ticks */
 	struct agg io_fd, io_caller;

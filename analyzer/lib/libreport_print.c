@@ -135,10 +135,8 @@ static char *path_name(struct ta_libstats *ls, const struct path *p, const char 
 		const char *nm = caller_name(ls, p->pid, p->addr[d]);
 		size_t add = strlen(nm) + 3;
 		if (len + add + 1 > cap) {
-			char *ns;
-			while (len + add + 1 > cap)
-				cap *= 2;
-			ns = realloc(s, cap);
+			char *ns = ta_vec_reserve(s, len + add + 1, &cap, 1, 64);
+
 			if (!ns)
 				break;
 			s = ns;
@@ -281,7 +279,7 @@ static const struct ta_symtab *data_syms(struct ta_libstats *ls, const struct ta
 	for (size_t i = 0; i < ls->ndsyms; i++)
 		if (!strcmp(ls->dsyms[i].path, m->path))
 			return ls->dsyms[i].tab;
-	v = realloc(ls->dsyms, (ls->ndsyms + 1) * sizeof(*v));
+	v = ta_vec_reserve(ls->dsyms, ls->ndsyms + 1, &ls->dsyms_cap, sizeof(*v), 8);
 	if (!v)
 		return NULL;
 	ls->dsyms = v;

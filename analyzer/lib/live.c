@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "framestat.h"
 #include "live_int.h"
 
@@ -147,13 +148,12 @@ static struct proc *proc_get(struct ta_live *L, uint32_t pid)
 		return L->other_proc;
 	}
 	if (L->nprocs == L->procs_cap) {
-		size_t cap = L->procs_cap ? 2 * L->procs_cap : 8;
-		struct proc **n = realloc(L->procs, cap * sizeof(*n));
+		struct proc **n =
+		    ta_vec_reserve(L->procs, L->nprocs + 1, &L->procs_cap, sizeof(*n), 8);
 
 		if (!n)
 			return NULL;
 		L->procs = n;
-		L->procs_cap = cap;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -201,13 +201,11 @@ static struct thr *thr_get(struct ta_live *L, uint32_t pid, uint64_t tid)
 		return L->other_thr;
 	}
 	if (L->nthr == L->thr_cap) {
-		size_t cap = L->thr_cap ? 2 * L->thr_cap : 16;
-		struct thr **n = realloc(L->thr, cap * sizeof(*n));
+		struct thr **n = ta_vec_reserve(L->thr, L->nthr + 1, &L->thr_cap, sizeof(*n), 16);
 
 		if (!n)
 			return NULL;
 		L->thr = n;
-		L->thr_cap = cap;
 	}
 	t = thr_alloc(L, pid, tid);
 	if (!t)
@@ -220,13 +218,11 @@ static struct thr *thr_get(struct ta_live *L, uint32_t pid, uint64_t tid)
 static int rows_room(struct thr *t)
 {
 	if (t->nrows == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-		struct row *n = realloc(t->rows, cap * sizeof(*n));
+		struct row *n = ta_vec_reserve(t->rows, t->nrows + 1, &t->cap, sizeof(*n), 64);
 
 		if (!n)
 			return -1;
 		t->rows = n;
-		t->cap = cap;
 	}
 	return 0;
 }
@@ -266,13 +262,11 @@ static inline int64_t row_get(struct ta_live *L, struct thr *t, uint64_t addr)
 	if (ta_htab_at(&t->by_addr, k))
 		return ta_htab_at(&t->by_addr, k) - 1;
 	if (t->nrows == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-		struct row *n = realloc(t->rows, cap * sizeof(*n));
+		struct row *n = ta_vec_reserve(t->rows, t->nrows + 1, &t->cap, sizeof(*n), 64);
 
 		if (!n)
 			return -1;
 		t->rows = n;
-		t->cap = cap;
 	}
 	t->rows[t->nrows] = (struct row){.addr = addr, .fn = -1};
 	ta_htab_put(&t->by_addr, k, t->nrows);
@@ -298,7 +292,10 @@ static int stack_room(struct ta_live *L, struct thr *t, uint32_t need)
 		L->capped |= CAP_STACK;
 		return 1;
 	}
-	n = realloc(t->stack, cap * sizeof(*n));
+	/* Exactly cap (max cap): the budget, not doubling, sets the size. */
+	size_t have = t->scap;
+
+	n = ta_vec_reserve_max(t->stack, (size_t)cap, &have, sizeof(*n), (size_t)cap, (size_t)cap);
 	if (!n)
 		return -1;
 	L->stack_total += cap - t->scap;
@@ -345,13 +342,11 @@ static void frame_mark(struct ta_live *L, struct thr *t, uint64_t ticks, uint64_
 	}
 	if (p->have_mark && ticks >= p->last_mark) {
 		if (L->nftimes == L->ftimes_cap && L->ftimes_cap < FRAMES_KEPT_MAX) {
-			size_t cap = L->ftimes_cap ? 2 * L->ftimes_cap : 256;
-			uint64_t *n = realloc(L->ftimes, cap * sizeof(*n));
+			uint64_t *n = ta_vec_reserve(L->ftimes, L->nftimes + 1, &L->ftimes_cap,
+						     sizeof(*n), 256);
 
-			if (n) {
+			if (n)
 				L->ftimes = n;
-				L->ftimes_cap = cap;
-			}
 		}
 		if (L->nftimes < L->ftimes_cap)
 			L->ftimes[L->nftimes++] = to_ns(ticks - p->last_mark, p->ns_per_tick);
@@ -535,12 +530,13 @@ static int take_chunk(struct ta_live *L, const struct ta_stream_ev *ev)
 		return 0; /* over keep_max: cannot happen with TA_CHUNK_MAX_PAYLOAD */
 	if (h->flags & TA_CHUNK_F_LZ4) {
 		if (h->raw_size > L->raw_cap) {
-			uint8_t *n = realloc(L->raw, h->raw_size);
+			/* Exactly raw_size (max raw_size): a chunk's, not doubled. */
+			uint8_t *n = ta_vec_reserve_max(L->raw, h->raw_size, &L->raw_cap, 1,
+							h->raw_size, h->raw_size);
 
 			if (!n)
 				return -TA_E_NOMEM;
 			L->raw = n;
-			L->raw_cap = h->raw_size;
 		}
 		if (LZ4_decompress_safe((const char *)payload, (char *)L->raw, (int)h->stored_size,
 					(int)h->raw_size) != (int)h->raw_size)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "framestat.h"
 #include "live_int.h"
 
@@ -56,13 +57,11 @@ static const char *own_name(struct ta_live *L, const char *path, uint64_t addr)
 	int n;
 
 	if (L->nown == L->own_cap) {
-		size_t cap = L->own_cap ? 2 * L->own_cap : 16;
-		char **o = realloc(L->own, cap * sizeof(*o));
+		char **o = ta_vec_reserve(L->own, L->nown + 1, &L->own_cap, sizeof(*o), 16);
 
 		if (!o)
 			return "?";
 		L->own = o;
-		L->own_cap = cap;
 	}
 	if (path) {
 		const char *base = strrchr(path, '/');
@@ -150,14 +149,16 @@ static int32_t fn_get(struct ta_live *L, const char *name, const char *module)
 	if (ta_htab_at(&L->fn_by_name, k))
 		return (int32_t)(ta_htab_at(&L->fn_by_name, k) - 1);
 	if (L->nfns == L->fns_cap) {
-		size_t cap = L->fns_cap ? 2 * L->fns_cap : 64;
-		struct ta_live_fn *n = realloc(L->fns, cap * sizeof(*n));
+		/* Two arrays of one capacity: fns_cap set once both have it. */
+		size_t cap = L->fns_cap;
+		struct ta_live_fn *n = ta_vec_reserve(L->fns, L->nfns + 1, &cap, sizeof(*n), 64);
 		uint64_t *nh;
 
 		if (!n)
 			return -1;
 		L->fns = n;
-		nh = realloc(L->fn_hash, cap * sizeof(*nh));
+		cap = L->fns_cap;
+		nh = ta_vec_reserve(L->fn_hash, L->nfns + 1, &cap, sizeof(*nh), 64);
 		if (!nh)
 			return -1;
 		L->fn_hash = nh;
@@ -219,12 +220,12 @@ int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *s
 	size_t nthr = L->nthr + (L->other_thr != NULL);
 
 	if (nthr > L->snap_thr_cap) {
-		struct ta_live_thr *n = realloc(L->snap_thr, nthr * sizeof(*n));
+		struct ta_live_thr *n =
+		    ta_vec_reserve(L->snap_thr, nthr, &L->snap_thr_cap, sizeof(*n), 16);
 
 		if (!n)
 			return -TA_E_NOMEM;
 		L->snap_thr = n;
-		L->snap_thr_cap = nthr;
 	}
 	for (size_t i = 0; i < nthr; i++) {
 		struct thr *t = i < L->nthr ? L->thr[i] : L->other_thr;

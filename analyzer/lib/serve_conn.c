@@ -258,12 +258,12 @@ static int64_t function_events(const struct ta_stream_ev *ev)
 		if (raw > RAW_MAX || len > INT32_MAX)
 			return -1;
 		if (raw > raw_cap) {
-			uint8_t *b = realloc(raw_buf, raw);
+			/* Exactly raw (max raw): one chunk's, not doubled. */
+			uint8_t *b = ta_vec_reserve_max(raw_buf, raw, &raw_cap, 1, raw, raw);
 
 			if (!b)
 				return -1;
 			raw_buf = b;
-			raw_cap = raw;
 		}
 		if (LZ4_decompress_safe((const char *)p, (char *)raw_buf, (int)len, (int)raw) !=
 		    (int)raw)

@@ -127,7 +127,7 @@ struct ta_process {
 	 * command line (each owns its argv; argv above is the last one's). */
 	char **images;
 	struct ta_image_cmd *cmds;
-	size_t nimages;
+	size_t nimages, images_cap, cmds_cap;
 
 	struct ta_clock_pair *clock;
 	size_t nclock, clock_cap;
@@ -336,7 +336,7 @@ struct ta_session_error {
 struct ta_session {
 	struct ta_file_header fh;
 	struct ta_process **procs;
-	size_t nprocs;
+	size_t nprocs, procs_cap;
 	struct ta_sess_thread **threads;
 	size_t nthreads, threads_cap;
 	struct ta_sess_thread **thash;

@@ -6,6 +6,7 @@
  * start; the reader hands them to the visitor in order and keeps the stack
  * as the walk would (ta_session_part_take).
  */
+#include "grow.h"
 #include "session_int.h"
 
 #include <stdlib.h>
@@ -67,18 +68,14 @@ static void ext_drop(void *part)
 /* Grows *v (n elements of size sz, capacity *cap) for one more: 0 or -1. */
 static int ext_room(void **v, size_t n, size_t *cap, size_t sz, size_t more)
 {
-	size_t c = *cap ? *cap : 64;
 	void *nv;
 
 	if (n + more <= *cap)
 		return 0;
-	while (c < n + more)
-		c *= 2;
-	nv = realloc(*v, c * sz);
+	nv = ta_vec_reserve(*v, n + more, cap, sz, 64);
 	if (!nv)
 		return -1;
 	*v = nv;
-	*cap = c;
 	return 0;
 }
 
@@ -87,19 +84,15 @@ static int ext_push(struct ext_part *xp, uint64_t ticks, uint64_t addr)
 	struct ta_part_open *f;
 
 	if (xp->depth == xp->cap) {
-		uint32_t cap = xp->cap ? xp->cap * 2 : 64;
-		struct ta_part_open *st;
-
+		size_t cap = xp->cap;
 		/* As part_grow: past the walk's limit the chunk is walked. */
-		if (xp->cap >= FRAMES_MAX)
-			return -1;
-		if (cap > FRAMES_MAX)
-			cap = FRAMES_MAX;
-		st = realloc(xp->stack, cap * sizeof(*st));
+		struct ta_part_open *st = ta_vec_reserve_max(xp->stack, (size_t)xp->cap + 1, &cap,
+							     sizeof(*st), 64, FRAMES_MAX);
+
 		if (!st)
 			return -1;
 		xp->stack = st;
-		xp->cap = cap;
+		xp->cap = (uint32_t)cap;
 	}
 	f = &xp->stack[xp->depth++];
 	f->addr = addr;

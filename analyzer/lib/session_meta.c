@@ -5,6 +5,7 @@
  * FILTER and CRASH chunks into its struct ta_process, and a module's
  * unloading.  ta_session_chunk (session_procs.c) dispatches to them.
  */
+#include "grow.h"
 #include "session_int.h"
 
 #include <inttypes.h>
@@ -79,7 +80,7 @@ int ta_sess_process_chunk(struct ta_process *p, struct ta_reader *r)
 	/* A second PROCESS chunk (exec in place) starts the next image: its
 	 * command line goes on the chain, the process's is the last. */
 	{
-		char **v = realloc(p->images, (p->nimages + 1) * sizeof(*v));
+		char **v = ta_vec_reserve(p->images, p->nimages + 1, &p->images_cap, sizeof(*v), 2);
 		struct ta_image_cmd *c;
 
 		if (!v) {
@@ -87,7 +88,7 @@ int ta_sess_process_chunk(struct ta_process *p, struct ta_reader *r)
 			goto fail;
 		}
 		p->images = v;
-		c = realloc(p->cmds, (p->nimages + 1) * sizeof(*c));
+		c = ta_vec_reserve(p->cmds, p->nimages + 1, &p->cmds_cap, sizeof(*c), 2);
 		if (!c) {
 			rc = -TA_E_NOMEM;
 			goto fail;
@@ -128,16 +129,12 @@ int ta_sess_clock_chunk(struct ta_process *p, struct ta_reader *r)
 	if (ta_get_varint(r, &count) < 0 || count > (uint64_t)(r->end - r->p) / 2)
 		return -TA_E_PAYLOAD;
 	if (p->nclock + count > p->clock_cap) {
-		size_t cap = p->clock_cap ? p->clock_cap : 16;
-		struct ta_clock_pair *v;
+		struct ta_clock_pair *v =
+		    ta_vec_reserve(p->clock, p->nclock + count, &p->clock_cap, sizeof(*v), 16);
 
-		while (cap < p->nclock + count)
-			cap *= 2;
-		v = realloc(p->clock, cap * sizeof(*v));
 		if (!v)
 			return -TA_E_NOMEM;
 		p->clock = v;
-		p->clock_cap = cap;
 	}
 	for (uint64_t i = 0; i < count; i++) {
 		struct ta_clock_pair *cp = &p->clock[p->nclock];
@@ -187,15 +184,14 @@ int ta_sess_module_chunk(struct ta_process *p, struct ta_reader *r)
 	if (r->err)
 		goto fail;
 	if (p->nmodules == p->modules_cap) {
-		size_t cap = p->modules_cap ? p->modules_cap * 2 : 16;
-		struct ta_sess_module *v = realloc(p->modules, cap * sizeof(*v));
+		struct ta_sess_module *v =
+		    ta_vec_reserve(p->modules, p->nmodules + 1, &p->modules_cap, sizeof(*v), 16);
 
 		if (!v) {
 			rc = -TA_E_NOMEM;
 			goto fail;
 		}
 		p->modules = v;
-		p->modules_cap = cap;
 	}
 	p->modules[p->nmodules++] = m;
 	return 0;
@@ -455,13 +451,12 @@ int ta_sess_module_gone(struct ta_process *p, struct ta_sess_module *m, uint64_t
 		if (m->ranges[k].end <= m->ranges[k].start || p->nunloaded == UNLOADED_MAX)
 			continue;
 		if (p->nunloaded == p->unloaded_cap) {
-			size_t cap = p->unloaded_cap ? 2 * p->unloaded_cap : 8;
-			struct ta_unloaded *v = realloc(p->unloaded, cap * sizeof(*v));
+			struct ta_unloaded *v = ta_vec_reserve(p->unloaded, p->nunloaded + 1,
+							       &p->unloaded_cap, sizeof(*v), 8);
 
 			if (!v)
 				return -TA_E_NOMEM;
 			p->unloaded = v;
-			p->unloaded_cap = cap;
 		}
 		p->unloaded[p->nunloaded].start = m->ranges[k].start;
 		p->unloaded[p->nunloaded].end = m->ranges[k].end;

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "session_int.h"
 
 enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE };
@@ -158,28 +159,31 @@ static int fill(struct par *pp, struct ta_dumpfile *d)
 	if (rc == 1 && (sl->c.len > KEEP_BYTES ||
 			((sl->c.h.flags & TA_CHUNK_F_LZ4) && sl->c.h.raw_size > KEEP_BYTES))) {
 		if ((sl->c.h.flags & TA_CHUNK_F_LZ4) && sl->c.h.raw_size > pp->big_raw_cap) {
-			uint8_t *b = realloc(pp->big_raw, sl->c.h.raw_size);
+			/* Exactly raw_size (max raw_size): a chunk's, not doubled. */
+			size_t raw = sl->c.h.raw_size;
+			uint8_t *b =
+			    ta_vec_reserve_max(pp->big_raw, raw, &pp->big_raw_cap, 1, raw, raw);
 
 			if (!b) {
 				sl->rc = rc = -TA_E_NOMEM;
 				goto queued;
 			}
 			pp->big_raw = b;
-			pp->big_raw_cap = sl->c.h.raw_size;
 		}
 		sl->pinned = pp->pinned = 1;
 		queue = (sl->c.h.flags & TA_CHUNK_F_LZ4) ||
 			((pp->mode || pp->ops) && sl->c.h.type == TA_CHUNK_EVENTS);
 	} else if (rc == 1) {
 		if (sl->c.len > sl->stored_cap) {
-			uint8_t *b = realloc(sl->stored, sl->c.len);
+			/* Exactly len (max len): a chunk's, not doubled. */
+			uint8_t *b = ta_vec_reserve_max(sl->stored, sl->c.len, &sl->stored_cap, 1,
+							sl->c.len, sl->c.len);
 
 			if (!b) {
 				sl->rc = rc = -TA_E_NOMEM;
 				goto queued;
 			}
 			sl->stored = b;
-			sl->stored_cap = sl->c.len;
 		}
 		memcpy(sl->stored, sl->c.payload, sl->c.len);
 		sl->c.payload = sl->stored;

@@ -5,6 +5,7 @@
  * new thread), the API's sites and channels, and pauses (MARK): the tables
  * the chunks' dispatch (session_chunk.c) and the walk fill and read.
  */
+#include "grow.h"
 #include "session_int.h"
 
 #include <inttypes.h>
@@ -59,7 +60,7 @@ static struct ta_process *process_new(struct ta_session *s, uint32_t pid, uint32
 	 * pids (2^22 and above) took it. */
 	while (ta_session_process(s, key))
 		key += 1u << 22;
-	v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
+	v = ta_vec_reserve(s->procs, s->nprocs + 1, &s->procs_cap, sizeof(*v), 8);
 	if (!p || !v) {
 		free(p);
 		if (v)
@@ -182,8 +183,9 @@ int ta_sess_sites_chunk(struct ta_process *p, struct ta_reader *r)
 		}
 		st.seq = p->sites_seq++;
 		if (p->nsites == p->sites_cap) {
-			size_t cap = p->sites_cap ? 2 * p->sites_cap : 64;
-			struct ta_site *ns = realloc(p->sites, cap * sizeof(*ns));
+			struct ta_site *ns =
+			    ta_vec_reserve(p->sites, p->nsites + 1, &p->sites_cap, sizeof(*ns), 64);
+
 			if (!ns) {
 				free(st.name);
 				free(st.file);
@@ -191,7 +193,6 @@ int ta_sess_sites_chunk(struct ta_process *p, struct ta_reader *r)
 				return -TA_E_NOMEM;
 			}
 			p->sites = ns;
-			p->sites_cap = cap;
 		}
 		p->sites[p->nsites++] = st;
 		p->sites_sorted = 0;
@@ -323,12 +324,12 @@ static int pause_add(struct ta_process *p, uint64_t from, uint64_t to)
 	if (to < from)
 		return -TA_E_PAYLOAD;
 	if (p->npauses == p->pauses_cap) {
-		size_t cap = p->pauses_cap ? 2 * p->pauses_cap : 8;
-		struct ta_pause *n = realloc(p->pauses, cap * sizeof(*n));
+		struct ta_pause *n =
+		    ta_vec_reserve(p->pauses, p->npauses + 1, &p->pauses_cap, sizeof(*n), 8);
+
 		if (!n)
 			return -TA_E_NOMEM;
 		p->pauses = n;
-		p->pauses_cap = cap;
 	}
 	p->pauses[p->npauses].from = from;
 	p->pauses[p->npauses].to = to;
@@ -495,13 +496,12 @@ struct ta_sess_thread *ta_sess_thread_new(struct ta_session *s, uint32_t pid, ui
 	if (s->nthreads >= s->thash_size && thash_grow(s) < 0)
 		return NULL;
 	if (s->nthreads == s->threads_cap) {
-		size_t cap = s->threads_cap ? s->threads_cap * 2 : 16;
-		struct ta_sess_thread **v = realloc(s->threads, cap * sizeof(*v));
+		struct ta_sess_thread **v =
+		    ta_vec_reserve(s->threads, s->nthreads + 1, &s->threads_cap, sizeof(*v), 16);
 
 		if (!v)
 			return NULL;
 		s->threads = v;
-		s->threads_cap = cap;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)

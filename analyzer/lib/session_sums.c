@@ -7,6 +7,7 @@
  * (ta_sess_part_apply, in session_walk.c beside the walk it stands in for)
  * to end on the real frames.
  */
+#include "grow.h"
 #include "session_int.h"
 
 #include <stdlib.h>
@@ -33,13 +34,11 @@ int ta_part_edge_add(struct ta_part_edge **edges, size_t *n, size_t *cap, uint64
 		     uint64_t child, unsigned flags)
 {
 	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		struct ta_part_edge *e = realloc(*edges, c * sizeof(*e));
+		struct ta_part_edge *e = ta_vec_reserve(*edges, *n + 1, cap, sizeof(*e), 64);
 
 		if (!e)
 			return -1;
 		*edges = e;
-		*cap = c;
 	}
 	(*edges)[*n].ticks = ticks;
 	(*edges)[*n].child = child;
@@ -118,13 +117,12 @@ static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint
 		cp->nslots = n;
 	}
 	if (cp->nfns == cp->fns_cap) {
-		size_t cap = cp->fns_cap ? cp->fns_cap * 2 : 64;
-		struct ta_part_fn *v = realloc(cp->fns, cap * sizeof(*v));
+		struct ta_part_fn *v =
+		    ta_vec_reserve(cp->fns, cp->nfns + 1, &cp->fns_cap, sizeof(*v), 64);
 
 		if (!v)
 			return 0;
 		cp->fns = v;
-		cp->fns_cap = cap;
 	}
 	f = &cp->fns[cp->nfns];
 	memset(f, 0, sizeof(*f));
@@ -138,21 +136,17 @@ static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint
 
 static __attribute__((noinline)) int part_grow(struct ta_chunk_part *cp)
 {
-	uint32_t cap = cp->cap ? cp->cap * 2 : 64;
-	struct ta_part_frame *st;
-
+	size_t cap = cp->cap;
 	/* The walk would count frames past FRAMES_MAX as overflow: the merge
 	 * walks such a chunk again. */
-	if (cp->cap >= FRAMES_MAX)
-		return -1;
-	if (cap > FRAMES_MAX)
-		cap = FRAMES_MAX;
-	st = realloc(cp->stack, cap * sizeof(*st));
+	struct ta_part_frame *st =
+	    ta_vec_reserve_max(cp->stack, (size_t)cp->cap + 1, &cap, sizeof(*st), 64, FRAMES_MAX);
+
 	if (!st)
 		return -1;
 	memset(st + cp->cap, 0, (cap - cp->cap) * sizeof(*st));
 	cp->stack = st;
-	cp->cap = cap;
+	cp->cap = (uint32_t)cap;
 	return 0;
 }
 

@@ -10,6 +10,7 @@
  * -j worker's sums of a chunk (session_sums.c) or its EXT events
  * (session_ext.c) in place of walking it, on the same frames.
  */
+#include "grow.h"
 #include "session_int.h"
 
 #include <stdlib.h>
@@ -31,19 +32,19 @@ static TA_INLINE void profile_exit_hist(void *ctx, struct ta_sess_thread *t,
 /* The stack is full: grow it, or count the frame as overflow (-1). */
 static __attribute__((noinline)) int stack_grow(struct ta_sess_thread *t)
 {
-	uint32_t cap = t->cap ? t->cap * 2 : 64;
+	size_t cap = t->cap;
 	struct ta_frame *st;
 
 	if (t->overflow || t->depth == FRAMES_MAX)
 		return -1;
-	st = realloc(t->stack, cap * sizeof(*st));
+	st = ta_vec_reserve(t->stack, (size_t)t->cap + 1, &cap, sizeof(*st), 64);
 	if (!st)
 		return -TA_E_NOMEM;
 	/* New slots hold no profile entry that frame_push could reuse
 	 * (user 0). */
 	memset(st + t->cap, 0, (cap - t->cap) * sizeof(*st));
 	t->stack = st;
-	t->cap = cap;
+	t->cap = (uint32_t)cap;
 	return 0;
 }
 
@@ -568,12 +569,11 @@ static __attribute__((noinline)) uintptr_t profile_new(struct ta_profile *p,
 	if ((p->n + 1) * 2 > p->nslots && profile_grow(p) < 0)
 		return NO_STAT;
 	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 256;
-		struct ta_fstat *v;
+		/* Entries are uint32_t indices, NO_STAT (UINT32_MAX) none: at most 2^31. */
+		size_t cap = p->cap;
+		struct ta_fstat *v =
+		    ta_vec_reserve_max(p->f, p->n + 1, &cap, sizeof(*v), 256, (size_t)1 << 31);
 
-		if (cap > UINT32_MAX - 1)
-			return NO_STAT;
-		v = realloc(p->f, cap * sizeof(*v));
 		if (!v)
 			return NO_STAT;
 		p->f = v;

@@ -12,6 +12,7 @@
  * (by build-id, then by .gnu_debuglink); failing that it has no lines.
  */
 #define _GNU_SOURCE
+#include "grow.h"
 #include "srcline.h"
 
 #include <stdio.h>
@@ -160,18 +161,21 @@ static const char *file_name(struct module *m, const char *raw, const char *dir)
 		if (m->raw[i] == raw && m->dir[i] == dir)
 			return m->files[i];
 	if (m->nfiles == m->files_cap) {
-		size_t cap = m->files_cap ? 2 * m->files_cap : 64;
-		const char **r = realloc(m->raw, cap * sizeof(*r));
+		/* Three arrays of one capacity: files_cap set once all have it. */
+		size_t cap = m->files_cap;
+		const char **r = ta_vec_reserve(m->raw, m->nfiles + 1, &cap, sizeof(*r), 64);
 		char **f;
 
 		if (!r)
 			return NULL;
 		m->raw = r;
-		r = realloc(m->dir, cap * sizeof(*r));
+		cap = m->files_cap;
+		r = ta_vec_reserve(m->dir, m->nfiles + 1, &cap, sizeof(*r), 64);
 		if (!r)
 			return NULL;
 		m->dir = r;
-		f = realloc(m->files, cap * sizeof(*f));
+		cap = m->files_cap;
+		f = ta_vec_reserve(m->files, m->nfiles + 1, &cap, sizeof(*f), 64);
 		if (!f)
 			return NULL;
 		m->files = f;
@@ -199,13 +203,11 @@ static void add_range(struct module *m, uint64_t lo, uint64_t hi, const char *fi
 	if (hi <= lo)
 		return;
 	if (m->nfn == m->fn_cap) {
-		size_t cap = m->fn_cap ? 2 * m->fn_cap : 256;
-		struct fn_range *v = realloc(m->fn, cap * sizeof(*v));
+		struct fn_range *v = ta_vec_reserve(m->fn, m->nfn + 1, &m->fn_cap, sizeof(*v), 256);
 
 		if (!v)
 			return; /* fewer lines, not a failure */
 		m->fn = v;
-		m->fn_cap = cap;
 	}
 	f = &m->fn[m->nfn++];
 	f->lo = lo;
@@ -363,13 +365,11 @@ static struct module *module_get(struct ta_srclines *s, const char *path)
 		if (!strcmp(s->mods[i].path, path))
 			return &s->mods[i];
 	if (s->nmods == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		struct module *v = realloc(s->mods, cap * sizeof(*v));
+		struct module *v = ta_vec_reserve(s->mods, s->nmods + 1, &s->cap, sizeof(*v), 16);
 
 		if (!v)
 			return NULL;
 		s->mods = v;
-		s->cap = cap;
 	}
 	m = &s->mods[s->nmods];
 	memset(m, 0, sizeof(*m));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "stream.h"
 
 enum { S_FILE_HEADER, S_CHUNK_HEADER, S_PAYLOAD, S_FAILED };
@@ -60,18 +61,12 @@ static size_t chunk_header(struct ta_stream *s, struct ta_stream_ev *ev, size_t 
 	/* The buffer grows with the chunks kept, up to keep_max: a stream
 	 * of small chunks costs little, whatever keep_max allows. */
 	if (s->ch.stored_size <= s->keep_max && s->ch.stored_size > s->payload_cap) {
-		size_t cap = s->payload_cap ? s->payload_cap : 4096;
-		uint8_t *n;
+		uint8_t *n = ta_vec_reserve_max(s->payload, s->ch.stored_size, &s->payload_cap, 1,
+						4096, s->keep_max);
 
-		while (cap < s->ch.stored_size)
-			cap *= 2;
-		if (cap > s->keep_max)
-			cap = s->keep_max;
-		n = realloc(s->payload, cap);
 		if (!n)
 			return fail(s, ev, -TA_E_NOMEM, used);
 		s->payload = n;
-		s->payload_cap = cap;
 	}
 	if (s->ch.stored_size <= s->keep_max && !s->payload) {
 		s->payload = malloc(1);

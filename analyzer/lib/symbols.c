@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "grow.h"
 
 /* A short name's hash and its function's whole name's. */
 struct name_pair {
@@ -693,7 +694,7 @@ struct cache_entry {
 struct ta_resolver {
 	int shorten; /* ta_resolver_shorten */
 	struct module_syms *mods;
-	size_t nmods;
+	size_t nmods, mods_cap;
 	struct cache_entry *cache;
 	size_t ncache, cache_size;
 };
@@ -735,7 +736,7 @@ static long module_index(struct ta_resolver *r, const char *path, const uint8_t 
 	for (size_t i = 0; i < r->nmods; i++)
 		if (!strcmp(r->mods[i].path, path))
 			return (long)i;
-	v = realloc(r->mods, (r->nmods + 1) * sizeof(*v));
+	v = ta_vec_reserve(r->mods, r->nmods + 1, &r->mods_cap, sizeof(*v), 8);
 	if (!v)
 		return -1;
 	r->mods = v;

@@ -12,6 +12,7 @@
 
 #include "cmdopts.h"
 #include "dumpfile.h"
+#include "grow.h"
 #include "timeline.h"
 
 struct ta_tlthread {
@@ -189,18 +190,17 @@ static __attribute__((noinline)) struct ta_tlthread *thread_setup(struct ta_time
 	struct ta_tlthread *th;
 
 	if (t->index >= tl->nth) {
-		uint32_t n = tl->nth ? tl->nth : 16;
+		size_t n = tl->nth;
 
-		while (n <= t->index)
-			n *= 2;
-		th = realloc(tl->th, n * sizeof(*th));
+		th = ta_vec_reserve_max(tl->th, (size_t)t->index + 1, &n, sizeof(*th), 16,
+					UINT32_MAX);
 		if (!th) {
 			tl->nomem = 1;
 			return NULL;
 		}
 		memset(th + tl->nth, 0, (n - tl->nth) * sizeof(*th));
 		tl->th = th;
-		tl->nth = n;
+		tl->nth = (uint32_t)n;
 	}
 	th = &tl->th[t->index];
 	if (!th->ready) {
@@ -236,19 +236,16 @@ static int fn_matches(struct ta_timeline *tl, int64_t id)
 	if (id < 0)
 		return 0;
 	if ((uint64_t)id >= tl->nmatch) {
-		uint32_t n = tl->nmatch ? tl->nmatch : 256;
-		uint8_t *m;
+		size_t n = tl->nmatch;
+		uint8_t *m = ta_vec_reserve_max(tl->match, (size_t)id + 1, &n, 1, 256, UINT32_MAX);
 
-		while (n <= id)
-			n *= 2;
-		m = realloc(tl->match, n);
 		if (!m) {
 			tl->nomem = 1;
 			return 0;
 		}
 		memset(m + tl->nmatch, 0, n - tl->nmatch);
 		tl->match = m;
-		tl->nmatch = n;
+		tl->nmatch = (uint32_t)n;
 	}
 	if (!tl->match[id])
 		tl->match[id] = ta_ct_fn_glob(tl->o->function, &tl->fns.fn[id]) ? 2 : 1;
