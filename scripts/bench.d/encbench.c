@@ -33,10 +33,10 @@
  *
  * scripts/bench builds it (any run, into scripts/.cache/bench/encbench)
  * against build-bench's libta_format.a and libta_agent_core.a (the release
- * build's format/*.c and agent/mindur.c); by hand, with the release build's
+ * build's format files and agent/mindur.c); by hand, with the release build's
  * flags:
  *   gcc -O3 -fPIC -fvisibility=hidden -DNDEBUG -pthread -Iformat -Iagent -Iarch \
- *       -o encbench scripts/bench.d/encbench.c format/*.c agent/mindur.c \
+ *       -o encbench scripts/bench.d/encbench.c format/[a-z]*.c agent/mindur.c \
  *       arch/x86_64/crc32c.c -llz4
  */
 #define _GNU_SOURCE
