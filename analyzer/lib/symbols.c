@@ -254,8 +254,9 @@ static int symtab_load(const char *path, const uint8_t *build_id, size_t build_i
 		if (rc == -TA_E_NOMEM)
 			break;
 	}
+	/* An exported table without one function names none. */
 	if (o->source == TA_SYMS_NONE && own.fd >= 0 && rc != -TA_E_NOMEM &&
-	    (rc = read_file(own.fd, s, objects, 1)) > 0) {
+	    (rc = read_file(own.fd, s, objects, 1)) > 0 && s->n) {
 		o->source = TA_SYMS_FILE;
 		o->path = own.path;
 		own.path = NULL;

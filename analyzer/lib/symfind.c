@@ -268,7 +268,9 @@ static int open_elf(const char *path, char *hex, char **link)
 	hex[0] = 0;
 	if (fd < 0)
 		return -1;
-	e = elf_begin(fd, ELF_C_READ, NULL);
+	/* libelf reads nothing before its version is set (once is enough;
+	 * again costs nothing). */
+	e = elf_version(EV_CURRENT) != EV_NONE ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
 	if (!e || elf_kind(e) != ELF_K_ELF) {
 		if (e)
 			elf_end(e);
