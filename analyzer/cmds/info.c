@@ -197,8 +197,11 @@ static void text_filter(struct ta_view *v, const struct ta_process *p)
 
 /* Where a module's names come from, and whether its file is the one
  * recorded. */
-static void text_symbols(const struct ta_sym_origin *o)
+static void text_symbols(const struct ta_sym_origin *o, const struct ta_sess_module *m)
 {
+	char *lines;
+	enum ta_sym_source lsrc = ta_info_lines(m, &lines);
+
 	const char *check = o->match > 0    ? "build-id matches"
 			    : !o->match	    ? "build-id differs"
 			    : o->dump_id[0] ? "no file to check"
@@ -206,6 +209,9 @@ static void text_symbols(const struct ta_sym_origin *o)
 
 	printf("%22s symbols: %s%s%s (%s)\n", "", ta_info_symbols_from(o->source),
 	       o->path ? " " : "", o->path ? o->path : "", check);
+	printf("%22s lines:   %s%s%s\n", "", ta_info_symbols_from(lsrc), lines ? " " : "",
+	       lines ? lines : "");
+	free(lines);
 }
 
 static void text_process(struct ta_view *v, const struct ta_process *p)
@@ -338,7 +344,7 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		printf("    %#18" PRIx64 "  %-40s  %s%s%s\n", m->bias, id[0] ? id : "-", m->path,
 		       m->flags & 1 ? "  (main)" : "",
 		       m->unload_ticks != UINT64_MAX ? "  (unloaded)" : "");
-		text_symbols(ta_info_symbols(v, m));
+		text_symbols(ta_info_symbols(v, m), m);
 	}
 }
 

@@ -16,6 +16,7 @@
 
 #include "apiev.h"
 #include "info_int.h"
+#include "srcline.h"
 
 /* ---- the manual API's events, per channel ------------------------------------------ */
 
@@ -352,4 +353,9 @@ const char *ta_info_symbols_from(enum ta_sym_source src)
 	default:
 		return "none";
 	}
+}
+
+enum ta_sym_source ta_info_lines(const struct ta_sess_module *m, char **from)
+{
+	return ta_srcline_origin(m->path, m->build_id, m->build_id_len, from);
 }

@@ -277,6 +277,29 @@ static int range_cmp(const void *a, const void *b)
 	return x->hi < y->hi ? -1 : x->hi > y->hi;
 }
 
+/* The first file with the module's build-id and DWARF, opened as
+ * libdw reads it: 1 with *fd, *elf and *dw set (*sf then has its path
+ * and source), or 0. */
+static int open_dwarf(struct ta_symfind *f, struct ta_symfile *sf, int *fd, Elf **elf, Dwarf **dw)
+{
+	while (ta_symfind_next(f, sf)) {
+		Elf *e = elf_begin(sf->fd, ELF_C_READ_MMAP, NULL);
+		Dwarf *d = e ? dwarf_begin_elf(e, DWARF_C_READ, NULL) : NULL;
+
+		if (d) {
+			*fd = sf->fd;
+			sf->fd = -1;
+			*elf = e;
+			*dw = d;
+			return 1;
+		}
+		if (e)
+			elf_end(e);
+		ta_symfile_close(sf);
+	}
+	return 0;
+}
+
 /* The DWARF of the first file symfind.h finds with the module's build-id
  * (the module's own, a separate debug file, debuginfod's): a file with
  * another build-id would give another program's lines. */
@@ -291,20 +314,8 @@ static void module_load(struct module *m)
 
 	if (ta_symfind_begin(&f, m->path, id, id_len) < 0)
 		return;
-	while (!m->dw && ta_symfind_next(&f, &sf)) {
-		Elf *e = elf_begin(sf.fd, ELF_C_READ_MMAP, NULL);
-		Dwarf *dw = e ? dwarf_begin_elf(e, DWARF_C_READ, NULL) : NULL;
-
-		if (dw) {
-			m->fd = sf.fd;
-			sf.fd = -1;
-			m->elf = e;
-			m->dw = dw;
-		} else if (e) {
-			elf_end(e);
-		}
+	if (open_dwarf(&f, &sf, &m->fd, &m->elf, &m->dw))
 		ta_symfile_close(&sf);
-	}
 	ta_symfind_end(&f);
 	if (!m->dw)
 		return;
@@ -379,6 +390,33 @@ const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset)
 	return best->text;
 }
 
+enum ta_sym_source ta_srcline_origin(const char *path, const uint8_t *id, size_t len, char **from)
+{
+	struct ta_symfind f;
+	struct ta_symfile sf;
+	enum ta_sym_source src = TA_SYMS_NONE;
+	int fd;
+	Elf *e;
+	Dwarf *dw;
+
+	*from = NULL;
+	/* As ta_srcline: a module without a file (the vDSO) has no lines. */
+	if (path[0] != '/' || elf_version(EV_CURRENT) == EV_NONE ||
+	    ta_symfind_begin(&f, path, id, len) < 0)
+		return TA_SYMS_NONE;
+	if (open_dwarf(&f, &sf, &fd, &e, &dw)) {
+		src = sf.source;
+		*from = sf.path;
+		sf.path = NULL;
+		ta_symfile_close(&sf);
+		dwarf_end(dw);
+		elf_end(e);
+		close(fd);
+	}
+	ta_symfind_end(&f);
+	return src;
+}
+
 int ta_srcline_built(const char *cmd)
 {
 	(void)cmd;
@@ -405,6 +443,15 @@ const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset)
 	(void)path;
 	(void)offset;
 	return NULL;
+}
+
+enum ta_sym_source ta_srcline_origin(const char *path, const uint8_t *id, size_t len, char **from)
+{
+	(void)path;
+	(void)id;
+	(void)len;
+	*from = NULL;
+	return TA_SYMS_NONE;
 }
 
 int ta_srcline_built(const char *cmd)

@@ -60,6 +60,17 @@ CXX_LINES = {"ns::Klass::method(int)": 5, "int ns::twice<int>(int)": 7,
              "double ns::twice<double>(double)": 7, "main": 9}
 
 
+def origin(m):
+    """Where info says a module's names and lines come from."""
+    return (m["symbols_from"], m["symbols_path"], m["build_id_match"], m["lines_from"],
+            m["lines_path"])
+
+
+def lines_from(source, path):
+    """info's lines_from and lines_path where the lines are in path."""
+    return (source, path) if LINES else ("none", None)
+
+
 class SymfindTest(tahelp.Case):
 
     # -- building and recording ------------------------------------------------
@@ -173,15 +184,13 @@ class SymfindTest(tahelp.Case):
         self.assertEqual(got, self.unnamed(prog, old, V1_CALLS))
         self.assertEqual(err, [self.warning(dump, prog, file_id, old_id)])
         m = self.module_info(dump, prog)
-        self.assertEqual((m["symbols_from"], m["symbols_path"], m["build_id_match"]),
-                         ("none", None, False))
+        self.assertEqual(origin(m), ("none", None, False, "none", None))
 
         got, err = self.names(dump, prog, "--symfs", keep)
         self.assertEqual(got, self.with_lines(src, V1_LINES, V1_CALLS))
         self.assertEqual(err, [])
         m = self.module_info(dump, prog, "--symfs=" + keep)
-        self.assertEqual((m["symbols_from"], m["symbols_path"], m["build_id_match"]),
-                         ("file", keep + prog, True))
+        self.assertEqual(origin(m), ("file", keep + prog, True) + lines_from("file", keep + prog))
         # The other views take the option too.
         p = self.run_cmd(["graph", "--symfs=" + keep, dump])
         self.assertIn("beta", p.stdout)
@@ -199,8 +208,7 @@ class SymfindTest(tahelp.Case):
         self.assertEqual(err, ["traceagent: %s: warning: %s: cannot read symbols: "
                                "No such file or directory" % (dump, prog)])
         m = self.module_info(dump, prog)
-        self.assertEqual((m["symbols_from"], m["symbols_path"], m["build_id_match"]),
-                         ("none", None, None))
+        self.assertEqual(origin(m), ("none", None, None, "none", None))
 
     def test_moved_tree(self):
         """The dump and the program's whole tree moved elsewhere (another
@@ -219,8 +227,7 @@ class SymfindTest(tahelp.Case):
         self.assertEqual(got, self.with_lines(src, V1_LINES, V1_CALLS))
         self.assertEqual(err, [])
         m = self.module_info(moved, prog, "--symfs", root)
-        self.assertEqual((m["symbols_from"], m["symbols_path"], m["build_id_match"]),
-                         ("file", root + prog, True))
+        self.assertEqual(origin(m), ("file", root + prog, True) + lines_from("file", root + prog))
 
     def test_stripped(self):
         """A stripped binary (no .symtab, no DWARF): without its debug
@@ -243,8 +250,7 @@ class SymfindTest(tahelp.Case):
         self.assertEqual(got, self.unnamed(prog, syms, V1_CALLS))
         self.assertEqual(err, [])
         m = self.module_info(dump, prog)
-        self.assertEqual((m["symbols_from"], m["symbols_path"], m["build_id_match"]),
-                         ("none", None, True))
+        self.assertEqual(origin(m), ("none", None, True, "none", None))
 
         # DIR/recorded/path.debug
         d1 = os.path.join(self.base, "dbg1")
@@ -263,8 +269,7 @@ class SymfindTest(tahelp.Case):
         got, err = self.names(dump, prog, "--debug-dir=" + empty, "--debug-dir=" + d2)
         self.assertEqual((got, err), (want, []))
         m = self.module_info(dump, prog, "--debug-dir=" + empty, "--debug-dir=" + d2)
-        self.assertEqual((m["symbols_from"], m["symbols_path"], m["build_id_match"]),
-                         ("debug-file", byid, True))
+        self.assertEqual(origin(m), ("debug-file", byid, True) + lines_from("debug-file", byid))
 
         # Another build's debug file where this one's would be: not used.
         other = os.path.join(self.base, "other", "prog")
@@ -284,8 +289,7 @@ class SymfindTest(tahelp.Case):
         got, err = self.names(dump, prog)
         self.assertEqual((got, err), (self.with_lines(src, V1_LINES, V1_CALLS), []))
         m = self.module_info(dump, prog)
-        self.assertEqual((m["symbols_from"], m["symbols_path"], m["build_id_match"]),
-                         ("debug-file", debug, True))
+        self.assertEqual(origin(m), ("debug-file", debug, True) + lines_from("debug-file", debug))
 
     def test_cxx(self):
         """A stripped C++ binary: demangled names and lines from its debug
@@ -355,8 +359,9 @@ class SymfindTest(tahelp.Case):
         self.assertEqual((got, err), (self.with_lines(src, V1_LINES, V1_CALLS), []))
         self.assertIn("/buildid/%s/debuginfo" % bid, asked)
         m = self.module_info(dump, prog, env=env)
-        self.assertEqual((m["symbols_from"], m["symbols_path"], m["build_id_match"]),
-                         ("debuginfod", os.path.join(cache, bid, "debuginfo"), True))
+        fetched = os.path.join(cache, bid, "debuginfo")
+        self.assertEqual(origin(m), ("debuginfod", fetched, True) +
+                         lines_from("debuginfod", fetched))
 
 
 if __name__ == "__main__":
