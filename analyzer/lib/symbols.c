@@ -213,7 +213,15 @@ static int read_file(int fd, struct ta_symtab *s, int objects, int dynsym)
 	if (scn && rc == 0)
 		rc = read_syms(e, scn, &sh, s, objects);
 	elf_end(e);
-	return rc < 0 ? rc : scn != NULL;
+	if (rc < 0) {
+		/* Empty again for the next file tried. */
+		free(s->syms);
+		free(s->names);
+		free(s->segs);
+		memset(s, 0, sizeof(*s));
+		return rc;
+	}
+	return scn != NULL;
 }
 
 static int symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
