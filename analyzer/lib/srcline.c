@@ -79,6 +79,7 @@ void ta_path_normalise(char *p)
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -390,28 +391,51 @@ const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset)
 	return best->text;
 }
 
+/* Whether e has a .debug_info with contents: what dwarf_begin_elf needs,
+ * told from the section headers alone (libdw would decompress and index
+ * the sections, a quarter of a second for libc's debug file). */
+static int has_debug_info(Elf *e)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstr;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(e, &shstr) != 0)
+		return 0;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		name = elf_strptr(e, shstr, sh.sh_name);
+		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return 1;
+	}
+	return 0;
+}
+
 enum ta_sym_source ta_srcline_origin(const char *path, const uint8_t *id, size_t len, char **from)
 {
 	struct ta_symfind f;
 	struct ta_symfile sf;
 	enum ta_sym_source src = TA_SYMS_NONE;
-	int fd;
-	Elf *e;
-	Dwarf *dw;
 
 	*from = NULL;
 	/* As ta_srcline: a module without a file (the vDSO) has no lines. */
 	if (path[0] != '/' || elf_version(EV_CURRENT) == EV_NONE ||
 	    ta_symfind_begin(&f, path, id, len) < 0)
 		return TA_SYMS_NONE;
-	if (open_dwarf(&f, &sf, &fd, &e, &dw)) {
-		src = sf.source;
-		*from = sf.path;
-		sf.path = NULL;
+	while (src == TA_SYMS_NONE && ta_symfind_next(&f, &sf)) {
+		Elf *e = elf_begin(sf.fd, ELF_C_READ, NULL);
+
+		if (e && has_debug_info(e)) {
+			src = sf.source;
+			*from = sf.path;
+			sf.path = NULL;
+		}
+		if (e)
+			elf_end(e);
 		ta_symfile_close(&sf);
-		dwarf_end(dw);
-		elf_end(e);
-		close(fd);
 	}
 	ta_symfind_end(&f);
 	return src;

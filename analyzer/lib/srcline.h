@@ -24,8 +24,9 @@ const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset)
 
 /*
  * Where the source lines of the module recorded at path with build-id id
- * (len 0: none) come from: the first file symfind.h finds with DWARF, as
- * ta_srcline reads it, its path in *from (malloc'd, NULL for none).
+ * (len 0: none) come from: the first file symfind.h finds with DWARF
+ * (a .debug_info), where ta_srcline reads them, its path in *from
+ * (malloc'd, NULL for none).
  * TA_SYMS_NONE in a build without source lines.
  */
 enum ta_sym_source ta_srcline_origin(const char *path, const uint8_t *id, size_t len, char **from);
