@@ -80,6 +80,11 @@ static void usage(FILE *f)
 		   "  --demangle=MODE  C++ names: simple (default: without\n"
 		   "                   parameters and template arguments; full for\n"
 		   "                   --json), full, or no (mangled)\n"
+		   "  --symfs=DIR      look for each module's file under DIR, at its\n"
+		   "                   recorded path (DIR/recorded/path)\n"
+		   "  --debug-dir=DIR  look for separate debug files in DIR too\n"
+		   "                   (DIR/.build-id/, DIR/recorded/path.debug);\n"
+		   "                   repeatable (see traceagent-symbols(7))\n"
 		   "  -h, --help       this help\n"
 		   "\n"
 		   "Exit status: 0 when both dumps are whole, 1 when one is damaged or\n"
@@ -322,6 +327,8 @@ static const struct ta_opt diff_opts[] = {
     {"--top", TA_ARG_EQ, TA_OPT_TOP},
     {"--function", TA_ARG_EQ, TA_OPT_FUNCTION},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
+    {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
+    {"--debug-dir", TA_ARG_EITHER, TA_OPT_DEBUG_DIR},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -335,6 +342,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 	ta_opts_init(&p, "diff", diff_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_SYMFS:
+		case TA_OPT_DEBUG_DIR:
+			if (ta_opts_symfind(&p))
+				return 2;
+			break;
 		case TA_OPT_DEMANGLE:
 			if (ta_opts_demangle(&p, &demangle))
 				return 2;

@@ -57,6 +57,11 @@ static void usage(FILE *f)
 		"  --demangle=MODE       C++ names: full (default, but for folded),\n"
 		"                        simple (default for folded: without parameters\n"
 		"                        and template arguments), or no (mangled)\n"
+		"  --symfs=DIR           look for each module's file under DIR, at its\n"
+		"                        recorded path (DIR/recorded/path)\n"
+		"  --debug-dir=DIR       look for separate debug files in DIR too\n"
+		"                        (DIR/.build-id/, DIR/recorded/path.debug);\n"
+		"                        repeatable (see traceagent-symbols(7))\n"
 		"  -h, --help            this help\n"
 		"\n"
 		"chrome and perfetto:\n"
@@ -200,6 +205,8 @@ static const struct ta_opt export_opts[] = {
     {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
+    {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
+    {"--debug-dir", TA_ARG_EITHER, TA_OPT_DEBUG_DIR},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -216,6 +223,11 @@ static int parse_args(int argc, char **argv, struct export *e)
 	ta_opts_init(&p, "export", export_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_SYMFS:
+		case TA_OPT_DEBUG_DIR:
+			if (ta_opts_symfind(&p))
+				return 2;
+			break;
 		case TA_OPT_DEMANGLE:
 			if (ta_opts_demangle(&p, &demangle))
 				return 2;

@@ -62,6 +62,11 @@ static void usage(FILE *f)
 		   "                      it may use, at most 64; N up to 1024)\n"
 		   "  --demangle=MODE     C++ names: simple (default: without parameters\n"
 		   "                      and template arguments), full, or no (mangled)\n"
+		   "  --symfs=DIR         look for each module's file under DIR, at its\n"
+		   "                      recorded path (DIR/recorded/path)\n"
+		   "  --debug-dir=DIR     look for separate debug files in DIR too\n"
+		   "                      (DIR/.build-id/, DIR/recorded/path.debug);\n"
+		   "                      repeatable (see traceagent-symbols(7))\n"
 		   "  -h, --help          this help\n"
 		   "\n"
 		   "A function calling itself more than 64 levels deep is one frame \"NAME\n"
@@ -423,6 +428,8 @@ static const struct ta_opt flame_opts[] = {
     {"--width", TA_ARG_EQ, O_WIDTH},
     {"--min-width", TA_ARG_EQ, O_MIN_WIDTH},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
+    {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
+    {"--debug-dir", TA_ARG_EITHER, TA_OPT_DEBUG_DIR},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -437,6 +444,11 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 		char *end;
 
 		switch (id) {
+		case TA_OPT_SYMFS:
+		case TA_OPT_DEBUG_DIR:
+			if (ta_opts_symfind(&p))
+				return 2;
+			break;
 		case TA_OPT_DEMANGLE:
 			if (ta_opts_demangle(&p, &demangle))
 				return 2;

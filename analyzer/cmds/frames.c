@@ -69,6 +69,11 @@ static void usage(FILE *f)
 	    "  --demangle=MODE  culprits' C++ names: simple (default: without\n"
 	    "                   parameters and template arguments; full for\n"
 	    "                   --json), full, or no (mangled)\n"
+	    "  --symfs=DIR      look for each module's file under DIR, at its\n"
+	    "                   recorded path (DIR/recorded/path)\n"
+	    "  --debug-dir=DIR  look for separate debug files in DIR too\n"
+	    "                   (DIR/.build-id/, DIR/recorded/path.debug);\n"
+	    "                   repeatable (see traceagent-symbols(7))\n"
 	    "  -h, --help       this help\n"
 	    "\n"
 	    "A frame runs from one mark of its set to the next, the first from the\n"
@@ -286,6 +291,8 @@ static const struct ta_opt frames_opts[] = {
     {"--budget", TA_ARG_EQ, O_BUDGET},
     {"--hitch", TA_ARG_EQ, O_HITCH},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
+    {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
+    {"--debug-dir", TA_ARG_EITHER, TA_OPT_DEBUG_DIR},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -302,6 +309,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		char *end;
 
 		switch (id) {
+		case TA_OPT_SYMFS:
+		case TA_OPT_DEBUG_DIR:
+			if (ta_opts_symfind(&p))
+				return 2;
+			break;
 		case TA_OPT_DEMANGLE:
 			if (ta_opts_demangle(&p, &demangle))
 				return 2;

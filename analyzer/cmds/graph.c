@@ -65,6 +65,11 @@ static void usage(FILE *f)
 		   "  --demangle=MODE     C++ names: simple (default: without parameters\n"
 		   "                      and template arguments; full for --json), full,\n"
 		   "                      or no (mangled)\n"
+		   "  --symfs=DIR         look for each module's file under DIR, at its\n"
+		   "                      recorded path (DIR/recorded/path)\n"
+		   "  --debug-dir=DIR     look for separate debug files in DIR too\n"
+		   "                      (DIR/.build-id/, DIR/recorded/path.debug);\n"
+		   "                      repeatable (see traceagent-symbols(7))\n"
 		   "  -h, --help          this help\n"
 		   "\n"
 		   "Total counts every call on the path once (a recursive function's deeper\n"
@@ -492,6 +497,8 @@ static const struct ta_opt graph_opts[] = {
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
+    {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
+    {"--debug-dir", TA_ARG_EITHER, TA_OPT_DEBUG_DIR},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -504,6 +511,11 @@ static int parse_args(int argc, char **argv, struct graph *g)
 	ta_opts_init(&p, "graph", graph_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_SYMFS:
+		case TA_OPT_DEBUG_DIR:
+			if (ta_opts_symfind(&p))
+				return 2;
+			break;
 		case TA_OPT_DEMANGLE:
 			if (ta_opts_demangle(&p, &demangle))
 				return 2;

@@ -55,6 +55,11 @@ static void usage(FILE *f)
 		   "  --demangle=MODE C++ names of the functions shown: simple\n"
 		   "                  (default: without parameters and template\n"
 		   "                  arguments; full for --json), full, or no (mangled)\n"
+		   "  --symfs=DIR     look for each module's file under DIR, at its\n"
+		   "                  recorded path (DIR/recorded/path)\n"
+		   "  --debug-dir=DIR look for separate debug files in DIR too\n"
+		   "                  (DIR/.build-id/, DIR/recorded/path.debug);\n"
+		   "                  repeatable (see traceagent-symbols(7))\n"
 		   "  -h, --help      this help\n"
 		   "\n"
 		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
@@ -190,6 +195,25 @@ static void text_filter(struct ta_view *v, const struct ta_process *p)
 	}
 }
 
+/* Where a module's names come from, and whether its file is the one
+ * recorded. */
+static void text_symbols(const struct ta_sym_origin *o, const struct ta_sess_module *m)
+{
+	char *lines;
+	enum ta_sym_source lsrc = ta_info_lines(m, &lines);
+
+	const char *check = o->match > 0    ? "build-id matches"
+			    : !o->match	    ? "build-id differs"
+			    : o->dump_id[0] ? "no file to check"
+					    : "no build-id recorded";
+
+	printf("%22s symbols: %s%s%s (%s)\n", "", ta_info_symbols_from(o->source),
+	       o->path ? " " : "", o->path ? o->path : "", check);
+	printf("%22s lines:   %s%s%s\n", "", ta_info_symbols_from(lsrc), lines ? " " : "",
+	       lines ? lines : "");
+	free(lines);
+}
+
 static void text_process(struct ta_view *v, const struct ta_process *p)
 {
 	const struct ta_session *s = v->s;
@@ -320,6 +344,7 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		printf("    %#18" PRIx64 "  %-40s  %s%s%s\n", m->bias, id[0] ? id : "-", m->path,
 		       m->flags & 1 ? "  (main)" : "",
 		       m->unload_ticks != UINT64_MAX ? "  (unloaded)" : "");
+		text_symbols(ta_info_symbols(v, m), m);
 	}
 }
 
@@ -398,6 +423,8 @@ static void print_text(struct ta_view *v, const struct api_counts *a)
 static const struct ta_opt info_opts[] = {
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
+    {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
+    {"--debug-dir", TA_ARG_EITHER, TA_OPT_DEBUG_DIR},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -411,6 +438,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 	ta_opts_init(&p, "info", info_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_SYMFS:
+		case TA_OPT_DEBUG_DIR:
+			if (ta_opts_symfind(&p))
+				return 2;
+			break;
 		case TA_OPT_DEMANGLE:
 			if (ta_opts_demangle(&p, &demangle))
 				return 2;

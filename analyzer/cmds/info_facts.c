@@ -16,6 +16,7 @@
 
 #include "apiev.h"
 #include "info_int.h"
+#include "srcline.h"
 
 /* ---- the manual API's events, per channel ------------------------------------------ */
 
@@ -332,3 +333,29 @@ const char *ta_info_filter_kind(char *buf, size_t n, uint32_t kind)
 
 /* The filters in force, and per way (patched out, at run time) the
  * functions they named. */
+
+const struct ta_sym_origin *ta_info_symbols(struct ta_view *v, const struct ta_sess_module *m)
+{
+	return ta_resolver_origin(v->res, m->path, m->build_id, m->build_id_len);
+}
+
+const char *ta_info_symbols_from(enum ta_sym_source src)
+{
+	switch (src) {
+	case TA_SYMS_FILE:
+		return "file";
+	case TA_SYMS_DEBUG_FILE:
+		return "debug-file";
+	case TA_SYMS_DEBUGINFOD:
+		return "debuginfod";
+	case TA_SYMS_STORED:
+		return "stored";
+	default:
+		return "none";
+	}
+}
+
+enum ta_sym_source ta_info_lines(const struct ta_sess_module *m, char **from)
+{
+	return ta_srcline_origin(m->path, m->build_id, m->build_id_len, from);
+}

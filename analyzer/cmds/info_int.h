@@ -73,6 +73,13 @@ const char *ta_info_libcall_classes(char *buf, size_t n, uint64_t classes);
 const char *ta_info_signal_name(char *buf, size_t n, uint64_t sig);
 uint64_t ta_info_count_how(const struct ta_filter_info *f, uint32_t how);
 const char *ta_info_filter_kind(char *buf, size_t n, uint32_t kind);
+/* Where the names of module m come from (read the first time): its
+ * origin, and the JSON word of its source ("file", "debug-file", ...). */
+const struct ta_sym_origin *ta_info_symbols(struct ta_view *v, const struct ta_sess_module *m);
+const char *ta_info_symbols_from(enum ta_sym_source src);
+/* Where module m's source lines come from (the file in *from, malloc'd,
+ * or NULL), as --srcline finds them. */
+enum ta_sym_source ta_info_lines(const struct ta_sess_module *m, char **from);
 
 /* info_json.c: the JSON of the session v has read, with the API's counts a. */
 void ta_info_print_json(struct ta_view *v, const struct api_counts *a);

@@ -251,7 +251,8 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 	printf("%s],\n    \"modules\": [", first ? "" : "\n    ");
 	for (size_t i = 0; i < p->nmodules; i++) {
 		const struct ta_sess_module *m = &p->modules[i];
-		char id[2 * 64 + 1];
+		const struct ta_sym_origin *o;
+		char id[2 * 64 + 1], *lines;
 
 		ta_info_hex(id, sizeof(id), m->build_id, m->build_id_len);
 		printf("%s\n      {\"path\": ", i ? "," : "");
@@ -274,7 +275,24 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		for (size_t k = 0; k < m->nranges; k++)
 			printf("%s[%" PRIu64 ", %" PRIu64 "]", k ? ", " : "", m->ranges[k].start,
 			       m->ranges[k].end);
-		printf("]}");
+		o = ta_info_symbols(v, m);
+		printf("], \"symbols_from\": \"%s\", \"symbols_path\": ",
+		       ta_info_symbols_from(o->source));
+		if (o->path)
+			ta_json_str(stdout, o->path);
+		else
+			printf("null");
+		printf(", \"build_id_match\": %s, \"lines_from\": \"%s\", \"lines_path\": ",
+		       o->match > 0 ? "true"
+		       : !o->match  ? "false"
+				    : "null",
+		       ta_info_symbols_from(ta_info_lines(m, &lines)));
+		if (lines)
+			ta_json_str(stdout, lines);
+		else
+			printf("null");
+		free(lines);
+		printf("}");
 	}
 	printf("%s]}", p->nmodules ? "\n    " : "");
 }

@@ -39,6 +39,7 @@ static const struct {
 } topics[] = {
     {"settings", "traceagent-settings", "7"},
     {"api", "traceagent-api", "3"},
+    {"symbols", "traceagent-symbols", "7"},
 };
 
 static void usage(FILE *f)

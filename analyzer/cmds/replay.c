@@ -94,6 +94,11 @@ static void usage(FILE *f)
 		   "  --demangle=MODE        C++ names: simple (default: without\n"
 		   "                         parameters and template arguments; full for\n"
 		   "                         --json), full, or no (mangled)\n"
+		   "  --symfs=DIR            look for each module's file under DIR, at its\n"
+		   "                         recorded path (DIR/recorded/path)\n"
+		   "  --debug-dir=DIR        look for separate debug files in DIR too\n"
+		   "                         (DIR/.build-id/, DIR/recorded/path.debug);\n"
+		   "                         repeatable (see traceagent-symbols(7))\n"
 		   "  -h, --help             this help\n"
 		   "\n"
 		   "The manual API's events take one line each at their time, under the\n"
@@ -525,6 +530,8 @@ static const struct ta_opt replay_opts[] = {
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
+    {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
+    {"--debug-dir", TA_ARG_EITHER, TA_OPT_DEBUG_DIR},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -537,6 +544,11 @@ static int parse_args(int argc, char **argv, struct replay *r)
 	ta_opts_init(&p, "replay", replay_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_SYMFS:
+		case TA_OPT_DEBUG_DIR:
+			if (ta_opts_symfind(&p))
+				return 2;
+			break;
 		case TA_OPT_DEMANGLE:
 			if (ta_opts_demangle(&p, &demangle))
 				return 2;

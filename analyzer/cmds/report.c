@@ -95,6 +95,11 @@ static void usage(FILE *f)
 		   "  --demangle=MODE  C++ names: simple (default for the table: without\n"
 		   "                   parameters and template arguments), full (default\n"
 		   "                   for --json and --csv), or no (mangled)\n"
+		   "  --symfs=DIR      look for each module's file under DIR, at its\n"
+		   "                   recorded path (DIR/recorded/path)\n"
+		   "  --debug-dir=DIR  look for separate debug files in DIR too\n"
+		   "                   (DIR/.build-id/, DIR/recorded/path.debug);\n"
+		   "                   repeatable (see traceagent-symbols(7))\n"
 		   "  --alloc          library calls: bytes allocated and freed per calling\n"
 		   "                   function, and the bytes live at the end (never freed)\n"
 		   "                   by the call path that allocated them\n"
@@ -635,6 +640,8 @@ static const struct ta_opt report_opts[] = {
     {"--frames", TA_ARG_NONE, O_FRAMES},
     {"--set", TA_ARG_EQ, O_SET},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
+    {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
+    {"--debug-dir", TA_ARG_EITHER, TA_OPT_DEBUG_DIR},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -757,6 +764,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 	ta_opts_init(&p, "report", report_opts, usage, argc, argv);
 	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
 		switch (id) {
+		case TA_OPT_SYMFS:
+		case TA_OPT_DEBUG_DIR:
+			if (ta_opts_symfind(&p))
+				return 2;
+			break;
 		case TA_OPT_DEMANGLE:
 			if (ta_opts_demangle(&p, &demangle))
 				return 2;

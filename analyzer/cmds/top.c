@@ -181,6 +181,11 @@ static void usage(FILE *f)
 		"  --demangle=MODE  C++ names: simple (default: without\n"
 		"                   parameters and template arguments), full,\n"
 		"                   or no (mangled)\n"
+		"  --symfs=DIR      look for each module's file under DIR, at its\n"
+		"                   recorded path (DIR/recorded/path)\n"
+		"  --debug-dir=DIR  look for separate debug files in DIR too\n"
+		"                   (DIR/.build-id/, DIR/recorded/path.debug);\n"
+		"                   repeatable (see traceagent-symbols(7))\n"
 		"  -h, --help       this help\n"
 		"\n"
 		"DUMP is followed as it grows, like tail -f.  With -- PROG, top runs PROG\n"
@@ -206,6 +211,8 @@ static const struct ta_opt opt_table[] = {
     {"--serve", TA_ARG_EQ, O_SERVE},
     {"-p", TA_ARG_NEXT, O_PID},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
+    {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
+    {"--debug-dir", TA_ARG_EITHER, TA_OPT_DEBUG_DIR},
     {NULL, 0, 0},
 };
 
@@ -265,6 +272,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_KEEP:
 			o->keep = p.val;
+			break;
+		case TA_OPT_SYMFS:
+		case TA_OPT_DEBUG_DIR:
+			if (ta_opts_symfind(&p))
+				return 2;
 			break;
 		case TA_OPT_DEMANGLE:
 			if (ta_opts_demangle(&p, &o->demangle))

@@ -13,6 +13,7 @@
 
 #include "cmdopts.h"
 #include "session.h"
+#include "symfind.h"
 
 #define JOBS_MAX 1024u
 
@@ -222,6 +223,21 @@ int ta_opts_demangle(const struct ta_opts *p, int *mode)
 	static const char *const keys[] = {"simple", "full", "no", NULL};
 
 	return ta_opts_choice(p, keys, mode);
+}
+
+int ta_opts_symfind(const struct ta_opts *p)
+{
+	if (!*p->val)
+		return ta_opts_bad(p, "is not a folder");
+	if (p->opt->id == TA_OPT_SYMFS) {
+		ta_symfind_set_symfs(p->val);
+		return 0;
+	}
+	if (ta_symfind_add_debug_dir(p->val) < 0) {
+		fprintf(stderr, "traceagent %s: out of memory\n", p->cmd);
+		return 2;
+	}
+	return 0;
 }
 
 int ta_opts_choice(const struct ta_opts *p, const char *const *keys, int *k)

@@ -57,6 +57,8 @@ enum {
 	TA_OPT_MIN_DURATION,
 	TA_OPT_DEPTH,
 	TA_OPT_DEMANGLE,
+	TA_OPT_SYMFS,
+	TA_OPT_DEBUG_DIR,
 	TA_OPT_OWN = 64
 };
 
@@ -116,6 +118,10 @@ int ta_opts_choice(const struct ta_opts *p, const char *const *keys, int *k);
 /* --demangle: simple, full or no, *mode its index (symbols.h's enum
  * ta_demangle). */
 int ta_opts_demangle(const struct ta_opts *p, int *mode);
+
+/* --symfs=DIR and --debug-dir=DIR (repeatable): where the files with the
+ * modules' names and source lines are looked for (symfind.h). */
+int ta_opts_symfind(const struct ta_opts *p);
 
 /* The positional word as the dump of a command that takes one: refused
  * ("one dump at a time") when *path is set already. */

@@ -88,6 +88,18 @@ static void symbol_failure(void *ctx, const char *path, int code, int errnum)
 			     code == -TA_E_PAYLOAD ? "not an ELF file" : ta_strerror(code));
 }
 
+/* A module whose file is not the one recorded: its names would be another
+ * program's. */
+static void symbol_refused(void *ctx, const char *path, const struct ta_sym_origin *o)
+{
+	const struct ta_view *v = ctx;
+
+	ta_view_warn(v,
+		     "%s: build-id %s of the file is not the dump's %s: its names and source "
+		     "lines are not used",
+		     path, o->file_id[0] ? o->file_id : "(none)", o->dump_id);
+}
+
 /* ---- opening ------------------------------------------------------------------- */
 
 uint64_t ta_thread_lost(const struct ta_sess_thread *t)
@@ -454,6 +466,7 @@ void ta_view_warnings(struct ta_view *v)
 			     ta_fmt_filtered_line(line, sizeof(line), ta_session_filters(s)));
 	}
 	ta_resolver_failures(v->res, symbol_failure, v);
+	ta_resolver_refused(v->res, symbol_refused, v);
 }
 
 /* ---- naming ---------------------------------------------------------------------- */

@@ -7,9 +7,10 @@
  * the file and line of its declaration (what a user looks for; an
  * out-of-line copy of an inline function or a member function defined
  * outside its class gets it through DW_AT_abstract_origin or
- * DW_AT_specification).  Later questions are a binary search.  A module
- * without DWARF of its own is looked up in the usual separate-debug places
- * (by build-id, then by .gnu_debuglink); failing that it has no lines.
+ * DW_AT_specification).  Later questions are a binary search.  The DWARF
+ * is read from the first file symfind.h finds with the build-id the dump
+ * gave the module (the resolver notes it): the module's own, or a separate
+ * debug file; failing that the module has no lines.
  */
 #define _GNU_SOURCE
 #include "grow.h"
@@ -77,11 +78,13 @@ void ta_path_normalise(char *p)
 #if TA_HAVE_SRCLINE
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "symfind.h"
 
 /* One address range of a function with a known declaration. */
 struct fn_range {
@@ -275,75 +278,48 @@ static int range_cmp(const void *a, const void *b)
 	return x->hi < y->hi ? -1 : x->hi > y->hi;
 }
 
-/* The file with the module's DWARF when it is not in the module itself:
- * /usr/lib/debug/.build-id/xx/rest.debug, then the .gnu_debuglink name
- * next to the module, in its .debug directory and under /usr/lib/debug. */
-static int open_separate(const struct module *m)
+/* The first file with the module's build-id and DWARF, opened as
+ * libdw reads it: 1 with *fd, *elf and *dw set (*sf then has its path
+ * and source), or 0. */
+static int open_dwarf(struct ta_symfind *f, struct ta_symfile *sf, int *fd, Elf **elf, Dwarf **dw)
 {
-	const void *id;
-	GElf_Word crc;
-	ssize_t n = dwelf_elf_gnu_build_id(m->elf, &id);
-	const char *link, *slash;
-	char path[4096];
-	int fd;
+	while (ta_symfind_next(f, sf)) {
+		Elf *e = elf_begin(sf->fd, ELF_C_READ_MMAP, NULL);
+		Dwarf *d = e ? dwarf_begin_elf(e, DWARF_C_READ, NULL) : NULL;
 
-	if (n > 1) {
-		const unsigned char *b = id;
-		int k = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", b[0]);
-
-		for (ssize_t i = 1; i < n && k < (int)sizeof(path) - 8; i++)
-			k += snprintf(path + k, sizeof(path) - (size_t)k, "%02x", b[i]);
-		snprintf(path + k, sizeof(path) - (size_t)k, ".debug");
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0)
-			return fd;
+		if (d) {
+			*fd = sf->fd;
+			sf->fd = -1;
+			*elf = e;
+			*dw = d;
+			return 1;
+		}
+		if (e)
+			elf_end(e);
+		ta_symfile_close(sf);
 	}
-	link = dwelf_elf_gnu_debuglink(m->elf, &crc);
-	if (!link || strchr(link, '/'))
-		return -1;
-	slash = strrchr(m->path, '/');
-	for (int i = 0; i < 3; i++) {
-		int dir = slash ? (int)(slash - m->path) : 0;
-
-		if (i == 0)
-			snprintf(path, sizeof(path), "%.*s/%s", dir, m->path, link);
-		else if (i == 1)
-			snprintf(path, sizeof(path), "%.*s/.debug/%s", dir, m->path, link);
-		else
-			snprintf(path, sizeof(path), "/usr/lib/debug%.*s/%s", dir, m->path, link);
-		if (strcmp(path, m->path) && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0)
-			return fd;
-	}
-	return -1;
+	return 0;
 }
 
+/* The DWARF of the first file symfind.h finds with the module's build-id
+ * (the module's own, a separate debug file, debuginfod's): a file with
+ * another build-id would give another program's lines. */
 static void module_load(struct module *m)
 {
 	Dwarf_Off off = 0, next;
 	size_t hsize;
+	struct ta_symfind f;
+	struct ta_symfile sf;
+	const uint8_t *id = NULL;
+	size_t id_len = ta_symfind_noted(m->path, &id);
 
-	m->fd = open(m->path, O_RDONLY | O_CLOEXEC);
-	if (m->fd < 0)
+	if (ta_symfind_begin(&f, m->path, id, id_len) < 0)
 		return;
-	m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
-	if (!m->elf)
+	if (open_dwarf(&f, &sf, &m->fd, &m->elf, &m->dw))
+		ta_symfile_close(&sf);
+	ta_symfind_end(&f);
+	if (!m->dw)
 		return;
-	m->dw = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
-	if (!m->dw) {
-		int fd = open_separate(m);
-
-		if (fd < 0)
-			return;
-		/* The debug file's DWARF uses the module's addresses. */
-		m->dw = dwarf_begin(fd, DWARF_C_READ);
-		if (!m->dw) {
-			close(fd);
-			return;
-		}
-		elf_end(m->elf);
-		m->elf = NULL;
-		close(m->fd);
-		m->fd = fd;
-	}
 	while (dwarf_nextcu(m->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu;
 
@@ -415,6 +391,56 @@ const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset)
 	return best->text;
 }
 
+/* Whether e has a .debug_info with contents: what dwarf_begin_elf needs,
+ * told from the section headers alone (libdw would decompress and index
+ * the sections, a quarter of a second for libc's debug file). */
+static int has_debug_info(Elf *e)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstr;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(e, &shstr) != 0)
+		return 0;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		name = elf_strptr(e, shstr, sh.sh_name);
+		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return 1;
+	}
+	return 0;
+}
+
+enum ta_sym_source ta_srcline_origin(const char *path, const uint8_t *id, size_t len, char **from)
+{
+	struct ta_symfind f;
+	struct ta_symfile sf;
+	enum ta_sym_source src = TA_SYMS_NONE;
+
+	*from = NULL;
+	/* As ta_srcline: a module without a file (the vDSO) has no lines. */
+	if (path[0] != '/' || elf_version(EV_CURRENT) == EV_NONE ||
+	    ta_symfind_begin(&f, path, id, len) < 0)
+		return TA_SYMS_NONE;
+	while (src == TA_SYMS_NONE && ta_symfind_next(&f, &sf)) {
+		Elf *e = elf_begin(sf.fd, ELF_C_READ, NULL);
+
+		if (e && has_debug_info(e)) {
+			src = sf.source;
+			*from = sf.path;
+			sf.path = NULL;
+		}
+		if (e)
+			elf_end(e);
+		ta_symfile_close(&sf);
+	}
+	ta_symfind_end(&f);
+	return src;
+}
+
 int ta_srcline_built(const char *cmd)
 {
 	(void)cmd;
@@ -441,6 +467,15 @@ const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset)
 	(void)path;
 	(void)offset;
 	return NULL;
+}
+
+enum ta_sym_source ta_srcline_origin(const char *path, const uint8_t *id, size_t len, char **from)
+{
+	(void)path;
+	(void)id;
+	(void)len;
+	*from = NULL;
+	return TA_SYMS_NONE;
 }
 
 int ta_srcline_built(const char *cmd)

@@ -5,7 +5,10 @@
 #ifndef TA_SRCLINE_H
 #define TA_SRCLINE_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "symbols.h"
 
 struct ta_srclines;
 
@@ -18,6 +21,15 @@ void ta_srclines_free(struct ta_srclines *s);
  * line information for it.  Owned by s, valid until it is freed.
  */
 const char *ta_srcline(struct ta_srclines *s, const char *path, uint64_t offset);
+
+/*
+ * Where the source lines of the module recorded at path with build-id id
+ * (len 0: none) come from: the first file symfind.h finds with DWARF
+ * (a .debug_info), where ta_srcline reads them, its path in *from
+ * (malloc'd, NULL for none).
+ * TA_SYMS_NONE in a build without source lines.
+ */
+enum ta_sym_source ta_srcline_origin(const char *path, const uint8_t *id, size_t len, char **from);
 
 /*
  * Removes "." and "dir/.." components from the path p, in place: "/a/./b/../c"

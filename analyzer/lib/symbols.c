@@ -18,6 +18,7 @@
 
 #include "format.h"
 #include "grow.h"
+#include "symfind.h"
 
 /* A short name's hash and its function's whole name's. */
 struct name_pair {
@@ -170,53 +171,6 @@ static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct ta_symtab
 	return 0;
 }
 
-static Elf *elf_open(const char *path, int *fd)
-{
-	Elf *e;
-
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0)
-		return NULL;
-	e = elf_begin(*fd, ELF_C_READ, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF) {
-		if (e)
-			elf_end(e);
-		close(*fd);
-		*fd = -1;
-		errno = 0;
-		return NULL;
-	}
-	return e;
-}
-
-/* Tries the .symtab of the debug file the build-id names (the distribution
- * layout, /usr/lib/debug/.build-id/xx/rest.debug). */
-static int load_debug_file(const uint8_t *id, size_t len, struct ta_symtab *s, int objects)
-{
-	char path[64 + 2 * 64];
-	size_t k;
-	int fd, rc = -TA_E_IO;
-	Elf *e;
-	Elf_Scn *scn;
-	GElf_Shdr sh;
-
-	if (!id || len < 2 || len > 64)
-		return -TA_E_IO;
-	k = (size_t)snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
-	for (size_t i = 1; i < len; i++)
-		k += (size_t)snprintf(path + k, sizeof(path) - k, "%02x", id[i]);
-	snprintf(path + k, sizeof(path) - k, ".debug");
-	e = elf_open(path, &fd);
-	if (!e)
-		return -TA_E_IO;
-	scn = find_section(e, SHT_SYMTAB, &sh);
-	if (scn)
-		rc = read_syms(e, scn, &sh, s, objects);
-	elf_end(e);
-	close(fd);
-	return rc;
-}
-
 /* The file's PT_LOAD segments, [p_vaddr, p_vaddr + p_memsz). */
 static int read_segments(Elf *e, struct ta_symtab *s)
 {
@@ -239,63 +193,138 @@ static int read_segments(Elf *e, struct ta_symtab *s)
 	return 0;
 }
 
-static int symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
-		       struct ta_symtab **out, int objects)
+/* Reads the .symtab (dynsym: the .dynsym) of the ELF file open at fd into
+ * s, with the file's segments for a data table: 1, 0 when the file has no
+ * such section, or -TA_E_*. */
+static int read_file(int fd, struct ta_symtab *s, int objects, int dynsym)
 {
-	struct ta_symtab *s;
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
 	Elf_Scn *scn;
 	GElf_Shdr sh;
-	Elf *e;
-	int fd, rc;
+	int rc;
 
-	*out = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		if (e)
+			elf_end(e);
 		return -TA_E_PAYLOAD;
-	e = elf_open(path, &fd);
-	if (!e)
-		return errno ? -TA_E_IO : -TA_E_PAYLOAD;
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		rc = -TA_E_NOMEM;
-		goto out;
 	}
-	if (objects && (rc = read_segments(e, s)) < 0)
-		goto out;
-	scn = find_section(e, SHT_SYMTAB, &sh);
-	if (scn) {
+	scn = find_section(e, dynsym ? SHT_DYNSYM : SHT_SYMTAB, &sh);
+	rc = !scn ? 0 : objects ? read_segments(e, s) : 0;
+	if (scn && rc == 0)
 		rc = read_syms(e, scn, &sh, s, objects);
-	} else if (load_debug_file(build_id, build_id_len, s, objects) == 0) {
-		rc = 0;
-	} else {
-		/* A stripped file still names its exported functions. */
+	elf_end(e);
+	if (rc < 0) {
+		/* Empty again for the next file tried. */
 		free(s->syms);
 		free(s->names);
-		s->syms = NULL;
-		s->names = NULL;
-		scn = find_section(e, SHT_DYNSYM, &sh);
-		rc = scn ? read_syms(e, scn, &sh, s, objects) : 0;
+		free(s->segs);
+		memset(s, 0, sizeof(*s));
+		return rc;
 	}
-out:
-	elf_end(e);
-	close(fd);
+	return scn != NULL;
+}
+
+static int symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
+		       struct ta_symtab **out, int objects, struct ta_sym_origin *o)
+{
+	struct ta_symfind f;
+	struct ta_symfile sf, own = {.fd = -1};
+	struct ta_symtab *s;
+	int rc = 0, err = 0;
+
+	*out = NULL;
+	memset(o, 0, sizeof(*o));
+	o->match = -1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -TA_E_PAYLOAD;
+	if (!(s = calloc(1, sizeof(*s))))
+		return -TA_E_NOMEM;
+	if (ta_symfind_begin(&f, path, build_id, build_id_len) < 0) {
+		free(s);
+		return -TA_E_NOMEM;
+	}
+	/* The first file with the module's build-id and a .symtab; the
+	 * module's own file, when stripped, still names its exported
+	 * functions (.dynsym) if no debug file is found. */
+	while (o->source == TA_SYMS_NONE && ta_symfind_next(&f, &sf)) {
+		rc = read_file(sf.fd, s, objects, 0);
+		if (rc > 0) {
+			o->source = sf.source;
+			o->path = sf.path;
+			sf.path = NULL;
+		} else if (rc == 0 && sf.source == TA_SYMS_FILE && own.fd < 0) {
+			own = sf;
+			continue;
+		} else if (rc < 0 && !err) {
+			err = rc;
+		}
+		ta_symfile_close(&sf);
+		if (rc == -TA_E_NOMEM)
+			break;
+	}
+	/* An exported table without one function names none. */
+	if (o->source == TA_SYMS_NONE && own.fd >= 0 && rc != -TA_E_NOMEM &&
+	    (rc = read_file(own.fd, s, objects, 1)) > 0 && s->n) {
+		o->source = TA_SYMS_FILE;
+		o->path = own.path;
+		own.path = NULL;
+	}
+	if (own.fd >= 0)
+		ta_symfile_close(&own);
+	o->match = ta_symfind_match(&f);
+	o->refused = f.state == TA_FILE_OTHER && !f.symfs_match;
+	if (f.dump_has_id)
+		memcpy(o->dump_id, f.want, sizeof(o->dump_id));
+	memcpy(o->file_id, f.file_id, sizeof(o->file_id));
+	if (o->source == TA_SYMS_NONE) {
+		/* Nothing read: why, when it is not a refused file. */
+		rc = rc == -TA_E_NOMEM		  ? rc
+		     : f.state == TA_FILE_ABSENT  ? -TA_E_IO
+		     : f.state == TA_FILE_NOT_ELF ? -TA_E_PAYLOAD
+						  : (err == -TA_E_NOMEM ? err : 0);
+		errno = f.errnum;
+		free(s->syms);
+		free(s->names);
+		free(s->segs);
+		memset(s, 0, sizeof(*s));
+	} else {
+		rc = 0;
+	}
+	ta_symfind_end(&f);
 	if (rc < 0) {
 		ta_symtab_free(s);
+		free(o->path);
+		o->path = NULL;
 		return rc;
 	}
 	*out = s;
 	return 0;
 }
 
+int ta_symtab_find(const char *path, const uint8_t *build_id, size_t build_id_len,
+		   struct ta_symtab **out, struct ta_sym_origin *o)
+{
+	return symtab_load(path, build_id, build_id_len, out, 0, o);
+}
+
 int ta_symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
 		   struct ta_symtab **out)
 {
-	return symtab_load(path, build_id, build_id_len, out, 0);
+	struct ta_sym_origin o;
+	int rc = symtab_load(path, build_id, build_id_len, out, 0, &o);
+
+	free(o.path);
+	return rc;
 }
 
 int ta_symtab_load_data(const char *path, const uint8_t *build_id, size_t build_id_len,
 			struct ta_symtab **out)
 {
-	return symtab_load(path, build_id, build_id_len, out, 1);
+	struct ta_sym_origin o;
+	int rc = symtab_load(path, build_id, build_id_len, out, 1, &o);
+
+	free(o.path);
+	return rc;
 }
 
 int ta_symtab_maps(const struct ta_symtab *s, uint64_t offset)
@@ -389,300 +418,13 @@ char *ta_demangle(const char *name)
 	return d;
 }
 
-/* ---- short C++ names -------------------------------------------------------------- */
-
-/* Deeper nesting than this is not shortened (the name stays whole). */
-#define SHORT_DEPTH 256
-
-static int ident_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '$';
-}
-
-/* The operator after the keyword "operator" at s (its length), or 0 for a
- * conversion operator or none.  Longest first: "<<=" before "<<" and "<". */
-static size_t op_token(const char *s)
-{
-	static const char *const ops[] = {
-	    " delete[]", " new[]", " co_await", " delete", " new", "<<=", ">>=", "<=>", "->*",
-	    "()",	 "[]",	   "<<",	">>",	   "<=",   ">=",  "->",	 "==",	"!=",
-	    "&&",	 "||",	   "++",	"--",	   "+=",   "-=",  "*=",	 "/=",	"%=",
-	    "&=",	 "|=",	   "^=",	"<",	   ">",	   "+",	  "-",	 "*",	"/",
-	    "%",	 "^",	   "&",		"|",	   "~",	   "!",	  "=",	 ","};
-
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		size_t n = strlen(ops[i]);
-
-		if (!strncmp(s, ops[i], n) && (ops[i][0] != ' ' || !ident_char(s[n])))
-			return n;
-	}
-	return 0;
-}
-
-/* Whether the keyword "operator" starts at s + i (not inside a word). */
-static int at_operator(const char *s, size_t i)
-{
-	return (i == 0 || !ident_char(s[i - 1])) && !strncmp(s + i, "operator", 8) &&
-	       !ident_char(s[i + 8]);
-}
-
-/* Past the group that opens at s[i] ('(', '<', '[' or '{') and its
- * matching closer, or 0 when it does not close or nests too deep.  A '<'
- * or '>' that cannot be a bracket (a comparison in an expression, "->",
- * an operator's name) does not count. */
-static size_t group_end(const char *s, size_t i)
-{
-	char want[SHORT_DEPTH];
-	size_t depth = 0;
-
-	for (; s[i]; i++) {
-		char c = s[i];
-
-		if (at_operator(s, i)) {
-			i += 8;
-			i += op_token(s + i);
-			i--;
-			continue;
-		}
-		if (c == '-' && s[i + 1] == '>') {
-			i++;
-			continue;
-		}
-		if (c == '(' || c == '<' || c == '[' || c == '{') {
-			if (depth == SHORT_DEPTH)
-				return 0;
-			want[depth++] = c == '(' ? ')' : c == '<' ? '>' : c == '[' ? ']' : '}';
-		} else if (c == ')' || c == ']' || c == '}' || c == '>') {
-			size_t d = depth;
-
-			while (d && want[d - 1] != c && want[d - 1] == '>')
-				d--;
-			if (!d || want[d - 1] != c)
-				continue; /* a comparison, or a stray closer */
-			depth = d - 1;
-			if (!depth)
-				return i + 1;
-		}
-	}
-	return 0;
-}
-
-/* What may follow a function's parameter list and belongs to it. */
-static size_t qualifier_len(const char *s)
-{
-	static const char *const q[] = {"const", "volatile", "restrict", "noexcept", "&&", "&"};
-
-	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
-		size_t n = strlen(q[i]);
-
-		if (!strncmp(s, q[i], n) && (q[i][0] == '&' || !ident_char(s[n])))
-			return n;
-	}
-	return 0;
-}
-
-/* Whether only qualifiers and "[clone ...]" follow s: the end of the
- * outermost function's name. */
-static int at_tail(const char *s)
-{
-	size_t i = 0, n;
-
-	while (s[i]) {
-		if (s[i] == ' ') {
-			i++;
-		} else if ((n = qualifier_len(s + i)) != 0) {
-			i += n;
-		} else if (!strncmp(s + i, "[clone ", 7)) {
-			n = group_end(s, i);
-			if (!n)
-				return 0;
-			i = n;
-		} else {
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/* Copies s[i, end) to o without its template argument lists; o's end. */
-static size_t copy_no_targs(const char *s, size_t i, size_t end, char *o, size_t oi)
-{
-	while (i < end) {
-		size_t e;
-
-		if (at_operator(s, i)) {
-			/* group_end skipped the same token: it ends by end,
-			 * which bounds it all the same. */
-			e = i + 8 + op_token(s + i + 8);
-			if (e > end)
-				e = end;
-			memcpy(o + oi, s + i, e - i);
-			oi += e - i;
-			i = e;
-		} else if (s[i] == '<' && (e = group_end(s, i)) != 0 && e <= end) {
-			i = e;
-		} else {
-			o[oi++] = s[i++];
-		}
-	}
-	return oi;
-}
-
-/* Names before the function's that the demangler writes as words. */
-static const char *const special_prefix[] = {
-    "non-virtual thunk to ",  "virtual thunk to ",	"covariant return thunk to ",
-    "transaction clone for ", "TLS init function for ", "TLS wrapper function for "};
-
-char *ta_cxx_short(const char *name, int level)
-{
-	const int keep_params = level >= 1, keep_targs = level >= 2, keep_all_targs = level >= 3;
-	size_t len = strlen(name), i = 0, oi = 0, pre = 0, e;
-	char *o = malloc(len + 1);
-	int conv = 0; /* in a conversion operator's type, where spaces belong */
-
-	if (!o)
-		return NULL;
-	for (size_t k = 0; k < sizeof(special_prefix) / sizeof(special_prefix[0]); k++) {
-		size_t n = strlen(special_prefix[k]);
-
-		if (!strncmp(name, special_prefix[k], n)) {
-			memcpy(o, name, n);
-			i = oi = pre = n;
-			break;
-		}
-	}
-	while (name[i]) {
-		char c = name[i];
-
-		if (at_operator(name, i)) {
-			memcpy(o + oi, name + i, 8);
-			oi += 8;
-			i += 8;
-			if (name[i] == '"' && name[i + 1] == '"') {
-				/* A literal operator: operator"" _km. */
-				o[oi++] = '"';
-				o[oi++] = '"';
-				i += 2;
-				if (name[i] == ' ')
-					o[oi++] = name[i++];
-				while (ident_char(name[i]))
-					o[oi++] = name[i++];
-			} else if ((e = op_token(name + i)) != 0) {
-				memcpy(o + oi, name + i, e);
-				oi += e;
-				i += e;
-			} else if (name[i] == ' ') {
-				conv = 1;
-				o[oi++] = name[i++];
-			}
-			continue;
-		}
-		switch (c) {
-		case '(':
-			if (!strncmp(name + i, "(anonymous namespace)", 21)) {
-				memcpy(o + oi, name + i, 21);
-				oi += 21;
-				i += 21;
-				continue;
-			}
-			if (!(e = group_end(name, i)))
-				goto whole;
-			if (keep_params && at_tail(name + e)) {
-				if (oi == pre)
-					goto whole; /* a list without a name */
-				oi = copy_no_targs(name, i, e, o, oi);
-			}
-			i = e;
-			conv = 0;
-			continue;
-		case '<':
-			if (!(e = group_end(name, i)))
-				goto whole;
-			/* The function's own template arguments (those of the
-			 * name the last parameter list follows), one level. */
-			if (keep_targs) {
-				size_t pe = name[e] == '(' ? group_end(name, e) : 0;
-
-				if (keep_all_targs || (pe && at_tail(name + pe))) {
-					/* "operator< <int>" keeps its space. */
-					if (oi && o[oi - 1] == '<' && i && name[i - 1] == ' ')
-						o[oi++] = ' ';
-					o[oi++] = '<';
-					oi = copy_no_targs(name, i + 1, e - 1, o, oi);
-					while (o[oi - 1] == ' ')
-						oi--; /* "vector<int> >": the space went with the
-							 '>' */
-					o[oi++] = '>';
-				}
-			}
-			i = e;
-			continue;
-		case '{':
-			/* {lambda(int)#1}, {unnamed type#1}: what tells them apart. */
-			if (!(e = group_end(name, i)))
-				goto whole;
-			oi = copy_no_targs(name, i, e, o, oi);
-			i = e;
-			continue;
-		case '[':
-			if (!(e = group_end(name, i)))
-				goto whole;
-			/* An ABI tag says nothing a reader needs; a clone is
-			 * another function (a .cold part). */
-			if (strncmp(name + i, "[abi:", 5)) {
-				memcpy(o + oi, name + i, e - i);
-				oi += e - i;
-			}
-			i = e;
-			continue;
-		case ' ':
-			if (conv) {
-				o[oi++] = name[i++];
-				continue;
-			}
-			/* "operator< <int>": the space keeps "<<" from being read. */
-			if (name[i + 1] == '<') {
-				i++;
-				continue;
-			}
-			if (!strncmp(name + i + 1, "[clone ", 7)) {
-				o[oi++] = name[i++];
-				continue;
-			}
-			if ((e = qualifier_len(name + i + 1)) != 0) {
-				if (keep_params && at_tail(name + i)) {
-					memcpy(o + oi, name + i, e + 1);
-					oi += e + 1;
-				}
-				i += e + 1;
-				continue;
-			}
-			/* What came before was the return type. */
-			oi = pre;
-			i++;
-			continue;
-		default:
-			o[oi++] = name[i++];
-		}
-	}
-	while (oi > pre && o[oi - 1] == ' ')
-		oi--;
-	if (oi == pre)
-		goto whole;
-	o[oi] = '\0';
-	return o;
-whole:
-	memcpy(o, name, len + 1);
-	return o;
-}
-
 /* ---- the resolver --------------------------------------------------------------------- */
 
 struct module_syms {
 	char *path;
 	struct ta_symtab *tab; /* NULL when it could not be read */
 	int code, errnum;
+	struct ta_sym_origin origin;
 };
 
 struct cache_entry {
@@ -710,6 +452,7 @@ void ta_resolver_free(struct ta_resolver *r)
 		return;
 	for (size_t i = 0; i < r->nmods; i++) {
 		free(r->mods[i].path);
+		free(r->mods[i].origin.path);
 		ta_symtab_free(r->mods[i].tab);
 	}
 	free(r->mods);
@@ -746,8 +489,12 @@ static long module_index(struct ta_resolver *r, const char *path, const uint8_t 
 		return -1;
 	m->tab = NULL;
 	m->errnum = 0;
+	memset(&m->origin, 0, sizeof(m->origin));
+	m->origin.match = -1;
+	ta_build_id_hex(m->origin.dump_id, id, id_len);
+	ta_symfind_note(path, id, id_len);
 	/* Modules without a file (the vDSO) have no path to read. */
-	rc = path[0] == '/' ? ta_symtab_load(path, id, id_len, &m->tab) : -TA_E_IO;
+	rc = path[0] == '/' ? ta_symtab_find(path, id, id_len, &m->tab, &m->origin) : -TA_E_IO;
 	m->code = rc;
 	m->errnum = rc == -TA_E_IO ? (path[0] == '/' ? errno : ENOENT) : 0;
 	return (long)r->nmods++;
@@ -968,4 +715,22 @@ void ta_resolver_failures(const struct ta_resolver *r,
 	for (size_t i = 0; i < r->nmods; i++)
 		if (r->mods[i].code < 0)
 			fn(ctx, r->mods[i].path, r->mods[i].code, r->mods[i].errnum);
+}
+
+void ta_resolver_refused(const struct ta_resolver *r,
+			 void (*fn)(void *ctx, const char *path, const struct ta_sym_origin *o),
+			 void *ctx)
+{
+	for (size_t i = 0; i < r->nmods; i++)
+		if (r->mods[i].origin.refused)
+			fn(ctx, r->mods[i].path, &r->mods[i].origin);
+}
+
+const struct ta_sym_origin *ta_resolver_origin(struct ta_resolver *r, const char *path,
+					       const uint8_t *build_id, size_t build_id_len)
+{
+	static const struct ta_sym_origin none = {.source = TA_SYMS_NONE, .match = -1};
+	long mi = module_index(r, path, build_id, build_id_len);
+
+	return mi < 0 ? &none : &r->mods[mi].origin;
 }

@@ -22,14 +22,42 @@ struct ta_sym {
 
 struct ta_symtab;
 
+/* Where a module's names came from (`traceagent info`'s "symbols_from"). */
+enum ta_sym_source {
+	TA_SYMS_NONE,	    /* nowhere: the functions show as module+0xOFFSET */
+	TA_SYMS_FILE,	    /* the module's file (at its path, or under --symfs) */
+	TA_SYMS_DEBUG_FILE, /* a separate debug file (symfind.h's places) */
+	TA_SYMS_DEBUGINFOD, /* a debug file debuginfod served */
+	TA_SYMS_STORED	    /* the symbols the dump itself holds */
+};
+
+/* Where a table's symbols came from, and what the module's file was. */
+struct ta_sym_origin {
+	enum ta_sym_source source;
+	char *path; /* the file read (malloc'd), NULL for none or stored */
+	/* The module's file against the dump's build-id: 1 the same, 0
+	 * another or none, -1 nothing to compare (the dump has no build-id,
+	 * or there is no file). */
+	int match;
+	/* The file at the recorded path had another build-id (or none) and
+	 * --symfs gave no right one: its names were not used. */
+	int refused;
+	char dump_id[2 * 64 + 1], file_id[2 * 64 + 1]; /* hex, "" for none */
+};
+
 /*
- * Reads the function symbols of the ELF file at path.  build_id (may be
- * NULL) is the module's GNU build-id, used to find a separate debug file
- * when the file itself has no .symtab.  Returns 0 and sets *out, or
- * -TA_E_IO (errno says why) or -TA_E_PAYLOAD (not a readable ELF file).
+ * Reads the function symbols of the module recorded at path with GNU
+ * build-id build_id (may be NULL): from the first file symfind.h finds
+ * with that build-id that has a .symtab, else from the .dynsym of the
+ * module's own file.  A file with another build-id is never read (an
+ * empty table then).  Returns 0 and sets *out, or -TA_E_IO (errno says
+ * why) or -TA_E_PAYLOAD (not a readable ELF file).
  */
 int ta_symtab_load(const char *path, const uint8_t *build_id, size_t build_id_len,
 		   struct ta_symtab **out);
+/* The same, saying where the symbols came from in *o (free its path). */
+int ta_symtab_find(const char *path, const uint8_t *build_id, size_t build_id_len,
+		   struct ta_symtab **out, struct ta_sym_origin *o);
 /*
  * The same for the file's data objects (STT_OBJECT: the variables, such
  * as a static mutex), with the file's loaded segments (ta_symtab_maps).
@@ -112,5 +140,14 @@ const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
  * TA_E_* code and errno of the failure. */
 void ta_resolver_failures(const struct ta_resolver *r,
 			  void (*fn)(void *ctx, const char *path, int code, int errnum), void *ctx);
+/* Calls fn for each module path whose file had another build-id than the
+ * dump's (ta_sym_origin's refused), with the origin. */
+void ta_resolver_refused(const struct ta_resolver *r,
+			 void (*fn)(void *ctx, const char *path, const struct ta_sym_origin *o),
+			 void *ctx);
+/* Where the names of the module at path come from, loading them the first
+ * time (never NULL). */
+const struct ta_sym_origin *ta_resolver_origin(struct ta_resolver *r, const char *path,
+					       const uint8_t *build_id, size_t build_id_len);
 
 #endif /* TA_SYMBOLS_H */

@@ -72,7 +72,8 @@ import tempfile
 SECTIONS = ["Synopsis", "Description", "Options", "Environment", "Examples",
             "Exit status", "See also"]
 # Pages that are not a command's, and their man sections.
-EXTRA_PAGES = {"traceagent": "1", "traceagent-settings": "7", "traceagent-api": "3"}
+EXTRA_PAGES = {"traceagent": "1", "traceagent-settings": "7", "traceagent-api": "3",
+               "traceagent-symbols": "7"}
 SOURCE_PARTS = ["agent", "loader", "analyzer", "format", "include"]
 
 OPT_RE = re.compile(r"(?<![\w-])(--[A-Za-z][A-Za-z0-9-]*|-[A-Za-z])(?![A-Za-z0-9_-])")

@@ -171,10 +171,14 @@ START_TEST(json)
 	    "    \"modules\": [\n"
 	    "      {\"path\": \"/usr/bin/prog\", \"bias\": 93824992231424, "
 	    "\"build_id\": \"deadbeef\", \"main\": true, \"load_ns\": 0, \"unload_ns\": null, "
-	    "\"ranges\": [[93824992235520, 93824992239616]]},\n"
+	    "\"ranges\": [[93824992235520, 93824992239616]], \"symbols_from\": \"none\", "
+	    "\"symbols_path\": null, \"build_id_match\": null, "
+	    "\"lines_from\": \"none\", \"lines_path\": null},\n"
 	    "      {\"path\": \"/lib/libc.so.6\", \"bias\": 139637976727552, \"build_id\": \"\", "
 	    "\"main\": false, \"load_ns\": 0, \"unload_ns\": null, "
-	    "\"ranges\": [[139637976731648, 139637977776128]]}\n"
+	    "\"ranges\": [[139637976731648, 139637977776128]], \"symbols_from\": \"none\", "
+	    "\"symbols_path\": null, \"build_id_match\": null, "
+	    "\"lines_from\": \"none\", \"lines_path\": null}\n"
 	    "    ]}\n"
 	    " ]}\n",
 	    path, TA_FORMAT_MAJOR, TA_FORMAT_MINOR, g.len, (unsigned long long)bytes,
@@ -230,9 +234,15 @@ START_TEST(text)
 			     "  modules:     2\n"
 			     "        0x555555554000  deadbeef     "),
 		      "%s", o->out);
-	ck_assert_msg(strstr(o->out, "  /usr/bin/prog  (main)\n        0x7f0000000000  -     "),
+	ck_assert_msg(strstr(o->out, "  /usr/bin/prog  (main)\n"
+				     "                       symbols: none (no file to check)\n"
+				     "                       lines:   none\n"
+				     "        0x7f0000000000  -     "),
 		      "%s", o->out);
-	ck_assert_msg(strstr(o->out, "  /lib/libc.so.6\n"), "%s", o->out);
+	ck_assert_msg(strstr(o->out, "  /lib/libc.so.6\n"
+				     "                       symbols: none (no build-id recorded)\n"
+				     "                       lines:   none\n"),
+		      "%s", o->out);
 	unlink(path);
 	free(o);
 	dg_free(&g);
