@@ -50,8 +50,8 @@ struct entry {
 struct one {
 	struct ta_view v;
 	struct ta_profile prof;
-	struct ta_fn_name *ids;
-	struct ta_fn_table t;
+	struct ta_fn *ids;
+	struct ta_prof_table t;
 };
 
 struct diff {
@@ -89,7 +89,7 @@ static void usage(FILE *f)
 
 /* ---- building ------------------------------------------------------------------- */
 
-static int keep_name(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id)
+static int keep_name(void *ctx, const struct ta_fstat *f, const struct ta_fn *id)
 {
 	const char *glob = ctx;
 
@@ -107,8 +107,8 @@ static int load(struct diff *df, int k)
 	if (ta_view_open(&o->v, df->opt.path[k], &v) < 0)
 		return -1;
 	if (!(o->ids = ta_view_name_profile(&o->v, &o->prof)) ||
-	    ta_fn_table_build(&o->t, &o->v, &o->prof, o->ids, keep_name,
-			      (void *)(uintptr_t)df->opt.function) < 0) {
+	    ta_prof_table_build(&o->t, &o->v, &o->prof, o->ids, keep_name,
+				(void *)(uintptr_t)df->opt.function) < 0) {
 		fprintf(stderr, "traceagent: %s: out of memory\n", df->opt.path[k]);
 		o->v.status = 1;
 		return -1;
@@ -135,7 +135,7 @@ static int match(struct diff *df)
 		return -1;
 	for (int k = 0; k < 2; k++)
 		for (size_t i = 0; i < df->d[k].t.n; i++) {
-			const struct ta_fn_row *r = &df->d[k].t.rows[i];
+			const struct ta_prof_row *r = &df->d[k].t.rows[i];
 			struct entry *e = &df->e[df->n++];
 
 			e->name = r->id.name;
@@ -417,7 +417,7 @@ out:
 	for (int k = 0; k < 2; k++) {
 		struct one *o = &df.d[k];
 
-		ta_fn_table_free(&o->t);
+		ta_prof_table_free(&o->t);
 		free(o->ids);
 		ta_view_close(&o->v); /* also after a failed or no open */
 		ta_profile_free(&o->prof);

@@ -100,7 +100,7 @@ static char *json_dup(const char *s)
 /* The JSON strings of function id; 0, or -1 without memory. */
 static int json_names(struct export *e, uint32_t id)
 {
-	const struct ta_fn *fn = &e->tl.fns.fn[id];
+	const struct ta_fn *fn = &e->tl.fns.fn[id].id;
 	char cat[300];
 
 	if (id >= e->nj) {

@@ -194,7 +194,7 @@ static int draw_open(void *ctx, uint32_t n, uint32_t depth)
 	struct flame *fl = ctx;
 	const struct ta_ctnode *node = &fl->ct->tree.n[n];
 	const struct ta_sess_thread *th = n ? ta_calltree_thread(fl->ct, node->key) : NULL;
-	const struct ta_fn *fn = n && !th ? &fl->ct->fns.fn[node->key] : NULL;
+	const struct ta_fn *fn = n && !th ? &fl->ct->fns.fn[node->key].id : NULL;
 	char buf[128], t[3][32];
 	const char *name;
 	double px, pw, py;

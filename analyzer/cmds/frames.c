@@ -40,7 +40,7 @@ struct options {
 };
 
 struct culprit {
-	const struct ta_fs_fn *f;
+	const struct ta_fs_row *f;
 	uint64_t excess_ns;
 };
 
@@ -108,7 +108,7 @@ static int summarize(const struct ta_fset *set, const struct options *o, struct 
 }
 
 /* The function's self time in frame i on the frame's thread. */
-static uint64_t own_in(const struct ta_fs_fn *f, uint32_t i)
+static uint64_t own_in(const struct ta_fs_row *f, uint32_t i)
 {
 	size_t lo = 0, hi = f->n;
 
@@ -142,7 +142,7 @@ static size_t culprits(const struct ta_fset *set, uint32_t i, struct culprit *al
 	size_t n = 0;
 
 	for (size_t k = 0; k < set->nfns; k++) {
-		const struct ta_fs_fn *f = &set->fns[k];
+		const struct ta_fs_row *f = &set->fns[k];
 		uint64_t self = own_in(f, i);
 
 		if (self > f->own_p50_ns)

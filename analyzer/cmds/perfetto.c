@@ -241,7 +241,7 @@ static uint32_t category_of(struct pf *x, uint32_t fn)
 	}
 	if (x->cat[fn])
 		return x->cat[fn];
-	name = ta_export_category(x->tl.fns.fn[fn].module, buf, sizeof(buf));
+	name = ta_export_category(x->tl.fns.fn[fn].id.module, buf, sizeof(buf));
 	for (k = 0; k < x->ncats && strcmp(x->cats[k], name); k++)
 		;
 	if (k == x->ncats) {
@@ -279,7 +279,7 @@ static uint32_t module_of(struct pf *x, uint32_t fn)
 	}
 	if (x->mod[fn])
 		return x->mod[fn];
-	name = ta_path_base(x->tl.fns.fn[fn].module);
+	name = ta_path_base(x->tl.fns.fn[fn].id.module);
 	for (k = 0; k < x->nmods && strcmp(x->mods[k], name); k++)
 		;
 	if (k == x->nmods) {
@@ -331,7 +331,7 @@ static void intern(struct pf *x, const struct ta_sess_thread *t, struct prec *r,
 		r->icat = x->cats[cat - 1];
 	if (!had_mod)
 		r->imod = x->mods[mod - 1];
-	r->iname = x->tl.fns.fn[fn].name;
+	r->iname = x->tl.fns.fn[fn].id.name;
 }
 
 /* ---- calls ------------------------------------------------------------------------ */

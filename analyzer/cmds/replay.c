@@ -110,7 +110,7 @@ static void usage(FILE *f)
 
 static const char *srcline(struct replay *r, uint32_t id)
 {
-	const struct ta_fn *fn = &r->tl.fns.fn[id];
+	const struct ta_fn *fn = &r->tl.fns.fn[id].id;
 
 	if (id >= r->nsrc) {
 		/* Two arrays of one capacity: nsrc set once both have it. */
@@ -276,7 +276,7 @@ static int is_partial(const struct ta_tlcall *c)
 
 static void json_call(struct replay *r, const struct ta_tlcall *c)
 {
-	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
+	const struct ta_fn *fn = &r->tl.fns.fn[c->fn].id;
 	FILE *out = r->out;
 
 	/* An object is written when its call ends. */
@@ -320,7 +320,7 @@ static void header(struct replay *r)
 static void emit(void *ctx, const struct ta_tlcall *c)
 {
 	struct replay *r = ctx;
-	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
+	const struct ta_fn *fn = &r->tl.fns.fn[c->fn].id;
 	const char *src = r->srcline ? srcline(r, c->fn) : NULL, *parens;
 	char dur[32], at[32];
 	FILE *out = r->out;

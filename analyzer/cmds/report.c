@@ -58,7 +58,7 @@ struct report {
 	struct ta_view v;
 	struct ta_session *s; /* v.s */
 	struct ta_profile prof;
-	struct ta_fn_name *ids; /* parallel to prof.f */
+	struct ta_fn *ids; /* parallel to prof.f */
 	struct ta_srclines *src;
 	uint32_t thread; /* the table being built: a thread index, or UINT32_MAX */
 };
@@ -135,7 +135,7 @@ static void usage(FILE *f)
 /* The channel of a row: a zone's site's, a library call's class, else
  * "functions". */
 static const char *row_channel(const struct report *r, const struct ta_fstat *f,
-			       const struct ta_fn_name *id, char buf[32])
+			       const struct ta_fn *id, char buf[32])
 {
 	struct ta_process *p = ta_session_process(r->s, f->pid);
 
@@ -163,7 +163,7 @@ static const char *row_channel(const struct report *r, const struct ta_fstat *f,
 	return "functions";
 }
 
-static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id)
+static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn *id)
 {
 	const struct report *r = ctx;
 	char buf[32];
@@ -180,15 +180,15 @@ static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_na
 }
 
 /* The rows of one thread (by index), or of all when thread is UINT32_MAX. */
-static int table_build(struct report *r, struct ta_fn_table *t, uint32_t thread)
+static int table_build(struct report *r, struct ta_prof_table *t, uint32_t thread)
 {
 	r->thread = thread;
-	return ta_fn_table_build(t, &r->v, &r->prof, r->ids, keep_fstat, r);
+	return ta_prof_table_build(t, &r->v, &r->prof, r->ids, keep_fstat, r);
 }
 
 static int row_cmp(const void *a, const void *b, void *ctx)
 {
-	const struct ta_fn_row *x = a, *y = b;
+	const struct ta_prof_row *x = a, *y = b;
 	const enum ta_sort_key *key = ctx;
 	int c;
 
@@ -218,7 +218,7 @@ static int row_cmp(const void *a, const void *b, void *ctx)
 }
 
 /* Sorts and cuts to --top. */
-static void table_sort(struct report *r, struct ta_fn_table *t)
+static void table_sort(struct report *r, struct ta_prof_table *t)
 {
 	if (t->n) /* qsort_r wants an array, even for nothing */
 		qsort_r(t->rows, t->n, sizeof(*t->rows), row_cmp, &r->opt.sort);
@@ -226,7 +226,7 @@ static void table_sort(struct report *r, struct ta_fn_table *t)
 		t->n = (size_t)r->opt.top;
 }
 
-static const char *srcline_of(struct report *r, const struct ta_fn_row *w)
+static const char *srcline_of(struct report *r, const struct ta_prof_row *w)
 {
 	if (!r->src || !w->id.module[0])
 		return NULL;
@@ -238,7 +238,7 @@ static const char *srcline_of(struct report *r, const struct ta_fn_row *w)
 /* ---- text --------------------------------------------------------------------------- */
 
 /* Whether a row of t has calls open at the end or partial. */
-static int rows_incomplete(const struct ta_fn_table *t)
+static int rows_incomplete(const struct ta_prof_table *t)
 {
 	for (size_t i = 0; i < t->n; i++)
 		if (t->rows[i].open || t->rows[i].partial)
@@ -247,9 +247,9 @@ static int rows_incomplete(const struct ta_fn_table *t)
 }
 
 /* A duration of a row whose calls' times are all unknown is "-". */
-static const char *row_time(char *buf, size_t n, const struct ta_fn_row *w, uint64_t ns)
+static const char *row_time(char *buf, size_t n, const struct ta_prof_row *w, uint64_t ns)
 {
-	if (!ta_fn_row_timed(w)) {
+	if (!ta_prof_row_timed(w)) {
 		snprintf(buf, n, "-");
 		return buf;
 	}
@@ -258,7 +258,7 @@ static const char *row_time(char *buf, size_t n, const struct ta_fn_row *w, uint
 
 /* The table; the columns open and partial when a row has such calls.
  * Returns whether it had them. */
-static int text_rows(struct report *r, const struct ta_fn_table *t)
+static int text_rows(struct report *r, const struct ta_prof_table *t)
 {
 	char b[8][32];
 	int inc = rows_incomplete(t);
@@ -269,7 +269,7 @@ static int text_rows(struct report *r, const struct ta_fn_table *t)
 		printf(" %8s %8s", "open", "partial");
 	printf("  %-s  %s%s\n", "function", "module", r->src ? "  source" : "");
 	for (size_t i = 0; i < t->n; i++) {
-		const struct ta_fn_row *w = &t->rows[i];
+		const struct ta_prof_row *w = &t->rows[i];
 		const char *line = srcline_of(r, w);
 
 		printf("%10" PRIu64 " %12s %12s %12s %12s %12s %12s %12s %12s", w->calls,
@@ -277,7 +277,7 @@ static int text_rows(struct report *r, const struct ta_fn_table *t)
 		       ta_fmt_time(b[1], sizeof(b[1]), w->self),
 		       row_time(b[2], sizeof(b[2]), w, w->min),
 		       row_time(b[3], sizeof(b[3]), w, w->max),
-		       row_time(b[4], sizeof(b[4]), w, ta_fn_row_avg(w)),
+		       row_time(b[4], sizeof(b[4]), w, ta_prof_row_avg(w)),
 		       row_time(b[5], sizeof(b[5]), w, w->p50),
 		       row_time(b[6], sizeof(b[6]), w, w->p90),
 		       row_time(b[7], sizeof(b[7]), w, w->p99));
@@ -363,10 +363,11 @@ static void csv_header(const struct report *r)
 	puts(r->src ? ",srcline" : "");
 }
 
-static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct ta_sess_thread *th)
+static void csv_rows(struct report *r, const struct ta_prof_table *t,
+		     const struct ta_sess_thread *th)
 {
 	for (size_t i = 0; i < t->n; i++) {
-		const struct ta_fn_row *w = &t->rows[i];
+		const struct ta_prof_row *w = &t->rows[i];
 
 		if (th) {
 			char pn[TA_PID_NAME_MAX];
@@ -381,10 +382,10 @@ static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct
 		printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->id.offset, w->calls,
 		       w->total, w->self);
 		/* No whole time known: empty fields. */
-		if (ta_fn_row_timed(w))
+		if (ta_prof_row_timed(w))
 			printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			       ",%" PRIu64,
-			       w->min, w->max, ta_fn_row_avg(w), w->p50, w->p90, w->p99);
+			       w->min, w->max, ta_prof_row_avg(w), w->p50, w->p90, w->p99);
 		else
 			fputs(",,,,,,", stdout);
 		printf(",%" PRIu64 ",%" PRIu64, w->open, w->partial);
@@ -400,11 +401,11 @@ static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct
 
 /* ---- JSON --------------------------------------------------------------------------- */
 
-static void json_rows(struct report *r, const struct ta_fn_table *t, const char *indent)
+static void json_rows(struct report *r, const struct ta_prof_table *t, const char *indent)
 {
 	putchar('[');
 	for (size_t i = 0; i < t->n; i++) {
-		const struct ta_fn_row *w = &t->rows[i];
+		const struct ta_prof_row *w = &t->rows[i];
 
 		printf("%s\n%s{\"name\": ", i ? "," : "", indent);
 		ta_json_str(stdout, w->id.name);
@@ -414,11 +415,11 @@ static void json_rows(struct report *r, const struct ta_fn_table *t, const char 
 		       ", \"self_ns\": %" PRIu64,
 		       w->id.offset, w->calls, w->total, w->self);
 		/* No whole time known: null, not 0. */
-		if (ta_fn_row_timed(w))
+		if (ta_prof_row_timed(w))
 			printf(", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
 			       ", \"avg_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64
 			       ", \"p90_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64,
-			       w->min, w->max, ta_fn_row_avg(w), w->p50, w->p90, w->p99);
+			       w->min, w->max, ta_prof_row_avg(w), w->p50, w->p90, w->p99);
 		else
 			printf(", \"min_ns\": null, \"max_ns\": null, \"avg_ns\": null, "
 			       "\"p50_ns\": null, \"p90_ns\": null, \"p99_ns\": null");
@@ -464,30 +465,30 @@ static int thread_shown(const struct report *r, const struct ta_sess_thread *t)
  * order; -1 without memory.  `first` tells emit whether it is the first. */
 static int each_thread(struct report *r,
 		       void (*emit)(struct report *r, const struct ta_sess_thread *t,
-				    const struct ta_fn_table *rs, int first))
+				    const struct ta_prof_table *rs, int first))
 {
 	int first = 1;
 
 	for (size_t i = 0; i < r->s->nthreads; i++) {
 		const struct ta_sess_thread *t = r->s->threads[i];
-		struct ta_fn_table rs;
+		struct ta_prof_table rs;
 
 		if (!thread_shown(r, t))
 			continue;
 		if (table_build(r, &rs, t->index) < 0) {
-			ta_fn_table_free(&rs);
+			ta_prof_table_free(&rs);
 			return -1;
 		}
 		table_sort(r, &rs);
 		emit(r, t, &rs, first);
-		ta_fn_table_free(&rs);
+		ta_prof_table_free(&rs);
 		first = 0;
 	}
 	return first ? 0 : 1;
 }
 
 static void json_thread(struct report *r, const struct ta_sess_thread *t,
-			const struct ta_fn_table *rs, int first)
+			const struct ta_prof_table *rs, int first)
 {
 	printf("%s\n   {\"tid\": %" PRIu64 ", ", first ? "" : ",", t->tid);
 	ta_json_pid(stdout, r->s, t->pid);
@@ -500,7 +501,7 @@ static void json_thread(struct report *r, const struct ta_sess_thread *t,
 }
 
 static void text_thread(struct report *r, const struct ta_sess_thread *t,
-			const struct ta_fn_table *rs, int first)
+			const struct ta_prof_table *rs, int first)
 {
 	char pn[TA_PID_NAME_MAX];
 
@@ -512,13 +513,13 @@ static void text_thread(struct report *r, const struct ta_sess_thread *t,
 }
 
 static void csv_thread(struct report *r, const struct ta_sess_thread *t,
-		       const struct ta_fn_table *rs, int first)
+		       const struct ta_prof_table *rs, int first)
 {
 	(void)first;
 	csv_rows(r, rs, t);
 }
 
-static int print_json(struct report *r, const struct ta_fn_table *all)
+static int print_json(struct report *r, const struct ta_prof_table *all)
 {
 	const struct ta_session *s = r->s;
 
@@ -585,7 +586,7 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 	return 0;
 }
 
-static int print_text(struct report *r, const struct ta_fn_table *all)
+static int print_text(struct report *r, const struct ta_prof_table *all)
 {
 	const struct ta_filter_info *f = ta_session_filters(r->s);
 
@@ -602,7 +603,7 @@ static int print_text(struct report *r, const struct ta_fn_table *all)
 	return each_thread(r, text_thread) < 0 ? -1 : 0;
 }
 
-static int print_csv(struct report *r, const struct ta_fn_table *all)
+static int print_csv(struct report *r, const struct ta_prof_table *all)
 {
 	csv_header(r);
 	if (!r->opt.threads) {
@@ -881,7 +882,7 @@ int ta_cmd_report(int argc, char **argv)
 {
 	struct report r;
 	struct ta_visitor v;
-	struct ta_fn_table all = {0};
+	struct ta_prof_table all = {0};
 	struct ta_libstats *ls = NULL;
 	int rc, status;
 
@@ -962,7 +963,7 @@ nomem:
 	fprintf(stderr, "traceagent: %s: out of memory\n", r.opt.path);
 	status = 1;
 out:
-	ta_fn_table_free(&all);
+	ta_prof_table_free(&all);
 	ta_libstats_free(ls);
 	free(r.ids);
 	ta_srclines_free(r.src);

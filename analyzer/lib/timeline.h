@@ -90,10 +90,10 @@ struct ta_tlapi {
 };
 
 struct ta_timeline {
-	struct ta_view meta; /* the metadata pass: names and clocks during the walk */
-	struct ta_view v;    /* the real pass */
-	struct ta_fntab fns; /* named through meta */
-	int64_t start_ns;    /* the dump's start on CLOCK_MONOTONIC */
+	struct ta_view meta;	/* the metadata pass: names and clocks during the walk */
+	struct ta_view v;	/* the real pass */
+	struct ta_fn_index fns; /* named through meta */
+	int64_t start_ns;	/* the dump's start on CLOCK_MONOTONIC */
 	const struct ta_tlopts *o;
 	void (*emit)(void *ctx, const struct ta_tlcall *c);
 	void (*api)(void *ctx, const struct ta_tlapi *a); /* may be NULL */
