@@ -666,3 +666,58 @@ void ta_opool_free(struct ta_opool *q)
 	free(q->tids);
 	q->ready = 0;
 }
+
+/* ---- zone args ---- */
+
+int ta_zone_args_add(struct ta_zone_args *za, const struct ta_tlapi *a,
+		     char *(*conv)(const char *text))
+{
+	struct ta_zone_arg *z = NULL;
+
+	for (size_t k = 0; k < za->n; k++)
+		if (za->v[k].t == a->t && za->v[k].depth == (uint32_t)a->zone_depth &&
+		    za->v[k].start_ns == a->zone_start_ns)
+			z = &za->v[k];
+	if (!z) {
+		z = ta_vec_reserve(za->v, za->n + 1, &za->cap, sizeof(*z), 8);
+		if (!z)
+			return -1;
+		za->v = z;
+		z = &za->v[za->n++];
+		memset(z, 0, sizeof(*z));
+		z->t = a->t;
+		z->depth = (uint32_t)a->zone_depth;
+		z->start_ns = a->zone_start_ns;
+	}
+	if (a->e->kind == TA_EXT_ZONE_VALUE) {
+		z->has_value = 1;
+		z->value = a->e->value;
+		return 0;
+	}
+	free(z->text);
+	z->text = conv(a->e->text);
+	return z->text ? 0 : -1;
+}
+
+int ta_zone_args_take(struct ta_zone_args *za, const struct ta_sess_thread *t, uint32_t depth,
+		      int64_t start_ns, struct ta_zone_arg *out)
+{
+	for (size_t k = 0; k < za->n; k++) {
+		const struct ta_zone_arg *z = &za->v[k];
+
+		if (z->t != t || z->depth != depth || z->start_ns != start_ns)
+			continue;
+		*out = *z;
+		za->v[k] = za->v[--za->n];
+		return 1;
+	}
+	return 0;
+}
+
+void ta_zone_args_free(struct ta_zone_args *za)
+{
+	for (size_t i = 0; i < za->n; i++)
+		free(za->v[i].text);
+	free(za->v);
+	memset(za, 0, sizeof(*za));
+}
