@@ -106,8 +106,7 @@ static int load(struct diff *df, int k)
 	ta_profile_visitor(&o->prof, &v);
 	if (ta_view_open(&o->v, df->opt.path[k], &v) < 0)
 		return -1;
-	if (!(o->ids = ta_view_name_profile(&o->v, &o->prof)) ||
-	    ta_prof_table_build(&o->t, &o->v, &o->prof, o->ids, keep_name,
+	if (ta_prof_table_build(&o->t, &o->v, &o->prof, &o->ids, keep_name,
 				(void *)(uintptr_t)df->opt.function) < 0) {
 		fprintf(stderr, "traceagent: %s: out of memory\n", df->opt.path[k]);
 		o->v.status = 1;
@@ -330,15 +329,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 	struct ta_opts p;
 	int demangle = -1;
 	int npaths = 0, id;
+	const struct ta_opts_into into = {.demangle = &demangle,
+					  .json = &o->json,
+					  .function = &o->function,
+					  .top = &o->top,
+					  .sort = &o->sort};
 
 	memset(o, 0, sizeof(*o));
 	ta_opts_init(&p, "diff", diff_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -350,20 +350,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 2;
 			}
 			o->path[npaths++] = p.val;
-			break;
-		case TA_OPT_JSON:
-			o->json = 1;
-			break;
-		case TA_OPT_FUNCTION:
-			o->function = p.val;
-			break;
-		case TA_OPT_TOP:
-			if (ta_opts_top(&p, &o->top))
-				return 2;
-			break;
-		case TA_OPT_SORT:
-			if (ta_opts_sort(&p, &o->sort))
-				return 2;
 			break;
 		}
 	}

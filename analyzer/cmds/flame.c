@@ -431,28 +431,16 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 	struct ta_opts p;
 	int demangle = -1;
 	int id;
+	const struct ta_opts_into into = {
+	    .demangle = &demangle, .dump = &fl->path, .threads = &fl->threads, .output = &fl->out};
 
 	ta_opts_init(&p, "flame", flame_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		char *end;
 
 		switch (id) {
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_ARG:
-			if (ta_opts_dump(&p, &fl->path))
-				return 2;
-			break;
-		case TA_OPT_OUTPUT:
-			fl->out = p.val;
-			break;
-		case TA_OPT_THREADS:
-			fl->threads = 1;
-			break;
 		case O_TITLE:
 			fl->title = p.val;
 			break;

@@ -294,27 +294,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 	struct ta_opts p;
 	int demangle = -1;
 	int id;
+	const struct ta_opts_into into = {
+	    .demangle = &demangle, .dump = &o->path, .json = &o->json};
 
 	memset(o, 0, sizeof(*o));
 	o->factor = 2;
 	ta_opts_init(&p, "frames", frames_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		char *end;
 
 		switch (id) {
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_ARG:
-			if (ta_opts_dump(&p, &o->path))
-				return 2;
-			break;
-		case TA_OPT_JSON:
-			o->json = 1;
-			break;
 		case O_SET:
 			if (!p.val[0])
 				return ta_opts_bad(&p, "is not a frame set's name");

@@ -501,14 +501,14 @@ static int parse_args(int argc, char **argv, struct graph *g)
 	struct ta_opts p;
 	int demangle = -1;
 	int id;
+	const struct ta_opts_into into = {.demangle = &demangle,
+					  .json = &g->json,
+					  .threads = &g->threads,
+					  .srcline = &g->srcline};
 
 	ta_opts_init(&p, "graph", graph_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -521,17 +521,6 @@ static int parse_args(int argc, char **argv, struct graph *g)
 						"time\n");
 				return 2;
 			}
-			break;
-		case TA_OPT_JSON:
-			g->json = 1;
-			break;
-		case TA_OPT_THREADS:
-			g->threads = 1;
-			break;
-		case TA_OPT_SRCLINE:
-			if (!ta_srcline_built("graph"))
-				return 2;
-			g->srcline = 1;
 			break;
 		case TA_OPT_TID:
 		case TA_OPT_DEPTH:

@@ -533,28 +533,14 @@ static int parse_args(int argc, char **argv, struct replay *r)
 	struct ta_opts p;
 	int demangle = -1;
 	int id;
+	const struct ta_opts_into into = {
+	    .demangle = &demangle, .dump = &r->path, .json = &r->json, .srcline = &r->srcline};
 
 	ta_opts_init(&p, "replay", replay_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_ARG:
-			if (ta_opts_dump(&p, &r->path))
-				return 2;
-			break;
-		case TA_OPT_JSON:
-			r->json = 1;
-			break;
-		case TA_OPT_SRCLINE:
-			if (!ta_srcline_built("replay"))
-				return 2;
-			r->srcline = 1;
-			break;
 		case O_TIME:
 			r->time = 1;
 			break;

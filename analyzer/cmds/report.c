@@ -183,7 +183,7 @@ static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn *i
 static int table_build(struct report *r, struct ta_prof_table *t, uint32_t thread)
 {
 	r->thread = thread;
-	return ta_prof_table_build(t, &r->v, &r->prof, r->ids, keep_fstat, r);
+	return ta_prof_table_build(t, &r->v, &r->prof, &r->ids, keep_fstat, r);
 }
 
 static int row_cmp(const void *a, const void *b, void *ctx)
@@ -753,34 +753,24 @@ static int parse_args(int argc, char **argv, struct options *o)
 	struct ta_opts p;
 	int demangle = -1;
 	int json = 0, csv = 0, id;
+	const struct ta_opts_into into = {.demangle = &demangle,
+					  .json = &json,
+					  .csv = &csv,
+					  .threads = &o->threads,
+					  .srcline = &o->srcline,
+					  .function = &o->function,
+					  .top = &o->top,
+					  .sort = &o->sort};
 
 	memset(o, 0, sizeof(*o));
 	ta_opts_init(&p, "report", report_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
 			if (add_dump_arg(o, p.val) < 0)
 				return 2;
-			break;
-		case TA_OPT_JSON:
-			json = 1;
-			break;
-		case TA_OPT_CSV:
-			csv = 1;
-			break;
-		case TA_OPT_THREADS:
-			o->threads = 1;
-			break;
-		case TA_OPT_SRCLINE:
-			if (!ta_srcline_built("report"))
-				return 2;
-			o->srcline = 1;
 			break;
 		case O_ALLOC:
 			o->libcalls |= TA_LC_ALLOC;
@@ -814,17 +804,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (ta_opts_u64(&p, "is not a process id", &o->pid))
 				return 2;
 			o->have_pid = 1;
-			break;
-		case TA_OPT_FUNCTION:
-			o->function = p.val;
-			break;
-		case TA_OPT_TOP:
-			if (ta_opts_top(&p, &o->top))
-				return 2;
-			break;
-		case TA_OPT_SORT:
-			if (ta_opts_sort(&p, &o->sort))
-				return 2;
 			break;
 		}
 	}
@@ -930,7 +909,7 @@ int ta_cmd_report(int argc, char **argv)
 	}
 	if (r.opt.srcline && !(r.src = ta_srclines_new()))
 		goto nomem;
-	if (!(r.ids = ta_view_name_profile(&r.v, &r.prof)) || table_build(&r, &all, UINT32_MAX) < 0)
+	if (table_build(&r, &all, UINT32_MAX) < 0)
 		goto nomem;
 	table_sort(&r, &all);
 	/* The text report says it on its first line. */

@@ -228,6 +228,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	struct ta_opts p;
 	int id, k, sources = 0;
 	uint64_t n;
+	const struct ta_opts_into into = {.demangle = &o->demangle, .top = &o->top};
 
 	memset(o, 0, sizeof(*o));
 	o->interval_ns = 1000000000ull;
@@ -235,7 +236,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->top = BATCH_TOP;
 	ta_opts_init(&p, "top", opt_table, usage, argc, argv);
 	p.flags = TA_OPTS_LEADING;
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
 		case TA_OPT_EXIT:
 			/* -1 after --help: done, exit 0 (0 would mean go on). */
@@ -254,10 +255,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!o->count)
 				return ta_opts_bad(&p, "is not a count above 0");
 			break;
-		case TA_OPT_TOP:
-			if (ta_opts_top(&p, &o->top))
-				return 2;
-			break;
 		case TA_OPT_SORT:
 			if (ta_opts_choice(&p, col_keys, &k))
 				return 2;
@@ -265,10 +262,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_KEEP:
 			o->keep = p.val;
-			break;
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &o->demangle))
-				return 2;
 			break;
 		case O_SERVE:
 			o->kind = SRC_SERVE;

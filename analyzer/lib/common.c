@@ -754,15 +754,19 @@ static int row_percentiles(struct ta_prof_table *t, struct ta_view *v,
 }
 
 int ta_prof_table_build(struct ta_prof_table *t, struct ta_view *v, const struct ta_profile *prof,
-			const struct ta_fn *ids,
+			struct ta_fn **names,
 			int (*keep)(void *ctx, const struct ta_fstat *f, const struct ta_fn *id),
 			void *ctx)
 {
 	struct hpoint *buf = NULL;
+	const struct ta_fn *ids;
 	size_t cap = 0;
 	int rc = 0;
 
 	memset(t, 0, sizeof(*t));
+	if (!*names && !(*names = ta_view_name_profile(v, prof)))
+		return -1;
+	ids = *names;
 	t->next = calloc(prof->n ? prof->n : 1, sizeof(*t->next));
 	if (!t->next)
 		return -1;

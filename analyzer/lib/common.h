@@ -265,14 +265,15 @@ struct ta_prof_table {
 struct ta_fn *ta_view_name_profile(struct ta_view *v, const struct ta_profile *prof);
 
 /*
- * Merges the per-thread numbers of prof (named by ids) into one row per
- * function (module and offset, so a function of a forked program is one
- * row), converting ticks to ns with each process's clock.  keep (may be
- * NULL) chooses the ta_fstat entries taken.  Returns 0, or -1 without
- * memory; free t with ta_prof_table_free either way.
+ * Merges the per-thread numbers of prof, named by *names (an array parallel
+ * to prof->f; named first by ta_view_name_profile when *names is NULL: free
+ * it), into one row per function (module and offset, so a function of a
+ * forked program is one row), converting ticks to ns with each process's
+ * clock.  keep (may be NULL) chooses the ta_fstat entries taken.  Returns
+ * 0, or -1 without memory; free t with ta_prof_table_free either way.
  */
 int ta_prof_table_build(struct ta_prof_table *t, struct ta_view *v, const struct ta_profile *prof,
-			const struct ta_fn *ids,
+			struct ta_fn **names,
 			int (*keep)(void *ctx, const struct ta_fstat *f, const struct ta_fn *id),
 			void *ctx);
 void ta_prof_table_free(struct ta_prof_table *t);

@@ -231,7 +231,7 @@ static void report(struct ta_session *s, const struct ta_profile *prof, FILE *si
 	if (!ids || !names)
 		goto out;
 	name_functions(s, prof, ids, names);
-	if (ta_prof_table_build(&t, &v, prof, ids, NULL, NULL) == 0) {
+	if (ta_prof_table_build(&t, &v, prof, &ids, NULL, NULL) == 0) {
 		for (size_t i = 0; i < t.n; i++) {
 			const struct ta_prof_row *w = &t.rows[i];
 
