@@ -530,19 +530,13 @@ static int parse_args(int argc, char **argv, struct counters *cs)
 {
 	struct ta_opts p;
 	int id;
+	const struct ta_opts_into into = {.dump = &cs->path, .json = &cs->json};
 
 	ta_opts_init(&p, "counters", counters_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_ARG:
-			if (ta_opts_dump(&p, &cs->path))
-				return 2;
-			break;
-		case TA_OPT_JSON:
-			cs->json = 1;
-			break;
 		case O_SVG:
 			if (!*p.val)
 				return ta_opts_bad(&p, "is not a file name");

@@ -50,8 +50,8 @@ struct entry {
 struct one {
 	struct ta_view v;
 	struct ta_profile prof;
-	struct ta_fn_name *ids;
-	struct ta_fn_table t;
+	struct ta_fn *ids;
+	struct ta_prof_table t;
 };
 
 struct diff {
@@ -94,7 +94,7 @@ static void usage(FILE *f)
 
 /* ---- building ------------------------------------------------------------------- */
 
-static int keep_name(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id)
+static int keep_name(void *ctx, const struct ta_fstat *f, const struct ta_fn *id)
 {
 	const char *glob = ctx;
 
@@ -111,9 +111,8 @@ static int load(struct diff *df, int k)
 	ta_profile_visitor(&o->prof, &v);
 	if (ta_view_open(&o->v, df->opt.path[k], &v) < 0)
 		return -1;
-	if (!(o->ids = ta_view_name_profile(&o->v, &o->prof)) ||
-	    ta_fn_table_build(&o->t, &o->v, &o->prof, o->ids, keep_name,
-			      (void *)(uintptr_t)df->opt.function) < 0) {
+	if (ta_prof_table_build(&o->t, &o->v, &o->prof, &o->ids, keep_name,
+				(void *)(uintptr_t)df->opt.function) < 0) {
 		fprintf(stderr, "traceagent: %s: out of memory\n", df->opt.path[k]);
 		o->v.status = 1;
 		return -1;
@@ -140,7 +139,7 @@ static int match(struct diff *df)
 		return -1;
 	for (int k = 0; k < 2; k++)
 		for (size_t i = 0; i < df->d[k].t.n; i++) {
-			const struct ta_fn_row *r = &df->d[k].t.rows[i];
+			const struct ta_prof_row *r = &df->d[k].t.rows[i];
 			struct entry *e = &df->e[df->n++];
 
 			e->name = r->id.name;
@@ -337,20 +336,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 	struct ta_opts p;
 	int demangle = -1;
 	int npaths = 0, id;
+	const struct ta_opts_into into = {.demangle = &demangle,
+					  .json = &o->json,
+					  .function = &o->function,
+					  .top = &o->top,
+					  .sort = &o->sort};
 
 	memset(o, 0, sizeof(*o));
 	ta_opts_init(&p, "diff", diff_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
-		case TA_OPT_SYMFS:
-		case TA_OPT_DEBUG_DIR:
-			if (ta_opts_symfind(&p))
-				return 2;
-			break;
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -362,20 +357,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 2;
 			}
 			o->path[npaths++] = p.val;
-			break;
-		case TA_OPT_JSON:
-			o->json = 1;
-			break;
-		case TA_OPT_FUNCTION:
-			o->function = p.val;
-			break;
-		case TA_OPT_TOP:
-			if (ta_opts_top(&p, &o->top))
-				return 2;
-			break;
-		case TA_OPT_SORT:
-			if (ta_opts_sort(&p, &o->sort))
-				return 2;
 			break;
 		}
 	}
@@ -429,7 +410,7 @@ out:
 	for (int k = 0; k < 2; k++) {
 		struct one *o = &df.d[k];
 
-		ta_fn_table_free(&o->t);
+		ta_prof_table_free(&o->t);
 		free(o->ids);
 		ta_view_close(&o->v); /* also after a failed or no open */
 		ta_profile_free(&o->prof);

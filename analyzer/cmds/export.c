@@ -219,32 +219,18 @@ static int parse_args(int argc, char **argv, struct export *e)
 	struct ta_opts p;
 	int demangle = -1;
 	int id, k;
+	const struct ta_opts_into into = {
+	    .demangle = &demangle, .dump = &e->path, .srcline = &e->srcline, .output = &e->out};
 
 	ta_opts_init(&p, "export", export_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
-		case TA_OPT_SYMFS:
-		case TA_OPT_DEBUG_DIR:
-			if (ta_opts_symfind(&p))
-				return 2;
-			break;
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_ARG:
-			if (ta_opts_dump(&p, &e->path))
-				return 2;
-			break;
 		case O_FORMAT:
 			if (ta_opts_choice(&p, formats, &k))
 				return 2;
 			e->fmt = fmts[k];
-			break;
-		case TA_OPT_OUTPUT:
-			e->out = p.val;
 			break;
 		case O_BY:
 			if (ta_opts_choice(&p, bys, &k))
@@ -255,11 +241,6 @@ static int parse_args(int argc, char **argv, struct export *e)
 		case TA_OPT_THREADS:
 			e->threads = 1;
 			e->folded_only = 1;
-			break;
-		case TA_OPT_SRCLINE:
-			if (!ta_srcline_built("export"))
-				return 2;
-			e->srcline = 1;
 			break;
 		case TA_OPT_TID:
 		case TA_OPT_TIME_RANGE:

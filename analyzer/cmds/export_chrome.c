@@ -24,17 +24,6 @@
 #define BIG_EVENTS 1000000u
 #define BIG_BYTES  (256ull << 20)
 
-/* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open: put in its
- * slice's args when it ends (its thread, depth and start tell it). */
-struct zone_args {
-	const struct ta_sess_thread *t;
-	uint32_t depth;
-	int64_t start_ns;
-	char *text; /* a JSON string, or NULL */
-	int has_value;
-	uint64_t value;
-};
-
 /*
  * A stretch of the Chrome export's lines: the calls the timeline emitted,
  * their names and order-dependent parts (separator, a zone's args, the
@@ -100,7 +89,7 @@ static char *json_dup(const char *s)
 /* The JSON strings of function id; 0, or -1 without memory. */
 static int json_names(struct export *e, uint32_t id)
 {
-	const struct ta_fn *fn = &e->tl.fns.fn[id];
+	const struct ta_fn *fn = &e->tl.fns.fn[id].id;
 	char cat[300];
 
 	if (id >= e->nj) {
@@ -148,21 +137,17 @@ static const char *fmt_us(char *buf, size_t n, int64_t ns)
 static const char *zone_args(struct export *e, const struct ta_tlcall *c, int64_t start_ns,
 			     char *buf, size_t n)
 {
-	buf[0] = 0;
-	for (size_t k = 0; k < e->nza; k++) {
-		struct zone_args *z = &e->za[k];
-		size_t len = 0;
+	struct ta_zone_arg z;
+	size_t len = 0;
 
-		if (z->t != c->t || z->depth != c->depth || z->start_ns != start_ns)
-			continue;
-		if (z->text)
-			len += (size_t)snprintf(buf, n, ", \"text\": %s", z->text);
-		if (z->has_value && len < n)
-			snprintf(buf + len, n - len, ", \"value\": %" PRIu64, z->value);
-		free(z->text);
-		e->za[k] = e->za[--e->nza];
-		break;
-	}
+	buf[0] = 0;
+	if (!ta_zone_args_take(&e->za, c->t, c->depth, start_ns, &z))
+		return buf;
+	if (z.text)
+		len += (size_t)snprintf(buf, n, ", \"text\": %s", z.text);
+	if (z.has_value && len < n)
+		snprintf(buf + len, n - len, ", \"value\": %" PRIu64, z.value);
+	free(z.text);
 	return buf;
 }
 
@@ -380,7 +365,7 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 	}
 	r = &j->r[j->nr];
 	r->first = e->events == 0;
-	if (e->nza) {
+	if (e->za.n) {
 		int64_t start;
 		uint64_t dur;
 
@@ -432,43 +417,6 @@ static char *json_text(const char *s)
 		return NULL;
 	}
 	return buf;
-}
-
-static void zone_arg(struct export *e, const struct ta_tlapi *a)
-{
-	struct zone_args *z = NULL;
-
-	for (size_t k = 0; k < e->nza; k++)
-		if (e->za[k].t == a->t && e->za[k].depth == (uint32_t)a->zone_depth &&
-		    e->za[k].start_ns == a->zone_start_ns)
-			z = &e->za[k];
-	if (!z) {
-		if (e->nza == e->za_cap) {
-			struct zone_args *n =
-			    ta_vec_reserve(e->za, e->nza + 1, &e->za_cap, sizeof(*n), 8);
-
-			if (!n) {
-				e->nomem = 1;
-				return;
-			}
-			e->za = n;
-		}
-		z = &e->za[e->nza++];
-		memset(z, 0, sizeof(*z));
-		z->t = a->t;
-		z->depth = (uint32_t)a->zone_depth;
-		z->start_ns = a->zone_start_ns;
-	}
-	if (a->e->kind == TA_EXT_ZONE_VALUE) {
-		z->has_value = 1;
-		z->value = a->e->value;
-		return;
-	}
-	/* A later text replaces an earlier one, as a zone shows one. */
-	free(z->text);
-	z->text = json_text(a->e->text);
-	if (!z->text)
-		e->nomem = 1;
 }
 
 /* The start of an event of the API: its separator, phase, name, category
@@ -541,7 +489,8 @@ static void api_lines(void *ctx, const struct ta_tlapi *a)
 	case TA_EXT_ZONE_TEXT:
 	case TA_EXT_ZONE_VALUE:
 		if (a->zone_depth >= 0)
-			zone_arg(e, a);
+			if (ta_zone_args_add(&e->za, a, json_text) < 0)
+				e->nomem = 1;
 		break;
 	}
 }
@@ -639,9 +588,7 @@ void ta_export_chrome_free(struct export *e)
 	}
 	free(e->jname);
 	free(e->jcat);
-	for (size_t i = 0; i < e->nza; i++)
-		free(e->za[i].text);
-	free(e->za);
+	ta_zone_args_free(&e->za);
 	ta_xframes_free(&e->xf);
 }
 

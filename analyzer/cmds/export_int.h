@@ -32,9 +32,9 @@ struct export
 	int warned, nomem;
 
 	/* chrome: the manual API's events */
-	struct zone_args *za; /* texts and values waiting for their zone's slice */
-	size_t nza, za_cap;
-	struct ta_xframes xf; /* the frame marks: slices after the run */
+	struct ta_zone_args za; /* texts and values waiting for their zone's slice
+				   (JSON strings) */
+	struct ta_xframes xf;	/* the frame marks: slices after the run */
 
 	/* chrome: the lines are formatted by jobs (-j: on the workers), the
 	 * timeline filling the current one; see chrome_rec. */

@@ -199,7 +199,7 @@ static int draw_open(void *ctx, uint32_t n, uint32_t depth)
 	struct flame *fl = ctx;
 	const struct ta_ctnode *node = &fl->ct->tree.n[n];
 	const struct ta_sess_thread *th = n ? ta_calltree_thread(fl->ct, node->key) : NULL;
-	const struct ta_fn *fn = n && !th ? &fl->ct->fns.fn[node->key] : NULL;
+	const struct ta_fn *fn = n && !th ? &fl->ct->fns.fn[node->key].id : NULL;
 	char buf[128], t[3][32];
 	const char *name;
 	double px, pw, py;
@@ -438,33 +438,16 @@ static int parse_args(int argc, char **argv, struct flame *fl)
 	struct ta_opts p;
 	int demangle = -1;
 	int id;
+	const struct ta_opts_into into = {
+	    .demangle = &demangle, .dump = &fl->path, .threads = &fl->threads, .output = &fl->out};
 
 	ta_opts_init(&p, "flame", flame_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		char *end;
 
 		switch (id) {
-		case TA_OPT_SYMFS:
-		case TA_OPT_DEBUG_DIR:
-			if (ta_opts_symfind(&p))
-				return 2;
-			break;
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_ARG:
-			if (ta_opts_dump(&p, &fl->path))
-				return 2;
-			break;
-		case TA_OPT_OUTPUT:
-			fl->out = p.val;
-			break;
-		case TA_OPT_THREADS:
-			fl->threads = 1;
-			break;
 		case O_TITLE:
 			fl->title = p.val;
 			break;

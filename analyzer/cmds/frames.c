@@ -40,7 +40,7 @@ struct options {
 };
 
 struct culprit {
-	const struct ta_fs_fn *f;
+	const struct ta_fs_row *f;
 	uint64_t excess_ns;
 };
 
@@ -113,7 +113,7 @@ static int summarize(const struct ta_fset *set, const struct options *o, struct 
 }
 
 /* The function's self time in frame i on the frame's thread. */
-static uint64_t own_in(const struct ta_fs_fn *f, uint32_t i)
+static uint64_t own_in(const struct ta_fs_row *f, uint32_t i)
 {
 	size_t lo = 0, hi = f->n;
 
@@ -147,7 +147,7 @@ static size_t culprits(const struct ta_fset *set, uint32_t i, struct culprit *al
 	size_t n = 0;
 
 	for (size_t k = 0; k < set->nfns; k++) {
-		const struct ta_fs_fn *f = &set->fns[k];
+		const struct ta_fs_row *f = &set->fns[k];
 		uint64_t self = own_in(f, i);
 
 		if (self > f->own_p50_ns)
@@ -301,32 +301,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 	struct ta_opts p;
 	int demangle = -1;
 	int id;
+	const struct ta_opts_into into = {
+	    .demangle = &demangle, .dump = &o->path, .json = &o->json};
 
 	memset(o, 0, sizeof(*o));
 	o->factor = 2;
 	ta_opts_init(&p, "frames", frames_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		char *end;
 
 		switch (id) {
-		case TA_OPT_SYMFS:
-		case TA_OPT_DEBUG_DIR:
-			if (ta_opts_symfind(&p))
-				return 2;
-			break;
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_ARG:
-			if (ta_opts_dump(&p, &o->path))
-				return 2;
-			break;
-		case TA_OPT_JSON:
-			o->json = 1;
-			break;
 		case O_SET:
 			if (!p.val[0])
 				return ta_opts_bad(&p, "is not a frame set's name");

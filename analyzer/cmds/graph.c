@@ -113,13 +113,13 @@ static void marks(const struct ta_ctnode *n)
 static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth, const char *name)
 {
 	const struct ta_sess_thread *th = ta_calltree_thread(g->ct, n->key);
-	const char *src = th ? NULL : g->ct->fns.fn[n->key].srcline;
+	const char *src = th ? NULL : g->ct->fns.fn[n->key].id.srcline;
 	char t[2][32], calls[24];
 
 	snprintf(calls, sizeof(calls), "%" PRIu64, n->calls);
 	printf("%10s %12s %12s  %s%s", th ? "" : calls, ta_fmt_time(t[0], sizeof(t[0]), n->total),
 	       th ? "" : ta_fmt_time(t[1], sizeof(t[1]), n->self), indent(g, depth), name);
-	if (!th && !strcmp(g->ct->fns.fn[n->key].module, TA_LIBCALL_MODULE))
+	if (!th && !strcmp(g->ct->fns.fn[n->key].id.module, TA_LIBCALL_MODULE))
 		fputs("  " TA_LIBCALL_MODULE, stdout);
 	if (src)
 		printf("  [%s]", src);
@@ -145,15 +145,16 @@ static int text_open(void *ctx, uint32_t n, uint32_t depth)
 
 static void json_fn(const struct graph *g, uint64_t key)
 {
-	const struct ta_fn *fn = &g->ct->fns.fn[key];
+	const struct ta_ct_entry *e = &g->ct->fns.fn[key];
+	const struct ta_fn *fn = &e->id;
 
 	printf("\"name\": ");
 	ta_json_str(stdout, fn->name);
 	printf(", \"module\": ");
 	ta_json_str(stdout, fn->module);
 	printf(", \"offset\": %" PRIu64, fn->offset);
-	if (fn->repeat)
-		printf(", \"repeat\": %" PRIu32, fn->repeat);
+	if (e->repeat)
+		printf(", \"repeat\": %" PRIu32, e->repeat);
 	if (g->srcline) {
 		printf(", \"srcline\": ");
 		if (fn->srcline)
@@ -402,7 +403,7 @@ static int one_function(struct graph *g, uint64_t key, int first)
 		char a[3][32];
 
 		printf("%s%s: %" PRIu64 " calls, total %s, self %s", first ? "" : "\n",
-		       g->ct->fns.fn[key].name, all.calls,
+		       g->ct->fns.fn[key].id.name, all.calls,
 		       ta_fmt_time(a[0], sizeof(a[0]), all.total),
 		       ta_fmt_time(a[1], sizeof(a[1]), all.self));
 		marks(&all);
@@ -449,7 +450,7 @@ static int match_cmp(const void *a, const void *b)
 static int by_function(struct graph *g)
 {
 	const struct ta_ctree *t = &g->ct->tree;
-	const struct ta_fntab *fns = &g->ct->fns;
+	const struct ta_fn_index *fns = &g->ct->fns;
 	struct match *m = calloc(fns->n ? fns->n : 1, sizeof(*m));
 	uint32_t nm = 0;
 	int rc = 0;
@@ -460,7 +461,7 @@ static int by_function(struct graph *g)
 	for (uint32_t i = 0; i < fns->n; i++) {
 		struct print p = {.g = g, .t = t, .key = i};
 
-		if (fns->fn[i].base != i || !ta_ct_fn_glob(g->function, &fns->fn[i]))
+		if (fns->fn[i].base != i || !ta_fn_glob(g->function, &fns->fn[i].id))
 			continue;
 		ta_ctree_walk(t, 0, find_open, NULL, &p);
 		m[nm].id = i;
@@ -507,19 +508,14 @@ static int parse_args(int argc, char **argv, struct graph *g)
 	struct ta_opts p;
 	int demangle = -1;
 	int id;
+	const struct ta_opts_into into = {.demangle = &demangle,
+					  .json = &g->json,
+					  .threads = &g->threads,
+					  .srcline = &g->srcline};
 
 	ta_opts_init(&p, "graph", graph_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
-		case TA_OPT_SYMFS:
-		case TA_OPT_DEBUG_DIR:
-			if (ta_opts_symfind(&p))
-				return 2;
-			break;
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
@@ -532,17 +528,6 @@ static int parse_args(int argc, char **argv, struct graph *g)
 						"time\n");
 				return 2;
 			}
-			break;
-		case TA_OPT_JSON:
-			g->json = 1;
-			break;
-		case TA_OPT_THREADS:
-			g->threads = 1;
-			break;
-		case TA_OPT_SRCLINE:
-			if (!ta_srcline_built("graph"))
-				return 2;
-			g->srcline = 1;
 			break;
 		case TA_OPT_TID:
 		case TA_OPT_DEPTH:
@@ -572,7 +557,7 @@ int ta_cmd_graph(int argc, char **argv)
 	g.ct = &g.tv.ct;
 	if (g.srcline) {
 		g.sl = ta_srclines_new();
-		ta_fntab_srclines(&g.ct->fns, g.sl);
+		ta_fn_index_srclines(&g.ct->fns, g.sl);
 	}
 	if (g.function) {
 		if (by_function(&g) < 0) {

@@ -71,7 +71,7 @@ static void usage(FILE *f)
 
 static void text_pc(struct ta_view *v, uint32_t pid, uint64_t pc, int is_return)
 {
-	struct ta_fn_name fn;
+	struct ta_fn fn;
 
 	ta_view_name(v, pid, pc - (is_return ? 1 : 0), &fn);
 	printf("%s (%s)", fn.name, ta_path_base(fn.module));
@@ -183,7 +183,7 @@ static void text_filter(struct ta_view *v, const struct ta_process *p)
 			n += f->fns[i].how == ways[w].how;
 		printf("    %s: %" PRIu64 " functions%s", ways[w].what, n, n ? ":" : "");
 		for (uint64_t i = 0, shown = 0; i < f->nfns; i++) {
-			struct ta_fn_name fn;
+			struct ta_fn fn;
 
 			if (f->fns[i].how != ways[w].how)
 				continue;

@@ -56,7 +56,7 @@ static void json_filter(struct ta_view *v, const struct ta_process *p)
 	       f->depth, f->min_duration_ns, ta_info_count_how(f, TA_FILTER_HOW_PATCHED),
 	       ta_info_count_how(f, TA_FILTER_HOW_RUNTIME));
 	for (uint64_t i = 0; i < f->nfns; i++) {
-		struct ta_fn_name fn;
+		struct ta_fn fn;
 		char k[64];
 
 		ta_view_name(v, p->pid, f->fns[i].addr, &fn);
@@ -101,7 +101,7 @@ static void json_channels(const struct api_counts *a)
  * return address, of the call before it). */
 static void json_pc(struct ta_view *v, uint32_t pid, uint64_t pc, uint64_t key)
 {
-	struct ta_fn_name fn;
+	struct ta_fn fn;
 
 	ta_view_name(v, pid, key, &fn);
 	printf("{\"pc\": %" PRIu64 ", \"function\": ", pc);

@@ -241,7 +241,7 @@ static uint32_t category_of(struct pf *x, uint32_t fn)
 	}
 	if (x->cat[fn])
 		return x->cat[fn];
-	name = ta_export_category(x->tl.fns.fn[fn].module, buf, sizeof(buf));
+	name = ta_export_category(x->tl.fns.fn[fn].id.module, buf, sizeof(buf));
 	for (k = 0; k < x->ncats && strcmp(x->cats[k], name); k++)
 		;
 	if (k == x->ncats) {
@@ -279,7 +279,7 @@ static uint32_t module_of(struct pf *x, uint32_t fn)
 	}
 	if (x->mod[fn])
 		return x->mod[fn];
-	name = ta_path_base(x->tl.fns.fn[fn].module);
+	name = ta_path_base(x->tl.fns.fn[fn].id.module);
 	for (k = 0; k < x->nmods && strcmp(x->mods[k], name); k++)
 		;
 	if (k == x->nmods) {
@@ -331,7 +331,7 @@ static void intern(struct pf *x, const struct ta_sess_thread *t, struct prec *r,
 		r->icat = x->cats[cat - 1];
 	if (!had_mod)
 		r->imod = x->mods[mod - 1];
-	r->iname = x->tl.fns.fn[fn].name;
+	r->iname = x->tl.fns.fn[fn].id.name;
 }
 
 /* ---- calls ------------------------------------------------------------------------ */
@@ -357,21 +357,16 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		r->open = !!(c->flags & TA_VISIT_OPEN);
 		r->partial = !r->open && (c->flags & TA_VISIT_INCOMPLETE);
 		/* A zone's text and value, given while it ran. */
-		if (x->nzones) {
+		if (x->zones.n) {
+			struct ta_zone_arg z;
 			int64_t start;
 			uint64_t dur;
 
 			ta_tlcall_times(&x->tl, c, &start, &dur);
-			for (size_t k = 0; k < x->nzones; k++) {
-				struct pf_zone *z = &x->zones[k];
-
-				if (z->t != c->t || z->depth != c->depth || z->start_ns != start)
-					continue;
-				r->text = z->text;
-				r->has_value = (unsigned char)z->has_value;
-				r->value = z->value;
-				x->zones[k] = x->zones[--x->nzones];
-				break;
+			if (ta_zone_args_take(&x->zones, c->t, c->depth, start, &z)) {
+				r->text = z.text;
+				r->has_value = (unsigned char)z.has_value;
+				r->value = z.value;
 			}
 		}
 	}
@@ -379,39 +374,6 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 }
 
 /* ---- the manual API ------------------------------------------------------------------ */
-
-static void zone_arg(struct pf *x, const struct ta_tlapi *a)
-{
-	struct pf_zone *z = NULL;
-
-	for (size_t k = 0; k < x->nzones; k++)
-		if (x->zones[k].t == a->t && x->zones[k].depth == (uint32_t)a->zone_depth &&
-		    x->zones[k].start_ns == a->zone_start_ns)
-			z = &x->zones[k];
-	if (!z) {
-		z = ta_vec_reserve(x->zones, x->nzones + 1, &x->zones_cap, sizeof(*z), 8);
-		if (!z) {
-			x->nomem = 1;
-			return;
-		}
-		x->zones = z;
-		z = &x->zones[x->nzones++];
-		memset(z, 0, sizeof(*z));
-		z->t = a->t;
-		z->depth = (uint32_t)a->zone_depth;
-		z->start_ns = a->zone_start_ns;
-	}
-	if (a->e->kind == TA_EXT_ZONE_VALUE) {
-		z->has_value = 1;
-		z->value = a->e->value;
-		return;
-	}
-	/* A later text replaces an earlier one, as a zone shows one. */
-	free(z->text);
-	z->text = strdup(a->e->text);
-	if (!z->text)
-		x->nomem = 1;
-}
 
 /* The counter track of (pid, name): its index, or -1 without memory. */
 static long counter_of(struct pf *x, uint32_t pid, const char *name)
@@ -509,7 +471,8 @@ static void api(void *ctx, const struct ta_tlapi *a)
 	case TA_EXT_ZONE_TEXT:
 	case TA_EXT_ZONE_VALUE:
 		if (a->zone_depth >= 0)
-			zone_arg(x, a);
+			if (ta_zone_args_add(&x->zones, a, strdup) < 0)
+				x->nomem = 1;
 		break;
 	}
 }
@@ -832,8 +795,6 @@ out:
 		free(x.counters[i].name);
 	free(x.counters);
 	ta_xframes_free(&x.xf);
-	for (size_t i = 0; i < x.nzones; i++)
-		free(x.zones[i].text);
-	free(x.zones);
+	ta_zone_args_free(&x.zones);
 	return status;
 }

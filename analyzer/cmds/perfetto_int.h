@@ -119,17 +119,6 @@ struct pf_counter {
 	char *name;
 };
 
-/* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open, for its END
- * (trace processor merges the args of a BEGIN and its END). */
-struct pf_zone {
-	const struct ta_sess_thread *t;
-	uint32_t depth;
-	int64_t start_ns;
-	char *text;
-	int has_value;
-	uint64_t value;
-};
-
 /*
  * The packets are made by jobs (-j: on the workers), a stretch of events
  * each: the reader settles in a record what depends on the events before
@@ -226,8 +215,9 @@ struct pf {
 	struct pf_counter *counters;
 	size_t ncounters, counters_cap;
 	struct ta_xframes xf; /* the frame marks: slices after the run */
-	struct pf_zone *zones;
-	size_t nzones, zones_cap;
+	/* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open, for its
+	 * END (trace processor merges the args of a BEGIN and its END). */
+	struct ta_zone_args zones;
 };
 
 /* perfetto_pack.c: a ClockSnapshot.Clock of id at ts in b (incremental: the

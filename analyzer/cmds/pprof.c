@@ -272,13 +272,13 @@ static char *build_id(const struct ta_session *s, const char *path)
 /* Numbers the modules of the functions; -1 without memory. */
 static int modules(struct pp *x)
 {
-	const struct ta_fntab *ft = &x->tv.ct.fns;
+	const struct ta_fn_index *ft = &x->tv.ct.fns;
 
 	x->mod_of = calloc(ft->n ? ft->n : 1, sizeof(*x->mod_of));
 	if (!x->mod_of)
 		return -1;
 	for (uint32_t i = 0; i < ft->n; i++) {
-		const struct ta_fn *fn = &ft->fn[i];
+		const struct ta_fn *fn = &ft->fn[i].id;
 		size_t k;
 
 		if (!fn->module[0])
@@ -330,7 +330,7 @@ static void srcline_parts(struct pp *x, const char *src, uint64_t *file, int64_t
 
 static void tables(struct pp *x, int srcline)
 {
-	const struct ta_fntab *ft = &x->tv.ct.fns;
+	const struct ta_fn_index *ft = &x->tv.ct.fns;
 	struct ta_pb *b = &x->pb;
 
 	for (size_t k = 0; k < x->nmods; k++) {
@@ -352,7 +352,7 @@ static void tables(struct pp *x, int srcline)
 		drain(x, 0);
 	}
 	for (uint32_t i = 0; i < ft->n; i++) {
-		const struct ta_fn *fn = &ft->fn[i];
+		const struct ta_fn *fn = &ft->fn[i].id;
 		uint64_t name = sid(x, fn->name), file = 0;
 		int64_t line = 0;
 
@@ -429,7 +429,7 @@ int ta_export_pprof(FILE *f, const char *path, const struct ta_tidset *tids, int
 	if (srcline) {
 		sl = ta_srclines_new();
 		if (sl)
-			ta_fntab_srclines(&x->tv.ct.fns, sl);
+			ta_fn_index_srclines(&x->tv.ct.fns, sl);
 	}
 	/* windowBits 15 + 16: the gzip framing pprof reads. */
 	if (deflateInit2(&x->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,

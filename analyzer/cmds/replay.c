@@ -115,7 +115,7 @@ static void usage(FILE *f)
 
 static const char *srcline(struct replay *r, uint32_t id)
 {
-	const struct ta_fn *fn = &r->tl.fns.fn[id];
+	const struct ta_fn *fn = &r->tl.fns.fn[id].id;
 
 	if (id >= r->nsrc) {
 		/* Two arrays of one capacity: nsrc set once both have it. */
@@ -281,7 +281,7 @@ static int is_partial(const struct ta_tlcall *c)
 
 static void json_call(struct replay *r, const struct ta_tlcall *c)
 {
-	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
+	const struct ta_fn *fn = &r->tl.fns.fn[c->fn].id;
 	FILE *out = r->out;
 
 	/* An object is written when its call ends. */
@@ -325,7 +325,7 @@ static void header(struct replay *r)
 static void emit(void *ctx, const struct ta_tlcall *c)
 {
 	struct replay *r = ctx;
-	const struct ta_fn *fn = &r->tl.fns.fn[c->fn];
+	const struct ta_fn *fn = &r->tl.fns.fn[c->fn].id;
 	const char *src = r->srcline ? srcline(r, c->fn) : NULL, *parens;
 	char dur[32], at[32];
 	FILE *out = r->out;
@@ -540,33 +540,14 @@ static int parse_args(int argc, char **argv, struct replay *r)
 	struct ta_opts p;
 	int demangle = -1;
 	int id;
+	const struct ta_opts_into into = {
+	    .demangle = &demangle, .dump = &r->path, .json = &r->json, .srcline = &r->srcline};
 
 	ta_opts_init(&p, "replay", replay_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
-		case TA_OPT_SYMFS:
-		case TA_OPT_DEBUG_DIR:
-			if (ta_opts_symfind(&p))
-				return 2;
-			break;
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
-		case TA_OPT_ARG:
-			if (ta_opts_dump(&p, &r->path))
-				return 2;
-			break;
-		case TA_OPT_JSON:
-			r->json = 1;
-			break;
-		case TA_OPT_SRCLINE:
-			if (!ta_srcline_built("replay"))
-				return 2;
-			r->srcline = 1;
-			break;
 		case O_TIME:
 			r->time = 1;
 			break;

@@ -58,7 +58,7 @@ struct report {
 	struct ta_view v;
 	struct ta_session *s; /* v.s */
 	struct ta_profile prof;
-	struct ta_fn_name *ids; /* parallel to prof.f */
+	struct ta_fn *ids; /* parallel to prof.f */
 	struct ta_srclines *src;
 	uint32_t thread; /* the table being built: a thread index, or UINT32_MAX */
 };
@@ -140,7 +140,7 @@ static void usage(FILE *f)
 /* The channel of a row: a zone's site's, a library call's class, else
  * "functions". */
 static const char *row_channel(const struct report *r, const struct ta_fstat *f,
-			       const struct ta_fn_name *id, char buf[32])
+			       const struct ta_fn *id, char buf[32])
 {
 	struct ta_process *p = ta_session_process(r->s, f->pid);
 
@@ -168,7 +168,7 @@ static const char *row_channel(const struct report *r, const struct ta_fstat *f,
 	return "functions";
 }
 
-static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id)
+static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn *id)
 {
 	const struct report *r = ctx;
 	char buf[32];
@@ -185,15 +185,15 @@ static int keep_fstat(void *ctx, const struct ta_fstat *f, const struct ta_fn_na
 }
 
 /* The rows of one thread (by index), or of all when thread is UINT32_MAX. */
-static int table_build(struct report *r, struct ta_fn_table *t, uint32_t thread)
+static int table_build(struct report *r, struct ta_prof_table *t, uint32_t thread)
 {
 	r->thread = thread;
-	return ta_fn_table_build(t, &r->v, &r->prof, r->ids, keep_fstat, r);
+	return ta_prof_table_build(t, &r->v, &r->prof, &r->ids, keep_fstat, r);
 }
 
 static int row_cmp(const void *a, const void *b, void *ctx)
 {
-	const struct ta_fn_row *x = a, *y = b;
+	const struct ta_prof_row *x = a, *y = b;
 	const enum ta_sort_key *key = ctx;
 	int c;
 
@@ -223,7 +223,7 @@ static int row_cmp(const void *a, const void *b, void *ctx)
 }
 
 /* Sorts and cuts to --top. */
-static void table_sort(struct report *r, struct ta_fn_table *t)
+static void table_sort(struct report *r, struct ta_prof_table *t)
 {
 	if (t->n) /* qsort_r wants an array, even for nothing */
 		qsort_r(t->rows, t->n, sizeof(*t->rows), row_cmp, &r->opt.sort);
@@ -231,7 +231,7 @@ static void table_sort(struct report *r, struct ta_fn_table *t)
 		t->n = (size_t)r->opt.top;
 }
 
-static const char *srcline_of(struct report *r, const struct ta_fn_row *w)
+static const char *srcline_of(struct report *r, const struct ta_prof_row *w)
 {
 	if (!r->src || !w->id.module[0])
 		return NULL;
@@ -243,7 +243,7 @@ static const char *srcline_of(struct report *r, const struct ta_fn_row *w)
 /* ---- text --------------------------------------------------------------------------- */
 
 /* Whether a row of t has calls open at the end or partial. */
-static int rows_incomplete(const struct ta_fn_table *t)
+static int rows_incomplete(const struct ta_prof_table *t)
 {
 	for (size_t i = 0; i < t->n; i++)
 		if (t->rows[i].open || t->rows[i].partial)
@@ -252,9 +252,9 @@ static int rows_incomplete(const struct ta_fn_table *t)
 }
 
 /* A duration of a row whose calls' times are all unknown is "-". */
-static const char *row_time(char *buf, size_t n, const struct ta_fn_row *w, uint64_t ns)
+static const char *row_time(char *buf, size_t n, const struct ta_prof_row *w, uint64_t ns)
 {
-	if (!ta_fn_row_timed(w)) {
+	if (!ta_prof_row_timed(w)) {
 		snprintf(buf, n, "-");
 		return buf;
 	}
@@ -263,7 +263,7 @@ static const char *row_time(char *buf, size_t n, const struct ta_fn_row *w, uint
 
 /* The table; the columns open and partial when a row has such calls.
  * Returns whether it had them. */
-static int text_rows(struct report *r, const struct ta_fn_table *t)
+static int text_rows(struct report *r, const struct ta_prof_table *t)
 {
 	char b[8][32];
 	int inc = rows_incomplete(t);
@@ -274,7 +274,7 @@ static int text_rows(struct report *r, const struct ta_fn_table *t)
 		printf(" %8s %8s", "open", "partial");
 	printf("  %-s  %s%s\n", "function", "module", r->src ? "  source" : "");
 	for (size_t i = 0; i < t->n; i++) {
-		const struct ta_fn_row *w = &t->rows[i];
+		const struct ta_prof_row *w = &t->rows[i];
 		const char *line = srcline_of(r, w);
 
 		printf("%10" PRIu64 " %12s %12s %12s %12s %12s %12s %12s %12s", w->calls,
@@ -282,7 +282,7 @@ static int text_rows(struct report *r, const struct ta_fn_table *t)
 		       ta_fmt_time(b[1], sizeof(b[1]), w->self),
 		       row_time(b[2], sizeof(b[2]), w, w->min),
 		       row_time(b[3], sizeof(b[3]), w, w->max),
-		       row_time(b[4], sizeof(b[4]), w, ta_fn_row_avg(w)),
+		       row_time(b[4], sizeof(b[4]), w, ta_prof_row_avg(w)),
 		       row_time(b[5], sizeof(b[5]), w, w->p50),
 		       row_time(b[6], sizeof(b[6]), w, w->p90),
 		       row_time(b[7], sizeof(b[7]), w, w->p99));
@@ -368,10 +368,11 @@ static void csv_header(const struct report *r)
 	puts(r->src ? ",srcline" : "");
 }
 
-static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct ta_sess_thread *th)
+static void csv_rows(struct report *r, const struct ta_prof_table *t,
+		     const struct ta_sess_thread *th)
 {
 	for (size_t i = 0; i < t->n; i++) {
-		const struct ta_fn_row *w = &t->rows[i];
+		const struct ta_prof_row *w = &t->rows[i];
 
 		if (th) {
 			char pn[TA_PID_NAME_MAX];
@@ -386,10 +387,10 @@ static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct
 		printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->id.offset, w->calls,
 		       w->total, w->self);
 		/* No whole time known: empty fields. */
-		if (ta_fn_row_timed(w))
+		if (ta_prof_row_timed(w))
 			printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			       ",%" PRIu64,
-			       w->min, w->max, ta_fn_row_avg(w), w->p50, w->p90, w->p99);
+			       w->min, w->max, ta_prof_row_avg(w), w->p50, w->p90, w->p99);
 		else
 			fputs(",,,,,,", stdout);
 		printf(",%" PRIu64 ",%" PRIu64, w->open, w->partial);
@@ -405,11 +406,11 @@ static void csv_rows(struct report *r, const struct ta_fn_table *t, const struct
 
 /* ---- JSON --------------------------------------------------------------------------- */
 
-static void json_rows(struct report *r, const struct ta_fn_table *t, const char *indent)
+static void json_rows(struct report *r, const struct ta_prof_table *t, const char *indent)
 {
 	putchar('[');
 	for (size_t i = 0; i < t->n; i++) {
-		const struct ta_fn_row *w = &t->rows[i];
+		const struct ta_prof_row *w = &t->rows[i];
 
 		printf("%s\n%s{\"name\": ", i ? "," : "", indent);
 		ta_json_str(stdout, w->id.name);
@@ -419,11 +420,11 @@ static void json_rows(struct report *r, const struct ta_fn_table *t, const char 
 		       ", \"self_ns\": %" PRIu64,
 		       w->id.offset, w->calls, w->total, w->self);
 		/* No whole time known: null, not 0. */
-		if (ta_fn_row_timed(w))
+		if (ta_prof_row_timed(w))
 			printf(", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
 			       ", \"avg_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64
 			       ", \"p90_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64,
-			       w->min, w->max, ta_fn_row_avg(w), w->p50, w->p90, w->p99);
+			       w->min, w->max, ta_prof_row_avg(w), w->p50, w->p90, w->p99);
 		else
 			printf(", \"min_ns\": null, \"max_ns\": null, \"avg_ns\": null, "
 			       "\"p50_ns\": null, \"p90_ns\": null, \"p99_ns\": null");
@@ -469,30 +470,30 @@ static int thread_shown(const struct report *r, const struct ta_sess_thread *t)
  * order; -1 without memory.  `first` tells emit whether it is the first. */
 static int each_thread(struct report *r,
 		       void (*emit)(struct report *r, const struct ta_sess_thread *t,
-				    const struct ta_fn_table *rs, int first))
+				    const struct ta_prof_table *rs, int first))
 {
 	int first = 1;
 
 	for (size_t i = 0; i < r->s->nthreads; i++) {
 		const struct ta_sess_thread *t = r->s->threads[i];
-		struct ta_fn_table rs;
+		struct ta_prof_table rs;
 
 		if (!thread_shown(r, t))
 			continue;
 		if (table_build(r, &rs, t->index) < 0) {
-			ta_fn_table_free(&rs);
+			ta_prof_table_free(&rs);
 			return -1;
 		}
 		table_sort(r, &rs);
 		emit(r, t, &rs, first);
-		ta_fn_table_free(&rs);
+		ta_prof_table_free(&rs);
 		first = 0;
 	}
 	return first ? 0 : 1;
 }
 
 static void json_thread(struct report *r, const struct ta_sess_thread *t,
-			const struct ta_fn_table *rs, int first)
+			const struct ta_prof_table *rs, int first)
 {
 	printf("%s\n   {\"tid\": %" PRIu64 ", ", first ? "" : ",", t->tid);
 	ta_json_pid(stdout, r->s, t->pid);
@@ -505,7 +506,7 @@ static void json_thread(struct report *r, const struct ta_sess_thread *t,
 }
 
 static void text_thread(struct report *r, const struct ta_sess_thread *t,
-			const struct ta_fn_table *rs, int first)
+			const struct ta_prof_table *rs, int first)
 {
 	char pn[TA_PID_NAME_MAX];
 
@@ -517,13 +518,13 @@ static void text_thread(struct report *r, const struct ta_sess_thread *t,
 }
 
 static void csv_thread(struct report *r, const struct ta_sess_thread *t,
-		       const struct ta_fn_table *rs, int first)
+		       const struct ta_prof_table *rs, int first)
 {
 	(void)first;
 	csv_rows(r, rs, t);
 }
 
-static int print_json(struct report *r, const struct ta_fn_table *all)
+static int print_json(struct report *r, const struct ta_prof_table *all)
 {
 	const struct ta_session *s = r->s;
 
@@ -590,7 +591,7 @@ static int print_json(struct report *r, const struct ta_fn_table *all)
 	return 0;
 }
 
-static int print_text(struct report *r, const struct ta_fn_table *all)
+static int print_text(struct report *r, const struct ta_prof_table *all)
 {
 	const struct ta_filter_info *f = ta_session_filters(r->s);
 
@@ -607,7 +608,7 @@ static int print_text(struct report *r, const struct ta_fn_table *all)
 	return each_thread(r, text_thread) < 0 ? -1 : 0;
 }
 
-static int print_csv(struct report *r, const struct ta_fn_table *all)
+static int print_csv(struct report *r, const struct ta_prof_table *all)
 {
 	csv_header(r);
 	if (!r->opt.threads) {
@@ -759,39 +760,24 @@ static int parse_args(int argc, char **argv, struct options *o)
 	struct ta_opts p;
 	int demangle = -1;
 	int json = 0, csv = 0, id;
+	const struct ta_opts_into into = {.demangle = &demangle,
+					  .json = &json,
+					  .csv = &csv,
+					  .threads = &o->threads,
+					  .srcline = &o->srcline,
+					  .function = &o->function,
+					  .top = &o->top,
+					  .sort = &o->sort};
 
 	memset(o, 0, sizeof(*o));
 	ta_opts_init(&p, "report", report_opts, usage, argc, argv);
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
-		case TA_OPT_SYMFS:
-		case TA_OPT_DEBUG_DIR:
-			if (ta_opts_symfind(&p))
-				return 2;
-			break;
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &demangle))
-				return 2;
-			break;
 		case TA_OPT_EXIT:
 			return p.status;
 		case TA_OPT_ARG:
 			if (add_dump_arg(o, p.val) < 0)
 				return 2;
-			break;
-		case TA_OPT_JSON:
-			json = 1;
-			break;
-		case TA_OPT_CSV:
-			csv = 1;
-			break;
-		case TA_OPT_THREADS:
-			o->threads = 1;
-			break;
-		case TA_OPT_SRCLINE:
-			if (!ta_srcline_built("report"))
-				return 2;
-			o->srcline = 1;
 			break;
 		case O_ALLOC:
 			o->libcalls |= TA_LC_ALLOC;
@@ -825,17 +811,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (ta_opts_u64(&p, "is not a process id", &o->pid))
 				return 2;
 			o->have_pid = 1;
-			break;
-		case TA_OPT_FUNCTION:
-			o->function = p.val;
-			break;
-		case TA_OPT_TOP:
-			if (ta_opts_top(&p, &o->top))
-				return 2;
-			break;
-		case TA_OPT_SORT:
-			if (ta_opts_sort(&p, &o->sort))
-				return 2;
 			break;
 		}
 	}
@@ -893,7 +868,7 @@ int ta_cmd_report(int argc, char **argv)
 {
 	struct report r;
 	struct ta_visitor v;
-	struct ta_fn_table all = {0};
+	struct ta_prof_table all = {0};
 	struct ta_libstats *ls = NULL;
 	int rc, status;
 
@@ -941,7 +916,7 @@ int ta_cmd_report(int argc, char **argv)
 	}
 	if (r.opt.srcline && !(r.src = ta_srclines_new()))
 		goto nomem;
-	if (!(r.ids = ta_view_name_profile(&r.v, &r.prof)) || table_build(&r, &all, UINT32_MAX) < 0)
+	if (table_build(&r, &all, UINT32_MAX) < 0)
 		goto nomem;
 	table_sort(&r, &all);
 	/* The text report says it on its first line. */
@@ -974,7 +949,7 @@ nomem:
 	fprintf(stderr, "traceagent: %s: out of memory\n", r.opt.path);
 	status = 1;
 out:
-	ta_fn_table_free(&all);
+	ta_prof_table_free(&all);
 	ta_libstats_free(ls);
 	free(r.ids);
 	ta_srclines_free(r.src);

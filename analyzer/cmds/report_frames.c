@@ -24,10 +24,10 @@ struct frames_opts {
 	int json;
 };
 
-static int fs_fn_cmp(const void *a, const void *b)
+static int fs_row_cmp(const void *a, const void *b)
 {
-	const struct ta_fs_fn *x = *(const struct ta_fs_fn *const *)a;
-	const struct ta_fs_fn *y = *(const struct ta_fs_fn *const *)b;
+	const struct ta_fs_row *x = *(const struct ta_fs_row *const *)a;
+	const struct ta_fs_row *y = *(const struct ta_fs_row *const *)b;
 	int c;
 
 	if (x->self_sum_ns != y->self_sum_ns)
@@ -37,7 +37,7 @@ static int fs_fn_cmp(const void *a, const void *b)
 }
 
 static void frames_row(const struct frames_opts *o, const struct ta_fset *set,
-		       const struct ta_fs_fn *f, int first)
+		       const struct ta_fs_row *f, int first)
 {
 	double calls = (double)f->calls / (double)set->nframes;
 	uint64_t avg = f->self_sum_ns / set->nframes;
@@ -67,7 +67,7 @@ static void frames_row(const struct frames_opts *o, const struct ta_fset *set,
 static int frames_print(const struct frames_opts *o, const struct ta_view *v,
 			const struct ta_fset *set)
 {
-	const struct ta_fs_fn **rows = NULL;
+	const struct ta_fs_row **rows = NULL;
 	size_t n = 0;
 
 	if (set && set->nfns && !(rows = malloc(set->nfns * sizeof(*rows))))
@@ -76,7 +76,7 @@ static int frames_print(const struct frames_opts *o, const struct ta_view *v,
 		if (!o->function || ta_fn_glob(o->function, &set->fns[i].id))
 			rows[n++] = &set->fns[i];
 	if (n)
-		qsort(rows, n, sizeof(*rows), fs_fn_cmp);
+		qsort(rows, n, sizeof(*rows), fs_row_cmp);
 	if (o->top && n > o->top)
 		n = (size_t)o->top;
 	if (o->json) {

@@ -235,6 +235,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	struct ta_opts p;
 	int id, k, sources = 0;
 	uint64_t n;
+	const struct ta_opts_into into = {.demangle = &o->demangle, .top = &o->top};
 
 	memset(o, 0, sizeof(*o));
 	o->interval_ns = 1000000000ull;
@@ -242,7 +243,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->top = BATCH_TOP;
 	ta_opts_init(&p, "top", opt_table, usage, argc, argv);
 	p.flags = TA_OPTS_LEADING;
-	while ((id = ta_opts_next(&p)) != TA_OPT_END) {
+	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
 		case TA_OPT_EXIT:
 			/* -1 after --help: done, exit 0 (0 would mean go on). */
@@ -261,10 +262,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!o->count)
 				return ta_opts_bad(&p, "is not a count above 0");
 			break;
-		case TA_OPT_TOP:
-			if (ta_opts_top(&p, &o->top))
-				return 2;
-			break;
 		case TA_OPT_SORT:
 			if (ta_opts_choice(&p, col_keys, &k))
 				return 2;
@@ -272,15 +269,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_KEEP:
 			o->keep = p.val;
-			break;
-		case TA_OPT_SYMFS:
-		case TA_OPT_DEBUG_DIR:
-			if (ta_opts_symfind(&p))
-				return 2;
-			break;
-		case TA_OPT_DEMANGLE:
-			if (ta_opts_demangle(&p, &o->demangle))
-				return 2;
 			break;
 		case O_SERVE:
 			o->kind = SRC_SERVE;
@@ -336,8 +324,8 @@ static enum col sort_col;
 
 static int fn_cmp(const void *a, const void *b)
 {
-	const struct ta_live_fn *x = *(const struct ta_live_fn *const *)a;
-	const struct ta_live_fn *y = *(const struct ta_live_fn *const *)b;
+	const struct ta_live_row *x = *(const struct ta_live_row *const *)a;
+	const struct ta_live_row *y = *(const struct ta_live_row *const *)b;
 	uint64_t u = 0, v = 0;
 	int c;
 
@@ -360,26 +348,26 @@ static int fn_cmp(const void *a, const void *b)
 	if (u != v)
 		return u > v ? -1 : 1;
 	/* Ties, and the name column: by name. */
-	c = strcmp(x->name, y->name);
-	return c ? c : strcmp(x->module, y->module);
+	c = strcmp(x->id.name, y->id.name);
+	return c ? c : strcmp(x->id.module, y->id.module);
 }
 
 /* The functions to show, sorted and filtered: how many into *out (owned by
  * the caller), or -1 without memory. */
 static long sorted_fns(const struct ta_live_snap *sn, enum col col, const char *filter,
-		       const struct ta_live_fn ***out)
+		       const struct ta_live_row ***out)
 {
-	const struct ta_live_fn **v = malloc((sn->nfns ? sn->nfns : 1) * sizeof(*v));
+	const struct ta_live_row **v = malloc((sn->nfns ? sn->nfns : 1) * sizeof(*v));
 	size_t n = 0;
 
 	if (!v)
 		return -1;
 	for (size_t i = 0; i < sn->nfns; i++) {
-		const struct ta_live_fn *f = &sn->fns[i];
+		const struct ta_live_row *f = &sn->fns[i];
 
 		if (!f->calls && !f->self_ns)
 			continue;
-		if (filter[0] && !strstr(f->name, filter))
+		if (filter[0] && !strstr(f->id.name, filter))
 			continue;
 		v[n++] = f;
 	}
@@ -403,7 +391,7 @@ static const char *module_label(const char *module)
 
 /* A function's self time in the interval, in % of the program time the
  * interval covered (never more than 100 for one thread's function). */
-static double self_pct(const struct ta_live_snap *sn, const struct ta_live_fn *f)
+static double self_pct(const struct ta_live_snap *sn, const struct ta_live_row *f)
 {
 	return sn->span_ns ? 100.0 * (double)f->iself_ns / (double)sn->span_ns : 0;
 }
@@ -411,7 +399,7 @@ static double self_pct(const struct ta_live_snap *sn, const struct ta_live_fn *f
 static void batch_print(const struct ta_live_snap *sn, const struct options *o, uint64_t since_ns,
 			const struct source *s)
 {
-	const struct ta_live_fn **v;
+	const struct ta_live_row **v;
 	long n = sorted_fns(sn, o->sort, "", &v);
 	char lost[200];
 
@@ -443,12 +431,12 @@ static void batch_print(const struct ta_live_snap *sn, const struct options *o, 
 	printf("%12s %12s %14s %7s %14s %16s  %s  %s\n", "calls/s", "calls", "self_ns", "self%",
 	       "calls_all", "self_ns_all", "module", "name");
 	for (long i = 0; i < n && (uint64_t)i < o->top; i++) {
-		const struct ta_live_fn *f = v[i];
+		const struct ta_live_row *f = v[i];
 
 		printf("%12.0f %12" PRIu64 " %14" PRIu64 " %7.1f %14" PRIu64 " %16" PRIu64
 		       "  %s  %s\n",
 		       per_s(f->icalls, sn->interval_ns), f->icalls, f->iself_ns, self_pct(sn, f),
-		       f->calls, f->self_ns, module_label(f->module), f->name);
+		       f->calls, f->self_ns, module_label(f->id.module), f->id.name);
 	}
 	for (size_t i = 0; i < sn->nthr; i++) {
 		const struct ta_live_thr *t = &sn->thr[i];
@@ -591,7 +579,7 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 			used++;
 		}
 	} else {
-		const struct ta_live_fn **v;
+		const struct ta_live_row **v;
 		long n = sorted_fns(sn, o->sort, scr.filter, &v);
 		char h[NCOLS][16];
 
@@ -601,13 +589,13 @@ static void screen_draw(const struct ta_live_snap *sn, const struct options *o,
 		line(&b, 1, "%10s %10s %6s %12s %10s  %s", h[COL_CALLS], h[COL_SELF], "SELF%",
 		     h[COL_CALLS_ALL], h[COL_SELF_ALL], h[COL_NAME]);
 		for (long i = 0; i < n && i < body; i++) {
-			const struct ta_live_fn *f = v[i];
+			const struct ta_live_row *f = v[i];
 
 			line(&b, 0, "%10s %10s %5.1f%% %12" PRIu64 " %10s  %s [%s]",
 			     rate(t[0], sizeof(t[0]), per_s(f->icalls, sn->interval_ns)),
 			     ta_fmt_time(t[1], sizeof(t[1]), f->iself_ns), self_pct(sn, f),
-			     f->calls, ta_fmt_time(t[2], sizeof(t[2]), f->self_ns), f->name,
-			     module_label(f->module));
+			     f->calls, ta_fmt_time(t[2], sizeof(t[2]), f->self_ns), f->id.name,
+			     module_label(f->id.module));
 			used++;
 		}
 		free(v);

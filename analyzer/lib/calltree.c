@@ -112,34 +112,34 @@ static uint64_t fn_hash(const char *module, const char *name, uint64_t offset)
 
 static uint64_t fn_hash_of(const void *ctx, size_t i)
 {
-	const struct ta_fn *f = &((const struct ta_fntab *)ctx)->fn[i];
+	const struct ta_fn *f = &((const struct ta_fn_index *)ctx)->fn[i].id;
 
 	return fn_hash(f->module, f->name, f->offset);
 }
 
 static int fn_is(const void *ctx, size_t i, const void *key)
 {
-	const struct ta_fn *a = &((const struct ta_fntab *)ctx)->fn[i];
-	const struct ta_fn_name *b = key;
+	const struct ta_ct_entry *a = &((const struct ta_fn_index *)ctx)->fn[i];
+	const struct ta_fn *b = key;
 
 	/* A collapsed run shares its function's module and offset. */
 	if (a->base != i)
 		return 0;
-	return a->offset == b->offset && !strcmp(a->module, b->module) &&
-	       (a->module[0] || !strcmp(a->name, b->name));
+	return a->id.offset == b->offset && !strcmp(a->id.module, b->module) &&
+	       (a->id.module[0] || !strcmp(a->id.name, b->name));
 }
 
-void ta_fntab_init(struct ta_fntab *ft, struct ta_view *v)
+void ta_fn_index_init(struct ta_fn_index *ft, struct ta_view *v)
 {
 	memset(ft, 0, sizeof(*ft));
 	ft->v = v;
 }
 
-void ta_fntab_free(struct ta_fntab *ft)
+void ta_fn_index_free(struct ta_fn_index *ft)
 {
 	for (uint32_t i = 0; i < ft->n; i++)
 		if (ft->fn[i].repeat)
-			free((void *)(uintptr_t)ft->fn[i].name);
+			free((void *)(uintptr_t)ft->fn[i].id.name);
 	free(ft->fn);
 	free(ft->addrs);
 	ta_htab_free(&ft->by_fn);
@@ -147,13 +147,13 @@ void ta_fntab_free(struct ta_fntab *ft)
 }
 
 /* Room for one more function; -1 without memory. */
-static int fn_room(struct ta_fntab *ft)
+static int fn_room(struct ta_fn_index *ft)
 {
 	if (ft->n == ft->cap) {
 		/* ids are uint32_t: at most 2^30 functions */
 		size_t cap = ft->cap;
-		struct ta_fn *v = ta_vec_reserve_max(ft->fn, (size_t)ft->n + 1, &cap, sizeof(*v),
-						     256, (size_t)1 << 30);
+		struct ta_ct_entry *v = ta_vec_reserve_max(ft->fn, (size_t)ft->n + 1, &cap,
+							   sizeof(*v), 256, (size_t)1 << 30);
 
 		if (!v)
 			return -1;
@@ -164,7 +164,7 @@ static int fn_room(struct ta_fntab *ft)
 }
 
 /* The id of the function named nm, added when new; -1 without memory. */
-static int64_t fn_intern(struct ta_fntab *ft, const struct ta_fn_name *nm)
+static int64_t fn_intern(struct ta_fn_index *ft, const struct ta_fn *nm)
 {
 	uint64_t h = fn_hash(nm->module, nm->name, nm->offset);
 	size_t k;
@@ -177,10 +177,7 @@ static int64_t fn_intern(struct ta_fntab *ft, const struct ta_fn_name *nm)
 	if (fn_room(ft) < 0)
 		return -1;
 	memset(&ft->fn[ft->n], 0, sizeof(ft->fn[ft->n]));
-	ft->fn[ft->n].name = nm->name;
-	ft->fn[ft->n].full = nm->full;
-	ft->fn[ft->n].module = nm->module;
-	ft->fn[ft->n].offset = nm->offset;
+	ft->fn[ft->n].id = *nm;
 	ft->fn[ft->n].base = ft->n;
 	ta_htab_put(&ft->by_fn, k, ft->n);
 	return ft->n++;
@@ -191,15 +188,15 @@ static size_t addr_slot(uint32_t pid, uint64_t addr, size_t nslots)
 	return (size_t)ta_ct_mix64(addr ^ ((uint64_t)pid << 48) ^ pid) & (nslots - 1);
 }
 
-static int addr_slots_grow(struct ta_fntab *ft)
+static int addr_slots_grow(struct ta_fn_index *ft)
 {
 	size_t n = ft->addr_slots ? ft->addr_slots * 2 : 1024;
-	struct ta_fnaddr *slot = calloc(n, sizeof(*slot));
+	struct ta_pidaddr_slot *slot = calloc(n, sizeof(*slot));
 
 	if (!slot)
 		return -1;
 	for (size_t i = 0; i < ft->addr_slots; i++) {
-		const struct ta_fnaddr *a = &ft->addrs[i];
+		const struct ta_pidaddr_slot *a = &ft->addrs[i];
 		size_t k;
 
 		if (!a->id1)
@@ -214,9 +211,9 @@ static int addr_slots_grow(struct ta_fntab *ft)
 	return 0;
 }
 
-int64_t ta_fntab_id(struct ta_fntab *ft, uint32_t pid, uint64_t addr)
+int64_t ta_fn_index_id(struct ta_fn_index *ft, uint32_t pid, uint64_t addr)
 {
-	struct ta_fn_name nm;
+	struct ta_fn nm;
 	int64_t id;
 	size_t k;
 
@@ -238,11 +235,12 @@ int64_t ta_fntab_id(struct ta_fntab *ft, uint32_t pid, uint64_t addr)
 	return id;
 }
 
-void ta_fntab_srclines(struct ta_fntab *ft, struct ta_srclines *sl)
+void ta_fn_index_srclines(struct ta_fn_index *ft, struct ta_srclines *sl)
 {
 	for (uint32_t i = 0; i < ft->n; i++)
-		if (ft->fn[i].module[0])
-			ft->fn[i].srcline = ta_srcline(sl, ft->fn[i].module, ft->fn[i].offset);
+		if (ft->fn[i].id.module[0])
+			ft->fn[i].id.srcline =
+			    ta_srcline(sl, ft->fn[i].id.module, ft->fn[i].id.offset);
 }
 
 /* ---- the tree ----------------------------------------------------------------------- */
@@ -485,7 +483,7 @@ const char *ta_calltree_label(const struct ta_calltree *ct, uint64_t key, char *
 	const struct ta_sess_thread *t = ta_calltree_thread(ct, key);
 
 	if (!t)
-		return ct->fns.fn[key].name;
+		return ct->fns.fn[key].id.name;
 	if (t->name && t->name[0])
 		snprintf(buf, len, "thread %" PRIu64 " (%s)", t->tid, t->name);
 	else
@@ -513,7 +511,7 @@ int ta_calltree_cmp(const void *a, const void *b, void *ctx)
 		return x->calls > y->calls ? -1 : 1;
 	if (is_thread(x) || is_thread(y))
 		return x->key < y->key ? -1 : x->key > y->key;
-	return strcmp(ct->fns.fn[x->key].name, ct->fns.fn[y->key].name);
+	return strcmp(ct->fns.fn[x->key].id.name, ct->fns.fn[y->key].id.name);
 }
 
 /* ---- collapsing deep recursion ----------------------------------------------------------- */
@@ -521,7 +519,7 @@ int ta_calltree_cmp(const void *a, const void *b, void *ctx)
 /* The functions standing for runs, made by one collapse: rows are ids from
  * first on. */
 struct runs {
-	struct ta_fntab *ft;
+	struct ta_fn_index *ft;
 	uint32_t first;
 	struct ta_htab h;
 };
@@ -538,7 +536,7 @@ static uint64_t run_hash(uint32_t base, uint32_t repeat)
 static uint64_t run_hash_of(const void *ctx, size_t i)
 {
 	const struct runs *r = ctx;
-	const struct ta_fn *f = &r->ft->fn[r->first + i];
+	const struct ta_ct_entry *f = &r->ft->fn[r->first + i];
 
 	return run_hash(f->base, f->repeat);
 }
@@ -546,7 +544,7 @@ static uint64_t run_hash_of(const void *ctx, size_t i)
 static int run_is(const void *ctx, size_t i, const void *key)
 {
 	const struct runs *r = ctx;
-	const struct ta_fn *f = &r->ft->fn[r->first + i];
+	const struct ta_ct_entry *f = &r->ft->fn[r->first + i];
 	const struct run_key *k = key;
 
 	return f->base == k->base && f->repeat == k->repeat;
@@ -556,10 +554,10 @@ static int run_is(const void *ctx, size_t i, const void *key)
  * without memory. */
 static int64_t run_fn(struct runs *r, uint32_t base, uint32_t repeat)
 {
-	struct ta_fntab *ft = r->ft;
+	struct ta_fn_index *ft = r->ft;
 	struct run_key key = {base, repeat};
-	const struct ta_fn *b;
-	struct ta_fn *f;
+	const struct ta_ct_entry *b;
+	struct ta_ct_entry *f;
 	size_t k;
 	char *name;
 
@@ -571,11 +569,11 @@ static int64_t run_fn(struct runs *r, uint32_t base, uint32_t repeat)
 	if (fn_room(ft) < 0)
 		return -1;
 	b = &ft->fn[base];
-	if (asprintf(&name, "%s [x%" PRIu32 "]", b->name, repeat) < 0)
+	if (asprintf(&name, "%s [x%" PRIu32 "]", b->id.name, repeat) < 0)
 		return -1;
 	f = &ft->fn[ft->n];
 	*f = *b;
-	f->name = name;
+	f->id.name = name;
 	f->addrs = 0;
 	f->repeat = repeat;
 	f->base = base;
@@ -603,15 +601,15 @@ struct collapse {
  * its own, without a module; -1 without memory. */
 static int64_t deeper_fn(struct collapse *c)
 {
-	struct ta_fntab *ft = c->runs.ft;
+	struct ta_fn_index *ft = c->runs.ft;
 
 	if (c->deeper >= 0)
 		return c->deeper;
 	if (fn_room(ft) < 0)
 		return -1;
 	memset(&ft->fn[ft->n], 0, sizeof(ft->fn[ft->n]));
-	ft->fn[ft->n].name = TA_DEEPER_NAME;
-	ft->fn[ft->n].module = "";
+	ft->fn[ft->n].id.name = TA_DEEPER_NAME;
+	ft->fn[ft->n].id.module = "";
 	ft->fn[ft->n].base = UINT32_MAX;
 	c->deeper = ft->n++;
 	return c->deeper;
@@ -860,7 +858,7 @@ int ta_calltree_build(struct ta_calltree *ct, struct ta_pathrec *r, struct ta_vi
 	int rc = -1, done;
 
 	memset(ct, 0, sizeof(*ct));
-	ta_fntab_init(&ct->fns, v);
+	ta_fn_index_init(&ct->fns, v);
 	ct->split = split;
 	/* Threads of several processes: each node's thread gives its pid. */
 	if (s->nprocs > 1) {
@@ -885,7 +883,7 @@ int ta_calltree_build(struct ta_calltree *ct, struct ta_pathrec *r, struct ta_vi
 		if (thr)
 			thr[i] = thr[n->parent];
 		pid = thr ? s->threads[thr[i]]->pid : s->procs[0]->pid;
-		id = ta_fntab_id(&ct->fns, pid, n->key);
+		id = ta_fn_index_id(&ct->fns, pid, n->key);
 		if (id < 0)
 			goto out;
 		n->key = (uint64_t)id;
@@ -916,7 +914,7 @@ out:
 void ta_calltree_free(struct ta_calltree *ct)
 {
 	ta_ctree_free(&ct->tree);
-	ta_fntab_free(&ct->fns);
+	ta_fn_index_free(&ct->fns);
 }
 
 /* ---- the front -------------------------------------------------------------------------- */

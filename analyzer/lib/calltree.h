@@ -51,13 +51,11 @@ void ta_spaces_free(struct ta_spaces *sp);
 
 /* ---- functions by identity ------------------------------------------------------- */
 
-struct ta_fn {
-	const char *name;   /* as ta_view_name gives it */
-	const char *full;   /* ta_fn_name's full: what --function matches too */
-	const char *module; /* path, "" when outside every module */
-	uint64_t offset;
-	const char *srcline; /* "file:line" once ta_fntab_srclines ran, else NULL */
-	uint32_t addrs;	     /* (pid, address) pairs that name it */
+/* A function of the index: its record, and what the tree adds to it. */
+struct ta_ct_entry {
+	struct ta_fn id; /* as ta_view_name gives it; srcline once
+			    ta_fn_index_srclines ran */
+	uint32_t addrs;	 /* (pid, address) pairs that name it */
 	/* base is the entry's own id for a function.  Else the entry stands
 	 * for a run of repeat nested calls of function base, each calling
 	 * the next (a deep recursion), named "NAME [xREPEAT]"; or base is
@@ -66,40 +64,34 @@ struct ta_fn {
 	uint32_t repeat, base;
 };
 
+/* A slot of the index's hash of (pid, address) pairs. */
+struct ta_pidaddr_slot {
+	uint64_t addr;
+	uint32_t pid;
+	uint32_t id1; /* id + 1; 0 = an empty slot */
+};
+
 /*
  * Numbers the functions of a view: every (pid, address) pair gets the id of
  * its function, and pairs naming the same function (the same module and
  * offset, as in a forked child) share it.  Names come from ta_view_name and
  * live as long as the view.
  */
-struct ta_fnaddr {
-	uint64_t addr;
-	uint32_t pid;
-	uint32_t id1; /* id + 1; 0 = an empty slot */
-};
-
-struct ta_fntab {
+struct ta_fn_index {
 	struct ta_view *v;
-	struct ta_fn *fn;
+	struct ta_ct_entry *fn; /* by id */
 	uint32_t n, cap;
-	struct ta_fnaddr *addrs; /* open addressing over (pid, addr) */
+	struct ta_pidaddr_slot *addrs; /* open addressing over (pid, addr) */
 	size_t naddr, addr_slots;
 	struct ta_htab by_fn; /* ids by (module, offset) */
 };
 
-/* common.h's ta_fn_glob for a function of a table. */
-static inline int ta_ct_fn_glob(const char *glob, const struct ta_fn *f)
-{
-	return ta_glob_match(glob, f->name) ||
-	       (f->full && f->full != f->name && ta_glob_match(glob, f->full));
-}
-
-void ta_fntab_init(struct ta_fntab *ft, struct ta_view *v);
-void ta_fntab_free(struct ta_fntab *ft);
+void ta_fn_index_init(struct ta_fn_index *ft, struct ta_view *v);
+void ta_fn_index_free(struct ta_fn_index *ft);
 /* The id of the function at addr in process pid, or -1 without memory. */
-int64_t ta_fntab_id(struct ta_fntab *ft, uint32_t pid, uint64_t addr);
+int64_t ta_fn_index_id(struct ta_fn_index *ft, uint32_t pid, uint64_t addr);
 /* Fills each function's srcline (--srcline). */
-void ta_fntab_srclines(struct ta_fntab *ft, struct ta_srclines *sl);
+void ta_fn_index_srclines(struct ta_fn_index *ft, struct ta_srclines *sl);
 
 /* ---- the tree ------------------------------------------------------------------------ */
 
@@ -173,7 +165,7 @@ void ta_pathrec_visitor(struct ta_pathrec *r, struct ta_visitor *v);
 
 struct ta_calltree {
 	struct ta_ctree tree; /* keys: function ids, and TA_CT_THREAD | thread index */
-	struct ta_fntab fns;
+	struct ta_fn_index fns;
 	int split;	  /* one subtree per thread under the root */
 	uint64_t cut;	  /* paths cut at TA_DEPTH_MAX (ta_calltree_collapse) */
 	uint32_t threads; /* threads with calls in the tree */

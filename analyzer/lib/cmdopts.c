@@ -13,6 +13,7 @@
 
 #include "cmdopts.h"
 #include "session.h"
+#include "srcline.h"
 #include "symfind.h"
 
 #define JOBS_MAX 1024u
@@ -277,4 +278,72 @@ int ta_opts_need_dump(const struct ta_opts *p, const char *path)
 	if (path)
 		return 0;
 	return ta_usage_error(p->cmd, "no dump given");
+}
+
+/* 1 when the option is into's and was taken, 0 when it is the command's,
+ * or 2 when its value was refused. */
+static int take_into(struct ta_opts *p, int id, const struct ta_opts_into *into)
+{
+	switch (id) {
+	case TA_OPT_DEMANGLE:
+		if (!into->demangle)
+			return 0;
+		return ta_opts_demangle(p, into->demangle) ? 2 : 1;
+	case TA_OPT_ARG:
+		if (!into->dump)
+			return 0;
+		return ta_opts_dump(p, into->dump) ? 2 : 1;
+	case TA_OPT_JSON:
+		return into->json ? (*into->json = 1) : 0;
+	case TA_OPT_CSV:
+		return into->csv ? (*into->csv = 1) : 0;
+	case TA_OPT_THREADS:
+		return into->threads ? (*into->threads = 1) : 0;
+	case TA_OPT_SRCLINE:
+		if (!into->srcline)
+			return 0;
+		if (!ta_srcline_built(p->cmd))
+			return 2;
+		return *into->srcline = 1;
+	case TA_OPT_OUTPUT:
+		if (!into->output)
+			return 0;
+		*into->output = p->val;
+		return 1;
+	case TA_OPT_FUNCTION:
+		if (!into->function)
+			return 0;
+		*into->function = p->val;
+		return 1;
+	case TA_OPT_TOP:
+		if (!into->top)
+			return 0;
+		return ta_opts_top(p, into->top) ? 2 : 1;
+	case TA_OPT_SORT:
+		if (!into->sort)
+			return 0;
+		return ta_opts_sort(p, into->sort) ? 2 : 1;
+	case TA_OPT_SYMFS:
+	case TA_OPT_DEBUG_DIR:
+		/* Where every command that names functions looks for files. */
+		return ta_opts_symfind(p) ? 2 : 1;
+	}
+	return 0;
+}
+
+int ta_opts_next_into(struct ta_opts *p, const struct ta_opts_into *into)
+{
+	int id;
+
+	while ((id = ta_opts_next(p)) != TA_OPT_END && id != TA_OPT_EXIT) {
+		int r = take_into(p, id, into);
+
+		if (r == 2) {
+			p->status = 2;
+			return TA_OPT_EXIT;
+		}
+		if (!r)
+			return id;
+	}
+	return id;
 }

@@ -130,4 +130,25 @@ int ta_opts_dump(const struct ta_opts *p, const char **path);
  * (ta_usage_error). */
 int ta_opts_need_dump(const struct ta_opts *p, const char *path);
 
+/* ---- the shared options read the same way by every command ---- */
+
+/*
+ * Where ta_opts_next_into puts the shared options: a NULL target leaves its
+ * option to the command, which gets its id (as replay's --function, a
+ * filter of its timeline, or top's --sort, with keys of its own).
+ */
+struct ta_opts_into {
+	int *demangle;			 /* --demangle's mode (ta_opts_demangle) */
+	const char **dump;		 /* the positional word, the one dump (ta_opts_dump) */
+	int *json, *csv, *threads;	 /* set to 1 */
+	int *srcline;			 /* set to 1; refused by a build without source lines */
+	const char **output, **function; /* the value */
+	uint64_t *top;			 /* ta_opts_top */
+	enum ta_sort_key *sort;		 /* ta_opts_sort */
+};
+
+/* ta_opts_next, with the options into has a target for stored there
+ * instead of returned; TA_OPT_EXIT (status 2) after refusing one's value. */
+int ta_opts_next_into(struct ta_opts *p, const struct ta_opts_into *into);
+
 #endif /* TA_CMDOPTS_H */

@@ -488,7 +488,7 @@ static const char *own_name(struct ta_view *v, uint64_t addr)
 	return s;
 }
 
-void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_name *out)
+void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn *out)
 {
 	struct ta_process *p = ta_session_process(v->s, pid);
 	/* addr is the session's key: the address, tagged when a module was
@@ -501,6 +501,7 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 		out->module = TA_AGENT_MODULE;
 		out->offset = 0;
 		out->where = NULL;
+		out->srcline = NULL;
 		out->full = out->name;
 		return;
 	}
@@ -514,6 +515,7 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 	if (p)
 		addr = ta_process_addr(p, addr);
 	out->where = NULL;
+	out->srcline = NULL;
 	out->full = NULL;
 	if (site) {
 		out->where = site->where;
@@ -543,15 +545,15 @@ void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_n
 		out->full = out->name;
 }
 
-int ta_fn_glob(const char *glob, const struct ta_fn_name *id)
+int ta_fn_glob(const char *glob, const struct ta_fn *id)
 {
 	return ta_glob_match(glob, id->name) ||
 	       (id->full && id->full != id->name && ta_glob_match(glob, id->full));
 }
 
-struct ta_fn_name *ta_view_name_profile(struct ta_view *v, const struct ta_profile *prof)
+struct ta_fn *ta_view_name_profile(struct ta_view *v, const struct ta_profile *prof)
 {
-	struct ta_fn_name *ids = calloc(prof->n ? prof->n : 1, sizeof(*ids));
+	struct ta_fn *ids = calloc(prof->n ? prof->n : 1, sizeof(*ids));
 
 	if (!ids)
 		return NULL;
@@ -603,31 +605,31 @@ static uint64_t str_hash(const char *s)
 
 /* Taken from the product's middle: its low bits depend on the low bits of
  * the offset alone. */
-static uint64_t fn_hash(const struct ta_fn_name *id)
+static uint64_t fn_hash(const struct ta_fn *id)
 {
 	return ((str_hash(id->module) ^ id->offset) * 0x9e3779b97f4a7c15ull) >> 24;
 }
 
 static uint64_t row_hash(const void *ctx, size_t i)
 {
-	const struct ta_fn_table *t = ctx;
+	const struct ta_prof_table *t = ctx;
 
 	return fn_hash(&t->rows[i].id);
 }
 
 static int row_is(const void *ctx, size_t i, const void *key)
 {
-	const struct ta_fn_name *a = &((const struct ta_fn_table *)ctx)->rows[i].id, *b = key;
+	const struct ta_fn *a = &((const struct ta_prof_table *)ctx)->rows[i].id, *b = key;
 
 	return a->offset == b->offset && !strcmp(a->module, b->module) &&
 	       (a->module[0] || !strcmp(a->name, b->name));
 }
 
 /* Adds fstat i (converted to ns) to the row of its function. */
-static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const struct ta_fstat *f,
+static int rows_add(struct ta_prof_table *t, const struct ta_fn *id, const struct ta_fstat *f,
 		    uint32_t i, const struct ta_process *p)
 {
-	struct ta_fn_row *w;
+	struct ta_prof_row *w;
 	size_t k;
 	/* A function whose every call was left out, open or partial has no
 	 * min nor max. */
@@ -644,7 +646,7 @@ static int rows_add(struct ta_fn_table *t, const struct ta_fn_name *id, const st
 		w = &t->rows[ta_htab_at(&t->by_fn, k) - 1];
 	} else {
 		if (t->n == t->cap) {
-			struct ta_fn_row *v =
+			struct ta_prof_row *v =
 			    ta_vec_reserve(t->rows, t->n + 1, &t->cap, sizeof(*v), 64);
 
 			if (!v)
@@ -706,8 +708,9 @@ static uint64_t bucket_ns(const struct ta_process *p, const struct ta_fstat *f, 
 	return ns >= 18446744073709551615.0L ? UINT64_MAX : (uint64_t)llroundl(ns);
 }
 
-static int row_percentiles(struct ta_fn_table *t, struct ta_view *v, const struct ta_profile *prof,
-			   struct ta_fn_row *w, struct hpoint **buf, size_t *cap)
+static int row_percentiles(struct ta_prof_table *t, struct ta_view *v,
+			   const struct ta_profile *prof, struct ta_prof_row *w,
+			   struct hpoint **buf, size_t *cap)
 {
 	static const unsigned pct[3] = {50, 90, 99};
 	uint64_t *out[3] = {&w->p50, &w->p90, &w->p99};
@@ -763,16 +766,20 @@ static int row_percentiles(struct ta_fn_table *t, struct ta_view *v, const struc
 	return 0;
 }
 
-int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_profile *prof,
-		      const struct ta_fn_name *ids,
-		      int (*keep)(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id),
-		      void *ctx)
+int ta_prof_table_build(struct ta_prof_table *t, struct ta_view *v, const struct ta_profile *prof,
+			struct ta_fn **names,
+			int (*keep)(void *ctx, const struct ta_fstat *f, const struct ta_fn *id),
+			void *ctx)
 {
 	struct hpoint *buf = NULL;
+	const struct ta_fn *ids;
 	size_t cap = 0;
 	int rc = 0;
 
 	memset(t, 0, sizeof(*t));
+	if (!*names && !(*names = ta_view_name_profile(v, prof)))
+		return -1;
+	ids = *names;
 	t->next = calloc(prof->n ? prof->n : 1, sizeof(*t->next));
 	if (!t->next)
 		return -1;
@@ -787,7 +794,7 @@ int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_
 	}
 	for (size_t i = 0; i < t->n && !rc; i++) {
 		/* Every call left out (minimum duration), open or partial:
-		 * no whole time known (ta_fn_row_timed 0). */
+		 * no whole time known (ta_prof_row_timed 0). */
 		if (t->rows[i].min == UINT64_MAX)
 			t->rows[i].min = 0;
 		rc = row_percentiles(t, v, prof, &t->rows[i], &buf, &cap);
@@ -796,7 +803,7 @@ int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_
 	return rc;
 }
 
-void ta_fn_table_free(struct ta_fn_table *t)
+void ta_prof_table_free(struct ta_prof_table *t)
 {
 	free(t->rows);
 	ta_htab_free(&t->by_fn);

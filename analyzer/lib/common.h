@@ -85,8 +85,13 @@ const char *ta_view_incomplete(const struct ta_view *v);
  * "N more errors" for those not kept. */
 void ta_json_errors(FILE *f, const struct ta_view *v);
 
-/* A function's identity and name. */
-struct ta_fn_name {
+/*
+ * A function or zone: what it is (its module and offset; the name, for an
+ * address outside every module) and the names the views show.  The one
+ * record of a function: every table and aggregate of functions embeds it
+ * (as its member id) or refers to a table of them by index.
+ */
+struct ta_fn {
 	/* demangled (as the view's demangle says), or "module+0xOFFSET", or
 	 * "0xADDR" */
 	const char *name;
@@ -94,13 +99,16 @@ struct ta_fn_name {
 	const char *module; /* module path, "" when no module holds it */
 	uint64_t offset;    /* symbol value (address - bias), or the address */
 	const char *where;  /* a zone's "file:line" (its site's), else NULL */
+	/* "file:line" from the debug information, for the views that show it
+	 * (--srcline) and once they filled it, else NULL */
+	const char *srcline;
 };
 
 /* The module of a library call's zone (an interposed function, named by
  * the LIBCALLS chunk): the marker every view shows for them.  Its offset
  * is the function's index in the chunk. */
 #define TA_LIBCALL_MODULE "[libcall]"
-static inline int ta_fn_is_libcall(const struct ta_fn_name *f)
+static inline int ta_fn_is_libcall(const struct ta_fn *f)
 {
 	return f->module[0] == '[' && !strcmp(f->module, TA_LIBCALL_MODULE);
 }
@@ -108,7 +116,7 @@ static inline int ta_fn_is_libcall(const struct ta_fn_name *f)
 /* The module of a zone of the manual API (its offset: the site's id, the
  * same in every process). */
 #define TA_ZONE_MODULE "[zone]"
-static inline int ta_fn_is_zone(const struct ta_fn_name *f)
+static inline int ta_fn_is_zone(const struct ta_fn *f)
 {
 	return f->module[0] == '[' && !strcmp(f->module, TA_ZONE_MODULE);
 }
@@ -116,18 +124,18 @@ static inline int ta_fn_is_zone(const struct ta_fn_name *f)
 /* The module of the agent's own time (TA_WAIT_KEY's frames, named
  * TA_WAIT_NAME): not the program's. */
 #define TA_AGENT_MODULE "[traceagent]"
-static inline int ta_fn_is_agent(const struct ta_fn_name *f)
+static inline int ta_fn_is_agent(const struct ta_fn *f)
 {
 	return f->module[0] == '[' && !strcmp(f->module, TA_AGENT_MODULE);
 }
 
 /* Names the function at addr in process pid.  Never fails: the strings
  * live as long as the view. */
-void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn_name *out);
+void ta_view_name(struct ta_view *v, uint32_t pid, uint64_t addr, struct ta_fn *out);
 /* Whether --function's glob matches the function: its name as shown, or
  * its whole demangled name (so "*(int)" finds an overload in a view that
  * shows short names). */
-int ta_fn_glob(const char *glob, const struct ta_fn_name *id);
+int ta_fn_glob(const char *glob, const struct ta_fn *id);
 
 /* A function calling itself more than this many levels deep is shown as
  * one "NAME [xN]" by the views that print call paths (graph, folded,
@@ -212,8 +220,8 @@ static inline void ta_htab_put(struct ta_htab *h, size_t k, size_t i)
 /* ---- per-function tables (report, diff) ---- */
 
 /* One function's numbers over the activations a table took, in ns. */
-struct ta_fn_row {
-	struct ta_fn_name id;
+struct ta_prof_row {
+	struct ta_fn id;
 	uint64_t calls, open, total, self, min, max, sum;
 	/* Of calls: not open, but with only part of their time known (already
 	 * running when the dump began, or where chunks were lost).  Neither
@@ -232,7 +240,7 @@ struct ta_fn_row {
 
 /* The calls whose whole time is known: not left out, not open, not
  * partial. */
-static inline uint64_t ta_fn_row_timed(const struct ta_fn_row *w)
+static inline uint64_t ta_prof_row_timed(const struct ta_prof_row *w)
 {
 	uint64_t untimed = w->shorts + w->open + w->partial;
 
@@ -240,13 +248,13 @@ static inline uint64_t ta_fn_row_timed(const struct ta_fn_row *w)
 }
 
 /* The mean of the calls whose whole time is known. */
-static inline uint64_t ta_fn_row_avg(const struct ta_fn_row *w)
+static inline uint64_t ta_prof_row_avg(const struct ta_prof_row *w)
 {
-	return ta_fn_row_timed(w) ? w->sum / ta_fn_row_timed(w) : 0;
+	return ta_prof_row_timed(w) ? w->sum / ta_prof_row_timed(w) : 0;
 }
 
-struct ta_fn_table {
-	struct ta_fn_row *rows;
+struct ta_prof_table {
+	struct ta_prof_row *rows;
 	size_t n, cap;
 	struct ta_htab by_fn; /* rows by function (module, offset) */
 	uint32_t *next;	      /* per ta_fstat: the next one of its row (index + 1) */
@@ -254,20 +262,21 @@ struct ta_fn_table {
 
 /* Names every function of prof: an array parallel to prof->f (free it), or
  * NULL without memory. */
-struct ta_fn_name *ta_view_name_profile(struct ta_view *v, const struct ta_profile *prof);
+struct ta_fn *ta_view_name_profile(struct ta_view *v, const struct ta_profile *prof);
 
 /*
- * Merges the per-thread numbers of prof (named by ids) into one row per
- * function (module and offset, so a function of a forked program is one
- * row), converting ticks to ns with each process's clock.  keep (may be
- * NULL) chooses the ta_fstat entries taken.  Returns 0, or -1 without
- * memory; free t with ta_fn_table_free either way.
+ * Merges the per-thread numbers of prof, named by *names (an array parallel
+ * to prof->f; named first by ta_view_name_profile when *names is NULL: free
+ * it), into one row per function (module and offset, so a function of a
+ * forked program is one row), converting ticks to ns with each process's
+ * clock.  keep (may be NULL) chooses the ta_fstat entries taken.  Returns
+ * 0, or -1 without memory; free t with ta_prof_table_free either way.
  */
-int ta_fn_table_build(struct ta_fn_table *t, struct ta_view *v, const struct ta_profile *prof,
-		      const struct ta_fn_name *ids,
-		      int (*keep)(void *ctx, const struct ta_fstat *f, const struct ta_fn_name *id),
-		      void *ctx);
-void ta_fn_table_free(struct ta_fn_table *t);
+int ta_prof_table_build(struct ta_prof_table *t, struct ta_view *v, const struct ta_profile *prof,
+			struct ta_fn **names,
+			int (*keep)(void *ctx, const struct ta_fstat *f, const struct ta_fn *id),
+			void *ctx);
+void ta_prof_table_free(struct ta_prof_table *t);
 
 /* Lost events of a thread: what it counted, or what its end said. */
 uint64_t ta_thread_lost(const struct ta_sess_thread *t);

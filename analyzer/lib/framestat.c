@@ -411,7 +411,7 @@ static int cell_cmp(const void *a, const void *b)
 	return x->frame < y->frame ? -1 : x->frame > y->frame;
 }
 
-static uint64_t name_hash(const struct ta_fn_name *id)
+static uint64_t name_hash(const struct ta_fn *id)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
@@ -432,7 +432,7 @@ static uint64_t fn_hash(const void *ctx, size_t i)
 static int fn_is(const void *ctx, size_t i, const void *key)
 {
 	const struct ta_fset *set = ctx;
-	const struct ta_fn_name *k = key;
+	const struct ta_fn *k = key;
 
 	return !strcmp(set->fns[i].id.name, k->name) && !strcmp(set->fns[i].id.module, k->module);
 }
@@ -460,7 +460,7 @@ static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start
 		return -1;
 	for (size_t i = 0; i < set->ncells; i++) {
 		struct ta_fs_cell *c = &set->cells[i];
-		struct ta_fn_name id;
+		struct ta_fn id;
 		size_t k;
 		uint32_t at;
 
@@ -483,7 +483,7 @@ static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start
 			    !(tmp = malloc(set->ncells * sizeof(*tmp)))))
 		goto out;
 	for (size_t i = 0, nv = 0; i < set->ncells;) {
-		struct ta_fs_fn *f = &set->fns[set->cells[i].fn];
+		struct ta_fs_row *f = &set->fns[set->cells[i].fn];
 
 		f->v = &set->vals[nv];
 		for (; i < set->ncells && &set->fns[set->cells[i].fn] == f; i++) {

@@ -31,8 +31,8 @@ struct ta_fs_val {
 };
 
 /* A function or zone (merged by name and module) over the frames of a set. */
-struct ta_fs_fn {
-	struct ta_fn_name id;
+struct ta_fs_row {
+	struct ta_fn id;
 	struct ta_fs_val *v; /* the frames it ran in, by frame; the others are 0 */
 	size_t n;
 	uint64_t calls;	      /* over all frames */
@@ -50,7 +50,7 @@ struct ta_fset {
 	uint64_t *tid;	   /* per frame: its thread, the one that made its closing mark */
 	int64_t *start_ns; /* per frame, from the dump's start */
 	uint64_t *dur_ns;  /* per frame */
-	struct ta_fs_fn *fns;
+	struct ta_fs_row *fns;
 	size_t nfns;
 	struct ta_fs_val *vals; /* what fns point into */
 	/* While reading: (frame, address) -> ticks and calls. */

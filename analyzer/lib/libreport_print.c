@@ -37,7 +37,7 @@ struct out_row {
 
 static const char *caller_name(struct ta_libstats *ls, uint32_t pid, uint64_t addr)
 {
-	struct ta_fn_name id;
+	struct ta_fn id;
 
 	if (!addr)
 		return "(no caller)";

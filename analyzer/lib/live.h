@@ -35,7 +35,6 @@
 #include "common.h"
 #include "stream.h"
 
-/* One function or zone, merged over threads and processes, in a snapshot. */
 #define TA_LIVE_PROCS_MAX   256u       /* processes per stream */
 #define TA_LIVE_THREADS_MAX 4096u      /* threads per stream */
 #define TA_LIVE_ROWS_MAX    (1u << 19) /* distinct (thread, address) pairs */
@@ -48,9 +47,11 @@
 #define TA_LIVE_OTHER_THREADS "(other threads)"
 #define TA_LIVE_OTHER_FNS     "(other functions)"
 
-struct ta_live_fn {
-	const char *name;
-	const char *module;	   /* path, "[zone]", "[libcall]" or "" */
+/* One function or zone, merged over threads and processes, in a snapshot. */
+struct ta_live_row {
+	/* name and module (path, "[zone]", "[libcall]" or ""), what rows
+	 * merge by; no full name, no offset */
+	struct ta_fn id;
 	uint64_t icalls, iself_ns; /* the last interval */
 	uint64_t calls, self_ns;   /* since the start */
 };
@@ -88,7 +89,7 @@ struct ta_live_snap {
 	uint64_t lost_by[TA_LOST_NCAUSES + 1]; /* as the processes' END chunks say */
 	size_t nprocs, nthreads_live;
 	int ended; /* every process seen wrote its END */
-	struct ta_live_fn *fns;
+	struct ta_live_row *fns;
 	size_t nfns;
 	struct ta_live_thr *thr;
 	size_t nthr;

@@ -102,7 +102,7 @@ struct ta_live {
 	uint64_t events, pevents;
 
 	/* Functions merged by (name, module) for snapshots. */
-	struct ta_live_fn *fns;
+	struct ta_live_row *fns;
 	uint64_t *fn_hash;
 	size_t nfns, fns_cap;
 	struct ta_htab fn_by_name;

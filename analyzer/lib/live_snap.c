@@ -41,10 +41,10 @@ struct fn_key {
 static int fn_eq(const void *ctx, size_t i, const void *key)
 {
 	const struct fn_key *k = key;
-	const struct ta_live_fn *f = &k->L->fns[i];
+	const struct ta_live_row *f = &k->L->fns[i];
 
 	(void)ctx;
-	return !strcmp(f->name, k->name) && !strcmp(f->module, k->module);
+	return !strcmp(f->id.name, k->name) && !strcmp(f->id.module, k->module);
 }
 
 /* ---- naming ------------------------------------------------------------------------ */
@@ -151,7 +151,7 @@ static int32_t fn_get(struct ta_live *L, const char *name, const char *module)
 	if (L->nfns == L->fns_cap) {
 		/* Two arrays of one capacity: fns_cap set once both have it. */
 		size_t cap = L->fns_cap;
-		struct ta_live_fn *n = ta_vec_reserve(L->fns, L->nfns + 1, &cap, sizeof(*n), 64);
+		struct ta_live_row *n = ta_vec_reserve(L->fns, L->nfns + 1, &cap, sizeof(*n), 64);
 		uint64_t *nh;
 
 		if (!n)
@@ -164,7 +164,7 @@ static int32_t fn_get(struct ta_live *L, const char *name, const char *module)
 		L->fn_hash = nh;
 		L->fns_cap = cap;
 	}
-	L->fns[L->nfns] = (struct ta_live_fn){.name = name, .module = module};
+	L->fns[L->nfns] = (struct ta_live_row){.id = {.name = name, .module = module}};
 	L->fn_hash[L->nfns] = h;
 	ta_htab_put(&L->fn_by_name, k, L->nfns);
 	return (int32_t)L->nfns++;
@@ -248,7 +248,7 @@ int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *s
 		t->pevents = t->events;
 		for (size_t k = 0; k < t->nrows; k++) {
 			struct row *r = &t->rows[k];
-			struct ta_live_fn *f;
+			struct ta_live_row *f;
 
 			if (r->fn < 0) {
 				const char *name = TA_LIVE_OTHER_FNS, *module = "";
@@ -266,7 +266,7 @@ int ta_live_snap(struct ta_live *L, uint64_t interval_ns, struct ta_live_snap *s
 			f->iself_ns += to_ns(r->iself, rate);
 			if (r->iself > hot) {
 				hot = r->iself;
-				o->hot = f->name;
+				o->hot = f->id.name;
 				o->hot_self_ns = to_ns(hot, rate);
 			}
 			r->pcalls = r->calls;

@@ -82,9 +82,10 @@ void ta_sess_thread_close(struct ta_session *s, struct ta_sess_thread *t);
 
 /* ---- the parallel reader (session_par.c) and its per-chunk profiles ---- */
 
-/* A function of one EVENTS chunk, summed by a worker (calls completed in
- * the chunk; those that began before it are left to the merge). */
-struct ta_part_fn {
+/* The sums of one function address in one EVENTS chunk, made by a worker
+ * (calls completed in the chunk; those that began before it are left to
+ * the merge).  Names come later, from the merged profile (ta_fn). */
+struct ta_part_sum {
 	uint64_t addr;
 	uint64_t calls, unwound, total, self, min, max, sum;
 	uint64_t shorts;	  /* of calls: left out by the agent's minimum duration */
@@ -109,7 +110,7 @@ struct ta_chunk_part {
 	int ok;	  /* usable: decoded whole, no overflow, no deeper than allowed */
 	int hist; /* the histograms were filled */
 	struct ta_decoder dec;
-	struct ta_part_fn *fns;
+	struct ta_part_sum *fns;
 	size_t nfns, fns_cap;
 	uint32_t *slot; /* addr -> index + 1 */
 	size_t nslots;

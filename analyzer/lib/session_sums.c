@@ -93,7 +93,7 @@ static size_t part_hash(uint64_t addr, size_t nslots)
  * memory. */
 static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint64_t addr)
 {
-	struct ta_part_fn *f;
+	struct ta_part_sum *f;
 	size_t k;
 
 	if (cp->nslots) {
@@ -117,7 +117,7 @@ static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint
 		cp->nslots = n;
 	}
 	if (cp->nfns == cp->fns_cap) {
-		struct ta_part_fn *v =
+		struct ta_part_sum *v =
 		    ta_vec_reserve(cp->fns, cp->nfns + 1, &cp->fns_cap, sizeof(*v), 64);
 
 		if (!v)
@@ -154,7 +154,7 @@ static __attribute__((noinline)) int part_grow(struct ta_chunk_part *cp)
 static TA_INLINE int part_pop(struct ta_chunk_part *cp, uint64_t ticks, unsigned flags, int hist)
 {
 	struct ta_part_frame *f = &cp->stack[--cp->depth];
-	struct ta_part_fn *fn = &cp->fns[f->fn - 1];
+	struct ta_part_sum *fn = &cp->fns[f->fn - 1];
 	uint64_t dur, self;
 
 	if (cp->depth < cp->nph) {

@@ -777,7 +777,7 @@ int ta_sess_part_apply(struct ta_session *s, const struct ta_chunk *c, struct ta
 		frame_pop_w(s, t, cp->edges[i].ticks, cp->edges[i].flags, WALK_ANY);
 	}
 	for (size_t i = 0; i < cp->nfns; i++) {
-		const struct ta_part_fn *pf = &cp->fns[i];
+		const struct ta_part_sum *pf = &cp->fns[i];
 		struct ta_fstat *f = &prof->f[real[i] - 1];
 
 		if (!pf->calls)

@@ -224,7 +224,7 @@ static inline struct ta_tlthread *thread_state(struct ta_timeline *tl,
  * command reports it). */
 static int64_t fn_id(struct ta_timeline *tl, const struct ta_sess_thread *t, uint64_t addr)
 {
-	int64_t id = ta_fntab_id(&tl->fns, t->pid, addr);
+	int64_t id = ta_fn_index_id(&tl->fns, t->pid, addr);
 
 	if (id < 0)
 		tl->nomem = 1;
@@ -248,7 +248,7 @@ static int fn_matches(struct ta_timeline *tl, int64_t id)
 		tl->nmatch = (uint32_t)n;
 	}
 	if (!tl->match[id])
-		tl->match[id] = ta_ct_fn_glob(tl->o->function, &tl->fns.fn[id]) ? 2 : 1;
+		tl->match[id] = ta_fn_glob(tl->o->function, &tl->fns.fn[id].id) ? 2 : 1;
 	return tl->match[id] == 2;
 }
 
@@ -420,7 +420,7 @@ static void tl_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 	for (uint32_t k = t->depth; k-- > th->base;) {
 		int64_t id = fn_id(tl, t, t->stack[k].addr);
 
-		if (id >= 0 && !strcmp(tl->fns.fn[id].module, TA_ZONE_MODULE)) {
+		if (id >= 0 && !strcmp(tl->fns.fn[id].id.module, TA_ZONE_MODULE)) {
 			a.zone_depth = k - th->base;
 			a.zone_start_ns = ta_timeline_rel(tl, th->p, t->stack[k].enter);
 			a.zone_fn = (uint32_t)id;
@@ -479,7 +479,7 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 		return -1;
 	}
 	tl->start_ns = ta_session_start_ns(tl->meta.s);
-	ta_fntab_init(&tl->fns, &tl->meta);
+	ta_fn_index_init(&tl->fns, &tl->meta);
 	memset(&vis, 0, sizeof(vis));
 	vis.ctx = tl;
 	/* Only --function looks at the enters (a thread's state is made at
@@ -511,7 +511,7 @@ void ta_timeline_warnings(struct ta_timeline *tl)
 
 void ta_timeline_close(struct ta_timeline *tl)
 {
-	ta_fntab_free(&tl->fns);
+	ta_fn_index_free(&tl->fns);
 	free(tl->th);
 	free(tl->match);
 	ta_view_close(&tl->v);
@@ -665,4 +665,59 @@ void ta_opool_free(struct ta_opool *q)
 	free(q->state);
 	free(q->tids);
 	q->ready = 0;
+}
+
+/* ---- zone args ---- */
+
+int ta_zone_args_add(struct ta_zone_args *za, const struct ta_tlapi *a,
+		     char *(*conv)(const char *text))
+{
+	struct ta_zone_arg *z = NULL;
+
+	for (size_t k = 0; k < za->n; k++)
+		if (za->v[k].t == a->t && za->v[k].depth == (uint32_t)a->zone_depth &&
+		    za->v[k].start_ns == a->zone_start_ns)
+			z = &za->v[k];
+	if (!z) {
+		z = ta_vec_reserve(za->v, za->n + 1, &za->cap, sizeof(*z), 8);
+		if (!z)
+			return -1;
+		za->v = z;
+		z = &za->v[za->n++];
+		memset(z, 0, sizeof(*z));
+		z->t = a->t;
+		z->depth = (uint32_t)a->zone_depth;
+		z->start_ns = a->zone_start_ns;
+	}
+	if (a->e->kind == TA_EXT_ZONE_VALUE) {
+		z->has_value = 1;
+		z->value = a->e->value;
+		return 0;
+	}
+	free(z->text);
+	z->text = conv(a->e->text);
+	return z->text ? 0 : -1;
+}
+
+int ta_zone_args_take(struct ta_zone_args *za, const struct ta_sess_thread *t, uint32_t depth,
+		      int64_t start_ns, struct ta_zone_arg *out)
+{
+	for (size_t k = 0; k < za->n; k++) {
+		const struct ta_zone_arg *z = &za->v[k];
+
+		if (z->t != t || z->depth != depth || z->start_ns != start_ns)
+			continue;
+		*out = *z;
+		za->v[k] = za->v[--za->n];
+		return 1;
+	}
+	return 0;
+}
+
+void ta_zone_args_free(struct ta_zone_args *za)
+{
+	for (size_t i = 0; i < za->n; i++)
+		free(za->v[i].text);
+	free(za->v);
+	memset(za, 0, sizeof(*za));
 }

@@ -90,10 +90,10 @@ struct ta_tlapi {
 };
 
 struct ta_timeline {
-	struct ta_view meta; /* the metadata pass: names and clocks during the walk */
-	struct ta_view v;    /* the real pass */
-	struct ta_fntab fns; /* named through meta */
-	int64_t start_ns;    /* the dump's start on CLOCK_MONOTONIC */
+	struct ta_view meta;	/* the metadata pass: names and clocks during the walk */
+	struct ta_view v;	/* the real pass */
+	struct ta_fn_index fns; /* named through meta */
+	int64_t start_ns;	/* the dump's start on CLOCK_MONOTONIC */
 	const struct ta_tlopts *o;
 	void (*emit)(void *ctx, const struct ta_tlcall *c);
 	void (*api)(void *ctx, const struct ta_tlapi *a); /* may be NULL */
@@ -140,6 +140,39 @@ void ta_timeline_warnings(struct ta_timeline *tl);
  */
 int ta_timeline_first_ns(const struct ta_timeline *tl, uint32_t thread, int64_t *ns);
 void ta_timeline_close(struct ta_timeline *tl);
+
+/* ---- what the manual API gives an open zone (the exports) ---- */
+
+/* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open, kept for
+ * its call's end (its thread, depth and start tell it). */
+struct ta_zone_arg {
+	const struct ta_sess_thread *t;
+	uint32_t depth;
+	int64_t start_ns;
+	char *text; /* as the caller's conversion made it, or NULL */
+	int has_value;
+	uint64_t value;
+};
+
+struct ta_zone_args {
+	struct ta_zone_arg *v;
+	size_t n, cap;
+};
+
+/*
+ * Takes an API event a of kind TA_EXT_ZONE_TEXT or TA_EXT_ZONE_VALUE for
+ * the zone open at it: a value, or the text as conv makes it (a malloc'd
+ * string; NULL without memory) in place of an earlier one, as a zone shows
+ * one.  Returns 0, or -1 without memory.
+ */
+int ta_zone_args_add(struct ta_zone_args *za, const struct ta_tlapi *a,
+		     char *(*conv)(const char *text));
+/* The args of the zone call of thread t at depth that started at start_ns
+ * into out, taken out of za (out->text is the caller's to free): 1, or 0
+ * when it has none. */
+int ta_zone_args_take(struct ta_zone_args *za, const struct ta_sess_thread *t, uint32_t depth,
+		      int64_t start_ns, struct ta_zone_arg *out);
+void ta_zone_args_free(struct ta_zone_args *za);
 
 /* A time of process p (may be NULL: ticks are ns) in ns from the dump's start. */
 int64_t ta_timeline_rel(const struct ta_timeline *tl, const struct ta_process *p, uint64_t ticks);

@@ -200,8 +200,8 @@ static void check_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit
 
 /* "module+0xOFFSET" or "0xADDR", as the report names what it cannot
  * resolve; the strings go into names[] for the caller to free. */
-static void name_functions(struct ta_session *s, const struct ta_profile *prof,
-			   struct ta_fn_name *ids, char **names)
+static void name_functions(struct ta_session *s, const struct ta_profile *prof, struct ta_fn *ids,
+			   char **names)
 {
 	for (size_t i = 0; i < prof->n; i++) {
 		const struct ta_process *p = ta_session_process(s, prof->f[i].pid);
@@ -220,8 +220,8 @@ static void name_functions(struct ta_session *s, const struct ta_profile *prof,
 static void report(struct ta_session *s, const struct ta_profile *prof, FILE *sink)
 {
 	struct ta_view v;
-	struct ta_fn_table t;
-	struct ta_fn_name *ids = calloc(prof->n + 1, sizeof(*ids));
+	struct ta_prof_table t;
+	struct ta_fn *ids = calloc(prof->n + 1, sizeof(*ids));
 	char **names = calloc(prof->n + 1, sizeof(*names));
 	char buf[64];
 
@@ -231,9 +231,9 @@ static void report(struct ta_session *s, const struct ta_profile *prof, FILE *si
 	if (!ids || !names)
 		goto out;
 	name_functions(s, prof, ids, names);
-	if (ta_fn_table_build(&t, &v, prof, ids, NULL, NULL) == 0) {
+	if (ta_prof_table_build(&t, &v, prof, &ids, NULL, NULL) == 0) {
 		for (size_t i = 0; i < t.n; i++) {
-			const struct ta_fn_row *w = &t.rows[i];
+			const struct ta_prof_row *w = &t.rows[i];
 
 			CHECK(w->open <= w->calls);
 			CHECK(w->min <= w->max);
@@ -246,7 +246,7 @@ static void report(struct ta_session *s, const struct ta_profile *prof, FILE *si
 			ta_json_str(sink, ta_path_base(w->id.module));
 		}
 	}
-	ta_fn_table_free(&t);
+	ta_prof_table_free(&t);
 out:
 	for (size_t i = 0; names && i < prof->n; i++)
 		free(names[i]);

@@ -153,7 +153,7 @@ static void snap_check(struct ta_live *L, uint64_t *prev_events)
 	}
 	CHECK(ievents == sn.ievents);
 	for (size_t i = 0; i < sn.nfns; i++) {
-		CHECK(sn.fns[i].name && sn.fns[i].module);
+		CHECK(sn.fns[i].id.name && sn.fns[i].id.module);
 		CHECK(sn.fns[i].icalls <= sn.fns[i].calls);
 	}
 	if (sn.fr.set)

@@ -421,6 +421,44 @@ START_TEST(dumps)
 }
 END_TEST
 
+/* The shared options stored where the command says; the others, and those
+ * without a target, returned as ta_opts_next returns them. */
+START_TEST(shared_options_into)
+{
+	char w0[] = "t", w1[] = "--json", w2[] = "d", w3[] = "--top=3", w4[] = "--sort",
+	     w5[] = "self", w6[] = "-o", w7[] = "f", w8[] = "--function=g*", w9[] = "--time",
+	     w10[] = "--tid=5", w11[] = "--top=0";
+	char *argv[] = {w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, NULL};
+	const char *dump = NULL, *out = NULL;
+	enum ta_sort_key sort = TA_SORT_TOTAL;
+	uint64_t top = 0;
+	int json = 0;
+	/* No target for --function: the command takes it (as replay's). */
+	const struct ta_opts_into into = {
+	    .dump = &dump, .json = &json, .top = &top, .sort = &sort, .output = &out};
+	struct ta_opts p;
+
+	ta_opts_init(&p, "t", table, usage, 12, argv);
+	capture();
+	ck_assert_int_eq(ta_opts_next_into(&p, &into), TA_OPT_FUNCTION);
+	ck_assert_str_eq(p.val, "g*");
+	ck_assert_int_eq(ta_opts_next_into(&p, &into), O_TIME);
+	ck_assert_int_eq(ta_opts_next_into(&p, &into), TA_OPT_TID);
+	ck_assert_str_eq(p.val, "5");
+	ck_assert_uint_eq(top, 3);
+	ck_assert_int_eq(ta_opts_next_into(&p, &into), TA_OPT_EXIT);
+	ck_assert_int_eq(p.status, 2);
+	ck_assert_int_eq(ta_opts_next_into(&p, &into), TA_OPT_END);
+	release();
+	ck_assert_int_eq(json, 1);
+	ck_assert_str_eq(dump, "d");
+	ck_assert_int_eq(sort, TA_SORT_SELF);
+	ck_assert_str_eq(out, "f");
+	ck_assert_str_eq(got_out, "");
+	ck_assert_str_eq(got_err, "traceagent t: --top: '0' is not a positive number\n");
+}
+END_TEST
+
 /* The filters timeline.c takes from the parser. */
 START_TEST(filters)
 {
@@ -487,6 +525,7 @@ int main(void)
 	tcase_add_test(tc, numbers);
 	tcase_add_test(tc, choices);
 	tcase_add_test(tc, dumps);
+	tcase_add_test(tc, shared_options_into);
 	tcase_add_test(tc, filters);
 	suite_add_tcase(s, tc);
 	return ta_check_run(s);

@@ -159,7 +159,7 @@ START_TEST(caps_hold)
 	ck_assert_uint_le(sn.nfns, TA_LIVE_ROWS_MAX + 1);
 	for (size_t i = 0; i < sn.nfns; i++) {
 		calls += sn.fns[i].calls;
-		if (!strcmp(sn.fns[i].name, TA_LIVE_OTHER_FNS))
+		if (!strcmp(sn.fns[i].id.name, TA_LIVE_OTHER_FNS))
 			other_fn_calls = sn.fns[i].calls;
 	}
 	ck_assert_uint_eq(calls, (uint64_t)THREADS * FNS_PER_THREAD);
@@ -208,7 +208,7 @@ START_TEST(caps_quiet)
 	ck_assert_ptr_null(sn.capped);
 	ck_assert_uint_eq(sn.nthr, 1);
 	ck_assert_uint_eq(sn.nfns, 1);
-	ck_assert_str_eq(sn.fns[0].name, "0x401000");
+	ck_assert_str_eq(sn.fns[0].id.name, "0x401000");
 	ck_assert_uint_eq(sn.fns[0].calls, 1);
 	ck_assert_uint_eq(sn.fns[0].self_ns, 10);
 	ta_live_free(L);
