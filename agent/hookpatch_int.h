@@ -46,6 +46,8 @@ struct mod {
 	int slot_exit[MAX_SLOTS];
 	int nslots;
 	int found;
+	uint8_t build_id[32];  /* its GNU build-id (the first 32 bytes) */
+	uint32_t build_id_len; /* 0: none */
 };
 
 /* The module whose executable segment holds addr, in m: 0, or -1. */
@@ -59,6 +61,12 @@ int ta_hp_slot_kind(const struct mod *m, uintptr_t at);
  * 0). */
 int ta_hp_hook_kind(const struct mod *m, uintptr_t t,
 		    uintptr_t (*plt_slot)(const struct mod *m, uintptr_t t));
+
+/* Set by a decoder (under hookpatch's lock) when what it found depends
+ * on a value read from the module's data as it is now (a GOT entry, which
+ * another module loaded first may interpose) rather than on the code
+ * alone: such an analysis is not kept on disk (hookpatch_cache.h). */
+extern int ta_hp_read_data;
 
 /* ---- the calls found ---- */
 
