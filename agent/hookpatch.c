@@ -87,8 +87,6 @@
 
 #if HP_DECODER
 
-int ta_hp_read_data;
-
 /* Every call rewritten, for the restore.  Under hp_lock. */
 static struct site *sites;
 static size_t nsites, sites_cap;
@@ -164,10 +162,10 @@ void ta_hookpatch_cache_end(void)
 
 /* The calls of [fn, end) from the module's entry, in out: how many, or the
  * scan's -errno; -1000 when there is no usable entry.  An entry is used
- * only for the bytes it was made from (their hash; the decoder's verdict
- * depends on nothing else: an analysis that read the module's data is not
- * kept), and only when each of its calls is within the function and its
- * bytes are the code's. */
+ * only for the bytes it was made from (their hash) and the values the
+ * decoder read from the module's data (the same now), on which alone its
+ * verdict depends, and only when each of its calls is within the function
+ * and its bytes are the code's. */
 static int from_cache(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *out,
 		      uintptr_t *ret_at)
 {
@@ -178,11 +176,23 @@ static int from_cache(const struct mod *m, uintptr_t fn, uintptr_t end, struct s
 	e = ta_hpc_find(&cache, fn - m->bias, end - fn);
 	if (!e || ta_hpc_hash((const void *)fn, end - fn) != e->code_hash)
 		return -1000;
+	for (uint32_t i = 0; i < e->nreads; i++) {
+		const struct ta_hpc_site *c =
+		    &cache.sites[e->first + (uint32_t)(e->result > 0 ? e->result : 0) + i];
+		uintptr_t at = m->bias + (uintptr_t)c->at_off;
+		uint64_t off;
+
+		memcpy(&off, c->orig, 8);
+		if (c->kind != TA_HPC_READ || !ta_hp_readable(m, at) ||
+		    __atomic_load_n((const uintptr_t *)at, __ATOMIC_RELAXED) != m->bias + off)
+			return -1000;
+	}
 	for (int i = 0; i < e->result; i++) {
 		const struct ta_hpc_site *c = &cache.sites[e->first + (uint32_t)i];
 		uintptr_t at = m->bias + (uintptr_t)c->at_off;
 
-		if (at < fn || at + c->len > end || memcmp((const void *)at, c->orig, c->len))
+		if (c->kind > K_TAIL || at < fn || at + c->len > end ||
+		    memcmp((const void *)at, c->orig, c->len))
 			return -1000;
 		out[i].fn = fn;
 		out[i].at = at;
@@ -200,28 +210,39 @@ static int from_cache(const struct mod *m, uintptr_t fn, uintptr_t end, struct s
 static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *out,
 		uintptr_t *ret_at)
 {
-	struct ta_hpc_site cs[MAX_FN_SITES];
-	int n = from_cache(m, fn, end, out, ret_at);
+	struct ta_hpc_site cs[MAX_FN_SITES + HP_MAX_READS];
+	int n = from_cache(m, fn, end, out, ret_at), k = 0;
 
 	if (n != -1000)
 		return n;
 	memset(out, 0, MAX_FN_SITES * sizeof(*out));
 	*ret_at = 0;
-	ta_hp_read_data = 0;
+	ta_hp_reads.n = 0;
 	n = ta_hp_scan(m, fn, end, out, MAX_FN_SITES, ret_at);
 	/* A decoder missing or short of memory says nothing of the code. */
-	if (!cache_on || m->bias != cache_bias || ta_hp_read_data || n == -ENOSYS || n == -ENOMEM)
+	if (!cache_on || m->bias != cache_bias || ta_hp_reads.n > HP_MAX_READS || n == -ENOSYS ||
+	    n == -ENOMEM)
 		return n;
-	for (int i = 0; i < n; i++) {
-		memset(&cs[i], 0, sizeof(cs[i]));
-		cs[i].at_off = out[i].at - m->bias;
-		cs[i].len = out[i].len;
-		cs[i].kind = out[i].kind;
-		memcpy(cs[i].orig, out[i].orig, sizeof(cs[i].orig));
-		memcpy(cs[i].repl, out[i].repl, sizeof(cs[i].repl));
+	memset(cs, 0, sizeof(cs));
+	for (; k < n; k++) {
+		cs[k].at_off = out[k].at - m->bias;
+		cs[k].len = out[k].len;
+		cs[k].kind = out[k].kind;
+		memcpy(cs[k].orig, out[k].orig, sizeof(cs[k].orig));
+		memcpy(cs[k].repl, out[k].repl, sizeof(cs[k].repl));
+	}
+	/* A value read, as an offset from the bias (wrapping: one outside
+	 * the module matches again only where it is the same). */
+	for (int i = 0; i < ta_hp_reads.n; i++, k++) {
+		uint64_t off = (uint64_t)(ta_hp_reads.val[i] - m->bias);
+
+		cs[k].at_off = ta_hp_reads.at[i] - m->bias;
+		cs[k].len = 8;
+		cs[k].kind = TA_HPC_READ;
+		memcpy(cs[k].orig, &off, 8);
 	}
 	(void)ta_hpc_add(&cache, fn - m->bias, end - fn, *ret_at ? *ret_at - m->bias : 0,
-			 ta_hpc_hash((const void *)fn, end - fn), n, cs);
+			 ta_hpc_hash((const void *)fn, end - fn), n, (uint32_t)ta_hp_reads.n, cs);
 	return n;
 }
 

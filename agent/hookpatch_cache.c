@@ -15,9 +15,9 @@
  *   72  u64 FNV-1a 64 of everything after the header
  *   80  the entries, 40 bytes each, by increasing offset:
  *         u64 offset, u64 size, u64 ret offset, u64 hash of the function's
- *         bytes, i32 result, u32 0
- *       then the calls (struct ta_hpc_site), those of each entry with a
- *       result > 0 in the entries' order.
+ *         bytes, i32 result, u32 reads
+ *       then the calls (struct ta_hpc_site) of each entry (result of
+ *       them, if > 0) followed by its reads, in the entries' order.
  * A file whose size, counts, order or sum do not add up is ignored whole.
  *
  * Not the hot path: called at the start and after a dlopen, under
@@ -151,10 +151,10 @@ int ta_hpc_parse(struct ta_hpc *c, const uint8_t *p, size_t len)
 		int32_t r = (int32_t)get32(q + 32);
 
 		if ((i > 0 && get64(q) <= prev) || r > TA_HPC_MAX_SITES || r < -4095 ||
-		    get64(q + 8) == 0 || get32(q + 36) != 0)
+		    get64(q + 8) == 0 || get32(q + 36) > TA_HPC_MAX_READS)
 			return -1;
 		prev = get64(q);
-		used += r > 0 ? (uint64_t)r : 0;
+		used += (r > 0 ? (uint64_t)r : 0) + get32(q + 36);
 	}
 	if (used != nsites)
 		return -1;
@@ -162,7 +162,7 @@ int ta_hpc_parse(struct ta_hpc *c, const uint8_t *p, size_t len)
 		struct ta_hpc_site s;
 
 		memcpy(&s, sites + i * sizeof(s), sizeof(s));
-		if (s.len == 0 || s.len > 8 || s.kind > 2)
+		if (s.len == 0 || s.len > 8 || s.kind > TA_HPC_READ)
 			return -1;
 	}
 	if (c->n || c->nsites || reserve(c, (size_t)nent, (size_t)nsites) < 0)
@@ -177,8 +177,9 @@ int ta_hpc_parse(struct ta_hpc *c, const uint8_t *p, size_t len)
 		e->ret_off = get64(q + 16);
 		e->code_hash = get64(q + 24);
 		e->result = (int32_t)get32(q + 32);
+		e->nreads = get32(q + 36);
 		e->first = (uint32_t)used;
-		used += e->result > 0 ? (uint64_t)e->result : 0;
+		used += (e->result > 0 ? (uint64_t)e->result : 0) + e->nreads;
 	}
 	if (nsites)
 		memcpy(c->sites, sites, (size_t)nsites * sizeof(*c->sites));
@@ -219,7 +220,7 @@ uint8_t *ta_hpc_image(const struct ta_hpc *c, size_t *len)
 		if (n && order[n - 1]->fn_off == order[i]->fn_off)
 			continue;
 		order[n++] = order[i];
-		nsites += order[i]->result > 0 ? (size_t)order[i]->result : 0;
+		nsites += (order[i]->result > 0 ? (size_t)order[i]->result : 0) + order[i]->nreads;
 	}
 	*len = HDR_SIZE + n * ENT_SIZE + nsites * sizeof(struct ta_hpc_site);
 	img = calloc(1, *len);
@@ -243,8 +244,11 @@ uint8_t *ta_hpc_image(const struct ta_hpc *c, size_t *len)
 		memcpy(q + 16, &order[i]->ret_off, 8);
 		memcpy(q + 24, &order[i]->code_hash, 8);
 		memcpy(q + 32, &order[i]->result, 4);
-		if (order[i]->result > 0) {
-			size_t k = (size_t)order[i]->result * sizeof(struct ta_hpc_site);
+		memcpy(q + 36, &order[i]->nreads, 4);
+		{
+			size_t k = ((order[i]->result > 0 ? (size_t)order[i]->result : 0) +
+				    order[i]->nreads) *
+				   sizeof(struct ta_hpc_site);
 
 			memcpy(s, &c->sites[order[i]->first], k);
 			s += k;
@@ -278,13 +282,13 @@ const struct ta_hpc_ent *ta_hpc_find(const struct ta_hpc *c, uint64_t fn_off, ui
 }
 
 int ta_hpc_add(struct ta_hpc *c, uint64_t fn_off, uint64_t fn_size, uint64_t ret_off,
-	       uint64_t code_hash, int32_t result, const struct ta_hpc_site *sites)
+	       uint64_t code_hash, int32_t result, uint32_t nreads, const struct ta_hpc_site *sites)
 {
-	size_t k = result > 0 ? (size_t)result : 0;
+	size_t k = (result > 0 ? (size_t)result : 0) + nreads;
 	struct ta_hpc_ent *e;
 
-	if (result > TA_HPC_MAX_SITES || c->n >= TA_HPC_MAX_ENTS || fn_size == 0 ||
-	    reserve(c, c->n + 1, c->nsites + k) < 0)
+	if (result > TA_HPC_MAX_SITES || nreads > TA_HPC_MAX_READS || c->n >= TA_HPC_MAX_ENTS ||
+	    fn_size == 0 || reserve(c, c->n + 1, c->nsites + k) < 0)
 		return -1;
 	e = &c->e[c->n++];
 	e->fn_off = fn_off;
@@ -292,6 +296,7 @@ int ta_hpc_add(struct ta_hpc *c, uint64_t fn_off, uint64_t fn_size, uint64_t ret
 	e->ret_off = ret_off;
 	e->code_hash = code_hash;
 	e->result = result;
+	e->nreads = nreads;
 	e->first = (uint32_t)c->nsites;
 	if (k)
 		memcpy(&c->sites[c->nsites], sites, k * sizeof(*sites));

@@ -20,7 +20,10 @@
 
 #include "compiler.h"
 
-/* A call found, as in the file (32 bytes). */
+/* A call found, as in the file (32 bytes); or (kind TA_HPC_READ) a value
+ * the decoder read from the module's data: at_off where, orig the value
+ * less the load bias (u64). */
+#define TA_HPC_READ 3
 struct ta_hpc_site {
 	uint64_t at_off; /* the instruction, from the module's load bias */
 	uint8_t len, kind;
@@ -34,7 +37,8 @@ struct ta_hpc_ent {
 	uint64_t ret_off;	  /* the decoder's ret_at from the bias, or 0 */
 	uint64_t code_hash;	  /* ta_hpc_hash of the function's bytes */
 	int32_t result;		  /* calls found (>= 0), or the scan's -errno */
-	uint32_t first;		  /* its calls: sites[first .. first + result) */
+	uint32_t nreads;	  /* values read from the module's data */
+	uint32_t first;		  /* its calls, then its reads: sites[first ...] */
 };
 
 /* What a file must match: the module's build-id and its file's size. */
@@ -56,6 +60,7 @@ struct ta_hpc {
 /* The format's version: a file of another is ignored (and replaced). */
 #define TA_HPC_VERSION	 1
 #define TA_HPC_MAX_SITES 64
+#define TA_HPC_MAX_READS 8
 /* Entries a file may hold (a module's functions, bounded). */
 #define TA_HPC_MAX_ENTS (1u << 22)
 
@@ -85,9 +90,11 @@ int ta_hpc_store(const struct ta_hpc *c, const char *dir) TA_HIDDEN;
 /* The entry of the function at fn_off of size fn_size, or NULL. */
 const struct ta_hpc_ent *ta_hpc_find(const struct ta_hpc *c, uint64_t fn_off,
 				     uint64_t fn_size) TA_HIDDEN;
-/* Adds an entry (result < 0: no sites); 0, or -1 (no memory). */
+/* Adds an entry: sites holds its calls (result of them; none when result
+ * < 0), then its nreads reads.  0, or -1 (no memory, too many). */
 int ta_hpc_add(struct ta_hpc *c, uint64_t fn_off, uint64_t fn_size, uint64_t ret_off,
-	       uint64_t code_hash, int32_t result, const struct ta_hpc_site *sites) TA_HIDDEN;
+	       uint64_t code_hash, int32_t result, uint32_t nreads,
+	       const struct ta_hpc_site *sites) TA_HIDDEN;
 /* The hash an entry keeps of its function's bytes (FNV-1a 64). */
 uint64_t ta_hpc_hash(const void *p, size_t n) TA_HIDDEN;
 /* Empties c (its key kept). */

@@ -121,6 +121,22 @@ int ta_hp_mod_of(uintptr_t addr, struct mod *m)
 	return m->found ? 0 : -1;
 }
 
+struct hp_reads ta_hp_reads;
+
+uintptr_t ta_hp_read(uintptr_t at)
+{
+	/* Relaxed: the loader wrote it before the module's code could run. */
+	uintptr_t v = __atomic_load_n((const uintptr_t *)at, __ATOMIC_RELAXED);
+
+	if (ta_hp_reads.n < HP_MAX_READS) {
+		ta_hp_reads.at[ta_hp_reads.n] = at;
+		ta_hp_reads.val[ta_hp_reads.n] = v;
+	}
+	if (ta_hp_reads.n <= HP_MAX_READS)
+		ta_hp_reads.n++;
+	return v;
+}
+
 /* Whether the 8 bytes at a are in the module's file-backed segments. */
 int ta_hp_readable(const struct mod *m, uintptr_t a)
 {

@@ -49,13 +49,15 @@ static struct ta_hpc_site site(uint64_t off, uint8_t len, uint8_t kind)
 static void fill(struct ta_hpc *c)
 {
 	struct ta_hpc_site a[2] = {site(0x1004, 5, 0), site(0x1030, 5, 1)};
-	struct ta_hpc_site b[3] = {site(0x504, 6, 0), site(0x520, 6, 1), site(0x540, 5, 2)};
+	/* The last: a value read from the module's data (a GOT entry). */
+	struct ta_hpc_site b[4] = {site(0x504, 6, 0), site(0x520, 6, 1), site(0x540, 5, 2),
+				   site(0x3008, 8, TA_HPC_READ)};
 
 	memset(c, 0, sizeof(*c));
 	key_of(&c->key, 3, 123456);
-	ck_assert_int_eq(ta_hpc_add(c, 0x1000, 0x40, 0x103a, 0x1111, 2, a), 0);
-	ck_assert_int_eq(ta_hpc_add(c, 0x2000, 0x80, 0, 0x2222, -ENOTSUP, NULL), 0);
-	ck_assert_int_eq(ta_hpc_add(c, 0x500, 0x50, 0, 0x3333, 3, b), 0);
+	ck_assert_int_eq(ta_hpc_add(c, 0x1000, 0x40, 0x103a, 0x1111, 2, 0, a), 0);
+	ck_assert_int_eq(ta_hpc_add(c, 0x2000, 0x80, 0, 0x2222, -ENOTSUP, 0, NULL), 0);
+	ck_assert_int_eq(ta_hpc_add(c, 0x500, 0x50, 0, 0x3333, 3, 1, b), 0);
 }
 
 static void same(const struct ta_hpc *x, const struct ta_hpc *y)
@@ -75,7 +77,9 @@ static void same(const struct ta_hpc *x, const struct ta_hpc *y)
 		ck_assert_int_eq(a->result, b->result);
 		ck_assert_uint_eq(a->ret_off, b->ret_off);
 		ck_assert_uint_eq(a->code_hash, b->code_hash);
-		for (int k = 0; k < a->result; k++)
+		ck_assert_uint_eq(a->nreads, b->nreads);
+		ck_assert_uint_eq(a->nreads, i == 0 ? 1 : 0);
+		for (int k = 0; k < (a->result > 0 ? a->result : 0) + (int)a->nreads; k++)
 			ck_assert_mem_eq(&x->sites[a->first + (uint32_t)k],
 					 &y->sites[b->first + (uint32_t)k],
 					 sizeof(struct ta_hpc_site));
@@ -92,7 +96,7 @@ START_TEST(hpc_round_trip)
 	fill(&c);
 	img = ta_hpc_image(&c, &len);
 	ck_assert_ptr_nonnull(img);
-	ck_assert_uint_eq(len, 80 + 3 * 40 + 5 * 32);
+	ck_assert_uint_eq(len, 80 + 3 * 40 + 6 * 32);
 	memset(&r, 0, sizeof(r));
 	r.key = c.key;
 	ck_assert_int_eq(ta_hpc_parse(&r, img, len), 0);
@@ -206,10 +210,10 @@ START_TEST(hpc_fuzz)
 
 			for (size_t i = 0; i < r.n; i++) {
 				ck_assert_int_le(r.e[i].result, TA_HPC_MAX_SITES);
-				if (r.e[i].result > 0) {
-					ck_assert_uint_eq(r.e[i].first, used);
-					used += (size_t)r.e[i].result;
-				}
+				ck_assert_uint_le(r.e[i].nreads, TA_HPC_MAX_READS);
+				ck_assert_uint_eq(r.e[i].first, used);
+				used +=
+				    (r.e[i].result > 0 ? (size_t)r.e[i].result : 0) + r.e[i].nreads;
 				if (i)
 					ck_assert_uint_gt(r.e[i].fn_off, r.e[i - 1].fn_off);
 			}
@@ -240,7 +244,7 @@ START_TEST(hpc_store_load)
 	ck_assert_str_eq(name, "030a11181f262d343b424950575e656c737a8188.hpc");
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	ck_assert_int_eq(stat(path, &st), 0);
-	ck_assert_uint_eq((uint64_t)st.st_size, 80 + 3 * 40 + 5 * 32);
+	ck_assert_uint_eq((uint64_t)st.st_size, 80 + 3 * 40 + 6 * 32);
 	memset(&r, 0, sizeof(r));
 	r.key = c.key;
 	ck_assert_int_eq(ta_hpc_load(&r, dir), 0);

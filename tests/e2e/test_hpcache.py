@@ -43,7 +43,7 @@ def read_cache(path):
     ents, at = [], HDR.size + nent * ENT.size
     for i in range(nent):
         e = ENT.unpack_from(data, HDR.size + i * ENT.size)
-        k = max(e[4], 0)
+        k = max(e[4], 0) + e[5]
         ents.append((e, [data[at + j * SITE:at + (j + 1) * SITE] for j in range(k)]))
         at += k * SITE
     return h, ents
@@ -117,6 +117,47 @@ class HpCacheTest(tahelp.Case):
                     self.assertEqual(f.read(), before)
                 # A hit writes nothing: the same file, not a new one renamed.
                 self.assertEqual(os.stat(path).st_ino, st.st_ino)
+
+    def test_library_read_values(self):
+        """A library's function (libsample.so, -fPIC: its own address
+        loaded from its GOT, an interposable symbol): the entry keeps the
+        GOT values the decoder read; a run that finds them the same uses
+        it (a refusal written there is obeyed), one where a value differs
+        decodes again (patched) and writes the entry anew."""
+        lib = tahelp.LIBSAMPLE
+        cache = self.path("c")
+        prog = self.prog("dlopen-O2")
+        env = {"TRACEAGENT_EXCLUDE": "libsample.so:sample_square", "TRACEAGENT_CACHE": cache}
+
+        def run():
+            r = self.run_preload([prog, lib, "9"], env=env)
+            self.assertEqual((r.returncode, r.stderr), (0, ""))
+            calls, how = self.result(r.dump)
+            self.assertEqual(calls, {"main": 1, "sample_twice": 9})
+            return how
+
+        self.assertEqual(run(), [("sample_square", "patched")])
+        path = self.one_file(cache)
+        with open(path, "rb") as f:
+            good = f.read()
+        h, ents = read_cache(path)
+        self.assertEqual(len(ents), 1)
+        (e, sites), = ents
+        reads = sites[max(e[4], 0):]
+        self.assertEqual(len(reads), e[5])
+        if tahelp.elf_machine(lib) == 62:  # EM_X86_64: mov sample_square@GOTPCREL(%rip)
+            self.assertGreaterEqual(e[5], 1)
+        self.assertEqual(run(), [("sample_square", "patched")])
+        # The same values read: the refusal is taken.
+        write_cache(path, h, [((e[0], e[1], 0, e[3], -ENOTSUP, e[5]), reads)])
+        self.assertEqual(run(), [("sample_square", "run-time")])
+        if e[5]:
+            # A value that is not the GOT's now: decoded again.
+            bad = [r[:16] + bytes([r[16] ^ 0x40]) + r[17:] for r in reads]
+            write_cache(path, h, [((e[0], e[1], 0, e[3], -ENOTSUP, e[5]), bad)])
+            self.assertEqual(run(), [("sample_square", "patched")])
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), good)
 
     def test_entry_obeyed(self):
         """The file is what a run goes by: hash's entry made a refusal
