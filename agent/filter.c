@@ -383,15 +383,33 @@ static int patch_out(const struct ffn *f)
 static void resolve_module(const struct ta_module *m)
 {
 	const char *modbase = ta_base_name(m->path);
-	void *map;
-	size_t maplen = 0, n, j = 0;
-	struct ta_fn_cand *c = ta_module_functions(m, want, NULL, &n, &map, &maplen);
+	void *map = NULL;
+	size_t maplen = 0, n = 0, j = 0;
+	struct ta_fn_cand *c = NULL;
+	int excl = 0, named = 0;
 
-	for (size_t p = 0; p < filter_ps.n; p++, j++)
-		mod_seen[j] |= ta_pattern_names_module(&filter_ps.p[p], modbase, m->is_exe);
-	for (size_t p = 0; p < exclude_ps.n; p++, j++)
-		mod_seen[j] |= ta_pattern_names_module(&exclude_ps.p[p], modbase, m->is_exe);
+	for (size_t p = 0; p < filter_ps.n; p++, j++) {
+		int k = ta_pattern_names_module(&filter_ps.p[p], modbase, m->is_exe);
 
+		mod_seen[j] |= k;
+		named |= k;
+	}
+	for (size_t p = 0; p < exclude_ps.n; p++, j++) {
+		int k = ta_pattern_names_module(&exclude_ps.p[p], modbase, m->is_exe);
+
+		mod_seen[j] |= k;
+		named |= k;
+	}
+	/* A module no pattern names has no function they match: its symbol
+	 * table is not read (the libraries, for patterns without MODULE:). */
+	if (named)
+		c = ta_module_functions(m, want, NULL, &n, &map, &maplen);
+
+	/* The cache of the analyses only where a function is to be patched out. */
+	for (size_t i = 0; c && i < n && !excl; i++)
+		excl = flags_of(modbase, m->is_exe, c[i].name) == F_EXCL;
+	if (excl)
+		ta_hookpatch_cache_begin(m->path, (uintptr_t)m->lo);
 	for (size_t i = 0; c && i < n; i++) {
 		struct ffn *x = ta_vec_reserve(fns, nfns + 1, &fns_cap, sizeof(*x), 64);
 		size_t k = 0;
@@ -416,6 +434,8 @@ static void resolve_module(const struct ta_module *m)
 			    ta_pattern_matches(&exclude_ps.p[p], modbase, m->is_exe, c[i].name);
 		nfns++;
 	}
+	if (excl)
+		ta_hookpatch_cache_end();
 	free(c);
 	if (map)
 		munmap(map, maplen);

@@ -44,6 +44,9 @@ int ta_patterns_parse(struct ta_patterns *ps, const char *spec, const char *what
 			p->module = NULL;
 			p->glob = strdup(tok);
 		}
+		/* fnmatch without flags matches such a glob to itself only,
+		 * and is tried on every symbol of a module: strcmp instead. */
+		p->literal = p->glob && !strpbrk(p->glob, "*?[\\");
 		if (!p->glob || !*p->glob || (colon && (!p->module || !*p->module))) {
 			ta_warn("%s: empty pattern in \"%s\" ignored", what, spec);
 			free(p->module);
@@ -83,6 +86,8 @@ int ta_pattern_matches(const struct ta_pattern *p, const char *modbase, int is_e
 {
 	if (!ta_pattern_names_module(p, modbase, is_exe))
 		return 0;
+	if (p->literal)
+		return strcmp(p->glob, name) == 0;
 	return fnmatch(p->glob, name, 0) == 0;
 }
 

@@ -20,6 +20,7 @@ struct ta_pattern {
 	char *module; /* basename glob, or NULL: the executable */
 	char *glob;
 	int exclude; /* "!...": functions it matches are left out */
+	int literal; /* glob has no *, ?, [ or \: matched by strcmp */
 };
 
 struct ta_patterns {

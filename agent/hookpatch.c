@@ -73,12 +73,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "arch.h"
 #include "base.h"
 #include "hookpatch.h"
+#include "hookpatch_cache.h"
 #include "hookpatch_int.h"
 #include "modules.h"
 #include "ta_config.h"
@@ -111,6 +113,139 @@ static int patched_before(uintptr_t fn)
 	return 0;
 }
 
+/* ---- the analyses kept on disk ------------------------------------------------------ */
+
+/* The module whose analyses are at hand (ta_hookpatch_cache_begin), by its
+ * load bias; under hp_lock. */
+static struct ta_hpc cache;
+static uintptr_t cache_bias;
+static int cache_on;
+static char cache_dir[4096];
+
+void ta_hookpatch_cache_begin(const char *path, uintptr_t addr)
+{
+	const char *setting = secure_getenv("TRACEAGENT_CACHE");
+	struct mod m;
+	struct stat st;
+	int saved = errno;
+
+	pthread_mutex_lock(&hp_lock);
+	ta_hpc_free(&cache);
+	cache_on = 0;
+	memset(&cache.key, 0, sizeof(cache.key));
+	if (ta_hpc_dir(cache_dir, sizeof(cache_dir), setting, secure_getenv("XDG_CACHE_HOME"),
+		       secure_getenv("HOME")) == 0 &&
+	    ta_hp_mod_of(addr, &m) == 0 && m.build_id_len > 0 && stat(path, &st) == 0) {
+		memcpy(cache.key.id, m.build_id, m.build_id_len);
+		cache.key.idlen = m.build_id_len;
+		cache.key.file_size = (uint64_t)st.st_size;
+		cache_bias = m.bias;
+		cache_on = 1;
+		(void)ta_hpc_load(&cache, cache_dir);
+	}
+	pthread_mutex_unlock(&hp_lock);
+	errno = saved;
+}
+
+void ta_hookpatch_cache_end(void)
+{
+	int saved = errno;
+
+	pthread_mutex_lock(&hp_lock);
+	if (cache_on && cache.dirty)
+		(void)ta_hpc_store(&cache, cache_dir);
+	ta_hpc_free(&cache);
+	cache_on = 0;
+	pthread_mutex_unlock(&hp_lock);
+	errno = saved;
+}
+
+/* The calls of [fn, end) from the module's entry, in out: how many, or the
+ * scan's -errno; -1000 when there is no usable entry.  An entry is used
+ * only for the bytes it was made from (their hash) and the values the
+ * decoder read from the module's data (the same now), on which alone its
+ * verdict depends, and only when each of its calls is within the function
+ * and its bytes are the code's. */
+static int from_cache(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *out,
+		      uintptr_t *ret_at)
+{
+	const struct ta_hpc_ent *e;
+
+	if (!cache_on || m->bias != cache_bias)
+		return -1000;
+	e = ta_hpc_find(&cache, fn - m->bias, end - fn);
+	if (!e || ta_hpc_hash((const void *)fn, end - fn) != e->code_hash)
+		return -1000;
+	for (uint32_t i = 0; i < e->nreads; i++) {
+		const struct ta_hpc_site *c =
+		    &cache.sites[e->first + (uint32_t)(e->result > 0 ? e->result : 0) + i];
+		uintptr_t at = m->bias + (uintptr_t)c->at_off;
+		uint64_t off;
+
+		memcpy(&off, c->orig, 8);
+		if (c->kind != TA_HPC_READ || !ta_hp_readable(m, at) ||
+		    __atomic_load_n((const uintptr_t *)at, __ATOMIC_RELAXED) != m->bias + off)
+			return -1000;
+	}
+	for (int i = 0; i < e->result; i++) {
+		const struct ta_hpc_site *c = &cache.sites[e->first + (uint32_t)i];
+		uintptr_t at = m->bias + (uintptr_t)c->at_off;
+
+		if (c->kind > K_TAIL || at < fn || at + c->len > end ||
+		    memcmp((const void *)at, c->orig, c->len))
+			return -1000;
+		out[i].fn = fn;
+		out[i].at = at;
+		out[i].len = c->len;
+		out[i].kind = c->kind;
+		memcpy(out[i].orig, c->orig, sizeof(out[i].orig));
+		memcpy(out[i].repl, c->repl, sizeof(out[i].repl));
+	}
+	*ret_at = e->ret_off ? m->bias + (uintptr_t)e->ret_off : 0;
+	return e->result;
+}
+
+/* The analysis of [fn, end): from the cache, else from the decoder (and
+ * kept, when it depends on the code alone). */
+static int scan(const struct mod *m, uintptr_t fn, uintptr_t end, struct site *out,
+		uintptr_t *ret_at)
+{
+	struct ta_hpc_site cs[MAX_FN_SITES + HP_MAX_READS];
+	int n = from_cache(m, fn, end, out, ret_at), k = 0;
+
+	if (n != -1000)
+		return n;
+	memset(out, 0, MAX_FN_SITES * sizeof(*out));
+	*ret_at = 0;
+	ta_hp_reads.n = 0;
+	n = ta_hp_scan(m, fn, end, out, MAX_FN_SITES, ret_at);
+	/* A decoder missing or short of memory says nothing of the code. */
+	if (!cache_on || m->bias != cache_bias || ta_hp_reads.n > HP_MAX_READS || n == -ENOSYS ||
+	    n == -ENOMEM)
+		return n;
+	memset(cs, 0, sizeof(cs));
+	for (; k < n; k++) {
+		cs[k].at_off = out[k].at - m->bias;
+		cs[k].len = out[k].len;
+		cs[k].kind = out[k].kind;
+		memcpy(cs[k].orig, out[k].orig, sizeof(cs[k].orig));
+		memcpy(cs[k].repl, out[k].repl, sizeof(cs[k].repl));
+	}
+	/* A value read, as an offset from the bias (wrapping: one outside
+	 * the module matches again only where it is the same). */
+	for (int i = 0; i < ta_hp_reads.n; i++, k++) {
+		uint64_t off = (uint64_t)(ta_hp_reads.val[i] - m->bias);
+
+		cs[k].at_off = ta_hp_reads.at[i] - m->bias;
+		cs[k].len = 8;
+		cs[k].kind = TA_HPC_READ;
+		memcpy(cs[k].orig, &off, 8);
+	}
+	(void)ta_hpc_add(&cache, fn - m->bias, end - fn, *ret_at ? *ret_at - m->bias : 0,
+			 ta_hpc_hash((const void *)fn, end - fn), n, (uint32_t)ta_hp_reads.n, cs);
+	return n;
+}
+
 int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end)
 {
 	struct site found[MAX_FN_SITES], *ns;
@@ -128,7 +263,7 @@ int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end)
 		err = -EINVAL;
 		goto out;
 	}
-	n = ta_hp_scan(&m, fn_start, fn_end, found, MAX_FN_SITES, &ret_at);
+	n = scan(&m, fn_start, fn_end, found, &ret_at);
 	if (n < 0) {
 		err = n;
 		goto out;
@@ -226,6 +361,16 @@ int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end)
 int ta_hookpatch_restore_all(void)
 {
 	return 0;
+}
+
+void ta_hookpatch_cache_begin(const char *path, uintptr_t addr)
+{
+	(void)path;
+	(void)addr;
+}
+
+void ta_hookpatch_cache_end(void)
+{
 }
 
 void ta_hookpatch_forget_unloaded(void)

@@ -51,6 +51,22 @@
  */
 int ta_hookpatch_nop(uintptr_t fn_start, uintptr_t fn_end) TA_HIDDEN;
 
+/*
+ * The analyses of one module's functions kept on disk (hookpatch_cache.h),
+ * by its build-id, in the directory TRACEAGENT_CACHE names (default
+ * $XDG_CACHE_HOME/traceagent, else ~/.cache/traceagent; "off": none):
+ * between begin (the module's file `path`, `addr` an address of its code)
+ * and end, ta_hookpatch_nop on that module's functions takes the calls of a
+ * function analysed before from the file (no decoder loaded: capstone's
+ * relocations are most of an exclusion's start-up), and end writes the
+ * file again if a function was analysed.  No directory, no build-id, a
+ * file that cannot be read or written: the functions are decoded, as
+ * without a cache, and nothing is said.  Same requirements as
+ * ta_hookpatch_nop.
+ */
+void ta_hookpatch_cache_begin(const char *path, uintptr_t addr) TA_HIDDEN;
+void ta_hookpatch_cache_end(void) TA_HIDDEN;
+
 /* Puts back every call rewritten, byte for byte, in modules still loaded
  * (and whose bytes are still the ones written); forgets them all.  Returns
  * how many calls were put back, or a negative errno (mprotect's) for the

@@ -135,9 +135,7 @@ static void track(const struct mod *m, struct regs *r, uintptr_t pc, uint32_t w)
 	if ((w & 0xffc00000u) == 0xf9400000u && rd != 31) { /* ldr xt, [xn, #imm] */
 		if (rn != 31 && reg_get(r, rn, &v) &&
 		    ta_hp_readable(m, v + ((w >> 10) & 0xfff) * 8))
-			reg_set(r, rd,
-				__atomic_load_n((const uintptr_t *)(v + ((w >> 10) & 0xfff) * 8),
-						__ATOMIC_RELAXED));
+			reg_set(r, rd, ta_hp_read(v + ((w >> 10) & 0xfff) * 8));
 		else
 			reg_forget(r, rd);
 		return;

@@ -46,6 +46,8 @@ struct mod {
 	int slot_exit[MAX_SLOTS];
 	int nslots;
 	int found;
+	uint8_t build_id[32];  /* its GNU build-id (the first 32 bytes) */
+	uint32_t build_id_len; /* 0: none */
 };
 
 /* The module whose executable segment holds addr, in m: 0, or -1. */
@@ -59,6 +61,21 @@ int ta_hp_slot_kind(const struct mod *m, uintptr_t at);
  * 0). */
 int ta_hp_hook_kind(const struct mod *m, uintptr_t t,
 		    uintptr_t (*plt_slot)(const struct mod *m, uintptr_t t));
+
+/* The values a decoder read from the module's data as it is now (GOT
+ * entries, which another module loaded first may interpose), on which what
+ * it found depends beside the code: kept on disk with the analysis
+ * (hookpatch_cache.h), which is used only where they are the same.  Under
+ * hookpatch's lock; n past HP_MAX_READS: too many to keep. */
+#define HP_MAX_READS 8
+struct hp_reads {
+	int n;
+	uintptr_t at[HP_MAX_READS], val[HP_MAX_READS];
+};
+extern struct hp_reads ta_hp_reads;
+
+/* The word at `at` as the code will find it, noted in ta_hp_reads. */
+uintptr_t ta_hp_read(uintptr_t at);
 
 /* ---- the calls found ---- */
 

@@ -43,6 +43,41 @@ static int add_slot(void *arg, uintptr_t *at, int is_exit, int relro)
 	return 0;
 }
 
+/* The module's GNU build-id, from its notes as loaded (the file is not
+ * read): in m->build_id, or m->build_id_len 0. */
+static void build_id(const struct dl_phdr_info *info, struct mod *m)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		/* Notes are padded to their segment's alignment (4, or 8). */
+		size_t off = 0, pad = ph->p_align == 8 ? 7 : 3;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		while (off + sizeof(ElfW(Nhdr)) <= ph->p_memsz) {
+			ElfW(Nhdr) nh;
+			size_t name_at, desc_at, next;
+
+			memcpy(&nh, p + off, sizeof(nh));
+			name_at = off + sizeof(nh);
+			desc_at = name_at + ((nh.n_namesz + pad) & ~pad);
+			next = desc_at + ((nh.n_descsz + pad) & ~pad);
+			if (next > ph->p_memsz || next <= off)
+				break;
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp(p + name_at, "GNU", 4) && nh.n_descsz > 0) {
+				m->build_id_len = nh.n_descsz > sizeof(m->build_id)
+						      ? sizeof(m->build_id)
+						      : nh.n_descsz;
+				memcpy(m->build_id, p + desc_at, m->build_id_len);
+				return;
+			}
+			off = next;
+		}
+	}
+}
+
 /* dl_iterate_phdr: the module with an executable segment holding m->want. */
 static int find_mod(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -73,6 +108,7 @@ static int find_mod(struct dl_phdr_info *info, size_t size, void *arg)
 		m->ld_hi[m->nld++] = info->dlpi_addr + ph->p_vaddr + ph->p_filesz;
 	}
 	ta_module_hook_slots(info, add_slot, m);
+	build_id(info, m);
 	m->found = 1;
 	return 1;
 }
@@ -83,6 +119,22 @@ int ta_hp_mod_of(uintptr_t addr, struct mod *m)
 	m->want = addr;
 	ta_walk_objects(find_mod, m);
 	return m->found ? 0 : -1;
+}
+
+struct hp_reads ta_hp_reads;
+
+uintptr_t ta_hp_read(uintptr_t at)
+{
+	/* Relaxed: the loader wrote it before the module's code could run. */
+	uintptr_t v = __atomic_load_n((const uintptr_t *)at, __ATOMIC_RELAXED);
+
+	if (ta_hp_reads.n < HP_MAX_READS) {
+		ta_hp_reads.at[ta_hp_reads.n] = at;
+		ta_hp_reads.val[ta_hp_reads.n] = v;
+	}
+	if (ta_hp_reads.n <= HP_MAX_READS)
+		ta_hp_reads.n++;
+	return v;
 }
 
 /* Whether the 8 bytes at a are in the module's file-backed segments. */

@@ -132,9 +132,7 @@ static void track(const struct mod *m, struct regs *r, const cs_insn *in)
 		if (in->id == X86_INS_MOV && dw == 0 && s->type == X86_OP_MEM &&
 		    s->mem.base == X86_REG_RIP && s->mem.index == X86_REG_INVALID &&
 		    ta_hp_readable(m, next + (uintptr_t)s->mem.disp)) {
-			reg_set(r, di,
-				__atomic_load_n((const uintptr_t *)(next + (uintptr_t)s->mem.disp),
-						__ATOMIC_RELAXED));
+			reg_set(r, di, ta_hp_read(next + (uintptr_t)s->mem.disp));
 			return;
 		}
 	}
