@@ -306,6 +306,18 @@ int ta_symtab_maps(const struct ta_symtab *s, uint64_t offset)
 	return 0;
 }
 
+struct ta_symtab *ta_symtab_adopt(struct ta_sym *syms, size_t n, char *names)
+{
+	struct ta_symtab *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->syms = syms;
+	s->n = n;
+	s->names = names;
+	return s;
+}
+
 void ta_symtab_free(struct ta_symtab *s)
 {
 	if (!s)
@@ -683,6 +695,7 @@ struct module_syms {
 	char *path;
 	struct ta_symtab *tab; /* NULL when it could not be read */
 	int code, errnum;
+	int stored; /* tab is the dump's (ta_resolver_stored), not the file's */
 };
 
 struct cache_entry {
@@ -697,7 +710,15 @@ struct ta_resolver {
 	size_t nmods, mods_cap;
 	struct cache_entry *cache;
 	size_t ncache, cache_size;
+	ta_stored_fn *stored;
+	void *stored_ctx;
 };
+
+void ta_resolver_stored(struct ta_resolver *r, ta_stored_fn *fn, void *ctx)
+{
+	r->stored = fn;
+	r->stored_ctx = ctx;
+}
 
 struct ta_resolver *ta_resolver_new(void)
 {
@@ -744,8 +765,13 @@ static long module_index(struct ta_resolver *r, const char *path, const uint8_t 
 	m->path = strdup(path);
 	if (!m->path)
 		return -1;
-	m->tab = NULL;
 	m->errnum = 0;
+	m->tab = r->stored ? r->stored(r->stored_ctx, path, id, id_len) : NULL;
+	m->stored = m->tab != NULL;
+	if (m->stored) {
+		m->code = 0;
+		return (long)r->nmods++;
+	}
 	/* Modules without a file (the vDSO) have no path to read. */
 	rc = path[0] == '/' ? ta_symtab_load(path, id, id_len, &m->tab) : -TA_E_IO;
 	m->code = rc;
