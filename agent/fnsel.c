@@ -306,18 +306,6 @@ struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want wan
 
 /* ---- a module's symbol table, as the analyzer reads it --------------------------- */
 
-static int bind_rank(unsigned char info)
-{
-	switch (ELF64_ST_BIND(info)) {
-	case STB_GLOBAL:
-		return 0;
-	case STB_WEAK:
-		return 1;
-	default:
-		return 2;
-	}
-}
-
 /* The function symbols of t the analyzer's table takes (symbols.c's
  * read_syms): STT_FUNC and STT_GNU_IFUNC, defined, at a nonzero value,
  * named. */
@@ -344,7 +332,7 @@ static struct ta_syms_raw *table_functions(const struct symsec *t, size_t *n)
 		r[*n].size = sym->st_size;
 		r[*n].name = name;
 		r[*n].order = i;
-		r[*n].rank = bind_rank(sym->st_info);
+		r[*n].rank = ta_syms_rank(ELF64_ST_BIND(sym->st_info));
 		(*n)++;
 	}
 	return r;

@@ -711,6 +711,14 @@ struct ta_syms_raw {
 	int rank;     /* binding: 0 global, 1 weak, 2 local */
 };
 
+/* A symbol's rank from its ELF binding (STB_*, st_info >> 4): when symbols
+ * share an address, the global name is the one a user wrote, a local alias
+ * (often with underscores) the least likely. */
+static inline int ta_syms_rank(unsigned bind)
+{
+	return bind == 1 /* STB_GLOBAL */ ? 0 : bind == 2 /* STB_WEAK */ ? 1 : 2;
+}
+
 /* Sorts r by value and keeps one symbol per value, the one the readers
  * show: sized before size 0, then by binding, then the first in the
  * table.  Returns how many are kept (at the start of r). */

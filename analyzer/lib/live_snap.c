@@ -15,7 +15,7 @@
 #include "grow.h"
 #include "framestat.h"
 #include "live_int.h"
-#include "symstore.h"
+#include "storedsyms.h"
 
 static uint64_t str_hash(const char *name, const char *module)
 {

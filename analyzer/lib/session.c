@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symstore.h"
+#include "storedsyms.h"
 
 /* ---- reading a dump ----------------------------------------------------------- */
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symstore.h"
+#include "storedsyms.h"
 
 static int thread_start_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
 {

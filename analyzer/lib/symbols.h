@@ -112,7 +112,7 @@ void ta_resolver_shorten(struct ta_resolver *r, int on);
 const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
 				     const uint8_t *build_id, size_t build_id_len, uint64_t offset);
 
-/* The symbols a dump stored for a module (SYMBOLS chunks, symstore.h): a
+/* The symbols a dump stored for a module (SYMBOLS chunks, storedsyms.h): a
  * table the resolver then owns, or NULL when the dump has none. */
 typedef struct ta_symtab *ta_stored_fn(void *ctx, const char *path, const uint8_t *build_id,
 				       size_t build_id_len);

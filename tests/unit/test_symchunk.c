@@ -16,7 +16,7 @@
 
 #include "format.h"
 #include "symbols.h"
-#include "symstore.h"
+#include "storedsyms.h"
 
 struct got {
 	uint8_t *p[64];

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * symstore.h - the function symbols a dump stores (SYMBOLS chunks, format
+ * storedsyms.h - the function symbols a dump stores (SYMBOLS chunks, format
  * 1.9), by module: what names a module's functions when its file is gone,
  * elsewhere, or another build.
  */
-#ifndef TA_SYMSTORE_H
-#define TA_SYMSTORE_H
+#ifndef TA_STOREDSYMS_H
+#define TA_STOREDSYMS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -28,4 +28,4 @@ int ta_symstore_has(const struct ta_symstore *st, const char *path, const uint8_
  * dump is read). */
 struct ta_symtab *ta_symstore_table(void *ctx, const char *path, const uint8_t *id, size_t idlen);
 
-#endif /* TA_SYMSTORE_H */
+#endif /* TA_STOREDSYMS_H */

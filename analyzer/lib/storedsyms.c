@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * symstore.c - the function symbols a dump stores (symstore.h; format/
+ * storedsyms.c - the function symbols a dump stores (storedsyms.h; format/
  * FORMAT.md "19 SYMBOLS"), gathered by module as the chunks are read and
  * handed to a resolver as tables (ta_resolver_stored), so that a module is
  * named from the dump before any file.
  */
-#include "symstore.h"
+#include "storedsyms.h"
 
 #include <stdlib.h>
 #include <string.h>
