@@ -171,6 +171,23 @@ class SymstoreTest(tahelp.Case):
         self.assertTrue({"mid", "leaf"} <= names, rows)
         self.assertFalse([n for n in names if "+0x" in n], rows)
 
+    def test_top_names_from_the_dump(self):
+        """top's live aggregator names the functions of a dump whose binary
+        is gone as report does."""
+        exe = self.copy(self.prog("nest-O2"))
+        r = self.traced("preload", [exe])
+        rows = self.same_after_delete(r.dump, [exe])
+        p = subprocess.run([TRACEAGENT, "top", "--batch", "--interval", "0.1", r.dump],
+                           env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("cannot read symbols", p.stderr)
+        last = p.stdout.split("snapshot ")[-1].splitlines()
+        self.assertIn("ended complete", last)
+        # calls/s calls self_ns self% calls_all self_ns_all module name
+        got = sorted((w[7], w[6], int(w[4])) for w in (l.split() for l in last)
+                     if len(w) == 8 and w[6] == "nest-O2")
+        self.assertEqual(got, rows)
+
     def test_serve_stream(self):
         from test_serve import Serve, parse
         exe = self.copy(self.prog("nest-O2"))
