@@ -491,6 +491,9 @@ void ta_agent_write_end(uint64_t flags)
 	uint64_t events, lost, threads, ticks, ns, by[TA_LOST_NCAUSES], failed_at;
 	int failed_errno;
 
+	/* The modules the flusher had not got to (a short run). */
+	ta_symstore_flush(0);
+
 	ta_flusher_totals(&events, &lost, &threads);
 	ta_clock_pair(&ticks, &ns);
 	ta_buf_u(&b, ticks);

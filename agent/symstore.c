@@ -15,8 +15,11 @@
  * path without one); a forked child appending to its parent's file leaves
  * them to the parent's chunks.  TRACEAGENT_SYMBOLS=off writes none.
  *
- * Written where the modules are found (the start's description, dlopen,
- * an attach's poll, the patcher): never from a hook.
+ * Found where the modules are found (the start's description, dlopen, an
+ * attach's poll, the patcher), read and written by the flusher thread at
+ * the start of its next pass, before the events it drains then, compressed
+ * (or by the thread that writes the END, for what it had not done yet):
+ * never from a hook, and not on the program's start-up path.
  */
 #define _GNU_SOURCE
 #include <link.h>
@@ -29,6 +32,7 @@
 #include "dump.h"
 #include "fnsel.h"
 #include "format.h"
+#include "lazylib.h"
 #include "modules.h"
 #include "settings.h"
 #include "symstore.h"
@@ -41,6 +45,15 @@ struct written {
 };
 static struct written *written;
 static size_t nwritten, written_cap;
+/* The modules found whose symbols the flusher has yet to write. */
+struct pending {
+	char *path;
+	uint64_t bias;
+	uint8_t *id;
+	size_t idlen;
+};
+static struct pending *pending;
+static size_t npending, pending_cap;
 /* Load biases of modules the patcher patched. */
 static uint64_t *patched;
 static size_t npatched, patched_cap;
@@ -123,19 +136,74 @@ static void store(const char *path, uint64_t bias, const uint8_t *id, size_t idl
 		munmap(map, maplen);
 }
 
+/* Queues a module for the flusher.  Under store_lock. */
+static void queue(const char *path, uint64_t bias, const uint8_t *id, size_t idlen)
+{
+	struct pending *p = ta_vec_reserve(pending, npending + 1, &pending_cap, sizeof(*p), 8);
+
+	if (!p)
+		return;
+	pending = p;
+	p = &pending[npending];
+	p->path = strdup(path);
+	p->id = malloc(idlen ? idlen : 1);
+	if (!p->path || !p->id) {
+		free(p->path);
+		free(p->id);
+		return;
+	}
+	memcpy(p->id, id, idlen);
+	p->idlen = idlen;
+	p->bias = bias;
+	npending++;
+}
+
 void ta_symstore_module(const struct dl_phdr_info *info, const char *path, const uint8_t *id,
 			size_t idlen, int again)
 {
-	int want;
-
 	if (!ta_cfg.symbols || !path[0])
 		return;
 	pthread_mutex_lock(&store_lock);
-	want = traced(info) &&
-	       (again || !(idlen ? seen(id, idlen) : seen((const uint8_t *)path, strlen(path))));
-	pthread_mutex_unlock(&store_lock);
-	if (want)
+	if (!traced(info)) {
+		pthread_mutex_unlock(&store_lock);
+		return;
+	}
+	/* A control-socket stream's description goes out now, to it alone. */
+	if (again) {
+		pthread_mutex_unlock(&store_lock);
 		store(path, (uint64_t)info->dlpi_addr, id, idlen);
+		return;
+	}
+	if (!(idlen ? seen(id, idlen) : seen((const uint8_t *)path, strlen(path))))
+		queue(path, (uint64_t)info->dlpi_addr, id, idlen);
+	pthread_mutex_unlock(&store_lock);
+}
+
+void ta_symstore_flush(int flusher)
+{
+	struct pending *p;
+	size_t n;
+
+	pthread_mutex_lock(&store_lock);
+	p = pending;
+	n = npending;
+	pending = NULL;
+	npending = pending_cap = 0;
+	pthread_mutex_unlock(&store_lock);
+	if (!n)
+		return;
+	TA_GUARD_ENTER();
+	/* The flusher compresses them (the start's chunks are written
+	 * before liblz4 is open): names are most of a table's bytes. */
+	if (flusher)
+		ta_lazy_open_lz4();
+	for (size_t i = 0; i < n; i++) {
+		store(p[i].path, p[i].bias, p[i].id, p[i].idlen);
+		free(p[i].path);
+		free(p[i].id);
+	}
+	free(p);
+	TA_GUARD_LEAVE();
 }
 
 void ta_symstore_patched(uint64_t bias)
@@ -191,11 +259,22 @@ static void forget(void)
 	nwritten = 0;
 }
 
+static void drop_pending(void)
+{
+	for (size_t i = 0; i < npending; i++) {
+		free(pending[i].path);
+		free(pending[i].id);
+	}
+	npending = 0;
+}
+
 void ta_symstore_fork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
 	memcpy(&store_lock, &fresh, sizeof(fresh));
+	/* The parent's flusher writes what it had queued. */
+	drop_pending();
 	if (ta_dump_is_stream())
 		forget();
 }
@@ -204,5 +283,6 @@ void ta_symstore_forget(void)
 {
 	pthread_mutex_lock(&store_lock);
 	forget();
+	drop_pending();
 	pthread_mutex_unlock(&store_lock);
 }

@@ -15,11 +15,14 @@
 #include "compiler.h"
 
 /* A module the scan found (path: the executable's own for the first):
- * its symbols into the dump if its functions can be in it and they are
- * not there yet; again == 1 writes them whatever was written before (a
- * control-socket stream's description, which goes to that stream alone). */
+ * its symbols queued for the dump if its functions can be in it and they
+ * are not there yet; again == 1 writes them now whatever was written
+ * before (a control-socket stream's description, to that stream alone). */
 void ta_symstore_module(const struct dl_phdr_info *info, const char *path, const uint8_t *id,
 			size_t idlen, int again) TA_HIDDEN;
+/* Writes the symbols of the modules found since the last call: the
+ * flusher's pass (flusher 1: it may open liblz4), the END's writer. */
+void ta_symstore_flush(int flusher) TA_HIDDEN;
 /* The patcher patched functions of the module at this load bias. */
 void ta_symstore_patched(uint64_t bias) TA_HIDDEN;
 /* Writes what ta_symstore_module would for every module loaded now (after
