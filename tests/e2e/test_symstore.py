@@ -145,6 +145,17 @@ class SymstoreTest(tahelp.Case):
                          [("sample_square", 9), ("sample_twice", 9)])
         self.assertIn(("main", "dlopen-O2", 1), rows)
 
+    def test_patched_module_deleted(self):
+        """A program built without -finstrument-functions, its functions
+        patched at load: their names are stored too."""
+        self.need_feature("patching")
+        exe = self.copy(self.prog("patchme-O2-pie-nofp"))
+        r = self.run_preload([exe, "fib", "15"], env={"TRACEAGENT_PATCH": "fib"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.symbol_chunks(r.dump)), 1)
+        rows = self.same_after_delete(r.dump, [exe])
+        self.assertEqual(rows, [("fib", "patchme-O2-pie-nofp", tahelp.fib_calls(15))])
+
     def test_fork_child_leaves_them_to_the_parent(self):
         exe = self.copy(self.prog("fork-O2"))
         r = self.traced("preload", [exe])
