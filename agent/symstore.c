@@ -118,15 +118,16 @@ static void store(const char *path, uint64_t bias, const uint8_t *id, size_t idl
 
 	r = ta_module_symbols(path, id, idlen, &n, &source, &map, &maplen);
 	n = ta_syms_pick(r, r ? n : 0);
-	e = malloc((n ? n : 1) * sizeof(*e));
+	/* No table the agent can read (the file gone since, or not
+	 * readable here): none stored, so that a reader still tries the
+	 * file it may have. */
+	e = n ? malloc(n * sizeof(*e)) : NULL;
 	if (e) {
 		for (size_t i = 0; i < n; i++) {
 			e[i].value = r[i].value;
 			e[i].size = r[i].size;
 			e[i].name = r[i].name;
 		}
-		/* No table (none in the file, or the file is gone): an
-		 * empty one says so. */
 		ta_syms_encode(id, idlen, bias, path, source, e, n, emit, &z);
 	}
 	free(e);

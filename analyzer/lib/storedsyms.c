@@ -100,7 +100,12 @@ void ta_symstore_free(struct ta_symstore *st)
 
 int ta_symstore_has(const struct ta_symstore *st, const char *path, const uint8_t *id, size_t idlen)
 {
-	return find(st, path, id, idlen) != NULL;
+	const struct stored_mod *m = find(st, path, id, idlen);
+
+	for (size_t c = 0; m && c < m->nchunks; c++)
+		if (m->chunks[c].n)
+			return 1;
+	return 0;
 }
 
 static int sym_cmp(const void *a, const void *b)
@@ -128,7 +133,10 @@ struct ta_symtab *ta_symstore_table(void *ctx, const char *path, const uint8_t *
 		for (size_t i = 0; i < m->chunks[c].n; i++)
 			pool += strlen(m->chunks[c].e[i].name) + 1;
 	}
-	syms = malloc((n ? n : 1) * sizeof(*syms));
+	/* An empty table names nothing: the file may. */
+	if (!n)
+		return NULL;
+	syms = malloc(n * sizeof(*syms));
 	names = malloc(pool ? pool : 1);
 	if (!syms || !names)
 		goto fail;

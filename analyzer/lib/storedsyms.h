@@ -20,7 +20,7 @@ struct ta_session;
 int ta_symstore_chunk(struct ta_symstore **st, const void *payload, size_t len);
 void ta_symstore_free(struct ta_symstore *st);
 /* Whether st holds symbols for the module (by build-id; by path for a
- * module without one). */
+ * module without one): 0 when its stored table is empty. */
 int ta_symstore_has(const struct ta_symstore *st, const char *path, const uint8_t *id,
 		    size_t idlen);
 /* The module's stored symbols as a table of its own (ta_stored_fn), or

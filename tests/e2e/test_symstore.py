@@ -5,7 +5,7 @@ deleted names every function exactly as it did with them: a C and a C++
 program (each --demangle mode), a stripped binary with only dynamic
 symbols, a dlopen'd library, a dump taken by `attach` and one streamed to
 `serve`.  TRACEAGENT_SYMBOLS=off and `record --no-symbols` store none: the
-names are then module+0x offsets, and the dump is smaller."""
+names are then module+0x offsets, and the dump is smaller by the chunks."""
 
 import os
 import re
@@ -119,10 +119,14 @@ class SymstoreTest(tahelp.Case):
         on = self.traced("preload", [exe])
         off = self.traced("preload", [exe], env={"TRACEAGENT_SYMBOLS": "off"})
         rec = self.traced("record", [exe], options=["--no-symbols"])
-        self.assertEqual(len(self.symbol_chunks(on.dump)), 1)
+        # What the symbols cost: their chunks, which the others lack (the
+        # whole dumps' sizes differ by how the events were compressed,
+        # which the machine's load decides: agent/flusher.c judge_slack).
+        stored = self.symbol_chunks(on.dump)
+        self.assertEqual(len(stored), 1)
+        self.assertGreater(stored[0]["stored"], 0)
         for r in (off, rec):
             self.assertEqual(self.symbol_chunks(r.dump), [])
-            self.assertLess(os.path.getsize(r.dump), os.path.getsize(on.dump))
         named, _ = self.rows(off.dump)
         os.unlink(exe)
         for r in (off, rec):

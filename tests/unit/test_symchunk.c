@@ -194,6 +194,15 @@ START_TEST(store_names_module)
 	ta_resolver_free(r);
 	ta_symstore_free(st);
 	got_free(&g);
+	/* An empty table names nothing: the resolver goes to the file. */
+	st = NULL;
+	ck_assert_int_eq(ta_syms_encode(id, 2, 0, "/p", 0, NULL, 0, keep, &g), 0);
+	ck_assert_int_eq(g.n, 1);
+	ck_assert_int_eq(ta_symstore_chunk(&st, g.p[0], g.len[0]), 0);
+	ck_assert_int_eq(ta_symstore_has(st, "/p", id, 2), 0);
+	ck_assert_ptr_null(ta_symstore_table(&st, "/p", id, 2));
+	ta_symstore_free(st);
+	got_free(&g);
 }
 END_TEST
 
