@@ -191,8 +191,10 @@ void ta_symstore_flush(int flusher)
 	pending = NULL;
 	npending = pending_cap = 0;
 	pthread_mutex_unlock(&store_lock);
-	if (!n)
+	if (!n) {
+		free(p);
 		return;
+	}
 	TA_GUARD_ENTER();
 	/* The flusher compresses them (the start's chunks are written
 	 * before liblz4 is open): names are most of a table's bytes. */
