@@ -48,6 +48,7 @@
 #include "patch.h"
 #include "ring.h"
 #include "settings.h"
+#include "symstore.h"
 #include "tap.h"
 
 /* The forking thread took the flusher's lock (prepare): its parent and
@@ -146,6 +147,7 @@ static void on_fork_child(void)
 	ta_pid = (uint32_t)getpid();
 	ta_flusher_forget();
 	ta_control_fork_child();
+	ta_symstore_fork_child();
 	ta_dump_fork_child();
 	ta_modules_forget();
 	ta_ring_fork_child();
@@ -489,6 +491,9 @@ void ta_agent_write_end(uint64_t flags)
 	uint64_t events, lost, threads, ticks, ns, by[TA_LOST_NCAUSES], failed_at;
 	int failed_errno;
 
+	/* The modules the flusher had not got to (a short run). */
+	ta_symstore_flush(0);
+
 	ta_flusher_totals(&events, &lost, &threads);
 	ta_clock_pair(&ticks, &ns);
 	ta_buf_u(&b, ticks);
@@ -585,6 +590,7 @@ int ta_agent_detach(void)
 	ta_ring_detach();
 	ta_flusher_release();
 	ta_modules_forget();
+	ta_symstore_forget();
 	/* The program's signal dispositions as they were before the window. */
 	signals_uninstall();
 	/* What the agent freed (the encoders' buffers, ~1 MiB a thread at

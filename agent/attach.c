@@ -41,6 +41,7 @@
 #include "patch.h"
 #include "ring.h"
 #include "settings.h"
+#include "symstore.h"
 #include "walk.h"
 
 #define TA_PUBLIC __attribute__((visibility("default"), no_instrument_function))
@@ -425,6 +426,9 @@ TA_PUBLIC int ta_attach_patch_prepare(const char *spec)
 		return -ENOENT;
 	TA_GUARD_ENTER();
 	n = ta_patch_attach_prepare(spec);
+	/* The planned modules' names, before any of their events. */
+	if (n > 0)
+		ta_symstore_scan();
 	TA_GUARD_LEAVE();
 	return n;
 }

@@ -36,6 +36,7 @@
 #include "placement.h"
 #include "ring.h"
 #include "settings.h"
+#include "symstore.h"
 
 static pthread_t flusher_thread;
 static int flusher_running;
@@ -209,6 +210,8 @@ static void *flusher_main(void *arg)
 			ta_flusher_open_unwind();
 		if (late_pending && mono_ms() - started >= LATE_START_MS)
 			late_pending = ta_flusher_up.late_start() < 0;
+		/* The modules found since, before the events that name them. */
+		ta_symstore_flush(1);
 		if (ta_cfg.mode == TA_MODE_FLIGHT) {
 			/* A flight recorder writes on demand only. */
 			if (__atomic_exchange_n(&dump_requested, 0, __ATOMIC_ACQ_REL)) {

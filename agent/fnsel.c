@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,6 +18,7 @@
 
 #include "base.h"
 #include "fnsel.h"
+#include "format.h"
 #include "walk.h"
 
 /* ---- patterns --------------------------------------------------------------- */
@@ -191,19 +193,16 @@ static int cand_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want want, void *arg,
-				       size_t *n, void **map, size_t *maplen)
+/* The ELF file at path mapped, checked as far as its section headers:
+ * its header, or NULL (*map NULL too unless it is mapped). */
+static const ElfW(Ehdr) * map_elf(const char *path, void **map, size_t *maplen)
 {
 	const ElfW(Ehdr) * eh;
-	const ElfW(Shdr) * sh, *symsec = NULL;
-	struct ta_fn_cand *c = NULL;
-	size_t nc = 0, cap = 0;
 	struct stat st;
 	int fd;
 
-	*n = 0;
 	*map = NULL;
-	fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(*eh)) {
@@ -222,32 +221,68 @@ struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want wan
 	    eh->e_shoff == 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
 	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)) > *maplen)
 		return NULL;
-	sh = (const ElfW(Shdr) *)((const char *)*map + eh->e_shoff);
-	for (int pass = 0; pass < 2 && !symsec; pass++)
-		for (unsigned i = 0; i < eh->e_shnum; i++)
-			if (sh[i].sh_type == (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM)) {
-				symsec = &sh[i];
-				break;
-			}
-	if (!symsec || symsec->sh_link >= eh->e_shnum ||
-	    symsec->sh_offset + symsec->sh_size > *maplen ||
-	    sh[symsec->sh_link].sh_offset + sh[symsec->sh_link].sh_size > *maplen)
+	return eh;
+}
+
+/* A symbol table of the mapped file: the first section of that type (with
+ * entries, when nonempty), its symbols and strings inside the file. */
+struct symsec {
+	const ElfW(Sym) * sym;
+	size_t nsym;
+	const char *str;
+	size_t strsize;
+};
+
+static int find_symsec(const ElfW(Ehdr) * eh, size_t maplen, unsigned type, int nonempty,
+		       struct symsec *out)
+{
+	const ElfW(Shdr) *sh = (const ElfW(Shdr) *)((const char *)eh + eh->e_shoff), *s = NULL;
+
+	for (unsigned i = 0; i < eh->e_shnum && !s; i++)
+		if (sh[i].sh_type == type && (!nonempty || (sh[i].sh_size && sh[i].sh_entsize)))
+			s = &sh[i];
+	if (!s || s->sh_link >= eh->e_shnum || s->sh_offset + s->sh_size > maplen ||
+	    sh[s->sh_link].sh_offset + sh[s->sh_link].sh_size > maplen)
+		return -1;
+	out->sym = (const ElfW(Sym) *)((const char *)eh + s->sh_offset);
+	out->nsym = s->sh_size / sizeof(ElfW(Sym));
+	out->str = (const char *)eh + sh[s->sh_link].sh_offset;
+	out->strsize = sh[s->sh_link].sh_size;
+	return 0;
+}
+
+/* Symbol i's name, or NULL when it does not lie inside the strings. */
+static const char *sym_name(const struct symsec *t, size_t i)
+{
+	const char *name;
+
+	if (t->sym[i].st_name >= t->strsize)
+		return NULL;
+	name = t->str + t->sym[i].st_name;
+	return memchr(name, 0, t->strsize - t->sym[i].st_name) ? name : NULL;
+}
+
+struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want want, void *arg,
+				       size_t *n, void **map, size_t *maplen)
+{
+	const ElfW(Ehdr) * eh;
+	struct ta_fn_cand *c = NULL;
+	size_t nc = 0, cap = 0;
+	struct symsec t;
+
+	*n = 0;
+	eh = map_elf(m->path, map, maplen);
+	if (!eh || (find_symsec(eh, *maplen, SHT_SYMTAB, 0, &t) < 0 &&
+		    find_symsec(eh, *maplen, SHT_DYNSYM, 0, &t) < 0))
 		return NULL;
 	{
-		const ElfW(Sym) *sym = (const ElfW(Sym) *)((const char *)*map + symsec->sh_offset);
-		size_t nsym = symsec->sh_size / sizeof(ElfW(Sym));
-		const char *str = (const char *)*map + sh[symsec->sh_link].sh_offset;
-		size_t strsize = sh[symsec->sh_link].sh_size;
 		const char *modbase = ta_base_name(m->path);
 
-		for (size_t i = 0; i < nsym; i++) {
+		for (size_t i = 0; i < t.nsym; i++) {
+			const ElfW(Sym) *sym = &t.sym[i];
 			const char *name;
-			if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC ||
-			    sym[i].st_shndx == SHN_UNDEF || sym[i].st_size == 0 ||
-			    sym[i].st_name >= strsize)
-				continue;
-			name = str + sym[i].st_name;
-			if (!memchr(name, 0, strsize - sym[i].st_name) ||
+			if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF ||
+			    sym->st_size == 0 || !(name = sym_name(&t, i)) ||
 			    !want(arg, modbase, m->is_exe, name))
 				continue;
 			struct ta_fn_cand *x = ta_vec_reserve(c, nc + 1, &cap, sizeof(*x), 64);
@@ -255,10 +290,10 @@ struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want wan
 			if (!x)
 				break;
 			c = x;
-			c[nc].addr = m->bias + sym[i].st_value;
-			c[nc].size = sym[i].st_size;
+			c[nc].addr = m->bias + sym->st_value;
+			c[nc].size = sym->st_size;
 			c[nc].name = name;
-			c[nc].entry = m->is_exe && sym[i].st_value == eh->e_entry;
+			c[nc].entry = m->is_exe && sym->st_value == eh->e_entry;
 			nc++;
 		}
 	}
@@ -272,4 +307,79 @@ struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want wan
 	}
 	*n = nc;
 	return c;
+}
+
+/* ---- a module's symbol table, as the analyzer reads it --------------------------- */
+
+/* The function symbols of t the analyzer's table takes (symbols.c's
+ * read_syms): STT_FUNC and STT_GNU_IFUNC, defined, at a nonzero value,
+ * named. */
+static struct ta_syms_raw *table_functions(const struct symsec *t, size_t *n)
+{
+	struct ta_syms_raw *r = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	for (size_t i = 0; i < t->nsym; i++) {
+		const ElfW(Sym) *sym = &t->sym[i];
+		unsigned type = ELF64_ST_TYPE(sym->st_info);
+		const char *name;
+		struct ta_syms_raw *x;
+
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym->st_shndx == SHN_UNDEF ||
+		    !sym->st_value || !(name = sym_name(t, i)) || !*name)
+			continue;
+		x = ta_vec_reserve(r, *n + 1, &cap, sizeof(*x), 256);
+		if (!x)
+			break;
+		r = x;
+		r[*n].value = sym->st_value;
+		r[*n].size = sym->st_size;
+		r[*n].name = name;
+		r[*n].order = i;
+		r[*n].rank = ta_syms_rank(ELF64_ST_BIND(sym->st_info));
+		(*n)++;
+	}
+	return r;
+}
+
+struct ta_syms_raw *ta_module_symbols(const char *path, const uint8_t *id, size_t idlen, size_t *n,
+				      unsigned *source, void **map, size_t *maplen)
+{
+	const ElfW(Ehdr) *eh = map_elf(path, map, maplen), *dh;
+	struct symsec t;
+	char dpath[64 + 2 * 64];
+	void *dmap = NULL;
+	size_t dlen = 0, k;
+
+	*n = 0;
+	*source = 0;
+	if (!eh)
+		return NULL;
+	if (find_symsec(eh, *maplen, SHT_SYMTAB, 1, &t) == 0) {
+		*source = TA_SYMS_SYMTAB;
+		return table_functions(&t, n);
+	}
+	/* A stripped file: its debug file, in the distributions' layout. */
+	if (id && idlen >= 2 && idlen <= 64) {
+		k = (size_t)snprintf(dpath, sizeof(dpath), "/usr/lib/debug/.build-id/%02x/", id[0]);
+		for (size_t i = 1; i < idlen; i++)
+			k += (size_t)snprintf(dpath + k, sizeof(dpath) - k, "%02x", id[i]);
+		snprintf(dpath + k, sizeof(dpath) - k, ".debug");
+		dh = map_elf(dpath, &dmap, &dlen);
+		if (dh && find_symsec(dh, dlen, SHT_SYMTAB, 1, &t) == 0) {
+			munmap(*map, *maplen);
+			*map = dmap;
+			*maplen = dlen;
+			*source = TA_SYMS_DEBUG;
+			return table_functions(&t, n);
+		}
+		if (dmap)
+			munmap(dmap, dlen);
+	}
+	if (find_symsec(eh, *maplen, SHT_DYNSYM, 1, &t) == 0) {
+		*source = TA_SYMS_DYNSYM;
+		return table_functions(&t, n);
+	}
+	return NULL;
 }

@@ -14,6 +14,8 @@
 
 #include "compiler.h"
 
+struct ta_syms_raw;
+
 /* ---- patterns --------------------------------------------------------------- */
 
 struct ta_pattern {
@@ -84,5 +86,14 @@ typedef int (*ta_fn_want)(void *arg, const char *modbase, int is_exe, const char
  * into (munmap it when done with the names; *map NULL when none). */
 struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want want, void *arg,
 				       size_t *n, void **map, size_t *maplen) TA_HIDDEN;
+
+/* The function symbols a reader of the module's file names its functions
+ * with (analyzer/lib/symbols.c's choice): of its .symtab, else of the
+ * debug file /usr/lib/debug/.build-id/xx/rest.debug its build-id names,
+ * else of its .dynsym; *source says which (TA_SYMS_*; 0: none).  A
+ * malloc'd array of *n, names in *map (munmap *maplen when done; *map
+ * NULL when none), not yet sorted, aliases kept (ta_syms_pick). */
+struct ta_syms_raw *ta_module_symbols(const char *path, const uint8_t *id, size_t idlen, size_t *n,
+				      unsigned *source, void **map, size_t *maplen) TA_HIDDEN;
 
 #endif

@@ -20,6 +20,7 @@
 #include "dump.h"
 #include "format.h"
 #include "modules.h"
+#include "symstore.h"
 #include "walk.h"
 
 #define NOTE_ALIGN(x) (((x) + 3u) & ~3u)
@@ -78,8 +79,7 @@ static int learn(uint64_t bias, const char *name)
 	return 1;
 }
 
-/* The GNU build-id note of a loaded object, or 0 bytes. */
-static size_t build_id(const struct dl_phdr_info *info, const uint8_t **id)
+size_t ta_module_build_id(const struct dl_phdr_info *info, const uint8_t **id)
 {
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -110,7 +110,7 @@ static int one_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct ta_buf b = {0};
 	const uint8_t *id = NULL;
-	size_t idlen = build_id(info, &id);
+	size_t idlen = ta_module_build_id(info, &id);
 	const char *path = info->dlpi_name;
 	char exe[4096];
 	struct scan *sc = arg;
@@ -148,6 +148,10 @@ static int one_module(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_MODULE, b.p, b.len);
 	ta_buf_free(&b);
+	/* Its names after it (the executable's under its own path, the
+	 * vDSO's not at all: its functions are never traced). */
+	if (path[0])
+		ta_symstore_module(info, path, id, idlen, sc->all);
 	return 0;
 }
 

@@ -19,6 +19,9 @@ void ta_dump_modules(uint64_t load_ticks, uint64_t unload_ticks) TA_HIDDEN;
 /* Every object loaded now, stamped load_ticks, for a control-socket
  * stream's reader (tap.c): what the dump knows is left as it is. */
 void ta_dump_modules_all(uint64_t load_ticks) TA_HIDDEN;
+/* The GNU build-id note of a loaded object (*id into its memory): its
+ * length, or 0 without one. */
+size_t ta_module_build_id(const struct dl_phdr_info *info, const uint8_t **id) TA_HIDDEN;
 /* In a forked child: the module map is written again, under its pid. */
 void ta_modules_forget(void) TA_HIDDEN;
 

@@ -358,6 +358,7 @@ void ta_settings_load(struct ta_settings *s)
 	string_setting("TRACEAGENT_CHANNELS_ALT", s->channels_alt, sizeof(s->channels_alt));
 	s->libcalls = libcalls_setting();
 	s->control = onoff_setting("TRACEAGENT_CONTROL", "on", "off", 1);
+	s->symbols = onoff_setting("TRACEAGENT_SYMBOLS", "on", "off", 1);
 	s->start_paused = !onoff_setting("TRACEAGENT_START", "running", "paused", 1);
 	ta_settings_filters(s, 1);
 	s->test_encoder_max = 0;

@@ -41,6 +41,7 @@ struct ta_settings {
 	char channels_alt[1024]; /* TRACEAGENT_CHANNELS_ALT */
 	int channel_signal;	 /* TRACEAGENT_CHANNEL_SIGNAL, 0 = none */
 	int control;		 /* TRACEAGENT_CONTROL: 1 on (default), 0 off */
+	int symbols;		 /* TRACEAGENT_SYMBOLS: 1 on (default), 0 off */
 	int start_paused;	 /* TRACEAGENT_START=paused */
 	/* Recording less (filter.c; docs/traceagent-record.md, the filters). */
 	char filter[1024];	  /* TRACEAGENT_FILTER: "[!][MODULE:]GLOB,..." ("" = none) */

@@ -25,7 +25,7 @@
 #define TA_FILE_MAGIC	    "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN   8
 #define TA_FORMAT_MAJOR	    1 /* incompatible changes */
-#define TA_FORMAT_MINOR	    8 /* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MINOR	    9 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -100,7 +100,8 @@ struct ta_chunk_header {
 	X(CHANNELS, 14, "channels")	      /* the channels and their first state */             \
 	X(MARK, 15, "mark")		      /* process-wide: pause, resume, switch (1.6) */      \
 	X(FILTER, 16, "filter")		      /* the filters in force at record time (1.7) */      \
-	X(CUT, 18, "cut") /* why a dump stops without END, said by record or serve (1.8) */
+	X(CUT, 18, "cut") /* why a dump stops without END, said by record or serve (1.8) */        \
+	X(SYMBOLS, 19, "symbols") /* a module's function symbols (1.9) */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,
@@ -673,5 +674,80 @@ struct ta_filter_info {
  * allocated).  0, or TA_E_PAYLOAD / TA_E_NOMEM with *out empty. */
 int ta_filter_decode(const void *payload, size_t len, struct ta_filter_info *out);
 void ta_filter_info_free(struct ta_filter_info *f);
+
+/* ---- the SYMBOLS chunk (symchunk.c) ------------------------------------- */
+
+/*
+ * A module's function symbols, so that a dump names its functions without
+ * the module's file (FORMAT.md "19 SYMBOLS"):
+ *   str build_id, u bias, str path, u source (TA_SYMS_*), u count, then
+ *   count x (u value - previous value (the first from 0), u size,
+ *   u shared (bytes the name shares with the previous one's start),
+ *   str the rest of the name)
+ * Values strictly increase.  A module's table may take several chunks,
+ * each of which decodes on its own (its first entry from 0 and "").
+ */
+#define TA_SYMS_SYMTAB	 1u	/* the file's .symtab */
+#define TA_SYMS_DEBUG	 2u	/* the .symtab of the debug file found by build-id */
+#define TA_SYMS_DYNSYM	 3u	/* the file's .dynsym (a stripped file) */
+#define TA_SYMS_NAME_MAX 65535u /* a longer name is not stored */
+/* The most raw payload the encoder puts in one chunk (a reader takes up
+ * to TA_CHUNK_MAX_PAYLOAD), and the most name bytes a chunk may decode
+ * to per payload byte: front coding makes names out of few bytes, and a
+ * hostile chunk must not make gigabytes of them. */
+#define TA_SYMS_CHUNK_BYTES (1u << 20)
+#define TA_SYMS_NAME_RATIO  64u
+
+struct ta_syms_entry {
+	uint64_t value, size; /* st_value (an offset from the load bias), st_size */
+	const char *name;     /* NUL-terminated, as in the symbol table (mangled) */
+};
+
+/* A symbol as read from a table, before the aliases are chosen from. */
+struct ta_syms_raw {
+	uint64_t value, size;
+	const char *name;
+	size_t order; /* its index in the table */
+	int rank;     /* binding: 0 global, 1 weak, 2 local */
+};
+
+/* A symbol's rank from its ELF binding (STB_*, st_info >> 4): when symbols
+ * share an address, the global name is the one a user wrote, a local alias
+ * (often with underscores) the least likely. */
+static inline int ta_syms_rank(unsigned bind)
+{
+	return bind == 1 /* STB_GLOBAL */ ? 0 : bind == 2 /* STB_WEAK */ ? 1 : 2;
+}
+
+/* Sorts r by value and keeps one symbol per value, the one the readers
+ * show: sized before size 0, then by binding, then the first in the
+ * table.  Returns how many are kept (at the start of r). */
+size_t ta_syms_pick(struct ta_syms_raw *r, size_t n);
+
+/* Encodes n entries (values strictly increasing) as one or more SYMBOLS
+ * payloads, each passed to emit (which returns 0, or nonzero to stop).
+ * Names longer than TA_SYMS_NAME_MAX and entries out of order are left
+ * out.  0, -TA_E_NOMEM, or emit's nonzero result. */
+int ta_syms_encode(const uint8_t *build_id, size_t build_id_len, uint64_t bias, const char *path,
+		   unsigned source, const struct ta_syms_entry *e, size_t n,
+		   int (*emit)(void *arg, const void *payload, size_t len), void *arg);
+
+/* One SYMBOLS chunk decoded: owned by it (ta_syms_free). */
+struct ta_syms {
+	uint8_t *build_id;
+	size_t build_id_len;
+	uint64_t bias;
+	char *path; /* NUL-terminated */
+	unsigned source;
+	size_t n;
+	struct ta_syms_entry *e; /* names in pool */
+	char *pool;
+};
+
+/* Decodes a SYMBOLS payload (hostile input: counts checked against the
+ * bytes left, names bounded by TA_SYMS_NAME_RATIO).  0, or -TA_E_PAYLOAD /
+ * -TA_E_NOMEM with *out empty. */
+int ta_syms_decode(const void *payload, size_t len, struct ta_syms *out);
+void ta_syms_free(struct ta_syms *s);
 
 #endif /* TA_FORMAT_H */

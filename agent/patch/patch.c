@@ -65,6 +65,7 @@
 #include "lazylib.h"
 #include "patch.h"
 #include "ring.h"
+#include "symstore.h"
 #include "ta_config.h"
 
 #if TA_HAVE_PATCH
@@ -483,6 +484,8 @@ static void patch_module(const struct ta_module *m)
 		}
 	if (njobs == 0)
 		goto out;
+	/* Its functions' events are in the dump: so are their names. */
+	ta_symstore_patched(m->bias);
 	if (ta_patch_attach_mode) {
 		keep_pending(m, jobs, njobs);
 		goto out;
@@ -695,8 +698,11 @@ void ta_patch_after_dlopen(void)
 	if (patch_new_modules() > 0) {
 		pthread_mutex_unlock(&patch_lock);
 		summary();
-		if (ta_ring_up.ensure_started())
+		if (ta_ring_up.ensure_started()) {
 			ta_patch_dump();
+			/* The dlopen's scan came before its patching. */
+			ta_symstore_scan();
+		}
 	} else
 		pthread_mutex_unlock(&patch_lock);
 	errno = saved;

@@ -52,6 +52,7 @@ struct record_opts {
 	const char *exclude;	  /* --exclude, or NULL */
 	const char *depth;	  /* --depth, or NULL */
 	const char *min_duration; /* --min-duration, or NULL */
+	int no_symbols;		  /* --no-symbols */
 	char **argv;		  /* the program and its arguments */
 };
 
@@ -62,7 +63,8 @@ static void usage(FILE *f)
 		   "                         [--libcalls all|none|CLASS,...] [--patch PATTERNS]\n"
 		   "                         [--channels LIST] [--filter PATTERNS]\n"
 		   "                         [--exclude PATTERNS] [--depth N]\n"
-		   "                         [--min-duration TIME] [--] PROG [ARGS...]\n"
+		   "                         [--min-duration TIME] [--no-symbols]\n"
+		   "                         [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
 		   "-finstrument-functions (or its functions named by --patch, or its library\n"
@@ -96,6 +98,9 @@ static void usage(FILE *f)
 		   "                      TRACEAGENT_DEPTH\n"
 		   "  --min-duration TIME calls shorter than TIME (500ns, 10us, 2ms, 1s; a bare\n"
 		   "                      number is ns) left out, TRACEAGENT_MIN_DURATION\n"
+		   "  --no-symbols        the traced modules' symbols not stored in the dump\n"
+		   "                      (a smaller dump, named only where the binaries are),\n"
+		   "                      TRACEAGENT_SYMBOLS=off\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed,\n"
@@ -114,7 +119,8 @@ enum {
 	O_FILTER,
 	O_EXCLUDE,
 	O_DEPTH,
-	O_MIN_DURATION
+	O_MIN_DURATION,
+	O_NO_SYMBOLS
 };
 
 static const struct ta_opt record_opts[] = {
@@ -131,6 +137,7 @@ static const struct ta_opt record_opts[] = {
     {"--exclude", TA_ARG_EITHER, O_EXCLUDE},
     {"--depth", TA_ARG_EITHER, O_DEPTH},
     {"--min-duration", TA_ARG_EITHER, O_MIN_DURATION},
+    {"--no-symbols", TA_ARG_NONE, O_NO_SYMBOLS},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -221,7 +228,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 			*done = !p.status;
 			return p.status;
 		}
-		*value[id - O_OUTPUT] = p.val;
+		if (id == O_NO_SYMBOLS)
+			o->no_symbols = 1;
+		else
+			*value[id - O_OUTPUT] = p.val;
 	}
 	if (p.i >= argc) {
 		ta_usage_error("record", "no program to run");
@@ -827,7 +837,8 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.filter && ta_rec_set_env("TRACEAGENT_FILTER", o.filter) < 0) ||
 	    (o.exclude && ta_rec_set_env("TRACEAGENT_EXCLUDE", o.exclude) < 0) ||
 	    (o.depth && ta_rec_set_env("TRACEAGENT_DEPTH", o.depth) < 0) ||
-	    (o.min_duration && ta_rec_set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0))
+	    (o.min_duration && ta_rec_set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0) ||
+	    (o.no_symbols && ta_rec_set_env("TRACEAGENT_SYMBOLS", "off") < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
 }

@@ -249,6 +249,7 @@ int ta_view_open_many(struct ta_view *v, const char *const *paths, size_t n, con
 		v->status = 1;
 		return -1;
 	}
+	ta_session_stored_names(v->s, v->res);
 	/* One session: every dump's processes side by side, as the processes
 	 * of one dump are. */
 	for (size_t k = 0; k < n; k++) {

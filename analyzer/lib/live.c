@@ -72,6 +72,7 @@ struct ta_live *ta_live_new(void)
 		ta_live_free(L);
 		return NULL;
 	}
+	ta_session_stored_names(L->s, L->res);
 	L->demangle = TA_DEMANGLE_FULL;
 	return L;
 }

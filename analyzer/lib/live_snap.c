@@ -15,6 +15,7 @@
 #include "grow.h"
 #include "framestat.h"
 #include "live_int.h"
+#include "storedsyms.h"
 
 static uint64_t str_hash(const char *name, const char *module)
 {
@@ -117,7 +118,8 @@ static void name_addr(struct ta_live *L, uint32_t pid, uint64_t addr, const char
 	} else if (lc) {
 		*name = lc->name;
 		*module = TA_LIBCALL_MODULE;
-	} else if (m && L->no_files) {
+	} else if (m && L->no_files &&
+		   !ta_symstore_has(L->s->stored, m->path, m->build_id, m->build_id_len)) {
 		*name = own_name(L, m->path, addr - m->bias);
 		*module = m->path;
 	} else if (m) {

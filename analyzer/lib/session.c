@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storedsyms.h"
+
 /* ---- reading a dump ----------------------------------------------------------- */
 
 unsigned ta_session_jobs = 1;
@@ -333,5 +335,11 @@ void ta_session_free(struct ta_session *s)
 		ta_sess_process_free(s->procs[i]);
 	free(s->procs);
 	ta_decoder_free(&s->dec);
+	ta_symstore_free(s->stored);
 	free(s);
+}
+
+void ta_session_stored_names(struct ta_session *s, struct ta_resolver *r)
+{
+	ta_resolver_stored(r, ta_symstore_table, &s->stored);
 }

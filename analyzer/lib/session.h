@@ -22,6 +22,9 @@
 #include "dumpfile.h"
 #include "format.h"
 
+struct ta_resolver;
+struct ta_symstore;
+
 struct ta_clock_pair {
 	uint64_t ticks, ns;
 };
@@ -369,7 +372,13 @@ struct ta_session {
 	uint64_t min_duration_ns;
 	/* Calls the agent left out as shorter than it (TA_EXT_SHORT). */
 	uint64_t short_calls;
+	/* The modules' symbols the dump stores (SYMBOLS chunks), or NULL. */
+	struct ta_symstore *stored;
 };
+
+/* Names r gives the modules of s from the symbols s's dump stores first
+ * (ta_resolver_stored); r must not outlive s. */
+void ta_session_stored_names(struct ta_session *s, struct ta_resolver *r);
 
 /* ---- EVENTS chunks summed by workers, for visitors other than the profile ---- */
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storedsyms.h"
+
 static int thread_start_chunk(struct ta_session *s, struct ta_process *p, struct ta_reader *r)
 {
 	uint64_t tid, parent, ticks;
@@ -291,6 +293,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 		break;
 	case TA_CHUNK_CUT:
 		rc = cut_chunk(p, &r);
+		break;
+	case TA_CHUNK_SYMBOLS:
+		rc = ta_symstore_chunk(&s->stored, c->payload, c->len);
 		break;
 	case TA_CHUNK_FILTER:
 		rc = ta_sess_filter_chunk(p, c->payload, c->len);

@@ -61,41 +61,6 @@ static Elf_Scn *find_section(Elf *e, unsigned type, GElf_Shdr *sh)
 	return NULL;
 }
 
-/* Binding rank: when symbols share an address, the global name is the one
- * a user wrote, a local alias (often with underscores) the least likely. */
-static int bind_rank(unsigned char info)
-{
-	switch (GELF_ST_BIND(info)) {
-	case STB_GLOBAL:
-		return 0;
-	case STB_WEAK:
-		return 1;
-	default:
-		return 2;
-	}
-}
-
-struct raw_sym {
-	uint64_t value, size;
-	size_t name_off; /* into the pool */
-	size_t order;	 /* position in the file, for a stable sort */
-	int rank;
-};
-
-static int raw_cmp(const void *a, const void *b)
-{
-	const struct raw_sym *x = a, *y = b;
-
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	/* Sized before size 0, then by binding, then file order. */
-	if (!x->size != !y->size)
-		return x->size ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank - y->rank;
-	return x->order < y->order ? -1 : x->order > y->order;
-}
-
 /* Which symbols a table holds: functions, or data objects. */
 static int wanted(unsigned type, int objects)
 {
@@ -104,12 +69,14 @@ static int wanted(unsigned type, int objects)
 	return type == STT_FUNC || type == STT_GNU_IFUNC;
 }
 
-/* Reads the function (or, objects, the data object) symbols of one section into s. */
+/* Reads the function (or, objects, the data object) symbols of one section
+ * into s, one per address as format's ta_syms_pick chooses (the agent
+ * stores the same, SYMBOLS chunks). */
 static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct ta_symtab *s, int objects)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t count, n = 0, pool = 0;
-	struct raw_sym *raw;
+	struct ta_syms_raw *raw;
 
 	if (!data || !sh->sh_entsize)
 		return -TA_E_PAYLOAD;
@@ -117,16 +84,13 @@ static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct ta_symtab
 	raw = malloc((count ? count : 1) * sizeof(*raw));
 	if (!raw)
 		return -TA_E_NOMEM;
-	/* First pass: which symbols, and how much room their names need. */
 	for (size_t i = 0; i < count; i++) {
 		GElf_Sym sym;
 		const char *name;
-		unsigned type;
 
 		if (!gelf_getsym(data, (int)i, &sym))
 			break;
-		type = GELF_ST_TYPE(sym.st_info);
-		if (!wanted(type, objects))
+		if (!wanted(GELF_ST_TYPE(sym.st_info), objects))
 			continue;
 		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
@@ -135,38 +99,32 @@ static int read_syms(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct ta_symtab
 			continue;
 		raw[n].value = sym.st_value;
 		raw[n].size = sym.st_size;
-		raw[n].name_off = pool;
+		raw[n].name = name;
 		raw[n].order = i;
-		raw[n].rank = bind_rank(sym.st_info);
-		pool += strlen(name) + 1;
+		raw[n].rank = ta_syms_rank(GELF_ST_BIND(sym.st_info));
 		n++;
 	}
+	n = ta_syms_pick(raw, n);
+	for (size_t i = 0; i < n; i++)
+		pool += strlen(raw[i].name) + 1;
 	s->names = malloc(pool ? pool : 1);
 	s->syms = malloc((n ? n : 1) * sizeof(*s->syms));
 	if (!s->names || !s->syms) {
 		free(raw);
 		return -TA_E_NOMEM;
 	}
-	/* Second pass: copy the names, so the file can be closed. */
+	/* The names copied, so the file can be closed. */
+	pool = 0;
 	for (size_t i = 0; i < n; i++) {
-		GElf_Sym sym;
-		const char *name;
+		size_t len = strlen(raw[i].name) + 1;
 
-		gelf_getsym(data, (int)raw[i].order, &sym);
-		name = elf_strptr(e, sh->sh_link, sym.st_name);
-		memcpy(s->names + raw[i].name_off, name, strlen(name) + 1);
+		memcpy(s->names + pool, raw[i].name, len);
+		s->syms[i].value = raw[i].value;
+		s->syms[i].size = raw[i].size;
+		s->syms[i].name = s->names + pool;
+		pool += len;
 	}
-	qsort(raw, n, sizeof(*raw), raw_cmp);
-	s->n = 0;
-	for (size_t i = 0; i < n; i++) {
-		/* Aliases: the first after sorting is the best name. */
-		if (s->n && s->syms[s->n - 1].value == raw[i].value)
-			continue;
-		s->syms[s->n].value = raw[i].value;
-		s->syms[s->n].size = raw[i].size;
-		s->syms[s->n].name = s->names + raw[i].name_off;
-		s->n++;
-	}
+	s->n = n;
 	free(raw);
 	return 0;
 }
@@ -335,6 +293,18 @@ int ta_symtab_maps(const struct ta_symtab *s, uint64_t offset)
 	return 0;
 }
 
+struct ta_symtab *ta_symtab_adopt(struct ta_sym *syms, size_t n, char *names)
+{
+	struct ta_symtab *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->syms = syms;
+	s->n = n;
+	s->names = names;
+	return s;
+}
+
 void ta_symtab_free(struct ta_symtab *s)
 {
 	if (!s)
@@ -439,7 +409,15 @@ struct ta_resolver {
 	size_t nmods, mods_cap;
 	struct cache_entry *cache;
 	size_t ncache, cache_size;
+	ta_stored_fn *stored;
+	void *stored_ctx;
 };
+
+void ta_resolver_stored(struct ta_resolver *r, ta_stored_fn *fn, void *ctx)
+{
+	r->stored = fn;
+	r->stored_ctx = ctx;
+}
 
 struct ta_resolver *ta_resolver_new(void)
 {
@@ -487,12 +465,19 @@ static long module_index(struct ta_resolver *r, const char *path, const uint8_t 
 	m->path = strdup(path);
 	if (!m->path)
 		return -1;
-	m->tab = NULL;
 	m->errnum = 0;
 	memset(&m->origin, 0, sizeof(m->origin));
 	m->origin.match = -1;
 	ta_build_id_hex(m->origin.dump_id, id, id_len);
 	ta_symfind_note(path, id, id_len);
+	/* The dump's own table first: it names the functions as the recording
+	 * machine's file did, whatever is at the path here. */
+	m->tab = r->stored ? r->stored(r->stored_ctx, path, id, id_len) : NULL;
+	if (m->tab) {
+		m->origin.source = TA_SYMS_STORED;
+		m->code = 0;
+		return (long)r->nmods++;
+	}
 	/* Modules without a file (the vDSO) have no path to read. */
 	rc = path[0] == '/' ? ta_symtab_find(path, id, id_len, &m->tab, &m->origin) : -TA_E_IO;
 	m->code = rc;

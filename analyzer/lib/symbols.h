@@ -67,6 +67,10 @@ int ta_symtab_load_data(const char *path, const uint8_t *build_id, size_t build_
 /* Whether offset lies in one of the segments the file loads (a table of
  * ta_symtab_load_data; 0 for a function table). */
 int ta_symtab_maps(const struct ta_symtab *s, uint64_t offset);
+/* A table of n symbols sorted by value, one per value (malloc'd syms and
+ * the names' pool they point into, both the table's from then on); NULL
+ * without memory (syms and names then still the caller's). */
+struct ta_symtab *ta_symtab_adopt(struct ta_sym *syms, size_t n, char *names);
 void ta_symtab_free(struct ta_symtab *s);
 size_t ta_symtab_count(const struct ta_symtab *s);
 
@@ -135,6 +139,13 @@ void ta_resolver_shorten(struct ta_resolver *r, int on);
  */
 const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
 				     const uint8_t *build_id, size_t build_id_len, uint64_t offset);
+
+/* The symbols a dump stored for a module (SYMBOLS chunks, storedsyms.h): a
+ * table the resolver then owns, or NULL when the dump has none. */
+typedef struct ta_symtab *ta_stored_fn(void *ctx, const char *path, const uint8_t *build_id,
+				       size_t build_id_len);
+/* Where the resolver looks first for a module's symbols, before its file. */
+void ta_resolver_stored(struct ta_resolver *r, ta_stored_fn *fn, void *ctx);
 
 /* Calls fn for each module path whose symbols could not be read, with the
  * TA_E_* code and errno of the failure. */

@@ -107,6 +107,7 @@ static int meta_read(struct ta_view *m, const char *path)
 	ta_view_naming(m);
 	if (!m->s || !m->res)
 		return -1;
+	ta_session_stored_names(m->s, m->res);
 	if (ta_dumpfile_open(path, &d) == 0) {
 		for (;;) {
 			int rc = ta_dumpfile_next(d, &c);

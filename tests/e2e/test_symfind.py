@@ -97,9 +97,12 @@ class SymfindTest(tahelp.Case):
         self.need_host_program(prog)
         return src
 
-    def record(self, prog):
-        """Records prog: every recording of this file goes through here."""
-        return self.traced("record", [prog]).dump
+    def record(self, prog, stored=False):
+        """Records prog: every recording of this file goes through here.
+        Without the symbols stored in the dump (--no-symbols), which would
+        name the functions whatever the files say, unless stored."""
+        options = [] if stored else ["--no-symbols"]
+        return self.traced("record", [prog], options=options).dump
 
     def strip(self, prog, debug, link=True):
         """Moves prog's debug information to debug (objcopy
@@ -195,6 +198,22 @@ class SymfindTest(tahelp.Case):
         p = self.run_cmd(["graph", "--symfs=" + keep, dump])
         self.assertIn("beta", p.stdout)
         self.assertNotIn("pad", p.stdout)
+
+    def test_rebuilt_with_stored_symbols(self):
+        """Recorded with its symbols stored (the default), rebuilt at the
+        same path: the names are the dump's, exactly, and info says so; the
+        new file is never read for them, nor for source lines, which it
+        cannot give (its build-id differs)."""
+        prog = os.path.join(self.base, "app", "prog")
+        self.build(V1, prog)
+        dump = self.record(prog, stored=True)
+        self.build(V2, prog)
+        got, _ = self.names(dump, prog)
+        self.assertEqual({k: v[0] for k, v in got.items()}, V1_CALLS)
+        m = self.module_info(dump, prog)
+        self.assertEqual(m["symbols_from"], "stored")
+        self.assertIsNone(m["symbols_path"])
+        self.assertEqual(m["lines_from"], "none")
 
     def test_deleted(self):
         """The binary gone: prog+0xOFFSET names after one warning."""

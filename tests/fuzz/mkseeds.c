@@ -479,6 +479,47 @@ static void filters(void)
 	dg_free(&g);
 }
 
+static int add_chunk(void *arg, const void *payload, size_t len)
+{
+	dg_chunk(arg, TA_CHUNK_SYMBOLS, payload, len);
+	return 0;
+}
+
+/* Stored symbols (format 1.9): the program's functions, front-coded C++
+ * names, and the same table again (a second process's). */
+static void symbols(void)
+{
+	static const struct ta_syms_entry syms[] = {
+	    {0x1000, 0x40, "main"},
+	    {0x1040, 0x40, "_ZN2ns5Klass6methodEv"},
+	    {0x1080, 0x40, "_ZN2ns5KlassC2Ev"},
+	    {0x10c0, 0, "_ZN2ns5twiceEi"},
+	};
+	struct dumpgen g;
+	uint64_t t = 100;
+	struct ta_encoder e;
+
+	dg_init(&g, 800);
+	preamble(&g, 50);
+	ta_syms_encode(NULL, 0, BIAS, "/usr/bin/prog", TA_SYMS_SYMTAB, syms, 4, add_chunk, &g);
+	ta_syms_encode(NULL, 0, BIAS, "/usr/bin/prog", TA_SYMS_SYMTAB, syms, 4, add_chunk, &g);
+	dg_thread_start(&g, 800, 60, "main");
+	ta_encoder_init(&e, 800);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 10, FN(0), 0);
+	ta_encoder_event(&e, t += 10, FN(1), 0);
+	ta_encoder_event(&e, t += 10, FN(1), 1);
+	ta_encoder_event(&e, t += 10, FN(3), 0);
+	ta_encoder_event(&e, t += 10, FN(3), 1);
+	ta_encoder_event(&e, t += 10, FN(0), 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 800, t + 5, 6, 0);
+	dg_end(&g, t + 10, 7000000, 6, 0, 1, 0);
+	emit("symbols", &g);
+	dg_free(&g);
+}
+
 /* Garbage between chunks, an unknown chunk type, a truncated tail. */
 static void damaged(void)
 {
@@ -513,6 +554,7 @@ int main(int argc, char **argv)
 	libcalls();
 	api();
 	filters();
+	symbols();
 	damaged();
 	for (int i = 2; i < argc; i++)
 		real_dump(argv[i]);
