@@ -94,10 +94,10 @@ static void symbol_refused(void *ctx, const char *path, const struct ta_sym_orig
 {
 	const struct ta_view *v = ctx;
 
-	ta_view_warn(v,
-		     "%s: build-id %s of the file is not the dump's %s: its names and source "
-		     "lines are not used",
-		     path, o->file_id[0] ? o->file_id : "(none)", o->dump_id);
+	ta_view_warn(v, "%s: build-id %s of the file is not the dump's %s: its %s are not used",
+		     path, o->file_id[0] ? o->file_id : "(none)", o->dump_id,
+		     o->source == TA_SYMS_STORED ? "source lines (the names are the dump's)"
+						 : "names and source lines");
 }
 
 /* ---- opening ------------------------------------------------------------------- */

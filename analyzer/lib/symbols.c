@@ -474,8 +474,18 @@ static long module_index(struct ta_resolver *r, const char *path, const uint8_t 
 	 * machine's file did, whatever is at the path here. */
 	m->tab = r->stored ? r->stored(r->stored_ctx, path, id, id_len) : NULL;
 	if (m->tab) {
+		struct ta_symfind f;
+
 		m->origin.source = TA_SYMS_STORED;
 		m->code = 0;
+		/* The file at the path only says whether it is the recorded
+		 * one: source lines come from it only if it is. */
+		if (path[0] == '/' && ta_symfind_begin(&f, path, id, id_len) == 0) {
+			m->origin.match = ta_symfind_match(&f);
+			m->origin.refused = f.state == TA_FILE_OTHER && !f.symfs_match;
+			memcpy(m->origin.file_id, f.file_id, sizeof(m->origin.file_id));
+			ta_symfind_end(&f);
+		}
 		return (long)r->nmods++;
 	}
 	/* Modules without a file (the vDSO) have no path to read. */

@@ -207,13 +207,17 @@ class SymfindTest(tahelp.Case):
         prog = os.path.join(self.base, "app", "prog")
         self.build(V1, prog)
         dump = self.record(prog, stored=True)
+        old_id = self.module_info(dump, prog)["build_id"]
         self.build(V2, prog)
-        got, _ = self.names(dump, prog)
-        self.assertEqual({k: v[0] for k, v in got.items()}, V1_CALLS)
+        p = subprocess.run(["readelf", "-n", prog], capture_output=True, text=True)
+        file_id = [l.split()[-1] for l in p.stdout.splitlines() if "Build ID" in l][0]
+        got, err = self.names(dump, prog)
+        self.assertEqual(got, {k: (v, None) for k, v in V1_CALLS.items()})
+        self.assertEqual(err, ["traceagent: %s: warning: %s: build-id %s of the file is not "
+                               "the dump's %s: its source lines (the names are the dump's) "
+                               "are not used" % (dump, prog, file_id, old_id)])
         m = self.module_info(dump, prog)
-        self.assertEqual(m["symbols_from"], "stored")
-        self.assertIsNone(m["symbols_path"])
-        self.assertEqual(m["lines_from"], "none")
+        self.assertEqual(origin(m), ("stored", None, False, "none", None))
 
     def test_deleted(self):
         """The binary gone: prog+0xOFFSET names after one warning."""
