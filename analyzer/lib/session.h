@@ -21,6 +21,7 @@
 
 #include "dumpfile.h"
 #include "format.h"
+#include "htab.h"
 
 struct ta_clock_pair {
 	uint64_t ticks, ns;
@@ -268,8 +269,6 @@ struct ta_sess_thread {
 	uint64_t *last_stack;
 	uint32_t last_depth;
 	uint64_t overflow; /* frames beyond what the stack holds, without data */
-
-	struct ta_sess_thread *hnext; /* (pid, tid) hash chain */
 };
 
 /* Flags of enter and exit visits. */
@@ -339,8 +338,10 @@ struct ta_session {
 	size_t nprocs, procs_cap;
 	struct ta_sess_thread **threads;
 	size_t nthreads, threads_cap;
-	struct ta_sess_thread **thash;
-	size_t thash_size;
+	/* The threads by (pid, tid): the latest instance of each (a tid
+	 * the kernel reused after the first thread ended replaces it). */
+	struct ta_htab thash;
+	size_t nhashed;
 
 	struct ta_session_error errors[TA_SESSION_MAX_ERRORS];
 	size_t nerrors;	     /* stored */
