@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /*
  * Open addressing with linear probing over rows the caller keeps in an
@@ -80,6 +81,13 @@ static inline uint32_t ta_htab_at(const struct ta_htab *h, size_t k)
 static inline void ta_htab_put(struct ta_htab *h, size_t k, size_t i)
 {
 	h->slot[k] = (uint32_t)i + 1;
+}
+
+/* Empties the table, keeping its slots (a table refilled again and again). */
+static inline void ta_htab_clear(struct ta_htab *h)
+{
+	if (h->nslots)
+		memset(h->slot, 0, h->nslots * sizeof(*h->slot));
 }
 
 /*

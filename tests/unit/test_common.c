@@ -9,6 +9,7 @@
 #include "../check_run.h"
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common.h"
 #include "testutil.h"
@@ -554,6 +555,17 @@ START_TEST(htab_regrow)
 	ck_assert_uint_eq(w.h.nslots, 32);
 	slots_are(&w, 31, run32, 10);
 	held_check(&w, win, nheld);
+	/* Cleared: the same slots, all empty, and filled again from nothing. */
+	ta_htab_clear(&w.h);
+	ck_assert_uint_eq(w.h.nslots, 32);
+	for (size_t k = 0; k < 32; k++)
+		ck_assert_uint_eq(ta_htab_at(&w.h, k), 0);
+	memset(win, 0, sizeof(win));
+	nheld = 0;
+	held_check(&w, win, nheld);
+	ck_assert_uint_eq(held_put(&w, &nheld, 70), 11);
+	ck_assert_uint_eq(ta_htab_at(&w.h, 31), 12);
+	ck_assert_uint_eq(w.h.nslots, 32);
 	keys_free(&w);
 }
 END_TEST
