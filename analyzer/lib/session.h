@@ -620,9 +620,8 @@ struct ta_fstat {
 struct ta_profile {
 	struct ta_fstat *f; /* dense; indices are stable */
 	size_t n, cap;
-	uint32_t *slot; /* open addressing: index + 1, 0 = empty */
-	size_t nslots;
-	int hist; /* set before ta_profile_visitor: fill each ta_fstat's hist */
+	struct ta_htab by_fn; /* f by (thread, addr) */
+	int hist;	      /* set before ta_profile_visitor: fill each ta_fstat's hist */
 	/* Enters that looked their function up in the hash; the others found
 	 * its entry in their stack slot, left there by the frame before. */
 	uint64_t lookups;
