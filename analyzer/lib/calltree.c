@@ -292,37 +292,55 @@ void ta_ctree_free(struct ta_ctree *t)
 {
 	if (t->n)
 		munmap(t->n, nodes_bytes(t->cap));
-	free(t->slot);
+	ta_htab_free(&t->by_child);
 	memset(t, 0, sizeof(*t));
 }
 
-static void slot_put(struct ta_ctree *t, uint32_t node)
+static uint64_t child_hash(const void *ctx, size_t i)
 {
-	size_t k = ta_ct_child_slot(t->n[node].parent, t->n[node].key, t->nslots);
+	const struct ta_ctnode *c = &((const struct ta_ctree *)ctx)->n[i];
 
-	while (t->slot[k])
-		k = (k + 1) & (t->nslots - 1);
-	t->slot[k] = node;
+	return ta_ct_child_hash(c->parent, c->key);
 }
 
-/* Rebuilds the table at a size that holds t->nhashed children at most half
- * full, with every child of a wide node in it. */
+static inline int child_is(const void *ctx, size_t i, const void *key)
+{
+	const struct ta_ctnode *c = &((const struct ta_ctree *)ctx)->n[i];
+	const struct ta_ct_child_key *k = key;
+
+	return c->key == k->key && c->parent == k->parent;
+}
+
+static int never(const void *ctx, size_t i, const void *key)
+{
+	(void)ctx, (void)i, (void)key;
+	return 0;
+}
+
+/* Puts node in the table of children at the end of its probe run, with
+ * room made for it; -1 without memory. */
+static int slot_put(struct ta_ctree *t, uint32_t node)
+{
+	const struct ta_ctnode *c = &t->n[node];
+
+	if (ta_htab_reserve_held(&t->by_child, t->nhashed, 1024, child_hash, t) < 0)
+		return -1;
+	ta_htab_put(
+	    &t->by_child,
+	    ta_htab_find(&t->by_child, ta_ct_child_hash(c->parent, c->key), never, NULL, NULL),
+	    node);
+	t->nhashed++;
+	return 0;
+}
+
+/* Rebuilds the table with every child of a wide node in it, in node order. */
 static int slots_rebuild(struct ta_ctree *t)
 {
-	size_t n = t->nslots ? t->nslots : 1024;
-	uint32_t *slot;
-
-	while (t->nhashed * 2 > n)
-		n *= 2;
-	slot = calloc(n, sizeof(*slot));
-	if (!slot)
-		return -1;
-	free(t->slot);
-	t->slot = slot;
-	t->nslots = n;
+	ta_htab_free(&t->by_child);
+	t->nhashed = 0;
 	for (uint32_t i = 1; i < t->len; i++)
-		if (t->n[t->n[i].parent].nchild > SCAN_MAX)
-			slot_put(t, i);
+		if (t->n[t->n[i].parent].nchild > SCAN_MAX && slot_put(t, i) < 0)
+			return -1;
 	return 0;
 }
 
@@ -330,7 +348,7 @@ static __attribute__((noinline)) uint32_t node_add(struct ta_ctree *t, uint32_t 
 						   uint64_t key)
 {
 	struct ta_ctnode *n, *p;
-	uint32_t i, added;
+	uint32_t i;
 
 	if (t->len == t->cap) {
 		uint32_t cap = t->cap * 2;
@@ -360,16 +378,13 @@ static __attribute__((noinline)) uint32_t node_add(struct ta_ctree *t, uint32_t 
 	if (p->nchild <= SCAN_MAX)
 		return i;
 	/* A parent that just became wide brings all its children along. */
-	added = p->nchild == SCAN_MAX + 1 ? p->nchild : 1;
-	t->nhashed += added;
-	if (t->nhashed * 2 > t->nslots) {
-		if (slots_rebuild(t) < 0)
+	if (p->nchild > SCAN_MAX + 1) {
+		if (slot_put(t, i) < 0)
 			t->nomem = 1; /* lookups may now miss: the sums are void */
-	} else if (added == 1) {
-		slot_put(t, i);
 	} else {
 		for (uint32_t c = p->child; c; c = t->n[c].next)
-			slot_put(t, c);
+			if (slot_put(t, c) < 0)
+				t->nomem = 1;
 	}
 	return i;
 }
@@ -382,14 +397,14 @@ uint32_t ta_ctree_child(struct ta_ctree *t, uint32_t parent, uint64_t key)
 		for (uint32_t c = p->child; c; c = t->n[c].next)
 			if (t->n[c].key == key)
 				return c;
-	} else {
-		for (size_t k = ta_ct_child_slot(parent, key, t->nslots); t->slot[k];
-		     k = (k + 1) & (t->nslots - 1)) {
-			const struct ta_ctnode *c = &t->n[t->slot[k]];
+	} else if (t->by_child.nslots) {
+		struct ta_ct_child_key k = {parent, key};
+		uint32_t at = ta_htab_at(
+		    &t->by_child,
+		    ta_htab_find(&t->by_child, ta_ct_child_hash(parent, key), child_is, t, &k));
 
-			if (c->key == key && c->parent == parent)
-				return t->slot[k];
-		}
+		if (at)
+			return at - 1;
 	}
 	return node_add(t, parent, key);
 }

@@ -110,8 +110,8 @@ struct ta_ctree {
 	struct ta_ctnode *n;
 	uint32_t len, cap;
 	/* Children of nodes with many of them, found by (parent, key). */
-	uint32_t *slot;
-	size_t nslots, nhashed;
+	struct ta_htab by_child;
+	size_t nhashed;
 	int nomem; /* a node could not be added: the sums are short */
 };
 
@@ -244,11 +244,16 @@ static inline uint64_t ta_ct_mix64(uint64_t h)
 	return h;
 }
 
-/* The first slot of child (parent, key) in a table of nslots (a power of
- * two). */
-static inline size_t ta_ct_child_slot(uint32_t parent, uint64_t key, size_t nslots)
+/* The hash of child (parent, key) in the tables of children. */
+static inline uint64_t ta_ct_child_hash(uint32_t parent, uint64_t key)
 {
-	return (size_t)ta_ct_mix64(key * 0x9e3779b97f4a7c15ull + parent) & (nslots - 1);
+	return ta_ct_mix64(key * 0x9e3779b97f4a7c15ull + parent);
 }
+
+/* A child's identity, as the tables of children look it up. */
+struct ta_ct_child_key {
+	uint32_t parent;
+	uint64_t key;
+};
 
 #endif /* TA_CALLTREE_H */

@@ -179,8 +179,7 @@ struct ct_part {
 	struct ta_decoder dec;
 	struct ct_pnode *n;
 	uint32_t len, cap;
-	uint32_t *slot; /* (parent, key) -> index, 0 = empty */
-	size_t nslots;
+	struct ta_htab by_child; /* nodes [1, len) by (parent, key) */
 	struct ta_part_open *stack;
 	uint32_t depth, scap, nph, used;
 	struct ta_part_edge *edges;
@@ -207,41 +206,41 @@ static void part_drop(void *part)
 		return;
 	ta_decoder_free(&cp->dec);
 	free(cp->n);
-	free(cp->slot);
+	ta_htab_free(&cp->by_child);
 	free(cp->stack);
 	free(cp->edges);
 	free(cp);
 }
 
+static uint64_t pnode_hash(const void *ctx, size_t i)
+{
+	const struct ct_pnode *c = &((const struct ct_part *)ctx)->n[i];
+
+	return ta_ct_child_hash(c->parent, c->key);
+}
+
+static inline int pnode_is(const void *ctx, size_t i, const void *key)
+{
+	const struct ct_pnode *c = &((const struct ct_part *)ctx)->n[i];
+	const struct ta_ct_child_key *k = key;
+
+	return c->key == k->key && c->parent == k->parent;
+}
+
 /* The node (parent, key), added when new: its index, 0 without memory. */
 static __attribute__((noinline)) uint32_t pnode(struct ct_part *cp, uint32_t parent, uint64_t key)
 {
+	struct ta_ct_child_key ck = {parent, key};
+	uint64_t h = ta_ct_child_hash(parent, key);
 	size_t k;
 
-	if (cp->nslots)
-		for (k = ta_ct_child_slot(parent, key, cp->nslots); cp->slot[k];
-		     k = (k + 1) & (cp->nslots - 1)) {
-			const struct ct_pnode *c = &cp->n[cp->slot[k]];
-
-			if (c->key == key && c->parent == parent)
-				return cp->slot[k];
-		}
-	if ((size_t)cp->len * 2 > cp->nslots) {
-		size_t n = cp->nslots ? cp->nslots * 2 : 1024;
-		uint32_t *slot = calloc(n, sizeof(*slot));
-
-		if (!slot)
-			return 0;
-		for (uint32_t i = 1; i < cp->len; i++) {
-			for (k = ta_ct_child_slot(cp->n[i].parent, cp->n[i].key, n); slot[k];
-			     k = (k + 1) & (n - 1))
-				;
-			slot[k] = i;
-		}
-		free(cp->slot);
-		cp->slot = slot;
-		cp->nslots = n;
-	}
+	/* The root (node 0) is no one's child: the table holds the len - 1
+	 * others. */
+	if (ta_htab_reserve_held(&cp->by_child, (size_t)cp->len - 1, 1024, pnode_hash, cp) < 0)
+		return 0;
+	k = ta_htab_find(&cp->by_child, h, pnode_is, cp, &ck);
+	if (ta_htab_at(&cp->by_child, k))
+		return ta_htab_at(&cp->by_child, k) - 1;
 	if (cp->len == cp->cap) {
 		/* node ids are uint32_t, 0 none: at most 2^31 */
 		size_t cap = cp->cap;
@@ -256,10 +255,7 @@ static __attribute__((noinline)) uint32_t pnode(struct ct_part *cp, uint32_t par
 	memset(&cp->n[cp->len], 0, sizeof(cp->n[cp->len]));
 	cp->n[cp->len].key = key;
 	cp->n[cp->len].parent = parent;
-	for (k = ta_ct_child_slot(parent, key, cp->nslots); cp->slot[k];
-	     k = (k + 1) & (cp->nslots - 1))
-		;
-	cp->slot[k] = cp->len;
+	ta_htab_put(&cp->by_child, k, cp->len);
 	return cp->len++;
 }
 
@@ -391,8 +387,7 @@ static void part_build(void *part, const uint8_t *payload, size_t len)
 	/* Slots left by the chunk before name its nodes: forget them. */
 	for (uint32_t i = 0; i < cp->used && i < cp->scap; i++)
 		cp->stack[i].user = 0;
-	if (cp->nslots)
-		memset(cp->slot, 0, cp->nslots * sizeof(*cp->slot));
+	ta_htab_clear(&cp->by_child);
 	cp->ok = 0;
 	cp->len = 1; /* the root: the thread's node */
 	if (!cp->cap && !(cp->n = calloc(cp->cap = 256, sizeof(*cp->n)))) {

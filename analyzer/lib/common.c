@@ -565,34 +565,6 @@ struct ta_fn *ta_view_name_profile(struct ta_view *v, const struct ta_profile *p
 
 /* ---- a hash index over a caller's rows ------------------------------------------------ */
 
-int ta_htab_grow(struct ta_htab *h, size_t nrows, size_t first, ta_htab_hash_fn *hash,
-		 const void *ctx)
-{
-	size_t n = h->nslots ? h->nslots * 2 : first;
-	uint32_t *slot = calloc(n, sizeof(*slot));
-
-	if (!slot)
-		return -1;
-	for (size_t i = 0; i < nrows; i++) {
-		size_t k = (size_t)hash(ctx, i) & (n - 1);
-
-		while (slot[k])
-			k = (k + 1) & (n - 1);
-		slot[k] = (uint32_t)i + 1;
-	}
-	free(h->slot);
-	h->slot = slot;
-	h->nslots = n;
-	return 0;
-}
-
-void ta_htab_free(struct ta_htab *h)
-{
-	free(h->slot);
-	h->slot = NULL;
-	h->nslots = 0;
-}
-
 /* ---- per-function tables ------------------------------------------------------------ */
 
 static uint64_t str_hash(const char *s)

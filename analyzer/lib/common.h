@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "htab.h"
 #include "session.h"
 #include "symbols.h"
 
@@ -142,80 +143,6 @@ int ta_fn_glob(const char *glob, const struct ta_fn *id);
  * flame, pprof, info's open calls), so that their output stays linear in
  * the events however deep the recursion. */
 #define TA_RUN_MAX 64
-
-/* ---- a hash index over a caller's rows ---- */
-
-/*
- * Open addressing with linear probing over rows the caller keeps in an
- * array of its own, in the order they were added (the order outputs
- * follow, whatever the hashes): a slot holds a row's index + 1, 0 when
- * empty (so fewer than 2^32 - 1 rows).  ta_htab_reserve keeps it at most
- * half full, so probe runs stay short and always end at an empty slot.
- * Rows are never taken out.
- *
- * A row's position is its hash masked to the table's size: the caller's
- * hash must be well mixed in its low bits.  The lookup is inline and takes
- * its equality test as a function the compiler inlines into the probe
- * loop at -O2 (the callers are per-event loops), so a caller's table is
- * as fast as the loop it would write by hand.
- */
-struct ta_htab {
-	uint32_t *slot;
-	size_t nslots; /* a power of two, or 0 before the first reserve */
-};
-
-/* The hash of row i of the caller's rows (ctx). */
-typedef uint64_t ta_htab_hash_fn(const void *ctx, size_t i);
-/* Whether row i of the caller's rows (ctx) has the key. */
-typedef int ta_htab_eq_fn(const void *ctx, size_t i, const void *key);
-
-/* Doubles the table (to first slots, a power of two, when it has none)
- * and puts rows [0, nrows) back with hash.  Returns 0, or -1 without
- * memory (the table is then unchanged). */
-int ta_htab_grow(struct ta_htab *h, size_t nrows, size_t first, ta_htab_hash_fn *hash,
-		 const void *ctx);
-void ta_htab_free(struct ta_htab *h);
-
-/* Makes room for one more row beside the nrows there are: call before
- * ta_htab_find when a row may be added.  0, or -1 without memory. */
-static inline int ta_htab_reserve(struct ta_htab *h, size_t nrows, size_t first,
-				  ta_htab_hash_fn *hash, const void *ctx)
-{
-	if ((nrows + 1) * 2 <= h->nslots)
-		return 0;
-	return ta_htab_grow(h, nrows, first, hash, ctx);
-}
-
-/*
- * The position of the slot holding the row with key (hash is the key's,
- * eq tells the row), or when no row has it, of the empty slot where it
- * goes (ta_htab_put).  The table must have slots: ta_htab_reserve first,
- * or check nslots for a lookup alone.
- */
-static inline size_t ta_htab_find(const struct ta_htab *h, uint64_t hash, ta_htab_eq_fn *eq,
-				  const void *ctx, const void *key)
-{
-	const size_t mask = h->nslots - 1;
-	size_t k;
-
-	for (k = (size_t)hash & mask; h->slot[k]; k = (k + 1) & mask)
-		if (eq(ctx, h->slot[k] - 1, key))
-			break;
-	return k;
-}
-
-/* The row at position k: its index + 1, or 0 when the slot is empty. */
-static inline uint32_t ta_htab_at(const struct ta_htab *h, size_t k)
-{
-	return h->slot[k];
-}
-
-/* Puts row i at the empty position k ta_htab_find gave (with no grow in
- * between: a grow moves the rows to other slots). */
-static inline void ta_htab_put(struct ta_htab *h, size_t k, size_t i)
-{
-	h->slot[k] = (uint32_t)i + 1;
-}
 
 /* ---- per-function tables (report, diff) ---- */
 

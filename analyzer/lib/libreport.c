@@ -87,71 +87,87 @@ static uint64_t live_hash(uint64_t pid, uint64_t ptr)
 	return mix3(k);
 }
 
-static int live_grow(struct ta_libstats *ls)
+static uint64_t live_row_hash(const void *ctx, size_t i)
 {
-	size_t n = ls->live_slots ? ls->live_slots * 2 : 1024;
-	struct live *t = calloc(n, sizeof(*t));
+	const struct live *e = &((const struct ta_libstats *)ctx)->live[i];
 
-	if (!t)
-		return -1;
-	for (size_t i = 0; i < ls->live_slots; i++) {
-		struct live *e = &ls->live[i];
-		size_t k;
+	return live_hash(e->pid, e->ptr);
+}
 
-		if (!e->ptr)
-			continue;
-		for (k = (size_t)live_hash(e->pid, e->ptr) & (n - 1); t[k].ptr;
-		     k = (k + 1) & (n - 1))
-			;
-		t[k] = *e;
-	}
-	free(ls->live);
-	ls->live = t;
-	ls->live_slots = n;
-	return 0;
+struct live_key {
+	uint64_t pid, ptr;
+};
+
+static inline int live_is(const void *ctx, size_t i, const void *key)
+{
+	const struct live *e = &((const struct ta_libstats *)ctx)->live[i];
+	const struct live_key *k = key;
+
+	return e->ptr == k->ptr && e->pid == k->pid;
+}
+
+/* The position of block (pid, ptr) in the index, or of the empty slot
+ * where it goes; the index must have slots. */
+static inline size_t live_find(const struct ta_libstats *ls, uint64_t pid, uint64_t ptr)
+{
+	struct live_key key = {pid, ptr};
+
+	return ta_htab_find(&ls->live_index, live_hash(pid, ptr), live_is, ls, &key);
 }
 
 static void live_put(struct ta_libstats *ls, uint64_t pid, uint64_t ptr, uint64_t size,
 		     uint32_t path)
 {
-	size_t k;
+	size_t k, i;
 
-	if ((ls->nlive + 1) * 2 > ls->live_slots && live_grow(ls) < 0) {
+	if (ta_htab_reserve_held(&ls->live_index, ls->nlive, 1024, live_row_hash, ls) < 0) {
 		ls->nomem = 1;
 		return;
 	}
-	for (k = (size_t)live_hash(pid, ptr) & (ls->live_slots - 1); ls->live[k].ptr;
-	     k = (k + 1) & (ls->live_slots - 1))
-		if (ls->live[k].pid == pid && ls->live[k].ptr == ptr)
-			break; /* a block never seen freed: replaced */
-	if (!ls->live[k].ptr)
-		ls->nlive++;
-	ls->live[k] = (struct live){pid, ptr, size, path};
+	k = live_find(ls, pid, ptr);
+	if (ta_htab_at(&ls->live_index, k)) {
+		/* a block never seen freed: replaced */
+		ls->live[ta_htab_at(&ls->live_index, k) - 1] = (struct live){pid, ptr, size, path};
+		return;
+	}
+	if (ls->free_row) {
+		i = ls->free_row - 1;
+		ls->free_row = ls->live[i].size;
+	} else {
+		if (ls->nrows == ls->live_cap) {
+			struct live *v = ta_vec_reserve(ls->live, ls->nrows + 1, &ls->live_cap,
+							sizeof(*v), 1024);
+
+			if (!v) {
+				ls->nomem = 1;
+				return;
+			}
+			ls->live = v;
+		}
+		i = ls->nrows++;
+	}
+	ls->live[i] = (struct live){pid, ptr, size, path};
+	ta_htab_put(&ls->live_index, k, i);
+	ls->nlive++;
 }
 
 /* Takes the block out; 1 with its size if it was live. */
 static int live_take(struct ta_libstats *ls, uint64_t pid, uint64_t ptr, uint64_t *size)
 {
-	size_t mask = ls->live_slots - 1, k, j;
+	size_t k, i;
 
-	if (!ls->live_slots)
+	if (!ls->nlive)
 		return 0;
-	for (k = (size_t)live_hash(pid, ptr) & mask; ls->live[k].ptr; k = (k + 1) & mask)
-		if (ls->live[k].pid == pid && ls->live[k].ptr == ptr)
-			break;
-	if (!ls->live[k].ptr)
+	k = live_find(ls, pid, ptr);
+	if (!ta_htab_at(&ls->live_index, k))
 		return 0;
-	*size = ls->live[k].size;
+	i = ta_htab_at(&ls->live_index, k) - 1;
+	*size = ls->live[i].size;
+	ta_htab_del(&ls->live_index, k, live_row_hash, ls);
 	ls->nlive--;
-	/* Backward-shift deletion keeps every probe run unbroken. */
-	for (j = (k + 1) & mask; ls->live[j].ptr; j = (j + 1) & mask) {
-		size_t home = (size_t)live_hash(ls->live[j].pid, ls->live[j].ptr) & mask;
-		if ((j > k && (home <= k || home > j)) || (j < k && home <= k && home > j)) {
-			ls->live[k] = ls->live[j];
-			k = j;
-		}
-	}
-	ls->live[k].ptr = 0;
+	ls->live[i].ptr = 0;
+	ls->live[i].size = ls->free_row;
+	ls->free_row = i + 1;
 	return 1;
 }
 
@@ -168,52 +184,65 @@ static int live_take(struct ta_libstats *ls, uint64_t pid, uint64_t ptr, uint64_
 static int heap_block(const struct ta_libstats *ls, uint64_t pid, uint64_t addr, uint32_t *path,
 		      uint64_t *off)
 {
-	size_t mask = ls->live_slots - 1;
-
 	if (!ls->nlive)
 		return 0;
 	for (uint64_t d = addr % HEAP_ALIGN; d <= HEAP_REACH && d < addr; d += HEAP_ALIGN) {
-		uint64_t ptr = addr - d;
-		size_t k;
+		uint32_t at = ta_htab_at(&ls->live_index, live_find(ls, pid, addr - d));
 
-		for (k = (size_t)live_hash(pid, ptr) & mask; ls->live[k].ptr; k = (k + 1) & mask)
-			if (ls->live[k].pid == pid && ls->live[k].ptr == ptr)
-				break;
-		if (!ls->live[k].ptr)
+		if (!at)
 			continue;
 		/* Blocks do not overlap: none further down holds addr. */
-		if (d >= ls->live[k].size)
+		if (d >= ls->live[at - 1].size)
 			return 0;
-		*path = ls->live[k].path;
+		*path = ls->live[at - 1].path;
 		*off = d;
 		return 1;
 	}
 	return 0;
 }
 
+static uint64_t path_hash(const void *ctx, size_t i)
+{
+	return ((const struct ta_libstats *)ctx)->paths[i].hash;
+}
+
+struct path_key {
+	uint64_t hash;
+	const struct ta_sess_thread *t;
+	uint32_t depth;
+};
+
+static int path_is(const void *ctx, size_t i, const void *key)
+{
+	const struct path *p = &((const struct ta_libstats *)ctx)->paths[i];
+	const struct path_key *k = key;
+	uint32_t d;
+
+	if (p->hash != k->hash || p->pid != k->t->pid || p->depth != k->depth)
+		return 0;
+	for (d = 0; d < k->depth && p->addr[d] == k->t->stack[d].addr; d++)
+		;
+	return d == k->depth;
+}
+
 /* The index of the path of frames [0, depth) of t, interned. */
 static uint32_t path_of(struct ta_libstats *ls, const struct ta_sess_thread *t, uint32_t depth)
 {
-	uint64_t h = 1469598103934665603ull;
-	struct agg_row *r;
+	uint64_t h[3] = {1469598103934665603ull, t->pid, depth};
+	struct path_key key = {0, t, depth};
 	struct path *p;
+	size_t k;
 
 	for (uint32_t i = 0; i < depth; i++)
-		h = (h ^ t->stack[i].addr) * 1099511628211ull;
-	/* Paths with the same hash are chained through v[1]. */
-	r = agg_get(&ls->path_index, h, t->pid, depth);
-	if (!r) {
+		h[0] = (h[0] ^ t->stack[i].addr) * 1099511628211ull;
+	key.hash = mix3(h);
+	if (ta_htab_reserve(&ls->path_index, ls->npaths, 64, path_hash, ls) < 0) {
 		ls->nomem = 1;
 		return UINT32_MAX;
 	}
-	for (uint64_t i = r->v[0]; i; i = ls->paths[i - 1].bytes) {
-		p = &ls->paths[i - 1];
-		uint32_t d;
-		for (d = 0; d < depth && p->addr[d] == t->stack[d].addr; d++)
-			;
-		if (d == depth)
-			return (uint32_t)(i - 1);
-	}
+	k = ta_htab_find(&ls->path_index, key.hash, path_is, ls, &key);
+	if (ta_htab_at(&ls->path_index, k))
+		return ta_htab_at(&ls->path_index, k) - 1;
 	if (ls->npaths == ls->paths_cap) {
 		struct path *np =
 		    ta_vec_reserve(ls->paths, ls->npaths + 1, &ls->paths_cap, sizeof(*np), 64);
@@ -234,12 +263,11 @@ static uint32_t path_of(struct ta_libstats *ls, const struct ta_sess_thread *t, 
 		p->addr[i] = t->stack[i].addr;
 	p->pid = t->pid;
 	p->depth = depth;
-	/* While reading, bytes chains the paths of one hash (index + 1);
-	 * it is reset before the live blocks are summed. */
-	p->bytes = r->v[0];
+	p->hash = key.hash;
+	p->bytes = 0;
 	p->blocks = 0;
-	r->v[0] = ++ls->npaths;
-	return (uint32_t)(ls->npaths - 1);
+	ta_htab_put(&ls->path_index, k, ls->npaths);
+	return (uint32_t)ls->npaths++;
 }
 
 /* ---- the visitor ------------------------------------------------------------------------ */
@@ -420,7 +448,7 @@ void ta_libstats_free(struct ta_libstats *ls)
 	if (!ls)
 		return;
 	agg_free(&ls->alloc_caller);
-	agg_free(&ls->path_index);
+	ta_htab_free(&ls->path_index);
 	agg_free(&ls->lock_caller);
 	agg_free(&ls->lock_obj);
 	agg_free(&ls->io_fd);
@@ -429,6 +457,7 @@ void ta_libstats_free(struct ta_libstats *ls)
 		free(ls->paths[i].addr);
 	free(ls->paths);
 	free(ls->live);
+	ta_htab_free(&ls->live_index);
 	for (size_t i = 0; i < ls->ndsyms; i++) {
 		free(ls->dsyms[i].path);
 		ta_symtab_free(ls->dsyms[i].tab);

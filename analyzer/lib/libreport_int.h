@@ -27,12 +27,13 @@ struct agg {
 struct path {
 	uint32_t pid, depth;
 	uint64_t *addr;		/* bottom first, the allocating function last */
+	uint64_t hash;		/* of pid, depth and addr (path_of) */
 	uint64_t bytes, blocks; /* live at the end */
 };
 
 struct live {
-	uint64_t pid, ptr; /* ptr 0: empty */
-	uint64_t size;
+	uint64_t pid, ptr; /* ptr 0: a row free for reuse */
+	uint64_t size;	   /* of a free row: the next free row's index + 1 */
 	uint32_t path;
 };
 
@@ -54,9 +55,13 @@ struct ta_libstats {
 	uint64_t untracked_frees; /* of blocks allocated before recording */
 	struct path *paths;
 	size_t npaths, paths_cap;
-	struct agg path_index; /* (hash, pid, depth) -> v[0] = path index + 1, chained by v[1] */
+	struct ta_htab path_index; /* paths by (pid, frames) */
+	/* The live blocks: rows [0, nrows), those with a ptr indexed by
+	 * (pid, ptr) in live_index (nlive of them); the rows of freed blocks
+	 * chained from free_row (index + 1) for the next blocks. */
 	struct live *live;
-	size_t nlive, live_slots;
+	size_t nlive, nrows, live_cap, free_row;
+	struct ta_htab live_index;
 
 	/* locks: (pid, caller, function index) and (pid, object, 0) -> calls,
 	 * wait ticks, max ticks; an object's row also the live block holding

@@ -165,8 +165,9 @@ static int print_alloc(struct ta_libstats *ls, int json)
 	/* The live blocks, summed per path. */
 	for (size_t i = 0; i < ls->npaths; i++)
 		ls->paths[i].bytes = ls->paths[i].blocks = 0;
-	for (size_t i = 0; i < ls->live_slots; i++) {
+	for (size_t i = 0; i < ls->nrows; i++) {
 		const struct live *e = &ls->live[i];
+
 		if (!e->ptr)
 			continue;
 		ls->paths[e->path].bytes += e->size;

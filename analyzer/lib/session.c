@@ -330,7 +330,7 @@ void ta_session_free(struct ta_session *s)
 	for (size_t i = 0; i < s->nthreads; i++)
 		ta_sess_thread_free(s->threads[i]);
 	free(s->threads);
-	free(s->thash);
+	ta_htab_free(&s->thash);
 	for (size_t i = 0; i < s->nprocs; i++)
 		ta_sess_process_free(s->procs[i]);
 	free(s->procs);

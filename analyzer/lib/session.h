@@ -21,6 +21,7 @@
 
 #include "dumpfile.h"
 #include "format.h"
+#include "htab.h"
 
 struct ta_resolver;
 struct ta_symstore;
@@ -271,8 +272,6 @@ struct ta_sess_thread {
 	uint64_t *last_stack;
 	uint32_t last_depth;
 	uint64_t overflow; /* frames beyond what the stack holds, without data */
-
-	struct ta_sess_thread *hnext; /* (pid, tid) hash chain */
 };
 
 /* Flags of enter and exit visits. */
@@ -342,8 +341,10 @@ struct ta_session {
 	size_t nprocs, procs_cap;
 	struct ta_sess_thread **threads;
 	size_t nthreads, threads_cap;
-	struct ta_sess_thread **thash;
-	size_t thash_size;
+	/* The threads by (pid, tid): the latest instance of each (a tid
+	 * the kernel reused after the first thread ended replaces it). */
+	struct ta_htab thash;
+	size_t nhashed;
 
 	struct ta_session_error errors[TA_SESSION_MAX_ERRORS];
 	size_t nerrors;	     /* stored */
@@ -628,9 +629,8 @@ struct ta_fstat {
 struct ta_profile {
 	struct ta_fstat *f; /* dense; indices are stable */
 	size_t n, cap;
-	uint32_t *slot; /* open addressing: index + 1, 0 = empty */
-	size_t nslots;
-	int hist; /* set before ta_profile_visitor: fill each ta_fstat's hist */
+	struct ta_htab by_fn; /* f by (thread, addr) */
+	int hist;	      /* set before ta_profile_visitor: fill each ta_fstat's hist */
 	/* Enters that looked their function up in the hash; the others found
 	 * its entry in their stack slot, left there by the frame before. */
 	uint64_t lookups;

@@ -112,8 +112,7 @@ struct ta_chunk_part {
 	struct ta_decoder dec;
 	struct ta_part_sum *fns;
 	size_t nfns, fns_cap;
-	uint32_t *slot; /* addr -> index + 1 */
-	size_t nslots;
+	struct ta_htab by_addr; /* fns by addr */
 	struct ta_part_frame *stack;
 	uint32_t depth, cap, nph, used;
 	struct ta_part_edge *edges;

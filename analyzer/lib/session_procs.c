@@ -443,47 +443,40 @@ int64_t ta_session_start_ns(const struct ta_session *s)
 
 /* ---- threads --------------------------------------------------------------------- */
 
-static size_t thash(uint32_t pid, uint64_t tid, size_t size)
+static uint64_t thash(uint32_t pid, uint64_t tid)
 {
-	uint64_t h = (tid ^ ((uint64_t)pid << 32)) * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 32) & (size_t)(size - 1);
+	return ((tid ^ ((uint64_t)pid << 32)) * 0x9e3779b97f4a7c15ull) >> 32;
 }
 
-static int thash_grow(struct ta_session *s)
+static uint64_t thread_hash(const void *ctx, size_t i)
 {
-	size_t size = s->thash_size ? s->thash_size * 2 : 64;
-	struct ta_sess_thread **h = calloc(size, sizeof(*h));
+	const struct ta_sess_thread *t = ((const struct ta_session *)ctx)->threads[i];
 
-	if (!h)
-		return -TA_E_NOMEM;
-	for (size_t i = 0; i < s->thash_size; i++) {
-		struct ta_sess_thread *t = s->thash[i], *next;
+	return thash(t->pid, t->tid);
+}
 
-		for (; t; t = next) {
-			size_t b = thash(t->pid, t->tid, size);
+struct thread_key {
+	uint32_t pid;
+	uint64_t tid;
+};
 
-			next = t->hnext;
-			t->hnext = h[b];
-			h[b] = t;
-		}
-	}
-	free(s->thash);
-	s->thash = h;
-	s->thash_size = size;
-	return 0;
+static int thread_is(const void *ctx, size_t i, const void *key)
+{
+	const struct ta_sess_thread *t = ((const struct ta_session *)ctx)->threads[i];
+	const struct thread_key *k = key;
+
+	return t->pid == k->pid && t->tid == k->tid;
 }
 
 struct ta_sess_thread *ta_sess_thread_find(const struct ta_session *s, uint32_t pid, uint64_t tid)
 {
-	struct ta_sess_thread *t;
+	struct thread_key key = {pid, tid};
+	uint32_t at;
 
-	if (!s->thash_size)
+	if (!s->thash.nslots)
 		return NULL;
-	for (t = s->thash[thash(pid, tid, s->thash_size)]; t; t = t->hnext)
-		if (t->pid == pid && t->tid == tid)
-			return t;
-	return NULL;
+	at = ta_htab_at(&s->thash, ta_htab_find(&s->thash, thash(pid, tid), thread_is, s, &key));
+	return at ? s->threads[at - 1] : NULL;
 }
 
 /* Adds a new thread instance, replacing any previous one with the same ids
@@ -491,9 +484,11 @@ struct ta_sess_thread *ta_sess_thread_find(const struct ta_session *s, uint32_t 
  * old one stays in s->threads. */
 struct ta_sess_thread *ta_sess_thread_new(struct ta_session *s, uint32_t pid, uint64_t tid)
 {
-	struct ta_sess_thread *t, **b, **pp;
+	struct thread_key key = {pid, tid};
+	struct ta_sess_thread *t;
+	size_t k;
 
-	if (s->nthreads >= s->thash_size && thash_grow(s) < 0)
+	if (ta_htab_reserve_held(&s->thash, s->nhashed, 64, thread_hash, s) < 0)
 		return NULL;
 	if (s->nthreads == s->threads_cap) {
 		struct ta_sess_thread **v =
@@ -509,16 +504,15 @@ struct ta_sess_thread *ta_sess_thread_new(struct ta_session *s, uint32_t pid, ui
 	t->index = (uint32_t)s->nthreads;
 	t->pid = pid;
 	t->tid = tid;
-	b = &s->thash[thash(pid, tid, s->thash_size)];
-	for (pp = b; *pp; pp = &(*pp)->hnext) {
-		if ((*pp)->pid == pid && (*pp)->tid == tid) {
-			*pp = (*pp)->hnext;
-			break;
-		}
+	k = ta_htab_find(&s->thash, thash(pid, tid), thread_is, s, &key);
+	if (ta_htab_at(&s->thash, k)) {
+		ta_htab_del(&s->thash, k, thread_hash, s);
+		s->nhashed--;
+		k = ta_htab_find(&s->thash, thash(pid, tid), thread_is, s, &key);
 	}
-	t->hnext = *b;
-	*b = t;
 	s->threads[s->nthreads++] = t;
+	ta_htab_put(&s->thash, k, t->index);
+	s->nhashed++;
 	return t;
 }
 
@@ -536,13 +530,16 @@ struct ta_sess_thread *ta_sess_thread_get(struct ta_session *s, uint32_t pid, ui
 
 void ta_sess_thread_unhash(struct ta_session *s, struct ta_sess_thread *t)
 {
-	struct ta_sess_thread **pp;
+	struct thread_key key = {t->pid, t->tid};
+	size_t k;
 
-	for (pp = &s->thash[thash(t->pid, t->tid, s->thash_size)]; *pp; pp = &(*pp)->hnext)
-		if (*pp == t) {
-			*pp = t->hnext;
-			break;
-		}
+	if (!s->thash.nslots)
+		return;
+	k = ta_htab_find(&s->thash, thash(t->pid, t->tid), thread_is, s, &key);
+	if (ta_htab_at(&s->thash, k) == t->index + 1) {
+		ta_htab_del(&s->thash, k, thread_hash, s);
+		s->nhashed--;
+	}
 }
 
 void ta_sess_thread_free(struct ta_sess_thread *t)

@@ -58,8 +58,7 @@ static void part_reset(struct ta_chunk_part *cp)
 	for (size_t i = 0; i < cp->nfns; i++)
 		ta_hist_free(&cp->fns[i].hist);
 	cp->nfns = 0;
-	if (cp->nslots)
-		memset(cp->slot, 0, cp->nslots * sizeof(*cp->slot));
+	ta_htab_clear(&cp->by_addr);
 	/* Stale slots must not look like the frame before (the fast push
 	 * below reuses a slot's function). */
 	for (uint32_t i = 0; i < cp->used && i < cp->cap; i++)
@@ -77,16 +76,26 @@ void ta_sess_part_free(struct ta_chunk_part *cp)
 {
 	part_reset(cp);
 	free(cp->fns);
-	free(cp->slot);
+	ta_htab_free(&cp->by_addr);
 	free(cp->stack);
 	free(cp->edges);
 	ta_decoder_free(&cp->dec);
 	memset(cp, 0, sizeof(*cp));
 }
 
-static size_t part_hash(uint64_t addr, size_t nslots)
+static uint64_t part_hash(uint64_t addr)
 {
-	return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 20) & (nslots - 1);
+	return (addr * 0x9e3779b97f4a7c15ull) >> 20;
+}
+
+static uint64_t part_fn_hash(const void *ctx, size_t i)
+{
+	return part_hash(((const struct ta_chunk_part *)ctx)->fns[i].addr);
+}
+
+static inline int part_fn_is(const void *ctx, size_t i, const void *key)
+{
+	return ((const struct ta_chunk_part *)ctx)->fns[i].addr == *(const uint64_t *)key;
 }
 
 /* The chunk's entry of addr (index + 1), a new one if need be; 0 without
@@ -96,26 +105,11 @@ static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint
 	struct ta_part_sum *f;
 	size_t k;
 
-	if (cp->nslots) {
-		for (k = part_hash(addr, cp->nslots); cp->slot[k]; k = (k + 1) & (cp->nslots - 1))
-			if (cp->fns[cp->slot[k] - 1].addr == addr)
-				return cp->slot[k];
-	}
-	if ((cp->nfns + 1) * 2 > cp->nslots) {
-		size_t n = cp->nslots ? cp->nslots * 2 : 256;
-		uint32_t *slot = calloc(n, sizeof(*slot));
-
-		if (!slot)
-			return 0;
-		for (size_t i = 0; i < cp->nfns; i++) {
-			for (k = part_hash(cp->fns[i].addr, n); slot[k]; k = (k + 1) & (n - 1))
-				;
-			slot[k] = (uint32_t)i + 1;
-		}
-		free(cp->slot);
-		cp->slot = slot;
-		cp->nslots = n;
-	}
+	if (ta_htab_reserve(&cp->by_addr, cp->nfns, 256, part_fn_hash, cp) < 0)
+		return 0;
+	k = ta_htab_find(&cp->by_addr, part_hash(addr), part_fn_is, cp, &addr);
+	if (ta_htab_at(&cp->by_addr, k))
+		return ta_htab_at(&cp->by_addr, k);
 	if (cp->nfns == cp->fns_cap) {
 		struct ta_part_sum *v =
 		    ta_vec_reserve(cp->fns, cp->nfns + 1, &cp->fns_cap, sizeof(*v), 64);
@@ -128,10 +122,8 @@ static __attribute__((noinline)) uint32_t part_fn(struct ta_chunk_part *cp, uint
 	memset(f, 0, sizeof(*f));
 	f->addr = addr;
 	f->min = UINT64_MAX;
-	for (k = part_hash(addr, cp->nslots); cp->slot[k]; k = (k + 1) & (cp->nslots - 1))
-		;
-	cp->slot[k] = (uint32_t)++cp->nfns;
-	return (uint32_t)cp->nfns;
+	ta_htab_put(&cp->by_addr, k, cp->nfns);
+	return (uint32_t)++cp->nfns;
 }
 
 static __attribute__((noinline)) int part_grow(struct ta_chunk_part *cp)

@@ -531,42 +531,40 @@ void ta_hist_free(struct ta_hist *h)
  * none; frame_push relies on 0 meaning none (fresh and inherited frames). */
 #define NO_STAT 0
 
-static size_t fslot(uint32_t thread, uint64_t addr, size_t nslots)
+static uint64_t fhash(uint32_t thread, uint64_t addr)
 {
-	uint64_t h = (addr ^ ((uint64_t)thread << 47)) * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 20) & (nslots - 1);
+	return ((addr ^ ((uint64_t)thread << 47)) * 0x9e3779b97f4a7c15ull) >> 20;
 }
 
-static int profile_grow(struct ta_profile *p)
+static uint64_t fstat_hash(const void *ctx, size_t i)
 {
-	size_t n = p->nslots ? p->nslots * 2 : 1024;
-	uint32_t *slot = calloc(n, sizeof(*slot));
+	const struct ta_fstat *f = &((const struct ta_profile *)ctx)->f[i];
 
-	if (!slot)
-		return -1;
-	for (size_t i = 0; i < p->n; i++) {
-		size_t k = fslot(p->f[i].thread, p->f[i].addr, n);
+	return fhash(f->thread, f->addr);
+}
 
-		while (slot[k])
-			k = (k + 1) & (n - 1);
-		slot[k] = (uint32_t)i + 1;
-	}
-	free(p->slot);
-	p->slot = slot;
-	p->nslots = n;
-	return 0;
+struct fstat_key {
+	uint32_t thread;
+	uint64_t addr;
+};
+
+static inline int fstat_is(const void *ctx, size_t i, const void *key)
+{
+	const struct ta_fstat *f = &((const struct ta_profile *)ctx)->f[i];
+	const struct fstat_key *k = key;
+
+	return f->addr == k->addr && f->thread == k->thread;
 }
 
 /* A function not seen before on this thread: a new entry. */
 static __attribute__((noinline)) uintptr_t profile_new(struct ta_profile *p,
 						       struct ta_sess_thread *t, uint64_t addr)
 {
+	struct fstat_key key = {t->index, addr};
 	struct ta_fstat *f;
 	size_t k;
 
-	/* Keep the table at most half full. */
-	if ((p->n + 1) * 2 > p->nslots && profile_grow(p) < 0)
+	if (ta_htab_reserve(&p->by_fn, p->n, 1024, fstat_hash, p) < 0)
 		return NO_STAT;
 	if (p->n == p->cap) {
 		/* Entries are uint32_t indices, NO_STAT (UINT32_MAX) none: at most 2^31. */
@@ -586,10 +584,9 @@ static __attribute__((noinline)) uintptr_t profile_new(struct ta_profile *p,
 	f->addr = addr;
 	f->min = UINT64_MAX;
 	f->active = 1;
-	for (k = fslot(t->index, addr, p->nslots); p->slot[k]; k = (k + 1) & (p->nslots - 1))
-		;
-	p->slot[k] = (uint32_t)++p->n;
-	return p->n;
+	k = ta_htab_find(&p->by_fn, fhash(t->index, addr), fstat_is, p, &key);
+	ta_htab_put(&p->by_fn, k, p->n);
+	return ++p->n;
 }
 
 static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks,
@@ -598,15 +595,14 @@ static TA_INLINE uintptr_t profile_enter(void *ctx, struct ta_sess_thread *t, ui
 	struct ta_profile *p = ctx;
 
 	p->lookups++;
-	if (__builtin_expect(p->nslots != 0, 1)) {
-		for (size_t k = fslot(t->index, addr, p->nslots); p->slot[k];
-		     k = (k + 1) & (p->nslots - 1)) {
-			struct ta_fstat *f = &p->f[p->slot[k] - 1];
+	if (__builtin_expect(p->by_fn.nslots != 0, 1)) {
+		struct fstat_key key = {t->index, addr};
+		uint32_t at = ta_htab_at(
+		    &p->by_fn, ta_htab_find(&p->by_fn, fhash(t->index, addr), fstat_is, p, &key));
 
-			if (f->addr == addr && f->thread == t->index) {
-				f->active++;
-				return p->slot[k];
-			}
+		if (at) {
+			p->f[at - 1].active++;
+			return at;
 		}
 	}
 	return profile_new(p, t, addr);
@@ -690,7 +686,7 @@ void ta_profile_free(struct ta_profile *p)
 	for (size_t i = 0; i < p->n; i++)
 		ta_hist_free(&p->f[i].hist);
 	free(p->f);
-	free(p->slot);
+	ta_htab_free(&p->by_fn);
 	ta_profile_init(p);
 }
 

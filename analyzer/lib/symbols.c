@@ -18,6 +18,7 @@
 
 #include "format.h"
 #include "grow.h"
+#include "htab.h"
 #include "symfind.h"
 
 /* A short name's hash and its function's whole name's. */
@@ -398,9 +399,9 @@ struct module_syms {
 };
 
 struct cache_entry {
-	uint32_t module;	 /* index + 1; 0 = empty slot */
+	uint32_t module;	 /* index + 1 */
 	uint64_t key;		 /* the offset asked for */
-	struct ta_resolved *res; /* apart, so it does not move when the table grows */
+	struct ta_resolved *res; /* apart, so it does not move when the rows grow */
 };
 
 struct ta_resolver {
@@ -408,7 +409,8 @@ struct ta_resolver {
 	struct module_syms *mods;
 	size_t nmods, mods_cap;
 	struct cache_entry *cache;
-	size_t ncache, cache_size;
+	size_t ncache, cache_cap;
+	struct ta_htab cache_index; /* the cache's rows by (module, key) */
 	ta_stored_fn *stored;
 	void *stored_ctx;
 };
@@ -434,17 +436,16 @@ void ta_resolver_free(struct ta_resolver *r)
 		ta_symtab_free(r->mods[i].tab);
 	}
 	free(r->mods);
-	for (size_t i = 0; i < r->cache_size; i++) {
-		if (r->cache[i].module) {
-			struct ta_resolved *res = r->cache[i].res;
+	for (size_t i = 0; i < r->ncache; i++) {
+		struct ta_resolved *res = r->cache[i].res;
 
-			if (res->short_name != res->name)
-				free((char *)(uintptr_t)res->short_name);
-			free((char *)(uintptr_t)res->name);
-			free(res);
-		}
+		if (res->short_name != res->name)
+			free((char *)(uintptr_t)res->short_name);
+		free((char *)(uintptr_t)res->name);
+		free(res);
 	}
 	free(r->cache);
+	ta_htab_free(&r->cache_index);
 	free(r);
 }
 
@@ -495,34 +496,24 @@ static long module_index(struct ta_resolver *r, const char *path, const uint8_t 
 	return (long)r->nmods++;
 }
 
-static size_t cache_slot(uint32_t module, uint64_t key, size_t size)
+static uint64_t cache_key_hash(uint32_t module, uint64_t key)
 {
-	uint64_t h = (key ^ ((uint64_t)module << 48)) * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 24) & (size - 1);
+	return ((key ^ ((uint64_t)module << 48)) * 0x9e3779b97f4a7c15ull) >> 24;
 }
 
-static int cache_grow(struct ta_resolver *r)
+static uint64_t cache_hash(const void *ctx, size_t i)
 {
-	size_t size = r->cache_size ? r->cache_size * 2 : 256;
-	struct cache_entry *c = calloc(size, sizeof(*c));
+	const struct cache_entry *e = &((const struct ta_resolver *)ctx)->cache[i];
 
-	if (!c)
-		return -1;
-	for (size_t i = 0; i < r->cache_size; i++) {
-		struct cache_entry *e = &r->cache[i];
-		size_t k;
+	return cache_key_hash(e->module, e->key);
+}
 
-		if (!e->module)
-			continue;
-		for (k = cache_slot(e->module, e->key, size); c[k].module; k = (k + 1) & (size - 1))
-			;
-		c[k] = *e;
-	}
-	free(r->cache);
-	r->cache = c;
-	r->cache_size = size;
-	return 0;
+static int cache_is(const void *ctx, size_t i, const void *key)
+{
+	const struct cache_entry *e = &((const struct ta_resolver *)ctx)->cache[i];
+	const struct cache_entry *k = key;
+
+	return e->module == k->module && e->key == k->key;
 }
 
 static const char *base_name(const char *path)
@@ -655,21 +646,27 @@ const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
 	uint32_t mod;
 	const struct ta_sym *sym = NULL;
 	struct ta_resolved *res;
-	struct cache_entry *e;
+	struct cache_entry key;
 	size_t k;
 	char *name, *shortn = NULL;
 
 	if (mi < 0)
 		return &unknown;
 	mod = (uint32_t)mi + 1;
-	if (r->cache_size) {
-		for (k = cache_slot(mod, offset, r->cache_size); r->cache[k].module;
-		     k = (k + 1) & (r->cache_size - 1))
-			if (r->cache[k].module == mod && r->cache[k].key == offset)
-				return r->cache[k].res;
-	}
-	if ((r->ncache + 1) * 2 > r->cache_size && cache_grow(r) < 0)
+	key = (struct cache_entry){mod, offset, NULL};
+	if (ta_htab_reserve(&r->cache_index, r->ncache, 256, cache_hash, r) < 0)
 		return &unknown;
+	k = ta_htab_find(&r->cache_index, cache_key_hash(mod, offset), cache_is, r, &key);
+	if (ta_htab_at(&r->cache_index, k))
+		return r->cache[ta_htab_at(&r->cache_index, k) - 1].res;
+	if (r->ncache == r->cache_cap) {
+		struct cache_entry *v =
+		    ta_vec_reserve(r->cache, r->ncache + 1, &r->cache_cap, sizeof(*v), 256);
+
+		if (!v)
+			return &unknown;
+		r->cache = v;
+	}
 	if (r->mods[mi].tab)
 		sym = ta_symtab_lookup(r->mods[mi].tab, offset);
 	if (sym) {
@@ -688,19 +685,14 @@ const struct ta_resolved *ta_resolve(struct ta_resolver *r, const char *path,
 		free(res);
 		return &unknown;
 	}
-	for (k = cache_slot(mod, offset, r->cache_size); r->cache[k].module;
-	     k = (k + 1) & (r->cache_size - 1))
-		;
-	e = &r->cache[k];
-	e->module = mod;
-	e->key = offset;
 	res->name = name;
 	res->short_name = shortn ? shortn : name;
 	res->raw = sym ? sym->name : name;
 	res->offset = sym ? sym->value : offset;
 	res->found = sym != NULL;
-	e->res = res;
-	r->ncache++;
+	key.res = res;
+	r->cache[r->ncache] = key;
+	ta_htab_put(&r->cache_index, k, r->ncache++);
 	return res;
 }
 

@@ -9,6 +9,7 @@
 #include "../check_run.h"
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common.h"
 #include "testutil.h"
@@ -366,6 +367,209 @@ START_TEST(htab_grow_rows)
 }
 END_TEST
 
+/* ---- rows taken out (ta_htab_del, ta_htab_regrow) ---- */
+
+/* Keys that name their home: (home << 8) | id. */
+static uint64_t homed(uint64_t key)
+{
+	return key >> 8;
+}
+
+/* Appends key as a new row and puts it in the table, which counts its
+ * rows in *nheld (first size 16); the row's index. */
+static size_t held_put(struct keys *ks, size_t *nheld, uint64_t key)
+{
+	size_t k;
+
+	REQUIRE(ta_htab_reserve_held(&ks->h, *nheld, 16, key_hash, ks) == 0, "no memory");
+	k = ta_htab_find(&ks->h, ks->hash(key), key_is, ks, &key);
+	REQUIRE(!ta_htab_at(&ks->h, k), "key %llu already in", (unsigned long long)key);
+	if (ks->n == ks->cap) {
+		ks->cap = ks->cap ? 2 * ks->cap : 16;
+		ks->k = realloc(ks->k, ks->cap * sizeof(*ks->k));
+		ck_assert_ptr_nonnull(ks->k);
+	}
+	ks->k[ks->n] = key;
+	ta_htab_put(&ks->h, k, ks->n);
+	++*nheld;
+	return ks->n++;
+}
+
+/* Takes key's row out of the table (the row stays in the array). */
+static void held_del(struct keys *ks, size_t *nheld, uint64_t key)
+{
+	size_t k = ta_htab_find(&ks->h, ks->hash(key), key_is, ks, &key);
+
+	REQUIRE(ta_htab_at(&ks->h, k), "key %llu not in", (unsigned long long)key);
+	ta_htab_del(&ks->h, k, key_hash, ks);
+	--*nheld;
+}
+
+/* The rows the slots hold from position from on, as index + 1 (0 empty). */
+static void slots_are(const struct keys *ks, size_t from, const uint32_t *want, size_t n)
+{
+	for (size_t j = 0; j < n; j++) {
+		size_t k = (from + j) & (ks->h.nslots - 1);
+
+		REQUIRE(ta_htab_at(&ks->h, k) == want[j], "slot %zu holds %u, not %u", k,
+			ta_htab_at(&ks->h, k), want[j]);
+	}
+}
+
+/* Every key in: found at its row; every key out: not found; the slots hold
+ * exactly the rows in. */
+static void held_check(const struct keys *ks, const char *in, size_t nheld)
+{
+	size_t used = 0;
+
+	for (size_t k = 0; k < ks->h.nslots; k++)
+		if (ta_htab_at(&ks->h, k)) {
+			REQUIRE(in[ta_htab_at(&ks->h, k) - 1], "slot %zu holds row %u, taken out",
+				k, ta_htab_at(&ks->h, k) - 1);
+			used++;
+		}
+	ck_assert_uint_eq(used, nheld);
+	ck_assert_uint_le(nheld * 2, ks->h.nslots);
+	for (size_t i = 0; i < ks->n; i++) {
+		size_t k = ta_htab_find(&ks->h, ks->hash(ks->k[i]), key_is, ks, &ks->k[i]);
+
+		REQUIRE(ta_htab_at(&ks->h, k) == (in[i] ? i + 1 : 0), "row %zu: slot %zu holds %u",
+			i, k, ta_htab_at(&ks->h, k));
+	}
+}
+
+/* One run of colliding keys: the rows after the hole move back one slot,
+ * in their order; the run's end is emptied. */
+START_TEST(htab_del_collisions)
+{
+	struct keys ks = {.hash = constant};
+	size_t nheld = 0;
+	char in[7] = {1, 1, 1, 1, 1, 1, 1};
+	static const uint32_t after3[] = {0, 1, 2, 3, 5, 6, 7, 0};
+	static const uint32_t after0[] = {0, 2, 3, 5, 6, 7, 0, 0};
+	static const uint32_t after6[] = {0, 2, 3, 5, 6, 0};
+
+	for (uint64_t i = 0; i < 7; i++)
+		ck_assert_uint_eq(held_put(&ks, &nheld, 100 + i), i);
+	ck_assert_uint_eq(ks.h.nslots, 16);
+	held_del(&ks, &nheld, 103);
+	in[3] = 0;
+	slots_are(&ks, 4, after3, 8);
+	held_check(&ks, in, nheld);
+	held_del(&ks, &nheld, 100); /* the run's first */
+	in[0] = 0;
+	slots_are(&ks, 4, after0, 8);
+	held_check(&ks, in, nheld);
+	held_del(&ks, &nheld, 106); /* its last: nothing moves */
+	in[6] = 0;
+	slots_are(&ks, 4, after6, 6);
+	held_check(&ks, in, nheld);
+	ck_assert_uint_eq(nheld, 4);
+	keys_free(&ks);
+}
+END_TEST
+
+/* Runs of several homes that wrap past the last slot: a row moves back
+ * only when the hole is not before its home. */
+START_TEST(htab_del_homes)
+{
+	struct keys ks = {.hash = homed};
+	size_t nheld = 0;
+	char in[5] = {1, 1, 1, 1, 1};
+	/* 14: A(14) 15: B(14) 0: C(15) 1: D(0) 2: E(14) */
+	static const uint64_t key[5] = {14 << 8 | 1, 14 << 8 | 2, 15 << 8 | 3, 0 << 8 | 4,
+					14 << 8 | 5};
+	static const uint32_t start[] = {1, 2, 3, 4, 5, 0};
+	static const uint32_t no_b[] = {1, 3, 4, 5, 0, 0};
+	static const uint32_t no_a[] = {5, 3, 4, 0, 0};
+
+	for (size_t i = 0; i < 5; i++)
+		ck_assert_uint_eq(held_put(&ks, &nheld, key[i]), i);
+	ck_assert_uint_eq(ks.h.nslots, 16);
+	slots_are(&ks, 14, start, 6);
+	/* C, D and E all move back: the hole at 15 is at or after each home. */
+	held_del(&ks, &nheld, key[1]);
+	in[1] = 0;
+	slots_are(&ks, 14, no_b, 6);
+	held_check(&ks, in, nheld);
+	/* C (home 15) and D (home 0) stay: the hole at 14 is before their
+	 * homes.  E (home 14) moves over them into it. */
+	held_del(&ks, &nheld, key[0]);
+	in[0] = 0;
+	slots_are(&ks, 14, no_a, 5);
+	held_check(&ks, in, nheld);
+	keys_free(&ks);
+}
+END_TEST
+
+/* Growth with rows taken out: the table holds and finds only the rows in,
+ * sized by their count, and a run that wrapped keeps its order. */
+START_TEST(htab_regrow)
+{
+	struct keys ks = {.hash = mixed};
+	size_t nheld = 0;
+	char *in = calloc(2000, 1);
+
+	ck_assert_ptr_nonnull(in);
+	for (size_t i = 0; i < 1000; i++) {
+		ck_assert_uint_eq(held_put(&ks, &nheld, i * 7919 + 3), i);
+		in[i] = 1;
+	}
+	ck_assert_uint_eq(ks.h.nslots, 2048);
+	for (size_t i = 0; i < 1000; i++)
+		if (i % 5 < 3) {
+			held_del(&ks, &nheld, i * 7919 + 3);
+			in[i] = 0;
+			if (i % 97 == 0)
+				held_check(&ks, in, nheld);
+		}
+	ck_assert_uint_eq(nheld, 400);
+	held_check(&ks, in, nheld);
+	for (size_t i = 1000; i < 2000; i++) {
+		ck_assert_uint_eq(held_put(&ks, &nheld, i * 7919 + 3), i);
+		in[i] = 1;
+	}
+	ck_assert_uint_eq(nheld, 1400);
+	/* 2048 slots hold 1023 rows at most: 4096 (not the 8192 of rows 2000). */
+	ck_assert_uint_eq(ks.h.nslots, 4096);
+	held_check(&ks, in, nheld);
+	keys_free(&ks);
+	free(in);
+
+	/* Home 15 of 16, then 31 of 32: the run wraps, and is put back from
+	 * its start, not from slot 0. */
+	struct keys w = {.hash = last};
+	static const uint32_t run16[] = {1, 2, 4, 6, 0};
+	static const uint32_t run32[] = {1, 2, 4, 6, 7, 8, 9, 10, 11, 0};
+	char win[11] = {1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1};
+
+	nheld = 0;
+	for (uint64_t i = 0; i < 6; i++)
+		held_put(&w, &nheld, 50 + i);
+	held_del(&w, &nheld, 52);
+	held_del(&w, &nheld, 54);
+	ck_assert_uint_eq(w.h.nslots, 16);
+	slots_are(&w, 15, run16, 5);
+	for (uint64_t i = 6; i < 11; i++)
+		held_put(&w, &nheld, 50 + i);
+	ck_assert_uint_eq(w.h.nslots, 32);
+	slots_are(&w, 31, run32, 10);
+	held_check(&w, win, nheld);
+	/* Cleared: the same slots, all empty, and filled again from nothing. */
+	ta_htab_clear(&w.h);
+	ck_assert_uint_eq(w.h.nslots, 32);
+	for (size_t k = 0; k < 32; k++)
+		ck_assert_uint_eq(ta_htab_at(&w.h, k), 0);
+	memset(win, 0, sizeof(win));
+	nheld = 0;
+	held_check(&w, win, nheld);
+	ck_assert_uint_eq(held_put(&w, &nheld, 70), 11);
+	ck_assert_uint_eq(ta_htab_at(&w.h, 31), 12);
+	ck_assert_uint_eq(w.h.nslots, 32);
+	keys_free(&w);
+}
+END_TEST
+
 /* replay writes "()" after the names without a parameter list only. */
 START_TEST(name_params)
 {
@@ -422,6 +626,9 @@ int main(void)
 	tcase_add_test(th, htab_collisions);
 	tcase_add_test(th, htab_growth);
 	tcase_add_test(th, htab_grow_rows);
+	tcase_add_test(th, htab_del_collisions);
+	tcase_add_test(th, htab_del_homes);
+	tcase_add_test(th, htab_regrow);
 	suite_add_tcase(s, th);
 	return ta_check_run(s);
 }
