@@ -142,6 +142,7 @@ void ta_fn_index_free(struct ta_fn_index *ft)
 			free((void *)(uintptr_t)ft->fn[i].id.name);
 	free(ft->fn);
 	free(ft->addrs);
+	ta_htab_free(&ft->by_addr);
 	ta_htab_free(&ft->by_fn);
 	memset(ft, 0, sizeof(*ft));
 }
@@ -183,53 +184,49 @@ static int64_t fn_intern(struct ta_fn_index *ft, const struct ta_fn *nm)
 	return ft->n++;
 }
 
-static size_t addr_slot(uint32_t pid, uint64_t addr, size_t nslots)
+static uint64_t pidaddr_hash(uint32_t pid, uint64_t addr)
 {
-	return (size_t)ta_ct_mix64(addr ^ ((uint64_t)pid << 48) ^ pid) & (nslots - 1);
+	return ta_ct_mix64(addr ^ ((uint64_t)pid << 48) ^ pid);
 }
 
-static int addr_slots_grow(struct ta_fn_index *ft)
+static uint64_t pidaddr_hash_of(const void *ctx, size_t i)
 {
-	size_t n = ft->addr_slots ? ft->addr_slots * 2 : 1024;
-	struct ta_pidaddr_slot *slot = calloc(n, sizeof(*slot));
+	const struct ta_pidaddr *a = &((const struct ta_fn_index *)ctx)->addrs[i];
 
-	if (!slot)
-		return -1;
-	for (size_t i = 0; i < ft->addr_slots; i++) {
-		const struct ta_pidaddr_slot *a = &ft->addrs[i];
-		size_t k;
+	return pidaddr_hash(a->pid, a->addr);
+}
 
-		if (!a->id1)
-			continue;
-		for (k = addr_slot(a->pid, a->addr, n); slot[k].id1; k = (k + 1) & (n - 1))
-			;
-		slot[k] = *a;
-	}
-	free(ft->addrs);
-	ft->addrs = slot;
-	ft->addr_slots = n;
-	return 0;
+static inline int pidaddr_is(const void *ctx, size_t i, const void *key)
+{
+	const struct ta_pidaddr *a = &((const struct ta_fn_index *)ctx)->addrs[i];
+	const struct ta_pidaddr *k = key;
+
+	return a->addr == k->addr && a->pid == k->pid;
 }
 
 int64_t ta_fn_index_id(struct ta_fn_index *ft, uint32_t pid, uint64_t addr)
 {
+	struct ta_pidaddr key = {addr, pid, 0}, *v;
 	struct ta_fn nm;
 	int64_t id;
 	size_t k;
 
-	if ((ft->naddr + 1) * 2 > ft->addr_slots && addr_slots_grow(ft) < 0)
+	if (ta_htab_reserve(&ft->by_addr, ft->naddr, 1024, pidaddr_hash_of, ft) < 0)
 		return -1;
-	for (k = addr_slot(pid, addr, ft->addr_slots); ft->addrs[k].id1;
-	     k = (k + 1) & (ft->addr_slots - 1))
-		if (ft->addrs[k].addr == addr && ft->addrs[k].pid == pid)
-			return ft->addrs[k].id1 - 1;
+	k = ta_htab_find(&ft->by_addr, pidaddr_hash(pid, addr), pidaddr_is, ft, &key);
+	if (ta_htab_at(&ft->by_addr, k))
+		return ft->addrs[ta_htab_at(&ft->by_addr, k) - 1].id;
+	v = ta_vec_reserve(ft->addrs, ft->naddr + 1, &ft->addrs_cap, sizeof(*v), 1024);
+	if (!v)
+		return -1;
+	ft->addrs = v;
 	ta_view_name(ft->v, pid, addr, &nm);
 	id = fn_intern(ft, &nm);
 	if (id < 0)
 		return -1;
-	ft->addrs[k].addr = addr;
-	ft->addrs[k].pid = pid;
-	ft->addrs[k].id1 = (uint32_t)id + 1;
+	key.id = (uint32_t)id;
+	ft->addrs[ft->naddr] = key;
+	ta_htab_put(&ft->by_addr, k, ft->naddr);
 	ft->naddr++;
 	ft->fn[id].addrs++;
 	return id;

@@ -64,11 +64,11 @@ struct ta_ct_entry {
 	uint32_t repeat, base;
 };
 
-/* A slot of the index's hash of (pid, address) pairs. */
-struct ta_pidaddr_slot {
+/* A (pid, address) pair the index has seen, and its function's id. */
+struct ta_pidaddr {
 	uint64_t addr;
 	uint32_t pid;
-	uint32_t id1; /* id + 1; 0 = an empty slot */
+	uint32_t id;
 };
 
 /*
@@ -81,9 +81,10 @@ struct ta_fn_index {
 	struct ta_view *v;
 	struct ta_ct_entry *fn; /* by id */
 	uint32_t n, cap;
-	struct ta_pidaddr_slot *addrs; /* open addressing over (pid, addr) */
-	size_t naddr, addr_slots;
-	struct ta_htab by_fn; /* ids by (module, offset) */
+	struct ta_pidaddr *addrs; /* in the order they were seen */
+	size_t naddr, addrs_cap;
+	struct ta_htab by_addr; /* addrs by (pid, addr) */
+	struct ta_htab by_fn;	/* ids by (module, offset) */
 };
 
 void ta_fn_index_init(struct ta_fn_index *ft, struct ta_view *v);
