@@ -108,6 +108,7 @@ class SymstoreTest(tahelp.Case):
         subprocess.run([cc, "-O2", "-rdynamic", "-finstrument-functions", "-o", exe, src],
                        check=True, timeout=TIMEOUT)
         subprocess.run(["strip", exe], check=True, timeout=TIMEOUT)
+        self.need_host_program(exe)
         r = self.traced("record", [exe])
         self.assertEqual(r.stdout, "%d\n" % sum(2 * (3 * i + 1) + 3 for i in range(4)))
         rows = self.same_after_delete(r.dump, [exe])
