@@ -210,8 +210,13 @@ static void *flusher_main(void *arg)
 			ta_flusher_open_unwind();
 		if (late_pending && mono_ms() - started >= LATE_START_MS)
 			late_pending = ta_flusher_up.late_start() < 0;
-		/* The modules found since, before the events that name them. */
+		/* The modules found since, before the events that name them;
+		 * under the drain lock, as the flusher's other work: a fork
+		 * waits for it, and its child never holds a copy of it half
+		 * done. */
+		pthread_mutex_lock(&ta_drain_lock);
 		ta_symstore_flush(1);
+		pthread_mutex_unlock(&ta_drain_lock);
 		if (ta_cfg.mode == TA_MODE_FLIGHT) {
 			/* A flight recorder writes on demand only. */
 			if (__atomic_exchange_n(&dump_requested, 0, __ATOMIC_ACQ_REL)) {

@@ -123,6 +123,22 @@ def default_signals():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, DEATH_SIGNALS)
 
 
+def run_guarded(argv, **kw):
+    """subprocess.run, but a run past its timeout fails with what was still
+    running under it (ps: state and wait channel) and what it had printed,
+    so that a hang says where it was."""
+    try:
+        return subprocess.run(argv, **kw)
+    except subprocess.TimeoutExpired as e:
+        ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:32,args", "--forest"],
+                            capture_output=True, text=True).stdout.splitlines()
+        keep = [l for l in ps if os.path.basename(argv[0]) in l or "traceagent" in l][:40]
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr
+        raise AssertionError("%s: still running after %s s; processes:\n%s\nstderr:\n%s"
+                             % (" ".join(argv), kw.get("timeout"), "\n".join(keep),
+                                (err or "")[-2000:])) from None
+
+
 def no_core():
     """preexec_fn: programs the tests kill leave no core files, and start
     with DEATH_SIGNALS at their default and unblocked."""
@@ -271,9 +287,9 @@ class Case(unittest.TestCase):
         if dump:
             e["TRACEAGENT_OUTPUT"] = dump
         e.update(env or {})
-        proc = subprocess.run(argv, env=clean_env(e), input=stdin, cwd=cwd or self.dir,
-                              capture_output=True, text=True, timeout=TIMEOUT,
-                              preexec_fn=no_core)
+        proc = run_guarded(argv, env=clean_env(e), input=stdin, cwd=cwd or self.dir,
+                           capture_output=True, text=True, timeout=TIMEOUT,
+                           preexec_fn=no_core)
         return Run(proc, dump or None)
 
     def run_record(self, argv, options=(), dump=None, env=None, stdin=None, cwd=None):
@@ -285,9 +301,9 @@ class Case(unittest.TestCase):
         if dump:
             cmd += ["-o", dump]
         cmd += list(options) + ["--"] + list(argv)
-        proc = subprocess.run(cmd, env=clean_env(env), input=stdin, cwd=cwd or self.dir,
-                              capture_output=True, text=True, timeout=TIMEOUT,
-                              preexec_fn=no_core)
+        proc = run_guarded(cmd, env=clean_env(env), input=stdin, cwd=cwd or self.dir,
+                           capture_output=True, text=True, timeout=TIMEOUT,
+                           preexec_fn=no_core)
         return Run(proc, dump or None)
 
     def run_mode(self, mode, argv, **kw):
