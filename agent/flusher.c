@@ -208,8 +208,13 @@ static void *flusher_main(void *arg)
 		if (!ta_lazy_unw_settled() &&
 		    (ta_lazy_unw_wanted() || mono_ms() - started >= LATE_START_MS))
 			ta_flusher_open_unwind();
-		if (late_pending && mono_ms() - started >= LATE_START_MS)
+		/* Under the drain lock, so that a fork never copies a thread's
+		 * creation half done (it tries the control lock, never waits). */
+		if (late_pending && mono_ms() - started >= LATE_START_MS) {
+			pthread_mutex_lock(&ta_drain_lock);
 			late_pending = ta_flusher_up.late_start() < 0;
+			pthread_mutex_unlock(&ta_drain_lock);
+		}
 		/* The modules found since, before the events that name them;
 		 * under the drain lock, as the flusher's other work: a fork
 		 * waits for it, and its child never holds a copy of it half
