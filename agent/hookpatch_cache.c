@@ -12,7 +12,7 @@
  *   16  u8 build-id[32] (zero-padded)
  *   48  u64 the module file's size
  *   56  u64 entries, u64 calls
- *   72  u64 FNV-1a 64 of everything after the header
+ *   72  u64 CRC-32C (the format's checksum) of everything after the header
  *   80  the entries, 40 bytes each, by increasing offset:
  *         u64 offset, u64 size, u64 ret offset, u64 hash of the function's
  *         bytes, i32 result, u32 reads
@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "format.h"
 #include "hookpatch_cache.h"
 
 #define HDR_SIZE 80
@@ -76,18 +77,9 @@ int ta_hpc_name(char *out, size_t size, const struct ta_hpc_key *k)
 
 /* ---- the image ------------------------------------------------------------------- */
 
-static uint64_t fnv(const uint8_t *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 uint64_t ta_hpc_hash(const void *p, size_t n)
 {
-	return fnv(p, n);
+	return ta_crc32c(0, p, n);
 }
 
 static uint64_t get64(const uint8_t *p)
@@ -141,7 +133,7 @@ int ta_hpc_parse(struct ta_hpc *c, const uint8_t *p, size_t len)
 	nsites = get64(p + 64);
 	if (nent > TA_HPC_MAX_ENTS || nsites > (uint64_t)TA_HPC_MAX_ENTS * TA_HPC_MAX_SITES ||
 	    len != HDR_SIZE + nent * ENT_SIZE + nsites * sizeof(struct ta_hpc_site) ||
-	    fnv(p + HDR_SIZE, len - HDR_SIZE) != get64(p + 72))
+	    ta_crc32c(0, p + HDR_SIZE, len - HDR_SIZE) != get64(p + 72))
 		return -1;
 	ents = p + HDR_SIZE;
 	sites = ents + nent * ENT_SIZE;
@@ -254,7 +246,7 @@ uint8_t *ta_hpc_image(const struct ta_hpc *c, size_t *len)
 			s += k;
 		}
 	}
-	memcpy(img + 72, &(uint64_t){fnv(img + HDR_SIZE, *len - HDR_SIZE)}, 8);
+	memcpy(img + 72, &(uint64_t){ta_crc32c(0, img + HDR_SIZE, *len - HDR_SIZE)}, 8);
 	free(order);
 	return img;
 }

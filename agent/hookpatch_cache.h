@@ -58,7 +58,7 @@ struct ta_hpc {
 };
 
 /* The format's version: a file of another is ignored (and replaced). */
-#define TA_HPC_VERSION	 1
+#define TA_HPC_VERSION	 2
 #define TA_HPC_MAX_SITES 64
 #define TA_HPC_MAX_READS 8
 /* Entries a file may hold (a module's functions, bounded). */
@@ -95,7 +95,7 @@ const struct ta_hpc_ent *ta_hpc_find(const struct ta_hpc *c, uint64_t fn_off,
 int ta_hpc_add(struct ta_hpc *c, uint64_t fn_off, uint64_t fn_size, uint64_t ret_off,
 	       uint64_t code_hash, int32_t result, uint32_t nreads,
 	       const struct ta_hpc_site *sites) TA_HIDDEN;
-/* The hash an entry keeps of its function's bytes (FNV-1a 64). */
+/* The hash an entry keeps of its function's bytes (the format's CRC-32C). */
 uint64_t ta_hpc_hash(const void *p, size_t n) TA_HIDDEN;
 /* Empties c (its key kept). */
 void ta_hpc_free(struct ta_hpc *c) TA_HIDDEN;

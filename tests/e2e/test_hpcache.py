@@ -25,13 +25,6 @@ SITE = 32
 ENOTSUP = 95
 
 
-def fnv(data):
-    h = 0xcbf29ce484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
 def read_cache(path):
     """(header fields, [(entry fields, [site bytes])]) of a cache file."""
     with open(path, "rb") as f:
@@ -39,7 +32,7 @@ def read_cache(path):
     h = HDR.unpack_from(data, 0)
     nent, nsites = h[5], h[6]
     assert len(data) == HDR.size + nent * ENT.size + nsites * SITE, path
-    assert fnv(data[HDR.size:]) == h[7], path
+    assert tahelp.crc32c(data[HDR.size:]) == h[7], path
     ents, at = [], HDR.size + nent * ENT.size
     for i in range(nent):
         e = ENT.unpack_from(data, HDR.size + i * ENT.size)
@@ -53,7 +46,7 @@ def write_cache(path, h, ents):
     body = b"".join(ENT.pack(*e) for e, _ in ents) + b"".join(b"".join(s) for _, s in ents)
     nsites = sum(len(s) for _, s in ents)
     with open(path, "wb") as f:
-        f.write(HDR.pack(h[0], h[1], h[2], h[3], h[4], len(ents), nsites, fnv(body)) + body)
+        f.write(HDR.pack(h[0], h[1], h[2], h[3], h[4], len(ents), nsites, tahelp.crc32c(body)) + body)
 
 
 class HpCacheTest(tahelp.Case):
