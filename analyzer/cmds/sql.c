@@ -209,9 +209,10 @@ static int load(struct loader *l, const struct options *o)
 	ro.progress_ctx = l;
 	l->tty = isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &l->last);
-	if (exec(l, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-		    "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; "
-		    "PRAGMA cache_size = -65536; BEGIN") < 0)
+	if (exec(l,
+		 "PRAGMA page_size = 65536; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
+		 "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; "
+		 "PRAGMA cache_size = -65536; BEGIN") < 0)
 		return 2;
 	status = ta_rows_walk(l->path, &ro, &sink, NULL);
 	for (unsigned k = 0; k < TA_ROWS_NTABLES; k++)
@@ -340,6 +341,10 @@ int ta_cmd_sql(int argc, char **argv)
 		return rc;
 	memset(&l, 0, sizeof(l));
 	l.path = o.dump;
+	/* One thread uses SQLite here: no mutex around every call, no count
+	 * of memory (a global mutex around every allocation). */
+	sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	if (is_database(o.dump)) {
 		if (o.db || o.function || o.min_duration)
 			return ta_usage_error("sql",
