@@ -172,6 +172,26 @@ class SqlTest(tahelp.Case):
         self.assertEqual(p.stderr, "traceagent sql: %s: exists (remove it, or query it: "
                          "traceagent sql %s)\n" % (db, db))
 
+    def test_memory_and_file_agree(self):
+        """In memory the slices are columns read as a virtual table; in a
+        file, a table of SQLite's: the same rows, lookups and order."""
+        dump = tadump.traced_dump(self, "threads-O2")
+        db = self.path("threads.db")
+        queries = ["SELECT * FROM slice ORDER BY id",
+                   "SELECT * FROM slice",
+                   "SELECT * FROM slice WHERE id = 3",
+                   "SELECT count(*) FROM slice WHERE id = '3' OR id = 2.5 OR id = 0",
+                   "SELECT c.id, p.name FROM slice c JOIN slice p ON c.parent_id = p.id "
+                   "ORDER BY c.id DESC LIMIT 20",
+                   INCONSISTENT]
+        for q in queries:
+            with self.subTest(query=q):
+                mem = self.sql("--csv", dump, q).stdout
+                if not os.path.exists(db):
+                    self.sql("--db", db, dump, "SELECT 1")
+                self.assertEqual(self.sql("--csv", db, q).stdout, mem)
+                self.assertGreater(len(mem.splitlines()), 1)
+
     def test_errors(self):
         dump = tadump.sample_dump(self)
         p = self.sql(dump, "SELECT 1 AS a; SELECT * FROM nope; SELECT 3", status=1)
