@@ -27,6 +27,9 @@
 #include "sql_int.h"
 #include "tracerows.h"
 
+/* Columns of a table the load takes (tracerows' tables have at most 16). */
+#define MAXCOLS 32
+
 struct options {
 	const char *dump, *query, *db;
 	const char *function;
@@ -42,8 +45,9 @@ struct loader {
 	/* In memory: the slices in columns, read as a virtual table. */
 	int in_memory;
 	struct ta_sqlstore *store[TA_ROWS_NTABLES];
-	/* Per table: the bind index of each column (0: hidden, left out). */
-	int bind[TA_ROWS_NTABLES][32];
+	/* Per table: the bind index of each column (0: hidden, left out, as
+	 * the columns past MAXCOLS would be). */
+	int bind[TA_ROWS_NTABLES][MAXCOLS];
 	int failed;
 	/* Progress on a terminal: when it was last said. */
 	int tty;
@@ -125,7 +129,7 @@ static int on_table(void *ctx, const struct ta_rows_table *t)
 	}
 	c += (size_t)snprintf(create + c, sizeof(create) - c, "CREATE TABLE %s (", t->name);
 	i += (size_t)snprintf(insert + i, sizeof(insert) - i, "INSERT INTO %s VALUES (", t->name);
-	for (unsigned k = 0; k < t->ncols && k < 32; k++) {
+	for (unsigned k = 0; k < t->ncols && k < MAXCOLS; k++) {
 		const struct ta_rows_column *col = &t->cols[k];
 		int key = k == 0 && (!strcmp(col->name, "id") || !strcmp(col->name, "upid") ||
 				     !strcmp(col->name, "utid"));
@@ -168,7 +172,7 @@ static int on_row(void *ctx, const struct ta_rows_table *t, const struct ta_rows
 		l->failed = 1;
 		return -1;
 	}
-	for (unsigned k = 0; k < t->ncols; k++) {
+	for (unsigned k = 0; k < t->ncols && k < MAXCOLS; k++) {
 		const struct ta_rows_cell *x = &cells[k];
 		int b = bind[k];
 
@@ -314,11 +318,14 @@ static int close_db(struct loader *l)
 	return rc;
 }
 
-/* Whether path is an SQLite database (its header's magic). */
+/* Whether path is an SQLite database (its header's magic): a regular
+ * file only, so that nothing is read from a pipe. */
 static int is_database(const char *path)
 {
 	char magic[16];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int fd =
+	    stat(path, &st) == 0 && S_ISREG(st.st_mode) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	ssize_t n = fd >= 0 ? read(fd, magic, sizeof(magic)) : -1;
 
 	if (fd >= 0)

@@ -311,7 +311,7 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 	set_id(w, 7, parent);
 	set_i(w, 9, (int64_t)c->self_ns);
 	set_i(w, 10, c->flags & TA_VISIT_OPEN ? 1 : c->flags & TA_VISIT_INCOMPLETE ? 2 : 0);
-	set_i(w, 11, c->p ? c->p->os_pid : c->t->pid);
+	set_i(w, 11, ta_pid_os(w->tl.v.s, c->t->pid));
 	/* Its arguments' rows first: they use the cells. */
 	{
 		struct ta_rows_cell keep[12];

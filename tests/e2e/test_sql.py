@@ -6,7 +6,8 @@ processes and outputs (table, --csv, --json); fib and threads traced for
 real give counts that must equal report's, function_stats equal to
 report's numbers on every function, and parent_id and depth consistent;
 apiviews the counters, instants, frames and zone args; damaged and
-mutated dumps the same messages and status as report."""
+mutated dumps the same messages and status as replay, whose walk (the
+timeline) makes the slices."""
 
 import csv
 import io
@@ -288,10 +289,10 @@ class SqlTest(tahelp.Case):
 
     # -- damaged and hostile dumps ----------------------------------------------
 
-    def same_as_report(self, dump):
-        """sql says what report says of dump, with its status, and the
+    def same_as_replay(self, dump):
+        """sql says what replay says of dump, with its status, and the
         slices it loads are consistent."""
-        r = subprocess.run([TRACEAGENT, "report", dump], env=tahelp.clean_env(),
+        r = subprocess.run([TRACEAGENT, "replay", dump], env=tahelp.clean_env(),
                            capture_output=True, text=True, timeout=tahelp.TIMEOUT)
         p = subprocess.run([TRACEAGENT, "sql", "--csv", dump, INCONSISTENT],
                            env=tahelp.clean_env(), capture_output=True, text=True,
@@ -300,6 +301,22 @@ class SqlTest(tahelp.Case):
         if p.returncode < 2:
             self.assertEqual(p.stdout, "count(*)\n0\n", dump)
 
+    def test_partial(self):
+        """Exits without an entry are no slices (replay's warning says they
+        are left out) but are in function_stats, as report counts them."""
+        dump = self.path("partial.trace")
+        tadump.partial_sample(dump, self.prog("nest-O2"))
+        self.same_as_replay(dump)
+        p = self.sql("--csv", dump, "SELECT name, incomplete, dur FROM slice ORDER BY id")
+        self.assertEqual(p.stdout, "name,incomplete,dur\nleaf,0,400\ntwig,0,600\n"
+                         "trunk,2,1000\nbranch,2,500\nleaf,0,300\nleaf,0,100\nbud,1,600\n")
+        p = self.sql("--csv", dump, "SELECT name, calls, open, partial FROM function_stats "
+                     "ORDER BY name")
+        self.assertEqual(p.stdout, "name,calls,open,partial\nbranch,2,0,2\nbud,1,1,0\n"
+                         "leaf,3,0,0\ntrunk,2,0,2\ntwig,1,0,0\n")
+        self.assertEqual(p.stderr, "traceagent: %s: warning: 2 function exits without a "
+                         "recorded entry were ignored\n" % dump)
+
     def test_damaged(self):
         dump = tadump.traced_dump(self, "fib-O0", str(FIB_N))
         with open(dump, "rb") as fh:
@@ -307,7 +324,7 @@ class SqlTest(tahelp.Case):
         garbage = self.path("garbage.trace")
         with open(garbage, "wb") as fh:
             fh.write(b"not a dump at all\n")
-        self.same_as_report(garbage)
+        self.same_as_replay(garbage)
         p = self.sql(garbage, "SELECT count(*) FROM slice", status=1)
         self.assertEqual(p.stderr, "traceagent: %s: file header at offset 0: not a traceagent "
                          "dump (bad magic)\n" % garbage)
@@ -324,7 +341,7 @@ class SqlTest(tahelp.Case):
             with open(path, "wb") as fh:
                 fh.write(bad)
             with self.subTest(mutant=i):
-                self.same_as_report(path)
+                self.same_as_replay(path)
 
 
 if __name__ == "__main__":
