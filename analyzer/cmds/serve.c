@@ -33,6 +33,7 @@
 #include "cmdopts.h"
 #include "commands.h"
 #include "serve.h"
+#include "serve_auth.h"
 
 #define DEFAULT_LISTEN	    "127.0.0.1:7070"
 #define DEFAULT_MAX_CLIENTS 64
@@ -46,10 +47,11 @@ struct client {
 	char peer[80];
 	int64_t last_ms; /* the last bytes received */
 	struct ta_sv_conn conn;
+	struct ta_sv_auth auth;
 };
 
 struct options {
-	const char *listen, *dir;
+	const char *listen, *dir, *token_file;
 	uint64_t max_clients, quota, timeout_s;
 	int once;
 };
@@ -62,6 +64,7 @@ static void usage(FILE *f)
 	    f,
 	    "usage: traceagent serve [--listen ADDR] [--dir DIR] [--max-clients N]\n"
 	    "                        [--quota SIZE] [--timeout SECONDS] [--once]\n"
+	    "                        [--token-file FILE]\n"
 	    "\n"
 	    "Collects the dumps traced programs stream to it (TRACEAGENT_OUTPUT=tcp://HOST:PORT\n"
 	    "or unix:PATH, record -o the same): each connection is written to its own dump in\n"
@@ -79,22 +82,23 @@ static void usage(FILE *f)
 	    "                      first) for this long is cut off (default %d); one idle\n"
 	    "                      between chunks is a quiet program and is kept\n"
 	    "  --once              exit after the first client ends\n"
+	    "  --token-file FILE   clients prove they hold the secret in FILE (an HMAC of a\n"
+	    "                      nonce; the agent's TRACEAGENT_TOKEN=FILE, record\n"
+	    "                      --token-file) before their dump, or are refused; required\n"
+	    "                      to listen on an address other than loopback\n"
 	    "\n"
 	    "SIGTERM or SIGINT: the open dumps are closed (incomplete: no END) and serve\n"
 	    "exits 0.  Exit status 2: bad options, or the address cannot be listened on.\n",
 	    DEFAULT_MAX_CLIENTS, DEFAULT_TIMEOUT_S);
 }
 
-enum { O_LISTEN = TA_OPT_OWN, O_DIR, O_MAX_CLIENTS, O_QUOTA, O_TIMEOUT, O_ONCE };
+enum { O_LISTEN = TA_OPT_OWN, O_DIR, O_MAX_CLIENTS, O_QUOTA, O_TIMEOUT, O_ONCE, O_TOKEN };
 
 static const struct ta_opt serve_opts[] = {
-    {"--listen", TA_ARG_EITHER, O_LISTEN},
-    {"--dir", TA_ARG_EITHER, O_DIR},
-    {"--max-clients", TA_ARG_EITHER, O_MAX_CLIENTS},
-    {"--quota", TA_ARG_EITHER, O_QUOTA},
-    {"--timeout", TA_ARG_EITHER, O_TIMEOUT},
-    {"--once", TA_ARG_NONE, O_ONCE},
-    {NULL, TA_ARG_NONE, 0},
+    {"--listen", TA_ARG_EITHER, O_LISTEN},	     {"--dir", TA_ARG_EITHER, O_DIR},
+    {"--max-clients", TA_ARG_EITHER, O_MAX_CLIENTS}, {"--quota", TA_ARG_EITHER, O_QUOTA},
+    {"--timeout", TA_ARG_EITHER, O_TIMEOUT},	     {"--once", TA_ARG_NONE, O_ONCE},
+    {"--token-file", TA_ARG_EITHER, O_TOKEN},	     {NULL, TA_ARG_NONE, 0},
 };
 
 /* "4096", "64K", "1M", "2G"; 0 or -1. */
@@ -170,6 +174,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_ONCE:
 			o->once = 1;
+			break;
+		case O_TOKEN:
+			o->token_file = p.val;
 			break;
 		}
 	}
@@ -367,13 +374,16 @@ int ta_cmd_serve(int argc, char **argv)
 	char said[300], unix_path[108] = "";
 	struct sigaction sa;
 	sigset_t block, old;
-	uint8_t *buf;
-	size_t n = 0;
+	uint8_t *buf, token[TA_AUTH_TOKEN_MAX], nonce[TA_AUTH_NONCE_SIZE] = {0};
+	size_t n = 0, token_len = 0;
+	uint64_t refused = 0;
 	int r, lfd, dir_fd, ended = 0;
 
 	r = parse_args(argc, argv, &o);
 	if (r >= 0)
 		return r;
+	if (o.token_file && ta_sv_token_load(o.token_file, token, &token_len) < 0)
+		return 2;
 	dir_fd = open(o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0) {
 		fprintf(stderr, "traceagent serve: --dir %s: %s\n", o.dir, strerror(errno));
@@ -389,6 +399,13 @@ int ta_cmd_serve(int argc, char **argv)
 	lfd = listen_on(o.listen, said, sizeof(said), unix_path, sizeof(unix_path));
 	if (lfd < 0)
 		return 2;
+	if (!o.token_file && !ta_sv_listen_is_local(lfd)) {
+		fprintf(stderr,
+			"traceagent serve: %s is not loopback: anyone who reaches it could send "
+			"dumps; give --token-file FILE (a shared secret) to listen there\n",
+			said);
+		return 2;
+	}
 
 	/* The signals wait outside ppoll, so none falls between the check
 	 * and the wait. */
@@ -430,8 +447,17 @@ int ta_cmd_serve(int argc, char **argv)
 				continue;
 			if (got > 0) {
 				c->last_ms = now;
-				if (ta_sv_conn_feed(&c->conn, buf, (size_t)got) == 0)
+				r = ta_sv_client_feed(&c->auth, &c->conn, c->fd, buf, (size_t)got);
+				if (r == 0)
 					continue;
+				if (r == TA_SV_REFUSED) {
+					say("%s refused (%" PRIu64 " refused so far): %s", c->peer,
+					    ++refused, c->auth.why);
+					ta_sv_conn_free(&c->conn);
+					close(c->fd);
+					c->fd = -1;
+					continue;
+				}
 				finish(c, o.dir, NULL);
 			} else {
 				finish(c, o.dir,
@@ -481,6 +507,15 @@ int ta_cmd_serve(int argc, char **argv)
 				clients[n].last_ms = now;
 				snprintf(clients[n].peer, sizeof(clients[n].peer), "%s", peer);
 				ta_sv_conn_init(&clients[n].conn, dir_fd, host, o.quota);
+				if (token_len && ta_sv_nonce(nonce) < 0) {
+					say("%s refused: no random nonce: %s", peer,
+					    strerror(errno));
+					ta_sv_conn_free(&clients[n].conn);
+					close(cfd);
+					continue;
+				}
+				ta_sv_auth_init(&clients[n].auth, token_len ? token : NULL,
+						token_len, nonce);
 				n++;
 			}
 		}
