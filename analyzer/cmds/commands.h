@@ -23,6 +23,7 @@ int ta_cmd_info(int argc, char **argv);
 int ta_cmd_counters(int argc, char **argv);
 int ta_cmd_frames(int argc, char **argv);
 int ta_cmd_ctl(int argc, char **argv);
+int ta_cmd_sql(int argc, char **argv);
 int ta_cmd_serve(int argc, char **argv);
 int ta_cmd_top(int argc, char **argv);
 

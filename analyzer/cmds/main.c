@@ -29,6 +29,7 @@ static const struct {
     {"serve", ta_cmd_serve, "collect the dumps traced programs stream to it"},
     {"top", ta_cmd_top, "a live view of a running program or a growing dump"},
     {"ctl", ta_cmd_ctl, "control a traced process: pause, resume, flush, status, stream"},
+    {"sql", ta_cmd_sql, "questions to a dump in SQL (SQLite)"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
