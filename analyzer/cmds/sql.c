@@ -39,6 +39,9 @@ struct loader {
 	sqlite3 *db;
 	const char *path;
 	sqlite3_stmt *ins[TA_ROWS_NTABLES];
+	/* In memory: the slices in columns, read as a virtual table. */
+	int in_memory;
+	struct ta_sqlstore *store[TA_ROWS_NTABLES];
 	/* Per table: the bind index of each column (0: hidden, left out). */
 	int bind[TA_ROWS_NTABLES][32];
 	int failed;
@@ -111,6 +114,15 @@ static int on_table(void *ctx, const struct ta_rows_table *t)
 	size_t c = 0, i = 0;
 	int n = 0;
 
+	if (l->in_memory && t->id == TA_ROWS_SLICE) {
+		if (!(l->store[t->id] = ta_sqlstore_new(t)) ||
+		    ta_sqlstore_attach(l->db, l->store[t->id]) < 0) {
+			fprintf(stderr, "traceagent sql: %s: making table %s: %s\n", l->path,
+				t->name, l->store[t->id] ? sqlite3_errmsg(l->db) : "out of memory");
+			return -1;
+		}
+		return 0;
+	}
 	c += (size_t)snprintf(create + c, sizeof(create) - c, "CREATE TABLE %s (", t->name);
 	i += (size_t)snprintf(insert + i, sizeof(insert) - i, "INSERT INTO %s VALUES (", t->name);
 	for (unsigned k = 0; k < t->ncols && k < 32; k++) {
@@ -146,6 +158,16 @@ static int on_row(void *ctx, const struct ta_rows_table *t, const struct ta_rows
 	sqlite3_stmt *st = l->ins[t->id];
 	const int *bind = l->bind[t->id];
 
+	if (l->store[t->id]) {
+		if (ta_sqlstore_add(l->store[t->id], cells) == 0) {
+			l->slices++;
+			return 0;
+		}
+		fprintf(stderr, "traceagent sql: %s: loading table %s: out of memory\n", l->path,
+			t->name);
+		l->failed = 1;
+		return -1;
+	}
 	for (unsigned k = 0; k < t->ncols; k++) {
 		const struct ta_rows_cell *x = &cells[k];
 		int b = bind[k];
@@ -281,6 +303,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return -1;
 }
 
+/* Closes the database, then frees the columns its tables read: 0, or -1
+ * when SQLite could not close it. */
+static int close_db(struct loader *l)
+{
+	int rc = sqlite3_close(l->db) == SQLITE_OK ? 0 : -1;
+
+	for (unsigned k = 0; k < TA_ROWS_NTABLES; k++)
+		ta_sqlstore_free(l->store[k]);
+	return rc;
+}
+
 /* Whether path is an SQLite database (its header's magic). */
 static int is_database(const char *path)
 {
@@ -341,6 +374,7 @@ int ta_cmd_sql(int argc, char **argv)
 		return rc;
 	memset(&l, 0, sizeof(l));
 	l.path = o.dump;
+	l.in_memory = !o.db;
 	/* One thread uses SQLite here: no mutex around every call, no count
 	 * of memory (a global mutex around every allocation). */
 	sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
@@ -376,7 +410,7 @@ int ta_cmd_sql(int argc, char **argv)
 		}
 		status = load(&l, &o);
 		if (status >= 2) {
-			sqlite3_close(l.db);
+			close_db(&l);
 			/* Nothing of the dump: no file to keep. */
 			if (o.db)
 				unlink(o.db);
@@ -384,15 +418,15 @@ int ta_cmd_sql(int argc, char **argv)
 		}
 	}
 	if (!o.query && !(o.query = input = read_stdin())) {
-		sqlite3_close(l.db);
+		close_db(&l);
 		return 1;
 	}
 	qs = ta_sql_run(l.db, o.query, o.form, stdout);
 	if (qs > status)
 		status = qs;
 	free(input);
-	if (sqlite3_close(l.db) != SQLITE_OK && o.db) {
-		fprintf(stderr, "traceagent sql: %s: %s\n", o.db, sqlite3_errmsg(l.db));
+	if (close_db(&l) < 0 && o.db) {
+		fprintf(stderr, "traceagent sql: %s: could not be closed\n", o.db);
 		status = 1;
 	}
 	return status;

@@ -20,7 +20,9 @@ struct table {
 	char **cells; /* row by row, the header first; NULL: a NULL value */
 	size_t n, cap;
 	size_t *width;
-	int *numeric; /* every value of the column is a number */
+	/* Per column: 1 while its values are numbers (or NULL), 2 once one
+	 * was: right-aligned then. */
+	int *numeric;
 	int nomem;
 };
 
@@ -56,7 +58,7 @@ static void table_line(const struct table *t, size_t r, FILE *out)
 		if (k)
 			fputs("  ", out);
 		/* Numbers to the right; the last column's text without padding. */
-		if (t->numeric[k])
+		if (t->numeric[k] == 2)
 			fprintf(out, "%*s", w, s);
 		else if (k < t->ncols - 1)
 			fprintf(out, "%-*s", w, s);
@@ -181,8 +183,9 @@ static int result(sqlite3 *db, sqlite3_stmt *st, enum ta_sql_form form, FILE *ou
 			const char *s = (const char *)sqlite3_column_text(st, k);
 
 			if (form == TA_SQL_TABLE) {
-				if (type != SQLITE_INTEGER && type != SQLITE_FLOAT &&
-				    type != SQLITE_NULL)
+				if (type == SQLITE_INTEGER || type == SQLITE_FLOAT)
+					t.numeric[k] = t.numeric[k] ? 2 : 0;
+				else if (type != SQLITE_NULL)
 					t.numeric[k] = 0;
 				table_add(&t, type == SQLITE_NULL ? NULL : s ? s : "");
 			} else if (form == TA_SQL_CSV) {
