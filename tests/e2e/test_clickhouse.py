@@ -175,7 +175,7 @@ class ClickHouseTest(tahelp.Case):
 
     def test_three_programs_two_shards(self):
         serve = Serve(self, "--clickhouse", self.url(self.http1))
-        progs = [[self.prog("fib-O0"), "15"], [self.prog("fib-O2"), "17"],
+        progs = [[self.prog("fib-O0"), "15"], [self.prog("fib-O2"), "20"],
                  [self.prog("threads-O2")]]
         env = clean_env({"LD_PRELOAD": AGENT, "TRACEAGENT_OUTPUT": serve.addr})
         procs = [subprocess.Popen(a, env=env, cwd=self.dir, stdout=subprocess.DEVNULL,
@@ -193,7 +193,7 @@ class ClickHouseTest(tahelp.Case):
         base = query(self.http1, "SELECT count() FROM slice WHERE name = 'fib' AND "
                      "recording IN (%s)" % ", ".join(
                          "'%s'" % os.path.basename(c["file"])[:-6] for c in conns))
-        self.assertEqual(int(base), fib_calls(15) + fib_calls(17))
+        self.assertEqual(int(base), fib_calls(15) + fib_calls(20))
         # Each shard holds whole recordings, and the two hold them all.
         per_shard = [int(query(h, "SELECT count() FROM slice_local WHERE name = 'fib'"))
                      for _, h, _ in self.servers]
@@ -240,6 +240,69 @@ class ClickHouseTest(tahelp.Case):
                            capture_output=True, text=True, timeout=TIMEOUT)
         self.assertEqual(r.returncode, 2)
         self.assertIn("give them in a file", r.stderr)
+
+    TABLES = ("process", "thread", "track", "thread_track", "counter_track", "slice", "instant",
+              "counter", "args", "function_stats", "frame", "trace_bounds")
+
+    def test_every_table_as_sql_has_it(self):
+        """The manual API's events (every table has rows) and its hostile
+        strings (a 100 KB zone name, bytes a TSV line must escape): each
+        table's rows and the bytes of the names as traceagent sql has them."""
+        for prog, argv in (("apiviews", []), ("apihostile", [])):
+            r = self.run_record([self.prog(prog + "-O2")] + argv)
+            self.assertTrue(os.path.isfile(r.dump), r.stderr)
+            rec = "rec-" + prog
+            x = subprocess.run([TRACEAGENT, "export", "--format=clickhouse", "--recording", rec,
+                                self.url(self.http1), r.dump],
+                               capture_output=True, text=True, timeout=TIMEOUT)
+            self.assertIn(x.returncode, (0, 1), x.stderr)
+            for t in self.TABLES:
+                q = subprocess.run([TRACEAGENT, "sql", "--csv", r.dump,
+                                    "SELECT count(*) FROM %s" % t],
+                                   capture_output=True, text=True, timeout=TIMEOUT)
+                want = int(q.stdout.splitlines()[-1])
+                got = int(query(self.http1, "SELECT count() FROM %s WHERE recording = '%s'"
+                                % (t, rec)))
+                self.assertEqual(got, want, (prog, t))
+            q = subprocess.run([TRACEAGENT, "sql", "--csv", r.dump,
+                                "SELECT count(*), sum(length(CAST(name AS BLOB))) FROM slice"],
+                               capture_output=True, text=True, timeout=TIMEOUT)
+            want = q.stdout.splitlines()[-1].replace(",", "\t")
+            got = query(self.http1, "SELECT count(), sum(length(name)) FROM slice WHERE "
+                        "recording = '%s' FORMAT TabSeparated" % rec).strip()
+            self.assertEqual(got, want, prog)
+            if prog == "apiviews":
+                self.assertEqual(int(query(self.http1, "SELECT count() FROM counter WHERE "
+                                           "recording = '%s'" % rec)), 115)
+
+    def test_retried_when_clickhouse_takes_it(self):
+        """A dump ClickHouse refuses (no such database yet) is kept and
+        inserted once it can be: one line when it fails, one when it is
+        back, the dump's rows once."""
+        query(self.http1, "DROP DATABASE IF EXISTS later")
+        serve = Serve(self, "--clickhouse", "http://127.0.0.1:%d/?database=later" % self.http1)
+        r = self.run_preload([self.prog("fib-O2"), "13"], dump=serve.addr)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        lines = serve.wait_lines(2)
+        self.assertRegex(lines[1], r"^traceagent serve: ClickHouse at \S+ cannot take dumps now "
+                         r"\(ClickHouse at \S+ refused an insert: HTTP \d+: .*later.*\); they "
+                         r"stay in \S+ and are tried again later$")
+        query(self.http1, "CREATE DATABASE later")
+        with open(os.path.join(SQL_DIR, "tables.sql")) as f:
+            for stmt in f.read().split(";"):
+                if stmt.strip():
+                    query(self.http1, stmt.replace("CREATE TABLE IF NOT EXISTS ",
+                                                   "CREATE TABLE later."))
+        lines = serve.wait_lines(4)
+        self.assertEqual(serve.stop(), 0)
+        lines = serve.lines()
+        self.assertEqual(len(lines), 4, lines)
+        self.assertRegex(lines[2], r"^traceagent serve: ClickHouse at \S+ takes dumps again$")
+        self.assertRegex(lines[3], r" into ClickHouse at .*: %d slices, 2 functions, 1 thread$"
+                         % (fib_calls(13) + 1))
+        self.assertEqual(int(query(self.http1, "SELECT count() FROM later.slice WHERE name = "
+                                   "'fib'")), fib_calls(13))
+        query(self.http1, "DROP DATABASE later")
 
     def test_clickhouse_down(self):
         down = free_port()

@@ -95,6 +95,18 @@ class TokenTest(tahelp.Case):
         # Nothing of the refused written: the two dumps only.
         self.assertEqual(len(os.listdir(serve.dir)), 2, os.listdir(serve.dir))
 
+    def test_forked_child_shakes_hands_too(self):
+        """A forked child connects anew and answers its own nonce with the
+        secret its parent read."""
+        serve = Serve(self, "--token-file", self.token("tok", "fork secret"))
+        r = self.run_preload([self.prog("fork-O2")], dump=serve.addr,
+                             env={"TRACEAGENT_TOKEN": self.path("tok")})
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        lines = serve.wait_lines(2)
+        self.assertEqual(serve.stop(), 0)
+        self.assertEqual(len(serve.lines()), 2, serve.lines())
+        self.assertEqual([parse(l)["status"] for l in lines], ["complete", "complete"])
+
     def test_token_to_a_serve_without_one(self):
         serve = Serve(self, "--once")
         r = self.run_record([self.prog("fib-O2"), "10"], dump=serve.addr,
