@@ -305,10 +305,9 @@ void ta_chq_finish(struct ta_chq *q, int all)
 		}
 	}
 	for (size_t i = 0; i < q->n; i++)
-		if (q->items[i].tries || !all)
-			say("%s/%s not inserted into ClickHouse: traceagent export "
-			    "--format=clickhouse %s %s/%s inserts it",
-			    q->dir, q->items[i].file, q->url, q->dir, q->items[i].file);
+		say("%s/%s not inserted into ClickHouse: traceagent export "
+		    "--format=clickhouse %s %s/%s inserts it",
+		    q->dir, q->items[i].file, q->url, q->dir, q->items[i].file);
 	free(q->items);
 	q->items = NULL;
 	q->n = 0;

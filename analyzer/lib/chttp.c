@@ -61,6 +61,11 @@ int ta_ch_url_parse(const char *url, struct ta_ch_url *u, const char **why)
 		return -1;
 	}
 	memcpy(u->host, host, n);
+	for (const char *c = u->host; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == '/' || *c == '[' || *c == ']') {
+			*why = "has a space, a control character or a bracket in its host";
+			return -1;
+		}
 	strcpy(u->port, "8123");
 	if (*p == ':') {
 		p++;
@@ -308,9 +313,10 @@ int ta_ch_post(const struct ta_ch_url *u, const struct ta_ch_auth *auth, const c
 	    send_all(fd, q, strlen(q), deadline) < 0)
 		goto broke;
 	hl = snprintf(head, sizeof(head),
-		      " HTTP/1.1\r\nHost: %s:%s\r\n%sContent-Length: %zu\r\n"
+		      " HTTP/1.1\r\nHost: %s%s%s:%s\r\n%sContent-Length: %zu\r\n"
 		      "Content-Type: text/tab-separated-values\r\nConnection: close\r\n\r\n",
-		      u->host, u->port, cred, n);
+		      strchr(u->host, ':') ? "[" : "", u->host, strchr(u->host, ':') ? "]" : "",
+		      u->port, cred, n);
 	memset(cred, 0, sizeof(cred));
 	if (send_all(fd, head, (size_t)hl, deadline) < 0 || send_all(fd, body, n, deadline) < 0)
 		goto broke;

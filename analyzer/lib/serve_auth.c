@@ -32,6 +32,7 @@ void ta_sv_auth_init(struct ta_sv_auth *a, const uint8_t *token, size_t token_le
  * buffer takes 48 bytes at once, so a short write is a client gone. */
 static int reply(struct ta_sv_auth *a, int fd, const void *p, size_t n)
 {
+	errno = 0;
 	if (fd < 0 || write(fd, p, n) == (ssize_t)n)
 		return 0;
 	snprintf(a->why, sizeof(a->why), "cannot answer its handshake: %s",
