@@ -383,3 +383,8 @@ void ta_settings_load(struct ta_settings *s)
 	for (const char *c = out; *c; c++)
 		s->output_id = (s->output_id ^ (uint8_t)*c) * 0x100000001b3ull;
 }
+
+const char *ta_settings_value(const char *name)
+{
+	return setting_env(name);
+}

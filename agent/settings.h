@@ -76,6 +76,10 @@ uint32_t ta_settings_libcalls_asked(void) TA_HIDDEN;
  * _DEPTH, _MIN_DURATION): a bad value is said on stderr when warn, and
  * left at its default (none). */
 void ta_settings_filters(struct ta_settings *s, int warn) TA_HIDDEN;
+/* One setting's value, as ta_settings_load reads it (the environment, or
+ * the attach's settings); NULL when unset.  Copy it at once: the buffer
+ * it may be in is reused. */
+const char *ta_settings_value(const char *name) TA_HIDDEN;
 
 extern struct ta_settings ta_cfg TA_HIDDEN;
 

@@ -134,11 +134,17 @@ int ta_sink_connect(const char *addr, const char **why)
 {
 	int64_t deadline = now_ms() + TA_SINK_CONNECT_MS;
 	struct ta_addr a;
+	int fd, err;
 
 	*why = NULL;
 	if (ta_addr_parse(addr, 0, &a, why) < 0)
 		return -EINVAL;
-	return a.kind == TA_ADDR_UNIX ? connect_unix(&a, deadline) : connect_tcp(&a, deadline, why);
+	fd = a.kind == TA_ADDR_UNIX ? connect_unix(&a, deadline) : connect_tcp(&a, deadline, why);
+	if (fd >= 0 && (err = ta_sink_auth(fd, deadline, why)) < 0) {
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 int ta_sink_send(int fd, struct iovec *iov, int niov)

@@ -8,6 +8,7 @@
 #define TA_SINK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "compiler.h"
 
@@ -28,5 +29,10 @@ int ta_sink_connect(const char *addr, const char **why) TA_HIDDEN;
  * program); 0 or -errno (-EAGAIN: no progress for TA_SINK_STALL_S). */
 struct iovec;
 int ta_sink_send(int fd, struct iovec *iov, int niov) TA_HIDDEN;
+/* The handshake of format/auth.h on a connection just made, when
+ * TRACEAGENT_TOKEN names a token file (sinkauth.c); nothing without one.
+ * 0, or -errno with *why saying more when it can (the file unreadable,
+ * the secret refused, a collector that does not shake hands). */
+int ta_sink_auth(int fd, int64_t deadline, const char **why) TA_HIDDEN;
 
 #endif

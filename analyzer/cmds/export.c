@@ -40,6 +40,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: traceagent export --format=chrome|folded|perfetto|pprof -o FILE [OPTIONS] "
 		"DUMP\n"
+		"       traceagent export --format=clickhouse [OPTIONS] URL DUMP\n"
 		"\n"
 		"  --format=chrome       Chrome Trace Event JSON (Perfetto UI, chrome://tracing,\n"
 		"                        speedscope): one complete event per call, times in us\n"
@@ -50,6 +51,8 @@ static void usage(FILE *f)
 		"  --format=pprof        pprof's profile (gzip'd protobuf; go tool pprof,\n"
 		"                        speedscope, Pyroscope): one sample per call path,\n"
 		"                        values calls, total and self time in ns\n"
+		"  --format=clickhouse URL DUMP  the dump's rows into ClickHouse's tables\n"
+		"                        (traceagent export --format=clickhouse --help)\n"
 		"  -o FILE, --output=FILE  where to write ('-' for the standard output)\n"
 		"  --tid=TID[,TID...]    only these threads\n"
 		"  -j N, --jobs=N        N threads read the dump (default: one per CPU\n"
@@ -88,6 +91,16 @@ static void usage(FILE *f)
 		"  --by=time|calls       VALUE is the path's self time in ns (default) or\n"
 		"                        its number of calls\n"
 		"  --threads             one root per thread instead of merging the threads\n"
+		"\n"
+		"clickhouse (the dump's rows into ClickHouse's tables at URL,\n"
+		"http://HOST[:PORT][/?SETTINGS]; docs/clickhouse.md):\n"
+		"  --host NAME           the host column (default: this host's name)\n"
+		"  --recording ID        the recording column (default: the dump's file\n"
+		"                        name without .trace)\n"
+		"  --clickhouse-credentials FILE  user=NAME and password=SECRET lines\n"
+		"  --schema [--cluster NAME]  print the tables' CREATE TABLE statements (with\n"
+		"                        --cluster: NAME_local tables and Distributed ones)\n"
+		"  Exit status 3: ClickHouse cannot be reached; 4: it refused an insert.\n"
 		"\n"
 		"folded and pprof: a function calling itself more than 64 levels deep is\n"
 		"one frame \"NAME [xN]\" (the N levels' calls and self time summed, what\n"
@@ -283,6 +296,8 @@ int ta_cmd_export(int argc, char **argv)
 	struct export e;
 	int status, fd;
 
+	if (ta_export_is_clickhouse(argc, argv))
+		return ta_export_clickhouse(argc, argv);
 	memset(&e, 0, sizeof(e));
 	e.o.to = UINT64_MAX;
 	status = parse_args(argc, argv, &e);

@@ -57,4 +57,9 @@ struct export
 int ta_export_chrome(struct export *e);
 void ta_export_chrome_free(struct export *e);
 
+/* export_ch.c: --format=clickhouse, with options of its own (a URL, no
+ * -o): 1 when argv asks for it; then the command is ta_export_clickhouse. */
+int ta_export_is_clickhouse(int argc, char **argv);
+int ta_export_clickhouse(int argc, char **argv);
+
 #endif

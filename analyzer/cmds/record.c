@@ -31,6 +31,7 @@
 
 #include "addr.h"
 #include "arch.h"
+#include "auth.h"
 #include "cmdopts.h"
 #include "commands.h"
 #include "format.h"
@@ -54,6 +55,7 @@ struct record_opts {
 	const char *min_duration; /* --min-duration, or NULL */
 	int no_symbols;		  /* --no-symbols */
 	char **argv;		  /* the program and its arguments */
+	const char *token_file;	  /* --token-file, or NULL */
 };
 
 static void usage(FILE *f)
@@ -64,6 +66,7 @@ static void usage(FILE *f)
 		   "                         [--channels LIST] [--filter PATTERNS]\n"
 		   "                         [--exclude PATTERNS] [--depth N]\n"
 		   "                         [--min-duration TIME] [--no-symbols]\n"
+		   "                         [--token-file FILE]\n"
 		   "                         [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
@@ -101,6 +104,8 @@ static void usage(FILE *f)
 		   "  --no-symbols        the traced modules' symbols not stored in the dump\n"
 		   "                      (a smaller dump, named only where the binaries are),\n"
 		   "                      TRACEAGENT_SYMBOLS=off\n"
+		   "  --token-file FILE   the secret a collector with --token-file asks for\n"
+		   "                      (only an HMAC of it is sent), TRACEAGENT_TOKEN=FILE\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed,\n"
@@ -120,7 +125,8 @@ enum {
 	O_EXCLUDE,
 	O_DEPTH,
 	O_MIN_DURATION,
-	O_NO_SYMBOLS
+	O_NO_SYMBOLS,
+	O_TOKEN_FILE
 };
 
 static const struct ta_opt record_opts[] = {
@@ -138,6 +144,7 @@ static const struct ta_opt record_opts[] = {
     {"--depth", TA_ARG_EITHER, O_DEPTH},
     {"--min-duration", TA_ARG_EITHER, O_MIN_DURATION},
     {"--no-symbols", TA_ARG_NONE, O_NO_SYMBOLS},
+    {"--token-file", TA_ARG_EITHER, O_TOKEN_FILE},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -154,6 +161,22 @@ static int is_number(const char *s, unsigned long lo, unsigned long hi)
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	return !errno && !*end && v >= lo && v <= hi;
+}
+
+/* A token file the agent could not read: said before the program runs. */
+static int check_token(const char *path)
+{
+	uint8_t tok[TA_AUTH_TOKEN_MAX];
+	size_t len;
+	int err = ta_auth_read_token(path, tok, &len);
+
+	if (err == 0)
+		return 0;
+	fprintf(stderr, "traceagent record: --token-file=%s: %s\n", path,
+		err == -EINVAL	? "the file is empty"
+		: err == -EFBIG ? "more than 4096 bytes: not a token file"
+				: strerror(-err));
+	return -1;
 }
 
 /* The values the agent would otherwise warn about and replace: a usage
@@ -197,6 +220,8 @@ static int check_values(const struct record_opts *o)
 			o->depth);
 		return EXIT_USAGE;
 	}
+	if (o->token_file && check_token(o->token_file) < 0)
+		return EXIT_USAGE;
 	if (o->min_duration && ta_parse_duration(o->min_duration, &v) < 0) {
 		fprintf(stderr,
 			"traceagent record: --min-duration=%s: not a duration (like 500ns, 10us, "
@@ -230,6 +255,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 		}
 		if (id == O_NO_SYMBOLS)
 			o->no_symbols = 1;
+		else if (id == O_TOKEN_FILE)
+			o->token_file = p.val;
 		else
 			*value[id - O_OUTPUT] = p.val;
 	}
@@ -838,7 +865,8 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.exclude && ta_rec_set_env("TRACEAGENT_EXCLUDE", o.exclude) < 0) ||
 	    (o.depth && ta_rec_set_env("TRACEAGENT_DEPTH", o.depth) < 0) ||
 	    (o.min_duration && ta_rec_set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0) ||
-	    (o.no_symbols && ta_rec_set_env("TRACEAGENT_SYMBOLS", "off") < 0))
+	    (o.no_symbols && ta_rec_set_env("TRACEAGENT_SYMBOLS", "off") < 0) ||
+	    (o.token_file && ta_rec_set_env("TRACEAGENT_TOKEN", o.token_file) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
 }

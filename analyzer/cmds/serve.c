@@ -33,6 +33,8 @@
 #include "cmdopts.h"
 #include "commands.h"
 #include "serve.h"
+#include "serve_auth.h"
+#include "serve_ch.h"
 
 #define DEFAULT_LISTEN	    "127.0.0.1:7070"
 #define DEFAULT_MAX_CLIENTS 64
@@ -46,15 +48,18 @@ struct client {
 	char peer[80];
 	int64_t last_ms; /* the last bytes received */
 	struct ta_sv_conn conn;
+	struct ta_sv_auth auth;
 };
 
 struct options {
-	const char *listen, *dir;
+	const char *listen, *dir, *token_file, *clickhouse, *ch_creds;
 	uint64_t max_clients, quota, timeout_s;
 	int once;
 };
 
 static volatile sig_atomic_t stop_sig;
+/* --clickhouse: where the closed dumps go next, or NULL. */
+static struct ta_chq *chq;
 
 static void usage(FILE *f)
 {
@@ -62,6 +67,8 @@ static void usage(FILE *f)
 	    f,
 	    "usage: traceagent serve [--listen ADDR] [--dir DIR] [--max-clients N]\n"
 	    "                        [--quota SIZE] [--timeout SECONDS] [--once]\n"
+	    "                        [--token-file FILE] [--clickhouse URL\n"
+	    "                        [--clickhouse-credentials FILE]]\n"
 	    "\n"
 	    "Collects the dumps traced programs stream to it (TRACEAGENT_OUTPUT=tcp://HOST:PORT\n"
 	    "or unix:PATH, record -o the same): each connection is written to its own dump in\n"
@@ -79,13 +86,33 @@ static void usage(FILE *f)
 	    "                      first) for this long is cut off (default %d); one idle\n"
 	    "                      between chunks is a quiet program and is kept\n"
 	    "  --once              exit after the first client ends\n"
+	    "  --token-file FILE   clients prove they hold the secret in FILE (an HMAC of a\n"
+	    "                      nonce; the agent's TRACEAGENT_TOKEN=FILE, record\n"
+	    "                      --token-file) before their dump, or are refused; required\n"
+	    "                      to listen on an address other than loopback\n"
+	    "  --clickhouse URL    each dump, once closed, also inserted into ClickHouse's\n"
+	    "                      tables at URL (http://HOST[:PORT][/?SETTINGS]; as traceagent\n"
+	    "                      export --format=clickhouse); one that ClickHouse cannot\n"
+	    "                      take is kept and tried again later\n"
+	    "  --clickhouse-credentials FILE\n"
+	    "                      ClickHouse's user=NAME and password=SECRET lines\n"
 	    "\n"
 	    "SIGTERM or SIGINT: the open dumps are closed (incomplete: no END) and serve\n"
 	    "exits 0.  Exit status 2: bad options, or the address cannot be listened on.\n",
 	    DEFAULT_MAX_CLIENTS, DEFAULT_TIMEOUT_S);
 }
 
-enum { O_LISTEN = TA_OPT_OWN, O_DIR, O_MAX_CLIENTS, O_QUOTA, O_TIMEOUT, O_ONCE };
+enum {
+	O_LISTEN = TA_OPT_OWN,
+	O_DIR,
+	O_MAX_CLIENTS,
+	O_QUOTA,
+	O_TIMEOUT,
+	O_ONCE,
+	O_TOKEN,
+	O_CH,
+	O_CH_CREDS
+};
 
 static const struct ta_opt serve_opts[] = {
     {"--listen", TA_ARG_EITHER, O_LISTEN},
@@ -94,6 +121,9 @@ static const struct ta_opt serve_opts[] = {
     {"--quota", TA_ARG_EITHER, O_QUOTA},
     {"--timeout", TA_ARG_EITHER, O_TIMEOUT},
     {"--once", TA_ARG_NONE, O_ONCE},
+    {"--token-file", TA_ARG_EITHER, O_TOKEN},		     /* serve_auth.c */
+    {"--clickhouse", TA_ARG_EITHER, O_CH},		     /* serve_ch.c */
+    {"--clickhouse-credentials", TA_ARG_EITHER, O_CH_CREDS}, /* serve_ch.c */
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -170,6 +200,15 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_ONCE:
 			o->once = 1;
+			break;
+		case O_TOKEN:
+			o->token_file = p.val;
+			break;
+		case O_CH:
+			o->clickhouse = p.val;
+			break;
+		case O_CH_CREDS:
+			o->ch_creds = p.val;
 			break;
 		}
 	}
@@ -354,6 +393,8 @@ static void finish(struct client *c, const char *dir, const char *why)
 		    k->written + k->cut_bytes, status, dir, k->file);
 	else
 		say("%s: %" PRIu64 " bytes, %s, no dump written", c->peer, k->written, status);
+	if (chq && k->file[0])
+		ta_chq_add(chq, k->file, k->host);
 	ta_sv_conn_free(k);
 	close(c->fd);
 	c->fd = -1;
@@ -367,13 +408,25 @@ int ta_cmd_serve(int argc, char **argv)
 	char said[300], unix_path[108] = "";
 	struct sigaction sa;
 	sigset_t block, old;
-	uint8_t *buf;
-	size_t n = 0;
+	struct ta_chq q;
+	uint8_t *buf, token[TA_AUTH_TOKEN_MAX], nonce[TA_AUTH_NONCE_SIZE] = {0};
+	size_t n = 0, token_len = 0;
+	uint64_t refused = 0;
 	int r, lfd, dir_fd, ended = 0;
 
 	r = parse_args(argc, argv, &o);
 	if (r >= 0)
 		return r;
+	if (o.token_file && ta_sv_token_load(o.token_file, token, &token_len) < 0)
+		return 2;
+	if (o.ch_creds && !o.clickhouse) {
+		ta_usage_error("serve", "--clickhouse-credentials goes with --clickhouse");
+		return 2;
+	}
+	if (o.clickhouse && (r = ta_chq_init(&q, o.clickhouse, o.ch_creds, o.dir)) != 0)
+		return r;
+	if (o.clickhouse)
+		chq = &q;
 	dir_fd = open(o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0) {
 		fprintf(stderr, "traceagent serve: --dir %s: %s\n", o.dir, strerror(errno));
@@ -389,6 +442,13 @@ int ta_cmd_serve(int argc, char **argv)
 	lfd = listen_on(o.listen, said, sizeof(said), unix_path, sizeof(unix_path));
 	if (lfd < 0)
 		return 2;
+	if (!o.token_file && !ta_sv_listen_is_local(lfd)) {
+		fprintf(stderr,
+			"traceagent serve: %s is not loopback: anyone who reaches it could send "
+			"dumps; give --token-file FILE (a shared secret) to listen there\n",
+			said);
+		return 2;
+	}
 
 	/* The signals wait outside ppoll, so none falls between the check
 	 * and the wait. */
@@ -418,6 +478,8 @@ int ta_cmd_serve(int argc, char **argv)
 			break;
 		}
 		now = now_ms();
+		if (chq)
+			ta_chq_tick(chq, now);
 		/* Clients first (their slots in pfd match while n is unchanged). */
 		for (size_t i = 0; r > 0 && i < n; i++) {
 			struct client *c = &clients[i];
@@ -430,8 +492,17 @@ int ta_cmd_serve(int argc, char **argv)
 				continue;
 			if (got > 0) {
 				c->last_ms = now;
-				if (ta_sv_conn_feed(&c->conn, buf, (size_t)got) == 0)
+				r = ta_sv_client_feed(&c->auth, &c->conn, c->fd, buf, (size_t)got);
+				if (r == 0)
 					continue;
+				if (r == TA_SV_REFUSED) {
+					say("%s refused (%" PRIu64 " refused so far): %s", c->peer,
+					    ++refused, c->auth.why);
+					ta_sv_conn_free(&c->conn);
+					close(c->fd);
+					c->fd = -1;
+					continue;
+				}
 				finish(c, o.dir, NULL);
 			} else {
 				finish(c, o.dir,
@@ -481,12 +552,23 @@ int ta_cmd_serve(int argc, char **argv)
 				clients[n].last_ms = now;
 				snprintf(clients[n].peer, sizeof(clients[n].peer), "%s", peer);
 				ta_sv_conn_init(&clients[n].conn, dir_fd, host, o.quota);
+				if (token_len && ta_sv_nonce(nonce) < 0) {
+					say("%s refused: no random nonce: %s", peer,
+					    strerror(errno));
+					ta_sv_conn_free(&clients[n].conn);
+					close(cfd);
+					continue;
+				}
+				ta_sv_auth_init(&clients[n].auth, token_len ? token : NULL,
+						token_len, nonce);
 				n++;
 			}
 		}
 	}
 	for (size_t i = 0; i < n; i++)
 		finish(&clients[i], o.dir, stop_sig ? "serve stopped" : "serve ended (--once)");
+	if (chq)
+		ta_chq_finish(chq, !stop_sig);
 	close(lfd);
 	if (unix_path[0])
 		unlink(unix_path);
