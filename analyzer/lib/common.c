@@ -249,6 +249,8 @@ int ta_view_open_many(struct ta_view *v, const char *const *paths, size_t n, con
 	if (v->section)
 		vis = &clipped;
 	v->s = ta_session_new(vis);
+	if (v->section && v->s)
+		ta_section_session(v->section, v->s);
 	v->res = ta_resolver_new();
 	ta_view_naming(v);
 	if (!v->s || !v->res) {

@@ -256,6 +256,8 @@ static int read_marks(struct ta_framestat *fs, const char *path, const char *onl
 	if (ta_section_wrap(&path, 1, &vis, &clipped, &sec, &status) < 0)
 		return -1;
 	s = ta_session_new(sec ? &clipped : &vis);
+	if (s && sec)
+		ta_section_session(sec, s);
 	if (!s) {
 		fs->nomem = 1;
 		return -1;

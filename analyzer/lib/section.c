@@ -64,6 +64,7 @@ struct sec_thread {
 
 struct ta_section {
 	struct ta_visitor in;
+	const struct ta_session *walk; /* the view's session (its walk_proc's pauses) */
 	struct sec_proc *procs;
 	size_t nprocs;
 	struct sec_thread *th; /* by ta_sess_thread.index */
@@ -145,20 +146,41 @@ static int make_windows(struct ta_section *sec)
 	return 0;
 }
 
-static int read_windows(struct ta_section *sec, const char *const *paths, size_t n)
+struct ta_section *ta_section_new(void)
 {
-	struct ta_visitor vis = {.ctx = sec, .ext = edge_ext, .chunks = &ta_session_ext_chunks};
+	return calloc(1, sizeof(struct ta_section));
+}
 
-	sec->s = ta_session_new(&vis);
-	if (!sec->s)
-		return -1;
-	/* Damage is told by the view's own pass, which reads the same bytes. */
-	for (size_t k = 0; k < n; k++)
-		(void)ta_session_read(sec->s, paths[k], NULL);
-	ta_session_finish(sec->s);
-	ta_session_free(sec->s);
+void ta_section_edges(struct ta_section *sec, struct ta_session *s, struct ta_visitor *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->ctx = sec;
+	v->ext = edge_ext;
+	v->chunks = &ta_session_ext_chunks;
+	sec->s = s;
+}
+
+int ta_section_edges_done(struct ta_section *sec)
+{
 	sec->s = NULL;
 	return sec->nomem || make_windows(sec) < 0 ? -1 : 0;
+}
+
+static int read_windows(struct ta_section *sec, const char *const *paths, size_t n)
+{
+	struct ta_visitor vis;
+	struct ta_session *s = ta_session_new(NULL);
+
+	if (!s)
+		return -1;
+	ta_section_edges(sec, s, &vis);
+	s->v = vis;
+	/* Damage is told by the view's own pass, which reads the same bytes. */
+	for (size_t k = 0; k < n; k++)
+		(void)ta_session_read(s, paths[k], NULL);
+	ta_session_finish(s);
+	ta_session_free(s);
+	return ta_section_edges_done(sec);
 }
 
 /* ---- the clipping visitor --------------------------------------------------------------- */
@@ -220,6 +242,12 @@ static void hand_exit(struct ta_section *sec, struct sec_thread *st, struct ta_s
 	x.enter = f->clip;
 	x.exit = ticks > f->clip ? ticks : f->clip;
 	x.duration = x.exit - x.enter;
+	/* As the session's: a pause of the recording is in no call. */
+	if (sec->walk && sec->walk->walk_proc && sec->walk->walk_proc->npauses) {
+		uint64_t g = ta_process_paused(sec->walk->walk_proc, x.enter, x.exit);
+
+		x.duration = g < x.duration ? x.duration - g : 0;
+	}
 	x.self = x.duration > f->child ? x.duration - f->child : 0;
 	x.depth = i;
 	x.flags = flags;
@@ -363,7 +391,7 @@ int ta_section_wrap(const char *const *paths, size_t n, const struct ta_visitor 
 			*status = 2;
 			return -1;
 		}
-	sec = calloc(1, sizeof(*sec));
+	sec = ta_section_new();
 	if (!sec || read_windows(sec, paths, n) < 0) {
 		ta_section_free(sec);
 		fprintf(stderr, "traceagent: out of memory\n");
@@ -374,6 +402,13 @@ int ta_section_wrap(const char *const *paths, size_t n, const struct ta_visitor 
 	if (!sec->nprocs && !warned++)
 		fprintf(stderr, "traceagent: %s: no section '%s' in the dump\n",
 			n == 1 ? paths[0] : "the dumps", section_name);
+	ta_section_visitor(sec, in, out);
+	*secp = sec;
+	return 0;
+}
+
+void ta_section_visitor(struct ta_section *sec, const struct ta_visitor *in, struct ta_visitor *out)
+{
 	sec->in = *in;
 	memset(out, 0, sizeof(*out));
 	out->ctx = sec;
@@ -385,8 +420,11 @@ int ta_section_wrap(const char *const *paths, size_t n, const struct ta_visitor 
 	 * event. */
 	out->shorts = in->shorts ? sec_shorts : NULL;
 	out->partial = in->partial ? sec_partial : NULL;
-	*secp = sec;
-	return 0;
+}
+
+void ta_section_session(struct ta_section *sec, const struct ta_session *s)
+{
+	sec->walk = s;
 }
 
 void ta_section_free(struct ta_section *sec)

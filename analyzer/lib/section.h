@@ -37,4 +37,18 @@ int ta_section_wrap(const char *const *paths, size_t n, const struct ta_visitor 
 		    struct ta_visitor *out, struct ta_section **sec, int *status);
 void ta_section_free(struct ta_section *sec);
 
+/* ---- the parts of ta_section_wrap, for a reader of its own (the fuzzer) ---- */
+
+struct ta_section *ta_section_new(void);
+/* Into *v, the visitor that finds the stretches of ta_section_get()'s
+ * section in session s's walk (s's processes name the sites). */
+void ta_section_edges(struct ta_section *sec, struct ta_session *s, struct ta_visitor *v);
+/* After that walk: 0, or -1 without memory. */
+int ta_section_edges_done(struct ta_section *sec);
+/* Into *out, the visitor that hands in's the calls inside the stretches;
+ * then, once the view's session s is made, ta_section_session. */
+void ta_section_visitor(struct ta_section *sec, const struct ta_visitor *in,
+			struct ta_visitor *out);
+void ta_section_session(struct ta_section *sec, const struct ta_session *s);
+
 #endif
