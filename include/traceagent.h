@@ -43,7 +43,8 @@
  * built with -fPIC.  A -no-pie executable has them bound to 0 by the
  * static linker: its macros then record nothing.
  *
- * Names (zone, frame set, counter, instant) must be string literals: they
+ * Names (zone, frame set, counter, instant, section) must be string
+ * literals, but TA_ZONE_DYN's and TA_ZONE_BEGIN_DYN's: they
  * are kept by address, with the file and line, in a static descriptor per
  * call site, which the agent describes once in the dump; an event carries
  * only the descriptor's address.  Texts (TA_ZONE_TEXT, TA_MESSAGE) are

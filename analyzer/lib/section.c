@@ -224,9 +224,12 @@ static void open_all(struct ta_section *sec, struct sec_thread *st, struct ta_se
 		f->clip = ticks;
 		f->child = 0;
 		f->user = sec->in.enter ? sec->in.enter(sec->in.ctx, t, ticks, i, f->addr, 0) : 0;
-		/* Where the views find a caller's value (a callee's parent). */
-		if (i < t->depth)
+		/* Where the views find a caller's value (a callee's parent)
+		 * and the start of the call they are in: the visited one's. */
+		if (i < t->depth) {
 			t->stack[i].user = f->user;
+			t->stack[i].enter = ticks;
+		}
 	}
 }
 
