@@ -57,6 +57,8 @@ int ta_api_not_started(void);
 /* Registers s if nobody has (its record, its gate); -1 when the calling
  * thread is inside its own start, 0 otherwise. */
 int ta_api_site_register(struct ta_site_ *s);
+/* The same for a caller that holds the lock and knows the agent runs. */
+void ta_api_site_register_locked(struct ta_site_ *s);
 
 /* ---- the channels switched (api_chan.c) ---- */
 

@@ -11,8 +11,9 @@
  * the SITES chunk describes it and its zones are an enter and an exit of
  * its address: every view, an old reader's too, shows a row per name.
  * The names are found again without a lock (an open-addressed table whose
- * slots are only ever filled, with release); a new name is added under a
- * spin lock with signals blocked, as the registry's.  Bounded: beyond
+ * slots are only ever filled, with release); a new name is added under the
+ * registry's lock (api_int.h's ta_api_lock: signals blocked, taken around
+ * a fork), which its site's registration needs anyway.  Bounded: beyond
  * DYN_NAMES_MAX names or DYN_BYTES_MAX bytes of them, every new name is
  * the one overflow site's, whose calls count them.
  *
@@ -20,8 +21,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,12 +65,12 @@ struct dyn_name {
 /* The names by hash; a slot, once set (release, after the name and its
  * site's registration), never changes. */
 static struct dyn_name *dyn_slots[DYN_SLOTS];
-/* Under dyn_lock: the names made and their bytes, the arena they are in. */
+/* Under the registry's lock: the names made and their bytes, the arena
+ * they are in. */
 static uint32_t dyn_count, dyn_bytes;
 static char *dyn_arena;
 static size_t dyn_arena_left;
 static struct dyn_name *dyn_overflow;
-static uint32_t dyn_lock;
 
 /* The name's bytes as kept (at most TA_SITE_NAME_MAX) and their hash
  * (FNV-1a). */
@@ -102,7 +101,7 @@ static struct dyn_name *dyn_find(const char *name, uint32_t len, uint32_t h)
 	return NULL;
 }
 
-/* A new name's record in the arena (under dyn_lock), its site filled as a
+/* A new name's record in the arena (under the lock), its site filled as a
  * macro's static one would be, from the call site s; NULL without memory. */
 static struct dyn_name *dyn_make(const struct ta_site_ *s, const char *name, uint32_t len,
 				 uint32_t h)
@@ -144,13 +143,10 @@ static __attribute__((noinline, cold)) struct ta_site_ *
 dyn_add(const struct ta_site_ *s, const char *name, uint32_t len, uint32_t h)
 {
 	struct dyn_name *d;
-	sigset_t all, old;
+	sigset_t old;
 	uint32_t oh, olen;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	while (__atomic_exchange_n(&dyn_lock, 1, __ATOMIC_ACQUIRE))
-		sched_yield();
+	ta_api_lock(&old);
 	d = dyn_find(name, len, h);
 	if (!d && dyn_count < DYN_NAMES_MAX && dyn_bytes + len <= DYN_BYTES_MAX) {
 		d = dyn_make(s, name, len, h);
@@ -159,7 +155,7 @@ dyn_add(const struct ta_site_ *s, const char *name, uint32_t len, uint32_t h)
 
 			/* Registered before it can be found: its gate and
 			 * SITES record exist when its first event does. */
-			(void)ta_api_site_register(&d->site);
+			ta_api_site_register_locked(&d->site);
 			while (dyn_slots[i & (DYN_SLOTS - 1)])
 				i++;
 			/* Release: pairs with dyn_find's acquire. */
@@ -172,12 +168,11 @@ dyn_add(const struct ta_site_ *s, const char *name, uint32_t len, uint32_t h)
 			oh = name_hash(TA_ZONE_DYN_OVERFLOW, &olen);
 			dyn_overflow = dyn_make(s, TA_ZONE_DYN_OVERFLOW, olen, oh);
 			if (dyn_overflow)
-				(void)ta_api_site_register(&dyn_overflow->site);
+				ta_api_site_register_locked(&dyn_overflow->site);
 		}
 		d = dyn_overflow;
 	}
-	__atomic_store_n(&dyn_lock, 0, __ATOMIC_RELEASE);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ta_api_unlock(&old);
 	return d ? &d->site : NULL;
 }
 

@@ -76,6 +76,15 @@ class ApiZoneTest(tahelp.Case):
         self.assertEqual(rows["n0"], 1)
         self.assertEqual(rows["n4095"], 1)
 
+    def test_threads(self):
+        """4 threads interning the same 100 names at once: one site per
+        name, 12 calls each."""
+        dump = self.traced("preload", [self.prog("apizone-O2"), "threads"]).dump
+        r = tadump.Read(dump)
+        names = sorted(s[2] for s in r.sites.values() if s[0] == SITE_ZONE)
+        self.assertEqual(names, sorted("t%d" % i for i in range(100)))
+        self.assertEqual(zone_rows(self.report(dump)), {"t%d" % i: 12 for i in range(100)})
+
     def test_frames_with_gaps(self):
         """6 frames, the gaps (20 ms each) in none; the 60 ms one a hitch
         over a 50 ms budget; the END without a BEGIN left out."""

@@ -11,8 +11,10 @@
  * 4th sleeping 60 ms, and one END without a BEGIN; two counters with
  * units; two lines of application info; the sections "level 1" (twice)
  * and "bench" overlapping its second occurrence.  With "overflow N": N
- * distinct zone names, each entered once.
+ * distinct zone names, each entered once.  With "threads": 4 threads
+ * enter the same 100 names "t0" .. "t99" at once, 3 times each.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,12 +72,39 @@ static int overflow(int n)
 	return 0;
 }
 
+static void *racer(void *arg)
+{
+	char name[16];
+
+	(void)arg;
+	for (int r = 0; r < 3; r++)
+		for (int i = 0; i < 100; i++) {
+			snprintf(name, sizeof(name), "t%d", i);
+			named(name);
+		}
+	return NULL;
+}
+
+static int threads(void)
+{
+	pthread_t t[4];
+
+	for (int i = 0; i < 4; i++)
+		if (pthread_create(&t[i], NULL, racer, NULL) != 0)
+			return 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char name[400];
 
 	if (argc == 3 && !strcmp(argv[1], "overflow"))
 		return overflow(atoi(argv[2]));
+	if (argc == 2 && !strcmp(argv[1], "threads"))
+		return threads();
 	TA_APP_INFO("build %s", "abc123");
 	TA_APP_INFO("levels %d", 3);
 	TA_COUNTER_CONFIG("heap", TA_UNIT_BYTES);
