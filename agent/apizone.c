@@ -86,6 +86,17 @@ static uint32_t name_hash(const char *name, uint32_t *len)
 	return h;
 }
 
+/* Whether d is name (len bytes): the entries' hot path calls no libc. */
+static inline int dyn_is(const struct dyn_name *d, const char *name, uint32_t len, uint32_t h)
+{
+	if (d->hash != h || d->len != len)
+		return 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (d->name[i] != name[i])
+			return 0;
+	return 1;
+}
+
 static struct dyn_name *dyn_find(const char *name, uint32_t len, uint32_t h)
 {
 	for (uint32_t i = 0; i < DYN_SLOTS; i++) {
@@ -95,7 +106,7 @@ static struct dyn_name *dyn_find(const char *name, uint32_t len, uint32_t h)
 
 		if (!d)
 			return NULL;
-		if (d->hash == h && d->len == len && !memcmp(d->name, name, len))
+		if (dyn_is(d, name, len, h))
 			return d;
 	}
 	return NULL;

@@ -90,6 +90,9 @@ void ta_info_app_text(const struct api_counts *a)
 
 void ta_info_app_json(const struct api_counts *a)
 {
+	/* Only with some: a dump without keeps the keys it had. */
+	if (!a->napp)
+		return;
 	printf(" \"app_info\": [");
 	for (size_t k = 0; k < a->napp; k++) {
 		printf("%s{\"pid\": %" PRIu32 ", \"text\": ", k ? ", " : "", a->app[k].pid);

@@ -41,10 +41,22 @@ struct sec_win {
 	uint64_t start, end; /* ticks: [start, end) */
 };
 
+/* An event that holds for the whole run (a counter's unit, a line of
+ * application info) made outside the stretches: handed in inside the next
+ * one any thread of its process is in. */
+struct sec_pend {
+	uint64_t kind;
+	uint32_t n;
+	uint64_t *v;
+};
+#define SEC_PEND_MAX 4096 /* per process; more are left out */
+
 struct sec_proc {
 	uint32_t pid;
 	struct sec_win *w;
 	size_t n;
+	struct sec_pend *pend;
+	size_t npend, pend_cap;
 };
 
 struct sec_frame {
@@ -55,8 +67,8 @@ struct sec_frame {
 
 struct sec_thread {
 	int ready;
-	const struct sec_proc *proc; /* NULL: never inside */
-	size_t wi;		     /* the stretch inside or next */
+	struct sec_proc *proc; /* NULL: never inside */
+	size_t wi;	       /* the stretch inside or next */
 	int in;
 	struct sec_frame *f;
 	uint32_t depth, cap;
@@ -212,6 +224,41 @@ static struct sec_thread *thread_of(struct ta_section *sec, const struct ta_sess
 	return st;
 }
 
+/* The events of the whole run waiting for a stretch, handed in on t at
+ * ticks (inside one). */
+static void pend_flush(struct ta_section *sec, struct sec_proc *pr, struct ta_sess_thread *t,
+		       uint64_t ticks)
+{
+	for (size_t k = 0; k < pr->npend; k++) {
+		if (sec->in.ext)
+			sec->in.ext(sec->in.ctx, t, ticks, pr->pend[k].kind, pr->pend[k].v,
+				    pr->pend[k].n);
+		free(pr->pend[k].v);
+	}
+	pr->npend = 0;
+}
+
+static void pend_add(struct ta_section *sec, struct sec_proc *pr, uint64_t kind,
+		     const uint64_t *values, uint32_t n)
+{
+	struct sec_pend *p;
+
+	if (pr->npend >= SEC_PEND_MAX)
+		return;
+	p = ta_vec_reserve(pr->pend, pr->npend + 1, &pr->pend_cap, sizeof(*p), 8);
+	if (!p || !(p[pr->npend].v = malloc((n ? n : 1) * sizeof(*values)))) {
+		if (p)
+			pr->pend = p;
+		sec->nomem = 1;
+		return;
+	}
+	pr->pend = p;
+	p[pr->npend].kind = kind;
+	p[pr->npend].n = n;
+	memcpy(p[pr->npend].v, values, n * sizeof(*values));
+	pr->npend++;
+}
+
 /* The frames open on the thread handed in as entered at ticks. */
 static void open_all(struct ta_section *sec, struct sec_thread *st, struct ta_sess_thread *t,
 		     uint64_t ticks)
@@ -231,6 +278,7 @@ static void open_all(struct ta_section *sec, struct sec_thread *st, struct ta_se
 			t->stack[i].enter = ticks;
 		}
 	}
+	pend_flush(sec, st->proc, t, ticks);
 }
 
 static void hand_exit(struct ta_section *sec, struct sec_thread *st, struct ta_sess_thread *t,
@@ -353,8 +401,13 @@ static void sec_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_
 	if (!st)
 		return;
 	advance(sec, st, t, ticks);
-	if (st->in && sec->in.ext)
-		sec->in.ext(sec->in.ctx, t, ticks, kind, values, n);
+	if (st->in) {
+		pend_flush(sec, st->proc, t, ticks);
+		if (sec->in.ext)
+			sec->in.ext(sec->in.ctx, t, ticks, kind, values, n);
+	} else if (st->proc && (kind == TA_EXT_COUNTER_CONFIG || kind == TA_EXT_APP_INFO)) {
+		pend_add(sec, st->proc, kind, values, n);
+	}
 }
 
 static void sec_shorts(void *ctx, struct ta_sess_thread *t, uint64_t addr, uint64_t calls)
@@ -434,8 +487,12 @@ void ta_section_free(struct ta_section *sec)
 {
 	if (!sec)
 		return;
-	for (size_t k = 0; k < sec->nprocs; k++)
+	for (size_t k = 0; k < sec->nprocs; k++) {
 		free(sec->procs[k].w);
+		for (size_t i = 0; i < sec->procs[k].npend; i++)
+			free(sec->procs[k].pend[i].v);
+		free(sec->procs[k].pend);
+	}
 	free(sec->procs);
 	for (size_t i = 0; i < sec->nth; i++)
 		free(sec->th[i].f);

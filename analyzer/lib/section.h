@@ -11,7 +11,9 @@
  * stretches (a call running when one begins is visited as entered there,
  * one still running when it ends as left there, each stretch it spans a
  * call of its own), and the API's events, shorts and partial exits
- * outside them are left out.  Times between stretches are in no call.
+ * outside them are left out, but for those that hold for the whole run
+ * (counter units, application info): handed in at the next stretch.
+ * Times between stretches are in no call.
  */
 #ifndef TA_SECTION_H
 #define TA_SECTION_H

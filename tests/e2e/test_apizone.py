@@ -108,7 +108,7 @@ class ApiZoneTest(tahelp.Case):
         self.assertEqual((got["load"]["unit"], got["load"]["last"]), ("percent", 42.5))
         rows = {l.split()[0]: l.split()
                 for l in tadump.view(self, "counters", dump).stdout.splitlines()}
-        self.assertEqual(rows["heap"], ["heap", "2", "1.5KiB", "3.0MiB", "1.5MiB", "3.0MiB"])
+        self.assertEqual(rows["heap"], ["heap", "3", "1.5KiB", "3.0MiB", "1.0MiB", "2.0KiB"])
         self.assertEqual(rows["load"], ["load", "1", "42.5%", "42.5%", "42.5%", "42.5%"])
 
     def test_info_app_info(self):
@@ -221,10 +221,22 @@ class ApiZoneTest(tahelp.Case):
         self.assertEqual(json.loads(p.stdout)["frame_sets"], [])
         self.assertEqual(tadump.view_json(self, "counters", "--json", *sec, dump),
                          {"counters": []})
+        # A unit given outside the section holds inside it.
+        got = tadump.view_json(self, "counters", "--json", "--section=bench", dump)
+        self.assertEqual([(c["name"], c["samples"], c["last"], c["unit"])
+                          for c in got["counters"]], [("heap", 1, 2048, "bytes")])
+        out = self.path("u.json")
+        tadump.view(self, "export", "--format=chrome", "--section=bench", "-o", out, dump)
+        with open(out) as fh:
+            self.assertEqual(json.load(fh)["otherData"]["counter_units"],
+                             {"heap": "bytes", "load": "percent"})
         lines = self.raw_view("replay", *sec, dump).splitlines()
-        # main once per occurrence, from the ENTER; the LEAVE is outside.
+        # main once per occurrence, from the ENTER; the LEAVE is outside;
+        # the units and app info, said before, at the section's start.
         self.assertEqual([re.sub(r"^.{12} .{8}  ", "", l).strip() for l in lines[1:]],
-                         ["main() {", "> section level 1", "step();", "step();",
+                         ["main() {", '! app info "build abc123"', '! app info "levels 3"',
+                          "# counter heap unit bytes", "# counter load unit percent [net]",
+                          "> section level 1", "step();", "step();",
                           "} /* main */", "main() {", "> section level 1", "spans() {",
                           "> section bench", "step();", "} /* spans */", "step();",
                           "} /* main */"])

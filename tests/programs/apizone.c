@@ -9,8 +9,8 @@
  * (TA_ZONE_BEGIN_DYN), a NULL name, a 300-byte name, a name that is not
  * UTF-8; the frame set "physics" of 6 frames with gaps between them, the
  * 4th sleeping 60 ms, and one END without a BEGIN; two counters with
- * units; two lines of application info; the sections "level 1" (twice)
- * and "bench" overlapping its second occurrence.  With "overflow N": N
+ * units given outside every section, one sampled inside "bench"; two lines of application info; the
+ * sections "level 1" (twice) and "bench" overlapping its second occurrence.  With "overflow N": N
  * distinct zone names, each entered once.  With "threads": 4 threads
  * enter the same 100 names "t0" .. "t99" at once, 3 times each.
  */
@@ -154,6 +154,7 @@ int main(int argc, char **argv)
 	step();
 	TA_SECTION_LEAVE("level 1");
 	other();
+	TA_COUNTER("heap", 2048); /* in "bench" only */
 	TA_SECTION_LEAVE("bench");
 	step();
 	return 0;
