@@ -187,7 +187,11 @@ TA_PUBLIC void ta_zone_exit_(struct ta_site_ *s)
 
 TA_PUBLIC void ta_zone_begin_(struct ta_site_ *s)
 {
-	int on = site_on(s) && ta_filter_lets();
+	ta_api_zone_push(s, site_on(s) && ta_filter_lets());
+}
+
+void ta_api_zone_push(struct ta_site_ *s, int on)
+{
 	/* Taken before it is filled: a handler's zones go above it. */
 	uint32_t d = zdepth++;
 
@@ -222,6 +226,12 @@ TA_PUBLIC void ta_zone_end_(struct ta_site_ *s)
 	zdepth = d - 1;
 	if (z & 1)
 		ta_record((z & ~1ull) | TA_REC_EXIT);
+}
+
+/* site_on for the entries of the other files (apizone.c). */
+int ta_api_site_on(struct ta_site_ *s)
+{
+	return site_on(s);
 }
 
 /* ---- texts, values, marks, counters, instants ----------------------------------- */
@@ -370,12 +380,17 @@ TA_PUBLIC int ta_channel_set_(const char *name, int on)
 	extern __typeof__(name) api_at_##name __attribute__((alias(#name), visibility("hidden")));
 API_FUNCS(API_ALIAS)
 #undef API_ALIAS
+/* apizone.c's, aliased there. */
+#define API_EXTERN(name)                                                                           \
+	extern __typeof__(name) api_at_##name __attribute__((visibility("hidden")));
+APIZONE_FUNCS(API_EXTERN)
+#undef API_EXTERN
 
 const struct ta_got_sym *ta_api_got_syms(size_t *n)
 {
 	static const struct ta_got_sym syms[] = {
 #define API_SYM(name) {#name, (uintptr_t)&api_at_##name, 0, 1},
-	    API_FUNCS(API_SYM)
+	    API_FUNCS(API_SYM) APIZONE_FUNCS(API_SYM)
 #undef API_SYM
 	};
 

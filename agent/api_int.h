@@ -57,10 +57,40 @@ int ta_api_not_started(void);
 /* Registers s if nobody has (its record, its gate); -1 when the calling
  * thread is inside its own start, 0 otherwise. */
 int ta_api_site_register(struct ta_site_ *s);
+/* The same for a caller that holds the lock and knows the agent runs. */
+void ta_api_site_register_locked(struct ta_site_ *s);
 
 /* ---- the channels switched (api_chan.c) ---- */
 
 /* Switches channel id, recorded when record is set. */
 void ta_chan_switch(uint32_t id, uint32_t on, int record);
+
+/* ---- the entries (api.c) ---- */
+
+/* Whether an event of site s is recorded (the channel's gate, the start
+ * waited for); one the agent cannot judge is counted lost. */
+int ta_api_site_on(struct ta_site_ *s);
+/* TA_ZONE_BEGIN's push of s on the thread's zone stack, recorded when on
+ * (an enter of s). */
+void ta_api_zone_push(struct ta_site_ *s, int on);
+
+/* ---- run-time names, frames with gaps, units, app info, sections (apizone.c) ---- */
+
+/* Their entries, which `traceagent attach` points the program at too
+ * (api.c's ta_api_got_syms); apizone.c defines each's api_at_ alias. */
+#define APIZONE_FUNCS(X)                                                                           \
+	X(ta_zone_enter_dyn_)                                                                      \
+	X(ta_zone_begin_dyn_)                                                                      \
+	X(ta_frame_begin_)                                                                         \
+	X(ta_frame_end_)                                                                           \
+	X(ta_counter_config_)                                                                      \
+	X(ta_app_info_)                                                                            \
+	X(ta_section_enter_)                                                                       \
+	X(ta_section_leave_)
+/* Whether kind is one of the site kinds of apizone.c's macros. */
+static inline int ta_apizone_kind(uint32_t kind)
+{
+	return kind >= TA_SITE_ZONE_DYN && kind <= TA_SITE_COUNTER_CONFIG;
+}
 
 #endif

@@ -191,7 +191,6 @@ int ta_api_not_started(void)
  * not be read yet and the start cannot be waited for; 0 otherwise. */
 int ta_api_site_register(struct ta_site_ *s)
 {
-	const uint32_t *gate = &never_on;
 	sigset_t old;
 
 	TA_GUARD_ENTER();
@@ -202,9 +201,20 @@ int ta_api_site_register(struct ta_site_ *s)
 		return -1;
 	}
 	ta_api_lock(&old);
+	ta_api_site_register_locked(s);
+	ta_api_unlock(&old);
+	TA_GUARD_LEAVE();
+	return 0;
+}
+
+void ta_api_site_register_locked(struct ta_site_ *s)
+{
+	const uint32_t *gate = &never_on;
+
 	if (s->gate != &s->first)
-		goto out; /* another thread did it meanwhile */
-	if (s->abi >= 1 && s->kind >= TA_SITE_ZONE && s->kind <= TA_SITE_TEXT) {
+		return; /* another thread did it meanwhile */
+	if (s->abi >= 1 &&
+	    ((s->kind >= TA_SITE_ZONE && s->kind <= TA_SITE_TEXT) || ta_apizone_kind(s->kind))) {
 		uint32_t ch = ta_chan_find(s->channel);
 		size_t nl = bounded_len(s->name), fl = bounded_len(s->file);
 		struct site_rec *r = ch < TA_CHANNELS_MAX ? site_alloc(nl + fl) : NULL;
@@ -239,10 +249,6 @@ int ta_api_site_register(struct ta_site_ *s)
 	}
 	/* Release: the record before the gate that lets events name it. */
 	__atomic_store_n(&s->gate, (const volatile uint32_t *)gate, __ATOMIC_RELEASE);
-out:
-	ta_api_unlock(&old);
-	TA_GUARD_LEAVE();
-	return 0;
 }
 
 /* ---- the SITES and CHANNELS chunks --------------------------------------------- */

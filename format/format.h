@@ -24,8 +24,8 @@
 
 #define TA_FILE_MAGIC	    "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN   8
-#define TA_FORMAT_MAJOR	    1 /* incompatible changes */
-#define TA_FORMAT_MINOR	    9 /* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MAJOR	    1  /* incompatible changes */
+#define TA_FORMAT_MINOR	    10 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -189,9 +189,22 @@ enum ta_ext_kind {
 	 * cap, or its backlog high) there, inside the frames open; the views
 	 * show it as a frame of its own, TA_WAIT_NAME, the open function's
 	 * callee. */
-	TA_EXT_WAIT = 21
+	TA_EXT_WAIT = 21,
+	/* The manual API's frames with gaps, sections, units and
+	 * application info (1.10): the site is a FRAME, SECTION,
+	 * COUNTER_CONFIG or APP_INFO one. */
+	TA_EXT_FRAME_BEGIN = 26,    /* site: a frame of the site's set begins */
+	TA_EXT_FRAME_END = 27,	    /* site: the open frame of the site's set ends */
+	TA_EXT_SECTION_ENTER = 28,  /* site: the section named by the site begins */
+	TA_EXT_SECTION_LEAVE = 29,  /* site: one occurrence of it ends */
+	TA_EXT_COUNTER_CONFIG = 30, /* site (its name: the counter's), unit (TA_UNIT_*) */
+	TA_EXT_APP_INFO = 31	    /* site, text: a line about the program */
 };
-#define TA_WAIT_NAME "[traceagent wait]"
+/* TA_EXT_COUNTER_CONFIG's units (include/traceagent.h's TA_UNIT_*). */
+#define TA_UNIT_NUMBER_	 0u
+#define TA_UNIT_BYTES_	 1u
+#define TA_UNIT_PERCENT_ 2u
+#define TA_WAIT_NAME	 "[traceagent wait]"
 
 /* TA_EXT_COUNTER's type. */
 #define TA_COUNTER_INT	  0u /* the bits are an int64_t */
@@ -231,8 +244,18 @@ enum ta_site_kind {
 	TA_SITE_INSTANT = 5,
 	TA_SITE_ZONE_END = 6, /* a TA_ZONE_END(): where one without a zone was */
 	TA_SITE_TEXT = 7,     /* a TA_ZONE_TEXT() or TA_ZONE_VALUE() */
+	/* 1.10: a TA_ZONE_DYN's call site (no event names it: each distinct
+	 * name is a ZONE site of the agent's own, whose file and line are the
+	 * first call site's that used it). */
+	TA_SITE_ZONE_DYN = 8,
+	TA_SITE_SECTION = 9, /* name: the section */
+	TA_SITE_APP_INFO = 10,
+	TA_SITE_COUNTER_CONFIG = 11, /* name: the counter */
 };
-#define TA_SITE_NAME_MAX 255u /* bytes the agent keeps of a name or file */
+/* The name of the ZONE site that stands for the names of TA_ZONE_DYN
+ * beyond the agent's bounds. */
+#define TA_ZONE_DYN_OVERFLOW "[traceagent zone names overflow]"
+#define TA_SITE_NAME_MAX     255u /* bytes the agent keeps of a name or file */
 
 /*
  * Channels (CHANNELS chunk, 1.5): u count, then per channel u id, str name,

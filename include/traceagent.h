@@ -20,6 +20,11 @@
  *   TA_MESSAGE("level %s loaded", name);  TA_INSTANT("checkpoint");
  *   TA_CHANNEL(net);  (file scope)  TA_ZONE_C(net, "send"); ...
  *   ta_channel_set("net", 0);             a channel off (and on) at run time
+ *   TA_ZONE_DYN(name_buf);                a zone named at run time (copied)
+ *   TA_FRAME_BEGIN("load"); ... TA_FRAME_END("load");   a frame with gaps
+ *   TA_COUNTER_CONFIG("heap", TA_UNIT_BYTES);  how a counter is shown
+ *   TA_APP_INFO("build %s", id);          a line about the program
+ *   TA_SECTION_ENTER("level 2"); ... TA_SECTION_LEAVE("level 2");  a phase
  *
  * How it costs nothing without the agent: every macro calls a function the
  * agent defines (ta_zone_enter_ and the like, declared weak below).  When
@@ -38,7 +43,8 @@
  * built with -fPIC.  A -no-pie executable has them bound to 0 by the
  * static linker: its macros then record nothing.
  *
- * Names (zone, frame set, counter, instant) must be string literals: they
+ * Names (zone, frame set, counter, instant, section) must be string
+ * literals, but TA_ZONE_DYN's and TA_ZONE_BEGIN_DYN's: they
  * are kept by address, with the file and line, in a static descriptor per
  * call site, which the agent describes once in the dump; an event carries
  * only the descriptor's address.  Texts (TA_ZONE_TEXT, TA_MESSAGE) are
@@ -98,6 +104,12 @@ struct ta_site_ {
 #define TA_KIND_INSTANT_  5
 #define TA_KIND_ZONE_END_ 6
 #define TA_KIND_TEXT_	  7
+/* The run-time names, discontinuous frames, units, application info and
+ * sections (kinds 8-11). */
+#define TA_KIND_ZONE_DYN_	8 /* a TA_ZONE_DYN's site: its zones are the agent's */
+#define TA_KIND_SECTION_	9
+#define TA_KIND_APP_INFO_	10
+#define TA_KIND_COUNTER_CONFIG_ 11
 
 #if defined(__GNUC__)
 #ifdef TA_AGENT_SIDE_ /* the agent's definitions: not weak */
@@ -125,6 +137,14 @@ void ta_counter_f_(struct ta_site_ *s, double value) TA_WEAK_;
 void ta_message_(struct ta_site_ *s, const char *fmt, ...) TA_WEAK_ TA_PRINTF_(2, 3);
 void ta_instant_(struct ta_site_ *s) TA_WEAK_;
 int ta_channel_set_(const char *name, int on) TA_WEAK_;
+struct ta_site_ *ta_zone_enter_dyn_(struct ta_site_ *s, const char *name) TA_WEAK_;
+void ta_zone_begin_dyn_(struct ta_site_ *s, const char *name) TA_WEAK_;
+void ta_frame_begin_(struct ta_site_ *s) TA_WEAK_;
+void ta_frame_end_(struct ta_site_ *s) TA_WEAK_;
+void ta_counter_config_(struct ta_site_ *s, uint32_t unit) TA_WEAK_;
+void ta_app_info_(struct ta_site_ *s, const char *fmt, ...) TA_WEAK_ TA_PRINTF_(2, 3);
+void ta_section_enter_(struct ta_site_ *s) TA_WEAK_;
+void ta_section_leave_(struct ta_site_ *s) TA_WEAK_;
 
 #define TA_SITE_(var, kind, name, ch)                                                              \
 	static struct ta_site_ var = {                                                             \
@@ -186,6 +206,14 @@ TA_LOAD_DEF_(ta_counter_f_)
 TA_LOAD_DEF_(ta_message_)
 TA_LOAD_DEF_(ta_instant_)
 TA_LOAD_DEF_(ta_channel_set_)
+TA_LOAD_DEF_(ta_zone_enter_dyn_)
+TA_LOAD_DEF_(ta_zone_begin_dyn_)
+TA_LOAD_DEF_(ta_frame_begin_)
+TA_LOAD_DEF_(ta_frame_end_)
+TA_LOAD_DEF_(ta_counter_config_)
+TA_LOAD_DEF_(ta_app_info_)
+TA_LOAD_DEF_(ta_section_enter_)
+TA_LOAD_DEF_(ta_section_leave_)
 #endif
 
 /* Whether the site records now: the agent is there (f, its function) and
@@ -197,6 +225,14 @@ TA_INLINE_ struct ta_site_ *ta_zone_try_(struct ta_site_ *(*f)(struct ta_site_ *
 					 struct ta_site_ *s)
 {
 	return f && *s->gate ? f(s) : (struct ta_site_ *)0;
+}
+
+/* A run-time named zone's entry: the agent's site of the name when
+ * recorded (to pass to ta_zone_exit_), or null. */
+TA_INLINE_ struct ta_site_ *ta_zone_try_dyn_(struct ta_site_ *(*f)(struct ta_site_ *, const char *),
+					     struct ta_site_ *s, const char *name)
+{
+	return f && *s->gate ? f(s, name) : (struct ta_site_ *)0;
 }
 
 #ifdef __cplusplus
@@ -214,6 +250,10 @@ struct ta_zone_scope_ {
 	TA_SITE_(TA_CAT_(ta_s_, id), TA_KIND_ZONE_, name, ch);                                     \
 	ta_zone_scope_ TA_CAT_(ta_z_, id)                                                          \
 	    TA_UNUSED_ = {ta_zone_try_(ta_load_ta_zone_enter__(), &TA_CAT_(ta_s_, id))}
+#define TA_ZONE_DYN_I_(id, ch, name)                                                               \
+	TA_SITE_(TA_CAT_(ta_s_, id), TA_KIND_ZONE_DYN_, "", ch);                                   \
+	ta_zone_scope_ TA_CAT_(ta_z_, id) TA_UNUSED_ = {                                           \
+	    ta_zone_try_dyn_(ta_load_ta_zone_enter_dyn__(), &TA_CAT_(ta_s_, id), (name))}
 #else
 TA_INLINE_ void ta_zone_leave_(struct ta_site_ **z)
 {
@@ -224,6 +264,10 @@ TA_INLINE_ void ta_zone_leave_(struct ta_site_ **z)
 	TA_SITE_(TA_CAT_(ta_s_, id), TA_KIND_ZONE_, name, ch);                                     \
 	struct ta_site_ *TA_CAT_(ta_z_, id) __attribute__((cleanup(ta_zone_leave_), unused)) =     \
 	    ta_zone_try_(ta_load_ta_zone_enter__(), &TA_CAT_(ta_s_, id))
+#define TA_ZONE_DYN_I_(id, ch, name)                                                               \
+	TA_SITE_(TA_CAT_(ta_s_, id), TA_KIND_ZONE_DYN_, "", ch);                                   \
+	struct ta_site_ *TA_CAT_(ta_z_, id) __attribute__((cleanup(ta_zone_leave_), unused)) =     \
+	    ta_zone_try_dyn_(ta_load_ta_zone_enter_dyn__(), &TA_CAT_(ta_s_, id), (name))
 #endif
 
 #define TA_CALL_I_(id, kind, ch, name, fn, ...)                                                    \
@@ -247,6 +291,16 @@ TA_INLINE_ void ta_zone_leave_(struct ta_site_ **z)
 		__typeof__(&fn) ta_f_ = ta_load_##fn##_();                                         \
 		if (ta_f_)                                                                         \
 			ta_f_(&TA_CAT_(ta_s_, id));                                                \
+	} while (0)
+
+/* TA_ZONE_BEGIN_DYN: the agent is called whatever the channel, as by
+ * TA_ZONE_BEGIN. */
+#define TA_ALWAYS_ARG_I_(id, kind, ch, name, fn, arg)                                              \
+	do {                                                                                       \
+		TA_SITE_(TA_CAT_(ta_s_, id), kind, name, ch);                                      \
+		__typeof__(&fn) ta_f_ = ta_load_##fn##_();                                         \
+		if (ta_f_)                                                                         \
+			ta_f_(&TA_CAT_(ta_s_, id), arg);                                           \
 	} while (0)
 
 /* ---- the manual API --------------------------------------------------------- */
@@ -315,5 +369,62 @@ TA_INLINE_ int ta_channel_set(const char *name, int on)
 	return f ? f(name, on) : -1;
 }
 #endif
+
+/* ---- run-time names, discontinuous frames, units, application info, sections ---- */
+
+/*
+ * A zone named by a string known only at run time (a buffer, a
+ * std::string's c_str()): the agent copies the name (up to 255 bytes) and
+ * keeps one row per distinct name, the same for every call site using it.
+ * Names beyond the agent's bounds (4096 distinct names, 256 KiB of them)
+ * are counted into one row, "[traceagent zone names overflow]".  NULL is
+ * "(null)".  TA_ZONE_DYN lasts to the end of the block, TA_ZONE_BEGIN_DYN
+ * to the next TA_ZONE_END.
+ */
+#define TA_ZONE_DYN(name)	TA_ZONE_DYN_I_(TA_ID_, (const char *)0, name)
+#define TA_ZONE_DYN_C(ch, name) TA_ZONE_DYN_I_(TA_ID_, TA_CH_(ch), name)
+#define TA_ZONE_BEGIN_DYN(name)                                                                    \
+	TA_ALWAYS_ARG_I_(TA_ID_, TA_KIND_ZONE_DYN_, (const char *)0, "", ta_zone_begin_dyn_, (name))
+#define TA_ZONE_BEGIN_DYN_C(ch, name)                                                              \
+	TA_ALWAYS_ARG_I_(TA_ID_, TA_KIND_ZONE_DYN_, TA_CH_(ch), "", ta_zone_begin_dyn_, (name))
+
+/* A frame of the set name from BEGIN to END, the time between two
+ * frames being no frame (a loading screen, a fixed physics step).  A
+ * BEGIN while one is open ends it there; an END without a BEGIN is
+ * counted and left out. */
+#define TA_FRAME_BEGIN(name)                                                                       \
+	TA_CALL0_I_(TA_ID_, TA_KIND_FRAME_, (const char *)0, name, ta_frame_begin_)
+#define TA_FRAME_END(name) TA_CALL0_I_(TA_ID_, TA_KIND_FRAME_, (const char *)0, name, ta_frame_end_)
+
+/* How the views show the counter name's values: a number, bytes (KiB,
+ * MiB...), or a percentage.  Once is enough, anywhere in the run. */
+#define TA_UNIT_NUMBER	0u
+#define TA_UNIT_BYTES	1u
+#define TA_UNIT_PERCENT 2u
+#define TA_COUNTER_CONFIG(name, unit)                                                              \
+	TA_CALL_I_(TA_ID_, TA_KIND_COUNTER_CONFIG_, (const char *)0, name, ta_counter_config_,     \
+		   (uint32_t)(unit))
+#define TA_COUNTER_CONFIG_C(ch, name, unit)                                                        \
+	TA_CALL_I_(TA_ID_, TA_KIND_COUNTER_CONFIG_, TA_CH_(ch), name, ta_counter_config_,          \
+		   (uint32_t)(unit))
+
+/* A printf-formatted line about the program (its version, build, the
+ * options it runs with), copied up to 992 bytes: `traceagent info` and
+ * the exports' metadata show each. */
+#define TA_APP_INFO(...)                                                                           \
+	TA_CALL_I_(TA_ID_, TA_KIND_APP_INFO_, (const char *)0, "app-info", ta_app_info_,           \
+		   __VA_ARGS__)
+
+/* A phase of the program (a level, a loading screen, a benchmark pass),
+ * process-wide, from ENTER to the LEAVE of the same name; phases may
+ * overlap.  `--section NAME` limits a view to the time inside it. */
+#define TA_SECTION_ENTER(name)                                                                     \
+	TA_CALL0_I_(TA_ID_, TA_KIND_SECTION_, (const char *)0, name, ta_section_enter_)
+#define TA_SECTION_ENTER_C(ch, name)                                                               \
+	TA_CALL0_I_(TA_ID_, TA_KIND_SECTION_, TA_CH_(ch), name, ta_section_enter_)
+#define TA_SECTION_LEAVE(name)                                                                     \
+	TA_CALL0_I_(TA_ID_, TA_KIND_SECTION_, (const char *)0, name, ta_section_leave_)
+#define TA_SECTION_LEAVE_C(ch, name)                                                               \
+	TA_CALL0_I_(TA_ID_, TA_KIND_SECTION_, TA_CH_(ch), name, ta_section_leave_)
 
 #endif

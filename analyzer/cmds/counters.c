@@ -48,7 +48,8 @@ struct counter {
 	int64_t imin, imax;
 	double min, max;
 	long double sum;
-	int decimals; /* the most decimal places of a sample (DECIMALS_MAX at most) */
+	int decimals;  /* the most decimal places of a sample (DECIMALS_MAX at most) */
+	uint32_t unit; /* TA_COUNTER_CONFIG's TA_UNIT_*_ + 1; 0: none given */
 	struct last *lasts;
 	size_t nlasts, lasts_cap;
 	struct point *pts;
@@ -65,6 +66,15 @@ struct counters {
 	size_t nframes, frames_cap;
 	int nomem;
 	char text[TA_TEXT_MAX + 1];
+	/* TA_COUNTER_CONFIG's units by counter name, given to the counters
+	 * after the walk (a unit may come before the first sample). */
+	struct unit_of *units;
+	size_t nunits, units_cap;
+};
+
+struct unit_of {
+	char *name;
+	uint32_t unit;
 };
 
 static void usage(FILE *f)
@@ -83,6 +93,7 @@ static void usage(FILE *f)
 		   "                  integer: every sample was a TA_COUNTER's)\n"
 		   "  --svg FILE      also draw each counter over time in FILE, one plot per\n"
 		   "                  counter, with the frame marks as ticks on the time axis\n"
+		   "  --section=NAME  only the time inside the program's section NAME\n"
 		   "  -j N, --jobs=N  N threads read the dump (default: one per CPU\n"
 		   "                  it may use, at most 64; N up to 1024)\n"
 		   "  -h, --help      this help\n"
@@ -227,6 +238,35 @@ static int take_sample(struct counter *c, uint32_t pid, const struct ta_apiev *e
 	return 0;
 }
 
+/* A counter's unit; the last given holds.  0, or -1 without memory. */
+static int unit_set(struct counters *cs, const char *name, uint32_t unit)
+{
+	struct unit_of *u;
+
+	for (size_t k = 0; k < cs->nunits; k++)
+		if (!strcmp(cs->units[k].name, name)) {
+			cs->units[k].unit = unit;
+			return 0;
+		}
+	u = ta_vec_reserve(cs->units, cs->nunits + 1, &cs->units_cap, sizeof(*u), 8);
+	if (!u)
+		return -1;
+	cs->units = u;
+	if (!(u[cs->nunits].name = strdup(name)))
+		return -1;
+	u[cs->nunits++].unit = unit;
+	return 0;
+}
+
+/* After the walk: each counter's unit. */
+static void units_apply(struct counters *cs)
+{
+	for (size_t k = 0; k < cs->nunits; k++)
+		for (size_t i = 0; i < cs->n; i++)
+			if (!strcmp(cs->c[i].name, cs->units[k].name))
+				cs->c[i].unit = cs->units[k].unit + 1;
+}
+
 static void on_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
 		   const uint64_t *values, uint32_t n)
 {
@@ -236,11 +276,17 @@ static void on_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 	struct counter *c;
 	char chbuf[32];
 
-	if (kind != TA_EXT_COUNTER && (kind != TA_EXT_FRAME || !cs->svg))
+	if (kind != TA_EXT_COUNTER && kind != TA_EXT_COUNTER_CONFIG &&
+	    (kind != TA_EXT_FRAME || !cs->svg))
 		return;
 	p = ta_session_process(cs->v.s, t->pid);
 	if (ta_apiev_decode(p, ticks, kind, values, n, &e, cs->text) <= 0)
 		return;
+	if (kind == TA_EXT_COUNTER_CONFIG) {
+		if (unit_set(cs, e.name[0] ? e.name : "?", e.unit) < 0)
+			cs->nomem = 1;
+		return;
+	}
 	if (kind == TA_EXT_FRAME) {
 		if (add_point(&cs->frames, &cs->nframes, &cs->frames_cap, t->pid, ticks, 0) < 0)
 			cs->nomem = 1;
@@ -325,6 +371,38 @@ static void numbers(const struct counters *cs, const struct counter *c, char out
 		out[3][0] = 0;
 }
 
+/* A number of the text as its counter's unit says: bytes in B, KiB,
+ * MiB, GiB or TiB with one decimal place past B, a percentage with %. */
+static void unit_text(char *buf, size_t n, uint32_t unit)
+{
+	static const char *const sfx[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v, a;
+	size_t k = 0;
+
+	if (!buf[0] || unit == 0 || unit == TA_UNIT_NUMBER_ + 1)
+		return;
+	if (unit == TA_UNIT_PERCENT_ + 1) {
+		size_t len = strlen(buf);
+
+		if (len + 1 < n)
+			memcpy(buf + len, "%", 2);
+		return;
+	}
+	v = strtod(buf, NULL);
+	for (a = fabs(v); a >= 1024 && k + 1 < sizeof(sfx) / sizeof(sfx[0]); k++) {
+		a /= 1024;
+		v /= 1024;
+	}
+	if (k == 0) {
+		size_t len = strlen(buf);
+
+		if (len + 1 < n)
+			memcpy(buf + len, "B", 2);
+		return;
+	}
+	snprintf(buf, n, "%.1f%s", v, sfx[k]);
+}
+
 static void print_text(const struct counters *cs)
 {
 	size_t w = 7;
@@ -339,6 +417,8 @@ static void print_text(const struct counters *cs)
 		char num[4][40];
 
 		numbers(cs, c, num, 1);
+		for (int k = 0; k < 4; k++)
+			unit_text(num[k], sizeof(num[k]), c->unit);
 		printf("%-*s %10" PRIu64 " %14s %14s %14s %14s", (int)w, c->name, c->samples,
 		       num[0][0] ? num[0] : "-", num[1][0] ? num[1] : "-", num[2][0] ? num[2] : "-",
 		       num[3][0] ? num[3] : "-");
@@ -376,6 +456,11 @@ static void print_json(const struct counters *cs)
 		json_num(num[2]);
 		printf(", \"last\": ");
 		json_num(num[3]);
+		/* Only a counter TA_COUNTER_CONFIG named: the values stay numbers. */
+		if (c->unit)
+			printf(", \"unit\": \"%s\"", c->unit == TA_UNIT_BYTES_ + 1     ? "bytes"
+						     : c->unit == TA_UNIT_PERCENT_ + 1 ? "percent"
+										       : "number");
 		putchar('}');
 	}
 	printf("%s]}\n", cs->n ? "\n" : "");
@@ -469,6 +554,8 @@ static int write_svg(struct counters *cs, FILE *f)
 		char num[4][40];
 
 		numbers(cs, c, num, 1);
+		for (int k = 0; k < 4; k++)
+			unit_text(num[k], sizeof(num[k]), c->unit);
 		fprintf(f, "<g class=\"counter\" data-name=\"");
 		xml_str(f, c->name);
 		fprintf(f, "\">\n<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">", PLOT_LEFT,
@@ -521,6 +608,7 @@ static int write_svg(struct counters *cs, FILE *f)
 enum { O_SVG = TA_OPT_OWN };
 
 static const struct ta_opt counters_opts[] = {
+    {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
     {"--svg", TA_ARG_EITHER, O_SVG},
     {NULL, TA_ARG_NONE, 0},
@@ -557,6 +645,9 @@ static void counters_free(struct counters *cs)
 	}
 	free(cs->c);
 	free(cs->frames);
+	for (size_t k = 0; k < cs->nunits; k++)
+		free(cs->units[k].name);
+	free(cs->units);
 }
 
 int ta_cmd_counters(int argc, char **argv)
@@ -583,6 +674,7 @@ int ta_cmd_counters(int argc, char **argv)
 		goto close;
 	}
 	status = cs->v.status;
+	units_apply(cs);
 	if (cs->nomem) {
 		fprintf(stderr, "traceagent: %s: out of memory: counters are missing samples\n",
 			cs->path);

@@ -75,6 +75,7 @@ static void usage(FILE *f)
 		   "                   calls, or by name\n"
 		   "  --top=N          the first N rows\n"
 		   "  --function=GLOB  only functions whose (demangled) name matches GLOB\n"
+		   "  --section=NAME   only the time inside the program's section NAME\n"
 		   "  -j N, --jobs=N   N threads read each dump (default: one per CPU\n"
 		   "                   it may use, at most 64; N up to 1024)\n"
 		   "  --demangle=MODE  C++ names: simple (default: without\n"
@@ -321,6 +322,7 @@ static void print_json(const struct diff *df)
 /* ---- arguments ---------------------------------------------------------------------- */
 
 static const struct ta_opt diff_opts[] = {
+    {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
     {"--sort", TA_ARG_EQ, TA_OPT_SORT},
     {"--top", TA_ARG_EQ, TA_OPT_TOP},

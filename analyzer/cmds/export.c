@@ -55,6 +55,7 @@ static void usage(FILE *f)
 		"                        (traceagent export --format=clickhouse --help)\n"
 		"  -o FILE, --output=FILE  where to write ('-' for the standard output)\n"
 		"  --tid=TID[,TID...]    only these threads\n"
+		"  --section=NAME        only the time inside the program's section NAME\n"
 		"  -j N, --jobs=N        N threads read the dump (default: one per CPU\n"
 		"                        it may use, at most 64; N up to 1024)\n"
 		"  --demangle=MODE       C++ names: full (default, but for folded),\n"
@@ -208,6 +209,7 @@ out:
 enum { O_FORMAT = TA_OPT_OWN, O_BY };
 
 static const struct ta_opt export_opts[] = {
+    {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
     {"--format", TA_ARG_EQ, O_FORMAT},
     {"-o", TA_ARG_NEXT, TA_OPT_OUTPUT},
     {"--output", TA_ARG_EQ, TA_OPT_OUTPUT},

@@ -482,9 +482,26 @@ static void api_lines(void *ctx, const struct ta_tlapi *a)
 			fprintf(e->f, ": %" PRId64 "}}", ev->i);
 		break;
 	case TA_EXT_FRAME:
+	case TA_EXT_FRAME_BEGIN:
+	case TA_EXT_FRAME_END:
+	case TA_EXT_SECTION_ENTER:
+	case TA_EXT_SECTION_LEAVE:
 		/* Sliced after the run, when the marks are in time order. */
 		if (ta_xframes_add(&e->xf, a) < 0)
 			e->nomem = 1;
+		break;
+	case TA_EXT_COUNTER_CONFIG:
+		if (ta_xmeta_unit(&e->meta, ev->name, ev->unit) < 0)
+			e->nomem = 1;
+		break;
+	case TA_EXT_APP_INFO:
+		/* In the trace's otherData, and an instant where it was said. */
+		if (ta_xmeta_info(&e->meta, ev->text) < 0)
+			e->nomem = 1;
+		api_head(e, "i", "app info", "app-info", a, a->t->tid);
+		fprintf(e->f, ", \"s\": \"t\", \"args\": {\"text\": ");
+		ta_json_str(e->f, ev->text);
+		fprintf(e->f, "%s}}", ev->cut ? ", \"cut\": true" : "");
 		break;
 	case TA_EXT_ZONE_TEXT:
 	case TA_EXT_ZONE_VALUE:
@@ -567,6 +584,7 @@ static int chrome_jobs(struct export *e)
 
 void ta_export_chrome_free(struct export *e)
 {
+	ta_xmeta_free(&e->meta);
 	ta_opool_free(&e->q);
 	free(e->q.jobs);
 	for (size_t k = 0; k < e->njobs; k++) {
@@ -610,29 +628,35 @@ static void chrome_frames(struct export *e)
 {
 	for (size_t k = 0; k < e->xf.n; k++) {
 		const struct ta_xfset *set = &e->xf.sets[k];
-		int64_t *b;
+		struct ta_xspan *sp;
+		size_t nsp;
 
-		if (ta_xframes_bounds(&e->xf, k, &e->tl, &b) < 0) {
+		if (ta_xframes_spans(&e->xf, k, &e->tl, &sp, &nsp) < 0) {
+			free(sp);
 			e->nomem = 1;
 			return;
 		}
-		for (size_t i = 0; i < set->n; i++) {
+		for (size_t i = 0; i < nsp; i++) {
 			char name[300], ts[32], dur[32];
 
-			snprintf(name, sizeof(name), "%s %zu", set->name, i);
+			/* A section's stretches are its name; frames are numbered. */
+			if (set->kind == TA_XF_SECTION)
+				snprintf(name, sizeof(name), "%s", set->name);
+			else
+				snprintf(name, sizeof(name), "%s %zu", set->name, i);
 			fprintf(e->f, "%s{\"ph\": \"X\", \"name\": ", e->events ? ",\n" : "\n");
 			ta_json_str(e->f, name);
 			/* No args (the set is the track's name): viewers would
 			 * glue them to the slice's name. */
 			fprintf(e->f,
-				", \"cat\": \"frame\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64
+				", \"cat\": \"%s\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64
 				", \"ts\": %s, \"dur\": %s}",
-				set->pid, (uint64_t)FRAME_TID_BASE + k,
-				fmt_us(ts, sizeof(ts), b[i]),
-				fmt_us(dur, sizeof(dur), b[i + 1] - b[i]));
+				set->kind == TA_XF_SECTION ? "section" : "frame", set->pid,
+				(uint64_t)FRAME_TID_BASE + k, fmt_us(ts, sizeof(ts), sp[i].start),
+				fmt_us(dur, sizeof(dur), sp[i].end - sp[i].start));
 			e->events++;
 		}
-		free(b);
+		free(sp);
 	}
 }
 
@@ -687,10 +711,12 @@ int ta_export_chrome(struct export *e)
 	for (size_t k = 0; k < e->xf.n; k++) {
 		char name[300];
 
-		snprintf(name, sizeof(name), "frames: %s", e->xf.sets[k].name);
+		ta_xframes_track(&e->xf.sets[k], name, sizeof(name));
 		chrome_meta(e, "thread_name", e->xf.sets[k].pid, FRAME_TID_BASE + k, name);
 	}
-	fputs("\n],\n\"displayTimeUnit\": \"ns\"}\n", e->f);
+	fputs("\n],\n", e->f);
+	ta_xmeta_chrome(&e->meta, e->f);
+	fputs("\"displayTimeUnit\": \"ns\"}\n", e->f);
 	if (e->nomem) {
 		fprintf(stderr, "traceagent: %s: out of memory\n", e->path);
 		return 1;

@@ -6,6 +6,7 @@
  * Perfetto one (perfetto.c).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,10 +16,18 @@
 long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 {
 	struct ta_xfset *set = NULL;
+	uint64_t ek = a->e->kind;
+	enum ta_xfkind kind = ek == TA_EXT_FRAME				   ? TA_XF_MARKS
+			      : ek == TA_EXT_FRAME_BEGIN || ek == TA_EXT_FRAME_END ? TA_XF_GAPS
+										   : TA_XF_SECTION;
+	int step = ek == TA_EXT_FRAME_BEGIN || ek == TA_EXT_SECTION_ENTER ? 1
+		   : ek == TA_EXT_FRAME					  ? 0
+									  : -1;
 	size_t k;
 
 	for (k = 0; k < x->n; k++)
-		if (x->sets[k].pid == a->t->pid && !strcmp(x->sets[k].name, a->e->name)) {
+		if (x->sets[k].pid == a->t->pid && x->sets[k].kind == kind &&
+		    !strcmp(x->sets[k].name, a->e->name)) {
 			set = &x->sets[k];
 			break;
 		}
@@ -37,6 +46,7 @@ long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 		memset(set, 0, sizeof(*set));
 		set->pid = a->t->pid;
 		set->name = name;
+		set->kind = kind;
 	}
 	if (set->n == set->cap) {
 		struct ta_xmark *m =
@@ -46,7 +56,7 @@ long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 			return -1;
 		set->marks = m;
 	}
-	set->marks[set->n++] = (struct ta_xmark){a->ns, a->t->index};
+	set->marks[set->n++] = (struct ta_xmark){a->ns, a->t->index, step};
 	return (long)(set - x->sets);
 }
 
@@ -78,6 +88,62 @@ int ta_xframes_bounds(struct ta_xframes *x, size_t k, const struct ta_timeline *
 	for (size_t i = 0; i < set->n; i++)
 		b[i + 1] = set->marks[i].ns;
 	return 0;
+}
+
+int ta_xframes_spans(struct ta_xframes *x, size_t k, const struct ta_timeline *tl,
+		     struct ta_xspan **spans, size_t *n)
+{
+	struct ta_xfset *set = &x->sets[k];
+	struct ta_xspan *s = malloc((set->n + 1) * sizeof(*s));
+	int64_t *b = NULL;
+	int64_t depth = 0;
+
+	*spans = s;
+	*n = 0;
+	if (!s)
+		return -1;
+	if (set->kind == TA_XF_MARKS) {
+		if (ta_xframes_bounds(x, k, tl, &b) < 0)
+			return -1;
+		for (size_t i = 0; i < set->n; i++)
+			s[i] = (struct ta_xspan){b[i], b[i + 1]};
+		*n = set->n;
+		free(b);
+		return 0;
+	}
+	/* Stable: a BEGIN and an END at the same ns keep their order. */
+	for (size_t i = 1; i < set->n; i++)
+		for (size_t j = i; j > 0 && set->marks[j - 1].ns > set->marks[j].ns; j--) {
+			struct ta_xmark t = set->marks[j];
+
+			set->marks[j] = set->marks[j - 1];
+			set->marks[j - 1] = t;
+		}
+	for (size_t i = 0; i < set->n; i++) {
+		const struct ta_xmark *m = &set->marks[i];
+
+		if (set->kind == TA_XF_GAPS) {
+			if (depth)
+				s[(*n)++].end = m->ns;
+			if (m->step > 0)
+				s[*n].start = m->ns;
+			depth = m->step > 0;
+		} else if (m->step > 0 && depth++ == 0) {
+			s[*n].start = m->ns;
+		} else if (m->step < 0 && depth && --depth == 0) {
+			s[(*n)++].end = m->ns;
+		}
+	}
+	/* A section never left lasts to its last mark; a frame never ended
+	 * is no frame. */
+	if (set->kind == TA_XF_SECTION && depth)
+		s[(*n)++].end = set->marks[set->n - 1].ns;
+	return 0;
+}
+
+void ta_xframes_track(const struct ta_xfset *set, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s: %s", set->kind == TA_XF_SECTION ? "section" : "frames", set->name);
 }
 
 void ta_xframes_free(struct ta_xframes *x)

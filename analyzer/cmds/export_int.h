@@ -35,6 +35,7 @@ struct export
 	struct ta_zone_args za; /* texts and values waiting for their zone's slice
 				   (JSON strings) */
 	struct ta_xframes xf;	/* the frame marks: slices after the run */
+	struct ta_xmeta meta;	/* application info, counters' units */
 
 	/* chrome: the lines are formatted by jobs (-j: on the workers), the
 	 * timeline filling the current one; see chrome_rec. */

@@ -58,6 +58,7 @@ static void usage(FILE *f)
 		   "  --title=TEXT        the title (default: the program and its run time)\n"
 		   "  --width=PX          the image width (default 1200)\n"
 		   "  --min-width=PX      leave out frames narrower than this (default 0.1)\n"
+		   "  --section=NAME      only the time inside the program's section NAME\n"
 		   "  -j N, --jobs=N      N threads read the dump (default: one per CPU\n"
 		   "                      it may use, at most 64; N up to 1024)\n"
 		   "  --demangle=MODE     C++ names: simple (default: without parameters\n"
@@ -420,6 +421,7 @@ static int draw(struct flame *fl)
 enum { O_TITLE = TA_OPT_OWN, O_WIDTH, O_MIN_WIDTH };
 
 static const struct ta_opt flame_opts[] = {
+    {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
     {"-o", TA_ARG_NEXT, TA_OPT_OUTPUT},
     {"--output", TA_ARG_EQ, TA_OPT_OUTPUT},
     {"--threads", TA_ARG_NONE, TA_OPT_THREADS},

@@ -64,6 +64,7 @@ static void usage(FILE *f)
 	    "  --budget=TIME    a hitch is a frame longer than TIME (16ms, 500us, ...)\n"
 	    "  --hitch=FACTOR   a hitch is a frame longer than FACTOR times the median\n"
 	    "                   frame (default 2; --budget replaces it)\n"
+	    "  --section=NAME   only the time inside the program's section NAME\n"
 	    "  -j N, --jobs=N   N threads read the dump (default: one per CPU\n"
 	    "                   it may use, at most 64; N up to 1024)\n"
 	    "  --demangle=MODE  culprits' C++ names: simple (default: without\n"
@@ -206,8 +207,11 @@ static void text_set(const struct ta_fset *set, const struct summary *m, const s
 
 	for (size_t i = 0; i < set->nframes; i++)
 		nhitch += set->dur_ns[i] > m->threshold;
-	printf("frame set \"%s\" of process %" PRIu32 ": %zu frames, %.1f fps\n", set->name,
-	       set->pid, set->nframes, m->fps);
+	printf("frame set \"%s\" of process %" PRIu32 ": %zu frames%s, %.1f fps\n", set->name,
+	       set->pid, set->nframes, set->ends ? " with gaps" : "", m->fps);
+	if (set->ends && set->unmatched)
+		printf("  left out: %" PRIu64 " ENDs without a BEGIN or frames never ended\n",
+		       set->unmatched);
 	printf("  min %s  avg %s  p50 %s  p90 %s  p99 %s  max %s\n",
 	       ta_fmt_time(b[0], sizeof(b[0]), m->min), ta_fmt_time(b[1], sizeof(b[1]), m->avg),
 	       ta_fmt_time(b[2], sizeof(b[2]), m->p50), ta_fmt_time(b[3], sizeof(b[3]), m->p90),
@@ -257,6 +261,9 @@ static void json_set(const struct ta_fset *set, const struct summary *m, const s
 		printf(", \"budget_ns\": %" PRIu64, o->budget_ns);
 	else
 		printf(", \"hitch_factor\": %g", o->factor);
+	/* TA_FRAME_BEGIN/END's sets only: the marks' keep their keys. */
+	if (set->ends)
+		printf(", \"gaps\": true, \"unmatched\": %" PRIu64, set->unmatched);
 	printf(",\n   \"hitches\": [");
 	for (uint32_t i = 0; i < set->nframes; i++) {
 		struct culprit c[CULPRITS_MAX];
@@ -286,6 +293,7 @@ static void json_set(const struct ta_fset *set, const struct summary *m, const s
 enum { O_SET = TA_OPT_OWN, O_BUDGET, O_HITCH };
 
 static const struct ta_opt frames_opts[] = {
+    {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
     {"--set", TA_ARG_EQ, O_SET},
     {"--budget", TA_ARG_EQ, O_BUDGET},

@@ -60,6 +60,7 @@ static void usage(FILE *f)
 		   "  --depth=N           show N levels\n"
 		   "  --srcline           the source file:line of each function\n"
 		   "  --json              one JSON object\n"
+		   "  --section=NAME      only the time inside the program's section NAME\n"
 		   "  -j N, --jobs=N      N threads read the dump (default: one per CPU\n"
 		   "                      it may use, at most 64; N up to 1024)\n"
 		   "  --demangle=MODE     C++ names: simple (default: without parameters\n"
@@ -492,6 +493,7 @@ static int by_function(struct graph *g)
 /* ---- the command ---------------------------------------------------------------------- */
 
 static const struct ta_opt graph_opts[] = {
+    {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
     {"--threads", TA_ARG_NONE, TA_OPT_THREADS},
     {"--tid", TA_ARG_EQ, TA_OPT_TID},	  /* ta_tlopts_take */
     {"--depth", TA_ARG_EQ, TA_OPT_DEPTH}, /* ta_tlopts_take */

@@ -414,6 +414,7 @@ static void print_text(struct ta_view *v, const struct api_counts *a)
 		printf("  %s\n", buf);
 	}
 	text_channels(a);
+	ta_info_app_text(a);
 	for (size_t i = 0; i < s->nprocs; i++)
 		text_process(v, s->procs[i]);
 }
@@ -485,6 +486,7 @@ int ta_cmd_info(int argc, char **argv)
 	if (ta_view_open(&v, opt.path, &vis) < 0) {
 		status = v.status;
 		ta_view_close(&v);
+		ta_info_app_free(a);
 		free(a->pc);
 		free(a);
 		return status;
@@ -504,6 +506,7 @@ int ta_cmd_info(int argc, char **argv)
 		status = 1;
 	}
 	ta_view_close(&v);
+	ta_info_app_free(a);
 	free(a->pc);
 	free(a);
 	return status;

@@ -63,6 +63,52 @@ uintptr_t ta_info_api_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks,
 	return 0;
 }
 
+static int app_add(struct api_counts *a, uint32_t pid, const struct ta_apiev *e)
+{
+	struct app_info *v = ta_vec_reserve(a->app, a->napp + 1, &a->app_cap, sizeof(*v), 8);
+
+	if (!v)
+		return -1;
+	a->app = v;
+	v[a->napp] = (struct app_info){pid, e->cut, strdup(e->text)};
+	if (!v[a->napp].text)
+		return -1;
+	a->napp++;
+	return 0;
+}
+
+void ta_info_app_text(const struct api_counts *a)
+{
+	for (size_t k = 0; k < a->napp; k++) {
+		/* A program's text: control characters shown, not obeyed. */
+		printf("app info:      ");
+		for (const char *p = a->app[k].text; *p; p++)
+			putchar((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p);
+		printf("%s\n", a->app[k].cut ? " (cut)" : "");
+	}
+}
+
+void ta_info_app_json(const struct api_counts *a)
+{
+	/* Only with some: a dump without keeps the keys it had. */
+	if (!a->napp)
+		return;
+	printf(" \"app_info\": [");
+	for (size_t k = 0; k < a->napp; k++) {
+		printf("%s{\"pid\": %" PRIu32 ", \"text\": ", k ? ", " : "", a->app[k].pid);
+		ta_json_str(stdout, a->app[k].text);
+		printf(", \"cut\": %s}", a->app[k].cut ? "true" : "false");
+	}
+	printf("],\n");
+}
+
+void ta_info_app_free(struct api_counts *a)
+{
+	for (size_t k = 0; k < a->napp; k++)
+		free(a->app[k].text);
+	free(a->app);
+}
+
 void ta_info_api_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
 		     const uint64_t *values, uint32_t n)
 {
@@ -93,6 +139,10 @@ void ta_info_api_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64
 		break;
 	case TA_EXT_ZONE_UNMATCHED:
 		a->unmatched++;
+		return;
+	case TA_EXT_APP_INFO:
+		if (app_add(a, t->pid, &e) < 0)
+			a->nomem = 1;
 		return;
 	default:
 		return;

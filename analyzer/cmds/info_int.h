@@ -37,7 +37,22 @@ struct api_counts {
 	uint64_t unmatched;
 	int nomem;
 	char text[TA_TEXT_MAX + 1];
+	/* TA_APP_INFO's lines, in the order read. */
+	struct app_info *app;
+	size_t napp, app_cap;
 };
+
+struct app_info {
+	uint32_t pid;
+	int cut;
+	char *text;
+};
+
+/* info_facts.c: the lines of TA_APP_INFO, text and JSON ("app_info"), and
+ * their memory. */
+void ta_info_app_text(const struct api_counts *a);
+void ta_info_app_json(const struct api_counts *a);
+void ta_info_app_free(struct api_counts *a);
 
 /* A channel row of the output. */
 struct channel_row {

@@ -328,6 +328,7 @@ void ta_info_print_json(struct ta_view *v, const struct api_counts *a)
 	printf(", \"threads\": %zu, \"duration_ns\": %" PRIu64 ",\n", s->nthreads,
 	       ta_session_duration_ns(s));
 	json_channels(a);
+	ta_info_app_json(a);
 	printf(" \"processes\": [");
 	for (size_t i = 0; i < s->nprocs; i++) {
 		printf("%s\n  ", i ? "," : "");

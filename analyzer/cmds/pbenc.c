@@ -8,6 +8,8 @@
 #include "grow.h"
 #include "pbenc.h"
 
+#include "common.h"
+
 enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2 };
 
 void ta_pb_init(struct ta_pb *b)
@@ -127,7 +129,37 @@ void ta_pb_bytes(struct ta_pb *b, uint32_t field, const void *p, size_t n)
 
 void ta_pb_str(struct ta_pb *b, uint32_t field, const char *s)
 {
-	ta_pb_bytes(b, field, s, strlen(s));
+	const unsigned char *u = (const unsigned char *)s;
+	size_t len = 0, bad = 0, n;
+	char *fixed;
+
+	/* A protobuf string is UTF-8 (protoc and trace processor refuse
+	 * others), a program's names and texts need not be: bytes that are
+	 * not become U+FFFD, as in the JSON outputs. */
+	for (; u[len]; len += n ? n : 1)
+		bad += (n = ta_utf8_len(u + len)) == 0;
+	if (!bad) {
+		ta_pb_bytes(b, field, s, len);
+		return;
+	}
+	fixed = malloc(len + 2 * bad);
+	if (!fixed) {
+		b->nomem = 1;
+		return;
+	}
+	n = 0;
+	for (size_t i = 0, k; i < len; i += k ? k : 1) {
+		k = ta_utf8_len(u + i);
+		if (k) {
+			memcpy(fixed + n, u + i, k);
+			n += k;
+		} else {
+			memcpy(fixed + n, "\xef\xbf\xbd", 3);
+			n += 3;
+		}
+	}
+	ta_pb_bytes(b, field, fixed, n);
+	free(fixed);
 }
 
 void ta_pb_begin(struct ta_pb *b, uint32_t field)

@@ -388,6 +388,7 @@ static long counter_of(struct pf *x, uint32_t pid, const char *name)
 		return -1;
 	x->counters = c;
 	c[x->ncounters].pid = pid;
+	c[x->ncounters].unit = 0;
 	c[x->ncounters].name = strdup(name);
 	if (!c[x->ncounters].name)
 		return -1;
@@ -464,6 +465,10 @@ static void api(void *ctx, const struct ta_tlapi *a)
 		rec_done(x);
 		break;
 	case TA_EXT_FRAME:
+	case TA_EXT_FRAME_BEGIN:
+	case TA_EXT_FRAME_END:
+	case TA_EXT_SECTION_ENTER:
+	case TA_EXT_SECTION_LEAVE:
 		/* Sliced after the run, when the marks are in time order. */
 		if (ta_xframes_add(&x->xf, a) < 0)
 			x->nomem = 1;
@@ -474,6 +479,21 @@ static void api(void *ctx, const struct ta_tlapi *a)
 			if (ta_zone_args_add(&x->zones, a, strdup) < 0)
 				x->nomem = 1;
 		break;
+	case TA_EXT_COUNTER_CONFIG:
+		/* The unit goes in the counter track's descriptor. */
+		k = counter_of(x, a->t->pid, ev->name);
+		if (k < 0)
+			x->nomem = 1;
+		else
+			x->counters[k].unit = ev->unit + 1;
+		break;
+	case TA_EXT_APP_INFO: {
+		char info[TA_TEXT_MAX + 16];
+
+		snprintf(info, sizeof(info), "app info: %s", ev->text);
+		instant(x, a, info, NULL, ev->cut);
+		break;
+	}
 	}
 }
 
@@ -561,11 +581,17 @@ static void descriptors(struct pf *x)
 		descriptor(x, UUID_COUNTER(k), UUID_PROCESS(x->counters[k].pid),
 			   x->counters[k].name);
 		ta_pb_begin(b, TD_COUNTER);
+		if (x->counters[k].unit == TA_UNIT_BYTES_ + 1)
+			ta_pb_varint(b, CD_UNIT, CD_UNIT_SIZE_BYTES);
+		else if (x->counters[k].unit == TA_UNIT_PERCENT_ + 1)
+			ta_pb_str(b, CD_UNIT_NAME, "%");
+		else if (x->counters[k].unit)
+			ta_pb_varint(b, CD_UNIT, CD_UNIT_COUNT);
 		ta_pb_end(b);
 		descriptor_end(x);
 	}
 	for (size_t k = 0; k < x->xf.n; k++) {
-		snprintf(name, sizeof(name), "frames: %s", x->xf.sets[k].name);
+		ta_xframes_track(&x->xf.sets[k], name, sizeof(name));
 		descriptor(x, UUID_FRAMES(k), UUID_PROCESS(x->xf.sets[k].pid), name);
 		descriptor_end(x);
 	}
@@ -602,10 +628,13 @@ static void frames_out(struct pf *x)
 	for (size_t k = 0; k < x->xf.n; k++) {
 		const struct ta_xfset *set = &x->xf.sets[k];
 		uint32_t seq = x->next_seq++;
-		int64_t *bounds, last = x->t0;
+		int64_t last = x->t0;
+		struct ta_xspan *sp;
+		size_t nsp;
 		char name[300];
 
-		if (ta_xframes_bounds(&x->xf, k, &x->tl, &bounds) < 0) {
+		if (ta_xframes_spans(&x->xf, k, &x->tl, &sp, &nsp) < 0) {
+			free(sp);
 			x->nomem = 1;
 			return;
 		}
@@ -623,22 +652,26 @@ static void frames_out(struct pf *x)
 		ta_perfetto_clock_entry(b, CLOCK_SEQ, x->t0, 1);
 		ta_pb_end(b);
 		ta_pb_end(b);
-		for (size_t i = 0; i < set->n; i++) {
-			snprintf(name, sizeof(name), "%s %zu", set->name, i);
-			frame_packet(x, seq, bounds[i], &last);
+		for (size_t i = 0; i < nsp; i++) {
+			/* A section's stretches are its name; frames are numbered. */
+			if (set->kind == TA_XF_SECTION)
+				snprintf(name, sizeof(name), "%s", set->name);
+			else
+				snprintf(name, sizeof(name), "%s %zu", set->name, i);
+			frame_packet(x, seq, sp[i].start, &last);
 			ta_pb_varint(b, TE_TYPE, TYPE_BEGIN);
 			ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(k));
 			ta_pb_str(b, TE_NAME, name);
 			ta_pb_end(b);
 			ta_pb_end(b);
-			frame_packet(x, seq, bounds[i + 1], &last);
+			frame_packet(x, seq, sp[i].end, &last);
 			ta_pb_varint(b, TE_TYPE, TYPE_END);
 			ta_pb_varint(b, TE_TRACK_UUID, UUID_FRAMES(k));
 			ta_pb_end(b);
 			ta_pb_end(b);
 			flush(x, 0);
 		}
-		free(bounds);
+		free(sp);
 	}
 }
 

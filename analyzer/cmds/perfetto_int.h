@@ -73,6 +73,11 @@ enum {
 	TD_PROCESS = 3,
 	TD_THREAD = 4,
 	TD_COUNTER = 8,
+	/* CounterDescriptor */
+	CD_UNIT = 3,
+	CD_UNIT_NAME = 6,
+	CD_UNIT_COUNT = 2,
+	CD_UNIT_SIZE_BYTES = 3,
 	PD_PID = 1,
 	PD_CMDLINE = 2,
 	PD_NAME = 6,
@@ -117,6 +122,8 @@ struct pf_thread {
 struct pf_counter {
 	uint32_t pid;
 	char *name;
+	/* TA_COUNTER_CONFIG's unit + 1 (TA_UNIT_*_), 0: none given */
+	uint32_t unit;
 };
 
 /*

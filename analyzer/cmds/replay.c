@@ -89,6 +89,7 @@ static void usage(FILE *f)
 		   "                         start_ns, duration_ns, self_ns, open,\n"
 		   "                         partial (its start a guess), unwound (left\n"
 		   "                         by longjmp or an exception)\n"
+		   "  --section=NAME         only the time inside the program's section NAME\n"
 		   "  -j N, --jobs=N         N threads read the dump (default: one per CPU\n"
 		   "                         it may use, at most 64; N up to 1024)\n"
 		   "  --demangle=MODE        C++ names: simple (default: without\n"
@@ -437,6 +438,7 @@ static void json_api(struct replay *r, const struct ta_tlapi *a)
 		break;
 	case TA_EXT_MESSAGE:
 	case TA_EXT_ZONE_TEXT:
+	case TA_EXT_APP_INFO:
 		fprintf(out, ", \"text\": ");
 		ta_json_str(out, e->text);
 		fprintf(out, ", \"cut\": %s", e->cut ? "true" : "false");
@@ -447,6 +449,12 @@ static void json_api(struct replay *r, const struct ta_tlapi *a)
 	case TA_EXT_CHANNEL:
 		fprintf(out, ", \"on\": %s", e->on ? "true" : "false");
 		break;
+	case TA_EXT_COUNTER_CONFIG:
+		fprintf(out, ", \"unit\": \"%s\"",
+			e->unit == TA_UNIT_BYTES_     ? "bytes"
+			: e->unit == TA_UNIT_PERCENT_ ? "percent"
+						      : "number");
+		break;
 	}
 	fprintf(out, "}\n");
 	line_end(r);
@@ -455,8 +463,9 @@ static void json_api(struct replay *r, const struct ta_tlapi *a)
 /*
  * One line per event, marked by its first character: "! message",
  * "* instant", "# counter", "| frame", "+ zone text/value", "~ channel",
- * "? zone end" (an END without a zone).  A channel other than "user" is
- * named after it.
+ * "? zone end" (an END without a zone), "| frame begin/end" (frames with
+ * gaps), "> section" and "< section" (entered, left), "# counter NAME
+ * unit", "! app info".  A channel other than "user" is named after it.
  */
 static void api(void *ctx, const struct ta_tlapi *a)
 {
@@ -508,6 +517,25 @@ static void api(void *ctx, const struct ta_tlapi *a)
 		if (e->site)
 			fprintf(out, " (%s:%" PRIu32 ")", e->site->file, e->site->line);
 		break;
+	case TA_EXT_FRAME_BEGIN:
+	case TA_EXT_FRAME_END:
+		fprintf(out, "| frame %s %s", e->kind == TA_EXT_FRAME_BEGIN ? "begin" : "end",
+			e->name);
+		break;
+	case TA_EXT_SECTION_ENTER:
+	case TA_EXT_SECTION_LEAVE:
+		fprintf(out, "%c section %s", e->kind == TA_EXT_SECTION_ENTER ? '>' : '<', e->name);
+		break;
+	case TA_EXT_COUNTER_CONFIG:
+		fprintf(out, "# counter %s unit %s", e->name,
+			e->unit == TA_UNIT_BYTES_     ? "bytes"
+			: e->unit == TA_UNIT_PERCENT_ ? "percent"
+						      : "number");
+		break;
+	case TA_EXT_APP_INFO:
+		fputs("! app info ", out);
+		quoted(out, e->text, e->text_len);
+		break;
 	}
 	if (e->cut)
 		fprintf(out, " (cut at %u bytes)", TA_TEXT_MAX);
@@ -520,6 +548,7 @@ static void api(void *ctx, const struct ta_tlapi *a)
 enum { O_TIME = TA_OPT_OWN, O_PER_THREAD };
 
 static const struct ta_opt replay_opts[] = {
+    {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
     {"--tid", TA_ARG_EQ, TA_OPT_TID},			/* ta_tlopts_take */
     {"--time-range", TA_ARG_EQ, TA_OPT_TIME_RANGE},	/* ta_tlopts_take */
     {"--depth", TA_ARG_EQ, TA_OPT_DEPTH},		/* ta_tlopts_take */

@@ -119,6 +119,7 @@ static void usage(FILE *f)
 		   "                   set \"frame\", else of the first set; see `traceagent\n"
 		   "                   frames`)\n"
 		   "  --set=NAME       with --frames: the frames of the set NAME\n"
+		   "  --section=NAME   only the time inside the program's section NAME\n"
 		   "  -j N, --jobs=N   N threads read the dump (default: one per CPU\n"
 		   "                   it may use, at most 64; N up to 1024)\n"
 		   "  -h, --help       this help\n"
@@ -625,6 +626,7 @@ static int print_csv(struct report *r, const struct ta_prof_table *all)
 enum { O_ALLOC = TA_OPT_OWN, O_LOCKS, O_IO, O_CHANNEL, O_FRAMES, O_SET };
 
 static const struct ta_opt report_opts[] = {
+    {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
     {"--csv", TA_ARG_NONE, TA_OPT_CSV},
     {"--sort", TA_ARG_EQ, TA_OPT_SORT},

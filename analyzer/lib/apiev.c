@@ -53,8 +53,14 @@ int ta_apiev_decode(struct ta_process *p, uint64_t ticks, uint64_t kind, const u
 			ev->d = (double)ev->i;
 		}
 		return 1;
+	case TA_EXT_COUNTER_CONFIG:
+		if (n < 2)
+			return -1;
+		ev->unit = v[1] <= TA_UNIT_PERCENT_ ? (uint32_t)v[1] : TA_UNIT_NUMBER_;
+		return 1;
 	case TA_EXT_MESSAGE:
 	case TA_EXT_ZONE_TEXT:
+	case TA_EXT_APP_INFO:
 		len = ta_text_unpack(v, n, text, &flags);
 		if (len < 0)
 			return -1;
@@ -73,5 +79,10 @@ const char *ta_apiev_kind_name(uint64_t kind)
 					    "instant", "zone-text",	    "zone-value",
 					    "channel", "zone-end-unmatched"};
 
+	static const char *const zone_names[] = {"frame-begin",	  "frame-end",	    "section-enter",
+						 "section-leave", "counter-config", "app-info"};
+
+	if (ta_apiev_zone_kind(kind))
+		return zone_names[kind - TA_EXT_FRAME_BEGIN];
 	return ta_apiev_kind(kind) ? names[kind - TA_EXT_FRAME] : "unknown";
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * apiev.h - the manual API's EXT events (format.h: TA_EXT_FRAME ...
- * TA_EXT_ZONE_UNMATCHED) as the views use them: decoded from a visitor's
- * ext callback into one struct, with their site, channel and text.
+ * TA_EXT_ZONE_UNMATCHED, TA_EXT_FRAME_BEGIN ... TA_EXT_APP_INFO) as the views use them: decoded
+ * from a visitor's ext callback into one struct, with their site, channel and text.
  */
 #ifndef TA_APIEV_H
 #define TA_APIEV_H
@@ -31,12 +31,22 @@ struct ta_apiev {
 	uint64_t value;
 	/* CHANNEL */
 	int on;
+	/* COUNTER_CONFIG: TA_UNIT_*_ (a unit this reader does not know is
+	 * shown as a number) */
+	uint32_t unit;
 };
+
+/* Whether an EXT kind is one of the manual API's frames with gaps,
+ * sections, units and application info (1.10). */
+static inline int ta_apiev_zone_kind(uint64_t kind)
+{
+	return kind >= TA_EXT_FRAME_BEGIN && kind <= TA_EXT_APP_INFO;
+}
 
 /* Whether an EXT kind is one of the manual API's. */
 static inline int ta_apiev_kind(uint64_t kind)
 {
-	return kind >= TA_EXT_FRAME && kind <= TA_EXT_ZONE_UNMATCHED;
+	return (kind >= TA_EXT_FRAME && kind <= TA_EXT_ZONE_UNMATCHED) || ta_apiev_zone_kind(kind);
 }
 
 /*

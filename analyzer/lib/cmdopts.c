@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmdopts.h"
+#include "section.h"
 #include "session.h"
 #include "srcline.h"
 #include "symfind.h"
@@ -285,6 +286,14 @@ int ta_opts_need_dump(const struct ta_opts *p, const char *path)
 static int take_into(struct ta_opts *p, int id, const struct ta_opts_into *into)
 {
 	switch (id) {
+	case TA_OPT_SECTION:
+		/* Every view the command opens (section.h). */
+		if (!*p->val) {
+			(void)ta_opts_bad(p, "is not a section name");
+			return 2;
+		}
+		ta_section_set(p->val);
+		return 1;
 	case TA_OPT_DEMANGLE:
 		if (!into->demangle)
 			return 0;

@@ -59,6 +59,9 @@ enum {
 	TA_OPT_DEMANGLE,
 	TA_OPT_SYMFS,
 	TA_OPT_DEBUG_DIR,
+	/* --section NAME: every view the command opens limited to the time
+	 * inside the program's section NAME; taken by ta_opts_next_into. */
+	TA_OPT_SECTION = 48,
 	TA_OPT_OWN = 64
 };
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "section.h"
 
 /* ---- messages ---------------------------------------------------------------- */
 
@@ -238,10 +239,18 @@ int ta_view_open_many(struct ta_view *v, const char *const *paths, size_t n, con
 {
 	uint64_t bytes = 0, all0 = 0;
 	size_t first = 0;
+	struct ta_visitor clipped;
 
 	memset(v, 0, sizeof(*v));
 	v->path = label;
+	/* --section: the view's visitor sees the section's time only. */
+	if (vis && ta_section_wrap(paths, n, vis, &clipped, &v->section, &v->status) < 0)
+		return -1;
+	if (v->section)
+		vis = &clipped;
 	v->s = ta_session_new(vis);
+	if (v->section && v->s)
+		ta_section_session(v->section, v->s);
 	v->res = ta_resolver_new();
 	ta_view_naming(v);
 	if (!v->s || !v->res) {
@@ -290,6 +299,7 @@ void ta_view_close(struct ta_view *v)
 	free(v->own);
 	ta_resolver_free(v->res);
 	ta_session_free(v->s);
+	ta_section_free(v->section);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -868,7 +878,7 @@ int ta_name_has_params(const char *name)
 }
 
 /* Length of a valid UTF-8 sequence at s, or 0. */
-static size_t utf8_len(const unsigned char *s)
+size_t ta_utf8_len(const unsigned char *s)
 {
 	size_t n;
 	uint32_t c;
@@ -913,7 +923,7 @@ void ta_json_str(FILE *f, const char *str)
 
 	fputc('"', f);
 	while (*s) {
-		size_t n = utf8_len(s);
+		size_t n = ta_utf8_len(s);
 
 		if (!n) {
 			fputs("\\ufffd", f);

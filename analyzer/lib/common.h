@@ -45,6 +45,8 @@ struct ta_view {
 	/* Names made up for addresses outside every module. */
 	char **own;
 	size_t nown, own_cap;
+	/* --section's stretches and clipping visitor (section.h), or NULL. */
+	struct ta_section *section;
 };
 
 /*
@@ -238,6 +240,9 @@ const char *ta_path_base(const char *path);
  * name does ("ns::f(int)", "K::get() const", "g(int) [clone .cold]"): 1, or
  * 0 for a C name ("main", "f.part.0"), after which a view writes "()". */
 int ta_name_has_params(const char *name);
+/* The length of the UTF-8 character at s (1 to 4), 0 when the bytes there
+ * are not one (overlong forms and surrogates are not). */
+size_t ta_utf8_len(const unsigned char *s);
 /* A JSON string: bytes that are not UTF-8 become U+FFFD. */
 void ta_json_str(FILE *f, const char *s);
 /* A process's identity as JSON members: "pid": P, "pid_nth": N (2 for the

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "apiev.h"
+#include "section.h"
 
 /* ---- pass 1: the marks ------------------------------------------------------------- */
 
@@ -20,7 +21,10 @@ struct fs_mark {
 	uint32_t pid, thread; /* thread: ta_thread.index */
 	uint64_t tid, ticks, site;
 	const char *name; /* set after the pass */
+	int kind;	  /* MARK_*: a TA_FRAME_MARK's, a TA_FRAME_BEGIN's or END's */
 };
+
+enum { MARK_MARK, MARK_BEGIN, MARK_END };
 
 struct pass1 {
 	struct fs_mark *marks;
@@ -63,7 +67,8 @@ static void p1_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 
 	seen(p1, t, ticks);
 	/* A mark without its site is damage: there is no set to put it in. */
-	if (kind != TA_EXT_FRAME || n < 1)
+	if ((kind != TA_EXT_FRAME && kind != TA_EXT_FRAME_BEGIN && kind != TA_EXT_FRAME_END) ||
+	    n < 1)
 		return;
 	if (p1->n == p1->cap) {
 		struct fs_mark *m = ta_vec_reserve(p1->marks, p1->n + 1, &p1->cap, sizeof(*m), 256);
@@ -74,7 +79,15 @@ static void p1_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 		}
 		p1->marks = m;
 	}
-	p1->marks[p1->n++] = (struct fs_mark){t->pid, t->index, t->tid, ticks, values[0], NULL};
+	p1->marks[p1->n++] = (struct fs_mark){t->pid,
+					      t->index,
+					      t->tid,
+					      ticks,
+					      values[0],
+					      NULL,
+					      kind == TA_EXT_FRAME	   ? MARK_MARK
+					      : kind == TA_EXT_FRAME_BEGIN ? MARK_BEGIN
+									   : MARK_END};
 }
 
 static int mark_cmp(const void *a, const void *b)
@@ -87,7 +100,71 @@ static int mark_cmp(const void *a, const void *b)
 	c = strcmp(x->name, y->name);
 	if (c)
 		return c;
+	/* Frames with gaps are a set of their own beside the marks'. */
+	if ((x->kind != MARK_MARK) != (y->kind != MARK_MARK))
+		return x->kind == MARK_MARK ? -1 : 1;
 	return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
+}
+
+/* A set of frames with gaps from its BEGINs and ENDs m[0..n), in time
+ * order: each frame from a BEGIN to the next END; a BEGIN while a frame
+ * is open ends it there, an END without one and a frame still open at
+ * the end are left out (counted in unmatched). */
+static int gap_set(struct ta_framestat *fs, const struct fs_mark *m, size_t n)
+{
+	struct ta_fset *set, *sets;
+	size_t k = 0;
+	int open = 0;
+
+	if (!(sets = ta_vec_reserve(fs->sets, fs->nsets + 1, &fs->sets_cap, sizeof(*sets), 8)))
+		return -1;
+	fs->sets = sets;
+	set = &fs->sets[fs->nsets++];
+	memset(set, 0, sizeof(*set));
+	set->pid = m[0].pid;
+	set->name = strdup(m[0].name);
+	set->bounds = malloc((n + 1) * sizeof(*set->bounds));
+	set->ends = malloc((n + 1) * sizeof(*set->ends));
+	set->tid = malloc((n + 1) * sizeof(*set->tid));
+	if (!set->name || !set->bounds || !set->ends || !set->tid)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (m[i].kind == MARK_BEGIN) {
+			if (open) {
+				set->ends[k] = m[i].ticks;
+				set->tid[k++] = m[i].tid;
+			}
+			set->bounds[k] = m[i].ticks;
+			open = 1;
+		} else if (open) {
+			set->ends[k] = m[i].ticks;
+			set->tid[k++] = m[i].tid;
+			open = 0;
+		} else {
+			set->unmatched++;
+		}
+	}
+	set->unmatched += (uint64_t)open;
+	set->nframes = k;
+	if (!k) {
+		/* No frame to show: ENDs alone. */
+		free(set->name);
+		free(set->bounds);
+		free(set->ends);
+		free(set->tid);
+		fs->nsets--;
+		return 0;
+	}
+	/* frame_at's search: the last frame's end closes the bounds. */
+	set->bounds[k] = k ? set->ends[k - 1] : 0;
+	return 0;
+}
+
+/* The end of frame i of set: the next frame's start, or its own end in a
+ * set with gaps. */
+static uint64_t frame_end(const struct ta_fset *set, size_t i)
+{
+	return set->ends ? set->ends[i] : set->bounds[i + 1];
 }
 
 /* The sets from the marks of p1 (named from s's sites). */
@@ -119,12 +196,18 @@ static int make_sets(struct ta_framestat *fs, struct pass1 *p1, struct ta_sessio
 		struct ta_fset *set, *sets;
 		uint64_t first;
 
-		for (j = i + 1;
-		     j < p1->n && p1->marks[j].pid == m->pid && !strcmp(p1->marks[j].name, m->name);
+		for (j = i + 1; j < p1->n && p1->marks[j].pid == m->pid &&
+				!strcmp(p1->marks[j].name, m->name) &&
+				(p1->marks[j].kind != MARK_MARK) == (m->kind != MARK_MARK);
 		     j++)
 			;
 		if (only && strcmp(only, m->name))
 			continue;
+		if (m->kind != MARK_MARK) {
+			if (gap_set(fs, p1->marks + i, j - i) < 0)
+				goto nomem;
+			continue;
+		}
 		if (!(sets =
 			  ta_vec_reserve(fs->sets, fs->nsets + 1, &fs->sets_cap, sizeof(*sets), 8)))
 			goto nomem;
@@ -164,9 +247,17 @@ static int read_marks(struct ta_framestat *fs, const char *path, const char *onl
 	 * workers decode (-j). */
 	struct ta_visitor vis = {
 	    .ctx = &p1, .enter = p1_enter, .ext = p1_ext, .chunks = &ta_session_ext_chunks};
-	struct ta_session *s = ta_session_new(&vis);
-	int rc = -1;
+	struct ta_visitor clipped;
+	struct ta_section *sec = NULL;
+	struct ta_session *s;
+	int rc = -1, status = 0;
 
+	/* --section: the marks inside it only. */
+	if (ta_section_wrap(&path, 1, &vis, &clipped, &sec, &status) < 0)
+		return -1;
+	s = ta_session_new(sec ? &clipped : &vis);
+	if (s && sec)
+		ta_section_session(sec, s);
 	if (!s) {
 		fs->nomem = 1;
 		return -1;
@@ -183,6 +274,7 @@ out:
 	free(p1.marks);
 	free(p1.first);
 	ta_session_free(s);
+	ta_section_free(sec);
 	return rc;
 }
 
@@ -296,7 +388,7 @@ static void self_time(struct ta_framestat *fs, const struct ta_sess_thread *t, u
 			i = 0;
 		for (; i < set->nframes && set->bounds[i] < b; i++) {
 			uint64_t lo = a > set->bounds[i] ? a : set->bounds[i];
-			uint64_t hi = b < set->bounds[i + 1] ? b : set->bounds[i + 1];
+			uint64_t hi = b < frame_end(set, i) ? b : frame_end(set, i);
 
 			if (hi > lo)
 				cell_add(fs, set, addr, i, hi - lo,
@@ -357,7 +449,8 @@ static uintptr_t p2_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, u
 		struct ta_fset *set = &fs->sets[k];
 		size_t i;
 
-		if (set->pid == t->pid && (i = frame_at(set, ticks)) < set->nframes)
+		if (set->pid == t->pid && (i = frame_at(set, ticks)) < set->nframes &&
+		    ticks < frame_end(set, i))
 			cell_add(fs, set, addr, i, 0, 0, 1);
 	}
 	return 0;
@@ -453,8 +546,8 @@ static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start
 	for (size_t i = 0; i < set->nframes; i++) {
 		set->start_ns[i] = p ? ta_process_ticks_ns(p, set->bounds[i]) - dump_start
 				     : (int64_t)set->bounds[i];
-		set->dur_ns[i] = p ? ta_process_dur_ns(p, set->bounds[i + 1] - set->bounds[i])
-				   : set->bounds[i + 1] - set->bounds[i];
+		set->dur_ns[i] = p ? ta_process_dur_ns(p, frame_end(set, i) - set->bounds[i])
+				   : frame_end(set, i) - set->bounds[i];
 	}
 	if (set->ncells && !(set->fns = calloc(set->ncells, sizeof(*set->fns))))
 		return -1;
@@ -565,6 +658,7 @@ void ta_framestat_free(struct ta_framestat *fs)
 
 		free(set->name);
 		free(set->bounds);
+		free(set->ends);
 		free(set->tid);
 		free(set->start_ns);
 		free(set->dur_ns);

@@ -46,10 +46,15 @@ struct ta_fset {
 	uint32_t pid;
 	char *name;
 	size_t nframes;
-	uint64_t *bounds;  /* nframes + 1 ticks: frame i is [bounds[i], bounds[i + 1]) */
-	uint64_t *tid;	   /* per frame: its thread, the one that made its closing mark */
-	int64_t *start_ns; /* per frame, from the dump's start */
-	uint64_t *dur_ns;  /* per frame */
+	uint64_t *bounds; /* nframes + 1 ticks: frame i is [bounds[i], bounds[i + 1]) */
+	/* A set of frames with gaps (TA_FRAME_BEGIN/END): frame i is
+	 * [bounds[i], ends[i]), the time between frames in none, and
+	 * bounds[nframes] the last frame's end; NULL for the marks' sets. */
+	uint64_t *ends;
+	uint64_t unmatched; /* with gaps: ENDs without a BEGIN, a frame never ended */
+	uint64_t *tid;	    /* per frame: its thread, the one that made its closing mark */
+	int64_t *start_ns;  /* per frame, from the dump's start */
+	uint64_t *dur_ns;   /* per frame */
 	struct ta_fs_row *fns;
 	size_t nfns;
 	struct ta_fs_val *vals; /* what fns point into */

@@ -29,6 +29,22 @@ static int work(int n)
 	return sum;
 }
 
+/* Run-time names: a buffer, a const one, NULL. */
+static void dynamic(int n)
+{
+	char name[32];
+	const char *cname = "const name";
+
+	snprintf(name, sizeof(name), "item %d", n);
+	TA_ZONE_DYN(name);
+	TA_ZONE_DYN_C(net, cname);
+	TA_ZONE_DYN((const char *)0);
+	TA_ZONE_BEGIN_DYN(name);
+	TA_ZONE_BEGIN_DYN_C(disk, "literal too");
+	TA_ZONE_END();
+	TA_ZONE_END();
+}
+
 int main(void)
 {
 	int sum;
@@ -49,6 +65,18 @@ int main(void)
 	TA_MESSAGE_C(net, "on net %s", "too");
 	TA_INSTANT("instant");
 	TA_INSTANT_C(disk, "instant on disk");
+	dynamic(sum);
+	TA_FRAME_BEGIN("physics step");
+	TA_FRAME_END("physics step");
+	TA_COUNTER_CONFIG("sum", TA_UNIT_NUMBER);
+	TA_COUNTER_CONFIG("heap", TA_UNIT_BYTES);
+	TA_COUNTER_CONFIG_C(net, "load", TA_UNIT_PERCENT);
+	TA_APP_INFO("build %s", "abc");
+	TA_APP_INFO("plain");
+	TA_SECTION_ENTER("level");
+	TA_SECTION_ENTER_C(disk, "loading");
+	TA_SECTION_LEAVE_C(disk, "loading");
+	TA_SECTION_LEAVE("level");
 	if (sum != 45 || ta_channel_set("net", 0) != -1 || ta_channel_set("net", 1) != -1) {
 		fprintf(stderr, "every_macro: sum %d, or ta_channel_set worked without the agent\n",
 			sum);

@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiev.h"
 #include "common.h"
 #include "dumpfile.h"
 #include "libreport.h"
+#include "section.h"
 #include "session.h"
 
 /* An invariant broken: crash where the fuzzer and ASan report it. */
@@ -196,6 +198,75 @@ static void check_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit
 	c->inner.exit(c->inner.ctx, t, x);
 }
 
+/* The manual API's EXT events decoded as the views decode them: a decoded
+ * one holds what it claims. */
+static void check_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
+		      const uint64_t *values, uint32_t n)
+{
+	struct checker *c = ctx;
+	struct ta_process *p = ta_session_process(c->s, t->pid);
+	char text[TA_TEXT_MAX + 1];
+	struct ta_apiev e;
+
+	if (ta_apiev_kind(kind) && ta_apiev_decode(p, ticks, kind, values, n, &e, text) > 0) {
+		CHECK(e.name != NULL);
+		CHECK(e.unit <= TA_UNIT_PERCENT_);
+		if (e.text)
+			CHECK(e.text_len <= TA_TEXT_MAX && strlen(e.text) == e.text_len);
+		CHECK(strcmp(ta_apiev_kind_name(kind), "unknown"));
+	}
+	if (c->inner.ext)
+		c->inner.ext(c->inner.ctx, t, ticks, kind, values, n);
+}
+
+/* The chunks of the dump (len bytes) into s, as ta_session_read does with
+ * a file. */
+static void feed(struct ta_session *s, const uint8_t *dump, size_t len)
+{
+	struct ta_dumpfile *d;
+	struct ta_chunk c;
+	int rc;
+
+	if (ta_dumpfile_memopen(dump, len, &d) != 0)
+		return;
+	s->fh = *ta_dumpfile_header(d);
+	while ((rc = ta_dumpfile_next(d, &c)) != 0) {
+		if (rc == -TA_E_IO || rc == -TA_E_NOMEM)
+			break;
+		if (rc < 0) {
+			ta_session_error(s, rc, &c, 0);
+			continue;
+		}
+		if (ta_session_chunk(s, &c) < 0)
+			break;
+	}
+	ta_dumpfile_close(d);
+}
+
+/* --section FUZZ_SECTION: its stretches found in the dump, and in *v the
+ * visitor that clips the calls to them in front of inner (NULL without
+ * memory). */
+#define FUZZ_SECTION "s"
+static struct ta_section *section_of(const uint8_t *dump, size_t len,
+				     const struct ta_visitor *inner, struct ta_visitor *v)
+{
+	struct ta_section *sec = ta_section_new();
+	struct ta_session *s = ta_session_new(NULL);
+	struct ta_visitor ev;
+
+	CHECK(sec && s);
+	ta_section_set(FUZZ_SECTION);
+	ta_section_edges(sec, s, &ev);
+	s->v = ev;
+	feed(s, dump, len);
+	ta_session_finish(s);
+	ta_session_free(s);
+	ta_section_set(NULL);
+	CHECK(ta_section_edges_done(sec) == 0);
+	ta_section_visitor(sec, inner, v);
+	return sec;
+}
+
 /* ---- the report's tables, named without ELF files -------------------------------- */
 
 /* "module+0xOFFSET" or "0xADDR", as the report names what it cannot
@@ -368,7 +439,8 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	struct ta_libstats *ls = NULL;
 	struct ta_view lv;
 	struct checker chk;
-	struct ta_visitor v, *vp = &v;
+	struct ta_visitor v, *vp = &v, clipped;
+	struct ta_section *sec = NULL;
 	struct ta_session *s;
 	struct ta_dumpfile *d;
 	struct ta_chunk c;
@@ -396,11 +468,15 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	ta_profile_visitor(&prof, &v);
 	memset(&chk, 0, sizeof(chk));
 	if (visit == 2) {
-		chk.inner = v;
+		/* The session's walk checked, then clipped to a section
+		 * (--section), then the profile. */
+		sec = section_of(dump ? dump : (const uint8_t *)"", len, &v, &clipped);
+		chk.inner = clipped;
 		memset(&v, 0, sizeof(v));
 		v.ctx = &chk;
 		v.enter = check_enter;
 		v.exit = check_exit;
+		v.ext = check_ext;
 	} else if (visit == 3) {
 		vp = NULL;
 	} else if (visit == 1) {
@@ -416,6 +492,8 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	CHECK(s);
 	lv.s = s;
 	chk.s = s;
+	if (sec)
+		ta_section_session(sec, s);
 
 	/* As ta_session_read does with a file. */
 	rc = ta_dumpfile_memopen(dump ? dump : (const uint8_t *)"", len, &d);
@@ -458,6 +536,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	free(chk.open);
 	ta_profile_free(&prof);
 	ta_session_free(s);
+	ta_section_free(sec);
 	free(fixed.p);
 	return 0;
 }

@@ -434,6 +434,79 @@ static void api(void)
 	dg_free(&g);
 }
 
+/* Format 1.10's API: a zone named at run time (a site of the agent's),
+ * frames with gaps, the section "s" (fuzz_entry.c's --section) entered
+ * twice over a call, once more never left, a LEAVE without an ENTER, a
+ * unit and application info; an END without a BEGIN, a unit past the
+ * known ones, a text whose length lies. */
+static void apizone(void)
+{
+	static const struct {
+		uint64_t addr, kind;
+		const char *name;
+	} sites[] = {
+	    {BIAS + 0x8000, TA_SITE_ZONE_DYN, ""},
+	    {0x7f0000001000ull, TA_SITE_ZONE, "item 3"},
+	    {BIAS + 0x8040, TA_SITE_FRAME, "physics"},
+	    {BIAS + 0x8080, TA_SITE_SECTION, "s"},
+	    {BIAS + 0x80c0, TA_SITE_APP_INFO, "app-info"},
+	    {BIAS + 0x8100, TA_SITE_COUNTER_CONFIG, "heap"},
+	};
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct pb b = {0};
+	uint64_t v[TA_EXT_MAX_VALUES], t = 2000;
+	const uint64_t sec[] = {BIAS + 0x8080}, frm[] = {BIAS + 0x8040};
+	uint32_t n;
+
+	dg_init(&g, 700);
+	preamble(&g, 1500);
+	pb_u(&b, sizeof(sites) / sizeof(sites[0]));
+	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
+		pb_u(&b, sites[i].addr);
+		pb_u(&b, sites[i].kind);
+		pb_u(&b, TA_CHANNEL_USER);
+		pb_str(&b, sites[i].name);
+		pb_str(&b, "game.c");
+		pb_u(&b, 20 + i);
+	}
+	dg_chunk(&g, TA_CHUNK_SITES, b.p, b.len);
+	pb_free(&b);
+	dg_thread_start(&g, 700, 1600, "main");
+	ta_encoder_init(&e, 700);
+	ta_encoder_begin(&e, t);
+	ta_encoder_ext(&e, t += 10, TA_EXT_FRAME_END, frm, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_SECTION_LEAVE, sec, 1);
+	ta_encoder_event(&e, t += 10, FN(0), 0);
+	ta_encoder_ext(&e, t += 10, TA_EXT_FRAME_BEGIN, frm, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_SECTION_ENTER, sec, 1);
+	ta_encoder_event(&e, t += 10, 0x7f0000001000ull, 0);
+	ta_encoder_event(&e, t += 10, FN(1), 0);
+	ta_encoder_ext(&e, t += 10, TA_EXT_SECTION_ENTER, sec, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_FRAME_END, frm, 1);
+	ta_encoder_event(&e, t += 10, FN(1), 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_SECTION_LEAVE, sec, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_COUNTER_CONFIG,
+		       (const uint64_t[]){BIAS + 0x8100, TA_UNIT_BYTES_}, 2);
+	ta_encoder_ext(&e, t += 10, TA_EXT_COUNTER_CONFIG, (const uint64_t[]){BIAS + 0x8100, 99},
+		       2);
+	n = ta_text_pack(v, BIAS + 0x80c0, "build abc", 9, 0);
+	ta_encoder_ext(&e, t += 10, TA_EXT_APP_INFO, v, n);
+	ta_encoder_ext(&e, t += 10, TA_EXT_APP_INFO, (const uint64_t[]){BIAS + 0x80c0, 900, 0}, 3);
+	ta_encoder_event(&e, t += 10, 0x7f0000001000ull, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_SECTION_LEAVE, sec, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_FRAME_BEGIN, frm, 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_SECTION_ENTER, sec, 1);
+	ta_encoder_event(&e, t += 10, FN(1), 0);
+	ta_encoder_event(&e, t += 10, FN(1), 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 700, t + 5, 6, 0);
+	dg_end(&g, t + 10, 7000000, 6, 0, 1, 0);
+	emit("apizone", &g);
+	dg_free(&g);
+}
+
 /* Filters (format 1.7): a FILTER chunk, a second one replacing it, and
  * one whose function count lies. */
 static void filters(void)
@@ -553,6 +626,7 @@ int main(int argc, char **argv)
 	control_flow();
 	libcalls();
 	api();
+	apizone();
 	filters();
 	symbols();
 	damaged();
