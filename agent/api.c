@@ -127,6 +127,12 @@ static inline __attribute__((always_inline)) int site_on(struct ta_site_ *s)
 	return on;
 }
 
+/* For the API's other files (api_int.h's ta_api_site_on). */
+int ta_api_site_slow(struct ta_site_ *s)
+{
+	return site_slow(s);
+}
+
 /* ---- zones ------------------------------------------------------------------- */
 
 /* TA_ZONE_BEGIN's zones open on this thread: each site's address, bit 0
@@ -375,7 +381,7 @@ const struct ta_got_sym *ta_api_got_syms(size_t *n)
 {
 	static const struct ta_got_sym syms[] = {
 #define API_SYM(name) {#name, (uintptr_t)&api_at_##name, 0, 1},
-	    API_FUNCS(API_SYM)
+	    API_FUNCS(API_SYM) API_MEM_FUNCS(API_SYM)
 #undef API_SYM
 	};
 

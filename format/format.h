@@ -24,8 +24,8 @@
 
 #define TA_FILE_MAGIC	    "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN   8
-#define TA_FORMAT_MAJOR	    1 /* incompatible changes */
-#define TA_FORMAT_MINOR	    9 /* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MAJOR	    1  /* incompatible changes */
+#define TA_FORMAT_MINOR	    10 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -189,7 +189,16 @@ enum ta_ext_kind {
 	 * cap, or its backlog high) there, inside the frames open; the views
 	 * show it as a frame of its own, TA_WAIT_NAME, the open function's
 	 * callee. */
-	TA_EXT_WAIT = 21
+	TA_EXT_WAIT = 21,
+	/* Memory, lock names and fibers of the manual API (1.10,
+	 * include/traceagent.h).  POOL_ALLOC and POOL_FREE name their pool's
+	 * site (its name is the pool); LOCK_NAME and FIBER_ENTER carry a text
+	 * (ta_text_pack) whose first value is the lock's address or the site. */
+	TA_EXT_POOL_ALLOC = 32,	 /* site, pointer, size */
+	TA_EXT_POOL_FREE = 33,	 /* site, pointer */
+	TA_EXT_LOCK_NAME = 34,	 /* lock address, text: its name from here on */
+	TA_EXT_FIBER_ENTER = 35, /* site, text: the fiber named runs here */
+	TA_EXT_FIBER_LEAVE = 36	 /* site: the thread's fiber left */
 };
 #define TA_WAIT_NAME "[traceagent wait]"
 
@@ -231,7 +240,15 @@ enum ta_site_kind {
 	TA_SITE_INSTANT = 5,
 	TA_SITE_ZONE_END = 6, /* a TA_ZONE_END(): where one without a zone was */
 	TA_SITE_TEXT = 7,     /* a TA_ZONE_TEXT() or TA_ZONE_VALUE() */
+	/* 1.10: memory, lock names, fibers */
+	TA_SITE_ALLOC = 12,	/* a TA_ALLOC...: name is the pool */
+	TA_SITE_FREE = 13,	/* a TA_FREE...: name is the pool */
+	TA_SITE_LOCK_NAME = 14, /* a TA_LOCK_NAME() */
+	TA_SITE_FIBER = 15,	/* a TA_FIBER_ENTER() or TA_FIBER_LEAVE() */
 };
+/* The most bytes of a lock's or a fiber's name the agent keeps (a longer
+ * one is cut, TA_TEXT_F_CUT). */
+#define TA_NAME_MAX	 255u
 #define TA_SITE_NAME_MAX 255u /* bytes the agent keeps of a name or file */
 
 /*
