@@ -417,6 +417,63 @@ static void instant(struct pf *x, const struct ta_tlapi *a, const char *name, co
 }
 
 /*
+ * The memory, lock-name and fiber events: a pool's live bytes on a
+ * counter track of its process ("memory: POOL"); a lock's name and a
+ * fiber's entry and exit instants of the thread.
+ */
+static void api_mem(struct pf *x, const struct ta_tlapi *a)
+{
+	const struct ta_apiev *ev = a->e;
+	long f = ta_fibers_now(&x->fibers, a->t), k;
+	struct prec *r;
+	char name[320];
+
+	switch (ev->kind) {
+	case TA_EXT_POOL_ALLOC:
+	case TA_EXT_POOL_FREE:
+		k = ta_pools_take(&x->pools, a->t->pid, ev);
+		if (k < 0) {
+			x->nomem |= x->pools.nomem;
+			break;
+		}
+		snprintf(name, sizeof(name), "memory: %s", x->pools.names.r[k].name);
+		r = NULL;
+		k = counter_of(x, a->t->pid, name) < 0 ? -1 : (long)x->pools.names.r[k].live;
+		if (k < 0 || !(r = rec(x, a->t, PR_COUNTER))) {
+			x->nomem |= k < 0;
+			break;
+		}
+		r->ns = a->ns;
+		r->track = (uint64_t)counter_of(x, a->t->pid, name);
+		r->i = k;
+		r->d = (double)k;
+		rec_done(x);
+		break;
+	case TA_EXT_LOCK_NAME:
+		snprintf(name, sizeof(name), "lock 0x%" PRIx64 " named %s", ev->ptr, ev->text);
+		instant(x, a, name, NULL, ev->cut);
+		break;
+	case TA_EXT_FIBER_ENTER:
+	case TA_EXT_FIBER_LEAVE:
+		if (ta_fibers_take(&x->fibers, a->t, ev) < 0) {
+			x->nomem = 1;
+			break;
+		}
+		if (ev->kind == TA_EXT_FIBER_ENTER)
+			f = ta_fibers_now(&x->fibers, a->t);
+		if (f < 0)
+			break;
+		snprintf(name, sizeof(name), "fiber %s %s",
+			 ev->kind == TA_EXT_FIBER_ENTER ? "enter" : "leave",
+			 x->fibers.names.r[f].name);
+		instant(x, a, name, NULL, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+/*
  * Messages, instants, channel switches and zone ENDs without a zone are
  * instants of their thread; counters values on a counter track of their
  * process; frames slices on a track per set; zone texts and values wait
@@ -473,6 +530,9 @@ static void api(void *ctx, const struct ta_tlapi *a)
 		if (a->zone_depth >= 0)
 			if (ta_zone_args_add(&x->zones, a, strdup) < 0)
 				x->nomem = 1;
+		break;
+	default:
+		api_mem(x, a);
 		break;
 	}
 }
@@ -791,6 +851,8 @@ out:
 	free(x.cats);
 	free(x.mod);
 	free(x.mods);
+	ta_pools_free(&x.pools);
+	ta_fibers_free(&x.fibers);
 	for (size_t i = 0; i < x.ncounters; i++)
 		free(x.counters[i].name);
 	free(x.counters);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "apimem.h"
 #include "export_pb.h"
 #include "pbenc.h"
 #include "pkdeflate.h"
@@ -218,6 +219,10 @@ struct pf {
 	/* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open, for its
 	 * END (trace processor merges the args of a BEGIN and its END). */
 	struct ta_zone_args zones;
+	/* The pools' live bytes (counter tracks "memory: POOL"), the fiber
+	 * each thread runs (apimem.h). */
+	struct ta_pools pools;
+	struct ta_fibers fibers;
 };
 
 /* perfetto_pack.c: a ClockSnapshot.Clock of id at ts in b (incremental: the

@@ -252,6 +252,8 @@ static int print_alloc(struct ta_libstats *ls, int json, const char *pool)
 				",\n    \"callers\": [",
 				tot[0], tot[1], tot[2], tot[3], ls->untracked_frees, live_bytes,
 				live_blocks);
+		}
+		if (json) {
 			for (long i = 0; i < n; i++) {
 				json_row_name("function", rows[i].name, i == 0);
 				fprintf(lo,
