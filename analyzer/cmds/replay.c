@@ -117,8 +117,9 @@ static void usage(FILE *f)
 	fprintf(f, "\n"
 		   "Memory, lock names and fibers: \"@ alloc POOL 0xPTR N bytes\", \"@ free\n"
 		   "POOL 0xPTR\", \"= lock 0xADDR named NAME\", \"> fiber NAME\", \"< fiber\n"
-		   "NAME\"; a call or an event made inside a fiber ends with [fiber NAME]\n"
-		   "(a \"fiber\" key with --json).\n");
+		   "NAME\"; an event made inside a fiber, and the last line of a call made\n"
+		   "inside one run of a fiber, end with [fiber NAME] (a \"fiber\" key with\n"
+		   "--json).\n");
 }
 
 static const char *srcline(struct replay *r, uint32_t id)
@@ -402,7 +403,8 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		fprintf(out, " (partial: begun before the dump says)");
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_UNWOUND))
 		fprintf(out, " (left by longjmp or an exception)");
-	if (c->kind != TA_TL_EXIT && fiber_of(r, c)) {
+	/* Known at the call's end: its first line cannot say. */
+	if (c->kind != TA_TL_ENTER && fiber_of(r, c)) {
 		fputs(" [fiber ", out);
 		quoted(out, fiber_of(r, c), (uint32_t)strlen(fiber_of(r, c)));
 		fputc(']', out);
@@ -581,7 +583,7 @@ static void api(void *ctx, const struct ta_tlapi *a)
 		quoted(out, e->text, e->text_len);
 		break;
 	case TA_EXT_FIBER_LEAVE:
-		fputs("< fiber", out);
+		fputs(fiber ? "< fiber" : "< fiber (none running)", out);
 		break;
 	}
 	if (fiber) {

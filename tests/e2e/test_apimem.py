@@ -69,12 +69,12 @@ class ApiMemTest(tahelp.Case):
                                          '"%s" (cut at 255 bytes)' % LONG])
                 fib = [t for t in text if "fiber" in t]
                 self.assertEqual(fib, [
-                    '> fiber "job A"', 'job_step() { [fiber "job A"]',
-                    'step(); [zone] [fiber "job A"]', '< fiber "job A"',
-                    '> fiber "job A"', 'job_step() { [fiber "job A"]',
-                    'step(); [zone] [fiber "job A"]', '< fiber "job A"',
-                    '> fiber "job B"', 'job_step() { [fiber "job B"]',
-                    'step(); [zone] [fiber "job B"]', '< fiber "job B"',
+                    '> fiber "job A"', 'step(); [zone] [fiber "job A"]',
+                    '} /* job_step */ [fiber "job A"]', '< fiber "job A"',
+                    '> fiber "job A"', 'step(); [zone] [fiber "job A"]',
+                    '} /* job_step */ [fiber "job A"]', '< fiber "job A"',
+                    '> fiber "job B"', 'step(); [zone] [fiber "job B"]',
+                    '} /* job_step */ [fiber "job B"]', '< fiber "job B"',
                     '> fiber "(null)"', '< fiber "(null)"',
                     '> fiber "%s" (cut at 255 bytes)' % LONG, '< fiber "%s"' % LONG])
                 # The two runs of "job A" were on two threads.
