@@ -336,6 +336,33 @@ static void intern(struct pf *x, const struct ta_sess_thread *t, struct prec *r,
 
 /* ---- calls ------------------------------------------------------------------------ */
 
+/*
+ * Whether a call's BEGIN is held back (1) or a held one comes out with its
+ * END (2): a call begun while its thread runs a fiber may belong to the
+ * fiber, which only its end tells (apimem.h), so it goes out whole then,
+ * on the fiber's track or the thread's: a slice whose packets are after
+ * its callees' in the sequence (with an absolute timestamp), as trace
+ * processor sorts them.  0 otherwise; -1 without memory.
+ */
+static int fiber_hold(struct pf *x, const struct ta_tlcall *c)
+{
+	struct pf_thread *pt = thread_of(x, c->t);
+	int set;
+
+	if (!pt)
+		return -1;
+	if (c->kind == TA_TL_ENTER) {
+		if (ta_fibers_owner(&x->fibers, c->t, c->enter) < 0)
+			return 0;
+		return bit_test_set(&pt->held, &pt->nheld, c->depth) < 0 ? -1 : 1;
+	}
+	if (c->kind != TA_TL_EXIT || c->depth >= pt->nheld)
+		return 0;
+	set = (pt->held[c->depth / 8] >> (c->depth % 8)) & 1;
+	pt->held[c->depth / 8] &= (uint8_t) ~(1u << (c->depth % 8));
+	return set ? 2 : 0;
+}
+
 static void emit(void *ctx, const struct ta_tlcall *c)
 {
 	struct pf *x = ctx;
@@ -343,10 +370,22 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 	unsigned kind = c->kind == TA_TL_ENTER	? PR_BEGIN
 			: c->kind == TA_TL_EXIT ? PR_END
 						: PR_CALL;
+	int hold = x->fibers.names.n ? fiber_hold(x, c) : 0;
+	long fiber;
 
+	if (hold < 0) {
+		x->nomem = 1;
+		return;
+	}
+	if (hold == 1)
+		return;
+	if (hold == 2)
+		kind = PR_CALL;
+	fiber = kind == PR_CALL ? ta_fibers_owner(&x->fibers, c->t, c->enter) : -1;
 	r = rec(x, c->t, kind);
 	if (!r)
 		return;
+	r->track = (uint64_t)(fiber + 1);
 	r->fn = c->fn;
 	r->p = c->p;
 	r->enter = c->enter;
@@ -629,6 +668,11 @@ static void descriptors(struct pf *x)
 		descriptor(x, UUID_FRAMES(k), UUID_PROCESS(x->xf.sets[k].pid), name);
 		descriptor_end(x);
 	}
+	for (size_t k = 0; k < x->fibers.names.n; k++) {
+		snprintf(name, sizeof(name), "fiber %s", x->fibers.names.r[k].name);
+		descriptor(x, UUID_FIBER(k), UUID_PROCESS(x->fibers.names.r[k].pid), name);
+		descriptor_end(x);
+	}
 }
 
 /* A packet of a frame set's sequence at time at (from the dump's start),
@@ -843,6 +887,7 @@ out:
 		free(x.th[i].named);
 		free(x.th[i].catted);
 		free(x.th[i].modded);
+		free(x.th[i].held);
 	}
 	free(x.th);
 	free(x.cat);

@@ -138,6 +138,18 @@ class ApiMemTest(tahelp.Case):
                                  + ["fiber enter job B", "fiber leave job B",
                                     "fiber enter (null)", "fiber leave (null)",
                                     "fiber enter " + LONG, "fiber leave " + LONG])
+                # The calls made inside a fiber's runs on its own track,
+                # whichever thread ran it; none on the threads' tracks.
+                on = {}
+                for sl in tr.slices:
+                    track = test_perfetto.one(tr.tracks.get(sl["track"], {}), "name", "")
+                    on.setdefault(track if track.startswith("fiber ") else "threads",
+                                  []).append(sl["name"])
+                self.assertEqual(sorted(on["fiber job A"]), ["job_step", "job_step",
+                                                             "step", "step"])
+                self.assertEqual(sorted(on["fiber job B"]), ["job_step", "step"])
+                self.assertNotIn("job_step", on["threads"])
+                self.assertNotIn("step", on["threads"])
                 named = sorted(n.split(" named ", 1)[1] for n in names if n.startswith("lock 0x"))
                 self.assertEqual(named, ["(null)", "cache lock", "stats", LONG])
 
