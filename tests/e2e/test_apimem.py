@@ -2,8 +2,10 @@
 """The manual API's memory, lock-name and fiber macros (apimem.c, known
 numbers): report --alloc's pools beside malloc's, report --locks by the
 names TA_LOCK_NAME gave, replay's lines and fibers, the Chrome export's
-pool counter tracks and fiber tracks, and the Perfetto export's pool
-counters and instants (decoded by protoc, as test_perfetto.py does)."""
+pool counter tracks and fiber tracks, the Perfetto export's pool
+counters, instants and fiber tracks (decoded by protoc, as
+test_perfetto.py does); a fiber switched out inside a call and resumed on
+another thread (apifiber.c)."""
 
 import json
 import shutil
@@ -152,6 +154,43 @@ class ApiMemTest(tahelp.Case):
                 self.assertNotIn("step", on["threads"])
                 named = sorted(n.split(" named ", 1)[1] for n in names if n.startswith("lock 0x"))
                 self.assertEqual(named, ["(null)", "cache lock", "stats", LONG])
+
+
+    def test_switched_out(self):
+        """apifiber.c: a fiber switched out inside fiber_yield on the main
+        thread and resumed on a second one.  Its parts, each inside one
+        run, are the fiber's on both threads; fiber_yield stays the main
+        thread's, closed by the scheduler's next exit below it (resume's),
+        and its return on the second thread is one exit never entered."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                dump = self.traced("preload", [self.prog("apifiber-" + level)]).dump
+                warn = ("traceagent: %s: warning: 1 function exits without a recorded "
+                        "entry were ignored\n" % dump)
+                p = tadump.view(self, "replay", "--json", dump)
+                self.assertEqual(p.stderr, warn)
+                objs = [json.loads(l) for l in p.stdout.splitlines()]
+                parts = [o for o in objs if o.get("name") == "part"]
+                self.assertEqual([(o["module"] == "[zone]", o.get("fiber")) for o in parts],
+                                 [(True, "worker"), (False, "worker")] * 2)
+                self.assertEqual(len({o["tid"] for o in parts}), 2)
+                main_tid = parts[0]["tid"]
+                y = [o for o in objs if o.get("name") == "fiber_yield"]
+                self.assertEqual([(o["tid"], "fiber" in o) for o in y], [(main_tid, False)])
+                r = [o for o in objs if o.get("name") == "resume" and o["tid"] == main_tid]
+                self.assertEqual(y[0]["start_ns"] + y[0]["duration_ns"],
+                                 r[0]["start_ns"] + r[0]["duration_ns"])
+                out = self.path("f-%s.json" % level)
+                p = tadump.view(self, "export", "--format=chrome", "-o", out, dump)
+                self.assertEqual(p.stderr, warn)
+                with open(out) as fh:
+                    ev = json.load(fh)["traceEvents"]
+                track = [e["tid"] for e in ev if e["ph"] == "M"
+                         and e["args"]["name"] == "fiber worker"]
+                self.assertEqual(len(track), 1)
+                self.assertEqual([e["name"] for e in ev
+                                  if e["ph"] == "X" and e["tid"] == track[0]],
+                                 ["part", "part"] * 2)
 
 
 if __name__ == "__main__":
