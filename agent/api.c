@@ -127,6 +127,12 @@ static inline __attribute__((always_inline)) int site_on(struct ta_site_ *s)
 	return on;
 }
 
+/* For the API's other files (api_int.h's ta_api_site_on). */
+int ta_api_site_slow(struct ta_site_ *s)
+{
+	return site_slow(s);
+}
+
 /* ---- zones ------------------------------------------------------------------- */
 
 /* TA_ZONE_BEGIN's zones open on this thread: each site's address, bit 0
@@ -226,12 +232,6 @@ TA_PUBLIC void ta_zone_end_(struct ta_site_ *s)
 	zdepth = d - 1;
 	if (z & 1)
 		ta_record((z & ~1ull) | TA_REC_EXIT);
-}
-
-/* site_on for the entries of the other files (apizone.c). */
-int ta_api_site_on(struct ta_site_ *s)
-{
-	return site_on(s);
 }
 
 /* ---- texts, values, marks, counters, instants ----------------------------------- */
@@ -390,7 +390,7 @@ const struct ta_got_sym *ta_api_got_syms(size_t *n)
 {
 	static const struct ta_got_sym syms[] = {
 #define API_SYM(name) {#name, (uintptr_t)&api_at_##name, 0, 1},
-	    API_FUNCS(API_SYM) APIZONE_FUNCS(API_SYM)
+	    API_FUNCS(API_SYM) APIZONE_FUNCS(API_SYM) API_MEM_FUNCS(API_SYM)
 #undef API_SYM
 	};
 

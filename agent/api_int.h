@@ -14,7 +14,9 @@
 #define TA_AGENT_SIDE_
 #include <traceagent.h>
 
+#include "compiler.h"
 #include "format.h"
+#include "ring.h"
 
 /* A channel word's "not known yet" (before the start, during an attach's
  * hold): the macros call in and the agent waits, as ta_fn_gate's 2. */
@@ -65,11 +67,46 @@ void ta_api_site_register_locked(struct ta_site_ *s);
 /* Switches channel id, recorded when record is set. */
 void ta_chan_switch(uint32_t id, uint32_t on, int record);
 
+/* ---- for the entries of the API's other files (api_mem.c) ---- */
+
+/* api.c's site_slow: s registered, the start waited for; whether its
+ * events are recorded, -1 inside the thread's own start. */
+int ta_api_site_slow(struct ta_site_ *s);
+
+/* Whether an event of s is recorded (api.c's site_on, for the entries
+ * outside it).  One the agent cannot judge is counted lost. */
+static inline __attribute__((always_inline)) int ta_api_site_on(struct ta_site_ *s)
+{
+	const volatile uint32_t *g = __atomic_load_n(&s->gate, __ATOMIC_ACQUIRE);
+	uint32_t v;
+	int on;
+
+	if (TA_LIKELY(g != &s->first) &&
+	    TA_LIKELY((v = __atomic_load_n(g, __ATOMIC_RELAXED)) != CHAN_STARTING))
+		return v != 0;
+	on = ta_api_site_slow(s);
+	if (TA_UNLIKELY(on < 0)) {
+		ta_lost_here(TA_LOST_STARTING);
+		return 0;
+	}
+	return on;
+}
+
+/* The entries of api_mem.c, with their own addresses under api_at_NAME
+ * (aliases defined there) for ta_api_got_syms. */
+#define API_MEM_FUNCS(X)                                                                           \
+	X(ta_alloc_)                                                                               \
+	X(ta_free_)                                                                                \
+	X(ta_lock_name_)                                                                           \
+	X(ta_fiber_leave_)                                                                         \
+	X(ta_fiber_enter_)
+#define API_MEM_DECL(name)                                                                         \
+	extern __typeof__(name) api_at_##name __attribute__((visibility("hidden")));
+API_MEM_FUNCS(API_MEM_DECL)
+#undef API_MEM_DECL
+
 /* ---- the entries (api.c) ---- */
 
-/* Whether an event of site s is recorded (the channel's gate, the start
- * waited for); one the agent cannot judge is counted lost. */
-int ta_api_site_on(struct ta_site_ *s);
 /* TA_ZONE_BEGIN's push of s on the thread's zone stack, recorded when on
  * (an enter of s). */
 void ta_api_zone_push(struct ta_site_ *s, int on);

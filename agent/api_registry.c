@@ -214,7 +214,8 @@ void ta_api_site_register_locked(struct ta_site_ *s)
 	if (s->gate != &s->first)
 		return; /* another thread did it meanwhile */
 	if (s->abi >= 1 &&
-	    ((s->kind >= TA_SITE_ZONE && s->kind <= TA_SITE_TEXT) || ta_apizone_kind(s->kind))) {
+	    ((s->kind >= TA_SITE_ZONE && s->kind <= TA_SITE_TEXT) || ta_apizone_kind(s->kind) ||
+	     (s->kind >= TA_SITE_ALLOC && s->kind <= TA_SITE_FIBER))) {
 		uint32_t ch = ta_chan_find(s->channel);
 		size_t nl = bounded_len(s->name), fl = bounded_len(s->file);
 		struct site_rec *r = ch < TA_CHANNELS_MAX ? site_alloc(nl + fl) : NULL;

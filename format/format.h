@@ -198,7 +198,16 @@ enum ta_ext_kind {
 	TA_EXT_SECTION_ENTER = 28,  /* site: the section named by the site begins */
 	TA_EXT_SECTION_LEAVE = 29,  /* site: one occurrence of it ends */
 	TA_EXT_COUNTER_CONFIG = 30, /* site (its name: the counter's), unit (TA_UNIT_*) */
-	TA_EXT_APP_INFO = 31	    /* site, text: a line about the program */
+	TA_EXT_APP_INFO = 31,	    /* site, text: a line about the program */
+	/* Memory, lock names and fibers of the manual API (1.10,
+	 * include/traceagent.h).  POOL_ALLOC and POOL_FREE name their pool's
+	 * site (its name is the pool); LOCK_NAME and FIBER_ENTER carry a text
+	 * (ta_text_pack) whose first value is the lock's address or the site. */
+	TA_EXT_POOL_ALLOC = 32,	 /* site, pointer, size */
+	TA_EXT_POOL_FREE = 33,	 /* site, pointer */
+	TA_EXT_LOCK_NAME = 34,	 /* lock address, text: its name from here on */
+	TA_EXT_FIBER_ENTER = 35, /* site, text: the fiber named runs here */
+	TA_EXT_FIBER_LEAVE = 36	 /* site: the thread's fiber left */
 };
 /* TA_EXT_COUNTER_CONFIG's units (include/traceagent.h's TA_UNIT_*). */
 #define TA_UNIT_NUMBER_	 0u
@@ -251,11 +260,19 @@ enum ta_site_kind {
 	TA_SITE_SECTION = 9, /* name: the section */
 	TA_SITE_APP_INFO = 10,
 	TA_SITE_COUNTER_CONFIG = 11, /* name: the counter */
+	/* 1.10: memory, lock names, fibers */
+	TA_SITE_ALLOC = 12,	/* a TA_ALLOC...: name is the pool */
+	TA_SITE_FREE = 13,	/* a TA_FREE...: name is the pool */
+	TA_SITE_LOCK_NAME = 14, /* a TA_LOCK_NAME() */
+	TA_SITE_FIBER = 15,	/* a TA_FIBER_ENTER() or TA_FIBER_LEAVE() */
 };
+/* The most bytes of a lock's or a fiber's name the agent keeps (a longer
+ * one is cut, TA_TEXT_F_CUT). */
+#define TA_NAME_MAX	 255u
+#define TA_SITE_NAME_MAX 255u /* bytes the agent keeps of a name or file */
 /* The name of the ZONE site that stands for the names of TA_ZONE_DYN
  * beyond the agent's bounds. */
 #define TA_ZONE_DYN_OVERFLOW "[traceagent zone names overflow]"
-#define TA_SITE_NAME_MAX     255u /* bytes the agent keeps of a name or file */
 
 /*
  * Channels (CHANNELS chunk, 1.5): u count, then per channel u id, str name,

@@ -25,6 +25,10 @@
  *   TA_COUNTER_CONFIG("heap", TA_UNIT_BYTES);  how a counter is shown
  *   TA_APP_INFO("build %s", id);          a line about the program
  *   TA_SECTION_ENTER("level 2"); ... TA_SECTION_LEAVE("level 2");  a phase
+ *   TA_ALLOC(p, n); TA_FREE(p);           a custom allocator's blocks
+ *   TA_ALLOC_NAMED("pool", p, n); TA_FREE_NAMED("pool", p);   of a named pool
+ *   TA_LOCK_NAME(&mu, "cache lock");      a lock's name in the views
+ *   TA_FIBER_ENTER(name); ... TA_FIBER_LEAVE();   work of a fiber
  *
  * How it costs nothing without the agent: every macro calls a function the
  * agent defines (ta_zone_enter_ and the like, declared weak below).  When
@@ -426,5 +430,87 @@ TA_INLINE_ int ta_channel_set(const char *name, int on)
 	TA_CALL0_I_(TA_ID_, TA_KIND_SECTION_, (const char *)0, name, ta_section_leave_)
 #define TA_SECTION_LEAVE_C(ch, name)                                                               \
 	TA_CALL0_I_(TA_ID_, TA_KIND_SECTION_, TA_CH_(ch), name, ta_section_leave_)
+/* ---- memory, lock names, fibers ------------------------------------------ */
+
+#define TA_KIND_ALLOC_	   12
+#define TA_KIND_FREE_	   13
+#define TA_KIND_LOCK_NAME_ 14
+#define TA_KIND_FIBER_	   15
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Defined by libtraceagent.so; null when it is not loaded. */
+void ta_alloc_(struct ta_site_ *s, const volatile void *ptr, uint64_t size) TA_WEAK_;
+void ta_free_(struct ta_site_ *s, const volatile void *ptr) TA_WEAK_;
+void ta_lock_name_(struct ta_site_ *s, const volatile void *lock, const char *name) TA_WEAK_;
+void ta_fiber_enter_(struct ta_site_ *s, const char *name) TA_WEAK_;
+void ta_fiber_leave_(struct ta_site_ *s) TA_WEAK_;
+
+#ifndef TA_AGENT_SIDE_
+TA_LOAD_DEF_(ta_alloc_)
+TA_LOAD_DEF_(ta_free_)
+TA_LOAD_DEF_(ta_lock_name_)
+TA_LOAD_DEF_(ta_fiber_enter_)
+TA_LOAD_DEF_(ta_fiber_leave_)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+/*
+ * A block of a custom allocator: TA_ALLOC when it is handed out (its
+ * address and size), TA_FREE when it comes back.  `report --alloc` shows
+ * each pool beside malloc's (bytes, calls, what is live at the end by the
+ * call path that allocated it), and the exports a counter track of each
+ * pool's live bytes.  The pool is a string literal (TA_ALLOC's is
+ * "default"); a block is freed in the pool it was allocated in.  A free of
+ * a pointer the pool does not hold (or NULL) is counted and shown.
+ */
+#define TA_ALLOC(ptr, size)	  TA_ALLOC_NAMED("default", ptr, size)
+#define TA_ALLOC_C(ch, ptr, size) TA_ALLOC_NAMED_C(ch, "default", ptr, size)
+#define TA_ALLOC_NAMED(pool, ptr, size)                                                            \
+	TA_CALL_I_(TA_ID_, TA_KIND_ALLOC_, (const char *)0, pool, ta_alloc_,                       \
+		   (const volatile void *)(ptr), (uint64_t)(size))
+#define TA_ALLOC_NAMED_C(ch, pool, ptr, size)                                                      \
+	TA_CALL_I_(TA_ID_, TA_KIND_ALLOC_, TA_CH_(ch), pool, ta_alloc_,                            \
+		   (const volatile void *)(ptr), (uint64_t)(size))
+#define TA_FREE(ptr)	   TA_FREE_NAMED("default", ptr)
+#define TA_FREE_C(ch, ptr) TA_FREE_NAMED_C(ch, "default", ptr)
+#define TA_FREE_NAMED(pool, ptr)                                                                   \
+	TA_CALL_I_(TA_ID_, TA_KIND_FREE_, (const char *)0, pool, ta_free_,                         \
+		   (const volatile void *)(ptr))
+#define TA_FREE_NAMED_C(ch, pool, ptr)                                                             \
+	TA_CALL_I_(TA_ID_, TA_KIND_FREE_, TA_CH_(ch), pool, ta_free_, (const volatile void *)(ptr))
+
+/* A name for the lock at lock (a mutex, rwlock, condition or semaphore,
+ * or any object the program locks): `report --locks` and the exports show
+ * it instead of the address.  The name is copied (up to 255 bytes); the
+ * latest one given to an address holds from then. */
+#define TA_LOCK_NAME(lock, name)                                                                   \
+	TA_CALL_I_(TA_ID_, TA_KIND_LOCK_NAME_, (const char *)0, "lock name", ta_lock_name_,        \
+		   (const volatile void *)(lock), (name))
+#define TA_LOCK_NAME_C(ch, lock, name)                                                             \
+	TA_CALL_I_(TA_ID_, TA_KIND_LOCK_NAME_, TA_CH_(ch), "lock name", ta_lock_name_,             \
+		   (const volatile void *)(lock), (name))
+
+/*
+ * A fiber (a coroutine, a job system's task) runs on the calling thread
+ * from TA_FIBER_ENTER to TA_FIBER_LEAVE: the zones and calls made in
+ * between belong to the fiber named name (copied, up to 255 bytes; one
+ * fiber per distinct name in a process), whichever thread runs it, and
+ * the views show it as a track of its own.  An ENTER while another fiber
+ * runs on the thread leaves that one first.  TA_FIBER_LEAVE always calls
+ * the agent (a leave is recorded when its enter was, whatever the channel
+ * did in between).
+ */
+#define TA_FIBER_ENTER(name)                                                                       \
+	TA_CALL_I_(TA_ID_, TA_KIND_FIBER_, (const char *)0, "fiber", ta_fiber_enter_, (name))
+#define TA_FIBER_ENTER_C(ch, name)                                                                 \
+	TA_CALL_I_(TA_ID_, TA_KIND_FIBER_, TA_CH_(ch), "fiber", ta_fiber_enter_, (name))
+#define TA_FIBER_LEAVE()                                                                           \
+	TA_ALWAYS_I_(TA_ID_, TA_KIND_FIBER_, (const char *)0, "fiber", ta_fiber_leave_)
 
 #endif

@@ -67,6 +67,8 @@ struct cjob {
 /* Above the largest pid_max (2^22), so no real thread shares a frame
  * set's track. */
 #define FRAME_TID_BASE 4194304u
+/* The tracks of the fibers (apimem.h): one per fiber, after the frames'. */
+#define FIBER_TID_BASE 8388608u
 
 /* ---- chrome --------------------------------------------------------------------- */
 
@@ -387,6 +389,12 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 	r->partial = !r->open && (c->flags & TA_VISIT_INCOMPLETE);
 	r->pid = c->t->pid;
 	r->tid = c->t->tid;
+	{
+		long f = ta_fibers_owner(&e->fibers, c->t, c->enter);
+
+		if (f >= 0)
+			r->tid = FIBER_TID_BASE + (uint64_t)f;
+	}
 	r->name = e->jname[c->fn];
 	r->cat = e->jcat[c->fn];
 	r->p = c->p;
@@ -431,6 +439,62 @@ static void api_head(struct export *e, const char *ph, const char *name, const c
 	fprintf(e->f, ", \"cat\": \"%s\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu64 ", \"ts\": %s",
 		cat, a->t->pid, tid, fmt_us(ts, sizeof(ts), a->ns));
 	e->events++;
+}
+
+/*
+ * The memory, lock-name and fiber events: a pool's live bytes a counter
+ * track of its process ("memory: POOL"); a lock's name and a fiber's
+ * entry and exit instant events of the thread (the fiber's calls go on
+ * its own track, FIBER_TID_BASE + its index).
+ */
+static void api_mem_lines(struct export *e, const struct ta_tlapi *a)
+{
+	const struct ta_apiev *ev = a->e;
+	long f = ta_fibers_now(&e->fibers, a->t);
+	char name[300];
+	long k;
+
+	switch (ev->kind) {
+	case TA_EXT_POOL_ALLOC:
+	case TA_EXT_POOL_FREE:
+		k = ta_pools_take(&e->pools, a->t->pid, ev);
+		if (k < 0) {
+			e->nomem |= e->pools.nomem;
+			break;
+		}
+		snprintf(name, sizeof(name), "memory: %s", e->pools.names.r[k].name);
+		api_head(e, "C", name, "memory", a, a->t->tid);
+		fprintf(e->f, ", \"args\": {\"bytes\": %" PRIu64 "}}", e->pools.names.r[k].live);
+		break;
+	case TA_EXT_LOCK_NAME:
+		snprintf(name, sizeof(name), "lock 0x%" PRIx64 " named", ev->ptr);
+		api_head(e, "i", name, "lock", a, a->t->tid);
+		fprintf(e->f, ", \"s\": \"t\", \"args\": {\"lock\": \"0x%" PRIx64 "\", \"name\": ",
+			ev->ptr);
+		ta_json_str(e->f, ev->text);
+		fputs("}}", e->f);
+		break;
+	case TA_EXT_FIBER_ENTER:
+	case TA_EXT_FIBER_LEAVE:
+		if (ta_fibers_take(&e->fibers, a->t, ev) < 0) {
+			e->nomem = 1;
+			break;
+		}
+		if (ev->kind == TA_EXT_FIBER_ENTER)
+			f = ta_fibers_now(&e->fibers, a->t);
+		if (f < 0)
+			break; /* a LEAVE with no fiber running */
+		snprintf(name, sizeof(name), "fiber %s %s",
+			 ev->kind == TA_EXT_FIBER_ENTER ? "enter" : "leave",
+			 e->fibers.names.r[f].name);
+		api_head(e, "i", name, "fiber", a, a->t->tid);
+		fputs(", \"s\": \"t\", \"args\": {\"fiber\": ", e->f);
+		ta_json_str(e->f, e->fibers.names.r[f].name);
+		fputs("}}", e->f);
+		break;
+	default:
+		break;
+	}
 }
 
 /*
@@ -508,6 +572,9 @@ static void api_lines(void *ctx, const struct ta_tlapi *a)
 		if (a->zone_depth >= 0)
 			if (ta_zone_args_add(&e->za, a, json_text) < 0)
 				e->nomem = 1;
+		break;
+	default:
+		api_mem_lines(e, a);
 		break;
 	}
 }
@@ -608,6 +675,8 @@ void ta_export_chrome_free(struct export *e)
 	free(e->jcat);
 	ta_zone_args_free(&e->za);
 	ta_xframes_free(&e->xf);
+	ta_pools_free(&e->pools);
+	ta_fibers_free(&e->fibers);
 }
 
 static void chrome_meta(struct export *e, const char *what, uint32_t pid, uint64_t tid,
@@ -713,6 +782,16 @@ int ta_export_chrome(struct export *e)
 
 		ta_xframes_track(&e->xf.sets[k], name, sizeof(name));
 		chrome_meta(e, "thread_name", e->xf.sets[k].pid, FRAME_TID_BASE + k, name);
+	}
+	for (size_t k = 0; k < e->fibers.names.n; k++) {
+		char *name;
+
+		if (asprintf(&name, "fiber %s", e->fibers.names.r[k].name) < 0) {
+			e->nomem = 1;
+			break;
+		}
+		chrome_meta(e, "thread_name", e->fibers.names.r[k].pid, FIBER_TID_BASE + k, name);
+		free(name);
 	}
 	fputs("\n],\n", e->f);
 	ta_xmeta_chrome(&e->meta, e->f);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "apimem.h"
 #include "export_pb.h"
 #include "timeline.h"
 
@@ -36,6 +37,10 @@ struct export
 				   (JSON strings) */
 	struct ta_xframes xf;	/* the frame marks: slices after the run */
 	struct ta_xmeta meta;	/* application info, counters' units */
+	/* chrome: the pools' live bytes (counter tracks), the fiber each
+	 * thread runs (its calls go on the fiber's track) */
+	struct ta_pools pools;
+	struct ta_fibers fibers;
 
 	/* chrome: the lines are formatted by jobs (-j: on the workers), the
 	 * timeline filling the current one; see chrome_rec. */

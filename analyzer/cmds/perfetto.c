@@ -336,6 +336,33 @@ static void intern(struct pf *x, const struct ta_sess_thread *t, struct prec *r,
 
 /* ---- calls ------------------------------------------------------------------------ */
 
+/*
+ * Whether a call's BEGIN is held back (1) or a held one comes out with its
+ * END (2): a call begun while its thread runs a fiber may belong to the
+ * fiber, which only its end tells (apimem.h), so it goes out whole then,
+ * on the fiber's track or the thread's: a slice whose packets are after
+ * its callees' in the sequence (with an absolute timestamp), as trace
+ * processor sorts them.  0 otherwise; -1 without memory.
+ */
+static int fiber_hold(struct pf *x, const struct ta_tlcall *c)
+{
+	struct pf_thread *pt = thread_of(x, c->t);
+	int set;
+
+	if (!pt)
+		return -1;
+	if (c->kind == TA_TL_ENTER) {
+		if (ta_fibers_owner(&x->fibers, c->t, c->enter) < 0)
+			return 0;
+		return bit_test_set(&pt->held, &pt->nheld, c->depth) < 0 ? -1 : 1;
+	}
+	if (c->kind != TA_TL_EXIT || c->depth >= pt->nheld)
+		return 0;
+	set = (pt->held[c->depth / 8] >> (c->depth % 8)) & 1;
+	pt->held[c->depth / 8] &= (uint8_t) ~(1u << (c->depth % 8));
+	return set ? 2 : 0;
+}
+
 static void emit(void *ctx, const struct ta_tlcall *c)
 {
 	struct pf *x = ctx;
@@ -343,10 +370,22 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 	unsigned kind = c->kind == TA_TL_ENTER	? PR_BEGIN
 			: c->kind == TA_TL_EXIT ? PR_END
 						: PR_CALL;
+	int hold = x->fibers.names.n ? fiber_hold(x, c) : 0;
+	long fiber;
 
+	if (hold < 0) {
+		x->nomem = 1;
+		return;
+	}
+	if (hold == 1)
+		return;
+	if (hold == 2)
+		kind = PR_CALL;
+	fiber = kind == PR_CALL ? ta_fibers_owner(&x->fibers, c->t, c->enter) : -1;
 	r = rec(x, c->t, kind);
 	if (!r)
 		return;
+	r->track = (uint64_t)(fiber + 1);
 	r->fn = c->fn;
 	r->p = c->p;
 	r->enter = c->enter;
@@ -415,6 +454,63 @@ static void instant(struct pf *x, const struct ta_tlapi *a, const char *name, co
 		return;
 	}
 	rec_done(x);
+}
+
+/*
+ * The memory, lock-name and fiber events: a pool's live bytes on a
+ * counter track of its process ("memory: POOL"); a lock's name and a
+ * fiber's entry and exit instants of the thread.
+ */
+static void api_mem(struct pf *x, const struct ta_tlapi *a)
+{
+	const struct ta_apiev *ev = a->e;
+	long f = ta_fibers_now(&x->fibers, a->t), k;
+	struct prec *r;
+	char name[320];
+
+	switch (ev->kind) {
+	case TA_EXT_POOL_ALLOC:
+	case TA_EXT_POOL_FREE:
+		k = ta_pools_take(&x->pools, a->t->pid, ev);
+		if (k < 0) {
+			x->nomem |= x->pools.nomem;
+			break;
+		}
+		snprintf(name, sizeof(name), "memory: %s", x->pools.names.r[k].name);
+		r = NULL;
+		k = counter_of(x, a->t->pid, name) < 0 ? -1 : (long)x->pools.names.r[k].live;
+		if (k < 0 || !(r = rec(x, a->t, PR_COUNTER))) {
+			x->nomem |= k < 0;
+			break;
+		}
+		r->ns = a->ns;
+		r->track = (uint64_t)counter_of(x, a->t->pid, name);
+		r->i = k;
+		r->d = (double)k;
+		rec_done(x);
+		break;
+	case TA_EXT_LOCK_NAME:
+		snprintf(name, sizeof(name), "lock 0x%" PRIx64 " named %s", ev->ptr, ev->text);
+		instant(x, a, name, NULL, ev->cut);
+		break;
+	case TA_EXT_FIBER_ENTER:
+	case TA_EXT_FIBER_LEAVE:
+		if (ta_fibers_take(&x->fibers, a->t, ev) < 0) {
+			x->nomem = 1;
+			break;
+		}
+		if (ev->kind == TA_EXT_FIBER_ENTER)
+			f = ta_fibers_now(&x->fibers, a->t);
+		if (f < 0)
+			break;
+		snprintf(name, sizeof(name), "fiber %s %s",
+			 ev->kind == TA_EXT_FIBER_ENTER ? "enter" : "leave",
+			 x->fibers.names.r[f].name);
+		instant(x, a, name, NULL, 0);
+		break;
+	default:
+		break;
+	}
 }
 
 /*
@@ -494,6 +590,9 @@ static void api(void *ctx, const struct ta_tlapi *a)
 		instant(x, a, info, NULL, ev->cut);
 		break;
 	}
+	default:
+		api_mem(x, a);
+		break;
 	}
 }
 
@@ -593,6 +692,11 @@ static void descriptors(struct pf *x)
 	for (size_t k = 0; k < x->xf.n; k++) {
 		ta_xframes_track(&x->xf.sets[k], name, sizeof(name));
 		descriptor(x, UUID_FRAMES(k), UUID_PROCESS(x->xf.sets[k].pid), name);
+		descriptor_end(x);
+	}
+	for (size_t k = 0; k < x->fibers.names.n; k++) {
+		snprintf(name, sizeof(name), "fiber %s", x->fibers.names.r[k].name);
+		descriptor(x, UUID_FIBER(k), UUID_PROCESS(x->fibers.names.r[k].pid), name);
 		descriptor_end(x);
 	}
 }
@@ -816,6 +920,7 @@ out:
 		free(x.th[i].named);
 		free(x.th[i].catted);
 		free(x.th[i].modded);
+		free(x.th[i].held);
 	}
 	free(x.th);
 	free(x.cat);
@@ -824,6 +929,8 @@ out:
 	free(x.cats);
 	free(x.mod);
 	free(x.mods);
+	ta_pools_free(&x.pools);
+	ta_fibers_free(&x.fibers);
 	for (size_t i = 0; i < x.ncounters; i++)
 		free(x.counters[i].name);
 	free(x.counters);

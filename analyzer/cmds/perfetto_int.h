@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "apimem.h"
 #include "export_pb.h"
 #include "pbenc.h"
 #include "pkdeflate.h"
@@ -97,6 +98,7 @@ enum { CLOCK_MONO = 3, CLOCK_BOOT = 6, CLOCK_SEQ = 64 };
 #define UUID_THREAD(index) ((2ull << 32) | (index))
 #define UUID_COUNTER(k)	   ((3ull << 32) | (k))
 #define UUID_FRAMES(k)	   ((4ull << 32) | (k))
+#define UUID_FIBER(k)	   ((5ull << 32) | (k))
 
 /* The sequence of the trace-wide packets (clock, descriptors). */
 #define SEQ_GLOBAL 1u
@@ -116,6 +118,11 @@ struct pf_thread {
 	uint32_t nmodded;
 	uint64_t stamp; /* the job (its number + 1) whose slot is slot */
 	uint32_t slot;
+	/* Bit per depth: the BEGIN of the call open there was held back, its
+	 * thread running a fiber (the call goes out whole at its end, on the
+	 * fiber's track if it ended in the same run). */
+	uint8_t *held;
+	uint32_t nheld;
 };
 
 /* A counter of a process: a counter track. */
@@ -148,11 +155,11 @@ struct prec {
 	uint32_t fn, cat, mod;		 /* BEGIN: name iid - 1, category and module iids */
 	const char *iname, *icat, *imod; /* BEGIN: to intern first, or NULL */
 	const struct ta_process *p;
-	uint64_t enter, exit; /* a call's, in ticks */
-	int64_t ns;	      /* the API's event */
-	char *text;	      /* owned: END: the zone's text; the instant's or frame's name */
-	char *chan;	      /* owned: an instant's channel, or NULL */
-	uint64_t value, track;
+	uint64_t enter, exit;  /* a call's, in ticks */
+	int64_t ns;	       /* the API's event */
+	char *text;	       /* owned: END: the zone's text; the instant's or frame's name */
+	char *chan;	       /* owned: an instant's channel, or NULL */
+	uint64_t value, track; /* a counter's; a call's: 0, or its fiber's index + 1 */
 	double d;
 	int64_t i;
 	int64_t at[2]; /* the packets' times on CLOCK_MONOTONIC (the worker's) */
@@ -225,6 +232,10 @@ struct pf {
 	/* What TA_ZONE_TEXT and TA_ZONE_VALUE gave a zone still open, for its
 	 * END (trace processor merges the args of a BEGIN and its END). */
 	struct ta_zone_args zones;
+	/* The pools' live bytes (counter tracks "memory: POOL"), the fiber
+	 * each thread runs (apimem.h). */
+	struct ta_pools pools;
+	struct ta_fibers fibers;
 };
 
 /* perfetto_pack.c: a ClockSnapshot.Clock of id at ts in b (incremental: the

@@ -226,6 +226,10 @@ static inline __attribute__((always_inline)) size_t begin_event(const struct pre
 	p[n++] = TYPE_BEGIN;
 	p[n++] = TE_NAME_IID << 3;
 	n += put_varint(p + n, (uint64_t)r->fn + 1);
+	if (r->track) {
+		p[n++] = TE_TRACK_UUID << 3;
+		n += put_varint(p + n, UUID_FIBER(r->track - 1));
+	}
 	p[n++] = TE_DEBUG << 3 | 2;
 	da = n++;
 	p[n++] = DA_NAME_IID << 3;
@@ -308,13 +312,15 @@ static void slice_end(struct zjob *j, struct prec *r)
 	struct ta_pb *b = &j->pb;
 
 	seq_first(j, r);
-	if (!r->open && !r->partial && !r->text && !r->has_value) {
+	if (!r->open && !r->partial && !r->text && !r->has_value && !r->track) {
 		call_packet(j, r, 0);
 		return;
 	}
 	packet(j, r, r->at[1], 0);
 	ta_pb_begin(b, PK_TRACK_EVENT);
 	ta_pb_varint(b, TE_TYPE, TYPE_END);
+	if (r->track)
+		ta_pb_varint(b, TE_TRACK_UUID, UUID_FIBER(r->track - 1));
 	if (r->open)
 		debug_true(b, "open");
 	else if (r->partial)

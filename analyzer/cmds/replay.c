@@ -22,6 +22,7 @@
 #include "cmdopts.h"
 #include "commands.h"
 #include "srcline.h"
+#include "apimem.h"
 #include "timeline.h"
 
 struct replay {
@@ -51,6 +52,8 @@ struct replay {
 	struct replay_line *lines;
 	size_t nlines, cap;
 	int failed; /* a line was lost (no memory, the file could not be written) */
+	/* The fiber each thread runs (apimem.h): its calls' lines name it. */
+	struct ta_fibers fibers;
 };
 
 /* A line in the temporary file: when it happened and where it is. */
@@ -112,6 +115,12 @@ static void usage(FILE *f)
 		   "A call is shown with its callers, which the filters never hide.  Exit\n"
 		   "status: 0 for a whole dump, 1 when it is damaged or incomplete, 2 for\n"
 		   "usage errors or a file that cannot be opened.\n");
+	fprintf(f, "\n"
+		   "Memory, lock names and fibers: \"@ alloc POOL 0xPTR N bytes\", \"@ free\n"
+		   "POOL 0xPTR\", \"= lock 0xADDR named NAME\", \"> fiber NAME\", \"< fiber\n"
+		   "NAME\"; an event made inside a fiber, and the last line of a call made\n"
+		   "inside one run of a fiber, end with [fiber NAME] (a \"fiber\" key with\n"
+		   "--json).\n");
 }
 
 static const char *srcline(struct replay *r, uint32_t id)
@@ -280,6 +289,24 @@ static int is_partial(const struct ta_tlcall *c)
 	return !(c->flags & TA_VISIT_OPEN) && (c->flags & TA_VISIT_INCOMPLETE);
 }
 
+/* The fiber the call belongs to (apimem.h), or NULL. */
+static const char *fiber_of(struct replay *r, const struct ta_tlcall *c)
+{
+	long f = ta_fibers_owner(&r->fibers, c->t, c->enter);
+
+	return f < 0 ? NULL : r->fibers.names.r[f].name;
+}
+
+static void fiber_key(struct replay *r, const struct ta_tlcall *c)
+{
+	const char *f = fiber_of(r, c);
+
+	if (f) {
+		fprintf(r->out, ", \"fiber\": ");
+		ta_json_str(r->out, f);
+	}
+}
+
 static void json_call(struct replay *r, const struct ta_tlcall *c)
 {
 	const struct ta_fn *fn = &r->tl.fns.fn[c->fn].id;
@@ -298,6 +325,7 @@ static void json_call(struct replay *r, const struct ta_tlcall *c)
 		", \"open\": %s, \"partial\": %s, \"unwound\": %s",
 		c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false",
 		is_partial(c) ? "true" : "false", c->flags & TA_VISIT_UNWOUND ? "true" : "false");
+	fiber_key(r, c);
 	if (r->srcline) {
 		const char *s = srcline(r, c->fn);
 
@@ -322,6 +350,8 @@ static void header(struct replay *r)
 		printf("%12s ", "time");
 	printf("%12s %8s  %s\n", "duration", "tid", "function");
 }
+
+static void quoted(FILE *out, const char *s, uint32_t len);
 
 static void emit(void *ctx, const struct ta_tlcall *c)
 {
@@ -374,6 +404,12 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		fprintf(out, " (partial: begun before the dump says)");
 	if (c->kind != TA_TL_ENTER && (c->flags & TA_VISIT_UNWOUND))
 		fprintf(out, " (left by longjmp or an exception)");
+	/* Known at the call's end: its first line cannot say. */
+	if (c->kind != TA_TL_ENTER && fiber_of(r, c)) {
+		fputs(" [fiber ", out);
+		quoted(out, fiber_of(r, c), (uint32_t)strlen(fiber_of(r, c)));
+		fputc(']', out);
+	}
 	fputc('\n', out);
 	line_end(r);
 }
@@ -412,7 +448,7 @@ static void quoted(FILE *out, const char *s, uint32_t len)
 	fputc('"', out);
 }
 
-static void json_api(struct replay *r, const struct ta_tlapi *a)
+static void json_api(struct replay *r, const struct ta_tlapi *a, const char *fiber)
 {
 	const struct ta_apiev *e = a->e;
 	FILE *out = r->out;
@@ -455,7 +491,23 @@ static void json_api(struct replay *r, const struct ta_tlapi *a)
 			: e->unit == TA_UNIT_PERCENT_ ? "percent"
 						      : "number");
 		break;
+	case TA_EXT_POOL_ALLOC:
+	case TA_EXT_POOL_FREE:
+		fprintf(out, ", \"ptr\": %" PRIu64, e->ptr);
+		if (e->kind == TA_EXT_POOL_ALLOC)
+			fprintf(out, ", \"size\": %" PRIu64, e->size);
+		break;
+	case TA_EXT_LOCK_NAME:
+		fprintf(out, ", \"lock\": %" PRIu64, e->ptr);
+		/* fallthrough */
+	case TA_EXT_FIBER_ENTER:
+		fprintf(out, ", \"text\": ");
+		ta_json_str(out, e->text);
+		fprintf(out, ", \"cut\": %s", e->cut ? "true" : "false");
+		break;
 	}
+	if (fiber)
+		fprintf(out, ", \"fiber\": "), ta_json_str(out, fiber);
 	fprintf(out, "}\n");
 	line_end(r);
 }
@@ -465,7 +517,10 @@ static void json_api(struct replay *r, const struct ta_tlapi *a)
  * "* instant", "# counter", "| frame", "+ zone text/value", "~ channel",
  * "? zone end" (an END without a zone), "| frame begin/end" (frames with
  * gaps), "> section" and "< section" (entered, left), "# counter NAME
- * unit", "! app info".  A channel other than "user" is named after it.
+ * unit", "! app info", "@ alloc/free" (a pool's block), "= lock" (a
+ * lock's name), "> fiber" and "< fiber" (a fiber entered and left; an
+ * event inside one names it).  A channel other than "user" is named after
+ * it.
  */
 static void api(void *ctx, const struct ta_tlapi *a)
 {
@@ -473,10 +528,15 @@ static void api(void *ctx, const struct ta_tlapi *a)
 	const struct ta_apiev *e = a->e;
 	char at[32];
 	FILE *out = r->out;
+	long f = ta_fibers_now(&r->fibers, a->t);
+	/* An event in a fiber is the fiber's; a LEAVE names the one left. */
+	const char *fiber = f >= 0 ? r->fibers.names.r[f].name : NULL;
 
+	if (ta_fibers_take(&r->fibers, a->t, e) > 0 && e->kind == TA_EXT_FIBER_ENTER)
+		fiber = NULL;
 	line_begin(r, a->ns);
 	if (r->json) {
-		json_api(r, a);
+		json_api(r, a, fiber);
 		return;
 	}
 	header(r);
@@ -536,9 +596,34 @@ static void api(void *ctx, const struct ta_tlapi *a)
 		fputs("! app info ", out);
 		quoted(out, e->text, e->text_len);
 		break;
+	case TA_EXT_POOL_ALLOC:
+		fprintf(out, "@ alloc %s 0x%" PRIx64 " %" PRIu64 " bytes", e->name, e->ptr,
+			e->size);
+		break;
+	case TA_EXT_POOL_FREE:
+		fprintf(out, "@ free %s 0x%" PRIx64, e->name, e->ptr);
+		break;
+	case TA_EXT_LOCK_NAME:
+		fprintf(out, "= lock 0x%" PRIx64 " named ", e->ptr);
+		quoted(out, e->text, e->text_len);
+		break;
+	case TA_EXT_FIBER_ENTER:
+		fputs("> fiber ", out);
+		quoted(out, e->text, e->text_len);
+		break;
+	case TA_EXT_FIBER_LEAVE:
+		fputs(fiber ? "< fiber" : "< fiber (none running)", out);
+		break;
+	}
+	if (fiber) {
+		fputs(e->kind == TA_EXT_FIBER_LEAVE ? " " : " [fiber ", out);
+		quoted(out, fiber, (uint32_t)strlen(fiber));
+		if (e->kind != TA_EXT_FIBER_LEAVE)
+			fputc(']', out);
 	}
 	if (e->cut)
-		fprintf(out, " (cut at %u bytes)", TA_TEXT_MAX);
+		fprintf(out, " (cut at %u bytes)",
+			ta_apiev_mem_kind(e->kind) ? TA_NAME_MAX : TA_TEXT_MAX);
 	if (e->kind != TA_EXT_CHANNEL && strcmp(a->channel, "user"))
 		fprintf(out, " [%s]", a->channel);
 	fputc('\n', out);
@@ -636,6 +721,7 @@ int ta_cmd_replay(int argc, char **argv)
 	ta_timeline_warnings(&r.tl);
 out:
 	ta_timeline_close(&r.tl);
+	ta_fibers_free(&r.fibers);
 	ta_srclines_free(r.sl);
 	ta_tlopts_free(&r.o);
 	free(r.src);

@@ -25,6 +25,16 @@ int ta_apiev_decode(struct ta_process *p, uint64_t ticks, uint64_t kind, const u
 	case TA_EXT_ZONE_VALUE:
 		ev->value = v[0];
 		return 1;
+	case TA_EXT_LOCK_NAME:
+		/* The lock's address where a site would be. */
+		len = ta_text_unpack(v, n, text, &flags);
+		if (len < 0)
+			return -1;
+		ev->ptr = v[0];
+		ev->text = text;
+		ev->text_len = (uint32_t)len;
+		ev->cut = (flags & TA_TEXT_F_CUT) != 0;
+		return 1;
 	case TA_EXT_CHANNEL:
 		if (n < 2 || v[0] >= TA_CHANNELS_MAX)
 			return -1;
@@ -58,7 +68,19 @@ int ta_apiev_decode(struct ta_process *p, uint64_t ticks, uint64_t kind, const u
 			return -1;
 		ev->unit = v[1] <= TA_UNIT_PERCENT_ ? (uint32_t)v[1] : TA_UNIT_NUMBER_;
 		return 1;
+	case TA_EXT_POOL_ALLOC:
+		if (n < 3)
+			return -1;
+		ev->ptr = v[1];
+		ev->size = v[2];
+		return 1;
+	case TA_EXT_POOL_FREE:
+		if (n < 2)
+			return -1;
+		ev->ptr = v[1];
+		return 1;
 	case TA_EXT_MESSAGE:
+	case TA_EXT_FIBER_ENTER:
 	case TA_EXT_ZONE_TEXT:
 	case TA_EXT_APP_INFO:
 		len = ta_text_unpack(v, n, text, &flags);
@@ -81,8 +103,12 @@ const char *ta_apiev_kind_name(uint64_t kind)
 
 	static const char *const zone_names[] = {"frame-begin",	  "frame-end",	    "section-enter",
 						 "section-leave", "counter-config", "app-info"};
+	static const char *const mem_names[] = {"alloc", "free", "lock-name", "fiber-enter",
+						"fiber-leave"};
 
 	if (ta_apiev_zone_kind(kind))
 		return zone_names[kind - TA_EXT_FRAME_BEGIN];
+	if (ta_apiev_mem_kind(kind))
+		return mem_names[kind - TA_EXT_POOL_ALLOC];
 	return ta_apiev_kind(kind) ? names[kind - TA_EXT_FRAME] : "unknown";
 }

@@ -34,6 +34,9 @@ struct ta_apiev {
 	/* COUNTER_CONFIG: TA_UNIT_*_ (a unit this reader does not know is
 	 * shown as a number) */
 	uint32_t unit;
+	/* POOL_ALLOC, POOL_FREE (the pool is name); LOCK_NAME: ptr is the
+	 * lock, text its name; FIBER_ENTER: text is the fiber's name */
+	uint64_t ptr, size;
 };
 
 /* Whether an EXT kind is one of the manual API's frames with gaps,
@@ -43,10 +46,18 @@ static inline int ta_apiev_zone_kind(uint64_t kind)
 	return kind >= TA_EXT_FRAME_BEGIN && kind <= TA_EXT_APP_INFO;
 }
 
+/* Whether an EXT kind is one of the API's memory, lock-name and fiber
+ * events (TA_EXT_POOL_ALLOC ... TA_EXT_FIBER_LEAVE). */
+static inline int ta_apiev_mem_kind(uint64_t kind)
+{
+	return kind >= TA_EXT_POOL_ALLOC && kind <= TA_EXT_FIBER_LEAVE;
+}
+
 /* Whether an EXT kind is one of the manual API's. */
 static inline int ta_apiev_kind(uint64_t kind)
 {
-	return (kind >= TA_EXT_FRAME && kind <= TA_EXT_ZONE_UNMATCHED) || ta_apiev_zone_kind(kind);
+	return (kind >= TA_EXT_FRAME && kind <= TA_EXT_ZONE_UNMATCHED) ||
+	       ta_apiev_zone_kind(kind) || ta_apiev_mem_kind(kind);
 }
 
 /*

@@ -296,10 +296,11 @@ static void v_lost(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 		ls->inner.lost(ls->inner.ctx, t, ticks, count);
 }
 
+/* An allocation (pool 0: malloc's, else a pool's index + 1). */
 static void add_alloc(struct ta_libstats *ls, const struct ta_sess_thread *t, uint64_t caller,
-		      uint64_t size, uint64_t ptr)
+		      uint64_t size, uint64_t ptr, uint64_t pool)
 {
-	struct agg_row *r = agg_get(&ls->alloc_caller, t->pid, caller, 0);
+	struct agg_row *r = agg_get(&ls->alloc_caller, t->pid, caller, pool);
 	uint32_t path;
 
 	if (!r) {
@@ -312,26 +313,61 @@ static void add_alloc(struct ta_libstats *ls, const struct ta_sess_thread *t, ui
 	r->v[1] += size;
 	path = path_of(ls, t, t->depth);
 	if (path != UINT32_MAX)
-		live_put(ls, t->pid, ptr, size, path);
+		live_put(ls, t->pid | pool << 32, ptr, size, path);
 }
 
-static void add_free(struct ta_libstats *ls, const struct ta_sess_thread *t, uint64_t caller,
-		     uint64_t ptr)
+/* A free; 0 when the block was not live. */
+static int add_free(struct ta_libstats *ls, const struct ta_sess_thread *t, uint64_t caller,
+		    uint64_t ptr, uint64_t pool)
 {
-	struct agg_row *r = agg_get(&ls->alloc_caller, t->pid, caller, 0);
+	struct agg_row *r = agg_get(&ls->alloc_caller, t->pid, caller, pool);
 	uint64_t size;
 
 	if (!r) {
 		ls->nomem = 1;
-		return;
+		return 1;
 	}
 	if (!ptr)
-		return; /* free(NULL) */
+		return 1; /* free(NULL) */
 	r->v[2]++;
-	if (live_take(ls, t->pid, ptr, &size))
+	if (live_take(ls, t->pid | pool << 32, ptr, &size)) {
 		r->v[3] += size;
-	else
+		return 1;
+	}
+	if (!pool)
 		ls->untracked_frees++;
+	return 0;
+}
+
+/* The manual API's pools and lock names (TA_EXT_POOL_ALLOC ...): the
+ * caller is the function on top, the one that used the macro. */
+static void api_mem(struct ta_libstats *ls, const struct ta_sess_thread *t, uint64_t ticks,
+		    uint64_t kind, const uint64_t *val, uint32_t n)
+{
+	uint64_t caller;
+	struct ta_apiev e;
+	long pool;
+
+	if (ta_apiev_decode(ta_session_process(ls->v->s, t->pid), ticks, kind, val, n, &e,
+			    ls->text) <= 0)
+		return;
+	if (kind == TA_EXT_LOCK_NAME) {
+		if (ta_locknames_set(&ls->locknames, t->pid, e.ptr, e.text) < 0)
+			ls->nomem = 1;
+		return;
+	}
+	if (kind != TA_EXT_POOL_ALLOC && kind != TA_EXT_POOL_FREE)
+		return;
+	pool = ta_pnames_get(&ls->pools, t->pid, e.name[0] ? e.name : "?");
+	if (pool < 0) {
+		ls->nomem = 1;
+		return;
+	}
+	caller = t->depth > t->inherited ? t->stack[t->depth - 1].addr : 0;
+	if (kind == TA_EXT_POOL_ALLOC)
+		add_alloc(ls, t, caller, e.size, e.ptr, (uint64_t)pool + 1);
+	else if (!add_free(ls, t, caller, e.ptr, (uint64_t)pool + 1))
+		ls->pools.r[pool].unknown++;
 }
 
 static void v_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
@@ -345,11 +381,16 @@ static void v_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t 
 
 	if (ls->inner.ext)
 		ls->inner.ext(ls->inner.ctx, t, ticks, kind, val, n);
-	if (kind < TA_EXT_ALLOC || kind > TA_EXT_SLEEP || !t->depth || t->depth <= t->inherited)
+	if (!ta_apiev_mem_kind(kind) &&
+	    (kind < TA_EXT_ALLOC || kind > TA_EXT_SLEEP || !t->depth || t->depth <= t->inherited))
 		return;
 	if (!ls->proc || ls->last_pid != t->pid) {
 		ls->proc = ta_session_process(ls->v->s, t->pid);
 		ls->last_pid = t->pid;
+	}
+	if (ta_apiev_mem_kind(kind)) {
+		api_mem(ls, t, ticks, kind, val, n);
+		return;
 	}
 	top = &t->stack[t->depth - 1];
 	if (!ls->proc || !(lc = ta_process_libcall(ls->proc, top->addr)))
@@ -359,11 +400,11 @@ static void v_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t 
 	switch (kind) {
 	case TA_EXT_ALLOC:
 		if (n >= 2)
-			add_alloc(ls, t, caller, val[0], val[1]);
+			add_alloc(ls, t, caller, val[0], val[1], 0);
 		break;
 	case TA_EXT_FREE:
 		if (n >= 1)
-			add_free(ls, t, caller, val[0]);
+			(void)add_free(ls, t, caller, val[0], 0);
 		break;
 	case TA_EXT_REALLOC:
 		if (n < 3)
@@ -371,9 +412,9 @@ static void v_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t 
 		if (!val[2] && val[1])
 			break; /* failed: the old block stays */
 		if (val[0])
-			add_free(ls, t, caller, val[0]);
+			(void)add_free(ls, t, caller, val[0], 0);
 		if (val[2])
-			add_alloc(ls, t, caller, val[1], val[2]);
+			add_alloc(ls, t, caller, val[1], val[2], 0);
 		break;
 	case TA_EXT_LOCK:
 		/* An unlock is not a wait. */
@@ -463,5 +504,7 @@ void ta_libstats_free(struct ta_libstats *ls)
 		ta_symtab_free(ls->dsyms[i].tab);
 	}
 	free(ls->dsyms);
+	ta_pnames_free(&ls->pools);
+	ta_locknames_free(&ls->locknames);
 	free(ls);
 }

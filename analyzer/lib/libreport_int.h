@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "apimem.h"
 #include "common.h"
 
 /* A table of sums keyed by three numbers. */
@@ -74,6 +75,14 @@ struct ta_libstats {
 	/* io: (pid, fd, 0) and (pid, caller, 0) -> calls, asked, done, errors,
 	 * ticks */
 	struct agg io_fd, io_caller;
+
+	/* The manual API's pools (TA_ALLOC_NAMED): rows of alloc_caller and
+	 * live blocks keyed by pool index + 1 (k[2]; a live block's pid above
+	 * bit 32), malloc's by 0; each pool's frees of pointers it did not
+	 * hold in its `unknown`.  The names TA_LOCK_NAME gave locks. */
+	struct ta_pnames pools;
+	struct ta_locknames locknames;
+	char text[TA_TEXT_MAX + 1];
 };
 
 #endif /* TA_LIBREPORT_INT_H */

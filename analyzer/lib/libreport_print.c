@@ -146,29 +146,51 @@ static char *path_name(struct ta_libstats *ls, const struct path *p, const char 
 	return s;
 }
 
-static int print_alloc(struct ta_libstats *ls, int json)
+/* Whether pool index + 1 `pool` (0: malloc's) is the pool being printed. */
+static int pool_is(struct ta_libstats *ls, uint64_t pool, uint64_t pid, const char *name)
+{
+	const struct ta_pname *pn;
+
+	if (!pool || !name)
+		return !pool && !name;
+	pn = &ls->pools.r[pool - 1];
+	(void)pid;
+	return !strcmp(pn->name, name);
+}
+
+/* malloc's allocations (pool NULL), or those of the pools named pool in
+ * every process. */
+static int print_alloc(struct ta_libstats *ls, int json, const char *pool)
 {
 	struct out_row *rows = rows_alloc(ls->alloc_caller.n), *pr;
-	uint64_t tot[4] = {0}, live_bytes = 0, live_blocks = 0;
+	uint64_t tot[4] = {0}, live_bytes = 0, live_blocks = 0, unknown = 0;
+	size_t nrows = 0;
 	long n, np;
 
 	if (!rows)
 		return -1;
 	for (size_t i = 0; i < ls->alloc_caller.n; i++) {
 		const struct agg_row *r = &ls->alloc_caller.rows[i];
-		rows[i].name = caller_name(ls, (uint32_t)r->k[0], r->k[1]);
-		memcpy(rows[i].v, r->v, sizeof(r->v));
+
+		if (!pool_is(ls, r->k[2], r->k[0], pool))
+			continue;
+		rows[nrows].name = caller_name(ls, (uint32_t)r->k[0], r->k[1]);
+		memcpy(rows[nrows].v, r->v, sizeof(r->v));
 		for (int k = 0; k < 4; k++)
 			tot[k] += r->v[k];
+		nrows++;
 	}
-	n = cut(merge_rows(rows, ls->alloc_caller.n, 0, 1, &rows));
+	for (size_t i = 0; pool && i < ls->pools.n; i++)
+		if (!strcmp(ls->pools.r[i].name, pool))
+			unknown += ls->pools.r[i].unknown;
+	n = cut(merge_rows(rows, nrows, 0, 1, &rows));
 	/* The live blocks, summed per path. */
 	for (size_t i = 0; i < ls->npaths; i++)
 		ls->paths[i].bytes = ls->paths[i].blocks = 0;
 	for (size_t i = 0; i < ls->nrows; i++) {
 		const struct live *e = &ls->live[i];
 
-		if (!e->ptr)
+		if (!e->ptr || !pool_is(ls, e->pid >> 32, e->pid, pool))
 			continue;
 		ls->paths[e->path].bytes += e->size;
 		ls->paths[e->path].blocks++;
@@ -209,7 +231,19 @@ static int print_alloc(struct ta_libstats *ls, int json)
 
 		memcpy(copy, pr, (size_t)np * sizeof(*pr));
 		np = cut(merge_rows(pr, (size_t)np, 0, 0, &merged));
-		if (json) {
+		if (json && pool) {
+			fprintf(lo, "%s",
+				ls->pools.n && strcmp(pool, ls->pools.r[0].name)
+				    ? ",\n    {\"pool\": "
+				    : "{\"pool\": ");
+			ta_json_str(lo, pool);
+			fprintf(lo,
+				", \"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64
+				", \"frees\": %" PRIu64 ", \"bytes_freed\": %" PRIu64
+				", \"unknown_frees\": %" PRIu64 ", \"live_bytes\": %" PRIu64
+				", \"live_blocks\": %" PRIu64 ",\n    \"callers\": [",
+				tot[0], tot[1], tot[2], tot[3], unknown, live_bytes, live_blocks);
+		} else if (json) {
 			fprintf(lo,
 				"  \"alloc\": {\"recorded\": true, \"allocations\": %" PRIu64
 				", \"bytes_allocated\": %" PRIu64 ", \"frees\": %" PRIu64
@@ -218,6 +252,8 @@ static int print_alloc(struct ta_libstats *ls, int json)
 				",\n    \"callers\": [",
 				tot[0], tot[1], tot[2], tot[3], ls->untracked_frees, live_bytes,
 				live_blocks);
+		}
+		if (json) {
 			for (long i = 0; i < n; i++) {
 				json_row_name("function", rows[i].name, i == 0);
 				fprintf(lo,
@@ -234,6 +270,8 @@ static int print_alloc(struct ta_libstats *ls, int json)
 			}
 			fprintf(lo, "]}");
 		} else {
+			if (pool)
+				fprintf(lo, "pool %s (TA_ALLOC): ", pool);
 			fprintf(lo, "allocations by calling function:\n%10s %14s %10s %14s  %s\n",
 				"allocs", "bytes", "frees", "bytes freed", "function");
 			for (long i = 0; i < n; i++)
@@ -255,7 +293,10 @@ static int print_alloc(struct ta_libstats *ls, int json)
 				" frees, %" PRIu64 " bytes; %" PRIu64 " bytes in %" PRIu64
 				" blocks live at the end\n",
 				tot[0], tot[1], tot[2], tot[3], live_bytes, live_blocks);
-			if (ls->untracked_frees)
+			if (pool && unknown)
+				fprintf(lo, "%" PRIu64 " frees of pointers the pool did not hold\n",
+					unknown);
+			if (!pool && ls->untracked_frees)
 				fprintf(lo,
 					"%" PRIu64
 					" frees of blocks allocated before recording (size "
@@ -268,6 +309,29 @@ static int print_alloc(struct ta_libstats *ls, int json)
 	}
 	free(rows);
 	free(pr);
+	return 0;
+}
+
+/* Each pool of the manual API (by name, over the processes), after
+ * malloc's: text sections, or JSON's "pools" list. */
+static int print_pools(struct ta_libstats *ls, int json)
+{
+	if (json)
+		fprintf(lo, ",\n  \"pools\": [");
+	for (size_t i = 0; i < ls->pools.n; i++) {
+		size_t k;
+
+		for (k = 0; k < i && strcmp(ls->pools.r[k].name, ls->pools.r[i].name); k++)
+			;
+		if (k < i)
+			continue; /* printed with an earlier process's */
+		if (!json)
+			fputc('\n', lo);
+		if (print_alloc(ls, json, ls->pools.r[i].name) < 0)
+			return -1;
+	}
+	if (json)
+		fprintf(lo, "]");
 	return 0;
 }
 
@@ -297,8 +361,8 @@ static const struct ta_symtab *data_syms(struct ta_libstats *ls, const struct ta
 }
 
 /* How a lock is named (lock_name), and its JSON "kind". */
-enum { LOCK_STATIC, LOCK_HEAP, LOCK_ADDRESS };
-static const char *const lock_kinds[] = {"static", "heap", "address"};
+enum { LOCK_STATIC, LOCK_HEAP, LOCK_ADDRESS, LOCK_NAMED };
+static const char *const lock_kinds[] = {"static", "heap", "address", "named"};
 
 /* The variable of a module of process pid at addr: its name, with
  * "+0xOFF" when addr is inside it (malloc'd), or NULL. */
@@ -335,14 +399,22 @@ static char *static_name(struct ta_libstats *ls, uint64_t pid, uint64_t addr)
 	return NULL;
 }
 
-/* A lock's name (malloc'd, NULL without memory): the variable it is
+/* A lock's name (malloc'd, NULL without memory): the name TA_LOCK_NAME
+ * gave it, else the variable it is
  * ("cache_lock", "stats+0x8"), else the call path that allocated the block
  * it is in ("allocated at main > f > malloc", "+0x10" after it when not at
  * the block's start), else its address. */
 static char *lock_name(struct ta_libstats *ls, const struct agg_row *r, int *kind)
 {
-	char *s = static_name(ls, r->k[0], r->k[1]);
+	const char *named = ta_locknames_get(&ls->locknames, r->k[0], r->k[1]);
+	char *s;
 
+	/* The program's own name for it (TA_LOCK_NAME) first. */
+	if (named) {
+		*kind = LOCK_NAMED;
+		return strdup(named);
+	}
+	s = static_name(ls, r->k[0], r->k[1]);
 	if (s) {
 		*kind = LOCK_STATIC;
 		return s;
@@ -431,12 +503,12 @@ static int print_locks(struct ta_libstats *ls, int json)
 			fprintf(lo, "%10" PRIu64 " %12s %12s  %s: %s\n", rc[i].v[0],
 				ta_fmt_time(a, sizeof(a), rc[i].v[1]),
 				ta_fmt_time(b, sizeof(b), rc[i].v[2]), rc[i].name, rc[i].extra);
-		fprintf(
-		    lo,
-		    "\nlock waits by lock (mutex, rwlock, condition or semaphore: its variable,\n"
-		    "the call path that allocated it, or its address):\n"
-		    "%10s %12s %12s  %s\n",
-		    "calls", "wait", "max", "lock");
+		fprintf(lo,
+			"\nlock waits by lock (mutex, rwlock, condition or semaphore: its "
+			"TA_LOCK_NAME,\n"
+			"its variable, the call path that allocated it, or its address):\n"
+			"%10s %12s %12s  %s\n",
+			"calls", "wait", "max", "lock");
 		for (long i = 0; i < no; i++)
 			fprintf(lo, "%10" PRIu64 " %12s %12s  %s\n", ro[i].v[0],
 				ta_fmt_time(a, sizeof(a), ro[i].v[1]),
@@ -570,7 +642,9 @@ int ta_libstats_print(struct ta_libstats *ls, unsigned what, int json, uint64_t 
 			    "\"untracked_frees\": 0, \"live_bytes\": 0, \"live_blocks\": 0,\n"
 			    "    \"callers\": [],\n    \"live\": []}",
 			    json);
-		else if (print_alloc(ls, json) < 0)
+		else if (print_alloc(ls, json, NULL) < 0)
+			return -1;
+		if (print_pools(ls, json) < 0)
 			return -1;
 		first = 0;
 	}

@@ -7,6 +7,7 @@
  * -finstrument-functions, by tests/api/meson.build; every_macro.cc is the
  * C++11 build.
  */
+#include <stddef.h>
 #include <stdio.h>
 
 #include <traceagent.h>
@@ -77,6 +78,20 @@ int main(void)
 	TA_SECTION_ENTER_C(disk, "loading");
 	TA_SECTION_LEAVE_C(disk, "loading");
 	TA_SECTION_LEAVE("level");
+	TA_ALLOC(&sum, sizeof(sum));
+	TA_ALLOC_C(net, &sum, 4);
+	TA_ALLOC_NAMED("pool", &sum, 4u);
+	TA_ALLOC_NAMED_C(disk, "pool on disk", &sum, (size_t)4);
+	TA_FREE(&sum);
+	TA_FREE_C(net, &sum);
+	TA_FREE_NAMED("pool", &sum);
+	TA_FREE_NAMED_C(disk, "pool on disk", &sum);
+	TA_LOCK_NAME(&sum, "a lock");
+	TA_LOCK_NAME_C(net, &sum, "a lock on net");
+	TA_FIBER_ENTER("a fiber");
+	TA_FIBER_LEAVE();
+	TA_FIBER_ENTER_C(disk, "a fiber on disk");
+	TA_FIBER_LEAVE();
 	if (sum != 45 || ta_channel_set("net", 0) != -1 || ta_channel_set("net", 1) != -1) {
 		fprintf(stderr, "every_macro: sum %d, or ta_channel_set worked without the agent\n",
 			sum);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "apiev.h"
+#include "apimem.h"
 #include "common.h"
 #include "dumpfile.h"
 #include "libreport.h"
@@ -28,6 +29,67 @@
 			abort();                                                                   \
 		}                                                                                  \
 	} while (0)
+
+/* ---- the manual API's memory, lock-name and fiber events -------------------------- */
+
+/* What the views keep of them (apimem.h), fed every such event: a visitor
+ * around another. */
+struct memchk {
+	struct ta_visitor inner;
+	struct ta_session *s;
+	struct ta_pools pools;
+	struct ta_fibers fibers;
+	struct ta_locknames locks;
+	char text[TA_TEXT_MAX + 1];
+};
+
+static uintptr_t mem_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
+			   uint64_t addr, unsigned flags)
+{
+	struct memchk *m = ctx;
+
+	return m->inner.enter ? m->inner.enter(m->inner.ctx, t, ticks, depth, addr, flags) : 0;
+}
+
+static void mem_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_info *x)
+{
+	struct memchk *m = ctx;
+
+	if (m->inner.exit)
+		m->inner.exit(m->inner.ctx, t, x);
+	(void)ta_fibers_owner(&m->fibers, t, x->enter);
+}
+
+static void mem_lost(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t count)
+{
+	struct memchk *m = ctx;
+
+	if (m->inner.lost)
+		m->inner.lost(m->inner.ctx, t, ticks, count);
+}
+
+static void mem_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
+		    const uint64_t *v, uint32_t n)
+{
+	struct memchk *m = ctx;
+	struct ta_apiev e;
+	long k;
+
+	if (m->inner.ext)
+		m->inner.ext(m->inner.ctx, t, ticks, kind, v, n);
+	if (!ta_apiev_mem_kind(kind) ||
+	    ta_apiev_decode(ta_session_process(m->s, t->pid), ticks, kind, v, n, &e, m->text) <= 0)
+		return;
+	/* Texts stay within the decoder's bound. */
+	CHECK(!e.text || strlen(e.text) == e.text_len);
+	CHECK(e.text_len <= TA_TEXT_MAX);
+	k = ta_pools_take(&m->pools, t->pid, &e);
+	CHECK(k < 0 || (size_t)k < m->pools.names.n);
+	if (ta_fibers_take(&m->fibers, t, &e) > 0)
+		CHECK(ta_fibers_now(&m->fibers, t) < (long)m->fibers.names.n);
+	if (e.kind == TA_EXT_LOCK_NAME && ta_locknames_set(&m->locks, t->pid, e.ptr, e.text) == 0)
+		CHECK(!strcmp(ta_locknames_get(&m->locks, t->pid, e.ptr), e.text));
+}
 
 /* ---- inputs with their checksums repaired -------------------------------------- */
 
@@ -441,6 +503,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	struct checker chk;
 	struct ta_visitor v, *vp = &v, clipped;
 	struct ta_section *sec = NULL;
+	struct memchk mem;
 	struct ta_session *s;
 	struct ta_dumpfile *d;
 	struct ta_chunk c;
@@ -481,9 +544,18 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 		vp = NULL;
 	} else if (visit == 1) {
 		/* report --alloc --locks --io: the library calls' visitor
-		 * around the profile. */
-		struct ta_visitor inner = v;
+		 * around the profile, and what the views keep of the
+		 * memory, lock-name and fiber events. */
+		struct ta_visitor inner;
 
+		memset(&mem, 0, sizeof(mem));
+		mem.inner = v;
+		memset(&inner, 0, sizeof(inner));
+		inner.ctx = &mem;
+		inner.enter = mem_enter;
+		inner.exit = mem_exit;
+		inner.lost = mem_lost;
+		inner.ext = mem_ext;
 		lv.path = "fuzz";
 		ls = ta_libstats_new(&lv, &inner, &v);
 		CHECK(ls);
@@ -491,6 +563,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 	s = ta_session_new(vp);
 	CHECK(s);
 	lv.s = s;
+	mem.s = s;
 	chk.s = s;
 	if (sec)
 		ta_section_session(sec, s);
@@ -525,6 +598,9 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 		(void)ta_libstats_print(ls, TA_LC_ALL, 0, 0, sink_open());
 		(void)ta_libstats_print(ls, TA_LC_ALL, 1, 0, sink_open());
 		ta_libstats_free(ls);
+		ta_pools_free(&mem.pools);
+		ta_fibers_free(&mem.fibers);
+		ta_locknames_free(&mem.locks);
 		for (size_t i = 0; i < lv.nown; i++)
 			free(lv.own[i]);
 		free(lv.own);

@@ -507,6 +507,84 @@ static void apizone(void)
 	dg_free(&g);
 }
 
+/* The manual API's memory, lock names and fibers (format 1.10): pools'
+ * blocks (a free of a pointer never given, of NULL), a lock named twice,
+ * a fiber entered on two threads, a LEAVE with no fiber, and values that
+ * do not make the events (too few, a text whose length lies). */
+static void api_mem(void)
+{
+	static const struct {
+		uint64_t addr, kind;
+		const char *name;
+	} sites[] = {
+	    {BIAS + 0x8000, TA_SITE_ALLOC, "arena"},
+	    {BIAS + 0x8040, TA_SITE_FREE, "arena"},
+	    {BIAS + 0x8080, TA_SITE_LOCK_NAME, "lock name"},
+	    {BIAS + 0x80c0, TA_SITE_FIBER, "fiber"},
+	    {BIAS + 0x8100, TA_SITE_ZONE, "step"},
+	};
+	struct dumpgen g;
+	struct ta_encoder e;
+	struct pb b = {0};
+	uint64_t v[TA_EXT_MAX_VALUES], t = 2000;
+	uint32_t n;
+
+	dg_init(&g, 700);
+	preamble(&g, 1500);
+	pb_u(&b, sizeof(sites) / sizeof(sites[0]));
+	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
+		pb_u(&b, sites[i].addr);
+		pb_u(&b, sites[i].kind);
+		pb_u(&b, TA_CHANNEL_USER);
+		pb_str(&b, sites[i].name);
+		pb_str(&b, "engine.c");
+		pb_u(&b, 20 + i);
+	}
+	dg_chunk(&g, TA_CHUNK_SITES, b.p, b.len);
+	pb_free(&b);
+	for (uint64_t tid = 700; tid <= 701; tid++) {
+		dg_thread_start(&g, tid, 1600, tid == 700 ? "main" : "worker");
+		ta_encoder_init(&e, tid);
+		ta_encoder_begin(&e, t);
+		ta_encoder_event(&e, t += 10, FN(0), 0);
+		ta_encoder_ext(&e, t += 10, TA_EXT_POOL_ALLOC,
+			       (const uint64_t[]){BIAS + 0x8000, 0x1000 + tid, 100}, 3);
+		ta_encoder_ext(&e, t += 10, TA_EXT_POOL_ALLOC,
+			       (const uint64_t[]){BIAS + 0x8000, 0x1000 + tid, 50}, 3);
+		ta_encoder_ext(&e, t += 10, TA_EXT_POOL_FREE, (const uint64_t[]){BIAS + 0x8040, 7},
+			       2);
+		ta_encoder_ext(&e, t += 10, TA_EXT_POOL_FREE, (const uint64_t[]){BIAS + 0x8040, 0},
+			       2);
+		ta_encoder_ext(&e, t += 10, TA_EXT_POOL_ALLOC, (const uint64_t[]){BIAS + 0x8000},
+			       1);
+		n = ta_text_pack(v, 0x2000, "cache lock", 10, 0);
+		ta_encoder_ext(&e, t += 10, TA_EXT_LOCK_NAME, v, n);
+		n = ta_text_pack(v, 0x2000, "renamed", 7, TA_TEXT_F_CUT);
+		ta_encoder_ext(&e, t += 10, TA_EXT_LOCK_NAME, v, n);
+		ta_encoder_ext(&e, t += 10, TA_EXT_LOCK_NAME, (const uint64_t[]){0x2000, 900, 0},
+			       3);
+		n = ta_text_pack(v, BIAS + 0x80c0, "job A", 5, 0);
+		ta_encoder_ext(&e, t += 10, TA_EXT_FIBER_ENTER, v, n);
+		ta_encoder_event(&e, t += 10, FN(1), 0);
+		ta_encoder_event(&e, t += 10, BIAS + 0x8100, 0);
+		ta_encoder_event(&e, t += 10, BIAS + 0x8100, 1);
+		ta_encoder_ext(&e, t += 10, TA_EXT_FIBER_LEAVE, (const uint64_t[]){BIAS + 0x80c0},
+			       1);
+		ta_encoder_ext(&e, t += 10, TA_EXT_FIBER_LEAVE, (const uint64_t[]){BIAS + 0x80c0},
+			       1);
+		ta_encoder_event(&e, t += 10, FN(1), 1);
+		ta_encoder_ext(&e, t += 10, TA_EXT_FIBER_ENTER, (const uint64_t[]){BIAS + 0x80c0},
+			       1);
+		ta_encoder_event(&e, t += 10, FN(0), 1);
+		dg_events(&g, &e);
+		ta_encoder_free(&e);
+		dg_thread_end(&g, tid, t + 5, 6, 0);
+	}
+	dg_end(&g, t + 10, 7000000, 12, 0, 2, 0);
+	emit("api-mem", &g);
+	dg_free(&g);
+}
+
 /* Filters (format 1.7): a FILTER chunk, a second one replacing it, and
  * one whose function count lies. */
 static void filters(void)
@@ -626,6 +704,7 @@ int main(int argc, char **argv)
 	control_flow();
 	libcalls();
 	api();
+	api_mem();
 	apizone();
 	filters();
 	symbols();
