@@ -12,6 +12,10 @@
 #include <stdint.h>
 
 int ta_cmd_record(int argc, char **argv);
+/* record_args.c: TRACEAGENT_ARGS and TRACEAGENT_RETVAL for the program at
+ * prog from --args, --retval and --auto-args (NULL: the environment's);
+ * 0, or an exit status. */
+int ta_record_args_env(const char *prog, const char *args, const char *retval, const char *autos);
 int ta_cmd_attach(int argc, char **argv);
 int ta_cmd_report(int argc, char **argv);
 int ta_cmd_graph(int argc, char **argv);

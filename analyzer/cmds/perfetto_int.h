@@ -145,6 +145,7 @@ struct prec {
 	int64_t ns;	      /* the API's event */
 	char *text;	      /* owned: END: the zone's text; the instant's or frame's name */
 	char *chan;	      /* owned: an instant's channel, or NULL */
+	char *cargs;	      /* owned: END: the call's recorded arguments, "NAME\tVALUE\n"... */
 	uint64_t value, track;
 	double d;
 	int64_t i;

@@ -53,6 +53,9 @@ struct record_opts {
 	const char *depth;	  /* --depth, or NULL */
 	const char *min_duration; /* --min-duration, or NULL */
 	int no_symbols;		  /* --no-symbols */
+	const char *args;	  /* --args, or NULL */
+	const char *retval;	  /* --retval, or NULL */
+	const char *auto_args;	  /* --auto-args, or NULL */
 	char **argv;		  /* the program and its arguments */
 };
 
@@ -64,6 +67,8 @@ static void usage(FILE *f)
 		   "                         [--channels LIST] [--filter PATTERNS]\n"
 		   "                         [--exclude PATTERNS] [--depth N]\n"
 		   "                         [--min-duration TIME] [--no-symbols]\n"
+		   "                         [--args SPECS] [--retval PATTERNS]\n"
+		   "                         [--auto-args PATTERNS]\n"
 		   "                         [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
@@ -101,6 +106,14 @@ static void usage(FILE *f)
 		   "  --no-symbols        the traced modules' symbols not stored in the dump\n"
 		   "                      (a smaller dump, named only where the binaries are),\n"
 		   "                      TRACEAGENT_SYMBOLS=off\n"
+		   "  --args SPECS        record these functions' arguments (patching them):\n"
+		   "                      PATTERN@arg1,arg2/s,fparg1[;...], formats /d /u /x\n"
+		   "                      /s /c /f /p /e with sizes (/d32), TRACEAGENT_ARGS\n"
+		   "  --retval PATTERNS   record their return values: PATTERN[/FORMAT][;...],\n"
+		   "                      TRACEAGENT_RETVAL\n"
+		   "  --auto-args PATTERNS the arguments and return values of the program's\n"
+		   "                      functions matching these globs (comma-separated),\n"
+		   "                      their types read from its DWARF, TRACEAGENT_AUTO_ARGS\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed,\n"
@@ -120,7 +133,10 @@ enum {
 	O_EXCLUDE,
 	O_DEPTH,
 	O_MIN_DURATION,
-	O_NO_SYMBOLS
+	O_NO_SYMBOLS,
+	O_ARGS,
+	O_RETVAL,
+	O_AUTO_ARGS
 };
 
 static const struct ta_opt record_opts[] = {
@@ -138,6 +154,9 @@ static const struct ta_opt record_opts[] = {
     {"--depth", TA_ARG_EITHER, O_DEPTH},
     {"--min-duration", TA_ARG_EITHER, O_MIN_DURATION},
     {"--no-symbols", TA_ARG_NONE, O_NO_SYMBOLS},
+    {"--args", TA_ARG_EITHER, O_ARGS},
+    {"--retval", TA_ARG_EITHER, O_RETVAL},
+    {"--auto-args", TA_ARG_EITHER, O_AUTO_ARGS},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -230,6 +249,12 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 		}
 		if (id == O_NO_SYMBOLS)
 			o->no_symbols = 1;
+		else if (id == O_ARGS)
+			o->args = p.val;
+		else if (id == O_RETVAL)
+			o->retval = p.val;
+		else if (id == O_AUTO_ARGS)
+			o->auto_args = p.val;
 		else
 			*value[id - O_OUTPUT] = p.val;
 	}
@@ -840,5 +865,8 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.min_duration && ta_rec_set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0) ||
 	    (o.no_symbols && ta_rec_set_env("TRACEAGENT_SYMBOLS", "off") < 0))
 		return EXIT_LOADER;
+	r = ta_record_args_env(prog_path, o.args, o.retval, o.auto_args);
+	if (r)
+		return r;
 	return run(&o, prog_path, output, o.output != NULL);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "argsview.h"
 #include "cmdopts.h"
 #include "dumpfile.h"
 #include "grow.h"
@@ -34,6 +35,8 @@ struct ta_tlthread {
 	 * the filters: where its first frame begins (ta_timeline_first_ns). */
 	int has_first;
 	uint64_t first;
+	/* The recorded arguments of its open calls (argsview.h). */
+	struct ta_argstack args;
 };
 
 /* ---- options ------------------------------------------------------------------ */
@@ -271,6 +274,20 @@ static uintptr_t tl_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, u
 	return 0;
 }
 
+/* The arguments recorded for the call at depth that entered at enter, or
+ * NULL (valid until the next call). */
+static const struct ta_callargs *call_args(struct ta_timeline *tl, struct ta_tlthread *th,
+					   uint32_t depth, uint64_t enter)
+{
+	if (!th->args.n)
+		return NULL;
+	if (!tl->ca && !(tl->ca = malloc(sizeof(*tl->ca)))) {
+		tl->nomem = 1;
+		return NULL;
+	}
+	return ta_argstack_get(&th->args, depth, enter, tl->ca) ? tl->ca : NULL;
+}
+
 static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th,
 		      const struct ta_sess_thread *t, uint32_t depth)
 {
@@ -288,6 +305,7 @@ static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th,
 		c.fn = (uint32_t)id;
 		c.p = th->p;
 		c.enter = f->enter;
+		c.args = call_args(tl, th, k, f->enter);
 		if (!tl->lazy)
 			c.start_ns = ta_timeline_rel(tl, th->p, f->enter);
 		tl->emit(tl->ctx, &c);
@@ -364,6 +382,7 @@ static void tl_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_in
 			c.self_ns = c.dur_ns;
 	}
 	c.flags = x->flags;
+	c.args = call_args(tl, th, x->depth, x->enter);
 	id = fn_id(tl, t, x->addr);
 	if (id >= 0) {
 		c.fn = (uint32_t)id;
@@ -387,6 +406,16 @@ static void tl_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 	char chbuf[32];
 
 	th = thread_state(tl, t);
+	/* A call's arguments and return value wait for its lines. */
+	if (kind == TA_EXT_ARGS || kind == TA_EXT_RETVAL) {
+		if (th && !th->skip && t->depth > 0 &&
+		    ta_argstack_put(&th->args, t->depth - 1, t->stack[t->depth - 1].enter, kind,
+				    values, n) < 0)
+			tl->nomem = 1;
+		return;
+	}
+	if (!tl->api)
+		return;
 	if (th) {
 		/* The bottom call entered on this thread (a forked child's
 		 * inherited frames were its parent's). */
@@ -487,8 +516,8 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 	 * its first exit as well). */
 	vis.enter = o->function ? tl_enter : NULL;
 	vis.exit = tl_exit;
-	if (api)
-		vis.ext = tl_ext;
+	/* The API's events, and the calls' arguments. */
+	vis.ext = tl_ext;
 	if (ta_view_open(&tl->v, path, &vis) < 0)
 		return -1;
 	if (tl->nomem) {
@@ -513,6 +542,9 @@ void ta_timeline_warnings(struct ta_timeline *tl)
 void ta_timeline_close(struct ta_timeline *tl)
 {
 	ta_fn_index_free(&tl->fns);
+	for (uint32_t i = 0; i < tl->nth; i++)
+		ta_argstack_free(&tl->th[i].args);
+	free(tl->ca);
 	free(tl->th);
 	free(tl->match);
 	ta_view_close(&tl->v);
