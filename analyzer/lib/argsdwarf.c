@@ -288,6 +288,199 @@ int ta_autoargs(const char *path, const char *patterns, char **args, char **ret)
 	return found;
 }
 
+/* ---- enum names for the views ---- */
+
+struct enumval {
+	int64_t value;
+	char *name;
+};
+
+/* The enum tables of one function's integer registers (0: its return). */
+struct fnenums {
+	char *path;
+	uint64_t offset;
+	struct enumval *v[9];
+	size_t n[9];
+};
+
+struct modfile {
+	char *path;
+	int fd;
+	Dwarf *dw; /* NULL: none */
+};
+
+struct ta_enumcache {
+	struct fnenums *f;
+	size_t nf;
+	struct modfile *m;
+	size_t nm;
+};
+
+static Dwarf *module_dwarf(struct ta_enumcache *c, const char *path)
+{
+	struct modfile *m;
+
+	for (size_t i = 0; i < c->nm; i++)
+		if (!strcmp(c->m[i].path, path))
+			return c->m[i].dw;
+	m = realloc(c->m, (c->nm + 1) * sizeof(*m));
+	if (!m)
+		return NULL;
+	c->m = m;
+	m = &c->m[c->nm];
+	m->path = strdup(path);
+	if (!m->path)
+		return NULL;
+	m->fd = open(path, O_RDONLY | O_CLOEXEC);
+	m->dw = m->fd >= 0 ? dwarf_begin(m->fd, DWARF_C_READ) : NULL;
+	c->nm++;
+	return m->dw;
+}
+
+/* The enumerators of type t (an enumeration) into *v. */
+static void enumerators(Dwarf_Die *t, struct enumval **v, size_t *n)
+{
+	Dwarf_Die e;
+
+	if (dwarf_tag(t) != DW_TAG_enumeration_type || dwarf_child(t, &e) != 0)
+		return;
+	do {
+		Dwarf_Attribute at;
+		Dwarf_Sword sv;
+		const char *name = dwarf_diename(&e);
+		struct enumval *nv;
+
+		if (dwarf_tag(&e) != DW_TAG_enumerator || !name ||
+		    !dwarf_attr(&e, DW_AT_const_value, &at) || dwarf_formsdata(&at, &sv) != 0)
+			continue;
+		nv = realloc(*v, (*n + 1) * sizeof(*nv));
+		if (!nv)
+			return;
+		*v = nv;
+		nv[*n].value = (int64_t)sv;
+		nv[*n].name = strdup(name);
+		if (nv[*n].name)
+			(*n)++;
+	} while (dwarf_siblingof(&e, &e) == 0);
+}
+
+/* The subprogram whose low_pc is offset, under die. */
+static int find_fn(Dwarf_Die *die, uint64_t offset, Dwarf_Die *out, int level)
+{
+	Dwarf_Die child;
+
+	if (level > 16 || dwarf_child(die, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		Dwarf_Addr lo;
+
+		if (tag == DW_TAG_namespace && find_fn(&child, offset, out, level + 1))
+			return 1;
+		if (tag == DW_TAG_subprogram && dwarf_lowpc(&child, &lo) == 0 && lo == offset) {
+			*out = child;
+			return 1;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static void read_fn(Dwarf *dw, struct fnenums *f)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	Dwarf_Die fn, child, t;
+	unsigned ngp = 0;
+	char fmt[16];
+	int fp;
+
+	for (;;) {
+		Dwarf_Die cu;
+
+		if (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) != 0)
+			return;
+		if (dwarf_offdie(dw, off + hsize, &cu) && find_fn(&cu, f->offset, &fn, 0))
+			break;
+		off = next;
+	}
+	if (type_of(&fn, &t))
+		enumerators(&t, &f->v[0], &f->n[0]);
+	if (dwarf_child(&fn, &child) != 0)
+		return;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_formal_parameter)
+			continue;
+		if (!type_of(&child, &t) || classify(&t, fmt, sizeof(fmt), &fp) < 0)
+			return;
+		if (fp)
+			continue;
+		if (++ngp > 8)
+			return;
+		enumerators(&t, &f->v[ngp], &f->n[ngp]);
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+const char *ta_enum_name(struct ta_enumcache **cp, const char *path, uint64_t offset, unsigned reg,
+			 int64_t value)
+{
+	struct ta_enumcache *c = *cp;
+	struct fnenums *f = NULL;
+	Dwarf *dw;
+
+	if (reg > 8 || !path || !*path)
+		return NULL;
+	if (!c && !(c = *cp = calloc(1, sizeof(*c))))
+		return NULL;
+	for (size_t i = 0; i < c->nf && !f; i++)
+		if (c->f[i].offset == offset && !strcmp(c->f[i].path, path))
+			f = &c->f[i];
+	if (!f) {
+		struct fnenums *nf = realloc(c->f, (c->nf + 1) * sizeof(*nf));
+
+		if (!nf)
+			return NULL;
+		c->f = nf;
+		f = &c->f[c->nf];
+		memset(f, 0, sizeof(*f));
+		f->path = strdup(path);
+		if (!f->path)
+			return NULL;
+		f->offset = offset;
+		c->nf++;
+		dw = module_dwarf(c, path);
+		if (dw)
+			read_fn(dw, f);
+	}
+	for (size_t k = 0; k < f->n[reg]; k++)
+		if (f->v[reg][k].value == value)
+			return f->v[reg][k].name;
+	return NULL;
+}
+
+void ta_enumcache_free(struct ta_enumcache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nf; i++) {
+		for (int r = 0; r < 9; r++) {
+			for (size_t k = 0; k < c->f[i].n[r]; k++)
+				free(c->f[i].v[r][k].name);
+			free(c->f[i].v[r]);
+		}
+		free(c->f[i].path);
+	}
+	for (size_t i = 0; i < c->nm; i++) {
+		if (c->m[i].dw)
+			dwarf_end(c->m[i].dw);
+		if (c->m[i].fd >= 0)
+			close(c->m[i].fd);
+		free(c->m[i].path);
+	}
+	free(c->f);
+	free(c->m);
+	free(c);
+}
+
 #else /* !TA_HAVE_SRCLINE */
 
 int ta_autoargs(const char *path, const char *patterns, char **args, char **ret)
@@ -297,6 +490,22 @@ int ta_autoargs(const char *path, const char *patterns, char **args, char **ret)
 	*args = *ret = NULL;
 	fprintf(stderr, "traceagent record: --auto-args: built without libdw\n");
 	return -1;
+}
+
+const char *ta_enum_name(struct ta_enumcache **c, const char *path, uint64_t offset, unsigned reg,
+			 int64_t value)
+{
+	(void)c;
+	(void)path;
+	(void)offset;
+	(void)reg;
+	(void)value;
+	return NULL;
+}
+
+void ta_enumcache_free(struct ta_enumcache *c)
+{
+	(void)c;
 }
 
 #endif

@@ -134,8 +134,13 @@ static void put_float(FILE *f, double v, int single)
 void ta_argval_print(FILE *f, const struct ta_argval *a)
 {
 	switch (a->fmt) {
-	case TA_ARGF_INT:
 	case TA_ARGF_ENUM:
+		if (a->name) {
+			fputs(a->name, f);
+			return;
+		}
+		/* fall through */
+	case TA_ARGF_INT:
 		fprintf(f, "%" PRId64, as_signed(a));
 		return;
 	case TA_ARGF_UINT:

@@ -16,8 +16,9 @@
 
 struct ta_argval {
 	unsigned fmt, size, reg, fp, state, cut, len;
-	uint64_t raw;	 /* the register's bits (a string's pointer) */
-	const char *str; /* a copied string's len bytes (not NUL-terminated) */
+	uint64_t raw;	  /* the register's bits (a string's pointer) */
+	const char *str;  /* a copied string's len bytes (not NUL-terminated) */
+	const char *name; /* an enum value's name (the views find it), or NULL */
 };
 
 #define TA_CALLARGS_MAX 64

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "argsdwarf.h"
 #include "argsview.h"
 #include "cmdopts.h"
 #include "dumpfile.h"
@@ -277,15 +278,37 @@ static uintptr_t tl_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, u
 /* The arguments recorded for the call at depth that entered at enter, or
  * NULL (valid until the next call). */
 static const struct ta_callargs *call_args(struct ta_timeline *tl, struct ta_tlthread *th,
-					   uint32_t depth, uint64_t enter)
+					   const struct ta_sess_thread *t, uint32_t depth,
+					   uint64_t enter, uint64_t addr)
 {
+	struct ta_callargs *ca = tl->ca;
+	int64_t id;
+
 	if (!th->args.n)
 		return NULL;
-	if (!tl->ca && !(tl->ca = malloc(sizeof(*tl->ca)))) {
+	if (!ca && !(ca = tl->ca = malloc(sizeof(*tl->ca)))) {
 		tl->nomem = 1;
 		return NULL;
 	}
-	return ta_argstack_get(&th->args, depth, enter, tl->ca) ? tl->ca : NULL;
+	if (!ta_argstack_get(&th->args, depth, enter, ca))
+		return NULL;
+	/* An enum's value by its name, from the module's DWARF. */
+	id = -1;
+	for (uint32_t i = 0; i <= ca->nargs; i++) {
+		struct ta_argval *a = i < ca->nargs ? &ca->a[i] : &ca->ret;
+
+		if ((i == ca->nargs && !ca->has_ret) || a->fmt != TA_ARGF_ENUM || a->fp)
+			continue;
+		if (id < 0 && (id = fn_id(tl, t, addr)) < 0)
+			break;
+		a->name = ta_enum_name(&tl->enums, tl->fns.fn[id].id.module,
+				       tl->fns.fn[id].id.offset, a->reg,
+				       a->size >= 8   ? (int64_t)a->raw
+				       : a->size == 4 ? (int32_t)a->raw
+				       : a->size == 2 ? (int16_t)a->raw
+						      : (int8_t)a->raw);
+	}
+	return ca;
 }
 
 static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th,
@@ -305,7 +328,7 @@ static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th,
 		c.fn = (uint32_t)id;
 		c.p = th->p;
 		c.enter = f->enter;
-		c.args = call_args(tl, th, k, f->enter);
+		c.args = call_args(tl, th, t, k, f->enter, f->addr);
 		if (!tl->lazy)
 			c.start_ns = ta_timeline_rel(tl, th->p, f->enter);
 		tl->emit(tl->ctx, &c);
@@ -382,7 +405,7 @@ static void tl_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_in
 			c.self_ns = c.dur_ns;
 	}
 	c.flags = x->flags;
-	c.args = call_args(tl, th, x->depth, x->enter);
+	c.args = call_args(tl, th, t, x->depth, x->enter, x->addr);
 	id = fn_id(tl, t, x->addr);
 	if (id >= 0) {
 		c.fn = (uint32_t)id;
@@ -545,6 +568,7 @@ void ta_timeline_close(struct ta_timeline *tl)
 	for (uint32_t i = 0; i < tl->nth; i++)
 		ta_argstack_free(&tl->th[i].args);
 	free(tl->ca);
+	ta_enumcache_free(tl->enums);
 	free(tl->th);
 	free(tl->match);
 	ta_view_close(&tl->v);

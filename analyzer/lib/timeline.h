@@ -114,6 +114,7 @@ struct ta_timeline {
 	uint32_t nmatch;
 	char text[TA_TEXT_MAX + 1]; /* an API event's text, while api has it */
 	struct ta_callargs *ca;	    /* the args of the call being emitted */
+	struct ta_enumcache *enums; /* the enums' names read (argsdwarf.h) */
 };
 
 /*
