@@ -33,6 +33,8 @@ int ta_cmd_top(int argc, char **argv);
 /* `report --frames DUMP` (report_frames.c): path names the dump in
  * messages; set and function (NULL: all) choose, top (0: all) cuts the
  * rows, json for one JSON object. */
+/* report_args.c: report --args (an exit status). */
+int ta_report_args(const char *dump, const char *function, uint64_t top, int json);
 int ta_report_frames(const char *path, const char *dump, const char *set, const char *function,
 		     uint64_t top, int json);
 

@@ -72,7 +72,7 @@ int ta_args_decode(const uint64_t *v, uint32_t n, struct ta_argval *out, uint32_
 }
 
 /* The value's bits as a signed or unsigned integer of its size. */
-static int64_t as_signed(const struct ta_argval *a)
+int64_t ta_argval_signed(const struct ta_argval *a)
 {
 	switch (a->size) {
 	case 1:
@@ -141,7 +141,7 @@ void ta_argval_print(FILE *f, const struct ta_argval *a)
 		}
 		/* fall through */
 	case TA_ARGF_INT:
-		fprintf(f, "%" PRId64, as_signed(a));
+		fprintf(f, "%" PRId64, ta_argval_signed(a));
 		return;
 	case TA_ARGF_UINT:
 		fprintf(f, "%" PRIu64, as_unsigned(a));

@@ -40,6 +40,8 @@ struct ta_callargs {
 int ta_args_decode(const uint64_t *v, uint32_t n, struct ta_argval *out, uint32_t max, char *buf,
 		   size_t size, size_t *used, const char **why);
 
+/* The value's bits as a signed integer of its size. */
+int64_t ta_argval_signed(const struct ta_argval *a);
 /* The value as replay shows it. */
 void ta_argval_print(FILE *f, const struct ta_argval *a);
 /* The same, into buf (cut to size). */

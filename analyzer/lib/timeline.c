@@ -302,11 +302,7 @@ static const struct ta_callargs *call_args(struct ta_timeline *tl, struct ta_tlt
 		if (id < 0 && (id = fn_id(tl, t, addr)) < 0)
 			break;
 		a->name = ta_enum_name(&tl->enums, tl->fns.fn[id].id.module,
-				       tl->fns.fn[id].id.offset, a->reg,
-				       a->size >= 8   ? (int64_t)a->raw
-				       : a->size == 4 ? (int32_t)a->raw
-				       : a->size == 2 ? (int16_t)a->raw
-						      : (int8_t)a->raw);
+				       tl->fns.fn[id].id.offset, a->reg, ta_argval_signed(a));
 	}
 	return ca;
 }

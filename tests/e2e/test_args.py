@@ -101,7 +101,8 @@ class ArgsTest(tahelp.Case):
         main, whose hooks record it."""
         r = self.run_ok("argsdemo-instr", ["--args", SPECS, "--retval", RETVALS])
         self.assertEqual(self.replay_lines(r.dump),
-                         ["main() {"] + expected(r.stdout, indent="  ") + ["} /* main */"])
+                         ["main() {"] + expected(r.stdout, indent="  ") + ["  pick();"] * 10 +
+                         ["} /* main */"])
 
     def test_auto_args(self):
         """--auto-args: the formats from the DWARF (an unsigned shown in
@@ -135,6 +136,36 @@ class ArgsTest(tahelp.Case):
                          "entry ignored")
         self.assertEqual(lines[1], "traceagent: patched 1 functions, refused 0")
         self.assertEqual(self.replay_lines(r.dump)[0], 'slen("abc");')
+
+    def test_report_args(self):
+        """report --args: a function's calls grouped by their values, with
+        their counts exact; --top and --function."""
+        r = self.run_ok("argsdemo", ["--args", "pick@arg1/d32;paint@arg1/e32"], patched=2)
+        rep = tadump.view_json(self, "report", "--args", "--json", r.dump)
+        funcs = {f["name"]: f for f in rep["functions"]}
+        self.assertEqual(sorted(funcs), ["paint", "pick"])
+        self.assertEqual(funcs["pick"]["calls"], 10)
+        self.assertEqual(sorted((v["args"], v["calls"]) for v in funcs["pick"]["values"]),
+                         [("0", 4), ("1", 3), ("2", 3)])
+        self.assertEqual(sorted((v["args"], v["calls"]) for v in funcs["paint"]["values"]),
+                         [("42", 1), ("GREEN", 1)])
+        for f in funcs.values():
+            totals = [v["total_ns"] for v in f["values"]]
+            self.assertEqual(totals, sorted(totals, reverse=True))
+            self.assertEqual(sum(totals), f["total_ns"])
+            for v in f["values"]:
+                self.assertLessEqual(v["p50_ns"], v["p99_ns"])
+                self.assertLessEqual(v["p99_ns"], v["total_ns"])
+        rep = tadump.view_json(self, "report", "--args", "--json", "--top=1", "--function=pick",
+                               r.dump)
+        self.assertEqual([(f["name"], len(f["values"])) for f in rep["functions"]],
+                         [("pick", 1)])
+        p = tadump.view(self, "report", "--args", r.dump)
+        lines = p.stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["calls", "total", "p50", "p99", "call"])
+        self.assertEqual(sorted(l.split()[0] + " " + l.split()[-1] for l in lines[1:]),
+                         ["1 paint(42)", "1 paint(GREEN)", "3 pick(1)", "3 pick(2)",
+                          "4 pick(0)"])
 
     def test_chrome(self):
         r = self.run_ok("argsdemo", ["--args", SPECS, "--retval", RETVALS])

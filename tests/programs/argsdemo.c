@@ -37,6 +37,7 @@ double scale(double v, float f);
 int paint(enum color c);
 char upper(char c);
 struct point *mkpoint(int x, int y);
+int pick(int k);
 
 KEEP int add(int a, int b)
 {
@@ -88,6 +89,13 @@ KEEP struct point *mkpoint(int x, int y)
 	return &the_point;
 }
 
+/* Called with repeated values, for report --args. */
+KEEP int pick(int k)
+{
+	calls++;
+	return k + 1;
+}
+
 int main(void)
 {
 	char longer[100];
@@ -118,6 +126,8 @@ int main(void)
 	sum += (size_t)paint((enum color)42);
 	sum += (size_t)upper('q');
 	p = mkpoint(3, 4);
+	for (int i = 0; i < 10; i++)
+		sum += (size_t)pick(i % 3);
 	printf("gone %p\n", gone);
 	printf("point %p\n", (void *)p);
 	printf("sum %zu\n", (size_t)sum);
