@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argsview.h"
 #include "common.h"
 #include "dumpfile.h"
 #include "libreport.h"
@@ -135,11 +136,15 @@ int ta_fuzz_repair(const uint8_t *in, size_t n, int compress, uint8_t **out, siz
 	return 0;
 }
 
+static FILE *sink_open(void);
+
 /* ---- a visitor that checks the walk --------------------------------------------- */
 
 struct checker {
 	struct ta_visitor inner; /* the profile's */
-	int64_t *open;		 /* per thread index: frames entered, not yet exited */
+	struct ta_argstack args; /* recorded arguments (argsview.h), by depth */
+	struct ta_callargs ca;
+	int64_t *open; /* per thread index: frames entered, not yet exited */
 	size_t n;
 	const struct ta_session *s; /* its walk_proc: the pauses of the exits' process */
 };
@@ -193,7 +198,33 @@ static void check_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit
 	CHECK(x->depth == t->depth);
 	CHECK(paused <= span && x->duration == span - paused);
 	CHECK(x->self <= x->duration);
+	/* The arguments of the call, decoded and shown as the views do. */
+	if (ta_argstack_get(&c->args, x->depth, x->enter, &c->ca)) {
+		char *j = ta_callargs_json(&c->ca), *l = ta_callargs_lines(&c->ca);
+
+		CHECK(c->ca.nargs <= TA_CALLARGS_MAX);
+		ta_callargs_print(sink_open(), &c->ca);
+		if (c->ca.has_ret)
+			ta_argval_print(sink_open(), &c->ca.ret);
+		if (j)
+			fputs(j, sink_open());
+		if (l)
+			fputs(l, sink_open());
+		free(j);
+		free(l);
+	}
 	c->inner.exit(c->inner.ctx, t, x);
+}
+
+static void check_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
+		      const uint64_t *values, uint32_t n)
+{
+	struct checker *c = ctx;
+
+	(void)ticks;
+	if ((kind == TA_EXT_ARGS || kind == TA_EXT_RETVAL) && t->depth > 0 && t->depth < 4096)
+		CHECK(ta_argstack_put(&c->args, t->depth - 1, t->stack[t->depth - 1].enter, kind,
+				      values, n) == 0);
 }
 
 /* ---- the report's tables, named without ELF files -------------------------------- */
@@ -401,6 +432,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 		v.ctx = &chk;
 		v.enter = check_enter;
 		v.exit = check_exit;
+		v.ext = check_ext;
 	} else if (visit == 3) {
 		vp = NULL;
 	} else if (visit == 1) {
@@ -456,6 +488,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 			CHECK(chk.open[i] == 0); /* every frame entered was exited */
 
 	free(chk.open);
+	ta_argstack_free(&chk.args);
 	ta_profile_free(&prof);
 	ta_session_free(s);
 	free(fixed.p);
