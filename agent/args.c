@@ -31,13 +31,13 @@
 
 uint32_t ta_args_strmax = 64;
 
-struct entry {
+struct argentry {
 	struct ta_patterns pat; /* one pattern */
 	int has_args;
 	struct ta_argspec spec;
 };
 
-static struct entry *entries;
+static struct argentry *entries;
 static size_t nentries, entries_cap;
 static int parsed;
 
@@ -112,9 +112,9 @@ static int parse_item(char *s, struct ta_argitem *it)
 	return ret;
 }
 
-static struct entry *new_entry(const char *pattern, const char *what)
+static struct argentry *new_entry(const char *pattern, const char *what)
 {
-	struct entry *e = ta_vec_reserve(entries, nentries + 1, &entries_cap, sizeof(*e), 8);
+	struct argentry *e = ta_vec_reserve(entries, nentries + 1, &entries_cap, sizeof(*e), 8);
 
 	if (!e)
 		return NULL;
@@ -137,7 +137,7 @@ static void parse_args_entry(char *tok)
 {
 	char *at = strrchr(tok, '@'), *save = NULL, *it;
 	struct ta_argspec spec;
-	struct entry *e;
+	struct argentry *e;
 
 	memset(&spec, 0, sizeof(spec));
 	if (!at || at == tok) {
@@ -174,7 +174,7 @@ static void parse_retval_entry(char *tok)
 {
 	char *slash = strchr(tok, '/');
 	struct ta_argitem item = {TA_ARGF_INT, 8, 0, 0};
-	struct entry *e;
+	struct argentry *e;
 
 	if (slash) {
 		*slash = 0;
@@ -295,7 +295,7 @@ const struct ta_argspec *ta_args_find(uint64_t fn, const char *name)
 	}
 	memset(&spec, 0, sizeof(spec));
 	for (size_t i = 0; i < nentries; i++) {
-		const struct entry *e = &entries[i];
+		const struct argentry *e = &entries[i];
 
 		if (!ta_pattern_matches(&e->pat.p[0], modbase, is_exe, name))
 			continue;

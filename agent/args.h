@@ -46,7 +46,7 @@ int ta_args_wanted(void) TA_HIDDEN;
  * met), or -1 when src (or a byte of it before the NUL) cannot be read.
  * Never faults: a fault in the copy is taken by the agent's SIGSEGV and
  * SIGBUS handler (ta_args_fixup), where it holds those signals
- * (ta_args_guarded); elsewhere nothing is read and -2 is returned. */
+ * (ta_crash_fault_guard); elsewhere nothing is read and -2 is returned. */
 int ta_args_copy_str(char *dst, const char *src, uint32_t max) TA_HIDDEN;
 /* From the agent's SIGSEGV/SIGBUS handler: 1 if the fault is the copy's
  * (uc is then set to resume at its failure exit), else 0. */

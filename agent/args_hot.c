@@ -126,12 +126,10 @@ void ta_args_entry(const struct ta_argspec *spec, const struct ta_argregs *r)
 		const struct ta_argitem *it = &spec->a[i];
 		uint64_t raw = it->fp ? r->fp[it->reg - 1] : r->gp[it->reg - 1];
 
-#if defined(__x86_64__)
-		/* The 7th and 8th integer arguments are on the stack, above
-		 * the return address. */
-		if (!it->fp && it->reg > 6)
-			raw = ((const uint64_t *)(uintptr_t)r->sp)[it->reg - 6];
-#endif
+		/* Past the argument registers, on the stack above the
+		 * return address (x86-64: the 7th and 8th). */
+		if (!it->fp && it->reg > TA_ARCH_GP_ARG_REGS)
+			raw = ((const uint64_t *)(uintptr_t)r->sp)[it->reg - TA_ARCH_GP_ARG_REGS];
 
 		n = put_item(v, n, it, raw);
 	}

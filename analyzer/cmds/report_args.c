@@ -162,7 +162,7 @@ struct fgroup {
 	size_t first, n; /* its calls */
 	uint64_t total;
 	struct group *g;
-	size_t ng;
+	size_t ng, gcap;
 };
 
 static int group_cmp(const void *a, const void *b)
@@ -243,7 +243,7 @@ int ta_report_args(const char *dump, const char *function, uint64_t top, int jso
 	struct ta_fn_index fi;
 	struct fgroup *fg = NULL;
 	struct ta_enumcache *enums = NULL;
-	size_t nf = 0;
+	size_t nf = 0, fg_cap = 0;
 	int status;
 
 	memset(&r, 0, sizeof(r));
@@ -286,7 +286,7 @@ int ta_report_args(const char *dump, const char *function, uint64_t top, int jso
 			i = j;
 			continue;
 		}
-		f = realloc(fg, (nf + 1) * sizeof(*fg));
+		f = ta_vec_reserve(fg, nf + 1, &fg_cap, sizeof(*fg), 16);
 		if (!f) {
 			r.nomem = 1;
 			break;
@@ -302,7 +302,7 @@ int ta_report_args(const char *dump, const char *function, uint64_t top, int jso
 
 			while (e < j && !strcmp(r.c[e].text, r.c[k].text))
 				e++;
-			g = realloc(f->g, (f->ng + 1) * sizeof(*g));
+			g = ta_vec_reserve(f->g, f->ng + 1, &f->gcap, sizeof(*g), 8);
 			if (!g) {
 				r.nomem = 1;
 				break;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "argsdwarf.h"
+#include "grow.h"
 #include "ta_config.h"
 
 #if TA_HAVE_SRCLINE
@@ -124,35 +125,25 @@ static int classify(Dwarf_Die *t, char *fmt, size_t size, int *fp)
 	return -1;
 }
 
-struct out {
+struct specbuf {
 	char *buf;
 	size_t len, cap;
 	int oom;
 };
 
-static void put(struct out *o, const char *s)
+static void put(struct specbuf *o, const char *s)
 {
 	size_t n = strlen(s);
+	char *b;
 
 	if (o->oom)
 		return;
-	if (o->len + n + 1 > o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 4096;
-		char *b;
-
-		while (cap < o->len + n + 1)
-			cap *= 2;
-		b = malloc(cap);
-		if (!b) {
-			o->oom = 1;
-			return;
-		}
-		if (o->len)
-			memcpy(b, o->buf, o->len);
-		free(o->buf);
-		o->buf = b;
-		o->cap = cap;
+	b = ta_vec_reserve(o->buf, o->len + n + 1, &o->cap, 1, 4096);
+	if (!b) {
+		o->oom = 1;
+		return;
 	}
+	o->buf = b;
 	memcpy(o->buf + o->len, s, n + 1);
 	o->len += n;
 }
@@ -178,7 +169,7 @@ static int name_matches(const char *patterns, const char *name)
 }
 
 /* One function's entries. */
-static void one_function(Dwarf_Die *fn, const char *name, struct out *args, struct out *ret)
+static void one_function(Dwarf_Die *fn, const char *name, struct specbuf *args, struct specbuf *ret)
 {
 	char item[64], fmt[16];
 	unsigned ngp = 0, nfp = 0, nitems = 0;
@@ -215,7 +206,8 @@ static void one_function(Dwarf_Die *fn, const char *name, struct out *args, stru
 }
 
 /* The functions defined under die (a CU, a namespace). */
-static int walk(Dwarf_Die *die, const char *patterns, struct out *args, struct out *ret, int level)
+static int walk(Dwarf_Die *die, const char *patterns, struct specbuf *args, struct specbuf *ret,
+		int level)
 {
 	Dwarf_Die child;
 	int found = 0;
@@ -249,7 +241,7 @@ static int walk(Dwarf_Die *die, const char *patterns, struct out *args, struct o
 
 int ta_autoargs(const char *path, const char *patterns, char **args, char **ret)
 {
-	struct out a = {0}, r = {0};
+	struct specbuf a = {0}, r = {0};
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
@@ -300,7 +292,7 @@ struct fnenums {
 	char *path;
 	uint64_t offset;
 	struct enumval *v[9];
-	size_t n[9];
+	size_t n[9], cap[9];
 };
 
 struct modfile {
@@ -311,9 +303,9 @@ struct modfile {
 
 struct ta_enumcache {
 	struct fnenums *f;
-	size_t nf;
+	size_t nf, fcap;
 	struct modfile *m;
-	size_t nm;
+	size_t nm, mcap;
 };
 
 static Dwarf *module_dwarf(struct ta_enumcache *c, const char *path)
@@ -323,7 +315,7 @@ static Dwarf *module_dwarf(struct ta_enumcache *c, const char *path)
 	for (size_t i = 0; i < c->nm; i++)
 		if (!strcmp(c->m[i].path, path))
 			return c->m[i].dw;
-	m = realloc(c->m, (c->nm + 1) * sizeof(*m));
+	m = ta_vec_reserve(c->m, c->nm + 1, &c->mcap, sizeof(*m), 4);
 	if (!m)
 		return NULL;
 	c->m = m;
@@ -338,7 +330,7 @@ static Dwarf *module_dwarf(struct ta_enumcache *c, const char *path)
 }
 
 /* The enumerators of type t (an enumeration) into *v. */
-static void enumerators(Dwarf_Die *t, struct enumval **v, size_t *n)
+static void enumerators(Dwarf_Die *t, struct enumval **v, size_t *n, size_t *cap)
 {
 	Dwarf_Die e;
 
@@ -353,7 +345,7 @@ static void enumerators(Dwarf_Die *t, struct enumval **v, size_t *n)
 		if (dwarf_tag(&e) != DW_TAG_enumerator || !name ||
 		    !dwarf_attr(&e, DW_AT_const_value, &at) || dwarf_formsdata(&at, &sv) != 0)
 			continue;
-		nv = realloc(*v, (*n + 1) * sizeof(*nv));
+		nv = ta_vec_reserve(*v, *n + 1, cap, sizeof(*nv), 8);
 		if (!nv)
 			return;
 		*v = nv;
@@ -404,7 +396,7 @@ static void read_fn(Dwarf *dw, struct fnenums *f)
 		off = next;
 	}
 	if (type_of(&fn, &t))
-		enumerators(&t, &f->v[0], &f->n[0]);
+		enumerators(&t, &f->v[0], &f->n[0], &f->cap[0]);
 	if (dwarf_child(&fn, &child) != 0)
 		return;
 	do {
@@ -416,7 +408,7 @@ static void read_fn(Dwarf *dw, struct fnenums *f)
 			continue;
 		if (++ngp > 8)
 			return;
-		enumerators(&t, &f->v[ngp], &f->n[ngp]);
+		enumerators(&t, &f->v[ngp], &f->n[ngp], &f->cap[ngp]);
 	} while (dwarf_siblingof(&child, &child) == 0);
 }
 
@@ -435,7 +427,7 @@ const char *ta_enum_name(struct ta_enumcache **cp, const char *path, uint64_t of
 		if (c->f[i].offset == offset && !strcmp(c->f[i].path, path))
 			f = &c->f[i];
 	if (!f) {
-		struct fnenums *nf = realloc(c->f, (c->nf + 1) * sizeof(*nf));
+		struct fnenums *nf = ta_vec_reserve(c->f, c->nf + 1, &c->fcap, sizeof(*nf), 8);
 
 		if (!nf)
 			return NULL;
