@@ -111,6 +111,14 @@ class ArgsTest(tahelp.Case):
         want = [l.replace("mask(0xbeef) = 0xbe00", "mask(48879) = 48640") for l in EXPECTED]
         self.assertEqual(self.replay_lines(r.dump), expected(r.stdout, want))
 
+    def test_nested(self):
+        """A call with shown callees: its arguments on its first line, its
+        return value on its last."""
+        r = self.run_ok("argsdemo", ["--args", "main@arg1/d32;add@arg1/d32,arg2/d32",
+                                     "--retval", "main/d32"], patched=2)
+        self.assertEqual(self.replay_lines(r.dump),
+                         ["main(1) {", "  add(2, 3);", "  add(-7, 1);", "} = 0 /* main */"])
+
     def test_strlen_and_json(self):
         """TRACEAGENT_ARGS_STRLEN cuts strings shorter; replay --json
         carries the values as shown."""
