@@ -51,6 +51,7 @@
 
 #include "agent.h"
 #include "api.h"
+#include "args.h"
 #include "clock.h"
 #include "crash.h"
 #include "dump.h"
@@ -172,6 +173,10 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 	struct sigaction dfl;
 	int saved = errno;
 
+	/* A string argument's copy read what cannot be read: it resumes at
+	 * its failure exit (args_copy.c), as if nothing happened. */
+	if (ta_args_fixup(sig, uc))
+		return;
 	/* This thread records nothing more (it may have been in a hook),
 	 * library calls included.  Its patched frames get their return
 	 * addresses back, for the backtrace below and for the core dump. */
@@ -263,6 +268,18 @@ static struct {
 	uint8_t held;
 	struct sigaction prog;
 } held[_NSIG];
+
+uint32_t ta_crash_fault_guard;
+
+/* Whether the agent's handler takes both SIGSEGV and SIGBUS (under
+ * act_lock): the copy of a string argument relies on it. */
+static void fault_guard_update(void)
+{
+	/* Relaxed: read by the hot path of arguments, which a late view of
+	 * a change only makes skip a string or read one a moment longer. */
+	__atomic_store_n(&ta_crash_fault_guard, held[SIGSEGV].held && held[SIGBUS].held,
+			 __ATOMIC_RELAXED);
+}
 /* A spin lock, taken with every signal blocked in the thread (sigaction
  * is called from handlers, the program's re-raise idiom among them). */
 static uint32_t act_lock;
@@ -485,6 +502,7 @@ int ta_signal_action(int sig, const struct sigaction *act, struct sigaction *old
 		rc = ta_real_sigaction(sig, act, old);
 	}
 	err = errno;
+	fault_guard_update();
 	act_lock_drop(&mask);
 	errno = err;
 	return rc;
@@ -516,6 +534,7 @@ void ta_crash_install(void)
 			}
 		}
 	}
+	fault_guard_update();
 	act_lock_drop(&mask);
 }
 
@@ -550,5 +569,6 @@ void ta_crash_uninstall(void)
 		if (ours_installed(sig))
 			ta_real_sigaction(sig, &held[sig].prog, NULL);
 	}
+	fault_guard_update();
 	act_lock_drop(&mask);
 }

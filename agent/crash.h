@@ -36,6 +36,9 @@ void ta_signal_default_if(int sig, uintptr_t ours) TA_HIDDEN;
 void ta_crash_thread_start(void) TA_HIDDEN;
 /* At thread exit: removes and frees that stack. */
 void ta_crash_thread_exit(void) TA_HIDDEN;
+/* 1 while the agent's handler takes SIGSEGV and SIGBUS, whose faults in
+ * the copy of a string argument it turns into a failed copy (relaxed). */
+extern uint32_t ta_crash_fault_guard TA_HIDDEN;
 /* 1 if sp is the base of the calling thread's agent-given stack. */
 int ta_crash_altstack_is_ours(const void *sp) TA_HIDDEN;
 

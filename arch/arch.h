@@ -48,6 +48,12 @@
  *   TA_ARCH_HAS_INJECT           traceagent attach's ptrace injection
  *                                (ptrace.c, through arch/ptrace.h)
  *   TA_ARCH_HAS_CRC32C           crc32c.c: ta_arch_crc32c_hw/_update (crc32c.h)
+ *   TA_ARCH_HAS_ARGS_COPY        args_copy.S: the fault-safe copy of a string
+ *                                argument (agent/args_copy.c), and
+ *                                TA_ARCH_UC_PC(uc): a ucontext_t's pc
+ *   TA_ARCH_GP_ARG_REGS          integer argument registers (the arguments
+ *                                after them are on the stack, above the
+ *                                return address: agent/args_hot.c)
  */
 #ifndef TA_ARCH_H
 #define TA_ARCH_H

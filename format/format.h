@@ -215,6 +215,46 @@ enum ta_ext_kind {
 #define TA_UNIT_PERCENT_ 2u
 #define TA_WAIT_NAME	 "[traceagent wait]"
 
+/*
+ * A function's arguments and return value (1.10, agent/args*.c), for the
+ * call on top of the thread's stack: TA_EXT_ARGS right after its enter,
+ * TA_EXT_RETVAL right before its exit.  Values: items, each a head
+ * (TA_ARGI_*), the register's 64 bits (a string's: its pointer) and, for
+ * a string copied (TA_ARGS_OK), its bytes 8 to a value, little-endian,
+ * the last value padded with zeros.  EXT 24 and 25 are kept for them.
+ */
+#define TA_EXT_ARGS   22u
+#define TA_EXT_RETVAL 23u
+/* The head: format, size in bytes (1, 2, 4 or 8), register (1-based; 0: the
+ * return value), floating-point register, a string's state and length. */
+#define TA_ARGI_FMT(h)	 ((unsigned)((h)&0xffu))
+#define TA_ARGI_SIZE(h)	 ((unsigned)(((h) >> 8) & 0xffu))
+#define TA_ARGI_REG(h)	 ((unsigned)(((h) >> 16) & 0xffu))
+#define TA_ARGI_FP	 (1ull << 24)
+#define TA_ARGI_STATE(h) ((unsigned)(((h) >> 32) & 0xffu))
+#define TA_ARGI_CUT	 (1ull << 40)
+#define TA_ARGI_LEN(h)	 ((unsigned)(((h) >> 48) & 0xffffu))
+#define TA_ARGI_HEAD(fmt, size, reg, fp, state, cut, len)                                          \
+	((uint64_t)(fmt) | (uint64_t)(size) << 8 | (uint64_t)(reg) << 16 |                         \
+	 ((fp) ? TA_ARGI_FP : 0) | (uint64_t)(state) << 32 | ((cut) ? TA_ARGI_CUT : 0) |           \
+	 (uint64_t)(len) << 48)
+/* Formats. */
+#define TA_ARGF_INT   1u /* signed integer */
+#define TA_ARGF_UINT  2u /* unsigned integer */
+#define TA_ARGF_HEX   3u /* unsigned, shown 0x... */
+#define TA_ARGF_STR   4u /* char *: the string */
+#define TA_ARGF_CHAR  5u /* a character */
+#define TA_ARGF_FLOAT 6u /* float (size 4) or double (size 8) */
+#define TA_ARGF_PTR   7u /* an address */
+#define TA_ARGF_ENUM  8u /* an enum's value (signed) */
+/* A string's state. */
+#define TA_ARGS_OK	   0u /* copied: TA_ARGI_LEN bytes follow */
+#define TA_ARGS_NULL	   1u /* the pointer is NULL */
+#define TA_ARGS_UNREADABLE 2u /* the pointer points at no readable memory */
+#define TA_ARGS_UNCHECKED  3u /* not read: no fault guard (docs/arguments.md) */
+/* The most bytes of a string an item holds. */
+#define TA_ARGS_STR_MAX 1024u
+
 /* TA_EXT_COUNTER's type. */
 #define TA_COUNTER_INT	  0u /* the bits are an int64_t */
 #define TA_COUNTER_DOUBLE 1u /* the bits are an IEEE-754 double */

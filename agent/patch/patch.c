@@ -58,10 +58,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "argregs.h"
+#include "args.h"
 #include "base.h"
 #include "dump.h"
 #include "fnsel.h"
 #include "format.h"
+#include "hookpatch.h"
 #include "lazylib.h"
 #include "patch.h"
 #include "ring.h"
@@ -252,6 +255,7 @@ static uint8_t *map_near(uint64_t lo, uint64_t hi)
  * kept (pending), written by ta_patch_attach_commit while the loader has
  * every thread stopped, and put back by ta_patch_attach_restore. */
 int ta_patch_attach_mode;
+int ta_patch_hooks_nopped;
 
 /* ---- one module ------------------------------------------------------------------ */
 
@@ -290,10 +294,13 @@ static int segments_writable(const struct ta_module *m, int on)
 
 struct job {
 	struct plan pl;
-	uint8_t *slot;	/* stub, desc, trampoline (or copy) in the pool */
-	uint64_t entry; /* where the function's entry jumps: its stub */
-	unsigned fb;	/* 0: relocated whole; else why not (enum fallback) */
+	uint8_t *slot;		       /* stub, desc, trampoline (or copy) in the pool */
+	uint64_t entry;		       /* where the function's entry jumps: its stub */
+	unsigned fb;		       /* 0: relocated whole; else why not (enum fallback) */
+	const struct ta_argspec *spec; /* arguments recorded (argregs.h), or NULL */
 };
+
+_Static_assert(TA_PATCH_SPEC_AT == SLOT_SIZE, "a spec follows its slot");
 
 /* The count of a function patched by job j. */
 static void count_patched(unsigned fb)
@@ -401,11 +408,31 @@ static void patch_module(const struct ta_module *m)
 			refuse(m->path, c[i].name, c[i].addr, R_COLD_PART);
 			continue;
 		}
+		j->spec = ta_args_find(c[i].addr, c[i].name);
+		/* An instrumented function's events come from the patch
+		 * instead of its hooks, with its arguments: its hook calls
+		 * become no-ops so that it is counted once (hookpatch.h). */
+		ta_patch_hooks_nopped = 0;
+		if (j->spec) {
+			int hp = ta_hookpatch_nop(c[i].addr, c[i].addr + c[i].size);
+
+			if (hp < 0 && hp != -ENOENT && hp != -ENOSYS) {
+				refuse(m->path, c[i].name, c[i].addr, R_HOOKS);
+				continue;
+			}
+			ta_patch_hooks_nopped = hp == 0;
+		}
 		why = ta_patch_analyse(c[i].addr, c[i].size, &j->pl);
+		ta_patch_hooks_nopped = 0;
 		memset(&w, 0, sizeof(w));
 		if (!why) {
 			struct pool *pool = npools ? &pools[npools - 1] : NULL;
-			j->fb = ta_patch_plan_whole(c[i].addr, c[i].size, &j->pl, &facts, &w);
+			/* The arguments are taken by the return stub's entry. */
+			j->fb = j->spec
+				    ? F_ARGS
+				    : ta_patch_plan_whole(c[i].addr, c[i].size, &j->pl, &facts, &w);
+			if (j->spec)
+				need = SLOT_SIZE + 16;
 			if (!j->fb) {
 				/* 16-byte aligned, and room for the return stub's
 				 * slot should the copy fail. */
@@ -460,8 +487,11 @@ static void patch_module(const struct ta_module *m)
 		if (j->fb) {
 			uint8_t *s = j->slot;
 			uint64_t self = (uint64_t)(uintptr_t)s;
-			uint64_t common = (uint64_t)(uintptr_t)ta_patch_enter_common;
+			uint64_t common = (uint64_t)(uintptr_t)(j->spec ? ta_patch_enter_args
+									: ta_patch_enter_common);
 			memcpy(s, &c[i].addr, 8);
+			if (j->spec)
+				memcpy(s + TA_PATCH_SPEC_AT, &j->spec, sizeof(j->spec));
 			memcpy(s + 8, &common, 8);
 			s[16] = 0x41; /* push %r11 */
 			s[17] = 0x53;
@@ -716,9 +746,14 @@ __attribute__((constructor)) static void patch_init(void)
 	const char *spec = secure_getenv("TRACEAGENT_PATCH");
 	int saved = errno;
 
-	if (!spec || !*spec || getauxval(AT_SECURE))
+	if (getauxval(AT_SECURE))
 		return;
-	if (ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0)
+	if (spec && *spec)
+		ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH");
+	/* The functions whose arguments are asked are patched too. */
+	if (ta_args_wanted())
+		ta_args_add_patterns(&patterns);
+	if (!patterns.n)
 		return;
 	pattern_hits_alloc();
 	if (ta_capstone_open() < 0) {

@@ -80,7 +80,20 @@ void ta_patch_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN TA_PATCH_KEEP
 /* patch_hot.c: called by the stubs with only the general-purpose
  * registers saved. */
 void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot) TA_HIDDEN;
-uint64_t ta_patch_on_return(uint64_t slot) TA_HIDDEN;
+/* The return registers as the function left them (rax, the low 64 bits
+ * of xmm0): for a function whose return value is recorded. */
+uint64_t ta_patch_on_return(uint64_t slot, uint64_t gp, uint64_t fp) TA_HIDDEN;
+/* A function with a spec (argregs.h): its slot holds the spec at
+ * TA_PATCH_SPEC_AT, and ta_patch_enter_args saves the argument registers
+ * and calls this, then ta_args_entry when it returns 1 (the enter was
+ * recorded). */
+struct ta_argspec;
+#define TA_PATCH_SPEC_AT 128
+int ta_patch_on_enter_args(const struct ta_patch_desc *d, uint64_t *slot,
+			   const struct ta_argspec *spec) TA_HIDDEN;
+void ta_patch_enter_args(void) TA_HIDDEN;
+/* ta_args_return keeping xmm0-15 (patch_stub.S). */
+void ta_patch_args_return(const struct ta_argspec *spec, uint64_t gp, uint64_t fp) TA_HIDDEN;
 /* A function relocated whole: its entry, its exits. */
 void ta_patch_rel_on_enter(uint64_t fn) TA_HIDDEN TA_PATCH_KEEPS_REGS;
 void ta_patch_rel_on_exit(uint64_t fn) TA_HIDDEN TA_PATCH_KEEPS_REGS;

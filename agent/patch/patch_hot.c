@@ -37,9 +37,10 @@ void ta_patch_record_slow(uint64_t addr, uint64_t ticks)
 #include "ring.h"
 
 struct rframe {
-	uint64_t slot; /* address of the return-address slot */
-	uint64_t orig; /* the real return address */
-	uint64_t fn;   /* the function's entry address (the event's) */
+	uint64_t slot;		       /* address of the return-address slot */
+	uint64_t orig;		       /* the real return address */
+	uint64_t fn;		       /* the function's entry address (the event's) */
+	const struct ta_argspec *spec; /* its arguments' spec (argregs.h), or NULL */
 };
 
 struct rstack {
@@ -87,7 +88,8 @@ __attribute__((noinline, cold)) static void *rstack_new(void *unused1, void *unu
  * statistic. */
 uint64_t ta_patch_frames_without_exit;
 
-void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
+static inline __attribute__((always_inline)) int
+on_enter(const struct ta_patch_desc *d, uint64_t *slot, const struct ta_argspec *spec)
 {
 	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
 	struct rstack *r = rs_tls;
@@ -97,12 +99,12 @@ void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
 	/* The `functions` channel off: no record and no return stub.  (2,
 	 * not started, cannot be: patching starts the agent.) */
 	if (!__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
-		return;
+		return 0;
 	if (TA_UNLIKELY(!r) && !(r = ta_patch_vcall(rstack_new, NULL, NULL))) {
 		/* Relaxed: a count, read at the end (patch.c). */
 		__atomic_add_fetch(&ta_patch_frames_without_exit, 1, __ATOMIC_RELAXED);
 		ta_record(d->fn);
-		return;
+		return 1;
 	}
 	n = r->depth;
 
@@ -117,7 +119,7 @@ void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
 		r->depth = n;
 		__atomic_add_fetch(&ta_patch_frames_without_exit, 1, __ATOMIC_RELAXED);
 		ta_record(d->fn);
-		return;
+		return 1;
 	}
 	/* Reserve the entry before filling it: a signal handler's patched
 	 * calls then push above it, never over it. */
@@ -129,13 +131,26 @@ void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
 	r->f[n].slot = (uint64_t)(uintptr_t)slot;
 	r->f[n].orig = ret;
 	r->f[n].fn = d->fn;
+	r->f[n].spec = spec;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (ret != stub)
 		*slot = stub;
 	ta_record(d->fn);
+	return 1;
 }
 
-uint64_t ta_patch_on_return(uint64_t slot)
+void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
+{
+	on_enter(d, slot, NULL);
+}
+
+int ta_patch_on_enter_args(const struct ta_patch_desc *d, uint64_t *slot,
+			   const struct ta_argspec *spec)
+{
+	return on_enter(d, slot, spec);
+}
+
+uint64_t ta_patch_on_return(uint64_t slot, uint64_t gp, uint64_t fp)
 {
 	struct rstack *r = rs_tls;
 	uint32_t n = r ? r->depth : 0;
@@ -158,8 +173,13 @@ uint64_t ta_patch_on_return(uint64_t slot)
 	 * reuse it as soon as the depth says so. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	r->depth = n - 1;
-	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED)) {
+		/* Its return value before its exit, the registers kept
+		 * (patch_stub.S). */
+		if (TA_UNLIKELY(e.spec != NULL))
+			ta_patch_args_return(e.spec, gp, fp);
 		ta_record(e.fn | TA_REC_EXIT);
+	}
 	return e.orig;
 }
 

@@ -28,7 +28,10 @@
 	X(READS_RET, 10, "it reads or moves its own return address")                               \
 	X(COLD_PART, 11, "a part of another function (.cold), entered by a jump")                  \
 	X(BREAKPOINT, 12,                                                                          \
-	  "a breakpoint (int3) in its first bytes: a debugger, uprobe or perf probe")
+	  "a breakpoint (int3) in its first bytes: a debugger, uprobe or perf probe")              \
+	X(HOOKS, 13,                                                                               \
+	  "its arguments are asked but its -finstrument-functions hook calls cannot be made "      \
+	  "no-ops: it would be counted twice")
 
 enum refusal {
 #define TA_X(name, code, text) R_##name = code,
@@ -47,14 +50,15 @@ enum refusal {
 	X(OWN_CODE, 6, "it uses an address inside its own code")                                   \
 	X(EXCEPTIONS, 7, "C++ code that exceptions may unwind through (.gcc_except_table)")        \
 	X(NO_ROOM, 8, "no room for its copy within 2 GiB")                                         \
-	X(BREAKPOINT, 9, "a breakpoint (int3) inside it, which must stay where it was set")
+	X(BREAKPOINT, 9, "a breakpoint (int3) inside it, which must stay where it was set")        \
+	X(ARGS, 10, "its arguments or return value are recorded (the return stub's way)")
 
 enum fallback {
 #define TA_X(name, code, text) F_##name = code,
 	FALLBACKS(TA_X)
 #undef TA_X
 };
-enum { F_N = F_BREAKPOINT + 1 };
+enum { F_N = F_ARGS + 1 };
 
 /*
  * A function's slot in the pool:
@@ -88,6 +92,12 @@ static inline void put32(uint8_t *p, int32_t v)
 /* Patching at `traceagent attach` (patch.c): calls are refused in
  * relocated code (reloc.c), which runs while the threads do. */
 extern int ta_patch_attach_mode;
+
+/* Set while the function analysed is an instrumented one whose hook calls
+ * were made no-ops (patch.c, for its arguments): the return address it
+ * reads is __cyg_profile_func_enter's call site, an argument of a call
+ * that is gone (docs/arguments.md says what remains). */
+extern int ta_patch_hooks_nopped;
 
 /* A function's entry, analysed: 0 with its plan, or a refusal (R_*). */
 unsigned ta_patch_analyse(uint64_t addr, uint64_t size, struct plan *pl);

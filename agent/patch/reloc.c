@@ -179,7 +179,7 @@ unsigned ta_patch_analyse(uint64_t addr, uint64_t size, struct plan *pl)
 			goto out;
 		}
 		bp_seen |= is_breakpoint(in);
-		if (touches_return_address(in, &delta, &rbp_at)) {
+		if (touches_return_address(in, &delta, &rbp_at) && !ta_patch_hooks_nopped) {
 			why = R_READS_RET;
 			goto out;
 		}

@@ -42,6 +42,7 @@ struct crec {
 	uint64_t enter, exit; /* ticks */
 	uint64_t events;      /* the export's events after this call's */
 	char *zone;	      /* the zone's args (", ..."), or NULL */
+	char *cargs;	      /* the call's recorded arguments (JSON members), or NULL */
 	size_t off, len;      /* REC_TEXT: its bytes in the job's text */
 };
 
@@ -250,7 +251,7 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 		*size += (uint32_t)n;
 		free(line);
 	}
-	if (job_room(j, nname + ncat + 168) < 0) {
+	if (job_room(j, nname + ncat + 168 + (r->cargs ? strlen(r->cargs) + 12 : 0)) < 0) {
 		j->nomem = 1;
 		return;
 	}
@@ -274,6 +275,11 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 	p = put_us(p, start);
 	p = PUT_LIT(p, ", \"dur\": ");
 	p = put_us(p, (int64_t)dur);
+	if (r->cargs) {
+		p = PUT_LIT(p, ", \"args\": {");
+		p = put_str(p, r->cargs, strlen(r->cargs));
+		*p++ = '}';
+	}
 	*p++ = '}';
 	*size += (uint32_t)(p - (j->out + j->len));
 	j->len = (size_t)(p - j->out);
@@ -298,6 +304,8 @@ static void chrome_work(void *ctx, void *job)
 		}
 		free(r->zone);
 		r->zone = NULL;
+		free(r->cargs);
+		r->cargs = NULL;
 	}
 }
 
@@ -375,6 +383,11 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 		zone = zone_args(e, c, start, args, sizeof(args));
 	}
 	r->zone = NULL;
+	r->cargs = NULL;
+	if (c->args && !(r->cargs = ta_callargs_json(c->args))) {
+		e->nomem = 1;
+		return;
+	}
 	if (*zone) {
 		r->zone = strdup(zone);
 		if (!r->zone) {
@@ -610,6 +623,7 @@ static void api(void *ctx, const struct ta_tlapi *a)
 		return;
 	j->r[j->nr].kind = REC_TEXT;
 	j->r[j->nr].zone = NULL;
+	j->r[j->nr].cargs = NULL;
 	j->r[j->nr].off = off;
 	j->r[j->nr].len = j->textlen - off;
 	if (++j->nr == JOB_RECS)
@@ -657,8 +671,10 @@ void ta_export_chrome_free(struct export *e)
 	for (size_t k = 0; k < e->njobs; k++) {
 		struct cjob *j = &e->jobs[k];
 
-		for (size_t i = 0; i < j->nr; i++)
+		for (size_t i = 0; i < j->nr; i++) {
 			free(j->r[i].zone);
+			free(j->r[i].cargs);
+		}
 		if (j->tf)
 			fclose(j->tf);
 		free(j->text);

@@ -185,7 +185,7 @@ static struct prec *rec(struct pf *x, const struct ta_sess_thread *t, unsigned k
 	r = &j->r[j->nr];
 	/* What every kind reads; the rest is the caller's. */
 	r->newseq = r->open = r->partial = r->cut = r->has_value = 0;
-	r->text = r->chan = NULL;
+	r->text = r->chan = r->cargs = NULL;
 	r->iname = r->icat = r->imod = NULL;
 	r->cat = r->mod = 0;
 	r->ns = 0;
@@ -395,6 +395,10 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 	if (kind & PR_END) {
 		r->open = !!(c->flags & TA_VISIT_OPEN);
 		r->partial = !r->open && (c->flags & TA_VISIT_INCOMPLETE);
+		/* Its recorded arguments: debug annotations of its end, which
+		 * the slice shows with its own. */
+		if (c->args && !(r->cargs = ta_callargs_lines(c->args)))
+			x->nomem = 1;
 		/* A zone's text and value, given while it ran. */
 		if (x->zones.n) {
 			struct ta_zone_arg z;
@@ -859,6 +863,7 @@ static void jobs_free(struct pf *x)
 		for (size_t i = 0; j->r && i < j->nr; i++) {
 			free(j->r[i].text);
 			free(j->r[i].chan);
+			free(j->r[i].cargs);
 		}
 		ta_pb_free(&j->pb);
 		free(j->r);

@@ -159,6 +159,7 @@ struct prec {
 	int64_t ns;	       /* the API's event */
 	char *text;	       /* owned: END: the zone's text; the instant's or frame's name */
 	char *chan;	       /* owned: an instant's channel, or NULL */
+	char *cargs;	       /* owned: END: the call's recorded arguments, "NAME\tVALUE\n"... */
 	uint64_t value, track; /* a counter's; a call's: 0, or its fiber's index + 1 */
 	double d;
 	int64_t i;

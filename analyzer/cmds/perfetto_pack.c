@@ -312,7 +312,7 @@ static void slice_end(struct zjob *j, struct prec *r)
 	struct ta_pb *b = &j->pb;
 
 	seq_first(j, r);
-	if (!r->open && !r->partial && !r->text && !r->has_value && !r->track) {
+	if (!r->open && !r->partial && !r->text && !r->has_value && !r->track && !r->cargs) {
 		call_packet(j, r, 0);
 		return;
 	}
@@ -330,6 +330,16 @@ static void slice_end(struct zjob *j, struct prec *r)
 		debug_str(b, "text", r->text);
 	if (r->has_value)
 		debug_uint(b, "value", r->value);
+	/* The call's recorded arguments, as replay shows them. */
+	for (char *line = r->cargs, *nl; line && *line; line = nl + 1) {
+		char *tab = strchr(line, '\t');
+
+		nl = strchr(line, '\n');
+		if (!tab || !nl || tab > nl)
+			break;
+		*tab = *nl = 0;
+		debug_str(b, line, tab + 1);
+	}
 	ta_pb_end(b);
 	packet_end(j);
 }
@@ -485,7 +495,8 @@ void ta_perfetto_job_work(void *ctx, void *job)
 		record(j, &j->r[k]);
 		free(j->r[k].text);
 		free(j->r[k].chan);
-		j->r[k].text = j->r[k].chan = NULL;
+		free(j->r[k].cargs);
+		j->r[k].text = j->r[k].chan = j->r[k].cargs = NULL;
 	}
 	if (ta_pb_failed(&j->pb))
 		j->fail = 1;

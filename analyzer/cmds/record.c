@@ -54,6 +54,9 @@ struct record_opts {
 	const char *depth;	  /* --depth, or NULL */
 	const char *min_duration; /* --min-duration, or NULL */
 	int no_symbols;		  /* --no-symbols */
+	const char *args;	  /* --args, or NULL */
+	const char *retval;	  /* --retval, or NULL */
+	const char *auto_args;	  /* --auto-args, or NULL */
 	char **argv;		  /* the program and its arguments */
 	const char *token_file;	  /* --token-file, or NULL */
 };
@@ -66,7 +69,8 @@ static void usage(FILE *f)
 		   "                         [--channels LIST] [--filter PATTERNS]\n"
 		   "                         [--exclude PATTERNS] [--depth N]\n"
 		   "                         [--min-duration TIME] [--no-symbols]\n"
-		   "                         [--token-file FILE]\n"
+		   "                         [--token-file FILE] [--args SPECS]\n"
+		   "                         [--retval PATTERNS] [--auto-args PATTERNS]\n"
 		   "                         [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
@@ -106,6 +110,14 @@ static void usage(FILE *f)
 		   "                      TRACEAGENT_SYMBOLS=off\n"
 		   "  --token-file FILE   the secret a collector with --token-file asks for\n"
 		   "                      (only an HMAC of it is sent), TRACEAGENT_TOKEN=FILE\n"
+		   "  --args SPECS        record these functions' arguments (patching them):\n"
+		   "                      PATTERN@arg1,arg2/s,fparg1[;...], formats /d /u /x\n"
+		   "                      /s /c /f /p /e with sizes (/d32), TRACEAGENT_ARGS\n"
+		   "  --retval PATTERNS   record their return values: PATTERN[/FORMAT][;...],\n"
+		   "                      TRACEAGENT_RETVAL\n"
+		   "  --auto-args PATTERNS the arguments and return values of the program's\n"
+		   "                      functions matching these globs (comma-separated),\n"
+		   "                      their types read from its DWARF, TRACEAGENT_AUTO_ARGS\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed,\n"
@@ -126,7 +138,10 @@ enum {
 	O_DEPTH,
 	O_MIN_DURATION,
 	O_NO_SYMBOLS,
-	O_TOKEN_FILE
+	O_TOKEN_FILE,
+	O_ARGS,
+	O_RETVAL,
+	O_AUTO_ARGS
 };
 
 static const struct ta_opt record_opts[] = {
@@ -145,6 +160,9 @@ static const struct ta_opt record_opts[] = {
     {"--min-duration", TA_ARG_EITHER, O_MIN_DURATION},
     {"--no-symbols", TA_ARG_NONE, O_NO_SYMBOLS},
     {"--token-file", TA_ARG_EITHER, O_TOKEN_FILE},
+    {"--args", TA_ARG_EITHER, O_ARGS},
+    {"--retval", TA_ARG_EITHER, O_RETVAL},
+    {"--auto-args", TA_ARG_EITHER, O_AUTO_ARGS},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -257,6 +275,12 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 			o->no_symbols = 1;
 		else if (id == O_TOKEN_FILE)
 			o->token_file = p.val;
+		else if (id == O_ARGS)
+			o->args = p.val;
+		else if (id == O_RETVAL)
+			o->retval = p.val;
+		else if (id == O_AUTO_ARGS)
+			o->auto_args = p.val;
 		else
 			*value[id - O_OUTPUT] = p.val;
 	}
@@ -868,5 +892,8 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.no_symbols && ta_rec_set_env("TRACEAGENT_SYMBOLS", "off") < 0) ||
 	    (o.token_file && ta_rec_set_env("TRACEAGENT_TOKEN", o.token_file) < 0))
 		return EXIT_LOADER;
+	r = ta_record_args_env(prog_path, o.args, o.retval, o.auto_args);
+	if (r)
+		return r;
 	return run(&o, prog_path, output, o.output != NULL);
 }

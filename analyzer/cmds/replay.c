@@ -326,6 +326,21 @@ static void json_call(struct replay *r, const struct ta_tlcall *c)
 		c->start_ns, c->dur_ns, c->self_ns, c->flags & TA_VISIT_OPEN ? "true" : "false",
 		is_partial(c) ? "true" : "false", c->flags & TA_VISIT_UNWOUND ? "true" : "false");
 	fiber_key(r, c);
+	if (c->args) {
+		char text[TA_ARGS_STR_MAX * 4 + 64];
+
+		/* The values as the text lines show them. */
+		fputs(", \"args\": [", out);
+		for (uint32_t i = 0; i < c->args->nargs; i++) {
+			fputs(i ? ", " : "", out);
+			ta_json_str(out, ta_argval_text(&c->args->a[i], text, sizeof(text)));
+		}
+		fputc(']', out);
+		if (c->args->has_ret) {
+			fputs(", \"retval\": ", out);
+			ta_json_str(out, ta_argval_text(&c->args->ret, text, sizeof(text)));
+		}
+	}
 	if (r->srcline) {
 		const char *s = srcline(r, c->fn);
 
@@ -352,6 +367,28 @@ static void header(struct replay *r)
 }
 
 static void quoted(FILE *out, const char *s, uint32_t len);
+/* "name(2, \"abc\")": the call's name with the arguments recorded (a
+ * C++ name keeps its parameter list, the arguments follow it). */
+static void call_name(FILE *out, const char *name, const char *parens, const struct ta_callargs *ca)
+{
+	fputs(name, out);
+	if (!ca || !ca->nargs) {
+		fputs(parens, out);
+		return;
+	}
+	fputc('(', out);
+	ta_callargs_print(out, ca);
+	fputc(')', out);
+}
+
+/* " = 5" when the return value was recorded. */
+static void call_ret(FILE *out, const struct ta_callargs *ca)
+{
+	if (!ca || !ca->has_ret)
+		return;
+	fputs(" = ", out);
+	ta_argval_print(out, &ca->ret);
+}
 
 static void emit(void *ctx, const struct ta_tlcall *c)
 {
@@ -382,14 +419,19 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 	parens = ta_name_has_params(fn->name) ? "" : "()";
 	switch (c->kind) {
 	case TA_TL_ENTER:
-		fprintf(out, "%s%s {", fn->name, parens);
+		call_name(out, fn->name, parens, c->args);
+		fputs(" {", out);
 		break;
 	case TA_TL_EXIT:
-		fprintf(out, "} /* %s */", fn->name);
+		fputc('}', out);
+		call_ret(out, c->args);
+		fprintf(out, " /* %s */", fn->name);
 		src = NULL; /* it was on the first line */
 		break;
 	case TA_TL_CALL:
-		fprintf(out, "%s%s;", fn->name, parens);
+		call_name(out, fn->name, parens, c->args);
+		call_ret(out, c->args);
+		fputc(';', out);
 		break;
 	}
 	if (src)

@@ -50,6 +50,7 @@ struct options {
 	unsigned libcalls;    /* --alloc, --locks, --io: TA_LC_* sections */
 	const char *channels; /* --channel, or NULL */
 	int frames;	      /* --frames: per frame of a frame set */
+	int by_args;	      /* --args: calls grouped by their arguments' values */
 	const char *set;      /* --set */
 };
 
@@ -74,6 +75,7 @@ static void usage(FILE *f)
 		   "                         [--channel=LIST] DUMP|DIR...\n"
 		   "       traceagent report --frames [--set=NAME] [--json] [--function=GLOB] "
 		   "[--top=N] DUMP\n"
+		   "       traceagent report --args [--json] [--function=GLOB] [--top=N] DUMP\n"
 		   "\n"
 		   "Calls and times per function in a dump written by the agent.  Several\n"
 		   "dumps (a recording with %%p: one per process) are one report, their\n"
@@ -120,6 +122,9 @@ static void usage(FILE *f)
 		   "                   frames`)\n"
 		   "  --set=NAME       with --frames: the frames of the set NAME\n"
 		   "  --section=NAME   only the time inside the program's section NAME\n"
+		   "  --args           the calls of each function whose arguments were recorded,\n"
+		   "                   grouped by their values: calls, total, p50 and p99 of\n"
+		   "                   each value (--top: the first N values of a function)\n"
 		   "  -j N, --jobs=N   N threads read the dump (default: one per CPU\n"
 		   "                   it may use, at most 64; N up to 1024)\n"
 		   "  -h, --help       this help\n"
@@ -623,7 +628,7 @@ static int print_csv(struct report *r, const struct ta_prof_table *all)
 
 /* ---- arguments -------------------------------------------------------------------------- */
 
-enum { O_ALLOC = TA_OPT_OWN, O_LOCKS, O_IO, O_CHANNEL, O_FRAMES, O_SET };
+enum { O_ALLOC = TA_OPT_OWN, O_LOCKS, O_IO, O_CHANNEL, O_FRAMES, O_SET, O_ARGS };
 
 static const struct ta_opt report_opts[] = {
     {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
@@ -641,6 +646,7 @@ static const struct ta_opt report_opts[] = {
     {"--io", TA_ARG_NONE, O_IO},
     {"--channel", TA_ARG_EQ, O_CHANNEL},
     {"--frames", TA_ARG_NONE, O_FRAMES},
+    {"--args", TA_ARG_NONE, O_ARGS},
     {"--set", TA_ARG_EQ, O_SET},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
@@ -799,6 +805,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case O_FRAMES:
 			o->frames = 1;
 			break;
+		case O_ARGS:
+			o->by_args = 1;
+			break;
 		case O_SET:
 			if (!p.val[0])
 				return ta_opts_bad(&p, "is not a frame set's name");
@@ -833,6 +842,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 				"and --top\n");
 		return 2;
 	}
+	if (o->by_args && (o->frames || csv || o->threads || o->libcalls || o->srcline ||
+			   o->have_tid || o->have_pid || o->sort != TA_SORT_TOTAL)) {
+		fprintf(stderr,
+			"traceagent report: --args takes only --json, --function and --top\n");
+		return 2;
+	}
 	if (json && csv) {
 		fprintf(stderr, "traceagent report: --json or --csv, not both\n");
 		return 2;
@@ -840,8 +855,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->form = json ? OUT_JSON : csv ? OUT_CSV : OUT_TEXT;
 	if (ta_opts_need_dump(&p, o->path))
 		return 2;
-	if (o->frames && o->npaths > 1) {
-		fprintf(stderr, "traceagent report: --frames reads one dump, not %zu\n", o->npaths);
+	if ((o->frames || o->by_args) && o->npaths > 1) {
+		fprintf(stderr, "traceagent report: %s reads one dump, not %zu\n",
+			o->frames ? "--frames" : "--args", o->npaths);
 		return 2;
 	}
 	if (o->args > 1 && !(o->path = join_args(o)))
@@ -879,6 +895,12 @@ int ta_cmd_report(int argc, char **argv)
 	if (rc >= 0) {
 		options_free(&r.opt);
 		return rc;
+	}
+	if (r.opt.by_args) {
+		status = ta_report_args(r.opt.paths[0], r.opt.function, r.opt.top,
+					r.opt.form == OUT_JSON);
+		options_free(&r.opt);
+		return status;
 	}
 	if (r.opt.frames) {
 		status = ta_report_frames(r.opt.path, r.opt.paths[0], r.opt.set, r.opt.function,

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "argsdwarf.h"
+#include "argsview.h"
 #include "cmdopts.h"
 #include "dumpfile.h"
 #include "grow.h"
@@ -34,6 +36,8 @@ struct ta_tlthread {
 	 * the filters: where its first frame begins (ta_timeline_first_ns). */
 	int has_first;
 	uint64_t first;
+	/* The recorded arguments of its open calls (argsview.h). */
+	struct ta_argstack args;
 };
 
 /* ---- options ------------------------------------------------------------------ */
@@ -271,6 +275,38 @@ static uintptr_t tl_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, u
 	return 0;
 }
 
+/* The arguments recorded for the call at depth that entered at enter, or
+ * NULL (valid until the next call). */
+static const struct ta_callargs *call_args(struct ta_timeline *tl, struct ta_tlthread *th,
+					   const struct ta_sess_thread *t, uint32_t depth,
+					   uint64_t enter, uint64_t addr)
+{
+	struct ta_callargs *ca = tl->ca;
+	int64_t id;
+
+	if (!th->args.n)
+		return NULL;
+	if (!ca && !(ca = tl->ca = malloc(sizeof(*tl->ca)))) {
+		tl->nomem = 1;
+		return NULL;
+	}
+	if (!ta_argstack_get(&th->args, depth, enter, ca))
+		return NULL;
+	/* An enum's value by its name, from the module's DWARF. */
+	id = -1;
+	for (uint32_t i = 0; i <= ca->nargs; i++) {
+		struct ta_argval *a = i < ca->nargs ? &ca->a[i] : &ca->ret;
+
+		if ((i == ca->nargs && !ca->has_ret) || a->fmt != TA_ARGF_ENUM || a->fp)
+			continue;
+		if (id < 0 && (id = fn_id(tl, t, addr)) < 0)
+			break;
+		a->name = ta_enum_name(&tl->enums, tl->fns.fn[id].id.module,
+				       tl->fns.fn[id].id.offset, a->reg, ta_argval_signed(a));
+	}
+	return ca;
+}
+
 static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th,
 		      const struct ta_sess_thread *t, uint32_t depth)
 {
@@ -288,6 +324,7 @@ static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th,
 		c.fn = (uint32_t)id;
 		c.p = th->p;
 		c.enter = f->enter;
+		c.args = call_args(tl, th, t, k, f->enter, f->addr);
 		if (!tl->lazy)
 			c.start_ns = ta_timeline_rel(tl, th->p, f->enter);
 		tl->emit(tl->ctx, &c);
@@ -364,6 +401,7 @@ static void tl_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_in
 			c.self_ns = c.dur_ns;
 	}
 	c.flags = x->flags;
+	c.args = call_args(tl, th, t, x->depth, x->enter, x->addr);
 	id = fn_id(tl, t, x->addr);
 	if (id >= 0) {
 		c.fn = (uint32_t)id;
@@ -387,6 +425,16 @@ static void tl_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 	char chbuf[32];
 
 	th = thread_state(tl, t);
+	/* A call's arguments and return value wait for its lines. */
+	if (kind == TA_EXT_ARGS || kind == TA_EXT_RETVAL) {
+		if (th && !th->skip && t->depth > 0 &&
+		    ta_argstack_put(&th->args, t->depth - 1, t->stack[t->depth - 1].enter, kind,
+				    values, n) < 0)
+			tl->nomem = 1;
+		return;
+	}
+	if (!tl->api)
+		return;
 	if (th) {
 		/* The bottom call entered on this thread (a forked child's
 		 * inherited frames were its parent's). */
@@ -487,8 +535,8 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 	 * its first exit as well). */
 	vis.enter = o->function ? tl_enter : NULL;
 	vis.exit = tl_exit;
-	if (api)
-		vis.ext = tl_ext;
+	/* The API's events, and the calls' arguments. */
+	vis.ext = tl_ext;
 	if (ta_view_open(&tl->v, path, &vis) < 0)
 		return -1;
 	if (tl->nomem) {
@@ -513,6 +561,10 @@ void ta_timeline_warnings(struct ta_timeline *tl)
 void ta_timeline_close(struct ta_timeline *tl)
 {
 	ta_fn_index_free(&tl->fns);
+	for (uint32_t i = 0; i < tl->nth; i++)
+		ta_argstack_free(&tl->th[i].args);
+	free(tl->ca);
+	ta_enumcache_free(tl->enums);
 	free(tl->th);
 	free(tl->match);
 	ta_view_close(&tl->v);

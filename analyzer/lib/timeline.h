@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "apiev.h"
+#include "argsview.h"
 #include "calltree.h"
 #include "common.h"
 
@@ -72,6 +73,9 @@ struct ta_tlcall {
 	 * which ta_tlcall_times gives start_ns and dur_ns anywhere. */
 	const struct ta_process *p;
 	uint64_t enter, exit;
+	/* What the call carried (argsview.h), or NULL; valid during the
+	 * emit only. */
+	const struct ta_callargs *args;
 };
 
 /* An event of the manual API (apiev.h) at its place in the thread's
@@ -109,6 +113,8 @@ struct ta_timeline {
 	uint8_t *match; /* by function id: 0 not known yet, 1 no, 2 matches --function */
 	uint32_t nmatch;
 	char text[TA_TEXT_MAX + 1]; /* an API event's text, while api has it */
+	struct ta_callargs *ca;	    /* the args of the call being emitted */
+	struct ta_enumcache *enums; /* the enums' names read (argsdwarf.h) */
 };
 
 /*

@@ -67,4 +67,8 @@ static inline uint64_t ta_arch_counter_hz(void)
 
 #define TA_ARCH_HAS_CRC32C 0
 
+#define TA_ARCH_HAS_ARGS_COPY 1
+#define TA_ARCH_UC_PC(uc)     ((uc)->uc_mcontext.pc)
+#define TA_ARCH_GP_ARG_REGS   8
+
 #endif

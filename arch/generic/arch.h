@@ -39,5 +39,7 @@
 #define TA_ARCH_HAS_HOOKPATCH	 0
 #define TA_ARCH_HAS_INJECT	 0
 #define TA_ARCH_HAS_CRC32C	 0
+#define TA_ARCH_HAS_ARGS_COPY	 0
+#define TA_ARCH_GP_ARG_REGS	 8
 
 #endif

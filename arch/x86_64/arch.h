@@ -69,4 +69,8 @@ static inline uint64_t ta_arch_counter_hz(void)
 
 #define TA_ARCH_HAS_CRC32C 1
 
+#define TA_ARCH_HAS_ARGS_COPY 1
+#define TA_ARCH_UC_PC(uc)     ((uc)->uc_mcontext.gregs[REG_RIP])
+#define TA_ARCH_GP_ARG_REGS   6
+
 #endif

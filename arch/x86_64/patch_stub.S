@@ -134,6 +134,8 @@ ta_patch_ret_stub:
 	subq	$FRAME, %rsp
 	SAVE_SCRATCH(0)
 	leaq	8(%rbp), %rdi
+	movq	%rax, %rsi
+	movq	%xmm0, %rdx
 	call	ta_patch_on_return
 	movq	%rax, 8(%rbp)
 	RESTORE_SCRATCH(0)
@@ -141,6 +143,95 @@ ta_patch_ret_stub:
 	popq	%rbp
 	ret
 	.size	ta_patch_ret_stub, .-ta_patch_ret_stub
+
+/*
+ * ta_patch_enter_args: ta_patch_enter_common's part for a function whose
+ * arguments or return value are recorded (agent/argregs.h): the slot's
+ * spec at TA_PATCH_SPEC_AT (128).  It keeps xmm0-15 as well (the
+ * arguments in them, and args_hot.c is compiled as any C), hands
+ * ta_patch_on_enter_args the spec and, when the enter was recorded,
+ * ta_args_entry the argument registers as the entry found them.
+ */
+#define ARGS_XMM  80
+#define ARGS_REGS 336	/* struct ta_argregs: gp[8], fp[8], sp */
+#define ARGS_FRAME 480
+
+	.globl	ta_patch_enter_args
+	.hidden	ta_patch_enter_args
+	.type	ta_patch_enter_args, @function
+	.p2align 4
+ta_patch_enter_args:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-16, %rsp
+	subq	$ARGS_FRAME, %rsp
+	SAVE_SCRATCH(0)
+	SAVE_XMM(ARGS_XMM)
+	movq	%rdi, ARGS_REGS+0(%rsp)
+	movq	%rsi, ARGS_REGS+8(%rsp)
+	movq	%rdx, ARGS_REGS+16(%rsp)
+	movq	%rcx, ARGS_REGS+24(%rsp)
+	movq	%r8, ARGS_REGS+32(%rsp)
+	movq	%r9, ARGS_REGS+40(%rsp)
+	movq	$0, ARGS_REGS+48(%rsp)
+	movq	$0, ARGS_REGS+56(%rsp)
+	movq	%xmm0, ARGS_REGS+64(%rsp)
+	movq	%xmm1, ARGS_REGS+72(%rsp)
+	movq	%xmm2, ARGS_REGS+80(%rsp)
+	movq	%xmm3, ARGS_REGS+88(%rsp)
+	movq	%xmm4, ARGS_REGS+96(%rsp)
+	movq	%xmm5, ARGS_REGS+104(%rsp)
+	movq	%xmm6, ARGS_REGS+112(%rsp)
+	movq	%xmm7, ARGS_REGS+120(%rsp)
+	leaq	24(%rbp), %rsi
+	movq	%rsi, ARGS_REGS+128(%rsp)
+	movq	%r11, %rdi
+	movq	128(%r11), %rdx
+	call	ta_patch_on_enter_args
+	testl	%eax, %eax
+	je	1f
+	movq	64(%rsp), %r11
+	movq	128(%r11), %rdi
+	leaq	ARGS_REGS(%rsp), %rsi
+	call	ta_args_entry
+1:
+	RESTORE_XMM(ARGS_XMM)
+	RESTORE_SCRATCH(0)
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
+	.size	ta_patch_enter_args, .-ta_patch_enter_args
+
+/* void ta_patch_args_return(spec, gp, fp): ta_args_return with xmm0-15
+ * as they were (the return value in xmm0, and the caller's). */
+	.globl	ta_patch_args_return
+	.hidden	ta_patch_args_return
+	.type	ta_patch_args_return, @function
+	.p2align 4
+ta_patch_args_return:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-16, %rsp
+	subq	$256, %rsp
+	SAVE_XMM(0)
+	call	ta_args_return
+	RESTORE_XMM(0)
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
+	.size	ta_patch_args_return, .-ta_patch_args_return
 
 /* void *ta_patch_vcall(void *(*fn)(void *, void *), void *a, void *b):
  * fn(a, b), with xmm0-15 as they were. */

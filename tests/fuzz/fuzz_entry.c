@@ -15,6 +15,7 @@
 
 #include "apiev.h"
 #include "apimem.h"
+#include "argsview.h"
 #include "common.h"
 #include "dumpfile.h"
 #include "libreport.h"
@@ -199,11 +200,15 @@ int ta_fuzz_repair(const uint8_t *in, size_t n, int compress, uint8_t **out, siz
 	return 0;
 }
 
+static FILE *sink_open(void);
+
 /* ---- a visitor that checks the walk --------------------------------------------- */
 
 struct checker {
 	struct ta_visitor inner; /* the profile's */
-	int64_t *open;		 /* per thread index: frames entered, not yet exited */
+	struct ta_argstack args; /* recorded arguments (argsview.h), by depth */
+	struct ta_callargs ca;
+	int64_t *open; /* per thread index: frames entered, not yet exited */
 	size_t n;
 	const struct ta_session *s; /* its walk_proc: the pauses of the exits' process */
 };
@@ -257,6 +262,21 @@ static void check_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit
 	CHECK(x->depth == t->depth);
 	CHECK(paused <= span && x->duration == span - paused);
 	CHECK(x->self <= x->duration);
+	/* The arguments of the call, decoded and shown as the views do. */
+	if (ta_argstack_get(&c->args, x->depth, x->enter, &c->ca)) {
+		char *j = ta_callargs_json(&c->ca), *l = ta_callargs_lines(&c->ca);
+
+		CHECK(c->ca.nargs <= TA_CALLARGS_MAX);
+		ta_callargs_print(sink_open(), &c->ca);
+		if (c->ca.has_ret)
+			ta_argval_print(sink_open(), &c->ca.ret);
+		if (j)
+			fputs(j, sink_open());
+		if (l)
+			fputs(l, sink_open());
+		free(j);
+		free(l);
+	}
 	c->inner.exit(c->inner.ctx, t, x);
 }
 
@@ -277,6 +297,9 @@ static void check_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint6
 			CHECK(e.text_len <= TA_TEXT_MAX && strlen(e.text) == e.text_len);
 		CHECK(strcmp(ta_apiev_kind_name(kind), "unknown"));
 	}
+	if ((kind == TA_EXT_ARGS || kind == TA_EXT_RETVAL) && t->depth > 0 && t->depth < 4096)
+		CHECK(ta_argstack_put(&c->args, t->depth - 1, t->stack[t->depth - 1].enter, kind,
+				      values, n) == 0);
 	if (c->inner.ext)
 		c->inner.ext(c->inner.ctx, t, ticks, kind, values, n);
 }
@@ -610,6 +633,7 @@ int ta_fuzz_dump(const uint8_t *data, size_t size)
 			CHECK(chk.open[i] == 0); /* every frame entered was exited */
 
 	free(chk.open);
+	ta_argstack_free(&chk.args);
 	ta_profile_free(&prof);
 	ta_session_free(s);
 	ta_section_free(sec);

@@ -585,6 +585,57 @@ static void api_mem(void)
 	dg_free(&g);
 }
 
+/* Arguments and return values (EXT 22, 23): every format, a string copied
+ * and cut, NULL and unreadable ones, a bad item after good ones. */
+static void args(void)
+{
+	struct dumpgen g;
+	struct ta_encoder e;
+	uint64_t t = 2000;
+	const uint64_t a[] = {
+	    TA_ARGI_HEAD(TA_ARGF_INT, 4, 1, 0, 0, 0, 0),
+	    (uint64_t)-7,
+	    TA_ARGI_HEAD(TA_ARGF_HEX, 8, 2, 0, 0, 0, 0),
+	    0xbeef,
+	    TA_ARGI_HEAD(TA_ARGF_STR, 8, 3, 0, TA_ARGS_OK, 1, 10),
+	    0x1000,
+	    0x6968222079617322ull,
+	    0x0a22ull,
+	    TA_ARGI_HEAD(TA_ARGF_STR, 8, 4, 0, TA_ARGS_NULL, 0, 0),
+	    0,
+	    TA_ARGI_HEAD(TA_ARGF_STR, 8, 5, 0, TA_ARGS_UNREADABLE, 0, 0),
+	    0x10,
+	    TA_ARGI_HEAD(TA_ARGF_FLOAT, 4, 1, 1, 0, 0, 0),
+	    0x3e800000,
+	    TA_ARGI_HEAD(TA_ARGF_ENUM, 4, 6, 0, 0, 0, 0),
+	    5,
+	    TA_ARGI_HEAD(TA_ARGF_CHAR, 1, 7, 0, 0, 0, 0),
+	    '\'',
+	};
+	const uint64_t r[] = {TA_ARGI_HEAD(TA_ARGF_PTR, 8, 0, 0, 0, 0, 0), 0x5555};
+	const uint64_t bad[] = {TA_ARGI_HEAD(TA_ARGF_UINT, 2, 1, 0, 0, 0, 0), 7, 99};
+
+	dg_init(&g, 100);
+	preamble(&g, 1500);
+	dg_thread_start(&g, 100, 1600, "main");
+	ta_encoder_init(&e, 100);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 10, FN(0), 0);
+	ta_encoder_ext(&e, t += 10, TA_EXT_ARGS, a, sizeof(a) / sizeof(a[0]));
+	ta_encoder_event(&e, t += 10, FN(1), 0);
+	ta_encoder_ext(&e, t += 10, TA_EXT_ARGS, bad, 3);
+	ta_encoder_ext(&e, t += 10, TA_EXT_RETVAL, r, 2);
+	ta_encoder_event(&e, t += 10, FN(1), 1);
+	ta_encoder_ext(&e, t += 10, TA_EXT_RETVAL, r, 2);
+	ta_encoder_event(&e, t += 10, FN(0), 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 100, t + 5, 8, 0);
+	dg_end(&g, t + 10, 7000000, 8, 0, 1, 0);
+	emit("args", &g);
+	dg_free(&g);
+}
+
 /* Filters (format 1.7): a FILTER chunk, a second one replacing it, and
  * one whose function count lies. */
 static void filters(void)
@@ -706,6 +757,7 @@ int main(int argc, char **argv)
 	api();
 	api_mem();
 	apizone();
+	args();
 	filters();
 	symbols();
 	damaged();
