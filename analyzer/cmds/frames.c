@@ -276,16 +276,8 @@ static void text_keep(const struct ta_fset *set, const struct ta_keep_info *k)
 
 static void json_keep(const struct ta_keep_info *k)
 {
-	printf(",\n   \"keep\": {\"budget_ns\": %" PRIu64 ", \"before\": %" PRIu64 ", \"set\": ",
-	       k->budget_ns, k->before);
-	ta_json_str(stdout, k->set);
-	printf(", \"frames_seen\": %" PRIu64 ", \"frames_slow\": %" PRIu64
-	       ", \"frames_kept\": %" PRIu64 ", \"events_let_go\": %" PRIu64
-	       ", \"events_let_go_early\": %" PRIu64 ", \"windows\": %zu"
-	       ", \"windows_partial\": %" PRIu64 ", \"windows_lost\": %" PRIu64
-	       ", \"marks_unjudged\": %" PRIu64 "}",
-	       k->frames_seen, k->frames_slow, k->frames_kept, k->let_go, k->let_go_early, k->nwin,
-	       k->windows_partial, k->windows_lost, k->marks_unjudged);
+	printf(",\n   \"keep\": ");
+	ta_keep_json(stdout, k);
 }
 
 /* ---- JSON ------------------------------------------------------------------------- */

@@ -460,6 +460,11 @@ void ta_view_warnings(struct ta_view *v)
 			ta_view_warn(v, "process %s: no clock calibration; times are in ticks",
 				     ta_pid_name(s, s->procs[i]->pid, pn));
 	}
+	if (!v->filters_shown && ta_session_keep(s)) {
+		char line[400];
+
+		ta_view_warn(v, "%s", ta_keep_line(line, sizeof(line), ta_session_keep(s)));
+	}
 	if (!v->filters_shown && ta_session_filters(s)) {
 		char line[2400];
 

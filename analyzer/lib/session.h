@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dumpfile.h"
 #include "format.h"
@@ -102,6 +103,9 @@ struct ta_keep_info {
 void ta_keep_info_free(struct ta_keep_info *k);
 /* Whether [from, to] lies inside one window of k. */
 int ta_keep_kept(const struct ta_keep_info *k, uint64_t from, uint64_t to);
+/* The line the views print for a keep dump, and its JSON object. */
+const char *ta_keep_line(char *buf, size_t n, const struct ta_keep_info *k);
+void ta_keep_json(FILE *out, const struct ta_keep_info *k);
 
 struct ta_process {
 	/* The process's key in the session, which threads, profiles and
