@@ -53,6 +53,7 @@ struct record_opts {
 	const char *depth;	  /* --depth, or NULL */
 	const char *min_duration; /* --min-duration, or NULL */
 	int no_symbols;		  /* --no-symbols */
+	const char *keep;	  /* --keep, or NULL */
 	char **argv;		  /* the program and its arguments */
 };
 
@@ -64,6 +65,7 @@ static void usage(FILE *f)
 		   "                         [--channels LIST] [--filter PATTERNS]\n"
 		   "                         [--exclude PATTERNS] [--depth N]\n"
 		   "                         [--min-duration TIME] [--no-symbols]\n"
+		   "                         [--keep slow-frames:BUDGET[,before=K][,set=NAME]]\n"
 		   "                         [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
@@ -101,6 +103,11 @@ static void usage(FILE *f)
 		   "  --no-symbols        the traced modules' symbols not stored in the dump\n"
 		   "                      (a smaller dump, named only where the binaries are),\n"
 		   "                      TRACEAGENT_SYMBOLS=off\n"
+		   "  --keep slow-frames:BUDGET[,before=K][,set=NAME]\n"
+		   "                      keep only the frames of set NAME (default the first\n"
+		   "                      marked) longer than BUDGET (16.7ms, 500us) and the K\n"
+		   "                      frames before each (default 1), every thread's events\n"
+		   "                      in them; the rest is let go, TRACEAGENT_KEEP\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed,\n"
@@ -120,7 +127,8 @@ enum {
 	O_EXCLUDE,
 	O_DEPTH,
 	O_MIN_DURATION,
-	O_NO_SYMBOLS
+	O_NO_SYMBOLS,
+	O_KEEP
 };
 
 static const struct ta_opt record_opts[] = {
@@ -138,6 +146,7 @@ static const struct ta_opt record_opts[] = {
     {"--depth", TA_ARG_EITHER, O_DEPTH},
     {"--min-duration", TA_ARG_EITHER, O_MIN_DURATION},
     {"--no-symbols", TA_ARG_NONE, O_NO_SYMBOLS},
+    {"--keep", TA_ARG_EITHER, O_KEEP},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -154,6 +163,28 @@ static int is_number(const char *s, unsigned long lo, unsigned long hi)
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	return !errno && !*end && v >= lo && v <= hi;
+}
+
+/* Whether s is what agent/keep.c's ta_keep_parse takes. */
+static int keep_spec_ok(const char *s)
+{
+	static const char head[] = "slow-frames:";
+	char buf[256], *save = NULL, *tok;
+	uint64_t ns;
+
+	if (strncmp(s, head, sizeof(head) - 1) || strlen(s) >= sizeof(buf))
+		return 0;
+	strcpy(buf, s + sizeof(head) - 1);
+	tok = strtok_r(buf, ",", &save);
+	if (!tok || ta_parse_duration(tok, &ns) < 0 || !ns)
+		return 0;
+	while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
+		if (!strncmp(tok, "before=", 7)
+			? !is_number(tok + 7, 0, 64)
+			: strncmp(tok, "set=", 4) || !tok[4] || strlen(tok + 4) >= 128)
+			return 0;
+	}
+	return 1;
 }
 
 /* The values the agent would otherwise warn about and replace: a usage
@@ -197,6 +228,14 @@ static int check_values(const struct record_opts *o)
 			o->depth);
 		return EXIT_USAGE;
 	}
+	if (o->keep && !keep_spec_ok(o->keep)) {
+		fprintf(
+		    stderr,
+		    "traceagent record: --keep=%s: not slow-frames:BUDGET[,before=K][,set=NAME] "
+		    "(BUDGET a duration like 16.7ms, K from 0 to 64)\n",
+		    o->keep);
+		return EXIT_USAGE;
+	}
 	if (o->min_duration && ta_parse_duration(o->min_duration, &v) < 0) {
 		fprintf(stderr,
 			"traceagent record: --min-duration=%s: not a duration (like 500ns, 10us, "
@@ -230,6 +269,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 		}
 		if (id == O_NO_SYMBOLS)
 			o->no_symbols = 1;
+		else if (id == O_KEEP)
+			o->keep = p.val;
 		else
 			*value[id - O_OUTPUT] = p.val;
 	}
@@ -838,7 +879,8 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.exclude && ta_rec_set_env("TRACEAGENT_EXCLUDE", o.exclude) < 0) ||
 	    (o.depth && ta_rec_set_env("TRACEAGENT_DEPTH", o.depth) < 0) ||
 	    (o.min_duration && ta_rec_set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0) ||
-	    (o.no_symbols && ta_rec_set_env("TRACEAGENT_SYMBOLS", "off") < 0))
+	    (o.no_symbols && ta_rec_set_env("TRACEAGENT_SYMBOLS", "off") < 0) ||
+	    (o.keep && ta_rec_set_env("TRACEAGENT_KEEP", o.keep) < 0))
 		return EXIT_LOADER;
 	return run(&o, prog_path, output, o.output != NULL);
 }
