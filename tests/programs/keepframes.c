@@ -14,6 +14,10 @@
  * the slow ones; game and worker_main are open across all frames.  main
  * and the waits are not instrumented.
  *
+ * argv[2] and argv[3] change the slow frames' period (f % P == 7, P
+ * default 50) and the steps per frame (default STEPS), for a long run's
+ * measure (docs/bench.md).
+ *
  * With KEEPFRAMES_TIMES=FILE it writes to FILE the CLOCK_MONOTONIC time in
  * ns of each mark, one a line: the frame times as the program saw them,
  * so a test tells the frames a busy machine made slow as well.
@@ -30,7 +34,7 @@
 
 #define STEPS	3
 #define SLOW_MS 60
-#define MAXF	100000
+#define MAXF	1000000
 
 #define NI __attribute__((no_instrument_function))
 
@@ -38,6 +42,7 @@ static sem_t go, done;
 static volatile int stop;
 static uint64_t checksum, worker_sum;
 static uint64_t *mark_ns;
+static int period = 50, steps = STEPS;
 
 NI static uint64_t now_ns(void)
 {
@@ -96,9 +101,9 @@ __attribute__((noinline)) static void slow_part(void)
 __attribute__((noinline)) static void run_frame(int f)
 {
 	sem_post(&go);
-	for (int i = 0; i < STEPS; i++)
+	for (int i = 0; i < steps; i++)
 		step(f, i);
-	if (f % 50 == 7)
+	if (f % period == 7)
 		slow_part();
 	wait_sem(&done);
 }
@@ -122,6 +127,10 @@ NI int main(int argc, char **argv)
 
 	if (frames < 1 || frames > MAXF)
 		frames = 200;
+	if (argc > 2 && atoi(argv[2]) > 7)
+		period = atoi(argv[2]);
+	if (argc > 3 && atoi(argv[3]) > 0)
+		steps = atoi(argv[3]);
 	mark_ns = calloc((size_t)frames + 1, sizeof(*mark_ns));
 	if (!mark_ns || sem_init(&go, 0, 0) || sem_init(&done, 0, 0) ||
 	    pthread_create(&worker, NULL, worker_main, NULL))
