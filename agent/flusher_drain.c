@@ -29,7 +29,6 @@
 #include "mindur.h"
 #include "nextsym.h"
 #include "ring.h"
-#include "ring_int.h"
 #include "settings.h"
 
 /* Events chunks are cut at about this many raw bytes. */
@@ -343,11 +342,14 @@ static uint32_t keep_encode(struct ta_flush_state *fs, const struct ta_rec *rec,
  * flight recorder's quota per thread, and never so much that the
  * threads together would fill the memory and wait for a mark that
  * cannot come. */
+/* The threads recording at the last pass (keep mode; the drainers hold
+ * the drain lock). */
+static uint32_t keep_threads;
+
 static uint32_t keep_window_blocks(void)
 {
 	uint64_t q = ta_cfg.flight_bytes / ta_cfg.block_bytes;
-	uint64_t share = ta_cfg.memory_cap / ta_cfg.block_bytes /
-			 (2u + __atomic_load_n(&ta_ring_live_threads, __ATOMIC_RELAXED));
+	uint64_t share = ta_cfg.memory_cap / ta_cfg.block_bytes / (2u + keep_threads);
 
 	if (share < q)
 		q = share;
@@ -696,8 +698,15 @@ void ta_flusher_drain_all(int at_end, int partial, int whole)
 		ta_lazy_open_lz4();
 	pthread_mutex_lock(&ta_drain_lock);
 	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED)) {
+		uint32_t n = 0;
+
 		ta_keep_pass();
+		for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
+		     t = t->all_next)
+			n += __atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_LIVE;
+		keep_threads = n;
+	}
 	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
 	     t = t->all_next) {
 		if (!ta_consume_trylock(t)) {

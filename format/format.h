@@ -24,8 +24,8 @@
 
 #define TA_FILE_MAGIC	    "TRACEAGT" /* 8 bytes, no NUL */
 #define TA_FILE_MAGIC_LEN   8
-#define TA_FORMAT_MAJOR	    1 /* incompatible changes */
-#define TA_FORMAT_MINOR	    10/* compatible additions (new chunk types, trailing fields) */
+#define TA_FORMAT_MAJOR	    1  /* incompatible changes */
+#define TA_FORMAT_MINOR	    10 /* compatible additions (new chunk types, trailing fields) */
 #define TA_FILE_HEADER_SIZE 32
 
 /*
@@ -101,7 +101,7 @@ struct ta_chunk_header {
 	X(MARK, 15, "mark")		      /* process-wide: pause, resume, switch (1.6) */      \
 	X(FILTER, 16, "filter")		      /* the filters in force at record time (1.7) */      \
 	X(CUT, 18, "cut") /* why a dump stops without END, said by record or serve (1.8) */        \
-	X(SYMBOLS, 19, "symbols") /* a module's function symbols (1.9) */                         \
+	X(SYMBOLS, 19, "symbols") /* a module's function symbols (1.9) */                          \
 	X(KEEP, 23, "keep")	  /* only the slow frames kept: what and how many (1.10) */
 
 enum ta_chunk_type {

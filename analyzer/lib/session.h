@@ -103,9 +103,12 @@ struct ta_keep_info {
 void ta_keep_info_free(struct ta_keep_info *k);
 /* Whether [from, to] lies inside one window of k. */
 int ta_keep_kept(const struct ta_keep_info *k, uint64_t from, uint64_t to);
-/* The line the views print for a keep dump, and its JSON object. */
+/* The line the views print for a keep dump (its JSON object: common.h's
+ * ta_keep_json). */
 const char *ta_keep_line(char *buf, size_t n, const struct ta_keep_info *k);
-void ta_keep_json(FILE *out, const struct ta_keep_info *k);
+/* The first process's KEEP chunk, NULL when none. */
+struct ta_session;
+const struct ta_keep_info *ta_session_keep(const struct ta_session *s);
 
 struct ta_process {
 	/* The process's key in the session, which threads, profiles and

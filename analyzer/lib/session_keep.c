@@ -5,8 +5,6 @@
  * windows' events; the chunk says the judging's settings and counts and
  * the windows, so the views can tell a kept frame from a gap.
  */
-#include "common.h"
-#include "grow.h"
 #include "session_int.h"
 
 #include <inttypes.h>
@@ -105,22 +103,6 @@ const char *ta_keep_line(char *buf, size_t n, const struct ta_keep_info *k)
 		 "whole profile",
 		 k->set, ms, k->before, k->frames_kept, k->frames_seen, k->frames_slow);
 	return buf;
-}
-
-void ta_keep_json(FILE *out, const struct ta_keep_info *k)
-{
-	fprintf(out,
-		"{\"budget_ns\": %" PRIu64 ", \"before\": %" PRIu64 ", \"set\": ", k->budget_ns,
-		k->before);
-	ta_json_str(out, k->set);
-	fprintf(out,
-		", \"frames_seen\": %" PRIu64 ", \"frames_slow\": %" PRIu64
-		", \"frames_kept\": %" PRIu64 ", \"events_let_go\": %" PRIu64
-		", \"events_let_go_early\": %" PRIu64 ", \"windows\": %zu"
-		", \"windows_partial\": %" PRIu64 ", \"windows_lost\": %" PRIu64
-		", \"marks_unjudged\": %" PRIu64 "}",
-		k->frames_seen, k->frames_slow, k->frames_kept, k->let_go, k->let_go_early, k->nwin,
-		k->windows_partial, k->windows_lost, k->marks_unjudged);
 }
 
 const struct ta_keep_info *ta_session_keep(const struct ta_session *s)
