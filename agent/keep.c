@@ -19,6 +19,39 @@
 struct ta_keep_cfg ta_keep_cfg;
 int ta_keep_on;
 
+/* A duration with decimals (16.7ms: a 60 Hz frame), as the analyzer's
+ * --budget takes one: digits, a fraction, a unit (ns, us, ms, s; none:
+ * ns); -1 when it is not one or overflows. */
+static int parse_budget(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *name;
+		uint64_t ns;
+	} units[] = {{"", 1}, {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+	uint64_t whole = 0, frac = 0, scale = 1, unit = 0;
+	int digits = 0;
+
+	for (; *s >= '0' && *s <= '9'; s++, digits++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return -1;
+		whole = whole * 10 + (uint64_t)(*s - '0');
+	}
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++, digits++) {
+			if (scale >= 1000000000u)
+				return -1;
+			frac = frac * 10 + (uint64_t)(*s - '0');
+			scale *= 10;
+		}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(s, units[i].name))
+			unit = units[i].ns;
+	if (!digits || !unit || (whole && unit > UINT64_MAX / whole))
+		return -1;
+	*ns = whole * unit + frac * unit / scale;
+	return 0;
+}
+
 int ta_keep_parse(const char *v, struct ta_keep_cfg *c, const char **why)
 {
 	static const char head[] = "slow-frames:";
@@ -33,7 +66,7 @@ int ta_keep_parse(const char *v, struct ta_keep_cfg *c, const char **why)
 	strcpy(buf, v + sizeof(head) - 1);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), first = 0) {
 		if (first) {
-			if (ta_parse_duration(tok, &c->budget_ns) < 0 || !c->budget_ns) {
+			if (parse_budget(tok, &c->budget_ns) < 0 || !c->budget_ns) {
 				*why = "BUDGET is not a duration (like 16.7ms, 500us)";
 				return -1;
 			}
@@ -324,6 +357,24 @@ long ta_keep_filter(struct ta_keepf *k, const struct ta_raw *in, size_t n, int f
 }
 
 /* ---- the KEEP chunk ---------------------------------------------------------------- */
+
+void ta_keep_counts(struct ta_keep_counts *c)
+{
+	c->frames_seen = frames_seen;
+	c->frames_slow = frames_slow;
+	c->frames_kept = frames_kept;
+	c->let_go = let_go;
+	c->let_go_early = let_go_early;
+	c->windows_partial = windows_partial;
+	c->windows_lost = windows_lost;
+	c->marks_unjudged = __atomic_load_n(&marks_unjudged, __ATOMIC_RELAXED);
+	c->nwin = nwins;
+}
+
+void ta_keep_test_budget(uint64_t ticks)
+{
+	budget_ticks = ticks;
+}
 
 void ta_keep_write_summary(void)
 {

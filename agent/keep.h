@@ -101,4 +101,14 @@ void ta_keepf_reset(struct ta_keepf *k) TA_HIDDEN;
 /* The KEEP chunk (format.h), written before the END. */
 void ta_keep_write_summary(void) TA_HIDDEN;
 
+/* What the chunk counts (FORMAT.md's KEEP), for tests. */
+struct ta_keep_counts {
+	uint64_t frames_seen, frames_slow, frames_kept;
+	uint64_t let_go, let_go_early, windows_partial, windows_lost, marks_unjudged;
+	size_t nwin;
+};
+void ta_keep_counts(struct ta_keep_counts *c) TA_HIDDEN;
+/* For tests: the budget in ticks, in place of the measured one. */
+void ta_keep_test_budget(uint64_t ticks) TA_HIDDEN;
+
 #endif /* TA_KEEP_H */

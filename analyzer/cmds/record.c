@@ -33,6 +33,7 @@
 #include "arch.h"
 #include "cmdopts.h"
 #include "commands.h"
+#include "common.h"
 #include "format.h"
 #include "grow.h"
 #include "ta_config.h"
@@ -176,7 +177,7 @@ static int keep_spec_ok(const char *s)
 		return 0;
 	strcpy(buf, s + sizeof(head) - 1);
 	tok = strtok_r(buf, ",", &save);
-	if (!tok || ta_parse_duration(tok, &ns) < 0 || !ns)
+	if (!tok || ta_parse_time(tok, &ns) < 0 || !ns)
 		return 0;
 	while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
 		if (!strncmp(tok, "before=", 7)

@@ -125,6 +125,13 @@ class KeepTest(tahelp.Case):
         self.assertEqual(p.returncode, 2)
         self.assertIn("--keep=slow-frames:20ms,before=65: not slow-frames:", p.stderr)
 
+    def test_budget_with_decimals(self):
+        """A 60 Hz frame's budget, 16.7ms, as record and the agent take it."""
+        r = self.traced("record", [self.prog("keepframes-O2"), "10"],
+                        options=["--keep", "slow-frames:16.7ms"])
+        k = self.info(r.dump)["processes"][0]["keep"]
+        self.assertEqual((k["budget_ns"], k["frames_seen"]), (16700000, 10))
+
 
 if __name__ == "__main__":
     tahelp.main()
