@@ -271,7 +271,7 @@ void ta_keepf_reset(struct ta_keepf *k)
  * records, which go forward in time (a step back starts it over). */
 static int in_window(struct ta_keepf *k, uint64_t t)
 {
-	if (k->cursor > nwins || (k->cursor < nwins && k->cursor && wins[k->cursor - 1].hi >= t))
+	if (k->cursor > nwins || (k->cursor && wins[k->cursor - 1].hi >= t))
 		k->cursor = 0;
 	while (k->cursor < nwins && wins[k->cursor].hi < t)
 		k->cursor++;

@@ -89,6 +89,12 @@ START_TEST(keep_windows_and_filter)
 	/* At the end every record is judged. */
 	ck_assert_int_eq(ta_keep_filter(&k, later + 2, 1, 1), 1);
 	ck_assert_uint_eq(k.out_len, 0);
+	/* A record back in time (a handler's, appended late) is judged
+	 * against every window, the first one too (I, left open above,
+	 * put aside: its entry would come first). */
+	k.depth = 0;
+	ck_assert_int_eq(ta_keep_filter(&k, (const struct ta_raw[]){EN(300, 0x30)}, 1, 0), 1);
+	expect(&k, (const struct ta_raw[]){EN(300, 0x30)}, 1);
 	ta_keep_counts(&c);
 	ck_assert_uint_eq(c.frames_seen, 6);
 	ck_assert_uint_eq(c.frames_slow, 2);
