@@ -39,6 +39,7 @@
 #include "dump.h"
 #include "flusher.h"
 #include "filter.h"
+#include "keep.h"
 #include "lazylib.h"
 #include "format.h"
 #include "got.h"
@@ -493,6 +494,8 @@ void ta_agent_write_end(uint64_t flags)
 
 	/* The modules the flusher had not got to (a short run). */
 	ta_symstore_flush(0);
+	/* What keep mode kept of the frames, before the END that closes. */
+	ta_keep_write_summary();
 
 	ta_flusher_totals(&events, &lost, &threads);
 	ta_clock_pair(&ticks, &ns);

@@ -50,6 +50,7 @@
 #include "filter.h"
 #include "format.h"
 #include "got.h"
+#include "keep.h"
 #include "ring.h"
 #include "settings.h"
 
@@ -274,7 +275,18 @@ static void record_site(uint32_t kind, struct ta_site_ *s)
 
 TA_PUBLIC void ta_frame_mark_(struct ta_site_ *s)
 {
+	uint64_t pre;
+
+	if (TA_LIKELY(!__atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED))) {
+		record_site(TA_EXT_FRAME, s);
+		return;
+	}
+	/* Keep mode judges the frame: the counter around the mark's own
+	 * event, so a kept window holds the marks that bound it. */
+	pre = ta_ticks();
 	record_site(TA_EXT_FRAME, s);
+	if (site_on(s))
+		ta_keep_mark(s->name, pre, ta_ticks());
 }
 
 TA_PUBLIC void ta_instant_(struct ta_site_ *s)

@@ -31,6 +31,7 @@
 #include "flusher_int.h"
 #include "lazylib.h"
 #include "format.h"
+#include "keep.h"
 #include "mindur.h"
 #include "nextsym.h"
 #include "placement.h"
@@ -293,6 +294,9 @@ int ta_flusher_start(int first_pass)
 	sigfillset(&all);
 	if (ta_cfg.min_duration_ns)
 		ta_flusher_mindur_mark();
+	/* Keep mode's judging starts with the recording (a forked child's
+	 * too: its frames are its own). */
+	ta_keep_start();
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	__atomic_store_n(&flusher_stop, 0, __ATOMIC_RELAXED);
 	/* A forked child's or a new attach's process clock starts anew:

@@ -24,6 +24,7 @@
 #include "flusher.h"
 #include "flusher_int.h"
 #include "format.h"
+#include "keep.h"
 #include "lazylib.h"
 #include "mindur.h"
 #include "nextsym.h"
@@ -43,7 +44,8 @@ struct ta_flush_state {
 	/* Events it had no memory to encode (TA_LOST_NO_MEMORY): the
 	 * drainer's count, added to the thread's own in its THREAD_END. */
 	uint64_t lost_nomem;
-	struct ta_mindur md; /* TRACEAGENT_MIN_DURATION's pending calls and counts */
+	struct ta_mindur md;  /* TRACEAGENT_MIN_DURATION's pending calls and counts */
+	struct ta_keepf keep; /* TRACEAGENT_KEEP's open calls (keep.h) */
 };
 
 __thread int ta_in_flusher __attribute__((tls_model("initial-exec")));
@@ -319,6 +321,41 @@ static void encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t
 	encode_raw(fs, fs->md.out, 0, fs->md.out_len);
 }
 
+/* Keep mode: the records [from, to) judged (keep.h); returns how many
+ * were taken, the rest waiting in the ring for the marks to come. */
+static uint32_t keep_encode(struct ta_flush_state *fs, const struct ta_rec *rec, uint32_t from,
+			    uint32_t to, int force)
+{
+	long n = ta_keep_filter(&fs->keep, rec + from, to - from, force);
+
+	if (n < 0) {
+		/* No memory to filter with: written whole, which loses
+		 * nothing. */
+		encode_raw(fs, rec, from, to);
+		return to - from;
+	}
+	encode_raw(fs, fs->keep.out, 0, fs->keep.out_len);
+	return (uint32_t)n;
+}
+
+/* Keep mode: the blocks a thread's ring may hold (its window): the
+ * flight recorder's quota per thread, and never so much that the
+ * threads together would fill the memory and wait for a mark that
+ * cannot come. */
+/* The threads recording at the last pass (keep mode; the drainers hold
+ * the drain lock). */
+static uint32_t keep_threads;
+
+static uint32_t keep_window_blocks(void)
+{
+	uint64_t q = ta_cfg.flight_bytes / ta_cfg.block_bytes;
+	uint64_t share = ta_cfg.memory_cap / ta_cfg.block_bytes / (2u + keep_threads);
+
+	if (share < q)
+		q = share;
+	return q < 2 ? 2 : (uint32_t)q;
+}
+
 /* The calls still pending written (their threads end, fork or exec: the
  * calls are open, their length unknown), and the counts. */
 static void mindur_flush(struct ta_flush_state *fs)
@@ -490,8 +527,8 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 	struct ta_flush_state *fs = t->fs;
 	struct ta_block *b;
 	char name[16];
-	uint32_t seq = 0;
-	int fresh = 0;
+	uint32_t seq = 0, early = 0;
+	int fresh = 0, waiting = 0, keep = __atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED);
 
 	if (st != TA_T_LIVE && st != TA_T_EXITED)
 		return;
@@ -524,6 +561,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		fs->enc.out.max = ta_cfg.test_encoder_max;
 		ta_mindur_free(&fs->md);
 		ta_mindur_init(&fs->md, 0);
+		ta_keepf_reset(&fs->keep);
 		fs->events = 0;
 		fs->lost_nomem = 0;
 		fs->started = 0;
@@ -575,6 +613,13 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		t->cut = 0;
 	}
 	b = t->drain;
+	if (keep) {
+		/* Beyond its window, its oldest blocks are judged now. */
+		uint32_t cb = __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED);
+		uint32_t w = keep_window_blocks();
+
+		early = cb > w ? cb - w : 0;
+	}
 	for (; b;) {
 		/* Whether the block is done is its next, read first, never
 		 * its limit: that reads 0 while a handler's events are put
@@ -595,10 +640,21 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		 * being written: not yet ours). */
 		h = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE);
 		held_up(b);
-		if (h > b->consumed) {
+		if (h > b->consumed && keep) {
+			b->consumed += keep_encode(fs, b->ev, b->consumed, h,
+						   at_end || whole ? 1
+						   : early	   ? 2
+								   : 0);
+			if (b->consumed < h) {
+				waiting = 1;
+				break;
+			}
+		} else if (h > b->consumed) {
 			encode(fs, b->ev, b->consumed, h);
 			b->consumed = h;
 		}
+		if (early)
+			early--;
 		if (!n)
 			break;
 		b = block_done(t, b, n);
@@ -613,7 +669,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 	if (!partial || at_end || st == TA_T_EXITED || fs->enc.out.len >= CHUNK_TARGET / 4)
 		flush_chunk(fs);
 
-	if (st == TA_T_EXITED) {
+	if (st == TA_T_EXITED && !waiting) {
 		write_thread_end(t, __atomic_load_n(&t->end_ticks, __ATOMIC_RELAXED), fs->events);
 		if (b)
 			ta_block_put(b);
@@ -642,6 +698,15 @@ void ta_flusher_drain_all(int at_end, int partial, int whole)
 		ta_lazy_open_lz4();
 	pthread_mutex_lock(&ta_drain_lock);
 	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED)) {
+		uint32_t n = 0;
+
+		ta_keep_pass();
+		for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
+		     t = t->all_next)
+			n += __atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_LIVE;
+		keep_threads = n;
+	}
 	for (struct ta_thread *t = __atomic_load_n(&ta_threads, __ATOMIC_ACQUIRE); t;
 	     t = t->all_next) {
 		if (!ta_consume_trylock(t)) {
@@ -675,6 +740,10 @@ int ta_flusher_help(struct ta_thread *t)
 	 * Relaxed: a count that only bounds the work. */
 	uint32_t budget = __atomic_load_n(&t->chain_blocks, __ATOMIC_RELAXED);
 
+	/* Keep mode judges a ring against the windows, which only the
+	 * flusher's passes (under the drain lock) read and grow. */
+	if (__atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED))
+		return 0;
 	if (!ta_consume_trylock(t))
 		return 0;
 	drain_thread_held(t, 0, 1, 0, NULL, budget ? budget : 1);
@@ -776,6 +845,7 @@ void ta_flusher_drain_release(void)
 		ta_consume_unlock(t);
 		ta_encoder_free(&fs->enc);
 		ta_mindur_free(&fs->md);
+		ta_keepf_free(&fs->keep);
 		ta_zbuf_free(&fs->z);
 		free(fs);
 	}

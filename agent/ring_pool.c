@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "compiler.h"
+#include "keep.h"
 #include "lazylib.h"
 #include "ring.h"
 #include "ring_int.h"
@@ -379,9 +380,13 @@ void ta_ring_throttle(struct ta_thread *t)
 	uint64_t t0;
 	int helped;
 
-	uint32_t mark =
-	    pool_high_water + 2 * __atomic_load_n(&ta_ring_live_threads, __ATOMIC_RELAXED);
+	uint32_t live = __atomic_load_n(&ta_ring_live_threads, __ATOMIC_RELAXED);
+	uint32_t mark = pool_high_water + 2 * live;
 
+	/* Keep mode's rings hold their window of frames on purpose (keep.h):
+	 * those blocks are no backlog of the flusher's. */
+	if (__atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED))
+		mark += live * ta_ring_flight_blocks;
 	if (TA_LIKELY(__atomic_load_n(&pool_in_use, __ATOMIC_RELAXED) <= mark))
 		return;
 	/* A signal handler that interrupted this thread's own drain (below):

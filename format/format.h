@@ -101,7 +101,8 @@ struct ta_chunk_header {
 	X(MARK, 15, "mark")		      /* process-wide: pause, resume, switch (1.6) */      \
 	X(FILTER, 16, "filter")		      /* the filters in force at record time (1.7) */      \
 	X(CUT, 18, "cut") /* why a dump stops without END, said by record or serve (1.8) */        \
-	X(SYMBOLS, 19, "symbols") /* a module's function symbols (1.9) */
+	X(SYMBOLS, 19, "symbols") /* a module's function symbols (1.9) */                          \
+	X(KEEP, 23, "keep")	  /* only the slow frames kept: what and how many (1.10) */
 
 enum ta_chunk_type {
 #define TA_X(name, value, str) TA_CHUNK_##name = value,

@@ -92,10 +92,17 @@ static void usage(FILE *f)
 
 static int summarize(const struct ta_fset *set, const struct options *o, struct summary *m)
 {
-	uint64_t *d = malloc(set->nframes * sizeof(*d));
+	uint64_t *d = malloc((set->nframes ? set->nframes : 1) * sizeof(*d));
 
 	if (!d)
 		return -1;
+	if (!set->nframes) {
+		/* A keep dump may hold a set's marks and none of its frames. */
+		memset(m, 0, sizeof(*m));
+		m->threshold = o->budget_ns;
+		free(d);
+		return 0;
+	}
 	memcpy(d, set->dur_ns, set->nframes * sizeof(*d));
 	qsort(d, set->nframes, sizeof(*d), ta_fs_u64_cmp);
 	memset(m, 0, sizeof(*m));
@@ -243,6 +250,40 @@ static void text_set(const struct ta_fset *set, const struct summary *m, const s
 	}
 }
 
+/* A keep dump's process (TRACEAGENT_KEEP): its KEEP chunk, else NULL. */
+static const struct ta_keep_info *keep_of(const struct ta_view *v, const struct ta_fset *set)
+{
+	struct ta_process *p = ta_session_process(v->s, set->pid);
+
+	return p && set->keep ? p->keep : NULL;
+}
+
+static void text_keep(const struct ta_fset *set, const struct ta_keep_info *k)
+{
+	char b[32];
+
+	printf("  kept: only the slow frames (TRACEAGENT_KEEP: over %s, %" PRIu64
+	       " before each): %" PRIu64 " of %" PRIu64 " frames of set \"%s\" seen, %" PRIu64
+	       " slow; the rest let go\n",
+	       ta_fmt_time(b, sizeof(b), k->budget_ns), k->before, k->frames_kept, k->frames_seen,
+	       k->set, k->frames_slow);
+	if (strcmp(k->set, set->name))
+		printf("  (this set's frames are those inside the windows kept for \"%s\")\n",
+		       k->set);
+	if (k->windows_partial || k->windows_lost || k->marks_unjudged)
+		printf("  kept in part: %" PRIu64
+		       " windows reach back where the ring was over full "
+		       "(%" PRIu64 " events let go before being judged); %" PRIu64
+		       " windows lost, %" PRIu64 " marks not judged\n",
+		       k->windows_partial, k->let_go_early, k->windows_lost, k->marks_unjudged);
+}
+
+static void json_keep(const struct ta_keep_info *k)
+{
+	printf(",\n   \"keep\": ");
+	ta_keep_json(stdout, k);
+}
+
 /* ---- JSON ------------------------------------------------------------------------- */
 
 static void json_set(const struct ta_fset *set, const struct summary *m, const struct options *o,
@@ -285,7 +326,12 @@ static void json_set(const struct ta_fset *set, const struct summary *m, const s
 		}
 		printf("]}");
 	}
-	printf("%s]}", any ? "\n   " : "");
+	printf("%s]", any ? "\n   " : "");
+}
+
+static void json_set_end(void)
+{
+	putchar('}');
 }
 
 /* ---- arguments -------------------------------------------------------------------- */
@@ -383,16 +429,29 @@ int ta_cmd_frames(int argc, char **argv)
 		       ta_view_incomplete(&v) ? "false" : "true");
 	}
 	for (size_t k = 0; k < fs.nsets; k++) {
+		const struct ta_keep_info *kept = keep_of(&v, &fs.sets[k]);
+		struct options so = o;
 		struct summary m;
 
-		if (summarize(&fs.sets[k], &o, &m) < 0)
+		/* A keep dump's hitches are over its budget unless asked:
+		 * the median of the frames kept is no measure of a frame. */
+		if (kept && !so.have_budget) {
+			so.have_budget = 1;
+			so.budget_ns = kept->budget_ns;
+		}
+		if (summarize(&fs.sets[k], &so, &m) < 0)
 			goto nomem;
-		if (o.json)
-			json_set(&fs.sets[k], &m, &o, all, !k);
-		else {
+		if (o.json) {
+			json_set(&fs.sets[k], &m, &so, all, !k);
+			if (kept)
+				json_keep(kept);
+			json_set_end();
+		} else {
 			if (k)
 				putchar('\n');
-			text_set(&fs.sets[k], &m, &o, &v, all);
+			text_set(&fs.sets[k], &m, &so, &v, all);
+			if (kept)
+				text_keep(&fs.sets[k], kept);
 		}
 	}
 	if (o.json)

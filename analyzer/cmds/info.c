@@ -322,6 +322,19 @@ static void text_process(struct ta_view *v, const struct ta_process *p)
 		text_patch(p->patch);
 	if (p->filter)
 		text_filter(v, p);
+	if (p->keep) {
+		const struct ta_keep_info *k = p->keep;
+		char kb[32];
+
+		printf("  keep:        slow frames of set \"%s\" over %s, %" PRIu64
+		       " before each (TRACEAGENT_KEEP): frames seen %" PRIu64 ", slow %" PRIu64
+		       ", kept %" PRIu64 " in %zu windows; events let go %" PRIu64 " (%" PRIu64
+		       " before being judged: %" PRIu64 " windows kept in part)"
+		       "; windows lost %" PRIu64 ", marks not judged %" PRIu64 "\n",
+		       k->set, ta_fmt_time(kb, sizeof(kb), k->budget_ns), k->before, k->frames_seen,
+		       k->frames_slow, k->frames_kept, k->nwin, k->let_go, k->let_go_early,
+		       k->windows_partial, k->windows_lost, k->marks_unjudged);
+	}
 	printf("  threads:     %" PRIu64 "\n", c.threads);
 	printf("  %10s %10s %12s %8s %12s  %s\n", "tid", "parent", "events", "lost", "wait",
 	       "name");

@@ -209,6 +209,11 @@ static void json_process(struct ta_view *v, const struct ta_process *p)
 		json_filter(v, p);
 	else
 		printf("    \"filters\": null,\n");
+	if (p->keep) {
+		printf("    \"keep\": ");
+		ta_keep_json(stdout, p->keep);
+		printf(",\n");
+	}
 	if (p->has_end)
 		printf("    \"end\": {\"events\": %" PRIu64 ", \"lost\": %" PRIu64
 		       ", \"threads\": %" PRIu64 ", \"data_lost\": %s, \"reserve_blocks\": %" PRIu64

@@ -34,6 +34,7 @@
 #include "auth.h"
 #include "cmdopts.h"
 #include "commands.h"
+#include "common.h"
 #include "format.h"
 #include "grow.h"
 #include "ta_config.h"
@@ -57,6 +58,7 @@ struct record_opts {
 	const char *args;	  /* --args, or NULL */
 	const char *retval;	  /* --retval, or NULL */
 	const char *auto_args;	  /* --auto-args, or NULL */
+	const char *keep;	  /* --keep, or NULL */
 	char **argv;		  /* the program and its arguments */
 	const char *token_file;	  /* --token-file, or NULL */
 };
@@ -71,6 +73,7 @@ static void usage(FILE *f)
 		   "                         [--min-duration TIME] [--no-symbols]\n"
 		   "                         [--token-file FILE] [--args SPECS]\n"
 		   "                         [--retval PATTERNS] [--auto-args PATTERNS]\n"
+		   "                         [--keep slow-frames:BUDGET[,before=K][,set=NAME]]\n"
 		   "                         [--] PROG [ARGS...]\n"
 		   "\n"
 		   "Runs PROG with libtraceagent.so preloaded; the program must be built with\n"
@@ -118,6 +121,11 @@ static void usage(FILE *f)
 		   "  --auto-args PATTERNS the arguments and return values of the program's\n"
 		   "                      functions matching these globs (comma-separated),\n"
 		   "                      their types read from its DWARF, TRACEAGENT_AUTO_ARGS\n"
+		   "  --keep slow-frames:BUDGET[,before=K][,set=NAME]\n"
+		   "                      keep only the frames of set NAME (default the first\n"
+		   "                      marked) longer than BUDGET (16.7ms, 500us) and the K\n"
+		   "                      frames before each (default 1), every thread's events\n"
+		   "                      in them; the rest is let go, TRACEAGENT_KEEP\n"
 		   "\n"
 		   "The agent library is $TRACEAGENT_LIB if set.  The exit status is the\n"
 		   "program's; 127: not found, 126: cannot be run, 125: the loader failed,\n"
@@ -141,7 +149,8 @@ enum {
 	O_TOKEN_FILE,
 	O_ARGS,
 	O_RETVAL,
-	O_AUTO_ARGS
+	O_AUTO_ARGS,
+	O_KEEP
 };
 
 static const struct ta_opt record_opts[] = {
@@ -163,6 +172,7 @@ static const struct ta_opt record_opts[] = {
     {"--args", TA_ARG_EITHER, O_ARGS},
     {"--retval", TA_ARG_EITHER, O_RETVAL},
     {"--auto-args", TA_ARG_EITHER, O_AUTO_ARGS},
+    {"--keep", TA_ARG_EITHER, O_KEEP},
     {NULL, TA_ARG_NONE, 0},
 };
 
@@ -195,6 +205,28 @@ static int check_token(const char *path)
 		: err == -EFBIG ? "more than 4096 bytes: not a token file"
 				: strerror(-err));
 	return -1;
+}
+
+/* Whether s is what agent/keep.c's ta_keep_parse takes. */
+static int keep_spec_ok(const char *s)
+{
+	static const char head[] = "slow-frames:";
+	char buf[256], *save = NULL, *tok;
+	uint64_t ns;
+
+	if (strncmp(s, head, sizeof(head) - 1) || strlen(s) >= sizeof(buf))
+		return 0;
+	strcpy(buf, s + sizeof(head) - 1);
+	tok = strtok_r(buf, ",", &save);
+	if (!tok || ta_parse_time(tok, &ns) < 0 || !ns)
+		return 0;
+	while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
+		if (!strncmp(tok, "before=", 7)
+			? !is_number(tok + 7, 0, 64)
+			: strncmp(tok, "set=", 4) || !tok[4] || strlen(tok + 4) >= 128)
+			return 0;
+	}
+	return 1;
 }
 
 /* The values the agent would otherwise warn about and replace: a usage
@@ -240,6 +272,14 @@ static int check_values(const struct record_opts *o)
 	}
 	if (o->token_file && check_token(o->token_file) < 0)
 		return EXIT_USAGE;
+	if (o->keep && !keep_spec_ok(o->keep)) {
+		fprintf(
+		    stderr,
+		    "traceagent record: --keep=%s: not slow-frames:BUDGET[,before=K][,set=NAME] "
+		    "(BUDGET a duration like 16.7ms, K from 0 to 64)\n",
+		    o->keep);
+		return EXIT_USAGE;
+	}
 	if (o->min_duration && ta_parse_duration(o->min_duration, &v) < 0) {
 		fprintf(stderr,
 			"traceagent record: --min-duration=%s: not a duration (like 500ns, 10us, "
@@ -281,6 +321,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o, int *done)
 			o->retval = p.val;
 		else if (id == O_AUTO_ARGS)
 			o->auto_args = p.val;
+		else if (id == O_KEEP)
+			o->keep = p.val;
 		else
 			*value[id - O_OUTPUT] = p.val;
 	}
@@ -890,7 +932,9 @@ int ta_cmd_record(int argc, char **argv)
 	    (o.depth && ta_rec_set_env("TRACEAGENT_DEPTH", o.depth) < 0) ||
 	    (o.min_duration && ta_rec_set_env("TRACEAGENT_MIN_DURATION", o.min_duration) < 0) ||
 	    (o.no_symbols && ta_rec_set_env("TRACEAGENT_SYMBOLS", "off") < 0) ||
-	    (o.token_file && ta_rec_set_env("TRACEAGENT_TOKEN", o.token_file) < 0))
+	    (o.token_file && ta_rec_set_env("TRACEAGENT_TOKEN", o.token_file) < 0) ||
+
+	    (o.keep && ta_rec_set_env("TRACEAGENT_KEEP", o.keep) < 0))
 		return EXIT_LOADER;
 	r = ta_record_args_env(prog_path, o.args, o.retval, o.auto_args);
 	if (r)

@@ -555,6 +555,10 @@ static int print_json(struct report *r, const struct ta_prof_table *all)
 	/* Recorded with filters (FILTER chunk): not a whole profile. */
 	printf(",\n  \"filters\": ");
 	ta_print_filters_json(stdout, ta_session_filters(s));
+	if (ta_session_keep(s)) {
+		printf(",\n  \"keep\": ");
+		ta_keep_json(stdout, ta_session_keep(s));
+	}
 	if (min_duration_on(r))
 		printf(",\n  \"min_duration_ns\": %" PRIu64 ", \"short_calls\": %" PRIu64,
 		       s->min_duration_ns, s->short_calls);
@@ -605,6 +609,11 @@ static int print_text(struct report *r, const struct ta_prof_table *all)
 		char line[2400];
 
 		printf("%s\n", ta_fmt_filtered_line(line, sizeof(line), f));
+	}
+	if (ta_session_keep(r->s)) {
+		char line[400];
+
+		printf("%s\n", ta_keep_line(line, sizeof(line), ta_session_keep(r->s)));
 	}
 	if (text_rows(r, all))
 		text_incomplete();

@@ -365,6 +365,22 @@ void ta_print_filters_json(FILE *out, const struct ta_filter_info *f)
 		f->min_duration_ns);
 }
 
+void ta_keep_json(FILE *out, const struct ta_keep_info *k)
+{
+	fprintf(out,
+		"{\"budget_ns\": %" PRIu64 ", \"before\": %" PRIu64 ", \"set\": ", k->budget_ns,
+		k->before);
+	ta_json_str(out, k->set);
+	fprintf(out,
+		", \"frames_seen\": %" PRIu64 ", \"frames_slow\": %" PRIu64
+		", \"frames_kept\": %" PRIu64 ", \"events_let_go\": %" PRIu64
+		", \"events_let_go_early\": %" PRIu64 ", \"windows\": %zu"
+		", \"windows_partial\": %" PRIu64 ", \"windows_lost\": %" PRIu64
+		", \"marks_unjudged\": %" PRIu64 "}",
+		k->frames_seen, k->frames_slow, k->frames_kept, k->let_go, k->let_go_early, k->nwin,
+		k->windows_partial, k->windows_lost, k->marks_unjudged);
+}
+
 const char *ta_fmt_filtered_line(char *buf, size_t n, const struct ta_filter_info *f)
 {
 	char what[2200];
@@ -469,6 +485,11 @@ void ta_view_warnings(struct ta_view *v)
 		if (s->procs[i]->uncalibrated && s->procs[i]->have_ticks)
 			ta_view_warn(v, "process %s: no clock calibration; times are in ticks",
 				     ta_pid_name(s, s->procs[i]->pid, pn));
+	}
+	if (!v->filters_shown && ta_session_keep(s)) {
+		char line[400];
+
+		ta_view_warn(v, "%s", ta_keep_line(line, sizeof(line), ta_session_keep(s)));
 	}
 	if (!v->filters_shown && ta_session_filters(s)) {
 		char line[2400];

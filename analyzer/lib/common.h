@@ -223,6 +223,8 @@ uint64_t ta_session_duration_ns(const struct ta_session *s);
 /* The filters a dump was recorded with (FILTER chunk, since 1.7): the
  * first process's that has one, or NULL for a whole profile. */
 const struct ta_filter_info *ta_session_filters(const struct ta_session *s);
+/* A KEEP chunk as the views' JSON object "keep". */
+void ta_keep_json(FILE *out, const struct ta_keep_info *k);
 /* "filter=work,!noise, exclude=hash, depth=3, min-duration=10us" (the
  * settings in force) into buf. */
 const char *ta_fmt_filters(char *buf, size_t n, const struct ta_filter_info *f);

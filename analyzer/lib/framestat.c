@@ -530,6 +530,23 @@ static int fn_is(const void *ctx, size_t i, const void *key)
 	return !strcmp(set->fns[i].id.name, k->name) && !strcmp(set->fns[i].id.module, k->module);
 }
 
+/* A keep dump's cells: those of the frames kept, renumbered by map (frame
+ * as marked -> kept frame, UINT32_MAX: let go). */
+static void keep_cells(struct ta_fset *set, const uint32_t *map)
+{
+	size_t k = 0;
+
+	for (size_t c = 0; c < set->ncells; c++) {
+		uint32_t f = set->cells[c].frame;
+
+		if (f < set->nmarked && map[f] != UINT32_MAX) {
+			set->cells[k] = set->cells[c];
+			set->cells[k++].frame = map[f];
+		}
+	}
+	set->ncells = k;
+}
+
 /* Names the cells' functions, merges them by name and module, and turns
  * them into each function's frames in ns. */
 static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start)
@@ -537,17 +554,37 @@ static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start
 	struct ta_process *p = ta_session_process(v->s, set->pid);
 	struct ta_htab by_fn = {0};
 	uint64_t *tmp = NULL;
+	uint32_t *map = NULL;
 	int rc = -1;
 
-	set->start_ns = malloc(set->nframes * sizeof(*set->start_ns));
-	set->dur_ns = malloc(set->nframes * sizeof(*set->dur_ns));
+	set->start_ns = malloc((set->nframes ? set->nframes : 1) * sizeof(*set->start_ns));
+	set->dur_ns = malloc((set->nframes ? set->nframes : 1) * sizeof(*set->dur_ns));
 	if (!set->start_ns || !set->dur_ns)
 		return -1;
-	for (size_t i = 0; i < set->nframes; i++) {
-		set->start_ns[i] = p ? ta_process_ticks_ns(p, set->bounds[i]) - dump_start
-				     : (int64_t)set->bounds[i];
-		set->dur_ns[i] = p ? ta_process_dur_ns(p, frame_end(set, i) - set->bounds[i])
-				   : frame_end(set, i) - set->bounds[i];
+	set->nmarked = set->nframes;
+	/* Only the marks' sets are judged by a keep dump's agent. */
+	set->keep = p && p->keep && !set->ends;
+	if (set->keep && !(map = malloc((set->nmarked ? set->nmarked : 1) * sizeof(*map))))
+		return -1;
+	for (size_t i = 0, n = 0; i < set->nmarked; i++) {
+		uint64_t a = set->bounds[i], b = frame_end(set, i);
+
+		/* A keep dump: a frame with a gap in it was let go. */
+		if (map && !ta_keep_kept(p->keep, a, b)) {
+			map[i] = UINT32_MAX;
+			set->nframes = n;
+			continue;
+		}
+		if (map)
+			map[i] = (uint32_t)n;
+		set->tid[n] = set->tid[i];
+		set->start_ns[n] = p ? ta_process_ticks_ns(p, a) - dump_start : (int64_t)a;
+		set->dur_ns[n] = p ? ta_process_dur_ns(p, b - a) : b - a;
+		set->nframes = ++n;
+	}
+	if (map) {
+		keep_cells(set, map);
+		free(map);
 	}
 	if (set->ncells && !(set->fns = calloc(set->ncells, sizeof(*set->fns))))
 		return -1;

@@ -55,6 +55,11 @@ struct ta_fset {
 	uint64_t *tid;	    /* per frame: its thread, the one that made its closing mark */
 	int64_t *start_ns;  /* per frame, from the dump's start */
 	uint64_t *dur_ns;   /* per frame */
+	/* A dump that kept only the slow frames (its process's KEEP chunk):
+	 * the frames are those inside a kept window alone, in order, and
+	 * bounds is of the frames as marked, gaps included (nmarked). */
+	int keep;
+	size_t nmarked;
 	struct ta_fs_row *fns;
 	size_t nfns;
 	struct ta_fs_val *vals; /* what fns point into */

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dumpfile.h"
 #include "format.h"
@@ -85,6 +86,30 @@ struct ta_image_cmd {
 	size_t argc;
 };
 
+/* A KEEP chunk (1.10, TRACEAGENT_KEEP=slow-frames:...): the dump holds the
+ * events of the windows [lo[i], hi[i]] (ticks) alone, and the calls open
+ * across their edges. */
+struct ta_keep_info {
+	uint64_t budget_ns, before;
+	char *set; /* the set judged ("" when no mark was made) */
+	uint64_t frames_seen, frames_slow, frames_kept;
+	uint64_t let_go, let_go_early; /* events let go; of them, before being judged */
+	uint64_t windows_partial;      /* windows reaching back where events were let go early */
+	uint64_t windows_lost;	       /* windows the agent had no room for */
+	uint64_t marks_unjudged;       /* marks made while another was being judged */
+	size_t nwin;
+	uint64_t *lo, *hi;
+};
+void ta_keep_info_free(struct ta_keep_info *k);
+/* Whether [from, to] lies inside one window of k. */
+int ta_keep_kept(const struct ta_keep_info *k, uint64_t from, uint64_t to);
+/* The line the views print for a keep dump (its JSON object: common.h's
+ * ta_keep_json). */
+const char *ta_keep_line(char *buf, size_t n, const struct ta_keep_info *k);
+/* The first process's KEEP chunk, NULL when none. */
+struct ta_session;
+const struct ta_keep_info *ta_session_keep(const struct ta_session *s);
+
 struct ta_process {
 	/* The process's key in the session, which threads, profiles and
 	 * frames name it by: its pid, but for a later process given the same
@@ -108,6 +133,7 @@ struct ta_process {
 	struct ta_crash *crash;	       /* the CRASH chunk, if the process crashed */
 	struct ta_patch *patch;	       /* the last PATCH chunk, if functions were patched */
 	struct ta_filter_info *filter; /* the last FILTER chunk (1.7): filtered at record time */
+	struct ta_keep_info *keep;     /* the last KEEP chunk (1.10): only slow frames kept */
 	/* END's, summed over the images (an exec'd image goes on in the
 	 * dump with a PROCESS chunk of the same pid); flags are the last. */
 	uint64_t end_ticks, end_ns, end_events, end_lost, end_threads, end_flags;

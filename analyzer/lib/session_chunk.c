@@ -291,6 +291,9 @@ int ta_session_chunk(struct ta_session *s, const struct ta_chunk *c)
 	case TA_CHUNK_MARK:
 		rc = ta_sess_mark_chunk(p, &r);
 		break;
+	case TA_CHUNK_KEEP:
+		rc = ta_sess_keep_chunk(p, &r);
+		break;
 	case TA_CHUNK_CUT:
 		rc = cut_chunk(p, &r);
 		break;

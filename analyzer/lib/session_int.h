@@ -70,6 +70,7 @@ int ta_sess_module_unload_chunk(struct ta_process *p, struct ta_reader *r);
 int ta_sess_libcalls_chunk(struct ta_process *p, struct ta_reader *r);
 int ta_sess_patch_chunk(struct ta_process *p, struct ta_reader *r);
 int ta_sess_filter_chunk(struct ta_process *p, const void *payload, size_t len);
+int ta_sess_keep_chunk(struct ta_process *p, struct ta_reader *r);
 int ta_sess_crash_chunk(struct ta_process *p, struct ta_reader *r);
 /* Marks m unloaded at ticks: its ranges join the process's unloaded ones. */
 int ta_sess_module_gone(struct ta_process *p, struct ta_sess_module *m, uint64_t ticks);

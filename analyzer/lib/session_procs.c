@@ -399,6 +399,7 @@ void ta_sess_process_free(struct ta_process *p)
 	if (p->filter)
 		ta_filter_info_free(p->filter);
 	free(p->filter);
+	ta_keep_info_free(p->keep);
 	for (size_t i = 0; i < p->nmodules; i++) {
 		free(p->modules[i].path);
 		free(p->modules[i].build_id);

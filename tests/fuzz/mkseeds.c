@@ -681,6 +681,71 @@ static void filters(void)
 	dg_free(&g);
 }
 
+/* Keep mode (format 1.10): a KEEP chunk with two windows, one replacing
+ * it, one whose windows overlap and one whose window count lies; frame
+ * marks inside and between the windows. */
+static void keep_payload(struct pb *b, uint64_t n, uint64_t lo0, uint64_t lo1)
+{
+	b->len = 0;
+	pb_u(b, 20000000);
+	pb_u(b, 1);
+	pb_str(b, "frame");
+	pb_u(b, 200);
+	pb_u(b, 2);
+	pb_u(b, 4);
+	pb_u(b, 1000);
+	pb_u(b, 10);
+	pb_u(b, 1);
+	pb_u(b, 0);
+	pb_u(b, 0);
+	pb_u(b, n);
+	pb_u(b, lo0);
+	pb_u(b, 30);
+	pb_u(b, lo1);
+	pb_u(b, 30);
+}
+
+static void keep(void)
+{
+	struct dumpgen g;
+	struct pb b = {0};
+	uint64_t t = 100;
+	struct ta_encoder e;
+
+	dg_init(&g, 800);
+	preamble(&g, 50);
+	keep_payload(&b, 2, 150, 300);
+	dg_chunk(&g, TA_CHUNK_KEEP, b.p, b.len);
+	dg_chunk(&g, TA_CHUNK_KEEP, b.p, b.len);
+	keep_payload(&b, 2, 150, 160);
+	dg_chunk(&g, TA_CHUNK_KEEP, b.p, b.len);
+	keep_payload(&b, 1000, 150, 300);
+	dg_chunk(&g, TA_CHUNK_KEEP, b.p, b.len);
+	keep_payload(&b, 2, 150, 300);
+	dg_chunk(&g, TA_CHUNK_KEEP, b.p, b.len);
+	dg_thread_start(&g, 800, 60, "main");
+	ta_encoder_init(&e, 800);
+	ta_encoder_begin(&e, t);
+	ta_encoder_event(&e, t += 10, FN(0), 0);
+	for (int i = 0; i < 6; i++) {
+		uint64_t v = BIAS + 0x8040;
+
+		ta_encoder_event(&e, t += 10, FN(1), 0);
+		ta_encoder_event(&e, t += 5, FN(1), 1);
+		ta_encoder_ext(&e, t += 5, TA_EXT_FRAME, &v, 1);
+		if (i == 2)
+			t += 100;
+	}
+	ta_encoder_event(&e, t += 10, FN(0), 1);
+	dg_events(&g, &e);
+	ta_encoder_free(&e);
+	dg_thread_end(&g, 800, t + 5, 14, 0);
+	dg_end(&g, t + 10, 7000000, 14, 0, 1, 0);
+	emit("keep", &g);
+	dg_free(&g);
+	pb_free(&b);
+}
+
 static int add_chunk(void *arg, const void *payload, size_t len)
 {
 	dg_chunk(arg, TA_CHUNK_SYMBOLS, payload, len);
@@ -760,6 +825,7 @@ int main(int argc, char **argv)
 	args();
 	filters();
 	symbols();
+	keep();
 	damaged();
 	for (int i = 2; i < argc; i++)
 		real_dump(argv[i]);

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_keep.c - keep mode's judging and filter (agent/keep.[ch]) on
+ * hand-made marks and records: the windows a slow frame keeps, the
+ * horizon before which records are let go, the entries of calls open at a
+ * window's start and the exits of calls written, the records that wait
+ * for the marks to come, the ones let go early (a ring over its window)
+ * and the windows that reach back to them, and the counts.
+ */
+#include <check.h>
+
+#include "../check_run.h"
+#include <stdint.h>
+#include <string.h>
+
+#include "format.h"
+#include "keep.h"
+
+#define EN(t, a) ((struct ta_raw){(t), (a)})
+#define EX(t, a) ((struct ta_raw){(t), (a) | TA_RAW_EXIT})
+
+static void expect(const struct ta_keepf *k, const struct ta_raw *want, size_t n)
+{
+	ck_assert_uint_eq(k->out_len, n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(k->out[i].ticks, want[i].ticks);
+		ck_assert_uint_eq(k->out[i].addr, want[i].addr);
+	}
+}
+
+static void mark(const char *set, uint64_t pre)
+{
+	ta_keep_mark(set, pre, pre + 1);
+}
+
+static void start(uint32_t before)
+{
+	memset(&ta_keep_cfg, 0, sizeof(ta_keep_cfg));
+	ta_keep_cfg.on = 1;
+	ta_keep_cfg.before = before;
+	ta_keep_cfg.budget_ns = 1000;
+	ta_keep_start();
+	ta_keep_test_budget(150);
+}
+
+START_TEST(keep_windows_and_filter)
+{
+	struct ta_keepf k = {0};
+	struct ta_keep_counts c;
+	const struct ta_raw a[] = {EN(50, 0xa0),  EN(150, 0xb0), EX(160, 0xb0), EN(190, 0xc0),
+				   EN(250, 0xd0), EX(260, 0xd0), EX(450, 0xc0), EN(520, 0xe0),
+				   EX(530, 0xe0), EX(590, 0xa0)};
+	const struct ta_raw early[] = {EN(610, 0xf0), EX(620, 0xf0)};
+	const struct ta_raw later[] = {EN(700, 0x10), EX(710, 0x10), EN(950, 0x20)};
+
+	start(1);
+	/* Frames 1..4 of "frame": 100, 100, 200 (slow), 100 ticks; another
+	 * set's marks are not judged. */
+	mark("frame", 100);
+	mark("frame", 200);
+	mark("physics", 250);
+	mark("frame", 300);
+	mark("frame", 500);
+	mark("frame", 600);
+	ta_keep_pass();
+	/* Window [200, 501]: before it, let go; in it, written with the
+	 * entries of A and C open at its start; after it and after the
+	 * horizon (600's mark - K = 500), waiting. */
+	ck_assert_int_eq(ta_keep_filter(&k, a, 10, 0), 7);
+	expect(&k,
+	       (const struct ta_raw[]){EN(50, 0xa0), EN(190, 0xc0), EN(250, 0xd0), EX(260, 0xd0),
+				       EX(450, 0xc0)},
+	       5);
+	/* The next mark moves the horizon to 600: E is let go, A's exit
+	 * written (its entry was). */
+	mark("frame", 700);
+	ta_keep_pass();
+	ck_assert_int_eq(ta_keep_filter(&k, a + 7, 3, 0), 3);
+	expect(&k, (const struct ta_raw[]){EX(590, 0xa0)}, 1);
+	ck_assert_uint_eq(k.depth, 0);
+	/* Over the window: judged early, let go, counted. */
+	ck_assert_int_eq(ta_keep_filter(&k, early, 2, 2), 2);
+	ck_assert_uint_eq(k.out_len, 0);
+	/* Frame 6 slow: its window [600, 901] reaches back to them. */
+	mark("frame", 900);
+	ta_keep_pass();
+	ck_assert_int_eq(ta_keep_filter(&k, later, 3, 0), 2);
+	expect(&k, later, 2);
+	/* At the end every record is judged. */
+	ck_assert_int_eq(ta_keep_filter(&k, later + 2, 1, 1), 1);
+	ck_assert_uint_eq(k.out_len, 0);
+	/* A record back in time (a handler's, appended late) is judged
+	 * against every window, the first one too (I, left open above,
+	 * put aside: its entry would come first). */
+	k.depth = 0;
+	ck_assert_int_eq(ta_keep_filter(&k, (const struct ta_raw[]){EN(300, 0x30)}, 1, 0), 1);
+	expect(&k, (const struct ta_raw[]){EN(300, 0x30)}, 1);
+	ta_keep_counts(&c);
+	ck_assert_uint_eq(c.frames_seen, 6);
+	ck_assert_uint_eq(c.frames_slow, 2);
+	ck_assert_uint_eq(c.frames_kept, 4);
+	ck_assert_uint_eq(c.nwin, 2);
+	ck_assert_uint_eq(c.let_go, 4 + 2 + 2 + 1);
+	ck_assert_uint_eq(c.let_go_early, 2);
+	ck_assert_uint_eq(c.windows_partial, 1);
+	ck_assert_uint_eq(c.windows_lost + c.marks_unjudged, 0);
+	ta_keepf_free(&k);
+}
+END_TEST
+
+START_TEST(keep_before_0_and_merge)
+{
+	struct ta_keepf k = {0};
+	struct ta_keep_counts c;
+	const struct ta_raw r[] = {EN(150, 0xa0), EX(250, 0xa0), EN(350, 0xb0),
+				   EX(450, 0xb0), EN(650, 0xc0), EX(660, 0xc0)};
+
+	start(0);
+	/* Frames 1..4: 200 (slow), 200 (slow), 100, 100: K = 0 keeps the
+	 * slow ones alone, their windows merged. */
+	mark("frame", 100);
+	mark("frame", 300);
+	mark("frame", 500);
+	mark("frame", 600);
+	mark("frame", 700);
+	ta_keep_pass();
+	ck_assert_int_eq(ta_keep_filter(&k, r, 6, 0), 6);
+	expect(&k, r, 4);
+	ta_keep_counts(&c);
+	ck_assert_uint_eq(c.frames_seen, 4);
+	ck_assert_uint_eq(c.frames_slow, 2);
+	ck_assert_uint_eq(c.frames_kept, 2);
+	ck_assert_uint_eq(c.nwin, 1);
+	ck_assert_uint_eq(c.let_go, 2);
+	ta_keepf_free(&k);
+}
+END_TEST
+
+START_TEST(keep_parse)
+{
+	struct ta_keep_cfg c;
+	const char *why;
+
+	ck_assert_int_eq(ta_keep_parse("slow-frames:16.7ms", &c, &why), 0);
+	ck_assert_uint_eq(c.budget_ns, 16700000);
+	ck_assert_uint_eq(c.before, TA_KEEP_BEFORE_DEFAULT);
+	ck_assert_str_eq(c.set, "");
+	ck_assert_int_eq(ta_keep_parse("slow-frames:500us,set=physics,before=0", &c, &why), 0);
+	ck_assert_uint_eq(c.budget_ns, 500000);
+	ck_assert_uint_eq(c.before, 0);
+	ck_assert_str_eq(c.set, "physics");
+	ck_assert_int_eq(ta_keep_parse("slow-frames:", &c, &why), -1);
+	ck_assert_int_eq(ta_keep_parse("slow-frames:0ms", &c, &why), -1);
+	ck_assert_int_eq(ta_keep_parse("slow-frames:1ms,before=65", &c, &why), -1);
+	ck_assert_int_eq(ta_keep_parse("slow-frames:1ms,before=-1", &c, &why), -1);
+	ck_assert_int_eq(ta_keep_parse("slow-frames:1ms,after=2", &c, &why), -1);
+	ck_assert_int_eq(ta_keep_parse("fast-frames:1ms", &c, &why), -1);
+	ck_assert_int_eq(c.on, 0);
+}
+END_TEST
+
+static Suite *keep_suite(void)
+{
+	Suite *s = suite_create("keep");
+	TCase *tc = tcase_create("keep");
+
+	tcase_add_test(tc, keep_windows_and_filter);
+	tcase_add_test(tc, keep_before_0_and_merge);
+	tcase_add_test(tc, keep_parse);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return ta_check_run(keep_suite());
+}

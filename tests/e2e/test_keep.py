@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: MIT
+"""Keeping only the slow frames (issue 37 item 9): TRACEAGENT_KEEP=
+slow-frames:BUDGET[,before=K][,set=NAME] and record --keep.  keepframes
+runs N frames; frame f (f % 50 == 7) is busy 60 ms, the others take
+microseconds; each frame calls run_frame 1, step 3, worker_job 1 (on the
+worker thread) and crunch 2, and slow_part 1 in the slow ones.  Which
+frames are slow is judged by the agent's clock; the program writes its
+own times of the marks, so a frame a busy machine made slow is expected
+as well (the two clocks differ by the microseconds around a mark)."""
+
+import os
+
+import tadump
+import tahelp
+
+BUDGET = "20ms"
+BUDGET_NS = 20000000
+PER_FRAME = {"run_frame": 1, "step": 3, "worker_job": 1, "crunch": 2}
+
+
+class KeepTest(tahelp.Case):
+
+    def run_it(self, frames, spec, mode="preload", env=None):
+        times = self.path("times-%d" % len(os.listdir(self.dir)))
+        e = {"KEEPFRAMES_TIMES": times}
+        e.update(env or {})
+        argv = [self.prog("keepframes-O2"), str(frames)]
+        if mode == "preload":
+            e["TRACEAGENT_KEEP"] = spec
+            r = self.traced(mode, argv, env=e)
+        else:
+            r = self.traced(mode, argv, env=e, options=["--keep", spec])
+        self.assertRegex(r.stdout, r"^keepframes: %d frames, " % frames)
+        with open(times) as f:
+            marks = [int(x) for x in f.read().split()]
+        self.assertEqual(len(marks), frames + 1)
+        return r.dump, marks
+
+    def expected(self, marks, before, budget_ns=BUDGET_NS):
+        """The slow frames (1..N) and the frames kept, from the program's
+        own times."""
+        slow = [f for f in range(1, len(marks)) if marks[f] - marks[f - 1] > budget_ns]
+        kept = set()
+        for f in slow:
+            kept.update(range(max(1, f - before), f + 1))
+        return slow, sorted(kept)
+
+    def check(self, dump, marks, before, set_name="frame"):
+        slow, kept = self.expected(marks, before)
+        # The busy frames are slow whatever the machine.
+        self.assertTrue({f for f in range(1, len(marks)) if f % 50 == 7} <= set(slow), slow)
+        warn = ("traceagent: %s: warning: kept only the slow frames at record time "
+                "(TRACEAGENT_KEEP: frames of set \"%s\" over 20 ms and %d before each): "
+                "%d of %d frames seen kept, %d slow; the rest was let go: this is not a "
+                "whole profile\n" % (dump, set_name, before, len(kept), len(marks) - 1,
+                                     len(slow)))
+        fr = tadump.view_json(self, "frames", "--json", dump, stderr=warn)
+        sets = {s["name"]: s for s in fr["frame_sets"]}
+        self.assertEqual(list(sets), ["frame"])
+        s = sets["frame"]
+        self.assertEqual(s["count"], len(kept))
+        self.assertEqual(s["threshold_ns"], BUDGET_NS)
+        self.assertEqual(len(s["hitches"]), len(slow))
+        k = s["keep"]
+        self.assertEqual((k["budget_ns"], k["before"], k["set"]), (BUDGET_NS, before, set_name))
+        self.assertEqual((k["frames_seen"], k["frames_slow"], k["frames_kept"]),
+                         (len(marks) - 1, len(slow), len(kept)))
+        self.assertEqual((k["events_let_go_early"], k["windows_partial"], k["windows_lost"],
+                          k["marks_unjudged"]), (0, 0, 0, 0))
+        self.assertGreater(k["events_let_go"], 0)
+        # Exactly the kept frames' calls, and the two calls open across
+        # them (entered before the first window, left after the last).
+        rep = self.report(dump)
+        self.assertTrue(rep["complete"])
+        self.assertEqual((rep["lost"], rep["errors"]), (0, []))
+        self.assertEqual(rep["keep"], k)
+        funcs = self.functions(rep)
+        want = {n: c * len(kept) for n, c in PER_FRAME.items()}
+        want["slow_part"] = len([f for f in kept if f % 50 == 7]) or None
+        want.update({"game": 1, "worker_main": 1})
+        self.assert_calls(funcs, want)
+        self.assertEqual(set(funcs), {n for n, c in want.items() if c})
+        info = self.info(dump)
+        self.assertEqual(info["processes"][0]["keep"], k)
+        return kept
+
+    def test_env_before_1(self):
+        dump, marks = self.run_it(200, "slow-frames:" + BUDGET)
+        kept = self.check(dump, marks, 1)
+        self.assertTrue({6, 7, 56, 57, 106, 107, 156, 157} <= set(kept))
+
+    def test_record_before_2(self):
+        dump, marks = self.run_it(120, "slow-frames:%s,before=2,set=frame" % BUDGET,
+                                  mode="record")
+        kept = self.check(dump, marks, 2)
+        self.assertTrue({5, 6, 7, 55, 56, 57, 105, 106, 107} <= set(kept))
+
+    def test_before_0(self):
+        dump, marks = self.run_it(60, "slow-frames:" + BUDGET + ",before=0")
+        self.check(dump, marks, 0)
+
+    def test_no_such_set(self):
+        """A set never marked: nothing judged, nothing kept, the END
+        whole."""
+        dump, marks = self.run_it(60, "slow-frames:%s,set=physics" % BUDGET)
+        rep = self.report(dump)
+        self.assertTrue(rep["complete"])
+        self.assertEqual(self.functions(rep), {})
+        k = rep["keep"]
+        self.assertEqual((k["set"], k["frames_seen"], k["frames_kept"], k["windows"]),
+                         ("physics", 0, 0, 0))
+
+    def test_bad_spec(self):
+        """A bad value is said once; every frame is then kept."""
+        r = self.run_preload([self.prog("keepframes-O2"), "60"],
+                             env={"TRACEAGENT_KEEP": "slow-frames:fast"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr_lines(),
+                         ["traceagent: TRACEAGENT_KEEP='slow-frames:fast': BUDGET is not a "
+                          "duration (like 16.7ms, 500us); every frame is kept"])
+        funcs = self.functions(self.report(r.dump))
+        self.assert_calls(funcs, {"run_frame": 60, "step": 180, "crunch": 120})
+        p = self.run_record([self.prog("keepframes-O2"), "1"],
+                            options=["--keep", "slow-frames:20ms,before=65"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--keep=slow-frames:20ms,before=65: not slow-frames:", p.stderr)
+
+    def test_budget_with_decimals(self):
+        """A 60 Hz frame's budget, 16.7ms, as record and the agent take it."""
+        r = self.traced("record", [self.prog("keepframes-O2"), "10"],
+                        options=["--keep", "slow-frames:16.7ms"])
+        k = self.info(r.dump)["processes"][0]["keep"]
+        self.assertEqual((k["budget_ns"], k["frames_seen"]), (16700000, 10))
+
+
+if __name__ == "__main__":
+    tahelp.main()
