@@ -80,7 +80,16 @@ void ta_patch_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN TA_PATCH_KEEP
 /* patch_hot.c: called by the stubs with only the general-purpose
  * registers saved. */
 void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot) TA_HIDDEN;
-uint64_t ta_patch_on_return(uint64_t slot) TA_HIDDEN;
+/* The same for a function whose arguments are recorded (argregs.h): its
+ * return calls ta_patch_args_return before its EXIT. */
+struct ta_argspec;
+void ta_patch_on_enter_spec(const struct ta_patch_desc *d, uint64_t *slot,
+			    const struct ta_argspec *spec) TA_HIDDEN;
+/* gp, fp: the return registers as the function left them (argregs.h). */
+uint64_t ta_patch_on_return(uint64_t slot, uint64_t gp, uint64_t fp) TA_HIDDEN;
+/* Through ta_patch_vcall: ta_args_return(spec, v[0], v[1]) (patchent.c,
+ * built with the vector registers). */
+void *ta_patch_args_return(void *spec, void *v) TA_HIDDEN;
 /* A function relocated whole: its entry, its exits. */
 void ta_patch_rel_on_enter(uint64_t fn) TA_HIDDEN TA_PATCH_KEEPS_REGS;
 void ta_patch_rel_on_exit(uint64_t fn) TA_HIDDEN TA_PATCH_KEEPS_REGS;

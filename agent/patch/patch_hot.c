@@ -37,9 +37,10 @@ void ta_patch_record_slow(uint64_t addr, uint64_t ticks)
 #include "ring.h"
 
 struct rframe {
-	uint64_t slot; /* address of the return-address slot */
-	uint64_t orig; /* the real return address */
-	uint64_t fn;   /* the function's entry address (the event's) */
+	uint64_t slot;		       /* address of the return-address slot */
+	uint64_t orig;		       /* the real return address */
+	uint64_t fn;		       /* the function's entry address (the event's) */
+	const struct ta_argspec *spec; /* its arguments' spec (argregs.h), or NULL */
 };
 
 struct rstack {
@@ -87,7 +88,8 @@ __attribute__((noinline, cold)) static void *rstack_new(void *unused1, void *unu
  * statistic. */
 uint64_t ta_patch_frames_without_exit;
 
-void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
+static inline __attribute__((always_inline)) void
+on_enter(const struct ta_patch_desc *d, uint64_t *slot, const struct ta_argspec *spec)
 {
 	const uint64_t stub = (uint64_t)(uintptr_t)ta_patch_ret_stub;
 	struct rstack *r = rs_tls;
@@ -129,13 +131,25 @@ void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
 	r->f[n].slot = (uint64_t)(uintptr_t)slot;
 	r->f[n].orig = ret;
 	r->f[n].fn = d->fn;
+	r->f[n].spec = spec;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (ret != stub)
 		*slot = stub;
 	ta_record(d->fn);
 }
 
-uint64_t ta_patch_on_return(uint64_t slot)
+void ta_patch_on_enter(const struct ta_patch_desc *d, uint64_t *slot)
+{
+	on_enter(d, slot, NULL);
+}
+
+void ta_patch_on_enter_spec(const struct ta_patch_desc *d, uint64_t *slot,
+			    const struct ta_argspec *spec)
+{
+	on_enter(d, slot, spec);
+}
+
+uint64_t ta_patch_on_return(uint64_t slot, uint64_t gp, uint64_t fp)
 {
 	struct rstack *r = rs_tls;
 	uint32_t n = r ? r->depth : 0;
@@ -158,8 +172,15 @@ uint64_t ta_patch_on_return(uint64_t slot)
 	 * reuse it as soon as the depth says so. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	r->depth = n - 1;
-	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&ta_fn_gate, __ATOMIC_RELAXED)) {
+		/* The return value before the EXIT (argregs.h); the recorder
+		 * may use the vector registers. */
+		if (TA_UNLIKELY(e.spec != NULL)) {
+			uint64_t v[2] = {gp, fp};
+			ta_patch_vcall(ta_patch_args_return, (void *)(uintptr_t)e.spec, v);
+		}
 		ta_record(e.fn | TA_REC_EXIT);
+	}
 	return e.orig;
 }
 
