@@ -356,12 +356,18 @@ static void keep_pending(const struct ta_module *m, const struct job *jobs, size
 
 /* Capstone, opened for the first module that needs it (never for one
  * built with patchable entries); said once when it cannot be. */
+static __thread int opening_capstone;
+
 static int capstone_ready(void)
 {
 	static int state; /* 0 not tried, 1 open, -1 not (under patch_lock) */
 
 	if (state == 0) {
+		/* Its dlopen is the agent's own, under patch_lock and inside
+		 * the loader's walk: no module of its is to be patched. */
+		opening_capstone = 1;
 		state = ta_capstone_open() < 0 ? -1 : 1;
+		opening_capstone = 0;
 		if (state < 0)
 			ta_warn("cannot open " TA_CS_SONAME
 				" (capstone, to decode x86-64); only functions built with "
@@ -725,6 +731,8 @@ void ta_patch_after_dlopen(void)
 {
 	int saved = errno;
 
+	if (opening_capstone)
+		return;
 	ta_patchent_after_dlopen();
 	/* Acquire: pairs with the release in patch_init. */
 	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))

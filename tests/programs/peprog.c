@@ -11,6 +11,8 @@
  *                    traceagent attach --patch), "text" compares its own
  *                    code in memory with its file's bytes and prints "text
  *                    same" or "text differs at OFFSET"
+ *   peprog maps      fib(10), then "capstone yes" or "capstone no": whether
+ *                    a libcapstone is mapped in the process
  *
  * untraced() is built without an entry (the attribute) to be refused.
  */
@@ -123,6 +125,18 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && strcmp(argv[1], "fib") == 0) {
 		run_fib(atoi(argv[2]));
+		return 0;
+	}
+	if (argc == 2 && strcmp(argv[1], "maps") == 0) {
+		FILE *f = fopen("/proc/self/maps", "re");
+		int yes = 0;
+
+		run_fib(10);
+		while (f && fgets(line, sizeof(line), f))
+			yes |= strstr(line, "libcapstone") != NULL;
+		if (f)
+			fclose(f);
+		printf("capstone %s\n", yes ? "yes" : "no");
 		return 0;
 	}
 	if (argc != 2 || strcmp(argv[1], "stdin") != 0) {
