@@ -78,7 +78,9 @@ class PatchEntryTest(tahelp.Case):
                     self.assertEqual(self.counts(r.dump, n),
                                      {"fib": fib_calls(n), "twice": n, "half": n})
                     info = self.info(r.dump)["processes"][0]
-                    self.assertEqual(info["patch"]["patched"], 3, info["patch"])
+                    self.assertEqual((info["patch"]["patched"], info["patch"]["relocated"],
+                                      info["patch"]["patchable_entry"]), (3, 0, 3),
+                                     info["patch"])
 
     def test_no_capstone(self):
         """No disassembler is opened for a module built with patchable
