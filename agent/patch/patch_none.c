@@ -57,6 +57,10 @@ static int hot_ready(void)
 }
 #endif
 
+/* This window planned patchable entries: a later call (modules loaded
+ * during the window) that finds none new is not a refusal. */
+static int window_planned;
+
 int ta_patch_attach_prepare(const char *spec)
 {
 	int n = 0;
@@ -65,8 +69,9 @@ int ta_patch_attach_prepare(const char *spec)
 	if (hot_ready())
 		n = ta_patchent_attach_prepare(spec);
 #endif
-
-	if (n != 0)
+	if (n > 0)
+		window_planned = 1;
+	if (n != 0 || window_planned)
 		return n;
 	ta_warn(NO_PATCH_WHY "; --patch ignored");
 	return -ENOSYS;
@@ -84,6 +89,7 @@ void ta_patch_attach_restore(void)
 
 void ta_patch_attach_forget(void)
 {
+	window_planned = 0;
 	ta_patchent_attach_forget();
 }
 
