@@ -67,6 +67,7 @@
 #include "hookpatch.h"
 #include "lazylib.h"
 #include "patch.h"
+#include "patchent.h"
 #include "ring.h"
 #include "symstore.h"
 #include "ta_config.h"
@@ -360,6 +361,28 @@ static void keep_pending(const struct ta_module *m, const struct job *jobs, size
 	npend_mods++;
 }
 
+/* Capstone, opened for the first module that needs it (never for one
+ * built with patchable entries); said once when it cannot be. */
+static __thread int opening_capstone;
+
+static int capstone_ready(void)
+{
+	static int state; /* 0 not tried, 1 open, -1 not (under patch_lock) */
+
+	if (state == 0) {
+		/* Its dlopen is the agent's own, under patch_lock and inside
+		 * the loader's walk: no module of its is to be patched. */
+		opening_capstone = 1;
+		state = ta_capstone_open() < 0 ? -1 : 1;
+		opening_capstone = 0;
+		if (state < 0)
+			ta_warn("cannot open " TA_CS_SONAME
+				" (capstone, to decode x86-64); only functions built with "
+				"-fpatchable-function-entry are patched");
+	}
+	return state > 0;
+}
+
 static void patch_module(const struct ta_module *m)
 {
 	const char *modbase = ta_base_name(m->path);
@@ -374,6 +397,16 @@ static void patch_module(const struct ta_module *m)
 	struct modfacts facts = {0};
 
 	if (!ta_patterns_name_module(&patterns, modbase, m->is_exe))
+		return;
+	/* Built with -fpatchable-function-entry: patchent.c's, without
+	 * capstone (the names are matched here too, for say_unmatched). */
+	if (ta_patchent_owns(m)) {
+		free(ta_module_functions(m, wanted, NULL, &n, &map, &maplen));
+		if (map)
+			munmap(map, maplen);
+		return;
+	}
+	if (!capstone_ready())
 		return;
 	c = ta_module_functions(m, wanted, NULL, &n, &map, &maplen);
 	if (!c || n == 0) {
@@ -616,6 +649,7 @@ void ta_patch_after_dlclose(void)
 {
 	int saved = errno;
 
+	ta_patchent_after_dlclose();
 	/* Acquire: pairs with the release in patch_init (the patterns and
 	 * the thread key are set up). */
 	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
@@ -654,12 +688,14 @@ static uint64_t patch_new_modules(void)
 void ta_patch_dump(void)
 {
 	struct ta_buf b = {0};
+	uint64_t pe_patched, pe_refused;
 
-	if (!patch_on || (npatched == 0 && nrefused == 0))
+	ta_patchent_counts(&pe_patched, &pe_refused);
+	if (!patch_on || (npatched == 0 && nrefused == 0 && pe_patched == 0 && pe_refused == 0))
 		return;
 	pthread_mutex_lock(&patch_lock);
-	ta_buf_u(&b, npatched);
-	ta_buf_u(&b, nrefused);
+	ta_buf_u(&b, npatched + pe_patched);
+	ta_buf_u(&b, nrefused + pe_refused);
 	/* Relaxed: a count, read for the record (patch_hot.c adds to it). */
 	ta_buf_u(&b, __atomic_load_n(&ta_patch_frames_without_exit, __ATOMIC_RELAXED));
 	for (size_t i = 0; i < nrefused; i++) {
@@ -670,6 +706,7 @@ void ta_patch_dump(void)
 		ta_buf_u(&b, refused[i].reason);
 		ta_buf_str(&b, text, strlen(text));
 	}
+	ta_patchent_put_refusals(&b, pe_refused);
 	/* Since 1.8: how many were relocated whole, and why the others
 	 * were not. */
 	{
@@ -687,6 +724,9 @@ void ta_patch_dump(void)
 			ta_buf_str(&b, text, strlen(text));
 		}
 	}
+	/* Since 1.10: how many were patched at their patchable entries
+	 * (patchent.c: with the return stub, no reason counted above). */
+	ta_buf_u(&b, pe_patched);
 	pthread_mutex_unlock(&patch_lock);
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_PATCH, b.p, b.len);
@@ -721,6 +761,9 @@ void ta_patch_after_dlopen(void)
 {
 	int saved = errno;
 
+	if (opening_capstone)
+		return;
+	ta_patchent_after_dlopen();
 	/* Acquire: pairs with the release in patch_init. */
 	if (!__atomic_load_n(&patch_on, __ATOMIC_ACQUIRE))
 		return;
@@ -745,6 +788,7 @@ __attribute__((constructor)) static void patch_init(void)
 {
 	const char *spec = secure_getenv("TRACEAGENT_PATCH");
 	int saved = errno;
+	uint64_t pe;
 
 	if (getauxval(AT_SECURE))
 		return;
@@ -756,11 +800,6 @@ __attribute__((constructor)) static void patch_init(void)
 	if (!patterns.n)
 		return;
 	pattern_hits_alloc();
-	if (ta_capstone_open() < 0) {
-		ta_warn("cannot open " TA_CS_SONAME
-			" (capstone, to decode x86-64); TRACEAGENT_PATCH ignored");
-		return;
-	}
 	if (ta_patch_hot_init() != 0) {
 		ta_warn("cannot create a thread key; TRACEAGENT_PATCH ignored");
 		return;
@@ -768,13 +807,15 @@ __attribute__((constructor)) static void patch_init(void)
 	/* Release: a thread that sees patching on (after a dlopen) sees the
 	 * patterns and the key; pairs with the acquires in the dl wrappers. */
 	__atomic_store_n(&patch_on, 1, __ATOMIC_RELEASE);
+	pe = ta_patchent_start(spec);
 	pthread_mutex_lock(&patch_lock);
 	patch_new_modules();
 	pthread_mutex_unlock(&patch_lock);
 	/* A process in which nothing matches (a shell started on the way)
 	 * says nothing and writes no dump, as without patching. */
-	if (npatched + nrefused > 0) {
-		summary();
+	if (npatched + nrefused > 0 || pe > 0) {
+		if (npatched + nrefused > 0)
+			summary();
 		pthread_mutex_lock(&patch_lock);
 		say_unmatched(0);
 		pthread_mutex_unlock(&patch_lock);
@@ -803,6 +844,7 @@ static void forget_counts(void)
 int ta_patch_attach_prepare(const char *spec)
 {
 	size_t before;
+	int pe;
 
 	/* Mid-load (a dlopen in another thread): the module list may hold
 	 * one not relocated yet; the loader asks again. */
@@ -830,11 +872,6 @@ int ta_patch_attach_prepare(const char *spec)
 		pattern_said = NULL;
 	}
 	pthread_mutex_unlock(&patch_lock);
-	if (ta_capstone_open() < 0) {
-		ta_warn("cannot open " TA_CS_SONAME
-			" (capstone, to decode x86-64); --patch ignored");
-		return -ENOENT;
-	}
 	if (!patch_on && ta_patch_hot_init() != 0) {
 		ta_warn("cannot create a thread key; --patch ignored");
 		return -EAGAIN;
@@ -854,7 +891,8 @@ int ta_patch_attach_prepare(const char *spec)
 	ta_patch_attach_mode = 0;
 	before = npend - before;
 	pthread_mutex_unlock(&patch_lock);
-	return (int)before;
+	pe = ta_patchent_attach_prepare(spec);
+	return pe < 0 ? pe : (int)before + pe;
 }
 
 /* No lock, no allocation: every other thread is stopped (one may hold
@@ -899,7 +937,7 @@ int ta_patch_attach_commit(const uint64_t *pcs, size_t npcs)
 		segments_writable(&pend_mods[k], 0);
 	}
 	(void)busy;
-	return applied;
+	return applied + ta_patchent_attach_commit(pcs, npcs);
 }
 
 void ta_patch_attach_restore(void)
@@ -916,6 +954,7 @@ void ta_patch_attach_restore(void)
 	 * through the return stub. */
 	npend = 0;
 	npend_mods = 0;
+	ta_patchent_attach_restore();
 }
 
 /* The modules are patched anew at the next attach (the stubs of this one
@@ -930,6 +969,7 @@ void ta_patch_attach_forget(void)
 	 * patched nothing, and its dump says so. */
 	forget_counts();
 	pthread_mutex_unlock(&patch_lock);
+	ta_patchent_attach_forget();
 }
 
 #endif

@@ -27,8 +27,10 @@
 /* The hot path's out-of-line part keeps the vector registers
  * (patch_stub.S; declared again in patch.h). */
 #include <stdint.h>
+
+#include "arch.h"
 void ta_patch_record_slow(uint64_t addr, uint64_t ticks)
-    __attribute__((visibility("hidden"), no_caller_saved_registers));
+    __attribute__((visibility("hidden"))) TA_ARCH_KEEPS_REGS;
 #define TA_RECORD_SLOW ta_patch_record_slow
 #include "base.h"
 #include "api.h"

@@ -158,6 +158,9 @@ static void text_patch(const struct ta_patch *pt)
 			printf("    %" PRIu64 " %s\n", pt->fallback[i].count,
 			       pt->fallback[i].reason);
 	}
+	if (pt->patchable_entry)
+		printf("  at their patchable entries (-fpatchable-function-entry): %" PRIu64 "\n",
+		       pt->patchable_entry);
 	if (pt->frames_without_exit)
 		printf("  patched calls deeper than the return stack (exit not recorded): %" PRIu64
 		       "\n",

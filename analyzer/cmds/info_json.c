@@ -40,6 +40,8 @@ static void json_patch(const struct ta_patch *pt)
 		}
 		putchar(']');
 	}
+	if (pt->patchable_entry)
+		printf(", \"patchable_entry\": %" PRIu64, pt->patchable_entry);
 	printf("},\n");
 }
 

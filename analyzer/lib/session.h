@@ -253,6 +253,9 @@ struct ta_patch {
 	int has_method; /* the writer said how each was patched (since 1.8) */
 	uint64_t relocated, nfallback;
 	struct ta_patch_fallback *fallback;
+	/* Of patched, those at their -fpatchable-function-entry no-ops (since
+	 * 1.10; 0 before). */
+	uint64_t patchable_entry;
 };
 
 /* One frame of a rebuilt call stack. */

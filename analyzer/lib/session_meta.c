@@ -369,6 +369,12 @@ int ta_sess_patch_chunk(struct ta_process *p, struct ta_reader *r)
 				goto fail;
 		}
 	}
+	/* Since 1.10: those patched at their patchable entries. */
+	if (r->p < r->end) {
+		ta_get_varint(r, &pt->patchable_entry);
+		if (r->err || pt->patchable_entry > pt->patched)
+			goto fail;
+	}
 	ta_sess_patch_free(p->patch);
 	p->patch = pt;
 	return 0;

@@ -25,8 +25,10 @@
  *
  * ta_patch_ret_stub: where a patched function returns to, its return
  * address having been replaced.  It makes room for the real return
- * address where the ret popped it from, asks ta_patch_on_return for it,
- * and returns there: the stack ends as the function's ret left it.
+ * address where the ret popped it from, asks ta_patch_on_return for it
+ * (with rax and the low half of xmm0, for a function whose return value
+ * is recorded), and returns there: the stack ends as the function's ret
+ * left it.
  *
  * Both realign the stack to 16 bytes themselves rather than assume the
  * caller did: a tail-called or asm-called function may be entered

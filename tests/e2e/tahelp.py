@@ -35,6 +35,7 @@ FEATURE_OFF = {
     "patching": "this build has no dynamic patching (meson -Dpatching)",
     "hookpatch": "this build rewrites no hook calls (meson -Dpatching, x86-64)",
     "srcline": "this build has no source lines (meson -Dsrcline)",
+    "patchent": "this architecture has no patchable-entry patcher",
 }
 
 LEVELS = ("O0", "O2")
