@@ -44,6 +44,7 @@
 
 #include "api.h"
 #include "argregs.h"
+#include "args.h"
 #include "base.h"
 #include "dump.h"
 #include "fnsel.h"
@@ -605,7 +606,14 @@ uint64_t ta_patchent_start(const char *spec)
 	uint64_t done;
 
 	pthread_mutex_lock(&pe_lock);
-	if (ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0) {
+	if (spec && *spec && ta_patterns_parse(&patterns, spec, "TRACEAGENT_PATCH") < 0) {
+		pthread_mutex_unlock(&pe_lock);
+		return 0;
+	}
+	/* The functions whose arguments are asked are patched too. */
+	if (ta_args_wanted())
+		ta_args_add_patterns(&patterns);
+	if (!patterns.n) {
 		pthread_mutex_unlock(&pe_lock);
 		return 0;
 	}

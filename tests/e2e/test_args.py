@@ -68,7 +68,7 @@ class ArgsTest(tahelp.Case):
         self.assertEqual(lines[0].split(), ["duration", "tid", "function"])
         return [l[23:] for l in lines[1:]]
 
-    def run_ok(self, prog, options=(), env=None, mode="record", patched=8):
+    def run_ok(self, prog, options=(), env=None, mode="record", patched=8, how=""):
         path = self.prog(prog)
         plain = self.run_plain([path])
         if mode == "record":
@@ -80,7 +80,7 @@ class ArgsTest(tahelp.Case):
                                                         addresses(r.stdout)[0])
                          .replace(addresses(plain.stdout)[1], addresses(r.stdout)[1]))
         lines = r.stderr_lines()
-        self.assertEqual(lines[0], "traceagent: patched %d functions, refused 0" % patched)
+        self.assertEqual(lines[0], "traceagent: patched %d functions%s, refused 0" % (patched, how))
         return r
 
     def test_record_options(self):
@@ -94,6 +94,25 @@ class ArgsTest(tahelp.Case):
         r = self.run_ok("argsdemo", env={"TRACEAGENT_ARGS": SPECS, "TRACEAGENT_RETVAL": RETVALS},
                         mode="preload")
         self.assertEqual(self.replay_lines(r.dump), expected(r.stdout))
+
+    def test_patchable_entry(self):
+        """A -fpatchable-function-entry build: the functions with a spec are
+        patched at their no-op areas (no capstone), with the same values."""
+        r = self.run_ok("argsdemo-pe", ["--args", SPECS, "--retval", RETVALS],
+                        how=" at their patchable entries")
+        self.assertEqual(self.replay_lines(r.dump), expected(r.stdout))
+
+    def test_no_such_function(self):
+        """Arguments asked of functions a process does not have (a shell on
+        the way): it runs as without the agent, says nothing, writes no
+        dump."""
+        out = os.path.join(self.dir, "none.trace")
+        env = dict(os.environ, LD_PRELOAD=tahelp.AGENT, TRACEAGENT_ARGS=SPECS,
+                   TRACEAGENT_RETVAL=RETVALS, TRACEAGENT_OUTPUT=out)
+        r = subprocess.run(["/bin/echo", "hello"], env=env, capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "hello\n", ""))
+        self.assertFalse(os.path.exists(out))
 
     def test_instrumented(self):
         """The instrumented build: the functions with a spec are patched and
