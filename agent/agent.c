@@ -324,6 +324,7 @@ static int start(void)
 	ta_clock_pair(&clock_t0, &clock_n0);
 	ta_pid = (uint32_t)getpid();
 	ta_settings_load(&ta_cfg);
+	ta_keep_setting(&ta_cfg);
 	/* An injected agent opens libunwind at once, as the first window
 	 * starts: its cost is no process's start-up, and its dlopen then
 	 * comes before the filters and patching set up for the window
@@ -615,6 +616,7 @@ int ta_agent_reattach(void)
 	/* The block size and memory cap are the first window's (the pool
 	 * is reserved once); the rest is this attach's. */
 	ta_settings_load(&ta_cfg);
+	ta_keep_setting(&ta_cfg);
 	ta_ring_reattach((int)ta_cfg.mode, ta_cfg.flight_bytes);
 	err = open_output(0);
 	if (err == 0) {

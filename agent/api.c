@@ -128,10 +128,10 @@ static inline __attribute__((always_inline)) int site_on(struct ta_site_ *s)
 	return on;
 }
 
-/* For the API's other files (api_int.h's ta_api_site_on). */
-int ta_api_site_slow(struct ta_site_ *s)
+/* site_on for the entries of the API's other files (api_int.h). */
+int ta_api_site_on(struct ta_site_ *s)
 {
-	return site_slow(s);
+	return site_on(s);
 }
 
 /* ---- zones ------------------------------------------------------------------- */
@@ -313,24 +313,31 @@ TA_PUBLIC void ta_counter_f_(struct ta_site_ *s, double value)
 
 /* ---- messages -------------------------------------------------------------------- */
 
-TA_PUBLIC void ta_message_(struct ta_site_ *s, const char *fmt, ...)
+void ta_api_vtext(uint32_t kind, struct ta_site_ *s, const char *fmt, va_list ap)
 {
 	char text[TA_TEXT_MAX];
-	int saved = errno, cut;
+	int cut;
 	size_t len;
-	va_list ap;
 
-	if (!site_on(s))
-		return;
 	if (!fmt)
 		fmt = "(null)";
-	va_start(ap, fmt);
 	/* The formatting calls snprintf: nothing it does is recorded. */
 	TA_GUARD_ENTER();
 	len = ta_api_format(text, sizeof(text), &cut, fmt, ap);
 	TA_GUARD_LEAVE();
+	record_text(kind, s, text, (uint32_t)len, cut ? TA_TEXT_F_CUT : 0);
+}
+
+TA_PUBLIC void ta_message_(struct ta_site_ *s, const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	if (!site_on(s))
+		return;
+	va_start(ap, fmt);
+	ta_api_vtext(TA_EXT_MESSAGE, s, fmt, ap);
 	va_end(ap);
-	record_text(TA_EXT_MESSAGE, s, text, (uint32_t)len, cut ? TA_TEXT_F_CUT : 0);
 	errno = saved;
 }
 

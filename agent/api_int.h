@@ -9,6 +9,7 @@
 #define TA_API_INT_H
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 
 #define TA_AGENT_SIDE_
@@ -69,28 +70,13 @@ void ta_chan_switch(uint32_t id, uint32_t on, int record);
 
 /* ---- for the entries of the API's other files (api_mem.c) ---- */
 
-/* api.c's site_slow: s registered, the start waited for; whether its
- * events are recorded, -1 inside the thread's own start. */
-int ta_api_site_slow(struct ta_site_ *s);
+/* A printf-formatted text of site s recorded as an EXT event of kind
+ * (TA_MESSAGE, TA_APP_INFO): cut at TA_TEXT_MAX, NULL fmt "(null)". */
+void ta_api_vtext(uint32_t kind, struct ta_site_ *s, const char *fmt, va_list ap);
 
 /* Whether an event of s is recorded (api.c's site_on, for the entries
  * outside it).  One the agent cannot judge is counted lost. */
-static inline __attribute__((always_inline)) int ta_api_site_on(struct ta_site_ *s)
-{
-	const volatile uint32_t *g = __atomic_load_n(&s->gate, __ATOMIC_ACQUIRE);
-	uint32_t v;
-	int on;
-
-	if (TA_LIKELY(g != &s->first) &&
-	    TA_LIKELY((v = __atomic_load_n(g, __ATOMIC_RELAXED)) != CHAN_STARTING))
-		return v != 0;
-	on = ta_api_site_slow(s);
-	if (TA_UNLIKELY(on < 0)) {
-		ta_lost_here(TA_LOST_STARTING);
-		return 0;
-	}
-	return on;
-}
+int ta_api_site_on(struct ta_site_ *s);
 
 /* The entries of api_mem.c, with their own addresses under api_at_NAME
  * (aliases defined there) for ta_api_got_syms. */

@@ -275,25 +275,14 @@ TA_PUBLIC void ta_counter_config_(struct ta_site_ *s, uint32_t unit)
 
 TA_PUBLIC void ta_app_info_(struct ta_site_ *s, const char *fmt, ...)
 {
-	char text[TA_TEXT_MAX];
-	uint64_t v[TA_EXT_MAX_VALUES];
-	int saved = errno, cut;
-	size_t len;
-	uint32_t n;
+	int saved = errno;
 	va_list ap;
 
 	if (!ta_api_site_on(s))
 		return;
-	if (!fmt)
-		fmt = "(null)";
 	va_start(ap, fmt);
-	/* The formatting calls snprintf: nothing it does is recorded. */
-	TA_GUARD_ENTER();
-	len = ta_api_format(text, sizeof(text), &cut, fmt, ap);
-	TA_GUARD_LEAVE();
+	ta_api_vtext(TA_EXT_APP_INFO, s, fmt, ap);
 	va_end(ap);
-	n = ta_text_pack(v, (uint64_t)(uintptr_t)s, text, (uint32_t)len, cut ? TA_TEXT_F_CUT : 0);
-	ta_record_ext(TA_EXT_APP_INFO, v, n);
 	errno = saved;
 }
 

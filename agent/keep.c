@@ -14,6 +14,7 @@
 #include "format.h"
 #include "grow.h"
 #include "keep.h"
+#include "settings.h"
 #include "values.h"
 
 struct ta_keep_cfg ta_keep_cfg;
@@ -402,4 +403,27 @@ void ta_keep_write_summary(void)
 	if (!b.oom)
 		ta_dump_chunk(TA_CHUNK_KEEP, b.p, b.len);
 	ta_buf_free(&b);
+}
+
+/* TRACEAGENT_KEEP (keep.h): recorded as in lossless mode, every event
+ * going through the keep filter rather than the minimum-duration one. */
+void ta_keep_setting(struct ta_settings *s)
+{
+	const char *v = ta_settings_value("TRACEAGENT_KEEP"), *why;
+
+	memset(&ta_keep_cfg, 0, sizeof(ta_keep_cfg));
+	if (!v || !*v || !strcmp(v, "all"))
+		return;
+	if (ta_keep_parse(v, &ta_keep_cfg, &why) < 0) {
+		ta_warn("TRACEAGENT_KEEP='%.64s': %s; every frame is kept", v, why);
+		return;
+	}
+	if (s->mode != TA_MODE_LOSSLESS) {
+		ta_warn("TRACEAGENT_KEEP records in lossless mode; TRACEAGENT_MODE is ignored");
+		s->mode = TA_MODE_LOSSLESS;
+	}
+	if (s->min_duration_ns) {
+		ta_warn("TRACEAGENT_KEEP keeps whole frames; TRACEAGENT_MIN_DURATION is ignored");
+		s->min_duration_ns = 0;
+	}
 }

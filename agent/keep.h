@@ -111,4 +111,10 @@ void ta_keep_counts(struct ta_keep_counts *c) TA_HIDDEN;
 /* For tests: the budget in ticks, in place of the measured one. */
 void ta_keep_test_budget(uint64_t ticks) TA_HIDDEN;
 
+/* TRACEAGENT_KEEP into ta_keep_cfg, and the settings it overrides in s
+ * (the mode, the minimum duration), each said in one line; called right
+ * after ta_settings_load. */
+struct ta_settings;
+void ta_keep_setting(struct ta_settings *s) TA_HIDDEN;
+
 #endif /* TA_KEEP_H */

@@ -13,7 +13,6 @@
 #include "addr.h"
 #include "base.h"
 #include "format.h"
-#include "keep.h"
 #include "settings.h"
 #include "values.h"
 
@@ -307,29 +306,6 @@ void ta_settings_filters(struct ta_settings *s, int warn)
 	}
 }
 
-/* TRACEAGENT_KEEP (keep.h): recorded as in lossless mode, every event
- * going through the keep filter rather than the minimum-duration one. */
-static void keep_setting(struct ta_settings *s)
-{
-	const char *v = setting_env("TRACEAGENT_KEEP"), *why;
-
-	memset(&ta_keep_cfg, 0, sizeof(ta_keep_cfg));
-	if (!v || !*v || !strcmp(v, "all"))
-		return;
-	if (ta_keep_parse(v, &ta_keep_cfg, &why) < 0) {
-		ta_warn("TRACEAGENT_KEEP='%.64s': %s; every frame is kept", v, why);
-		return;
-	}
-	if (s->mode != TA_MODE_LOSSLESS) {
-		ta_warn("TRACEAGENT_KEEP records in lossless mode; TRACEAGENT_MODE is ignored");
-		s->mode = TA_MODE_LOSSLESS;
-	}
-	if (s->min_duration_ns) {
-		ta_warn("TRACEAGENT_KEEP keeps whole frames; TRACEAGENT_MIN_DURATION is ignored");
-		s->min_duration_ns = 0;
-	}
-}
-
 void ta_settings_load(struct ta_settings *s)
 {
 	const char *out = setting_env("TRACEAGENT_OUTPUT");
@@ -387,7 +363,6 @@ void ta_settings_load(struct ta_settings *s)
 	ta_settings_filters(s, 1);
 	s->test_encoder_max = 0;
 	size_setting("TRACEAGENT_TEST_ENCODER_MAX", 0, 1ull << 40, &s->test_encoder_max);
-	keep_setting(s);
 	s->block_bytes = (uint32_t)block;
 	s->memory_cap = mem;
 	fallback = setting_env("TRACEAGENT_OUTPUT_FALLBACK");
