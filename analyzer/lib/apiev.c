@@ -32,7 +32,10 @@ int ta_apiev_decode(struct ta_process *p, uint64_t ticks, uint64_t kind, const u
 			return -1;
 		ev->ptr = v[0];
 		ev->text = text;
-		ev->text_len = (uint32_t)len;
+		/* A text is shown as the C string it was (a message's "%c"
+		 * of 0, or a hostile dump, may hold a NUL), so that every
+		 * view shows the same bytes: the same below. */
+		ev->text_len = (uint32_t)strnlen(text, (size_t)len);
 		ev->cut = (flags & TA_TEXT_F_CUT) != 0;
 		return 1;
 	case TA_EXT_CHANNEL:
@@ -87,7 +90,10 @@ int ta_apiev_decode(struct ta_process *p, uint64_t ticks, uint64_t kind, const u
 		if (len < 0)
 			return -1;
 		ev->text = text;
-		ev->text_len = (uint32_t)len;
+		/* A text is shown as the C string it was (a message's "%c"
+		 * of 0, or a hostile dump, may hold a NUL), so that every
+		 * view shows the same bytes: the same below. */
+		ev->text_len = (uint32_t)strnlen(text, (size_t)len);
 		ev->cut = (flags & TA_TEXT_F_CUT) != 0;
 		return 1;
 	default:
