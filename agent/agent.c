@@ -552,6 +552,7 @@ char **ta_agent_before_exec(char *const envp[])
 	TA_GUARD_ENTER();
 	ta_flusher_drain(0);
 	ta_dump_clock();
+	ta_dump_seal();
 	ta_agent_write_end(TA_END_F_EXEC);
 	/* The new image, if it preloads the agent, goes on in this dump. */
 	env = ta_dump_handover(envp, 1);
@@ -562,6 +563,7 @@ char **ta_agent_before_exec(char *const envp[])
 
 void ta_agent_exec_failed(char **env, char *const envp[])
 {
+	ta_dump_unseal();
 	if (env != (char **)(uintptr_t)envp)
 		ta_dump_handover_cancel(env, envp);
 }

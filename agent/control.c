@@ -346,8 +346,9 @@ static int private_dir(const char *dir)
 }
 
 /* The eventfd and the thread, for the socket bound already; the caller
- * holds ctl_lock.  On failure no socket is left. */
-static void start_thread(void)
+ * holds ctl_lock.  On failure no socket is left, except when the process
+ * is replacing itself (-EAGAIN: tried again if the exec fails). */
+static int start_thread(void)
 {
 	sigset_t all, old;
 	int err;
@@ -365,17 +366,22 @@ static void start_thread(void)
 	err = ta_real_pthread_create(&ctl_thread, NULL, control_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		ta_warn("cannot start the control thread: %s; no control socket", strerror(err));
 		close(wake_fd);
 		wake_fd = -1;
+		/* Under qemu-user a thread made while another one execs
+		 * fails so; the process is going, its socket with it. */
+		if (err == EAGAIN && ta_dump_sealed())
+			return -EAGAIN;
+		ta_warn("cannot start the control thread: %s; no control socket", strerror(err));
 		goto fail;
 	}
 	__atomic_store_n(&ctl_running, 1, __ATOMIC_RELAXED);
-	return;
+	return 0;
 fail:
 	close(listen_fd);
 	listen_fd = -1;
 	unlink(sock_path);
+	return -1;
 }
 
 void ta_control_start(int thread_now)
@@ -425,20 +431,22 @@ void ta_control_start(int thread_now)
 	sock_pid = getpid();
 	__atomic_store_n(&ctl_stop, 0, __ATOMIC_RELAXED);
 	if (thread_now)
-		start_thread();
+		(void)start_thread();
 	pthread_mutex_unlock(&ctl_lock);
 }
 
 int ta_control_start_thread(void)
 {
+	int err = 0;
+
 	/* Tried, not waited for: the exit may hold the lock while it joins
 	 * a control thread that is detaching, which waits for the flusher. */
 	if (pthread_mutex_trylock(&ctl_lock) != 0)
 		return -1;
 	if (listen_fd >= 0 && !__atomic_load_n(&ctl_running, __ATOMIC_RELAXED) && !stopping())
-		start_thread();
+		err = start_thread();
 	pthread_mutex_unlock(&ctl_lock);
-	return 0;
+	return err == -EAGAIN ? -1 : 0;
 }
 
 void ta_control_stop(void)

@@ -59,6 +59,25 @@ char dump_path[4096];
  * file offsets, no handover across exec, a new connection per child. */
 int dump_stream;
 static int crash_mode; /* locks are tried, not waited on */
+/*
+ * An exec's END is the last chunk of its image: a reader takes a dump (or a
+ * collector's stream) whose last chunk is not END for one cut short.  Yet
+ * the other threads run on until the kernel ends them, which under
+ * qemu-user, or a loaded machine, can be milliseconds after the END: the
+ * flusher's pass, or a thread draining its full ring, would append chunks
+ * after it.  From the END on (sealed, under dump_lock) they wait on
+ * unsealed; their events are the ones an exec loses in any case, and the
+ * END's totals do not count them.  If the exec fails, the writers go on and
+ * a later END follows.
+ */
+static int sealed; /* written under dump_lock; read without it by ta_dump_sealed, a hint */
+static __thread int sealed_here __attribute__((tls_model("initial-exec")));
+static pthread_cond_t unsealed = PTHREAD_COND_INITIALIZER;
+/* The function events of the EVENTS chunks handed to the dump (written or
+ * not: a failed write makes the END incomplete).  Added under dump_lock,
+ * read without it (a crash's END cannot wait for it): relaxed, the
+ * ordering is the lock's, taken by ta_dump_seal before an exec's END. */
+static uint64_t dump_events;
 /* The first failed write: the offset (or, for a stream, the bytes sent)
  * where the chunk not written began, and its errno; for END (1.8). */
 uint64_t dump_fail_at;
@@ -364,7 +383,8 @@ void ta_dump_batch(int on)
 	pthread_mutex_unlock(&dump_lock);
 }
 
-int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zbuf *z)
+static int dump_chunk(unsigned type, const void *payload, size_t len, struct ta_zbuf *z,
+		      uint64_t events)
 {
 	struct ta_chunk_header h = {0};
 	uint8_t hdr[TA_CHUNK_HEADER_SIZE];
@@ -391,6 +411,15 @@ int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zb
 	} else {
 		pthread_mutex_lock(&dump_lock);
 	}
+	while (__atomic_load_n(&sealed, __ATOMIC_RELAXED) && !sealed_here) {
+		/* A crash must not wait: the process dies of it. */
+		if (__atomic_load_n(&crash_mode, __ATOMIC_RELAXED)) {
+			err = -EBUSY;
+			goto out;
+		}
+		pthread_cond_wait(&unsealed, &dump_lock);
+	}
+	__atomic_add_fetch(&dump_events, events, __ATOMIC_RELAXED);
 	/* After a failed write only the END is tried, in the room the
 	 * reserve gives back: it says where and why the dump stops. */
 	if (dump_fd < 0 || (dump_failed && (type != TA_CHUNK_END || dump_stream))) {
@@ -480,6 +509,16 @@ out:
 	return err;
 }
 
+int ta_dump_chunk_z(unsigned type, const void *payload, size_t len, struct ta_zbuf *z)
+{
+	return dump_chunk(type, payload, len, z, 0);
+}
+
+int ta_dump_events_chunk(const void *payload, size_t len, struct ta_zbuf *z, uint64_t events)
+{
+	return dump_chunk(TA_CHUNK_EVENTS, payload, len, z, events);
+}
+
 void ta_dump_crash_mode(void)
 {
 	__atomic_store_n(&crash_mode, 1, __ATOMIC_RELAXED);
@@ -513,11 +552,18 @@ void ta_dump_close(void)
 void ta_dump_fork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
 
 	/* The lock may have been held by another thread at fork; that thread
 	 * does not exist here.  The descriptor is shared with the parent:
 	 * O_APPEND keeps each one's chunks whole. */
 	memcpy(&dump_lock, &fresh, sizeof(fresh));
+	/* Not sealed: the thread that sealed it (an exec that failed since,
+	 * or one under way in the parent) is not here. */
+	memcpy(&unsealed, &fresh_cond, sizeof(fresh_cond));
+	sealed = 0;
+	sealed_here = 0;
+	__atomic_store_n(&dump_events, 0, __ATOMIC_RELAXED);
 	dump_seq = 0;
 	dump_bytes = 0;
 	/* What the parent held is the parent's to write. */
@@ -563,4 +609,33 @@ void ta_dump_failure(uint64_t *at, int *err)
 int ta_dump_end_chunk(const void *payload, size_t len)
 {
 	return ta_dump_chunk(TA_CHUNK_END, payload, len);
+}
+
+void ta_dump_seal(void)
+{
+	pthread_mutex_lock(&dump_lock);
+	__atomic_store_n(&sealed, 1, __ATOMIC_RELAXED);
+	sealed_here = 1;
+	pthread_mutex_unlock(&dump_lock);
+}
+
+int ta_dump_sealed(void)
+{
+	return __atomic_load_n(&sealed, __ATOMIC_RELAXED);
+}
+
+uint64_t ta_dump_events(void)
+{
+	return __atomic_load_n(&dump_events, __ATOMIC_RELAXED);
+}
+
+void ta_dump_unseal(void)
+{
+	if (!sealed_here)
+		return;
+	pthread_mutex_lock(&dump_lock);
+	__atomic_store_n(&sealed, 0, __ATOMIC_RELAXED);
+	sealed_here = 0;
+	pthread_cond_broadcast(&unsealed);
+	pthread_mutex_unlock(&dump_lock);
 }

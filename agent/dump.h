@@ -65,6 +65,21 @@ int ta_dump_failed(void) TA_HIDDEN;
 void ta_dump_failure(uint64_t *at, int *err) TA_HIDDEN;
 /* The END chunk: after a failed write too, in the room kept for it. */
 int ta_dump_end_chunk(const void *payload, size_t len) TA_HIDDEN;
+/* An EVENTS chunk of the given number of function events, which the
+ * dump's count takes in as the chunk is written (ta_dump_events). */
+int ta_dump_events_chunk(const void *payload, size_t len, struct ta_zbuf *z,
+			 uint64_t events) TA_HIDDEN;
+/* The function events of the chunks written so far by this process. */
+uint64_t ta_dump_events(void) TA_HIDDEN;
+/* Before an exec's END: from here on only the calling thread writes; every
+ * other thread that writes a chunk waits until ta_dump_unseal (the exec
+ * failed) or the exec ends it, so that the END is the image's last chunk
+ * and ta_dump_events is the count it says. */
+void ta_dump_seal(void) TA_HIDDEN;
+/* Whether an exec is under way (sealed); relaxed, a hint. */
+int ta_dump_sealed(void) TA_HIDDEN;
+/* Lets the waiting writers go on, if this thread sealed the dump. */
+void ta_dump_unseal(void) TA_HIDDEN;
 /* In a forked child: keep writing the shared dump (O_APPEND), as a new
  * writer with its own pid and chunk sequence; a stream's is closed. */
 void ta_dump_fork_child(void) TA_HIDDEN;

@@ -38,6 +38,7 @@ struct ta_flush_state {
 	struct ta_encoder enc;
 	struct ta_zbuf z;     /* compression scratch */
 	uint64_t events;      /* recorded for this thread so far */
+	uint64_t in_chunk;    /* of which in the chunk open (ta_dump_events_chunk) */
 	uint32_t name_seq;    /* the name version last written */
 	int started;	      /* THREAD_START written */
 	uint64_t start_flags; /* the flags it carried, for a stream's reader */
@@ -57,8 +58,9 @@ pthread_mutex_t ta_drain_lock = PTHREAD_MUTEX_INITIALIZER;
  * stores one chunk the other way, which every reader takes. */
 uint32_t ta_store_raw;
 
-/* Totals (atomic: rings are drained by the flusher and by their threads). */
-static uint64_t total_events, total_lost, total_threads;
+/* Totals (atomic: rings are drained by the flusher and by their threads).
+ * The events are dump.c's: counted as their chunks are written. */
+static uint64_t total_lost, total_threads;
 static uint64_t total_lost_by[TA_LOST_NCAUSES];
 /* 1 once something could not be written for want of memory (events, a
  * thread's chunk): the END says the dump is incomplete.  Atomic, relaxed:
@@ -221,7 +223,8 @@ static void flush_chunk(struct ta_flush_state *fs)
 	 * the dump goes by). */
 	ta_flusher_up.before_events();
 	fs->z.store = __atomic_load_n(&ta_store_raw, __ATOMIC_RELAXED);
-	ta_dump_chunk_z(TA_CHUNK_EVENTS, p, len, &fs->z);
+	ta_dump_events_chunk(p, len, &fs->z, fs->in_chunk);
+	fs->in_chunk = 0;
 }
 
 #ifdef TA_BENCH_HANDOFF
@@ -275,7 +278,10 @@ static void encode_raw(struct ta_flush_state *fs, const struct ta_rec *rec, size
 	}
 #endif
 	while (i < to) {
+		uint64_t m0 = fs->enc.marker_slots;
 		size_t n = ta_encoder_raw(&fs->enc, rec + i, to - i, CHUNK_TARGET);
+
+		fs->in_chunk += n - (fs->enc.marker_slots - m0);
 		if (!n && fs->enc.open && fs->enc.out.len >= CHUNK_TARGET) {
 			flush_chunk(fs); /* full, not out of memory */
 			continue;
@@ -296,7 +302,6 @@ static void encode_raw(struct ta_flush_state *fs, const struct ta_rec *rec, size
 	/* Events are function events: gaps, EXT events and their values are not. */
 	markers = fs->enc.marker_slots - markers;
 	fs->events += i - from - markers;
-	__atomic_add_fetch(&total_events, i - from - markers, __ATOMIC_RELAXED);
 }
 
 /* The same, through the minimum-duration filter when one is set. */
@@ -563,6 +568,7 @@ static void drain_thread_held(struct ta_thread *t, int at_end, int partial, int 
 		ta_mindur_init(&fs->md, 0);
 		ta_keepf_reset(&fs->keep);
 		fs->events = 0;
+		fs->in_chunk = 0;
 		fs->lost_nomem = 0;
 		fs->started = 0;
 		if (!t->drain)
@@ -797,7 +803,7 @@ void ta_flusher_describe_threads(void)
 
 void ta_flusher_totals(uint64_t *events, uint64_t *lost, uint64_t *threads)
 {
-	*events = __atomic_load_n(&total_events, __ATOMIC_RELAXED);
+	*events = ta_dump_events();
 	*lost = __atomic_load_n(&total_lost, __ATOMIC_RELAXED) +
 		__atomic_load_n(&ta_lost_unowned, __ATOMIC_RELAXED);
 	*threads = __atomic_load_n(&total_threads, __ATOMIC_RELAXED);
@@ -822,7 +828,7 @@ void ta_flusher_mindur_mark(void)
 
 void ta_flusher_drain_forget(void)
 {
-	total_events = total_lost = total_threads = 0;
+	total_lost = total_threads = 0;
 	memset(total_lost_by, 0, sizeof(total_lost_by));
 	__atomic_store_n(&out_of_memory, 0, __ATOMIC_RELAXED);
 }

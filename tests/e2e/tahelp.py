@@ -517,6 +517,7 @@ def chunks(path):
 
 
 CHUNK_EVENTS = 7
+CHUNK_END = 8
 
 
 def chunk_raw_sizes(path, ctype):

@@ -8,6 +8,7 @@ with serve unaffected and its memory bounded; a collector down at start."""
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -144,6 +145,32 @@ class ServeTest(tahelp.Case):
         self.assertEqual(self.calls([l["file"] for l in lines]), self.calls(files))
         self.assertEqual(self.calls([l["file"] for l in lines if l["prog"] == "fib-O0"]),
                          {"main": 1, "fib": fib_calls(18)})
+
+    def test_exec_end_is_last(self):
+        """An exec's END is the last chunk of its image's stream, though
+        another thread records on until the exec ends it: the exec held
+        300 ms in the kernel (strace's delay), with the flusher passing
+        every 10 ms, the collector still gets a whole dump of each image."""
+        strace = shutil.which("strace")
+        self.assertIsNotNone(strace, "strace is needed (scripts/test installs it)")
+        serve = Serve(self)
+        env = {"LD_PRELOAD": AGENT, "TRACEAGENT_OUTPUT": serve.addr, "TRACEAGENT_FLUSH_MS": "10"}
+        argv = [self.prog("execbusy-O2"), self.prog("fib-O2"), "12"]
+        p = subprocess.run([strace, "-o", os.devnull, "-f", "-qq", "-e", "trace=execve",
+                            "-e", "inject=execve:delay_enter=300000"] + argv,
+                           env=clean_env(env), cwd=self.dir, capture_output=True, text=True,
+                           timeout=TIMEOUT, preexec_fn=no_core)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "fib(12) = 144\n", ""))
+        lines = [parse(l) for l in serve.wait_lines(2)]
+        self.assertEqual(serve.stop(), 0)
+        self.assertEqual(sorted(l["prog"] for l in lines), ["execbusy-O2", "fib-O2"])
+        for l in lines:
+            self.assertEqual(l["status"], "complete", l)
+            rep = self.report(l["file"])
+            self.assertEqual((rep["complete"], rep["lost"], rep["errors"]), (True, 0, []), l)
+            self.assertEqual(rep["events"], l["events"], l)
+            chunks = tahelp.read_chunks(l["file"])
+            self.assertEqual(chunks[-1]["type"], tahelp.CHUNK_END, l)
 
     def test_serve_killed(self):
         progs = [[self.prog("fib-O0"), "27"], [self.prog("fib-O2"), "27"]] + self.programs()[2:]
