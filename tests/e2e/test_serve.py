@@ -154,11 +154,13 @@ class ServeTest(tahelp.Case):
         strace = shutil.which("strace")
         self.assertIsNotNone(strace, "strace is needed (scripts/test installs it)")
         serve = Serve(self)
+        # The agent for the program only (-E), not for strace itself.
         env = {"LD_PRELOAD": AGENT, "TRACEAGENT_OUTPUT": serve.addr, "TRACEAGENT_FLUSH_MS": "10"}
         argv = [self.prog("execbusy-O2"), self.prog("fib-O2"), "12"]
         p = subprocess.run([strace, "-o", os.devnull, "-f", "-qq", "-e", "trace=execve",
-                            "-e", "inject=execve:delay_enter=300000"] + argv,
-                           env=clean_env(env), cwd=self.dir, capture_output=True, text=True,
+                            "-e", "inject=execve:delay_enter=300000"] +
+                           ["-E%s=%s" % kv for kv in sorted(env.items())] + argv,
+                           env=clean_env(), cwd=self.dir, capture_output=True, text=True,
                            timeout=TIMEOUT, preexec_fn=no_core)
         self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "fib(12) = 144\n", ""))
         lines = [parse(l) for l in serve.wait_lines(2)]
