@@ -383,3 +383,52 @@ struct ta_syms_raw *ta_module_symbols(const char *path, const uint8_t *id, size_
 	}
 	return NULL;
 }
+
+/* ---- functions refused ------------------------------------------------------ */
+
+void ta_refusals_add(struct ta_refusals *l, const char *module, const char *name, uint64_t addr,
+		     unsigned reason)
+{
+	struct ta_refusal *v = ta_vec_reserve(l->v, l->n + 1, &l->cap, sizeof(*v), 64);
+	struct ta_refusal r = {NULL, NULL, addr, reason};
+
+	if (!v)
+		return;
+	l->v = v;
+	r.module = strdup(module);
+	r.name = strdup(name);
+	if (!r.module || !r.name) {
+		free(r.module);
+		free(r.name);
+		return;
+	}
+	l->v[l->n++] = r;
+}
+
+void ta_refusals_clear(struct ta_refusals *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].module);
+		free(l->v[i].name);
+	}
+	l->n = 0;
+}
+
+void ta_refusals_put(const struct ta_refusals *l, uint64_t count, unsigned none,
+		     const char *(*text)(unsigned), struct ta_buf *b)
+{
+	static const char unknown[] = "?";
+
+	for (uint64_t i = 0; i < count; i++) {
+		const struct ta_refusal *r = i < l->n ? &l->v[i] : NULL;
+		const char *module = r ? r->module : unknown, *name = r ? r->name : unknown;
+		unsigned reason = r ? r->reason : none;
+		const char *t = text(reason);
+
+		ta_buf_str(b, module, strlen(module));
+		ta_buf_str(b, name, strlen(name));
+		ta_buf_u(b, r ? r->addr : 0);
+		ta_buf_u(b, reason);
+		ta_buf_str(b, t, strlen(t));
+	}
+}

@@ -96,4 +96,30 @@ struct ta_fn_cand *ta_module_functions(const struct ta_module *m, ta_fn_want wan
 struct ta_syms_raw *ta_module_symbols(const char *path, const uint8_t *id, size_t idlen, size_t *n,
 				      unsigned *source, void **map, size_t *maplen) TA_HIDDEN;
 
+/* ---- functions refused ------------------------------------------------------ */
+
+/* The functions a patcher refused, for the PATCH chunk (format.h). */
+struct ta_refusal {
+	char *module, *name;
+	uint64_t addr;
+	unsigned reason;
+};
+
+struct ta_refusals {
+	struct ta_refusal *v;
+	size_t n, cap;
+};
+
+struct ta_buf;
+
+/* Adds one; without memory, none (the PATCH chunk then lists fewer). */
+void ta_refusals_add(struct ta_refusals *l, const char *module, const char *name, uint64_t addr,
+		     unsigned reason) TA_HIDDEN;
+void ta_refusals_clear(struct ta_refusals *l) TA_HIDDEN;
+/* The first count, as the PATCH chunk lists them: module, name, address,
+ * reason and text(reason); those forgotten since they were counted (an
+ * attach's) as "?" with reason none. */
+void ta_refusals_put(const struct ta_refusals *l, uint64_t count, unsigned none,
+		     const char *(*text)(unsigned), struct ta_buf *b) TA_HIDDEN;
+
 #endif

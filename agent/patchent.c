@@ -142,13 +142,7 @@ struct seen {
 static struct seen *seen;
 static size_t nseen, seen_cap;
 
-struct refused {
-	char *module, *name;
-	uint64_t addr;
-	unsigned reason;
-};
-static struct refused *refused;
-static size_t nrefused, refused_cap;
+static struct ta_refusals refused;
 static uint64_t npatched;
 
 /* Each function's written bytes: at attach planned first (applied 0),
@@ -178,30 +172,12 @@ static const char *refusal_text(unsigned code)
 
 static void refuse(const char *module, const char *name, uint64_t addr, unsigned reason)
 {
-	struct refused *r = ta_vec_reserve(refused, nrefused + 1, &refused_cap, sizeof(*r), 64);
-
-	if (!r)
-		return;
-	refused = r;
-	refused[nrefused].module = strdup(module);
-	refused[nrefused].name = strdup(name);
-	refused[nrefused].addr = addr;
-	refused[nrefused].reason = reason;
-	if (refused[nrefused].module && refused[nrefused].name)
-		nrefused++;
-	else {
-		free(refused[nrefused].module);
-		free(refused[nrefused].name);
-	}
+	ta_refusals_add(&refused, module, name, addr, reason);
 }
 
 static void forget_counts(void)
 {
-	for (size_t i = 0; i < nrefused; i++) {
-		free(refused[i].module);
-		free(refused[i].name);
-	}
-	nrefused = 0;
+	ta_refusals_clear(&refused);
 	npatched = 0;
 }
 
@@ -539,7 +515,7 @@ static uint64_t patch_new_modules(void)
 {
 	size_t n;
 	struct ta_module *ms = ta_modules_collect(&n);
-	uint64_t before = npatched + nrefused, planned = nwr;
+	uint64_t before = npatched + refused.n, planned = nwr;
 	Dl_info self;
 
 	if (!dladdr((void *)(uintptr_t)ta_patchent_start, &self))
@@ -556,7 +532,7 @@ static uint64_t patch_new_modules(void)
 			apply_module(k0);
 	}
 	free(ms);
-	return npatched + nrefused - before + (attach_mode ? nwr - planned : 0);
+	return npatched + refused.n - before + (attach_mode ? nwr - planned : 0);
 }
 
 /* Forgets the modules no longer loaded, and their written entries. */
@@ -597,8 +573,8 @@ static void forget_unloaded(void)
 static void summary(void)
 {
 	ta_warn("patched %llu functions at their patchable entries, refused %llu%s",
-		(unsigned long long)npatched, (unsigned long long)nrefused,
-		nrefused ? " (see traceagent info)" : "");
+		(unsigned long long)npatched, (unsigned long long)refused.n,
+		refused.n ? " (see traceagent info)" : "");
 }
 
 uint64_t ta_patchent_start(const char *spec)
@@ -660,26 +636,15 @@ void ta_patchent_counts(uint64_t *patched, uint64_t *nref)
 {
 	pthread_mutex_lock(&pe_lock);
 	*patched = npatched;
-	*nref = nrefused;
+	*nref = refused.n;
 	pthread_mutex_unlock(&pe_lock);
 }
 
 void ta_patchent_put_refusals(struct ta_buf *b, uint64_t count)
 {
 	pthread_mutex_lock(&pe_lock);
-	for (uint64_t i = 0; i < count; i++) {
-		/* Fewer than counted: an attach forgot them meanwhile. */
-		static char unknown[] = "?";
-		struct refused none = {unknown, unknown, 0, TA_PE_NONE};
-		const struct refused *r = i < nrefused ? &refused[i] : &none;
-		const char *text = refusal_text(r->reason);
-
-		ta_buf_str(b, r->module, strlen(r->module));
-		ta_buf_str(b, r->name, strlen(r->name));
-		ta_buf_u(b, r->addr);
-		ta_buf_u(b, r->reason);
-		ta_buf_str(b, text, strlen(text));
-	}
+	/* Fewer than counted: an attach forgot them meanwhile. */
+	ta_refusals_put(&refused, count, TA_PE_NONE, refusal_text, b);
 	pthread_mutex_unlock(&pe_lock);
 }
 

@@ -176,15 +176,7 @@ static const char *fallback_text(unsigned code)
 	return "unknown";
 }
 
-struct refused {
-	char *module;
-	char *name;
-	uint64_t addr;
-	unsigned reason;
-};
-
-static struct refused *refused;
-static size_t nrefused, refused_cap;
+static struct ta_refusals refused;
 static uint64_t npatched;
 /* Of npatched, those relocated whole; the others' reasons, by code. */
 static uint64_t nrelocated, nfallback[F_N];
@@ -193,17 +185,7 @@ static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void refuse(const char *module, const char *name, uint64_t addr, unsigned reason)
 {
-	struct refused *r = ta_vec_reserve(refused, nrefused + 1, &refused_cap, sizeof(*r), 64);
-
-	if (!r)
-		return;
-	refused = r;
-	refused[nrefused].module = strdup(module);
-	refused[nrefused].name = strdup(name);
-	refused[nrefused].addr = addr;
-	refused[nrefused].reason = reason;
-	if (refused[nrefused].module && refused[nrefused].name)
-		nrefused++;
+	ta_refusals_add(&refused, module, name, addr, reason);
 }
 
 /* ---- memory near a module ------------------------------------------------------ */
@@ -666,7 +648,7 @@ static uint64_t patch_new_modules(void)
 {
 	size_t nmods;
 	struct ta_module *mods = ta_modules_collect(&nmods);
-	uint64_t before = npatched + nrefused;
+	uint64_t before = npatched + refused.n;
 	Dl_info self;
 
 	if (!dladdr((void *)(uintptr_t)ta_patch_ret_stub, &self))
@@ -680,7 +662,7 @@ static uint64_t patch_new_modules(void)
 		patch_module(m);
 	}
 	free(mods);
-	return npatched + nrefused - before;
+	return npatched + refused.n - before;
 }
 
 /* ---- the PATCH chunk and the summary ----------------------------------------------------- */
@@ -691,21 +673,14 @@ void ta_patch_dump(void)
 	uint64_t pe_patched, pe_refused;
 
 	ta_patchent_counts(&pe_patched, &pe_refused);
-	if (!patch_on || (npatched == 0 && nrefused == 0 && pe_patched == 0 && pe_refused == 0))
+	if (!patch_on || (npatched == 0 && refused.n == 0 && pe_patched == 0 && pe_refused == 0))
 		return;
 	pthread_mutex_lock(&patch_lock);
 	ta_buf_u(&b, npatched + pe_patched);
-	ta_buf_u(&b, nrefused + pe_refused);
+	ta_buf_u(&b, refused.n + pe_refused);
 	/* Relaxed: a count, read for the record (patch_hot.c adds to it). */
 	ta_buf_u(&b, __atomic_load_n(&ta_patch_frames_without_exit, __ATOMIC_RELAXED));
-	for (size_t i = 0; i < nrefused; i++) {
-		const char *text = refusal_text(refused[i].reason);
-		ta_buf_str(&b, refused[i].module, strlen(refused[i].module));
-		ta_buf_str(&b, refused[i].name, strlen(refused[i].name));
-		ta_buf_u(&b, refused[i].addr);
-		ta_buf_u(&b, refused[i].reason);
-		ta_buf_str(&b, text, strlen(text));
-	}
+	ta_refusals_put(&refused, refused.n, 0, refusal_text, &b);
 	ta_patchent_put_refusals(&b, pe_refused);
 	/* Since 1.8: how many were relocated whole, and why the others
 	 * were not. */
@@ -754,7 +729,7 @@ void ta_patch_report_end(void)
 static void summary(void)
 {
 	ta_warn("patched %llu functions, refused %llu%s", (unsigned long long)npatched,
-		(unsigned long long)nrefused, nrefused ? " (see traceagent info)" : "");
+		(unsigned long long)refused.n, refused.n ? " (see traceagent info)" : "");
 }
 
 void ta_patch_after_dlopen(void)
@@ -813,8 +788,8 @@ __attribute__((constructor)) static void patch_init(void)
 	pthread_mutex_unlock(&patch_lock);
 	/* A process in which nothing matches (a shell started on the way)
 	 * says nothing and writes no dump, as without patching. */
-	if (npatched + nrefused > 0 || pe > 0) {
-		if (npatched + nrefused > 0)
+	if (npatched + refused.n > 0 || pe > 0) {
+		if (npatched + refused.n > 0)
 			summary();
 		pthread_mutex_lock(&patch_lock);
 		say_unmatched(0);
@@ -832,11 +807,7 @@ static void forget_counts(void)
 	npatched = 0;
 	nrelocated = 0;
 	memset(nfallback, 0, sizeof(nfallback));
-	for (size_t i = 0; i < nrefused; i++) {
-		free(refused[i].module);
-		free(refused[i].name);
-	}
-	nrefused = 0;
+	ta_refusals_clear(&refused);
 }
 
 /* ---- at attach ------------------------------------------------------------------- */
