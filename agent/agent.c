@@ -474,9 +474,18 @@ const struct ta_flusher_up ta_flusher_up = {
     .pass = ta_attach_poll,
 };
 
-/* The dump's call up (dump.h). */
+/* A collector that stops reading holds the flusher in its send, maybe
+ * before the control thread's late start: started now, so that `traceagent
+ * ctl` reaches a program that waits for its collector. */
+static void collector_stalled(void)
+{
+	(void)ta_control_start_thread();
+}
+
+/* The dump's calls up (dump.h). */
 const struct ta_dump_up ta_dump_up = {
     .tee = ta_tap_chunk,
+    .stalled = collector_stalled,
 };
 
 /* The signal a held signal's handler dies of (crash.c). */

@@ -198,7 +198,9 @@ static int write_chunk(const uint8_t *hdr, const void *payload, size_t len)
 	ssize_t w;
 
 	if (dump_stream)
-		return ta_sink_send(dump_fd, iov, 2);
+		return ta_sink_send(
+		    dump_fd, iov, 2,
+		    __atomic_load_n(&crash_mode, __ATOMIC_RELAXED) ? NULL : ta_dump_up.stalled);
 	do
 		w = writev(dump_fd, iov, 2);
 	while (w < 0 && errno == EINTR);
@@ -243,7 +245,7 @@ int ta_dump_open(const char *path)
 	ta_file_header_encode(hdr, (uint32_t)getpid());
 	if (stream) {
 		struct iovec iov = {hdr, sizeof(hdr)};
-		err = ta_sink_send(fd, &iov, 1);
+		err = ta_sink_send(fd, &iov, 1, NULL);
 	} else {
 		err = ta_dump_write_all(fd, hdr, sizeof(hdr));
 	}

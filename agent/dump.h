@@ -24,6 +24,9 @@ struct ta_dump_up {
 	 * stream's reader (tap.c); 1 when the chunk is for the reader alone,
 	 * and the dump must not get it, else 0. */
 	int (*tee)(const uint8_t *hdr, const void *stored, size_t stored_len);
+	/* Under the dump's lock, outside a crash: the collector takes no
+	 * more for now, and the writer is about to wait for it. */
+	void (*stalled)(void);
 };
 extern const struct ta_dump_up ta_dump_up TA_HIDDEN;
 

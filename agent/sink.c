@@ -147,15 +147,24 @@ int ta_sink_connect(const char *addr, const char **why)
 	return fd;
 }
 
-int ta_sink_send(int fd, struct iovec *iov, int niov)
+int ta_sink_send(int fd, struct iovec *iov, int niov, void (*stalled)(void))
 {
+	/* Without waiting until the collector's side is full: the caller
+	 * is told before the send that waits. */
+	int flags = stalled ? MSG_NOSIGNAL | MSG_DONTWAIT : MSG_NOSIGNAL;
+
 	while (niov > 0) {
 		struct msghdr m = {0};
 		ssize_t w;
 
 		m.msg_iov = iov;
 		m.msg_iovlen = (size_t)niov;
-		w = sendmsg(fd, &m, MSG_NOSIGNAL);
+		w = sendmsg(fd, &m, flags);
+		if (w < 0 && errno == EAGAIN && (flags & MSG_DONTWAIT)) {
+			flags = MSG_NOSIGNAL;
+			stalled();
+			continue;
+		}
 		if (w < 0) {
 			/* EINTR: a signal during a send with a timeout is not
 			 * restarted by the kernel; the bytes count is 0. */

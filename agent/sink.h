@@ -26,9 +26,11 @@
  * does not resolve), else NULL. */
 int ta_sink_connect(const char *addr, const char **why) TA_HIDDEN;
 /* Sends all n bytes of the iovecs (MSG_NOSIGNAL: never a SIGPIPE to the
- * program); 0 or -errno (-EAGAIN: no progress for TA_SINK_STALL_S). */
+ * program); 0 or -errno (-EAGAIN: no progress for TA_SINK_STALL_S).  When
+ * the collector's side is full, before waiting for it, calls stalled (if
+ * not NULL) once. */
 struct iovec;
-int ta_sink_send(int fd, struct iovec *iov, int niov) TA_HIDDEN;
+int ta_sink_send(int fd, struct iovec *iov, int niov, void (*stalled)(void)) TA_HIDDEN;
 /* The handshake of format/auth.h on a connection just made, when
  * TRACEAGENT_TOKEN names a token file (sinkauth.c); nothing without one.
  * 0, or -errno with *why saying more when it can (the file unreadable,

@@ -244,6 +244,46 @@ class Wait(tahelp.Case):
         self.assertEqual(rows["leaf"][1:3], ["1", "2000"])
         self.assertEqual(rows["outer"][1:3], ["1", "1700"])
 
+    def test_ctl_reaches_a_stalled_program(self):
+        """A collector that stops reading before the control thread's late
+        start (20 ms into the run) holds the flusher in its send: the
+        control thread is started then, so `ctl status` answers while the
+        program waits (on main it answered only when the send blocked after
+        those 20 ms, about half the runs here)."""
+        self.skip_if_emulated("the thread's system call is read from /proc, qemu's own")
+        sock = self.path("collector.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(srv.close)
+        srv.bind(sock)
+        srv.listen(1)
+        srv.settimeout(tahelp.TIMEOUT)
+        env = {"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": "unix:" + sock,
+               "TRACEAGENT_MEMORY": "1M", "TRACEAGENT_BUFFER": "4K",
+               "XDG_RUNTIME_DIR": self.dir}
+        proc = subprocess.Popen([self.prog("waitleaf-O2"), "3000000"], env=tahelp.clean_env(env),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=self.dir, preexec_fn=tahelp.no_core)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        conn, _ = srv.accept()
+        self.addCleanup(conn.close)
+        deadline = time.monotonic() + tahelp.TIMEOUT
+        while not any(sleeping_in(proc.pid, int(t), ("sendmsg",))
+                      for t in os.listdir("/proc/%d/task" % proc.pid)):
+            self.assertIsNone(proc.poll(), "the program ended before its collector stalled")
+            self.assertLess(time.monotonic(), deadline, "the flusher never waited to send")
+            time.sleep(0.002)
+        p = subprocess.run([tahelp.TRACEAGENT, "ctl", str(proc.pid), "status"],
+                           env=tahelp.clean_env({"XDG_RUNTIME_DIR": self.dir}),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertIn("output unix:" + sock, p.stdout.splitlines())
+        # The collector reads again: the program ends as it would have.
+        conn.settimeout(tahelp.TIMEOUT)
+        while conn.recv(1 << 20):
+            pass
+        out, err = proc.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual((proc.returncode, err), (0, ""))
+
     def test_forced_wait(self):
         """A collector that does not read: the flusher's sends stop, the
         pool fills and the thread waits until the collector reads again.
