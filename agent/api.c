@@ -262,15 +262,13 @@ TA_PUBLIC void ta_zone_text_(struct ta_site_ *s, const char *text)
 TA_PUBLIC void ta_zone_value_(struct ta_site_ *s, uint64_t value)
 {
 	if (site_on(s))
-		ta_record_ext(TA_EXT_ZONE_VALUE, &value, 1);
+		ta_record_ext4(TA_EXT_ZONE_VALUE, value, 0, 0, 0, 1);
 }
 
-static void record_site(uint32_t kind, struct ta_site_ *s)
+void ta_api_record_site(uint32_t kind, struct ta_site_ *s)
 {
-	uint64_t v = (uint64_t)(uintptr_t)s;
-
 	if (site_on(s))
-		ta_record_ext(kind, &v, 1);
+		ta_record_ext4(kind, (uint64_t)(uintptr_t)s, 0, 0, 0, 1);
 }
 
 TA_PUBLIC void ta_frame_mark_(struct ta_site_ *s)
@@ -278,37 +276,37 @@ TA_PUBLIC void ta_frame_mark_(struct ta_site_ *s)
 	uint64_t pre;
 
 	if (TA_LIKELY(!__atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED))) {
-		record_site(TA_EXT_FRAME, s);
+		ta_api_record_site(TA_EXT_FRAME, s);
 		return;
 	}
 	/* Keep mode judges the frame: the counter around the mark's own
 	 * event, so a kept window holds the marks that bound it. */
 	pre = ta_ticks();
-	record_site(TA_EXT_FRAME, s);
+	ta_api_record_site(TA_EXT_FRAME, s);
 	if (site_on(s))
 		ta_keep_mark(s->name, pre, ta_ticks());
 }
 
 TA_PUBLIC void ta_instant_(struct ta_site_ *s)
 {
-	record_site(TA_EXT_INSTANT, s);
+	ta_api_record_site(TA_EXT_INSTANT, s);
 }
 
 TA_PUBLIC void ta_counter_(struct ta_site_ *s, int64_t value)
 {
-	uint64_t v[3] = {(uint64_t)(uintptr_t)s, TA_COUNTER_INT, (uint64_t)value};
-
 	if (site_on(s))
-		ta_record_ext(TA_EXT_COUNTER, v, 3);
+		ta_record_ext4(TA_EXT_COUNTER, (uint64_t)(uintptr_t)s, TA_COUNTER_INT,
+			       (uint64_t)value, 0, 3);
 }
 
 TA_PUBLIC void ta_counter_f_(struct ta_site_ *s, double value)
 {
-	uint64_t v[3] = {(uint64_t)(uintptr_t)s, TA_COUNTER_DOUBLE, 0};
+	uint64_t bits;
 
-	memcpy(&v[2], &value, sizeof(value));
+	memcpy(&bits, &value, sizeof(value));
 	if (site_on(s))
-		ta_record_ext(TA_EXT_COUNTER, v, 3);
+		ta_record_ext4(TA_EXT_COUNTER, (uint64_t)(uintptr_t)s, TA_COUNTER_DOUBLE, bits, 0,
+			       3);
 }
 
 /* ---- messages -------------------------------------------------------------------- */

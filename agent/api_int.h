@@ -77,6 +77,8 @@ void ta_api_vtext(uint32_t kind, struct ta_site_ *s, const char *fmt, va_list ap
 /* Whether an event of s is recorded (api.c's site_on, for the entries
  * outside it).  One the agent cannot judge is counted lost. */
 int ta_api_site_on(struct ta_site_ *s);
+/* An EXT event of kind whose one value is s, when s is on (site_on). */
+void ta_api_record_site(uint32_t kind, struct ta_site_ *s);
 
 /* The entries of api_mem.c, with their own addresses under api_at_NAME
  * (aliases defined there) for ta_api_got_syms. */

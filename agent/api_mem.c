@@ -42,18 +42,16 @@ static __thread uint32_t fiber_in __attribute__((tls_model("initial-exec")));
 
 TA_PUBLIC void ta_alloc_(struct ta_site_ *s, const volatile void *ptr, uint64_t size)
 {
-	uint64_t v[3] = {(uint64_t)(uintptr_t)s, (uint64_t)(uintptr_t)ptr, size};
-
 	if (ta_api_site_on(s))
-		ta_record_ext(TA_EXT_POOL_ALLOC, v, 3);
+		ta_record_ext4(TA_EXT_POOL_ALLOC, (uint64_t)(uintptr_t)s, (uint64_t)(uintptr_t)ptr,
+			       size, 0, 3);
 }
 
 TA_PUBLIC void ta_free_(struct ta_site_ *s, const volatile void *ptr)
 {
-	uint64_t v[2] = {(uint64_t)(uintptr_t)s, (uint64_t)(uintptr_t)ptr};
-
 	if (ta_api_site_on(s))
-		ta_record_ext(TA_EXT_POOL_FREE, v, 2);
+		ta_record_ext4(TA_EXT_POOL_FREE, (uint64_t)(uintptr_t)s, (uint64_t)(uintptr_t)ptr,
+			       0, 0, 2);
 }
 
 /* An event of kind whose first value is first, then name as a text. */
@@ -87,12 +85,10 @@ TA_PUBLIC void ta_fiber_enter_(struct ta_site_ *s, const char *name)
 
 TA_PUBLIC void ta_fiber_leave_(struct ta_site_ *s)
 {
-	uint64_t v = (uint64_t)(uintptr_t)s;
-
 	if (!fiber_in)
 		return;
 	fiber_in = 0;
-	ta_record_ext(TA_EXT_FIBER_LEAVE, &v, 1);
+	ta_record_ext4(TA_EXT_FIBER_LEAVE, (uint64_t)(uintptr_t)s, 0, 0, 0, 1);
 }
 
 /* Their own addresses for an attach (api.c's ta_api_got_syms). */

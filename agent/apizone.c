@@ -237,40 +237,30 @@ TA_PUBLIC void ta_zone_begin_dyn_(struct ta_site_ *s, const char *name)
 
 /* ---- frames with gaps, sections, units, application info ------------------------- */
 
-static void record_site(uint32_t kind, struct ta_site_ *s)
-{
-	uint64_t v = (uint64_t)(uintptr_t)s;
-
-	if (ta_api_site_on(s))
-		ta_record_ext(kind, &v, 1);
-}
-
 TA_PUBLIC void ta_frame_begin_(struct ta_site_ *s)
 {
-	record_site(TA_EXT_FRAME_BEGIN, s);
+	ta_api_record_site(TA_EXT_FRAME_BEGIN, s);
 }
 
 TA_PUBLIC void ta_frame_end_(struct ta_site_ *s)
 {
-	record_site(TA_EXT_FRAME_END, s);
+	ta_api_record_site(TA_EXT_FRAME_END, s);
 }
 
 TA_PUBLIC void ta_section_enter_(struct ta_site_ *s)
 {
-	record_site(TA_EXT_SECTION_ENTER, s);
+	ta_api_record_site(TA_EXT_SECTION_ENTER, s);
 }
 
 TA_PUBLIC void ta_section_leave_(struct ta_site_ *s)
 {
-	record_site(TA_EXT_SECTION_LEAVE, s);
+	ta_api_record_site(TA_EXT_SECTION_LEAVE, s);
 }
 
 TA_PUBLIC void ta_counter_config_(struct ta_site_ *s, uint32_t unit)
 {
-	uint64_t v[2] = {(uint64_t)(uintptr_t)s, unit};
-
 	if (ta_api_site_on(s))
-		ta_record_ext(TA_EXT_COUNTER_CONFIG, v, 2);
+		ta_record_ext4(TA_EXT_COUNTER_CONFIG, (uint64_t)(uintptr_t)s, unit, 0, 0, 2);
 }
 
 TA_PUBLIC void ta_app_info_(struct ta_site_ *s, const char *fmt, ...)

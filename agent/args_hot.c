@@ -8,9 +8,9 @@
  * loop here has the shape of memset or memcpy, which compilers would turn
  * into calls).  The values are gathered on the stack first (a string's
  * copy may fault, and is taken back by crash.c's handler: args_copy.c),
- * then written into the thread's block as one group under the claim, as
- * ring.h's ta_record does; when the block has no room the group goes
- * through ta_record_ext, the ring's slow path.
+ * then written as one group by ta_record_ext (into the thread's block
+ * under the claim, as ring.h's ta_record does; the ring's slow path when
+ * the block has no room).
  */
 #include <stdint.h>
 
@@ -81,40 +81,6 @@ static uint32_t put_item(uint64_t *v, uint32_t n, const struct ta_argitem *it, u
 	return n + 2;
 }
 
-/* The group (subtype, v[0..n)) into the thread's block, as ta_record
- * writes one event; the slow path when it does not fit. */
-static void put_group(uint32_t subtype, const uint64_t *v, uint32_t n)
-{
-	uint32_t slots = TA_RAW_EXT_SLOTS(n);
-	uint64_t t = ta_ticks();
-	struct ta_block *blk;
-	struct ta_rec *s;
-	uint32_t h;
-
-	if (TA_UNLIKELY(ta_claim()))
-		goto slow;
-	blk = ta_cur; /* after the claim, as in ta_record */
-	h = __atomic_load_n(&blk->head, __ATOMIC_RELAXED);
-	if (TA_UNLIKELY(h + slots + 1 > __atomic_load_n(&blk->limit, __ATOMIC_RELAXED))) {
-		ta_unclaim();
-		goto slow;
-	}
-	ta_prefetch_slot(blk, h);
-	s = &blk->ev[h];
-	s[0].ticks = t;
-	s[0].addr = TA_RAW_EXT | (uint64_t)subtype << 8 | n;
-	for (uint32_t i = 0; i < slots; i++) {
-		s[1 + i].ticks = v[2 * i];
-		s[1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
-	}
-	/* Pairs with the flusher's acquire load of head, as in ta_record. */
-	__atomic_store_n(&blk->head, h + slots + 1, __ATOMIC_RELEASE);
-	ta_unclaim();
-	return;
-slow:
-	ta_record_ext(subtype, v, n);
-}
-
 void ta_args_entry(const struct ta_argspec *spec, const struct ta_argregs *r)
 {
 	uint64_t v[TA_EXT_MAX_VALUES];
@@ -134,7 +100,7 @@ void ta_args_entry(const struct ta_argspec *spec, const struct ta_argregs *r)
 		n = put_item(v, n, it, raw);
 	}
 	if (n)
-		put_group(TA_EXT_ARGS, v, n);
+		ta_record_ext(TA_EXT_ARGS, v, n);
 }
 
 void ta_args_return(const struct ta_argspec *spec, uint64_t gp, uint64_t fp)
@@ -146,5 +112,5 @@ void ta_args_return(const struct ta_argspec *spec, uint64_t gp, uint64_t fp)
 		return;
 	n = put_item(v, 0, &spec->ret, spec->ret.fmt == TA_ARGF_FLOAT ? fp : gp);
 	if (n)
-		put_group(TA_EXT_RETVAL, v, n);
+		ta_record_ext(TA_EXT_RETVAL, v, n);
 }

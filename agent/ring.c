@@ -844,16 +844,54 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n)
 {
 	struct ta_rec r[1 + TA_RAW_EXT_SLOTS(TA_EXT_MAX_VALUES)];
+	uint64_t t = ta_ticks();
+	struct ta_block *b;
+	uint32_t slots, h;
 
 	if (n > TA_EXT_MAX_VALUES)
 		n = TA_EXT_MAX_VALUES;
-	r[0].ticks = ta_ticks();
+	slots = TA_RAW_EXT_SLOTS(n);
+	/* The group in the current block when it has room, as ta_record
+	 * writes one slot: claimed, so that a handler puts its events aside,
+	 * and published whole by one store of head (a handler that jumps out
+	 * leaves slots nobody reads).  The slow path's signal mask, two
+	 * system calls, is for a new block.  No loop of memcpy's shape: the
+	 * hooks call no libc. */
+	if (TA_UNLIKELY(ta_claim()))
+		goto slow;
+	b = ta_cur; /* after the claim, as in ta_record */
+	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
+	if (TA_UNLIKELY(h + slots + 1 > __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
+		ta_unclaim();
+		goto slow;
+	}
+	ta_prefetch_slot(b, h);
+	b->ev[h].ticks = t;
+	b->ev[h].addr = TA_RAW_EXT | (uint64_t)(subtype & 0xffffu) << 8 | n;
+	for (uint32_t i = 0; i < slots; i++) {
+		b->ev[h + 1 + i].ticks = v[2 * i];
+		b->ev[h + 1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
+	}
+	/* Pairs with the flusher's acquire load of head, as in ta_record. */
+	__atomic_store_n(&b->head, h + slots + 1, __ATOMIC_RELEASE);
+	ta_unclaim();
+	return;
+slow:
+	r[0].ticks = t;
 	r[0].addr = TA_RAW_EXT | (uint64_t)(subtype & 0xffffu) << 8 | n;
-	for (uint32_t i = 0; i < TA_RAW_EXT_SLOTS(n); i++) {
+	for (uint32_t i = 0; i < slots; i++) {
 		r[1 + i].ticks = v[2 * i];
 		r[1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
 	}
-	record_slow(r, 1 + TA_RAW_EXT_SLOTS(n));
+	record_slow(r, 1 + slots);
+}
+
+void ta_record_ext4_slow(uint32_t subtype, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+			 uint32_t n)
+{
+	const uint64_t v[4] = {a, b, c, d};
+
+	ta_record_ext(subtype, v, n);
 }
 
 void ta_record_ext_exit_slow(uint64_t addr, uint32_t subtype, uint64_t a, uint64_t b, uint64_t c,

@@ -93,7 +93,8 @@ void ta_record_slow(uint64_t addr, uint64_t ticks) TA_HIDDEN __attribute__((noin
 
 /* Records an EXT event (format.h: a subtype other than TA_EXT_LOST with
  * n <= TA_EXT_MAX_VALUES values) on the calling thread at the current time:
- * library-call arguments and control-flow markers, never the hot path.
+ * the manual API's texts, arguments, control-flow markers.  Into the
+ * current block as ta_record writes when it has room, else the slow path.
  * Signal-safe like the hooks; errno preserved.  The caller makes sure the
  * agent is not re-entered (it is called from the agent's own wrappers). */
 void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n) TA_HIDDEN;
@@ -249,6 +250,62 @@ static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 	ta_unclaim();
 }
 
+/* The slots of an EXT group of 1 <= n <= 4 values (a..d, the unused ones
+ * 0) at s, at time t: one base pointer and constant offsets (n is a
+ * constant in every caller), the values from registers to the slots, no
+ * array on the stack and no index arithmetic per slot. */
+static inline __attribute__((always_inline)) void ta_ext_fill(struct ta_rec *s, uint64_t t,
+							      uint32_t subtype, uint64_t a,
+							      uint64_t b, uint64_t c, uint64_t d,
+							      uint32_t n)
+{
+	s[0].ticks = t;
+	s[0].addr = TA_RAW_EXT | (uint64_t)subtype << 8 | n;
+	s[1].ticks = a;
+	s[1].addr = n > 1 ? b : 0;
+	if (TA_RAW_EXT_SLOTS(n) > 1) {
+		s[2].ticks = c;
+		s[2].addr = n > 3 ? d : 0;
+	}
+}
+
+/* ta_record_ext4's out-of-line path: through ta_record_ext (ring.c). */
+void ta_record_ext4_slow(uint32_t subtype, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+			 uint32_t n) TA_HIDDEN __attribute__((noinline, cold));
+
+/*
+ * An EXT event of 1 <= n <= 4 values (a..d, the unused ones 0) on the
+ * calling thread now: the manual API's counters, instants, frames,
+ * allocations.  Written like one ta_record when the block has room (one
+ * counter read, one claim, one store of head publishing the group whole);
+ * otherwise ta_record_ext's way.  errno is left alone.
+ */
+static inline __attribute__((always_inline)) void
+ta_record_ext4(uint32_t subtype, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint32_t n)
+{
+	uint64_t t = ta_ticks();
+	uint32_t slots = 1 + TA_RAW_EXT_SLOTS(n);
+	struct ta_block *blk;
+	uint32_t h;
+
+	if (TA_UNLIKELY(ta_claim()))
+		goto slow;
+	blk = ta_cur; /* after (A), as in ta_record */
+	h = __atomic_load_n(&blk->head, __ATOMIC_RELAXED);
+	if (TA_UNLIKELY(h + slots > __atomic_load_n(&blk->limit, __ATOMIC_RELAXED))) {
+		ta_unclaim();
+		goto slow;
+	}
+	ta_prefetch_slot(blk, h);
+	ta_ext_fill(&blk->ev[h], t, subtype, a, b, c, d, n);
+	/* Pairs with the flusher's acquire load of head, as in ta_record. */
+	__atomic_store_n(&blk->head, h + slots, __ATOMIC_RELEASE);
+	ta_unclaim();
+	return;
+slow:
+	ta_record_ext4_slow(subtype, a, b, c, d, n);
+}
+
 /*
  * The end of a library call's zone: its EXT event (1 <= n <= 4 values,
  * a..d, the unused ones 0) and the exit of addr, at one time, written
@@ -276,19 +333,9 @@ static inline __attribute__((always_inline)) void ta_record_ext_exit(uint64_t ad
 		ta_unclaim();
 		goto slow;
 	}
-	/* One base pointer and constant offsets (n is a constant in every
-	 * caller): the values go from registers to the slots, no array on
-	 * the stack and no index arithmetic per slot. */
 	ta_prefetch_slot(blk, h);
 	s = &blk->ev[h];
-	s[0].ticks = t;
-	s[0].addr = TA_RAW_EXT | (uint64_t)subtype << 8 | n;
-	s[1].ticks = a;
-	s[1].addr = n > 1 ? b : 0;
-	if (slots > 1) {
-		s[2].ticks = c;
-		s[2].addr = n > 3 ? d : 0;
-	}
+	ta_ext_fill(s, t, subtype, a, b, c, d, n);
 	s[1 + slots].ticks = t;
 	s[1 + slots].addr = addr | TA_REC_EXIT;
 	/* Pairs with the flusher's acquire load of head, as in ta_record. */

@@ -23,6 +23,10 @@
 TA_CHANNEL(off);
 
 static volatile uint64_t sink;
+/* Run-time names (TA_ZONE_DYN, fibers): in writable memory, as a program's
+ * buffers are. */
+static char dyn_names[4][8] = {"dyn0", "dyn1", "dyn2", "dyn3"};
+static uint64_t blocks[1024];
 
 NOHOOK static uint64_t now_ns(void)
 {
@@ -55,6 +59,16 @@ LOOP(loop_begin_end, TA_ZONE_BEGIN("begin"); TA_ZONE_END())
 LOOP(loop_counter, TA_COUNTER("counter", i))
 LOOP(loop_message, TA_MESSAGE("round %d", (int)i))
 LOOP(loop_instant, TA_INSTANT("instant"))
+LOOP(loop_zone_dyn, TA_ZONE_DYN(dyn_names[i & 3]))
+LOOP(loop_begin_end_dyn, TA_ZONE_BEGIN_DYN(dyn_names[i & 3]); TA_ZONE_END())
+LOOP(loop_frame_begin_end, TA_FRAME_BEGIN("step"); TA_FRAME_END("step"))
+LOOP(loop_alloc_free, TA_ALLOC_NAMED("pool", &blocks[i & 1023], 64);
+     TA_FREE_NAMED("pool", &blocks[i & 1023]))
+LOOP(loop_lock_name, TA_LOCK_NAME(&blocks[i & 7], "lock"))
+LOOP(loop_counter_config, TA_COUNTER_CONFIG("counter", TA_UNIT_BYTES))
+LOOP(loop_app_info, TA_APP_INFO("round %d", (int)i))
+LOOP(loop_fiber, TA_FIBER_ENTER(dyn_names[i & 3]); TA_FIBER_LEAVE())
+LOOP(loop_section, TA_SECTION_ENTER("pass"); TA_SECTION_LEAVE("pass"))
 LOOP(loop_off_zone, TA_ZONE_C(off, "off zone"))
 LOOP(loop_off_begin_end, TA_ZONE_BEGIN_C(off, "off begin"); TA_ZONE_END())
 
@@ -79,6 +93,15 @@ NOHOOK int main(int argc, char **argv)
 	    {"counter", loop_counter},
 	    {"message", loop_message},
 	    {"instant", loop_instant},
+	    {"zone_dyn", loop_zone_dyn},
+	    {"begin_end_dyn", loop_begin_end_dyn},
+	    {"frame_begin_end", loop_frame_begin_end},
+	    {"alloc_free", loop_alloc_free},
+	    {"lock_name", loop_lock_name},
+	    {"counter_config", loop_counter_config},
+	    {"app_info", loop_app_info},
+	    {"fiber", loop_fiber},
+	    {"section", loop_section},
 	    {"off_zone", loop_off_zone},
 	    {"off_begin_end", loop_off_begin_end},
 	    {"call", loop_call},
