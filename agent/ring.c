@@ -843,47 +843,32 @@ void ta_record_slow(uint64_t addr, uint64_t ticks)
 
 void ta_record_ext(uint32_t subtype, const uint64_t *v, uint32_t n)
 {
-	struct ta_rec r[1 + TA_RAW_EXT_SLOTS(TA_EXT_MAX_VALUES)];
+	struct ta_rec r[1 + TA_RAW_EXT_SLOTS(TA_EXT_MAX_VALUES)], *s;
 	uint64_t t = ta_ticks();
-	struct ta_block *b;
-	uint32_t slots, h;
+	struct ta_block *b = NULL;
+	uint32_t slots;
 
 	if (n > TA_EXT_MAX_VALUES)
 		n = TA_EXT_MAX_VALUES;
 	slots = TA_RAW_EXT_SLOTS(n);
 	/* The group in the current block when it has room, as ta_record
-	 * writes one slot: claimed, so that a handler puts its events aside,
-	 * and published whole by one store of head (a handler that jumps out
-	 * leaves slots nobody reads).  The slow path's signal mask, two
-	 * system calls, is for a new block.  No loop of memcpy's shape: the
-	 * hooks call no libc. */
-	if (TA_UNLIKELY(ta_claim()))
-		goto slow;
-	b = ta_cur; /* after the claim, as in ta_record */
-	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
-	if (TA_UNLIKELY(h + slots + 1 > __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
-		ta_unclaim();
-		goto slow;
-	}
-	ta_prefetch_slot(b, h);
-	b->ev[h].ticks = t;
-	b->ev[h].addr = TA_RAW_EXT | (uint64_t)(subtype & 0xffffu) << 8 | n;
+	 * writes one slot (a handler that jumps out before the publication
+	 * leaves slots nobody reads); the slow path's signal mask, two system
+	 * calls, is for a new block.  No loop of memcpy's shape: the hooks
+	 * call no libc. */
+	s = ta_group_claim(1 + slots, &b);
+	if (TA_UNLIKELY(!s))
+		s = r;
+	s[0].ticks = t;
+	s[0].addr = TA_RAW_EXT | (uint64_t)(subtype & 0xffffu) << 8 | n;
 	for (uint32_t i = 0; i < slots; i++) {
-		b->ev[h + 1 + i].ticks = v[2 * i];
-		b->ev[h + 1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
+		s[1 + i].ticks = v[2 * i];
+		s[1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
 	}
-	/* Pairs with the flusher's acquire load of head, as in ta_record. */
-	__atomic_store_n(&b->head, h + slots + 1, __ATOMIC_RELEASE);
-	ta_unclaim();
-	return;
-slow:
-	r[0].ticks = t;
-	r[0].addr = TA_RAW_EXT | (uint64_t)(subtype & 0xffffu) << 8 | n;
-	for (uint32_t i = 0; i < slots; i++) {
-		r[1 + i].ticks = v[2 * i];
-		r[1 + i].addr = 2 * i + 1 < n ? v[2 * i + 1] : 0;
-	}
-	record_slow(r, 1 + slots);
+	if (TA_LIKELY(s != r))
+		ta_group_publish(b, s, 1 + slots);
+	else
+		record_slow(r, 1 + slots);
 }
 
 void ta_record_ext4_slow(uint32_t subtype, uint64_t a, uint64_t b, uint64_t c, uint64_t d,

@@ -250,6 +250,38 @@ static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 	ta_unclaim();
 }
 
+/* A group of n slots written as ta_record writes one: the thread claimed
+ * (A), room found in its current block (read after the claim), and the
+ * first slot returned with the block in *blk; NULL, nothing held, when the
+ * slow path must take the group (nested in a hook, or no room). */
+static inline __attribute__((always_inline)) struct ta_rec *ta_group_claim(uint32_t n,
+									   struct ta_block **blk)
+{
+	struct ta_block *b;
+	uint32_t h;
+
+	if (TA_UNLIKELY(ta_claim()))
+		return NULL;
+	b = ta_cur;
+	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
+	if (TA_UNLIKELY(h + n > __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
+		ta_unclaim();
+		return NULL;
+	}
+	ta_prefetch_slot(b, h);
+	*blk = b;
+	return &b->ev[h];
+}
+
+/* Publishes the n slots filled at s (C): one store of head, which pairs
+ * with the flusher's acquire load of it, then the claim given back. */
+static inline __attribute__((always_inline)) void ta_group_publish(struct ta_block *b,
+								   struct ta_rec *s, uint32_t n)
+{
+	__atomic_store_n(&b->head, (uint32_t)(s - b->ev) + n, __ATOMIC_RELEASE);
+	ta_unclaim();
+}
+
 /* The slots of an EXT group of 1 <= n <= 4 values (a..d, the unused ones
  * 0) at s, at time t: one base pointer and constant offsets (n is a
  * constant in every caller), the values from registers to the slots, no
@@ -286,24 +318,14 @@ ta_record_ext4(uint32_t subtype, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
 	uint64_t t = ta_ticks();
 	uint32_t slots = 1 + TA_RAW_EXT_SLOTS(n);
 	struct ta_block *blk;
-	uint32_t h;
+	struct ta_rec *s = ta_group_claim(slots, &blk);
 
-	if (TA_UNLIKELY(ta_claim()))
-		goto slow;
-	blk = ta_cur; /* after (A), as in ta_record */
-	h = __atomic_load_n(&blk->head, __ATOMIC_RELAXED);
-	if (TA_UNLIKELY(h + slots > __atomic_load_n(&blk->limit, __ATOMIC_RELAXED))) {
-		ta_unclaim();
-		goto slow;
+	if (TA_UNLIKELY(!s)) {
+		ta_record_ext4_slow(subtype, a, b, c, d, n);
+		return;
 	}
-	ta_prefetch_slot(blk, h);
-	ta_ext_fill(&blk->ev[h], t, subtype, a, b, c, d, n);
-	/* Pairs with the flusher's acquire load of head, as in ta_record. */
-	__atomic_store_n(&blk->head, h + slots, __ATOMIC_RELEASE);
-	ta_unclaim();
-	return;
-slow:
-	ta_record_ext4_slow(subtype, a, b, c, d, n);
+	ta_ext_fill(s, t, subtype, a, b, c, d, n);
+	ta_group_publish(blk, s, slots);
 }
 
 /*
@@ -322,25 +344,14 @@ static inline __attribute__((always_inline)) void ta_record_ext_exit(uint64_t ad
 	uint64_t t = ta_ticks();
 	uint32_t slots = TA_RAW_EXT_SLOTS(n);
 	struct ta_block *blk;
-	struct ta_rec *s;
-	uint32_t h;
+	struct ta_rec *s = ta_group_claim(slots + 2, &blk);
 
-	if (TA_UNLIKELY(ta_claim()))
+	if (TA_UNLIKELY(!s))
 		goto slow;
-	blk = ta_cur; /* after (A), as in ta_record */
-	h = __atomic_load_n(&blk->head, __ATOMIC_RELAXED);
-	if (TA_UNLIKELY(h + slots + 2 > __atomic_load_n(&blk->limit, __ATOMIC_RELAXED))) {
-		ta_unclaim();
-		goto slow;
-	}
-	ta_prefetch_slot(blk, h);
-	s = &blk->ev[h];
 	ta_ext_fill(s, t, subtype, a, b, c, d, n);
 	s[1 + slots].ticks = t;
 	s[1 + slots].addr = addr | TA_REC_EXIT;
-	/* Pairs with the flusher's acquire load of head, as in ta_record. */
-	__atomic_store_n(&blk->head, h + slots + 2, __ATOMIC_RELEASE);
-	ta_unclaim();
+	ta_group_publish(blk, s, slots + 2);
 	return;
 slow:
 	ta_record_ext_exit_slow(addr, subtype, a, b, c, d, n);
