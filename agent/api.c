@@ -44,6 +44,7 @@
 #include "agent.h"
 #include "api.h"
 #include "api_int.h"
+#include "api_site.h"
 #include "apifmt.h"
 #include "clock.h"
 #include "dump.h"
@@ -86,10 +87,10 @@ static int hold_wait(void)
 	return h ? -1 : 0;
 }
 
-/* site_on's way out: s registered, the agent's start waited for; whether
+/* ta_api_site_on's way out (api_int.h): s registered, the agent's start waited for; whether
  * its events are recorded, -1 when the calling thread is inside its own
  * start (neither can be done there). */
-static __attribute__((noinline, cold)) int site_slow(struct ta_site_ *s)
+__attribute__((noinline, cold)) int ta_api_site_slow(struct ta_site_ *s)
 {
 	int ok;
 
@@ -107,31 +108,6 @@ static __attribute__((noinline, cold)) int site_slow(struct ta_site_ *s)
 	 * its release, after ta_api_start set the words), held and let go, or
 	 * not tracing (ta_api_stop zeroed them). */
 	return __atomic_load_n(s->gate, __ATOMIC_RELAXED) == 1;
-}
-
-/* Whether an event of s is recorded.  One the agent cannot judge (made
- * inside its thread's own start) is counted lost. */
-static inline __attribute__((always_inline)) int site_on(struct ta_site_ *s)
-{
-	const volatile uint32_t *g = __atomic_load_n(&s->gate, __ATOMIC_ACQUIRE);
-	uint32_t v;
-	int on;
-
-	if (TA_LIKELY(g != &s->first) &&
-	    TA_LIKELY((v = __atomic_load_n(g, __ATOMIC_RELAXED)) != CHAN_STARTING))
-		return v != 0;
-	on = site_slow(s);
-	if (TA_UNLIKELY(on < 0)) {
-		ta_lost_here(TA_LOST_STARTING);
-		return 0;
-	}
-	return on;
-}
-
-/* site_on for the entries of the API's other files (api_int.h). */
-int ta_api_site_on(struct ta_site_ *s)
-{
-	return site_on(s);
 }
 
 /* ---- zones ------------------------------------------------------------------- */
@@ -181,7 +157,7 @@ void ta_api_thread_exit(void)
 TA_PUBLIC struct ta_site_ *ta_zone_enter_(struct ta_site_ *s)
 {
 	/* Filters: a zone is recorded where a callee would be. */
-	if (!site_on(s) || !ta_filter_lets())
+	if (!ta_api_site_on(s) || !ta_filter_lets())
 		return NULL;
 	ta_record((uint64_t)(uintptr_t)s);
 	return s;
@@ -194,7 +170,7 @@ TA_PUBLIC void ta_zone_exit_(struct ta_site_ *s)
 
 TA_PUBLIC void ta_zone_begin_(struct ta_site_ *s)
 {
-	ta_api_zone_push(s, site_on(s) && ta_filter_lets());
+	ta_api_zone_push(s, ta_api_site_on(s) && ta_filter_lets());
 }
 
 void ta_api_zone_push(struct ta_site_ *s, int on)
@@ -224,7 +200,7 @@ TA_PUBLIC void ta_zone_end_(struct ta_site_ *s)
 		/* An END without a BEGIN: where it was. */
 		uint64_t v = (uint64_t)(uintptr_t)s;
 
-		(void)site_slow(s); /* registered: the dump says where it is */
+		(void)ta_api_site_slow(s); /* registered: the dump says where it is */
 		ta_record_ext(TA_EXT_ZONE_UNMATCHED, &v, 1);
 		return;
 	}
@@ -250,7 +226,7 @@ TA_PUBLIC void ta_zone_text_(struct ta_site_ *s, const char *text)
 {
 	size_t len;
 
-	if (!site_on(s))
+	if (!ta_api_site_on(s))
 		return;
 	if (!text)
 		text = "(null)";
@@ -261,13 +237,13 @@ TA_PUBLIC void ta_zone_text_(struct ta_site_ *s, const char *text)
 
 TA_PUBLIC void ta_zone_value_(struct ta_site_ *s, uint64_t value)
 {
-	if (site_on(s))
+	if (ta_api_site_on(s))
 		ta_record_ext4(TA_EXT_ZONE_VALUE, value, 0, 0, 0, 1);
 }
 
 void ta_api_record_site(uint32_t kind, struct ta_site_ *s)
 {
-	if (site_on(s))
+	if (ta_api_site_on(s))
 		ta_record_ext4(kind, (uint64_t)(uintptr_t)s, 0, 0, 0, 1);
 }
 
@@ -283,7 +259,7 @@ TA_PUBLIC void ta_frame_mark_(struct ta_site_ *s)
 	 * event, so a kept window holds the marks that bound it. */
 	pre = ta_ticks();
 	ta_api_record_site(TA_EXT_FRAME, s);
-	if (site_on(s))
+	if (ta_api_site_on(s))
 		ta_keep_mark(s->name, pre, ta_ticks());
 }
 
@@ -294,7 +270,7 @@ TA_PUBLIC void ta_instant_(struct ta_site_ *s)
 
 TA_PUBLIC void ta_counter_(struct ta_site_ *s, int64_t value)
 {
-	if (site_on(s))
+	if (ta_api_site_on(s))
 		ta_record_ext4(TA_EXT_COUNTER, (uint64_t)(uintptr_t)s, TA_COUNTER_INT,
 			       (uint64_t)value, 0, 3);
 }
@@ -304,7 +280,7 @@ TA_PUBLIC void ta_counter_f_(struct ta_site_ *s, double value)
 	uint64_t bits;
 
 	memcpy(&bits, &value, sizeof(value));
-	if (site_on(s))
+	if (ta_api_site_on(s))
 		ta_record_ext4(TA_EXT_COUNTER, (uint64_t)(uintptr_t)s, TA_COUNTER_DOUBLE, bits, 0,
 			       3);
 }
@@ -331,7 +307,7 @@ TA_PUBLIC void ta_message_(struct ta_site_ *s, const char *fmt, ...)
 	int saved = errno;
 	va_list ap;
 
-	if (!site_on(s))
+	if (!ta_api_site_on(s))
 		return;
 	va_start(ap, fmt);
 	ta_api_vtext(TA_EXT_MESSAGE, s, fmt, ap);

@@ -74,9 +74,6 @@ void ta_chan_switch(uint32_t id, uint32_t on, int record);
  * (TA_MESSAGE, TA_APP_INFO): cut at TA_TEXT_MAX, NULL fmt "(null)". */
 void ta_api_vtext(uint32_t kind, struct ta_site_ *s, const char *fmt, va_list ap);
 
-/* Whether an event of s is recorded (api.c's site_on, for the entries
- * outside it).  One the agent cannot judge is counted lost. */
-int ta_api_site_on(struct ta_site_ *s);
 /* An EXT event of kind whose one value is s, when s is on (site_on). */
 void ta_api_record_site(uint32_t kind, struct ta_site_ *s);
 

@@ -26,6 +26,7 @@
 
 #include "api.h"
 #include "api_int.h"
+#include "api_site.h"
 #include "format.h"
 #include "ring.h"
 

@@ -34,6 +34,7 @@
 #include "agent.h"
 #include "api.h"
 #include "api_int.h"
+#include "api_site.h"
 #include "apifmt.h"
 #include "filter.h"
 #include "format.h"
@@ -74,7 +75,7 @@ static struct dyn_name *dyn_overflow;
 
 /* The name's bytes as kept (at most TA_SITE_NAME_MAX) and their hash
  * (FNV-1a). */
-static uint32_t name_hash(const char *name, uint32_t *len)
+static inline __attribute__((always_inline)) uint32_t name_hash(const char *name, uint32_t *len)
 {
 	uint32_t h = 2166136261u, n = 0;
 
@@ -97,7 +98,8 @@ static inline int dyn_is(const struct dyn_name *d, const char *name, uint32_t le
 	return 1;
 }
 
-static struct dyn_name *dyn_find(const char *name, uint32_t len, uint32_t h)
+static inline __attribute__((always_inline)) struct dyn_name *dyn_find(const char *name,
+								       uint32_t len, uint32_t h)
 {
 	for (uint32_t i = 0; i < DYN_SLOTS; i++) {
 		/* Acquire: pairs with the release in dyn_add, after the name. */
@@ -189,7 +191,8 @@ dyn_add(const struct ta_site_ *s, const char *name, uint32_t len, uint32_t h)
 
 /* The agent's site of the run-time name at call site s (registered: its
  * gate is not &first any more), or NULL, counted lost. */
-static struct ta_site_ *dyn_site(const struct ta_site_ *s, const char *name)
+static inline __attribute__((always_inline)) struct ta_site_ *dyn_site(const struct ta_site_ *s,
+								       const char *name)
 {
 	uint32_t len, h;
 	struct dyn_name *d;
