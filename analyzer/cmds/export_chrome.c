@@ -360,6 +360,33 @@ static void chrome_submit(struct export *e)
 	e->job = ta_opool_submit(&e->q);
 }
 
+/* A lock call's args after the call's own (*members, replaced): its
+ * lock's address and name, "lock_name" only when it has one.  0, or -1
+ * without memory. */
+static int lock_args(const struct ta_tlcall *c, char **members)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m)
+		return -1;
+	if (*members)
+		fprintf(m, "%s, ", *members);
+	fprintf(m, "\"lock\": \"0x%" PRIx64 "\"", c->lock);
+	if (c->lock_name) {
+		fputs(", \"lock_name\": ", m);
+		ta_json_str(m, c->lock_name);
+	}
+	if (fclose(m) != 0) {
+		free(buf);
+		return -1;
+	}
+	free(*members);
+	*members = buf;
+	return 0;
+}
+
 static void chrome_event(struct export *e, const struct ta_tlcall *c)
 {
 	char args[TA_TEXT_MAX * 6 + 64];
@@ -385,6 +412,10 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 	r->zone = NULL;
 	r->cargs = NULL;
 	if (c->args && !(r->cargs = ta_callargs_json(c->args))) {
+		e->nomem = 1;
+		return;
+	}
+	if (c->has_lock && lock_args(c, &r->cargs) < 0) {
 		e->nomem = 1;
 		return;
 	}
@@ -759,6 +790,7 @@ int ta_export_chrome(struct export *e)
 	}
 	/* The workers convert the times. */
 	e->tl.lazy = 1;
+	e->tl.lock_names = 1;
 	rc = ta_timeline_run_api(&e->tl, e->path, &e->o, emit, api, e);
 	if (e->job->nr || e->job->tf)
 		chrome_submit(e);

@@ -23,6 +23,25 @@ class ApiMemTest(tahelp.Case):
         return self.traced("preload", [self.prog("apimem-" + level)],
                            env={"TRACEAGENT_LIBCALLS": "lock"}).dump
 
+    def check_lock_calls(self, addr, slices):
+        """Every lock call's slice (the waits, and the unlocks) carries its
+        lock's address, the one TA_LOCK_NAME named, and the name: "late
+        lock" too, named after its calls."""
+        got = {}
+        for sl in slices:
+            if not sl["name"].startswith("pthread_mutex_"):
+                continue
+            a = sl.get("args", {})
+            self.assertEqual(a["lock"], addr[a["lock_name"]], sl)
+            key = (sl["name"], a["lock_name"])
+            got[key] = got.get(key, 0) + 1
+        self.assertEqual(got, {("pthread_mutex_lock", "cache lock"): 5,
+                               ("pthread_mutex_unlock", "cache lock"): 5,
+                               ("pthread_mutex_lock", "stats"): 2,
+                               ("pthread_mutex_unlock", "stats"): 2,
+                               ("pthread_mutex_lock", "late lock"): 3,
+                               ("pthread_mutex_unlock", "late lock"): 3})
+
     def test_report_alloc(self):
         for level in LEVELS:
             with self.subTest(level=level):
@@ -55,7 +74,9 @@ class ApiMemTest(tahelp.Case):
             with self.subTest(level=level):
                 rep = tadump.view_json(self, "report", "--locks", "--json", self.dump(level))
                 got = sorted((l["lock"], l["kind"], l["calls"]) for l in rep["locks"]["locks"])
-                self.assertEqual(got, [("cache lock", "named", 5), ("stats", "named", 2)])
+                # "late lock" was named after its waits: named all the same.
+                self.assertEqual(got, [("cache lock", "named", 5), ("late lock", "named", 3),
+                                       ("stats", "named", 2)])
 
     def test_replay(self):
         for level in LEVELS:
@@ -68,7 +89,7 @@ class ApiMemTest(tahelp.Case):
                 self.assertEqual(sum(t.startswith("@ free arena 0x") for t in text), 9)
                 names = [t.split(" named ", 1)[1] for t in text if t.startswith("= lock 0x")]
                 self.assertEqual(names, ['"cache lock"', '"stats"', '"(null)"',
-                                         '"%s" (cut at 255 bytes)' % LONG])
+                                         '"%s" (cut at 255 bytes)' % LONG, '"late lock"'])
                 fib = [t for t in text if "fiber" in t]
                 self.assertEqual(fib, [
                     '> fiber "job A"', 'step(); [zone] [fiber "job A"]',
@@ -118,7 +139,10 @@ class ApiMemTest(tahelp.Case):
                 self.assertEqual(on, {"fiber job A": ["step", "job_step"] * 2,
                                       "fiber job B": ["step", "job_step"]})
                 named = sorted(e["args"]["name"] for e in ev if e.get("cat") == "lock")
-                self.assertEqual(named, ["(null)", "cache lock", "stats", LONG])
+                self.assertEqual(named, ["(null)", "cache lock", "late lock", "stats", LONG])
+                addr = {e["args"]["name"]: e["args"]["lock"] for e in ev
+                        if e.get("cat") == "lock"}
+                self.check_lock_calls(addr, [e for e in ev if e["ph"] == "X"])
 
     def test_perfetto(self):
         if not shutil.which("protoc"):
@@ -153,7 +177,10 @@ class ApiMemTest(tahelp.Case):
                 self.assertNotIn("job_step", on["threads"])
                 self.assertNotIn("step", on["threads"])
                 named = sorted(n.split(" named ", 1)[1] for n in names if n.startswith("lock 0x"))
-                self.assertEqual(named, ["(null)", "cache lock", "stats", LONG])
+                self.assertEqual(named, ["(null)", "cache lock", "late lock", "stats", LONG])
+                addr = {n.split(" named ", 1)[1]: n.split(" ", 2)[1] for n in names
+                        if n.startswith("lock 0x")}
+                self.check_lock_calls(addr, tr.slices)
 
 
     def test_switched_out(self):
