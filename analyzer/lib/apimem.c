@@ -213,15 +213,22 @@ int ta_locknames_set(struct ta_locknames *ln, uint64_t pid, uint64_t addr, const
 	return 0;
 }
 
-const char *ta_locknames_get(const struct ta_locknames *ln, uint64_t pid, uint64_t addr)
+long ta_locknames_index(const struct ta_locknames *ln, uint64_t pid, uint64_t addr)
 {
 	uint64_t key[2] = {pid, addr};
 	size_t k;
 
 	if (!ln->n)
-		return NULL;
+		return -1;
 	k = ta_htab_find(&ln->idx, mix(pid, addr), lock_is, ln, key);
-	return ta_htab_at(&ln->idx, k) ? ln->r[ta_htab_at(&ln->idx, k) - 1].name : NULL;
+	return (long)ta_htab_at(&ln->idx, k) - 1;
+}
+
+const char *ta_locknames_get(const struct ta_locknames *ln, uint64_t pid, uint64_t addr)
+{
+	long i = ta_locknames_index(ln, pid, addr);
+
+	return i < 0 ? NULL : ln->r[i].name;
 }
 
 void ta_locknames_free(struct ta_locknames *ln)

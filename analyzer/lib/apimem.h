@@ -83,6 +83,9 @@ struct ta_locknames {
 int ta_locknames_set(struct ta_locknames *ln, uint64_t pid, uint64_t addr, const char *name);
 /* Its name, or NULL. */
 const char *ta_locknames_get(const struct ta_locknames *ln, uint64_t pid, uint64_t addr);
+/* Its row (r[i]: a lock named once has one row whatever it was renamed),
+ * or -1 when it has no name. */
+long ta_locknames_index(const struct ta_locknames *ln, uint64_t pid, uint64_t addr);
 void ta_locknames_free(struct ta_locknames *ln);
 /*
  * Whether a view of the session's calls needs the names before it walks

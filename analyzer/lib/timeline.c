@@ -325,6 +325,7 @@ static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th,
 			continue;
 		memset(&c, 0, sizeof(c));
 		c.kind = TA_TL_ENTER;
+		c.lock_id = -1;
 		c.t = t;
 		c.depth = k - th->base;
 		c.fn = (uint32_t)id;
@@ -414,7 +415,8 @@ static void tl_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_in
 	c.flags = x->flags;
 	c.args = call_args(tl, th, t, x->depth, x->enter, x->addr);
 	c.lock = c.has_lock ? th->lock : 0;
-	c.lock_name = c.has_lock ? ta_locknames_get(&tl->locks, t->pid, th->lock) : NULL;
+	c.lock_id = c.has_lock ? ta_locknames_index(&tl->locks, t->pid, th->lock) : -1;
+	c.lock_name = c.lock_id >= 0 ? tl->locks.r[c.lock_id].name : NULL;
 	id = fn_id(tl, t, x->addr);
 	if (id >= 0) {
 		c.fn = (uint32_t)id;

@@ -80,10 +80,12 @@ struct ta_tlcall {
 	/* A library call of the lock class (TA_EXT_LOCK: a wait, an unlock):
 	 * the lock's address, and its name (apimem.h) when the timeline was
 	 * run with lock_names and the dump gave it one, else NULL; the name
-	 * lives as long as the timeline. */
+	 * lives as long as the timeline, lock_id is its row in the
+	 * timeline's locks (-1: none). */
 	int has_lock;
 	uint64_t lock;
 	const char *lock_name;
+	long lock_id;
 };
 
 /* An event of the manual API (apiev.h) at its place in the thread's
