@@ -9,6 +9,7 @@
 #ifndef TA_COMMANDS_H
 #define TA_COMMANDS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 int ta_cmd_record(int argc, char **argv);
@@ -38,5 +39,22 @@ int ta_cmd_top(int argc, char **argv);
 int ta_report_args(const char *dump, const char *function, uint64_t top, int json);
 int ta_report_frames(const char *path, const char *dump, const char *set, const char *function,
 		     uint64_t top, int json);
+
+/*
+ * report_fibers.c: report's rows per fiber.  Reads them from the dumps
+ * paths[0..n) in a pass of their own when a process of the view's session
+ * described a fiber's site (else *out is NULL; and for a pipe, which it
+ * says on stderr); tid (NULL: all) counts one thread's runs
+ * and calls.  0, or -1 without memory; free *out either way.
+ */
+struct ta_rfibers;
+struct ta_session;
+int ta_report_fibers_read(const char *const *paths, size_t n, const struct ta_session *view,
+			  const uint64_t *tid, struct ta_rfibers **out);
+/* The rows as a table under a blank line (nothing without a row), or a
+ * JSON array; pid (NULL: all) chooses the fibers of one process. */
+void ta_report_fibers_text(const struct ta_rfibers *rf, const uint64_t *pid);
+void ta_report_fibers_json(const struct ta_rfibers *rf, const uint64_t *pid);
+void ta_report_fibers_free(struct ta_rfibers *rf);
 
 #endif

@@ -39,11 +39,14 @@ struct crec {
 	uint64_t tid;
 	const char *name, *cat; /* JSON strings */
 	const struct ta_process *p;
-	uint64_t enter, exit; /* ticks */
-	uint64_t events;      /* the export's events after this call's */
-	char *zone;	      /* the zone's args (", ..."), or NULL */
-	char *cargs;	      /* the call's recorded arguments (JSON members), or NULL */
-	size_t off, len;      /* REC_TEXT: its bytes in the job's text */
+	uint64_t enter, exit;	/* ticks */
+	uint64_t events;	/* the export's events after this call's */
+	char *zone;		/* the zone's args (", ..."), or NULL */
+	char *cargs;		/* the call's recorded arguments (JSON members), or NULL */
+	unsigned char has_lock; /* a lock call: lock, and lock_json (export's) or NULL */
+	uint64_t lock;
+	const char *lock_json;
+	size_t off, len; /* REC_TEXT: its bytes in the job's text */
 };
 
 enum { REC_CALL, REC_TEXT };
@@ -187,6 +190,19 @@ static char *put_u64(char *p, uint64_t v)
 	return p;
 }
 
+static char *put_hex(char *p, uint64_t v)
+{
+	char tmp[16];
+	int n = 0;
+
+	do
+		tmp[n++] = "0123456789abcdef"[v & 15];
+	while (v >>= 4);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
 /* fmt_us's: ns as microseconds with three decimals. */
 static char *put_us(char *p, int64_t ns)
 {
@@ -251,7 +267,9 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 		*size += (uint32_t)n;
 		free(line);
 	}
-	if (job_room(j, nname + ncat + 168 + (r->cargs ? strlen(r->cargs) + 12 : 0)) < 0) {
+	if (job_room(j, nname + ncat + 168 + (r->cargs ? strlen(r->cargs) + 12 : 0) +
+			    (r->has_lock ? 64 + (r->lock_json ? strlen(r->lock_json) : 0) : 0)) <
+	    0) {
 		j->nomem = 1;
 		return;
 	}
@@ -275,9 +293,22 @@ static void call_lines(struct cjob *j, struct crec *r, uint32_t *size)
 	p = put_us(p, start);
 	p = PUT_LIT(p, ", \"dur\": ");
 	p = put_us(p, (int64_t)dur);
-	if (r->cargs) {
+	if (r->cargs || r->has_lock) {
 		p = PUT_LIT(p, ", \"args\": {");
-		p = put_str(p, r->cargs, strlen(r->cargs));
+		if (r->cargs)
+			p = put_str(p, r->cargs, strlen(r->cargs));
+		/* A lock call's lock, and its name. */
+		if (r->has_lock) {
+			if (r->cargs)
+				p = PUT_LIT(p, ", ");
+			p = PUT_LIT(p, "\"lock\": \"0x");
+			p = put_hex(p, r->lock);
+			*p++ = '"';
+			if (r->lock_json) {
+				p = PUT_LIT(p, ", \"lock_name\": ");
+				p = put_str(p, r->lock_json, strlen(r->lock_json));
+			}
+		}
 		*p++ = '}';
 	}
 	*p++ = '}';
@@ -360,6 +391,25 @@ static void chrome_submit(struct export *e)
 	e->job = ta_opool_submit(&e->q);
 }
 
+/* The JSON string of the name of the timeline's lock row id, made once;
+ * NULL without memory. */
+static const char *lock_json(struct export *e, const struct ta_tlcall *c)
+{
+	if ((size_t)c->lock_id >= e->nljson) {
+		size_t n = e->nljson;
+		char **v = ta_vec_reserve(e->ljson, (size_t)c->lock_id + 1, &n, sizeof(*v), 16);
+
+		if (!v)
+			return NULL;
+		memset(v + e->nljson, 0, (n - e->nljson) * sizeof(*v));
+		e->ljson = v;
+		e->nljson = n;
+	}
+	if (!e->ljson[c->lock_id])
+		e->ljson[c->lock_id] = json_dup(c->lock_name);
+	return e->ljson[c->lock_id];
+}
+
 static void chrome_event(struct export *e, const struct ta_tlcall *c)
 {
 	char args[TA_TEXT_MAX * 6 + 64];
@@ -385,6 +435,15 @@ static void chrome_event(struct export *e, const struct ta_tlcall *c)
 	r->zone = NULL;
 	r->cargs = NULL;
 	if (c->args && !(r->cargs = ta_callargs_json(c->args))) {
+		e->nomem = 1;
+		return;
+	}
+	r->has_lock = (unsigned char)c->has_lock;
+	r->lock = c->lock;
+	r->lock_json = NULL;
+	if (c->has_lock && c->lock_id >= 0 && !(r->lock_json = lock_json(e, c))) {
+		free(r->cargs);
+		r->cargs = NULL;
 		e->nomem = 1;
 		return;
 	}
@@ -693,6 +752,9 @@ void ta_export_chrome_free(struct export *e)
 	ta_xframes_free(&e->xf);
 	ta_pools_free(&e->pools);
 	ta_fibers_free(&e->fibers);
+	for (size_t k = 0; k < e->nljson; k++)
+		free(e->ljson[k]);
+	free(e->ljson);
 }
 
 static void chrome_meta(struct export *e, const char *what, uint32_t pid, uint64_t tid,
@@ -759,6 +821,7 @@ int ta_export_chrome(struct export *e)
 	}
 	/* The workers convert the times. */
 	e->tl.lazy = 1;
+	e->tl.lock_names = 1;
 	rc = ta_timeline_run_api(&e->tl, e->path, &e->o, emit, api, e);
 	if (e->job->nr || e->job->tf)
 		chrome_submit(e);

@@ -41,6 +41,10 @@ struct export
 	 * thread runs (its calls go on the fiber's track) */
 	struct ta_pools pools;
 	struct ta_fibers fibers;
+	/* chrome: the locks' names as JSON strings, by the timeline's lock
+	 * row (ta_tlcall.lock_id), made at their first call */
+	char **ljson;
+	size_t nljson;
 
 	/* chrome: the lines are formatted by jobs (-j: on the workers), the
 	 * timeline filling the current one; see chrome_rec. */

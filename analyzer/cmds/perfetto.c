@@ -184,7 +184,7 @@ static struct prec *rec(struct pf *x, const struct ta_sess_thread *t, unsigned k
 	}
 	r = &j->r[j->nr];
 	/* What every kind reads; the rest is the caller's. */
-	r->newseq = r->open = r->partial = r->cut = r->has_value = 0;
+	r->newseq = r->open = r->partial = r->cut = r->has_value = r->has_lock = 0;
 	r->text = r->chan = r->cargs = NULL;
 	r->iname = r->icat = r->imod = NULL;
 	r->cat = r->mod = 0;
@@ -399,6 +399,10 @@ static void emit(void *ctx, const struct ta_tlcall *c)
 		 * the slice shows with its own. */
 		if (c->args && !(r->cargs = ta_callargs_lines(c->args)))
 			x->nomem = 1;
+		/* A lock call's lock, and its name. */
+		r->has_lock = (unsigned char)c->has_lock;
+		r->lock = c->lock;
+		r->lock_name = c->lock_name;
 		/* A zone's text and value, given while it ran. */
 		if (x->zones.n) {
 			struct ta_zone_arg z;
@@ -896,6 +900,7 @@ int ta_export_perfetto(FILE *f, const char *path, const struct ta_tlopts *o)
 	}
 	/* The workers convert the calls' times. */
 	x.tl.lazy = 1;
+	x.tl.lock_names = 1;
 	if (ta_timeline_run_api(&x.tl, path, o, emit_first, api_first, &x) < 0) {
 		status = x.tl.v.status;
 		goto out;

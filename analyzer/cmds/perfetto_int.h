@@ -150,7 +150,8 @@ struct prec {
 	unsigned char kind, newseq, open, cut;
 	unsigned char partial; /* started before the dump says (TA_VISIT_PARTIAL) */
 	unsigned char is_double, has_value;
-	uint32_t slot; /* the thread's in the job */
+	unsigned char has_lock; /* END: a lock call: lock, and lock_name (or NULL) */
+	uint32_t slot;		/* the thread's in the job */
 	uint32_t seq, tindex;
 	uint32_t fn, cat, mod;		 /* BEGIN: name iid - 1, category and module iids */
 	const char *iname, *icat, *imod; /* BEGIN: to intern first, or NULL */
@@ -160,6 +161,8 @@ struct prec {
 	char *text;	       /* owned: END: the zone's text; the instant's or frame's name */
 	char *chan;	       /* owned: an instant's channel, or NULL */
 	char *cargs;	       /* owned: END: the call's recorded arguments, "NAME\tVALUE\n"... */
+	const char *lock_name; /* the timeline's */
+	uint64_t lock;
 	uint64_t value, track; /* a counter's; a call's: 0, or its fiber's index + 1 */
 	double d;
 	int64_t i;

@@ -312,7 +312,8 @@ static void slice_end(struct zjob *j, struct prec *r)
 	struct ta_pb *b = &j->pb;
 
 	seq_first(j, r);
-	if (!r->open && !r->partial && !r->text && !r->has_value && !r->track && !r->cargs) {
+	if (!r->open && !r->partial && !r->text && !r->has_value && !r->track && !r->cargs &&
+	    !r->has_lock) {
 		call_packet(j, r, 0);
 		return;
 	}
@@ -330,6 +331,15 @@ static void slice_end(struct zjob *j, struct prec *r)
 		debug_str(b, "text", r->text);
 	if (r->has_value)
 		debug_uint(b, "value", r->value);
+	/* A lock call's lock, as the Chrome export's args name it. */
+	if (r->has_lock) {
+		char addr[24];
+
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, r->lock);
+		debug_str(b, "lock", addr);
+		if (r->lock_name)
+			debug_str(b, "lock_name", r->lock_name);
+	}
 	/* The call's recorded arguments, as replay shows them. */
 	for (char *line = r->cargs, *nl; line && *line; line = nl + 1) {
 		char *tab = strchr(line, '\t');

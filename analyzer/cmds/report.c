@@ -61,7 +61,8 @@ struct report {
 	struct ta_profile prof;
 	struct ta_fn *ids; /* parallel to prof.f */
 	struct ta_srclines *src;
-	uint32_t thread; /* the table being built: a thread index, or UINT32_MAX */
+	uint32_t thread;	   /* the table being built: a thread index, or UINT32_MAX */
+	struct ta_rfibers *fibers; /* the rows per fiber, or NULL: none */
 };
 
 /* ---- messages ------------------------------------------------------------------ */
@@ -136,6 +137,9 @@ static void usage(FILE *f)
 		   "are exact).  Calls still running when the dump ends (open) and calls\n"
 		   "already running when it begins (partial) are counted apart, in calls,\n"
 		   "total and self only (\"-\" where no call's whole time is known).\n"
+		   "A dump whose program ran fibers (TA_FIBER_ENTER) gets a row per fiber\n"
+		   "under the table: its runs, the calls made inside them (whichever thread\n"
+		   "ran them), their time, its run time and its threads (JSON \"fibers\").\n"
 		   "Exit status: 0 for a whole dump, 1 when it is damaged or incomplete (what\n"
 		   "could be read is still reported), 2 for usage errors or a file that\n"
 		   "cannot be opened.\n");
@@ -589,6 +593,8 @@ static int print_json(struct report *r, const struct ta_prof_table *all)
 	}
 	printf("],\n  \"functions\": ");
 	json_rows(r, all, "   ");
+	printf(",\n  \"fibers\": ");
+	ta_report_fibers_json(r->fibers, r->opt.have_pid ? &r->opt.pid : NULL);
 	if (r->opt.threads) {
 		int any;
 
@@ -618,6 +624,7 @@ static int print_text(struct report *r, const struct ta_prof_table *all)
 	if (text_rows(r, all))
 		text_incomplete();
 	text_min_duration(r);
+	ta_report_fibers_text(r->fibers, r->opt.have_pid ? &r->opt.pid : NULL);
 	if (!r->opt.threads)
 		return 0;
 	return each_thread(r, text_thread) < 0 ? -1 : 0;
@@ -951,6 +958,11 @@ int ta_cmd_report(int argc, char **argv)
 		goto nomem;
 	if (table_build(&r, &all, UINT32_MAX) < 0)
 		goto nomem;
+	/* CSV has one kind of line: the functions'. */
+	if (!ls && r.opt.form != OUT_CSV &&
+	    ta_report_fibers_read(r.opt.paths, r.opt.npaths, r.s,
+				  r.opt.have_tid ? &r.opt.tid : NULL, &r.fibers) < 0)
+		goto nomem;
 	table_sort(&r, &all);
 	/* The text report says it on its first line. */
 	r.v.filters_shown = !ls && r.opt.form == OUT_TEXT;
@@ -983,6 +995,7 @@ nomem:
 	status = 1;
 out:
 	ta_prof_table_free(&all);
+	ta_report_fibers_free(r.fibers);
 	ta_libstats_free(ls);
 	free(r.ids);
 	ta_srclines_free(r.src);

@@ -213,15 +213,22 @@ int ta_locknames_set(struct ta_locknames *ln, uint64_t pid, uint64_t addr, const
 	return 0;
 }
 
-const char *ta_locknames_get(const struct ta_locknames *ln, uint64_t pid, uint64_t addr)
+long ta_locknames_index(const struct ta_locknames *ln, uint64_t pid, uint64_t addr)
 {
 	uint64_t key[2] = {pid, addr};
 	size_t k;
 
 	if (!ln->n)
-		return NULL;
+		return -1;
 	k = ta_htab_find(&ln->idx, mix(pid, addr), lock_is, ln, key);
-	return ta_htab_at(&ln->idx, k) ? ln->r[ta_htab_at(&ln->idx, k) - 1].name : NULL;
+	return (long)ta_htab_at(&ln->idx, k) - 1;
+}
+
+const char *ta_locknames_get(const struct ta_locknames *ln, uint64_t pid, uint64_t addr)
+{
+	long i = ta_locknames_index(ln, pid, addr);
+
+	return i < 0 ? NULL : ln->r[i].name;
 }
 
 void ta_locknames_free(struct ta_locknames *ln)
@@ -231,6 +238,58 @@ void ta_locknames_free(struct ta_locknames *ln)
 	free(ln->r);
 	ta_htab_free(&ln->idx);
 	memset(ln, 0, sizeof(*ln));
+}
+
+int ta_locknames_wanted(struct ta_session *s)
+{
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct ta_process *p = s->procs[i];
+
+		if (!(p->libcall_classes & TA_LC_LOCK))
+			continue;
+		for (size_t k = 0; k < p->nsites; k++)
+			if (p->sites[k].kind == TA_SITE_LOCK_NAME)
+				return 1;
+	}
+	return 0;
+}
+
+struct lockname_pass {
+	struct ta_locknames *ln;
+	int nomem;
+	char text[TA_TEXT_MAX + 1];
+};
+
+static void lockname_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
+			 const uint64_t *val, uint32_t n)
+{
+	struct lockname_pass *lp = ctx;
+	struct ta_apiev e;
+
+	/* A lock's name needs no site: no process to decode it with. */
+	if (kind != TA_EXT_LOCK_NAME ||
+	    ta_apiev_decode(NULL, ticks, kind, val, n, &e, lp->text) <= 0)
+		return;
+	if (ta_locknames_set(lp->ln, t->pid, e.ptr, e.text) < 0)
+		lp->nomem = 1;
+}
+
+int ta_locknames_read(struct ta_locknames *ln, const char *path)
+{
+	struct lockname_pass lp = {.ln = ln};
+	struct ta_visitor vis;
+	struct ta_session *s;
+
+	memset(&vis, 0, sizeof(vis));
+	vis.ctx = &lp;
+	vis.ext = lockname_ext;
+	vis.chunks = &ta_session_ext_chunks;
+	if (!(s = ta_session_new(&vis)))
+		return -1;
+	(void)ta_session_read(s, path, NULL);
+	ta_session_finish(s);
+	ta_session_free(s);
+	return lp.nomem ? -1 : 0;
 }
 
 /* ---- fibers ----------------------------------------------------------------------------- */

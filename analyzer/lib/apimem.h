@@ -83,7 +83,23 @@ struct ta_locknames {
 int ta_locknames_set(struct ta_locknames *ln, uint64_t pid, uint64_t addr, const char *name);
 /* Its name, or NULL. */
 const char *ta_locknames_get(const struct ta_locknames *ln, uint64_t pid, uint64_t addr);
+/* Its row (r[i]: a lock named once has one row whatever it was renamed),
+ * or -1 when it has no name. */
+long ta_locknames_index(const struct ta_locknames *ln, uint64_t pid, uint64_t addr);
 void ta_locknames_free(struct ta_locknames *ln);
+/*
+ * Whether a view of the session's calls needs the names before it walks
+ * the events: a process that both named locks (a TA_LOCK_NAME site) and
+ * recorded the lock calls.
+ */
+int ta_locknames_wanted(struct ta_session *s);
+/*
+ * Reads every TA_LOCK_NAME of the dump at path into ln (its EXT events
+ * only; quiet: the view's own pass tells what is wrong with the file), so
+ * that a view streaming the calls names the waits made before the name
+ * was given.  0, or -1 without memory.
+ */
+int ta_locknames_read(struct ta_locknames *ln, const char *path);
 
 /* ---- fibers ---- */
 

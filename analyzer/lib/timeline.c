@@ -38,6 +38,12 @@ struct ta_tlthread {
 	uint64_t first;
 	/* The recorded arguments of its open calls (argsview.h). */
 	struct ta_argstack args;
+	/* The lock of the library call on top (TA_EXT_LOCK, written just
+	 * before its exit): that call's depth and enter, has_lock 0 when
+	 * none waits for its exit. */
+	int has_lock;
+	uint32_t lock_depth;
+	uint64_t lock_enter, lock;
 };
 
 /* ---- options ------------------------------------------------------------------ */
@@ -319,6 +325,7 @@ static void emit_open(struct ta_timeline *tl, struct ta_tlthread *th,
 			continue;
 		memset(&c, 0, sizeof(c));
 		c.kind = TA_TL_ENTER;
+		c.lock_id = -1;
 		c.t = t;
 		c.depth = k - th->base;
 		c.fn = (uint32_t)id;
@@ -370,6 +377,11 @@ static void tl_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_in
 		th->first = x->enter;
 		th->has_first = 1;
 	}
+	c.has_lock = 0;
+	if (th && th->has_lock && x->depth <= th->lock_depth) {
+		c.has_lock = x->depth == th->lock_depth && x->enter == th->lock_enter;
+		th->has_lock = 0;
+	}
 	if (!th || th->skip || (o->function && !th->inside) || x->depth < th->base)
 		return;
 	if (x->depth < th->opened) {
@@ -402,6 +414,9 @@ static void tl_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_in
 	}
 	c.flags = x->flags;
 	c.args = call_args(tl, th, t, x->depth, x->enter, x->addr);
+	c.lock = c.has_lock ? th->lock : 0;
+	c.lock_id = c.has_lock ? ta_locknames_index(&tl->locks, t->pid, th->lock) : -1;
+	c.lock_name = c.lock_id >= 0 ? tl->locks.r[c.lock_id].name : NULL;
 	id = fn_id(tl, t, x->addr);
 	if (id >= 0) {
 		c.fn = (uint32_t)id;
@@ -432,6 +447,20 @@ static void tl_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 				    values, n) < 0)
 			tl->nomem = 1;
 		return;
+	}
+	/* A lock call's lock waits for its exit: on top of the library
+	 * call's zone, as `report --locks` takes it. */
+	if (kind == TA_EXT_LOCK) {
+		const struct ta_process *p;
+
+		if (th && !th->skip && n >= 1 && t->depth > t->inherited &&
+		    (p = ta_session_process(tl->v.s, t->pid)) &&
+		    ta_process_libcall(p, t->stack[t->depth - 1].addr)) {
+			th->has_lock = 1;
+			th->lock_depth = t->depth - 1;
+			th->lock_enter = t->stack[t->depth - 1].enter;
+			th->lock = values[0];
+		}
 	}
 	if (!tl->api)
 		return;
@@ -503,10 +532,11 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 
 	struct stat st;
 
-	int lazy = tl->lazy;
+	int lazy = tl->lazy, lock_names = tl->lock_names;
 
 	memset(tl, 0, sizeof(*tl));
 	tl->lazy = lazy;
+	tl->lock_names = lock_names;
 	tl->o = o;
 	tl->emit = emit;
 	tl->api = api;
@@ -524,6 +554,12 @@ int ta_timeline_run_api(struct ta_timeline *tl, const char *path, const struct t
 	}
 	if (meta_read(&tl->meta, path) < 0) {
 		fprintf(stderr, "traceagent: out of memory\n");
+		tl->v.status = 1;
+		return -1;
+	}
+	if (tl->lock_names && ta_locknames_wanted(tl->meta.s) &&
+	    ta_locknames_read(&tl->locks, path) < 0) {
+		fprintf(stderr, "traceagent: %s: out of memory\n", path);
 		tl->v.status = 1;
 		return -1;
 	}
@@ -567,6 +603,7 @@ void ta_timeline_close(struct ta_timeline *tl)
 	ta_enumcache_free(tl->enums);
 	free(tl->th);
 	free(tl->match);
+	ta_locknames_free(&tl->locks);
 	ta_view_close(&tl->v);
 	ta_view_close(&tl->meta);
 }

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "apiev.h"
+#include "apimem.h"
 #include "argsview.h"
 #include "calltree.h"
 #include "common.h"
@@ -76,6 +77,15 @@ struct ta_tlcall {
 	/* What the call carried (argsview.h), or NULL; valid during the
 	 * emit only. */
 	const struct ta_callargs *args;
+	/* A library call of the lock class (TA_EXT_LOCK: a wait, an unlock):
+	 * the lock's address, and its name (apimem.h) when the timeline was
+	 * run with lock_names and the dump gave it one, else NULL; the name
+	 * lives as long as the timeline, lock_id is its row in the
+	 * timeline's locks (-1: none). */
+	int has_lock;
+	uint64_t lock;
+	const char *lock_name;
+	long lock_id;
 };
 
 /* An event of the manual API (apiev.h) at its place in the thread's
@@ -107,6 +117,13 @@ struct ta_timeline {
 	 * not computed (the emitter converts p, enter and exit itself, with
 	 * ta_tlcall_times, possibly in another thread). */
 	int lazy;
+	/* Set before the run: the lock calls' names (ta_tlcall.lock_name),
+	 * the last name TA_LOCK_NAME gave each lock anywhere in the dump, as
+	 * `report --locks` names them; read by a pass of its own over the
+	 * EXT events when a process both named locks and recorded their
+	 * calls (ta_locknames_wanted). */
+	int lock_names;
+	struct ta_locknames locks;
 
 	struct ta_tlthread *th; /* by ta_thread.index */
 	uint32_t nth;

@@ -23,6 +23,25 @@ class ApiMemTest(tahelp.Case):
         return self.traced("preload", [self.prog("apimem-" + level)],
                            env={"TRACEAGENT_LIBCALLS": "lock"}).dump
 
+    def check_lock_calls(self, addr, slices):
+        """Every lock call's slice (the waits, and the unlocks) carries its
+        lock's address, the one TA_LOCK_NAME named, and the name: "late
+        lock" too, named after its calls."""
+        got = {}
+        for sl in slices:
+            if not sl["name"].startswith("pthread_mutex_"):
+                continue
+            a = sl.get("args", {})
+            self.assertEqual(a["lock"], addr[a["lock_name"]], sl)
+            key = (sl["name"], a["lock_name"])
+            got[key] = got.get(key, 0) + 1
+        self.assertEqual(got, {("pthread_mutex_lock", "cache lock"): 5,
+                               ("pthread_mutex_unlock", "cache lock"): 5,
+                               ("pthread_mutex_lock", "stats"): 2,
+                               ("pthread_mutex_unlock", "stats"): 2,
+                               ("pthread_mutex_lock", "late lock"): 3,
+                               ("pthread_mutex_unlock", "late lock"): 3})
+
     def test_report_alloc(self):
         for level in LEVELS:
             with self.subTest(level=level):
@@ -55,7 +74,9 @@ class ApiMemTest(tahelp.Case):
             with self.subTest(level=level):
                 rep = tadump.view_json(self, "report", "--locks", "--json", self.dump(level))
                 got = sorted((l["lock"], l["kind"], l["calls"]) for l in rep["locks"]["locks"])
-                self.assertEqual(got, [("cache lock", "named", 5), ("stats", "named", 2)])
+                # "late lock" was named after its waits: named all the same.
+                self.assertEqual(got, [("cache lock", "named", 5), ("late lock", "named", 3),
+                                       ("stats", "named", 2)])
 
     def test_replay(self):
         for level in LEVELS:
@@ -68,7 +89,7 @@ class ApiMemTest(tahelp.Case):
                 self.assertEqual(sum(t.startswith("@ free arena 0x") for t in text), 9)
                 names = [t.split(" named ", 1)[1] for t in text if t.startswith("= lock 0x")]
                 self.assertEqual(names, ['"cache lock"', '"stats"', '"(null)"',
-                                         '"%s" (cut at 255 bytes)' % LONG])
+                                         '"%s" (cut at 255 bytes)' % LONG, '"late lock"'])
                 fib = [t for t in text if "fiber" in t]
                 self.assertEqual(fib, [
                     '> fiber "job A"', 'step(); [zone] [fiber "job A"]',
@@ -118,7 +139,10 @@ class ApiMemTest(tahelp.Case):
                 self.assertEqual(on, {"fiber job A": ["step", "job_step"] * 2,
                                       "fiber job B": ["step", "job_step"]})
                 named = sorted(e["args"]["name"] for e in ev if e.get("cat") == "lock")
-                self.assertEqual(named, ["(null)", "cache lock", "stats", LONG])
+                self.assertEqual(named, ["(null)", "cache lock", "late lock", "stats", LONG])
+                addr = {e["args"]["name"]: e["args"]["lock"] for e in ev
+                        if e.get("cat") == "lock"}
+                self.check_lock_calls(addr, [e for e in ev if e["ph"] == "X"])
 
     def test_perfetto(self):
         if not shutil.which("protoc"):
@@ -153,7 +177,10 @@ class ApiMemTest(tahelp.Case):
                 self.assertNotIn("job_step", on["threads"])
                 self.assertNotIn("step", on["threads"])
                 named = sorted(n.split(" named ", 1)[1] for n in names if n.startswith("lock 0x"))
-                self.assertEqual(named, ["(null)", "cache lock", "stats", LONG])
+                self.assertEqual(named, ["(null)", "cache lock", "late lock", "stats", LONG])
+                addr = {n.split(" named ", 1)[1]: n.split(" ", 2)[1] for n in names
+                        if n.startswith("lock 0x")}
+                self.check_lock_calls(addr, tr.slices)
 
 
     def test_switched_out(self):
@@ -191,6 +218,68 @@ class ApiMemTest(tahelp.Case):
                 self.assertEqual([e["name"] for e in ev
                                   if e["ph"] == "X" and e["tid"] == track[0]],
                                  ["part", "part"] * 2)
+
+    def test_report_fibers(self):
+        """report's rows per fiber: apifiber.c's "worker", run twice on two
+        threads, owns the two part() calls and their zones (fiber_yield,
+        left inside, is the main thread's); its total is the part() calls'
+        time, its run time its two runs', as replay shows them (each
+        within a ns a term: replay rounds each end, report each sum)."""
+        for level in LEVELS:
+            with self.subTest(level=level):
+                dump = self.traced("preload", [self.prog("apifiber-" + level)]).dump
+                warn = ("traceagent: %s: warning: 1 function exits without a recorded "
+                        "entry were counted as partial calls, with no time\n" % dump)
+                rep = tadump.view_json(self, "report", "--json", dump, stderr=warn)
+                self.assertEqual(len(rep["fibers"]), 1)
+                f = rep["fibers"][0]
+                self.assertEqual((f["name"], f["pid"], f["runs"], f["threads"], f["calls"]),
+                                 ("worker", rep["process_list"][0]["pid"], 2, 2, 4))
+                objs = [json.loads(l) for l in
+                        tadump.view(self, "replay", "--json", dump).stdout.splitlines()]
+                parts = [o["duration_ns"] for o in objs
+                         if o.get("name") == "part" and o["module"] != "[zone]"]
+                self.assertEqual(len(parts), 2)
+                self.assertLessEqual(abs(f["total_ns"] - sum(parts)), 2)
+                edges = [o["time_ns"] for o in objs
+                         if o.get("event") in ("fiber-enter", "fiber-leave")]
+                self.assertEqual(len(edges), 4)
+                runs = edges[1] - edges[0] + edges[3] - edges[2]
+                self.assertLessEqual(abs(f["run_ns"] - runs), 2)
+                text = tadump.view(self, "report", dump).stdout
+                self.assertIn("\nper fiber (the calls made inside its runs, whichever thread "
+                              "ran them):\n      runs      calls        total     run time  "
+                              "threads  fiber  process\n         2          4 ", text)
+                self.assertIn("        2  fiber worker  %d\n" % f["pid"], text)
+
+    def test_report_fibers_apimem(self):
+        """apimem.c's fibers: "job A" twice on two threads, "job B" once,
+        each run a job_step and its zone; the hostile names run empty.
+        --tid counts one thread's runs, --pid keeps its process's; from
+        a pipe (read once) there are none, and report says why."""
+        dump = self.dump(LEVELS[0])
+        rep = tadump.view_json(self, "report", "--json", dump)
+        got = [(f["name"], f["runs"], f["threads"], f["calls"]) for f in rep["fibers"]]
+        self.assertEqual(got, [("job A", 2, 2, 4), ("job B", 1, 1, 2), ("(null)", 1, 1, 0),
+                               (LONG, 1, 1, 0)])
+        pid = rep["process_list"][0]["pid"]
+        rep = tadump.view_json(self, "report", "--json", "--tid=%d" % pid, dump)
+        self.assertEqual([(f["name"], f["runs"], f["threads"], f["calls"])
+                          for f in rep["fibers"]][:2], [("job A", 1, 1, 2), ("job B", 1, 1, 2)])
+        rep = tadump.view_json(self, "report", "--json", "--pid=%d" % pid, dump)
+        self.assertEqual(len(rep["fibers"]), 4)
+        import subprocess
+        with open(dump, "rb") as fh:
+            cat = subprocess.Popen(["cat"], stdin=fh, stdout=subprocess.PIPE)
+            p = subprocess.run([tahelp.TRACEAGENT, "report", "--json", "/dev/stdin"],
+                               stdin=cat.stdout, env=tahelp.clean_env(), capture_output=True,
+                               text=True, timeout=tahelp.TIMEOUT)
+            cat.stdout.close()
+            cat.wait()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "traceagent: /dev/stdin: no rows per fiber: not a file, and "
+                         "they take a second pass over the dump\n")
+        self.assertEqual(json.loads(p.stdout)["fibers"], [])
 
 
 if __name__ == "__main__":

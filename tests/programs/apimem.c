@@ -6,7 +6,8 @@
  *    arena_put: 3 blocks, 300 bytes live at the end; one free of a
  *    pointer it never gave, and one of NULL (not a free);
  *  - the default pool: 4 blocks of 64 bytes from scratch(), all freed;
- *  - "cache lock" (TA_LOCK_NAME) locked 5 times, "stats" 2 times;
+ *  - "cache lock" (TA_LOCK_NAME) locked 5 times, "stats" 2 times, both
+ *    named before; "late lock" 3 times, named only after them, at the end;
  *  - fiber "job A" runs job_step twice, once on the main thread and once
  *    on a second thread; "job B" once on the main thread; each job_step
  *    makes one zone "step".  A NULL and a 2000-byte name are hostile.
@@ -21,6 +22,7 @@ static char arena[1000];
 static size_t arena_off;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t late_lock = PTHREAD_MUTEX_INITIALIZER;
 static char long_name[2001];
 volatile int sink;
 static int other;
@@ -90,6 +92,12 @@ int main(void)
 		pthread_mutex_unlock(&stats_lock);
 	}
 
+	for (int i = 0; i < 3; i++) {
+		pthread_mutex_lock(&late_lock);
+		sink++;
+		pthread_mutex_unlock(&late_lock);
+	}
+
 	TA_FIBER_ENTER("job A");
 	job_step();
 	TA_FIBER_LEAVE();
@@ -108,5 +116,6 @@ int main(void)
 	TA_FIBER_LEAVE();
 	TA_LOCK_NAME(&other, NULL);
 	TA_LOCK_NAME(&sink, long_name);
+	TA_LOCK_NAME(&late_lock, "late lock");
 	return 0;
 }

@@ -527,7 +527,7 @@ START_TEST(tid_and_function)
 	/* Nothing matches: an empty list, not an error. */
 	run(o, "report", "--json", "--function=nothing*", path, NULL);
 	ck_assert_int_eq(o->status, 0);
-	ck_assert_ptr_nonnull(strstr(o->out, "\"functions\": []}"));
+	ck_assert_ptr_nonnull(strstr(o->out, "\"functions\": [],\n  \"fibers\": []}"));
 	unlink(path);
 	free(o);
 	dg_free(&g);
