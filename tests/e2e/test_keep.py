@@ -38,7 +38,7 @@ class KeepTest(tahelp.Case):
         self.assertRegex(r.stdout, r"^keepframes: %d frames, " % frames)
         with open(times) as f:
             marks = [int(x) for x in f.read().split()]
-        self.assertEqual(len(marks), frames + 1)
+        self.assertEqual(len(marks), 2 * frames if "KEEPFRAMES_GAPS" in e else frames + 1)
         return r.dump, marks
 
     def expected(self, marks, before, budget_ns=BUDGET_NS):
@@ -114,6 +114,66 @@ class KeepTest(tahelp.Case):
         k = rep["keep"]
         self.assertEqual((k["set"], k["frames_seen"], k["frames_kept"], k["windows"]),
                          ("physics", 0, 0, 0))
+
+    def windows(self, slow, before):
+        """The windows of frames (first, last) the agent keeps: each slow
+        frame's K before it and itself, those that share a frame made one
+        (frames side by side are apart: a gap lies between them)."""
+        wins = []
+        for f in slow:
+            lo = max(1, f - before)
+            if wins and lo <= wins[-1][1]:
+                wins[-1] = (wins[-1][0], f)
+            else:
+                wins.append((lo, f))
+        return wins
+
+    def test_gaps(self):
+        """Frames with gaps (TA_FRAME_BEGIN/END): a frame is BEGIN..END,
+        judged by that length alone.  keepframes with KEEPFRAMES_GAPS=1:
+        120 frames of microseconds but 7, 57 and 107 (60 ms); load(f) in
+        the gap before frame f, 30 ms in 12 of them (f % 10 == 3: gaps
+        longer than the budget, no frame of their own) and microseconds
+        in the others.  A window runs from the BEGIN of its first frame to
+        the END of the slow one: the gaps between its frames are in it,
+        the gap before it is not."""
+        dump, marks = self.run_it(120, "slow-frames:%s,before=2" % BUDGET,
+                                  env={"KEEPFRAMES_GAPS": "1"})
+        n = 120
+        begin, end = marks[0:2 * n:2], marks[1:2 * n:2]
+        slow = [f for f in range(1, n + 1) if end[f - 1] - begin[f - 1] > BUDGET_NS]
+        self.assertTrue({7, 57, 107} <= set(slow), slow)
+        wins = self.windows(slow, 2)
+        kept = [f for lo, hi in wins for f in range(lo, hi + 1)]
+        # load(f) lies between frames f - 1 and f: kept when both are in
+        # one window.
+        loads = [f for lo, hi in wins for f in range(lo + 1, hi + 1)]
+        warn = ("traceagent: %s: warning: kept only the slow frames at record time "
+                "(TRACEAGENT_KEEP: frames of set \"frame\" over 20 ms and 2 before each): "
+                "%d of %d frames seen kept, %d slow; the rest was let go: this is not a "
+                "whole profile\n" % (dump, len(kept), n, len(slow)))
+        fr = tadump.view_json(self, "frames", "--json", dump, stderr=warn)
+        self.assertEqual([s["name"] for s in fr["frame_sets"]], ["frame"])
+        s = fr["frame_sets"][0]
+        self.assertEqual((s["count"], s["gaps"], s["unmatched"]), (len(kept), True, 0))
+        self.assertEqual(s["threshold_ns"], BUDGET_NS)
+        self.assertEqual(len(s["hitches"]), len(slow))
+        k = s["keep"]
+        self.assertEqual((k["budget_ns"], k["before"], k["set"]), (BUDGET_NS, 2, "frame"))
+        self.assertEqual((k["frames_seen"], k["frames_slow"], k["frames_kept"], k["windows"]),
+                         (n, len(slow), len(kept), len(wins)))
+        self.assertEqual((k["events_let_go_early"], k["windows_partial"], k["windows_lost"],
+                          k["marks_unjudged"]), (0, 0, 0, 0))
+        rep = self.report(dump)
+        self.assertTrue(rep["complete"])
+        self.assertEqual((rep["lost"], rep["errors"]), (0, []))
+        funcs = self.functions(rep)
+        want = {n_: c * len(kept) for n_, c in PER_FRAME.items()}
+        want["slow_part"] = len([f for f in kept if f % 50 == 7]) or None
+        want["load"] = len(loads) or None
+        want.update({"game": 1, "game_gaps": 1, "worker_main": 1})
+        self.assert_calls(funcs, want)
+        self.assertEqual(set(funcs), {n_ for n_, c in want.items() if c})
 
     def test_bad_spec(self):
         """A bad value is said once; every frame is then kept."""
