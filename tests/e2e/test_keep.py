@@ -8,10 +8,14 @@ frames are slow is judged by the agent's clock; the program writes its
 own times of the marks, so a frame a busy machine made slow is expected
 as well (the two clocks differ by the microseconds around a mark)."""
 
+import json
 import os
+import shutil
+import subprocess
 
 import tadump
 import tahelp
+import test_perfetto
 
 BUDGET = "20ms"
 BUDGET_NS = 20000000
@@ -174,6 +178,85 @@ class KeepTest(tahelp.Case):
         want.update({"game": 1, "game_gaps": 1, "worker_main": 1})
         self.assert_calls(funcs, want)
         self.assertEqual(set(funcs), {n_ for n_, c in want.items() if c})
+
+    def frame_slices(self, dump, warn):
+        """The frame track's slices of the Chrome export and of the
+        Perfetto one (decoded by protoc, test_perfetto's reader), each as
+        (name, start ns, length ns); the Perfetto one None without
+        protoc."""
+        out = self.fresh("chrome") + ".json"
+        p = tadump.view(self, "export", "--format=chrome", "-o", out, dump)
+        self.assertEqual((p.stdout, p.stderr), ("", warn))
+        with open(out) as fh:
+            doc = json.load(fh)
+        tracks = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+                  if e["ph"] == "M" and e["name"] == "thread_name"}
+        chrome = [(e["name"], round(e["ts"] * 1000), round(e["dur"] * 1000))
+                  for e in doc["traceEvents"] if e.get("cat") == "frame"]
+        self.assertEqual({tracks[e["tid"]] for e in doc["traceEvents"] if e.get("cat") == "frame"},
+                         {"frames: frame"})
+        if not shutil.which("protoc"):
+            return chrome, None
+        out = self.fresh("perfetto") + ".pftrace"
+        p = tadump.view(self, "export", "--format=perfetto", "-o", out, dump)
+        self.assertEqual((p.stdout, p.stderr), ("", warn))
+        with open(out, "rb") as fh:
+            raw = test_perfetto.inflate(fh.read())
+        d = subprocess.run(["protoc", "--proto_path=" + test_perfetto.PROTO_DIR,
+                            "--decode=perfetto.protos.Trace", test_perfetto.PROTO],
+                           input=raw, capture_output=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual((d.returncode, d.stderr), (0, b""))
+        tr = test_perfetto.Trace(test_perfetto.parse_text(d.stdout.decode())["packet"])
+        names = {u: test_perfetto.one(t, "name") for u, t in tr.tracks.items()}
+        pf = [(sl["name"], sl["start"] - tr.t0, sl["end"] - sl["start"]) for sl in tr.slices
+              if names.get(sl["track"]) == "frames: frame"]
+        return chrome, pf
+
+    def check_exports(self, dump, nkept, warn):
+        """The exports' frames are the kept frames alone, those `frames`
+        counts, at its times: none across the time let go between two
+        windows."""
+        p = tadump.view(self, "frames", "--json", "--budget=1ns", dump)
+        self.assertEqual(p.stderr, warn)
+        s = json.loads(p.stdout)["frame_sets"][0]
+        want = [("frame %d" % h["index"], h["start_ns"], h["duration_ns"])
+                for h in s["hitches"]]
+        self.assertEqual(len(want), nkept)
+        chrome, pf = self.frame_slices(dump, warn)
+        for got in (chrome, pf):
+            if got is None:
+                continue
+            self.assertEqual(len(got), nkept)
+            self.assertEqual([g[:2] for g in got], [w[:2] for w in want])
+            # Each end rounded to the ns: 1 ns off the length at most.
+            for g, w in zip(got, want):
+                self.assertLessEqual(abs(g[2] - w[2]), 1, (g, w))
+
+    def test_exports_marks(self):
+        """TA_FRAME_MARK's frames: kept 6, 7, 56, 57, 106, 107 (and those
+        a busy machine made slow) have a slice each in the exports'
+        frame track, and the stretches between them none."""
+        dump, marks = self.run_it(120, "slow-frames:" + BUDGET)
+        slow, kept = self.expected(marks, 1)
+        warn = ("traceagent: %s: warning: kept only the slow frames at record time "
+                "(TRACEAGENT_KEEP: frames of set \"frame\" over 20 ms and 1 before each): "
+                "%d of 120 frames seen kept, %d slow; the rest was let go: this is not a "
+                "whole profile\n" % (dump, len(kept), len(slow)))
+        self.check_exports(dump, len(kept), warn)
+
+    def test_exports_gaps(self):
+        """TA_FRAME_BEGIN/END's frames: the same, the gaps between the
+        frames of a window outside every slice."""
+        dump, marks = self.run_it(120, "slow-frames:%s,before=2" % BUDGET,
+                                  env={"KEEPFRAMES_GAPS": "1"})
+        begin, end = marks[0::2], marks[1::2]
+        slow = [f for f in range(1, 121) if end[f - 1] - begin[f - 1] > BUDGET_NS]
+        nkept = sum(hi - lo + 1 for lo, hi in self.windows(slow, 2))
+        warn = ("traceagent: %s: warning: kept only the slow frames at record time "
+                "(TRACEAGENT_KEEP: frames of set \"frame\" over 20 ms and 2 before each): "
+                "%d of 120 frames seen kept, %d slow; the rest was let go: this is not a "
+                "whole profile\n" % (dump, nkept, len(slow)))
+        self.check_exports(dump, nkept, warn)
 
     def test_bad_spec(self):
         """A bad value is said once; every frame is then kept."""
