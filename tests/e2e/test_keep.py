@@ -8,6 +8,8 @@ frames are slow is judged by the agent's clock; the program writes its
 own times of the marks, so a frame a busy machine made slow is expected
 as well (the two clocks differ by the microseconds around a mark)."""
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -212,10 +214,11 @@ class KeepTest(tahelp.Case):
               if names.get(sl["track"]) == "frames: frame"]
         return chrome, pf
 
-    def check_exports(self, dump, nkept, warn):
+    def check_exports(self, dump, nkept, warn, sql=True):
         """The exports' frames are the kept frames alone, those `frames`
         counts, at its times: none across the time let go between two
-        windows."""
+        windows; so are the rows of `sql`'s frame table (TA_FRAME_MARK's
+        sets only: sql)."""
         p = tadump.view(self, "frames", "--json", "--budget=1ns", dump)
         self.assertEqual(p.stderr, warn)
         s = json.loads(p.stdout)["frame_sets"][0]
@@ -231,6 +234,17 @@ class KeepTest(tahelp.Case):
             # Each end rounded to the ns: 1 ns off the length at most.
             for g, w in zip(got, want):
                 self.assertLessEqual(abs(g[2] - w[2]), 1, (g, w))
+        if not sql:
+            return
+        p = tadump.view(self, "sql", "--csv", dump,
+                        "SELECT number, ts, dur, name FROM frame ORDER BY number")
+        self.assertEqual(p.stderr, warn)
+        rows = list(csv.reader(io.StringIO(p.stdout)))[1:]
+        self.assertEqual([(int(r[0]), r[3]) for r in rows], [(i, "frame") for i in range(nkept)])
+        ts = [int(r[1]) for r in rows]
+        self.assertEqual([t - ts[0] for t in ts], [w[1] - want[0][1] for w in want])
+        for r, w in zip(rows, want):
+            self.assertLessEqual(abs(int(r[2]) - w[2]), 1, (r, w))
 
     def test_exports_marks(self):
         """TA_FRAME_MARK's frames: kept 6, 7, 56, 57, 106, 107 (and those
@@ -256,7 +270,7 @@ class KeepTest(tahelp.Case):
                 "(TRACEAGENT_KEEP: frames of set \"frame\" over 20 ms and 2 before each): "
                 "%d of 120 frames seen kept, %d slow; the rest was let go: this is not a "
                 "whole profile\n" % (dump, nkept, len(slow)))
-        self.check_exports(dump, nkept, warn)
+        self.check_exports(dump, nkept, warn, sql=False)
 
     def test_bad_spec(self):
         """A bad value is said once; every frame is then kept."""
