@@ -260,7 +260,7 @@ TA_PUBLIC void ta_frame_mark_(struct ta_site_ *s)
 	pre = ta_ticks();
 	ta_api_record_site(TA_EXT_FRAME, s);
 	if (ta_api_site_on(s))
-		ta_keep_mark(s->name, pre, ta_ticks());
+		ta_keep_mark(TA_KEEP_MARK, s->name, pre, ta_ticks());
 }
 
 TA_PUBLIC void ta_instant_(struct ta_site_ *s)

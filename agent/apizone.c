@@ -36,8 +36,10 @@
 #include "api_int.h"
 #include "api_site.h"
 #include "apifmt.h"
+#include "clock.h"
 #include "filter.h"
 #include "format.h"
+#include "keep.h"
 #include "ring.h"
 
 #define TA_PUBLIC __attribute__((visibility("default"), no_instrument_function))
@@ -240,14 +242,32 @@ TA_PUBLIC void ta_zone_begin_dyn_(struct ta_site_ *s, const char *name)
 
 /* ---- frames with gaps, sections, units, application info ------------------------- */
 
+/* A BEGIN or END, judged in keep mode as TA_FRAME_MARK's marks are
+ * (api.c): the counter around its own event, so a kept window holds the
+ * marks that bound it. */
+static inline __attribute__((always_inline)) void frame_bound(uint32_t kind, enum ta_keep_kind kk,
+							      struct ta_site_ *s)
+{
+	uint64_t pre;
+
+	if (TA_LIKELY(!__atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED))) {
+		ta_api_record_site(kind, s);
+		return;
+	}
+	pre = ta_ticks();
+	ta_api_record_site(kind, s);
+	if (ta_api_site_on(s))
+		ta_keep_mark(kk, s->name, pre, ta_ticks());
+}
+
 TA_PUBLIC void ta_frame_begin_(struct ta_site_ *s)
 {
-	ta_api_record_site(TA_EXT_FRAME_BEGIN, s);
+	frame_bound(TA_EXT_FRAME_BEGIN, TA_KEEP_BEGIN, s);
 }
 
 TA_PUBLIC void ta_frame_end_(struct ta_site_ *s)
 {
-	ta_api_record_site(TA_EXT_FRAME_END, s);
+	frame_bound(TA_EXT_FRAME_END, TA_KEEP_END, s);
 }
 
 TA_PUBLIC void ta_section_enter_(struct ta_site_ *s)

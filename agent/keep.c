@@ -95,7 +95,8 @@ int ta_keep_parse(const char *v, struct ta_keep_cfg *c, const char **why)
 
 /* ---- the marks' side ------------------------------------------------------------ */
 
-/* The pre ticks of the last marks, by mark number modulo HIST. */
+/* The start (pre ticks) of the last frames, frame f's at f - 1 modulo
+ * HIST: a mark's (it starts the next frame), or a BEGIN's. */
 #define HIST (TA_KEEP_BEFORE_MAX + 2)
 /* Windows on their way to the flusher; more at once are counted lost. */
 #define QUEUE 1024u
@@ -104,8 +105,13 @@ int ta_keep_parse(const char *v, struct ta_keep_cfg *c, const char **why)
  * from one holder to the next). */
 static uint32_t mark_lock;
 static uint64_t hist[HIST];
-static uint64_t nmarks;
+/* Frames started: the marks made (the first starts frame 1), or the
+ * BEGINs; frame_open: a BEGIN's frame not ended yet. */
+static uint64_t nstarted;
+static int frame_open;
 static char set_name[128];
+/* The kind of the set judged: its first mark's (-1 before). */
+static int set_kind;
 static uint64_t budget_ticks, clock_t0, clock_n0;
 static uint64_t last_kept;
 /* Counts: written by the holder of mark_lock, read for the KEEP chunk
@@ -128,7 +134,9 @@ static uint64_t let_go, let_go_early, windows_partial, early_upto;
 void ta_keep_start(void)
 {
 	__atomic_store_n(&mark_lock, 0, __ATOMIC_RELAXED);
-	nmarks = 0;
+	nstarted = 0;
+	frame_open = 0;
+	set_kind = -1;
 	last_kept = 0;
 	frames_seen = frames_slow = frames_kept = marks_unjudged = windows_lost = 0;
 	q_head = q_tail = 0;
@@ -170,9 +178,47 @@ static uint64_t budget(void)
 	return budget_ticks;
 }
 
-void ta_keep_mark(const char *name, uint64_t pre, uint64_t post)
+/* The first frame frame f keeps: f - K, frame 1 at the earliest. */
+static uint64_t first_kept(uint64_t f)
 {
-	uint64_t n, b, from;
+	return f > ta_keep_cfg.before ? f - ta_keep_cfg.before : 1;
+}
+
+/* Frame f (from 1) ends at a mark made between the ticks pre and post:
+ * judged by its length from its start (hist), and when over the budget,
+ * the window from the start of frame f - K to post goes to the flusher. */
+static void judge(uint64_t f, uint64_t pre, uint64_t post)
+{
+	uint64_t b = budget(), from;
+
+	frames_seen++;
+	if (!b || pre - hist[(f - 1) % HIST] <= b)
+		return;
+	frames_slow++;
+	from = first_kept(f);
+	frames_kept += f - (last_kept > from - 1 ? last_kept : from - 1);
+	last_kept = f;
+	if (q_head - __atomic_load_n(&q_tail, __ATOMIC_ACQUIRE) < QUEUE) {
+		queue[q_head % QUEUE] = (struct ta_keep_win){hist[(from - 1) % HIST], post};
+		/* Release: the flusher reads the window after the head (pairs
+		 * with ta_keep_pass's acquire). */
+		__atomic_store_n(&q_head, q_head + 1, __ATOMIC_RELEASE);
+	} else {
+		windows_lost++;
+	}
+}
+
+/* Release: the windows pushed before it first (pairs with ta_keep_pass's
+ * acquire); it only moves forward, the frames' starts going forward. */
+static void move_horizon(uint64_t h)
+{
+	if (h > __atomic_load_n(&horizon, __ATOMIC_RELAXED))
+		__atomic_store_n(&horizon, h, __ATOMIC_RELEASE);
+}
+
+void ta_keep_mark(enum ta_keep_kind kind, const char *name, uint64_t pre, uint64_t post)
+{
+	int gaps = kind != TA_KEEP_MARK;
 
 	if (__atomic_exchange_n(&mark_lock, 1, __ATOMIC_ACQUIRE)) {
 		__atomic_add_fetch(&marks_unjudged, 1, __ATOMIC_RELAXED);
@@ -189,32 +235,29 @@ void ta_keep_mark(const char *name, uint64_t pre, uint64_t post)
 	} else if (strncmp(name, set_name, sizeof(set_name))) {
 		goto out;
 	}
-	n = nmarks++;
-	hist[n % HIST] = pre;
-	if (n >= 1) {
-		/* Frame n runs from mark n - 1 to mark n. */
-		frames_seen++;
-		b = budget();
-		if (b && pre - hist[(n - 1) % HIST] > b) {
-			frames_slow++;
-			from = n > ta_keep_cfg.before ? n - ta_keep_cfg.before : 1;
-			frames_kept += n - (last_kept > from - 1 ? last_kept : from - 1);
-			last_kept = n;
-			if (q_head - __atomic_load_n(&q_tail, __ATOMIC_ACQUIRE) < QUEUE) {
-				queue[q_head % QUEUE] =
-				    (struct ta_keep_win){hist[(from - 1) % HIST], post};
-				/* Release: the flusher reads the window after
-				 * the head (pairs with ta_keep_pass's acquire). */
-				__atomic_store_n(&q_head, q_head + 1, __ATOMIC_RELEASE);
-			} else {
-				windows_lost++;
-			}
-		}
+	if (set_kind < 0)
+		set_kind = gaps;
+	else if (set_kind != gaps)
+		goto out;
+	if (kind == TA_KEEP_END) {
+		if (!frame_open)
+			goto out; /* an END without a BEGIN: no frame */
+		judge(nstarted, pre, post);
+		frame_open = 0;
+		/* The next frame, if slow, keeps from frame n + 1 - K, or
+		 * from its own BEGIN, still to come. */
+		move_horizon(ta_keep_cfg.before ? hist[(first_kept(nstarted + 1) - 1) % HIST]
+						: post);
+		goto out;
 	}
-	/* The next frame, if slow, keeps from mark n - K. */
-	__atomic_store_n(&horizon,
-			 hist[(n > ta_keep_cfg.before ? n - ta_keep_cfg.before : 0) % HIST],
-			 __ATOMIC_RELEASE);
+	/* A mark ends its frame (none before the first); a BEGIN the one
+	 * open. */
+	if (gaps ? frame_open : nstarted >= 1)
+		judge(nstarted, pre, post);
+	hist[nstarted++ % HIST] = pre;
+	frame_open = 1;
+	/* The frame started, if slow, keeps from frame n - K. */
+	move_horizon(hist[(first_kept(nstarted) - 1) % HIST]);
 out:
 	__atomic_store_n(&mark_lock, 0, __ATOMIC_RELEASE);
 }

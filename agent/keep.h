@@ -6,11 +6,14 @@
  * frames and writes only what falls in a kept window: a frame of the
  * judged set longer than the budget, and the K frames before it.
  *
- * Two sides.  The frame marks (api.c's ta_frame_mark_, any thread) judge
- * the frames: each mark of the set ends a frame, and a frame over the
+ * Two sides.  The frame marks (api.c's ta_frame_mark_, apizone.c's
+ * ta_frame_begin_ and ta_frame_end_, any thread) judge the frames: each
+ * mark of the set ends a frame (a TA_FRAME_BEGIN/END set's frame is its
+ * BEGIN to its END, the gaps between frames in none), and a frame over the
  * budget appends a window [start of frame i - K, end of frame i] to a
- * queue the flusher reads, and moves the horizon (the start of the
- * oldest frame a later slow frame could still keep).  The flusher, for
+ * queue the flusher reads (the gaps between those frames inside it), and
+ * moves the horizon (the start of the oldest frame a later slow frame
+ * could still keep).  The flusher, for
  * each thread's records in time order: a record inside a window is
  * written; one before the horizon and in no window is let go; one after
  * it waits in the ring for the marks to come.  The calls open across a
@@ -60,11 +63,20 @@ int ta_keep_parse(const char *v, struct ta_keep_cfg *c, const char **why) TA_HID
  * child): the judging starts afresh. */
 void ta_keep_start(void) TA_HIDDEN;
 
-/* A frame mark of the site named name: pre, the counter before its
- * event was recorded, post after (api.c).  Never blocks: a mark made
- * while another is being judged (a handler's, or a second thread's at
- * the same moment) is counted and not judged. */
-void ta_keep_mark(const char *name, uint64_t pre, uint64_t post) TA_HIDDEN;
+/* What made a mark: TA_FRAME_MARK (each mark ends a frame and starts the
+ * next), TA_FRAME_BEGIN or TA_FRAME_END (a frame with gaps: BEGIN to END,
+ * a BEGIN while one is open ends it there, an END without one is not a
+ * frame, as `traceagent frames` counts them). */
+enum ta_keep_kind { TA_KEEP_MARK, TA_KEEP_BEGIN, TA_KEEP_END };
+
+/* A mark of kind kind of the site named name: pre, the counter before
+ * its event was recorded, post after (api.c, apizone.c).  The set judged
+ * is one name and one kind (the first marked, or set=NAME's first mark):
+ * the other kind's marks of the same name are another set, as the views
+ * take them.  Never blocks: a mark made while another is being judged (a
+ * handler's, or a second thread's at the same moment) is counted and not
+ * judged. */
+void ta_keep_mark(enum ta_keep_kind kind, const char *name, uint64_t pre, uint64_t post) TA_HIDDEN;
 
 /* The flusher's view of the windows, taken under the drain lock before a
  * pass (ta_keep_pass): the windows so far, sorted and merged, and the

@@ -12,6 +12,7 @@
 
 #include "grow.h"
 #include "export_pb.h"
+#include "session.h"
 
 long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 {
@@ -56,7 +57,7 @@ long ta_xframes_add(struct ta_xframes *x, const struct ta_tlapi *a)
 			return -1;
 		set->marks = m;
 	}
-	set->marks[set->n++] = (struct ta_xmark){a->ns, a->t->index, step};
+	set->marks[set->n++] = (struct ta_xmark){a->ns, a->ticks, a->t->index, step};
 	return (long)(set - x->sets);
 }
 
@@ -90,43 +91,83 @@ int ta_xframes_bounds(struct ta_xframes *x, size_t k, const struct ta_timeline *
 	return 0;
 }
 
+/* A keep dump's frames: those of s[0..*n) (ticks t[2i], t[2i + 1] on
+ * their process's counter) inside one of k's windows, in order. */
+static void keep_spans(const struct ta_keep_info *k, struct ta_xspan *s, const uint64_t *t,
+		       size_t *n)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < *n; i++)
+		if (ta_keep_kept(k, t[2 * i], t[2 * i + 1]))
+			s[kept++] = s[i];
+	*n = kept;
+}
+
 int ta_xframes_spans(struct ta_xframes *x, size_t k, const struct ta_timeline *tl,
 		     struct ta_xspan **spans, size_t *n)
 {
 	struct ta_xfset *set = &x->sets[k];
 	struct ta_xspan *s = malloc((set->n + 1) * sizeof(*s));
+	const struct ta_process *p = tl->v.s ? ta_session_process(tl->v.s, set->pid) : NULL;
+	const struct ta_keep_info *keep = p && set->kind != TA_XF_SECTION ? p->keep : NULL;
+	/* A keep dump's frames' ends in ticks, the windows' unit. */
+	uint64_t *t = keep ? malloc((set->n + 1) * 2 * sizeof(*t)) : NULL;
 	int64_t *b = NULL;
 	int64_t depth = 0;
 
 	*spans = s;
 	*n = 0;
-	if (!s)
+	if (!s || (keep && !t)) {
+		free(t);
 		return -1;
+	}
 	if (set->kind == TA_XF_MARKS) {
-		if (ta_xframes_bounds(x, k, tl, &b) < 0)
+		if (ta_xframes_bounds(x, k, tl, &b) < 0) {
+			free(t);
 			return -1;
+		}
 		for (size_t i = 0; i < set->n; i++)
 			s[i] = (struct ta_xspan){b[i], b[i + 1]};
 		*n = set->n;
 		free(b);
+		if (keep) {
+			/* Frame 0 from the thread's first event, as its ns. */
+			if (ta_timeline_first_ticks(tl, set->marks[0].thread, &t[0]) < 0 ||
+			    t[0] > set->marks[0].ticks)
+				t[0] = set->marks[0].ticks;
+			for (size_t i = 0; i < set->n; i++) {
+				if (i)
+					t[2 * i] = set->marks[i - 1].ticks;
+				t[2 * i + 1] = set->marks[i].ticks;
+			}
+			keep_spans(keep, s, t, n);
+			free(t);
+		}
 		return 0;
 	}
 	/* Stable: a BEGIN and an END at the same ns keep their order. */
 	for (size_t i = 1; i < set->n; i++)
 		for (size_t j = i; j > 0 && set->marks[j - 1].ns > set->marks[j].ns; j--) {
-			struct ta_xmark t = set->marks[j];
+			struct ta_xmark m = set->marks[j];
 
 			set->marks[j] = set->marks[j - 1];
-			set->marks[j - 1] = t;
+			set->marks[j - 1] = m;
 		}
 	for (size_t i = 0; i < set->n; i++) {
 		const struct ta_xmark *m = &set->marks[i];
 
 		if (set->kind == TA_XF_GAPS) {
-			if (depth)
+			if (depth) {
+				if (t)
+					t[2 * *n + 1] = m->ticks;
 				s[(*n)++].end = m->ns;
-			if (m->step > 0)
+			}
+			if (m->step > 0) {
+				if (t)
+					t[2 * *n] = m->ticks;
 				s[*n].start = m->ns;
+			}
 			depth = m->step > 0;
 		} else if (m->step > 0 && depth++ == 0) {
 			s[*n].start = m->ns;
@@ -138,6 +179,9 @@ int ta_xframes_spans(struct ta_xframes *x, size_t k, const struct ta_timeline *t
 	 * is no frame. */
 	if (set->kind == TA_XF_SECTION && depth)
 		s[(*n)++].end = set->marks[set->n - 1].ns;
+	if (keep)
+		keep_spans(keep, s, t, n);
+	free(t);
 	return 0;
 }
 

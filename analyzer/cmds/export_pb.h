@@ -36,6 +36,7 @@ int ta_export_pprof(FILE *f, const char *path, const struct ta_tidset *tids, int
  */
 struct ta_xmark {
 	int64_t ns;	 /* from the dump's start */
+	uint64_t ticks;	 /* the same on its process's counter */
 	uint32_t thread; /* ta_sess_thread.index */
 	int step;	 /* a BEGIN or ENTER +1, an END or LEAVE -1, a mark 0 */
 };
@@ -75,8 +76,11 @@ int ta_xframes_bounds(struct ta_xframes *x, size_t k, const struct ta_timeline *
  * gaps, each BEGIN to the next END (a BEGIN while one is open ends it,
  * an END without one is left out); a section's, each stretch from an
  * ENTER to the LEAVE that closes every ENTER (occurrences that overlap
- * are one), the last one open to the set's last mark.  -1 without
- * memory. */
+ * are one), the last one open to the set's last mark.  A keep dump's
+ * frames (its process's KEEP chunk), of either kind, are those inside
+ * one of its windows, as `traceagent frames` counts them: the time
+ * between two windows was let go, and a span across it would be a frame
+ * that never was.  -1 without memory. */
 int ta_xframes_spans(struct ta_xframes *x, size_t k, const struct ta_timeline *tl,
 		     struct ta_xspan **spans, size_t *n);
 /* "frames: SET" or "section: NAME": the name of set's track. */

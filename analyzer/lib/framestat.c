@@ -562,8 +562,9 @@ static int finish_set(struct ta_fset *set, struct ta_view *v, int64_t dump_start
 	if (!set->start_ns || !set->dur_ns)
 		return -1;
 	set->nmarked = set->nframes;
-	/* Only the marks' sets are judged by a keep dump's agent. */
-	set->keep = p && p->keep && !set->ends;
+	/* A keep dump: every set's frames are those inside a window, the
+	 * judged set's (marks' or with gaps) and the others' alike. */
+	set->keep = p && p->keep;
 	if (set->keep && !(map = malloc((set->nmarked ? set->nmarked : 1) * sizeof(*map))))
 		return -1;
 	for (size_t i = 0, n = 0; i < set->nmarked; i++) {

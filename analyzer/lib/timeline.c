@@ -492,6 +492,7 @@ static void tl_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t
 	a.t = t;
 	a.depth = t->depth - th->base;
 	a.ns = ta_timeline_rel(tl, th->p, ticks);
+	a.ticks = ticks;
 	a.e = &e;
 	a.channel = th->p ? ta_process_channel_name(th->p, e.channel, chbuf) : "user";
 	a.zone_depth = -1;
@@ -515,6 +516,16 @@ int ta_timeline_first_ns(const struct ta_timeline *tl, uint32_t thread, int64_t 
 	if (!th || !th->ready || !th->has_first)
 		return -1;
 	*ns = ta_timeline_rel(tl, th->p, th->first);
+	return 0;
+}
+
+int ta_timeline_first_ticks(const struct ta_timeline *tl, uint32_t thread, uint64_t *ticks)
+{
+	const struct ta_tlthread *th = thread < tl->nth ? &tl->th[thread] : NULL;
+
+	if (!th || !th->ready || !th->has_first)
+		return -1;
+	*ticks = th->first;
 	return 0;
 }
 

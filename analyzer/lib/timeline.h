@@ -94,6 +94,7 @@ struct ta_tlapi {
 	const struct ta_sess_thread *t;
 	uint32_t depth; /* as a call's: the level of a callee of the innermost frame */
 	int64_t ns;	/* from the dump start */
+	uint64_t ticks; /* the same time on its process's counter */
 	const struct ta_apiev *e;
 	const char *channel; /* the name of e->channel */
 	/* The innermost zone open on the thread (what ZONE_TEXT and
@@ -162,6 +163,8 @@ void ta_timeline_warnings(struct ta_timeline *tl);
  * `traceagent frames`.  -1 when there was none.
  */
 int ta_timeline_first_ns(const struct ta_timeline *tl, uint32_t thread, int64_t *ns);
+/* The same on its process's counter (what a KEEP chunk's windows are in). */
+int ta_timeline_first_ticks(const struct ta_timeline *tl, uint32_t thread, uint64_t *ticks);
 void ta_timeline_close(struct ta_timeline *tl);
 
 /* ---- what the manual API gives an open zone (the exports) ---- */

@@ -127,7 +127,8 @@ struct rcounter {
 };
 
 struct rmark {
-	int64_t ns; /* from the dump's start */
+	int64_t ns;	/* from the dump's start */
+	uint64_t ticks; /* the same on its process's counter */
 	uint32_t thread;
 };
 
@@ -400,7 +401,7 @@ static int frame_mark(struct rw *w, const struct ta_tlapi *a)
 	if (!m)
 		return -1;
 	set->marks = m;
-	m[set->n++] = (struct rmark){a->ns, a->t->index};
+	m[set->n++] = (struct rmark){a->ns, a->ticks, a->t->index};
 	return 0;
 }
 
@@ -581,29 +582,40 @@ static int mark_cmp(const void *a, const void *b)
 
 /* Frame i of a set runs from mark i - 1 to mark i in time order, frame 0
  * from the first event of the thread that made the first mark (as
- * `traceagent frames` cuts them). */
+ * `traceagent frames` cuts them); a keep dump's are those inside one of
+ * its windows, numbered among them (the time between two windows was let
+ * go: a frame across it never was). */
 static void frames(struct rw *w)
 {
 	int64_t id = 0;
 
 	for (size_t k = 0; k < w->nsets; k++) {
 		struct rset *set = &w->sets[k];
-		int64_t from, first;
+		const struct ta_process *p = ta_session_process(w->tl.v.s, set->pid);
+		const struct ta_keep_info *keep = p ? p->keep : NULL;
+		int64_t from, first, number = 0;
+		uint64_t from_ticks;
 
 		qsort(set->marks, set->n, sizeof(*set->marks), mark_cmp);
 		from = set->marks[0].ns;
 		if (ta_timeline_first_ns(&w->tl, set->marks[0].thread, &first) == 0 && first < from)
 			from = first;
+		if (ta_timeline_first_ticks(&w->tl, set->marks[0].thread, &from_ticks) < 0 ||
+		    from_ticks > set->marks[0].ticks)
+			from_ticks = set->marks[0].ticks;
 		for (size_t i = 0; i < set->n; i++) {
-			set_i(w, 0, ++id);
-			set_i(w, 1, w->tl.start_ns + from);
-			set_i(w, 2, set->marks[i].ns - from);
-			set_s(w, 3, set->name);
-			set_i(w, 4, (int64_t)i);
-			set_id(w, 5, upid_of(w->tl.v.s, set->pid));
-			set_i(w, 6, (int64_t)set->marks[i].thread + 1);
-			put(w, TA_ROWS_FRAME);
+			if (!keep || ta_keep_kept(keep, from_ticks, set->marks[i].ticks)) {
+				set_i(w, 0, ++id);
+				set_i(w, 1, w->tl.start_ns + from);
+				set_i(w, 2, set->marks[i].ns - from);
+				set_s(w, 3, set->name);
+				set_i(w, 4, number++);
+				set_id(w, 5, upid_of(w->tl.v.s, set->pid));
+				set_i(w, 6, (int64_t)set->marks[i].thread + 1);
+				put(w, TA_ROWS_FRAME);
+			}
 			from = set->marks[i].ns;
+			from_ticks = set->marks[i].ticks;
 		}
 	}
 }

@@ -30,7 +30,7 @@ static void expect(const struct ta_keepf *k, const struct ta_raw *want, size_t n
 
 static void mark(const char *set, uint64_t pre)
 {
-	ta_keep_mark(set, pre, pre + 1);
+	ta_keep_mark(TA_KEEP_MARK, set, pre, pre + 1);
 }
 
 static void start(uint32_t before)
@@ -136,6 +136,100 @@ START_TEST(keep_before_0_and_merge)
 }
 END_TEST
 
+static void bound(enum ta_keep_kind kind, const char *set, uint64_t pre)
+{
+	ta_keep_mark(kind, set, pre, pre + 1);
+}
+
+START_TEST(keep_gaps)
+{
+	struct ta_keepf k = {0};
+	struct ta_keep_counts c;
+	/* A open across all; one call in each frame and each gap: B frame 1,
+	 * C gap 1, D frame 2, E gap 2, F frame 3, G gap 3, H frame 4, I
+	 * frame 5, J frame 6. */
+	const struct ta_raw r[] = {EN(50, 0xa0),   EN(120, 0xb0),  EX(140, 0xb0),  EN(200, 0xc0),
+				   EX(250, 0xc0),  EN(350, 0xd0),  EX(360, 0xd0),  EN(450, 0xe0),
+				   EX(470, 0xe0),  EN(700, 0xf0),  EX(750, 0xf0),  EN(850, 0x10),
+				   EX(860, 0x10),  EN(920, 0x20),  EX(930, 0x20),  EN(1100, 0x30),
+				   EX(1110, 0x30), EN(1220, 0x40), EX(1230, 0x40), EX(1300, 0xa0)};
+
+	start(1);
+	/* Frames BEGIN..END of "frame": 50, 100 ticks, the gaps between
+	 * them (200 after frame 2) in none. */
+	bound(TA_KEEP_END, "frame", 90); /* no frame open: none */
+	bound(TA_KEEP_BEGIN, "frame", 100);
+	bound(TA_KEEP_END, "frame", 150);
+	bound(TA_KEEP_BEGIN, "frame", 300);
+	bound(TA_KEEP_BEGIN, "physics", 320); /* another set */
+	bound(TA_KEEP_END, "frame", 400);
+	ta_keep_pass();
+	/* The horizon: frame 3, if slow, keeps from frame 2's BEGIN (300);
+	 * D waits. */
+	ck_assert_int_eq(ta_keep_filter(&k, r, 20, 0), 5);
+	ck_assert_uint_eq(k.out_len, 0);
+	/* Frame 3: 200 (slow), a TA_FRAME_MARK of the same name is another
+	 * set; frame 4: 50; frame 5 ended by the next BEGIN at 200 (slow);
+	 * frame 6: 50. */
+	bound(TA_KEEP_BEGIN, "frame", 600);
+	mark("frame", 650);
+	bound(TA_KEEP_END, "frame", 800);
+	bound(TA_KEEP_BEGIN, "frame", 900);
+	bound(TA_KEEP_END, "frame", 950);
+	bound(TA_KEEP_BEGIN, "frame", 1000);
+	bound(TA_KEEP_BEGIN, "frame", 1200);
+	bound(TA_KEEP_END, "frame", 1250);
+	ta_keep_pass();
+	/* Windows [300, 801] (frames 2, 3 and the gap between them) and
+	 * [900, 1201] (frames 4, 5): G, in the gap between the windows, and
+	 * J are let go. */
+	ck_assert_int_eq(ta_keep_filter(&k, r + 5, 15, 1), 15);
+	expect(&k,
+	       (const struct ta_raw[]){EN(50, 0xa0), EN(350, 0xd0), EX(360, 0xd0), EN(450, 0xe0),
+				       EX(470, 0xe0), EN(700, 0xf0), EX(750, 0xf0), EN(920, 0x20),
+				       EX(930, 0x20), EN(1100, 0x30), EX(1110, 0x30),
+				       EX(1300, 0xa0)},
+	       12);
+	ta_keep_counts(&c);
+	ck_assert_uint_eq(c.frames_seen, 6);
+	ck_assert_uint_eq(c.frames_slow, 2);
+	ck_assert_uint_eq(c.frames_kept, 4);
+	ck_assert_uint_eq(c.nwin, 2);
+	ck_assert_uint_eq(c.let_go, 1 + 2 + 2 + 2 + 2);
+	ck_assert_uint_eq(c.windows_lost + c.marks_unjudged + c.let_go_early, 0);
+	ta_keepf_free(&k);
+}
+END_TEST
+
+START_TEST(keep_gaps_before_0)
+{
+	struct ta_keepf k = {0};
+	struct ta_keep_counts c;
+	const struct ta_raw r[] = {EN(200, 0xa0), EX(210, 0xa0), EN(450, 0xb0), EX(460, 0xb0)};
+
+	start(0);
+	/* Frame 1: 300 (slow), alone in its window [100, 401]. */
+	bound(TA_KEEP_BEGIN, "load", 100);
+	bound(TA_KEEP_END, "load", 400);
+	ta_keep_pass();
+	/* B, after the END, waits for the next BEGIN: with K = 0 no frame
+	 * to come keeps the gap. */
+	ck_assert_int_eq(ta_keep_filter(&k, r, 4, 0), 2);
+	expect(&k, r, 2);
+	bound(TA_KEEP_BEGIN, "load", 500);
+	ta_keep_pass();
+	ck_assert_int_eq(ta_keep_filter(&k, r + 2, 2, 0), 2);
+	ck_assert_uint_eq(k.out_len, 0);
+	ta_keep_counts(&c);
+	ck_assert_uint_eq(c.frames_seen, 1);
+	ck_assert_uint_eq(c.frames_slow, 1);
+	ck_assert_uint_eq(c.frames_kept, 1);
+	ck_assert_uint_eq(c.nwin, 1);
+	ck_assert_uint_eq(c.let_go, 2);
+	ta_keepf_free(&k);
+}
+END_TEST
+
 START_TEST(keep_parse)
 {
 	struct ta_keep_cfg c;
@@ -166,6 +260,8 @@ static Suite *keep_suite(void)
 
 	tcase_add_test(tc, keep_windows_and_filter);
 	tcase_add_test(tc, keep_before_0_and_merge);
+	tcase_add_test(tc, keep_gaps);
+	tcase_add_test(tc, keep_gaps_before_0);
 	tcase_add_test(tc, keep_parse);
 	suite_add_tcase(s, tc);
 	return s;

@@ -18,9 +18,17 @@
  * default 50) and the steps per frame (default STEPS), for a long run's
  * measure (docs/bench.md).
  *
+ * With KEEPFRAMES_GAPS=1 the frames have gaps between them: each frame is
+ * TA_FRAME_BEGIN("frame") .. TA_FRAME_END("frame") around run_frame(f)
+ * (no TA_FRAME_MARK), and before each frame but the first, in the gap,
+ * load(f) runs, busy GAP_MS = 30 ms of CLOCK_MONOTONIC when f % 10 == 3
+ * (a gap longer than a budget between the frames' lengths), microseconds
+ * otherwise.
+ *
  * With KEEPFRAMES_TIMES=FILE it writes to FILE the CLOCK_MONOTONIC time in
- * ns of each mark, one a line: the frame times as the program saw them,
- * so a test tells the frames a busy machine made slow as well.
+ * ns of each mark, one a line (with gaps: each frame's BEGIN and END):
+ * the frame times as the program saw them, so a test tells the frames a
+ * busy machine made slow as well.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -34,6 +42,7 @@
 
 #define STEPS	3
 #define SLOW_MS 60
+#define GAP_MS	30
 #define MAXF	1000000
 
 #define NI __attribute__((no_instrument_function))
@@ -42,7 +51,7 @@ static sem_t go, done;
 static volatile int stop;
 static uint64_t checksum, worker_sum;
 static uint64_t *mark_ns;
-static int period = 50, steps = STEPS;
+static int period = 50, steps = STEPS, gaps;
 
 NI static uint64_t now_ns(void)
 {
@@ -90,12 +99,24 @@ __attribute__((noinline)) static void step(int f, int i)
 
 /* Busy, not asleep: the frame's length is its own, measured with the
  * clock the marks are timed with. */
-__attribute__((noinline)) static void slow_part(void)
+NI static void busy_ms(uint64_t ms)
 {
-	uint64_t end = now_ns() + SLOW_MS * 1000000ull;
+	uint64_t end = now_ns() + ms * 1000000ull;
 
 	while (now_ns() < end)
 		;
+}
+
+__attribute__((noinline)) static void slow_part(void)
+{
+	busy_ms(SLOW_MS);
+}
+
+__attribute__((noinline)) static void load(int f)
+{
+	checksum += (uint64_t)f;
+	if (f % 10 == 3)
+		busy_ms(GAP_MS);
 }
 
 __attribute__((noinline)) static void run_frame(int f)
@@ -108,8 +129,25 @@ __attribute__((noinline)) static void run_frame(int f)
 	wait_sem(&done);
 }
 
+__attribute__((noinline)) static void game_gaps(int frames)
+{
+	for (int f = 1; f <= frames; f++) {
+		if (f > 1)
+			load(f);
+		TA_FRAME_BEGIN("frame");
+		mark_ns[2 * f - 2] = now_ns();
+		run_frame(f);
+		TA_FRAME_END("frame");
+		mark_ns[2 * f - 1] = now_ns();
+	}
+}
+
 __attribute__((noinline)) static void game(int frames)
 {
+	if (gaps) {
+		game_gaps(frames);
+		return;
+	}
 	TA_FRAME_MARK();
 	mark_ns[0] = now_ns();
 	for (int f = 1; f <= frames; f++) {
@@ -124,6 +162,7 @@ NI int main(int argc, char **argv)
 	int frames = argc > 1 ? atoi(argv[1]) : 200;
 	const char *times = getenv("KEEPFRAMES_TIMES");
 	pthread_t worker;
+	int nmarks;
 
 	if (frames < 1 || frames > MAXF)
 		frames = 200;
@@ -131,7 +170,9 @@ NI int main(int argc, char **argv)
 		period = atoi(argv[2]);
 	if (argc > 3 && atoi(argv[3]) > 0)
 		steps = atoi(argv[3]);
-	mark_ns = calloc((size_t)frames + 1, sizeof(*mark_ns));
+	gaps = getenv("KEEPFRAMES_GAPS") && atoi(getenv("KEEPFRAMES_GAPS"));
+	nmarks = gaps ? 2 * frames : frames + 1;
+	mark_ns = calloc((size_t)nmarks, sizeof(*mark_ns));
 	if (!mark_ns || sem_init(&go, 0, 0) || sem_init(&done, 0, 0) ||
 	    pthread_create(&worker, NULL, worker_main, NULL))
 		return 1;
@@ -144,7 +185,7 @@ NI int main(int argc, char **argv)
 
 		if (!f)
 			return 1;
-		for (int i = 0; i <= frames; i++)
+		for (int i = 0; i < nmarks; i++)
 			fprintf(f, "%llu\n", (unsigned long long)mark_ns[i]);
 		fclose(f);
 	}
