@@ -479,7 +479,7 @@ const struct ta_flusher_up ta_flusher_up = {
  * ctl` reaches a program that waits for its collector. */
 static void collector_stalled(void)
 {
-	(void)ta_control_start_thread();
+	(void)ta_flusher_forksafe(ta_control_start_thread);
 }
 
 /* The dump's calls up (dump.h). */

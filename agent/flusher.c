@@ -88,6 +88,22 @@ void ta_flusher_open_unwind(void)
 	pthread_mutex_unlock(&ta_drain_lock);
 }
 
+int ta_flusher_forksafe(int (*fn)(void))
+{
+	int r;
+
+	if (ta_drain_held)
+		return fn();
+	/* Tried, never waited for: the caller may hold the dump's lock,
+	 * which a drain takes under this one. */
+	if (pthread_mutex_trylock(&ta_drain_lock) != 0)
+		return -1;
+	ta_drain_held = 1;
+	r = fn();
+	ta_drain_give();
+	return r;
+}
+
 void ta_flusher_crash_drain(void)
 {
 	int have;
@@ -220,9 +236,9 @@ static void *flusher_main(void *arg)
 		 * under the drain lock, as the flusher's other work: a fork
 		 * waits for it, and its child never holds a copy of it half
 		 * done. */
-		pthread_mutex_lock(&ta_drain_lock);
+		ta_drain_take();
 		ta_symstore_flush(1);
-		pthread_mutex_unlock(&ta_drain_lock);
+		ta_drain_give();
 		if (ta_cfg.mode == TA_MODE_FLIGHT) {
 			/* A flight recorder writes on demand only. */
 			if (__atomic_exchange_n(&dump_requested, 0, __ATOMIC_ACQ_REL)) {

@@ -51,6 +51,11 @@ void ta_flusher_stop(void) TA_HIDDEN;
 void ta_flusher_stop_at_exit(void) TA_HIDDEN;
 /* Wakes the flusher early (blocks are piling up). */
 void ta_flusher_kick(void) TA_HIDDEN;
+/* Runs fn where a fork cannot come in the middle (a thread's creation
+ * copied half done hangs the child under qemu-user): under the drain lock,
+ * which fork's prepare handler takes, held here already or tried; -1 when
+ * another thread holds it. */
+int ta_flusher_forksafe(int (*fn)(void)) TA_HIDDEN;
 /* Flight mode: asks the flusher to write what the rings hold (async-signal
  * safe). */
 void ta_flusher_request_dump(void) TA_HIDDEN;

@@ -51,6 +51,7 @@ struct ta_flush_state {
 
 __thread int ta_in_flusher __attribute__((tls_model("initial-exec")));
 pthread_mutex_t ta_drain_lock = PTHREAD_MUTEX_INITIALIZER;
+__thread int ta_drain_held __attribute__((tls_model("initial-exec")));
 /* 1 while the program keeps every CPU it may run on busy: EVENTS chunks
  * are then stored uncompressed (placement.c's ta_slack_judge says why).  Atomic, relaxed,
  * pairs with nothing: a hint that whoever writes a chunk reads, set by
@@ -702,7 +703,7 @@ void ta_flusher_drain_all(int at_end, int partial, int whole)
 	 * for). */
 	if (ta_in_flusher && __atomic_load_n(&ta_pending_blocks, __ATOMIC_RELAXED))
 		ta_lazy_open_lz4();
-	pthread_mutex_lock(&ta_drain_lock);
+	ta_drain_take();
 	__atomic_store_n(&ta_pending_blocks, 0, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&ta_keep_on, __ATOMIC_RELAXED)) {
 		uint32_t n = 0;
@@ -726,7 +727,7 @@ void ta_flusher_drain_all(int at_end, int partial, int whole)
 		ta_flusher_drain_thread(t, at_end, partial, whole);
 		ta_consume_unlock(t);
 	}
-	pthread_mutex_unlock(&ta_drain_lock);
+	ta_drain_give();
 }
 
 void ta_flusher_drain(int at_end)

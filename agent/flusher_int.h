@@ -20,6 +20,21 @@ extern __thread int ta_in_flusher __attribute__((tls_model("initial-exec")));
 /* Held by a pass over every ring (ta_flusher_drain_all), and around fork
  * and the freeing of the drains' state. */
 extern pthread_mutex_t ta_drain_lock;
+/* This thread holds ta_drain_lock, taken by ta_drain_take (the passes
+ * that write: a stalled collector's send may start a thread under it). */
+extern __thread int ta_drain_held __attribute__((tls_model("initial-exec")));
+
+static inline void ta_drain_take(void)
+{
+	pthread_mutex_lock(&ta_drain_lock);
+	ta_drain_held = 1;
+}
+
+static inline void ta_drain_give(void)
+{
+	ta_drain_held = 0;
+	pthread_mutex_unlock(&ta_drain_lock);
+}
 /* 1: EVENTS chunks are stored uncompressed (the flusher thread's hint;
  * flusher_drain.c says how it is read). */
 extern uint32_t ta_store_raw;
