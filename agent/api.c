@@ -255,12 +255,15 @@ TA_PUBLIC void ta_frame_mark_(struct ta_site_ *s)
 		ta_api_record_site(TA_EXT_FRAME, s);
 		return;
 	}
-	/* Keep mode judges the frame: the counter around the mark's own
-	 * event, so a kept window holds the marks that bound it. */
-	pre = ta_ticks();
+	/* Keep mode judges the frame on the counter around the mark's own
+	 * event, so a kept window [pre, post) holds the marks that bound it:
+	 * pre past every earlier record of this thread, post past the
+	 * mark's event, every later record at post or after (a coarse
+	 * counter would tie them, ta_ticks_after). */
+	pre = ta_ticks_after(ta_ticks());
 	ta_api_record_site(TA_EXT_FRAME, s);
 	if (ta_api_site_on(s))
-		ta_keep_mark(TA_KEEP_MARK, s->name, pre, ta_ticks());
+		ta_keep_mark(TA_KEEP_MARK, s->name, pre, ta_ticks_after(ta_ticks()));
 }
 
 TA_PUBLIC void ta_instant_(struct ta_site_ *s)

@@ -254,10 +254,12 @@ static inline __attribute__((always_inline)) void frame_bound(uint32_t kind, enu
 		ta_api_record_site(kind, s);
 		return;
 	}
-	pre = ta_ticks();
+	/* pre past every earlier record of this thread, post past the
+	 * event, as ta_frame_mark_'s: a window is [pre, post). */
+	pre = ta_ticks_after(ta_ticks());
 	ta_api_record_site(kind, s);
 	if (ta_api_site_on(s))
-		ta_keep_mark(kk, s->name, pre, ta_ticks());
+		ta_keep_mark(kk, s->name, pre, ta_ticks_after(ta_ticks()));
 }
 
 TA_PUBLIC void ta_frame_begin_(struct ta_site_ *s)

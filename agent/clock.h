@@ -32,6 +32,25 @@ static inline uint64_t ta_ticks(void)
 }
 #endif
 
+/*
+ * The first counter value past t.  A frame mark judged in keep mode waits
+ * for it on both sides of its event, so that no other record of its
+ * thread shares a tick with the window it bounds: a counter coarser than
+ * the code between two records (62.5 MHz stepped each microsecond under
+ * qemu-user, 24 MHz on some Arm boards) would otherwise put the call made
+ * just before or after the mark inside the window (docs/traceagent-
+ * record.md, "Keeping only the slow frames").  A counter that stands still
+ * is given up on after 2^20 reads.
+ */
+static inline uint64_t ta_ticks_after(uint64_t t)
+{
+	uint64_t n = ta_ticks();
+
+	for (uint32_t i = 0; n <= t && i < (1u << 20); i++)
+		n = ta_ticks();
+	return n;
+}
+
 /* Counter frequency the hardware states (CNTFRQ_EL0), else 0. */
 uint64_t ta_clock_nominal_hz(void);
 

@@ -311,13 +311,16 @@ void ta_keepf_reset(struct ta_keepf *k)
 	k->out_len = 0;
 }
 
-/* Whether ticks t lies in a window; k->cursor follows the thread's
- * records, which go forward in time (a step back starts it over). */
+/* Whether ticks t lies in a window [lo, hi): a record at the tick a
+ * window starts is in it, one at the tick it ends is not (the marking
+ * thread's own records never tie with either, api.c's ta_frame_mark_).
+ * k->cursor follows the thread's records, which go forward in time (a
+ * step back starts it over). */
 static int in_window(struct ta_keepf *k, uint64_t t)
 {
-	if (k->cursor > nwins || (k->cursor && wins[k->cursor - 1].hi >= t))
+	if (k->cursor > nwins || (k->cursor && wins[k->cursor - 1].hi > t))
 		k->cursor = 0;
-	while (k->cursor < nwins && wins[k->cursor].hi < t)
+	while (k->cursor < nwins && wins[k->cursor].hi <= t)
 		k->cursor++;
 	return k->cursor < nwins && wins[k->cursor].lo <= t;
 }

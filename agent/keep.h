@@ -10,7 +10,7 @@
  * ta_frame_begin_ and ta_frame_end_, any thread) judge the frames: each
  * mark of the set ends a frame (a TA_FRAME_BEGIN/END set's frame is its
  * BEGIN to its END, the gaps between frames in none), and a frame over the
- * budget appends a window [start of frame i - K, end of frame i] to a
+ * budget appends a window [start of frame i - K, end of frame i) to a
  * queue the flusher reads (the gaps between those frames inside it), and
  * moves the horizon (the start of the oldest frame a later slow frame
  * could still keep).  The flusher, for
@@ -70,7 +70,8 @@ void ta_keep_start(void) TA_HIDDEN;
 enum ta_keep_kind { TA_KEEP_MARK, TA_KEEP_BEGIN, TA_KEEP_END };
 
 /* A mark of kind kind of the site named name: pre, the counter before
- * its event was recorded, post after (api.c, apizone.c).  The set judged
+ * its event was recorded and past every earlier record of the thread,
+ * post past the event and before every later record (api.c, apizone.c).  The set judged
  * is one name and one kind (the first marked, or set=NAME's first mark):
  * the other kind's marks of the same name are another set, as the views
  * take them.  Never blocks: a mark made while another is being judged (a

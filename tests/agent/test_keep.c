@@ -63,7 +63,7 @@ START_TEST(keep_windows_and_filter)
 	mark("frame", 500);
 	mark("frame", 600);
 	ta_keep_pass();
-	/* Window [200, 501]: before it, let go; in it, written with the
+	/* Window [200, 501): before it, let go; in it, written with the
 	 * entries of A and C open at its start; after it and after the
 	 * horizon (600's mark - K = 500), waiting. */
 	ck_assert_int_eq(ta_keep_filter(&k, a, 10, 0), 7);
@@ -81,7 +81,7 @@ START_TEST(keep_windows_and_filter)
 	/* Over the window: judged early, let go, counted. */
 	ck_assert_int_eq(ta_keep_filter(&k, early, 2, 2), 2);
 	ck_assert_uint_eq(k.out_len, 0);
-	/* Frame 6 slow: its window [600, 901] reaches back to them. */
+	/* Frame 6 slow: its window [600, 901) reaches back to them. */
 	mark("frame", 900);
 	ta_keep_pass();
 	ck_assert_int_eq(ta_keep_filter(&k, later, 3, 0), 2);
@@ -180,8 +180,8 @@ START_TEST(keep_gaps)
 	bound(TA_KEEP_BEGIN, "frame", 1200);
 	bound(TA_KEEP_END, "frame", 1250);
 	ta_keep_pass();
-	/* Windows [300, 801] (frames 2, 3 and the gap between them) and
-	 * [900, 1201] (frames 4, 5): G, in the gap between the windows, and
+	/* Windows [300, 801) (frames 2, 3 and the gap between them) and
+	 * [900, 1201) (frames 4, 5): G, in the gap between the windows, and
 	 * J are let go. */
 	ck_assert_int_eq(ta_keep_filter(&k, r + 5, 15, 1), 15);
 	expect(&k,
@@ -208,7 +208,7 @@ START_TEST(keep_gaps_before_0)
 	const struct ta_raw r[] = {EN(200, 0xa0), EX(210, 0xa0), EN(450, 0xb0), EX(460, 0xb0)};
 
 	start(0);
-	/* Frame 1: 300 (slow), alone in its window [100, 401]. */
+	/* Frame 1: 300 (slow), alone in its window [100, 401). */
 	bound(TA_KEEP_BEGIN, "load", 100);
 	bound(TA_KEEP_END, "load", 400);
 	ta_keep_pass();
@@ -226,6 +226,29 @@ START_TEST(keep_gaps_before_0)
 	ck_assert_uint_eq(c.frames_kept, 1);
 	ck_assert_uint_eq(c.nwin, 1);
 	ck_assert_uint_eq(c.let_go, 2);
+	ta_keepf_free(&k);
+}
+END_TEST
+
+/* A window is [pre of its first mark, post of its last): a record at the
+ * tick it starts is in it, one at the tick it ends is not, whatever the
+ * thread (a coarse counter ties them; the marking thread's own records
+ * are kept off both ticks by ta_frame_mark_). */
+START_TEST(keep_ties)
+{
+	struct ta_keepf k = {0};
+	const struct ta_raw r[] = {EN(150, 0xc0), EX(199, 0xc0), EN(200, 0xa0),
+				   EX(400, 0xa0), EN(401, 0xb0), EX(402, 0xb0)};
+
+	start(0);
+	/* Frames 1..3: 100, 200 (slow), 100: the window [200, 401). */
+	mark("frame", 100);
+	mark("frame", 200);
+	mark("frame", 400);
+	mark("frame", 500);
+	ta_keep_pass();
+	ck_assert_int_eq(ta_keep_filter(&k, r, 6, 0), 6);
+	expect(&k, (const struct ta_raw[]){EN(200, 0xa0), EX(400, 0xa0)}, 2);
 	ta_keepf_free(&k);
 }
 END_TEST
@@ -262,6 +285,7 @@ static Suite *keep_suite(void)
 	tcase_add_test(tc, keep_before_0_and_merge);
 	tcase_add_test(tc, keep_gaps);
 	tcase_add_test(tc, keep_gaps_before_0);
+	tcase_add_test(tc, keep_ties);
 	tcase_add_test(tc, keep_parse);
 	suite_add_tcase(s, tc);
 	return s;

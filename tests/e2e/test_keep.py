@@ -26,11 +26,6 @@ PER_FRAME = {"run_frame": 1, "step": 3, "worker_job": 1, "crunch": 2}
 
 class KeepTest(tahelp.Case):
 
-    def setUp(self):
-        super().setUp()
-        self.skip_if_emulated("keep mode writes calls outside its windows in the aarch64 run "
-                              "under qemu-user; the cause is not found yet (docs/limits.md)")
-
     def run_it(self, frames, spec, mode="preload", env=None):
         times = self.path("times-%d" % len(os.listdir(self.dir)))
         e = {"KEEPFRAMES_TIMES": times}
