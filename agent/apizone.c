@@ -191,22 +191,55 @@ dyn_add(const struct ta_site_ *s, const char *name, uint32_t len, uint32_t h)
 	return d ? &d->site : NULL;
 }
 
+/*
+ * The names last found at each address a program passed, by the address:
+ * a program names its zones from a few buffers or literals, and comparing
+ * the bytes with the name found there before costs less than hashing them.
+ * Each word is read and written alone (relaxed, d with acquire and
+ * release, as dyn_slots): a pair torn by two threads at once names a
+ * dyn_name all the same, and the bytes, compared every time, decide.
+ */
+#define DYN_BY_PTR 1024u /* a power of two */
+static struct {
+	const char *ptr;
+	struct dyn_name *d;
+} dyn_by_ptr[DYN_BY_PTR];
+
+/* Whether name's bytes are d's, NUL included (a name cut at
+ * TA_SITE_NAME_MAX never is: it is hashed). */
+static inline int dyn_same(const struct dyn_name *d, const char *name)
+{
+	for (uint32_t i = 0; i < d->len; i++)
+		if (d->name[i] != name[i])
+			return 0;
+	return name[d->len] == 0;
+}
+
 /* The agent's site of the run-time name at call site s (registered: its
  * gate is not &first any more), or NULL, counted lost. */
 static inline __attribute__((always_inline)) struct ta_site_ *dyn_site(const struct ta_site_ *s,
 								       const char *name)
 {
-	uint32_t len, h;
+	uint32_t len, h, at;
 	struct dyn_name *d;
 	struct ta_site_ *z;
 	int saved;
 
 	if (!name)
 		name = "(null)";
+	at = (uint32_t)(((uintptr_t)name >> 3 ^ (uintptr_t)name >> 13) & (DYN_BY_PTR - 1));
+	d = __atomic_load_n(&dyn_by_ptr[at].d, __ATOMIC_ACQUIRE);
+	if (d && __atomic_load_n(&dyn_by_ptr[at].ptr, __ATOMIC_RELAXED) == name &&
+	    dyn_same(d, name))
+		return &d->site;
 	h = name_hash(name, &len);
 	d = dyn_find(name, len, h);
-	if (TA_LIKELY(d != NULL))
+	if (TA_LIKELY(d != NULL)) {
+		/* Release: pairs with the acquire above (d's bytes). */
+		__atomic_store_n(&dyn_by_ptr[at].d, d, __ATOMIC_RELEASE);
+		__atomic_store_n(&dyn_by_ptr[at].ptr, name, __ATOMIC_RELAXED);
 		return &d->site;
+	}
 	saved = errno;
 	TA_GUARD_ENTER();
 	z = dyn_add(s, name, len, h);
