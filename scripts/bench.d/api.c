@@ -64,6 +64,8 @@ LOOP(loop_begin_end_dyn, TA_ZONE_BEGIN_DYN(dyn_names[i & 3]); TA_ZONE_END())
 LOOP(loop_frame_begin_end, TA_FRAME_BEGIN("step"); TA_FRAME_END("step"))
 LOOP(loop_alloc_free, TA_ALLOC_NAMED("pool", &blocks[i & 1023], 64);
      TA_FREE_NAMED("pool", &blocks[i & 1023]))
+LOOP(loop_alloc, TA_ALLOC_NAMED("pool", &blocks[i & 1023], 64))
+LOOP(loop_fiber_enter, TA_FIBER_ENTER(dyn_names[i & 3]))
 LOOP(loop_lock_name, TA_LOCK_NAME(&blocks[i & 7], "lock"))
 LOOP(loop_counter_config, TA_COUNTER_CONFIG("counter", TA_UNIT_BYTES))
 LOOP(loop_app_info, TA_APP_INFO("round %d", (int)i))
@@ -97,6 +99,8 @@ NOHOOK int main(int argc, char **argv)
 	    {"begin_end_dyn", loop_begin_end_dyn},
 	    {"frame_begin_end", loop_frame_begin_end},
 	    {"alloc_free", loop_alloc_free},
+	    {"alloc", loop_alloc},
+	    {"fiber_enter", loop_fiber_enter},
 	    {"lock_name", loop_lock_name},
 	    {"counter_config", loop_counter_config},
 	    {"app_info", loop_app_info},
