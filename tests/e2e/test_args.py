@@ -250,6 +250,25 @@ class ArgsTest(tahelp.Case):
                          [("10", "pick"), ("4", "  pick(0)"), ("3", "  pick(1)"),
                           ("3", "  pick(2)")])
 
+    def test_graph_args_recursion(self):
+        """A recursion collapsed into one line "down [x100]" (deep, an
+        instrumented build): every level's call counts on that line, each
+        with its own value."""
+        r = self.run_record([self.prog("deep"), "100"], options=["--args", "down@arg1"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = tadump.view_json(self, "graph", "--args", "--top=200", "--json", r.dump)
+        nodes, todo = [], list(g["tree"])
+        while todo:
+            n = todo.pop()
+            nodes.append(n)
+            todo += n["children"]
+        [down] = [n for n in nodes if n["name"].startswith("down")]
+        self.assertEqual((down["name"], down["calls"], down["args_values"]),
+                         ("down [x100]", 100, 100))
+        self.assertEqual(sorted((int(v["args"]), v["calls"]) for v in down["args"]),
+                         [(k, 1) for k in range(1, 101)])
+        self.assertEqual(max(v["total_ns"] for v in down["args"]), down["total_ns"])
+
     def test_graph_args_none(self):
         """graph --args on a dump without arguments prints what graph
         prints; --top needs --args."""
