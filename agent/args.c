@@ -28,6 +28,7 @@
 #include "argregs.h"
 #include "base.h"
 #include "fnsel.h"
+#include "settings.h"
 
 uint32_t ta_args_strmax = 64;
 
@@ -194,7 +195,7 @@ static void parse_retval_entry(char *tok)
 
 static void parse_setting(const char *name, void (*one)(char *))
 {
-	const char *v = secure_getenv(name);
+	const char *v = ta_settings_value(name);
 	char *copy, *save = NULL, *tok;
 
 	if (!v || !*v)
@@ -208,7 +209,8 @@ static void parse_setting(const char *name, void (*one)(char *))
 	free(copy);
 }
 
-/* Once, at the patcher's start (one thread). */
+/* Once, at the patcher's start (one thread), and again at each attach
+ * (ta_args_reload).  The settings: the environment's, or the attach's. */
 static void parse(void)
 {
 	const char *s;
@@ -218,7 +220,7 @@ static void parse(void)
 	parsed = 1;
 	if (getauxval(AT_SECURE))
 		return;
-	s = secure_getenv("TRACEAGENT_ARGS_STRLEN");
+	s = ta_settings_value("TRACEAGENT_ARGS_STRLEN");
 	if (s && *s) {
 		char *end;
 		unsigned long n = strtoul(s, &end, 10);
@@ -233,10 +235,20 @@ static void parse(void)
 	/* RETVAL's entries may name functions ARGS gives arguments: a
 	 * function's return value comes from the first entry asking one. */
 	parse_setting("TRACEAGENT_RETVAL", parse_retval_entry);
-	s = secure_getenv("TRACEAGENT_AUTO_ARGS");
+	s = ta_settings_value("TRACEAGENT_AUTO_ARGS");
 	if (s && *s && !nentries)
 		ta_warn("TRACEAGENT_AUTO_ARGS is read by `traceagent record --auto-args` (it reads "
 			"the program's DWARF); the agent alone records no argument");
+}
+
+void ta_args_reload(void)
+{
+	for (size_t i = 0; i < nentries; i++)
+		ta_patterns_free(&entries[i].pat);
+	nentries = 0;
+	ta_args_strmax = 64;
+	parsed = 0;
+	parse();
 }
 
 int ta_args_wanted(void)

@@ -38,6 +38,12 @@ extern uint32_t ta_args_strmax TA_HIDDEN;
 /* Adds the patterns of TRACEAGENT_ARGS and TRACEAGENT_RETVAL to ps (the
  * functions the patcher patches); returns how many were added. */
 size_t ta_args_add_patterns(struct ta_patterns *ps) TA_HIDDEN;
+/* Parses the settings again: those of the attach that is starting
+ * (ta_settings_attach), which replace what was asked before.  Only where
+ * no patching runs meanwhile: an injected agent patches in the attach's
+ * plans alone (ta_attach_patch_prepare), after its start.  The specs of
+ * the functions patched before are copies, and stay. */
+void ta_args_reload(void) TA_HIDDEN;
 /* Whether any argument or return value is asked. */
 int ta_args_wanted(void) TA_HIDDEN;
 

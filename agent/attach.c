@@ -29,6 +29,7 @@
 
 #include "agent.h"
 #include "api.h"
+#include "args.h"
 #include "attach.h"
 #include "clock.h"
 #include "ctl.h"
@@ -331,6 +332,10 @@ TA_PUBLIC int ta_attach_start(const char *settings)
 		config[n] = 0;
 		ta_settings_attach = config;
 	}
+	/* This window's --args and --retval (its plans patch the functions
+	 * they name; an injected agent has no other patching). */
+	if (settings)
+		ta_args_reload();
 	if (__atomic_load_n(&ta_state, __ATOMIC_ACQUIRE) == TA_S_DETACHED) {
 		/* A window before this one ended: a new dump, the same
 		 * agent. */

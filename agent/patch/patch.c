@@ -426,9 +426,13 @@ static void patch_module(const struct ta_module *m)
 		j->spec = ta_args_find(c[i].addr, c[i].name);
 		/* An instrumented function's events come from the patch
 		 * instead of its hooks, with its arguments: its hook calls
-		 * become no-ops so that it is counted once (hookpatch.h). */
+		 * become no-ops so that it is counted once (hookpatch.h).
+		 * Not at attach: the no-ops would be written with the threads
+		 * running, before the entry is, and a call running then
+		 * would lose its exit hook; the function reads its return
+		 * address for the hooks, and the analysis refuses it. */
 		ta_patch_hooks_nopped = 0;
-		if (j->spec) {
+		if (j->spec && !ta_patch_attach_mode) {
 			int hp = ta_hookpatch_nop(c[i].addr, c[i].addr + c[i].size);
 
 			if (hp < 0 && hp != -ENOENT && hp != -ENOSYS) {

@@ -100,12 +100,63 @@ static int has_inclusion(const char *list)
 	return 0;
 }
 
+/* Appends the function pattern of each entry of spec (';' between them)
+ * to out at *at: what comes before the last '@' (--args), or before the
+ * first '/' (--retval), as agent/args.c reads them.  -1 when out is
+ * full. */
+static int arg_patterns(const char *spec, int args, char *out, size_t size, size_t *at)
+{
+	while (spec && *spec) {
+		const char *end = strchr(spec, ';');
+		size_t len = end ? (size_t)(end - spec) : strlen(spec), n = len;
+
+		if (args) {
+			while (n && spec[n - 1] != '@')
+				n--;
+			n = n ? n - 1 : 0;
+		} else {
+			const char *slash = memchr(spec, '/', len);
+
+			if (slash)
+				n = (size_t)(slash - spec);
+		}
+		if (n) {
+			if (*at + n + 2 > size)
+				return -1;
+			if (*at)
+				out[(*at)++] = ',';
+			memcpy(out + *at, spec, n);
+			*at += n;
+			out[*at] = 0;
+		}
+		spec += len + (end != NULL);
+	}
+	return 0;
+}
+
+/* --patch's patterns and those of the functions --args and --retval name,
+ * in out; -1 when they do not fit. */
+static int with_arg_patterns(const char *patch, const char *args, const char *retval, char *out,
+			     size_t size)
+{
+	size_t at = patch ? strlen(patch) : 0;
+
+	if (at + 1 > size)
+		return -1;
+	memcpy(out, patch ? patch : "", at + 1);
+	if (arg_patterns(args, 1, out, size, &at) < 0 ||
+	    arg_patterns(retval, 0, out, size, &at) < 0)
+		return -1;
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: traceagent attach PID [-o FILE|tcp://HOST:PORT] "
 		   "[--duration TIME] [--patch PATTERNS] [--channels LIST] [--mode MODE]\n"
 		   "       [--filter PATTERNS] [--exclude PATTERNS] [--depth N] "
 		   "[--min-duration TIME] [--libcalls LIST]\n"
+		   "       [--args SPECS] [--retval PATTERNS]\n"
 		   "Traces the running process PID until Ctrl-C or TIME (10, 10s, 500ms, "
 		   "2m),\nthen leaves it as it was.\n"
 		   "\n"
@@ -129,6 +180,12 @@ static void usage(FILE *f)
 		   "TRACEAGENT_MIN_DURATION\n"
 		   "  --libcalls LIST     library calls recorded as zones, "
 		   "TRACEAGENT_LIBCALLS\n"
+		   "  --args SPECS        these functions' arguments, "
+		   "'PATTERN@arg1,arg2/s;...'\n"
+		   "                      (patched as --patch), TRACEAGENT_ARGS\n"
+		   "  --retval PATTERNS   these functions' return values, "
+		   "'PATTERN[/FORMAT];...',\n"
+		   "                      TRACEAGENT_RETVAL\n"
 		   "\n"
 		   "TRACEAGENT_ATTACH_TIMEOUT: seconds each call into the process may take\n"
 		   "(default 10).  Exit status 0 when the window was recorded, 1 when the\n"
@@ -146,6 +203,8 @@ enum {
 	O_DEPTH,
 	O_MIN_DURATION,
 	O_LIBCALLS,
+	O_ARGS,
+	O_RETVAL,
 	O_DURATION
 };
 
@@ -163,6 +222,9 @@ static const struct ta_opt attach_opts[] = {
     /* Library calls (the agent points the program's GOT entries at its
      * interposers: agent/attach.c). */
     {"--libcalls", TA_ARG_EITHER, O_LIBCALLS},
+    /* Arguments: the functions they name are patched (agent/args.c). */
+    {"--args", TA_ARG_EITHER, O_ARGS},
+    {"--retval", TA_ARG_EITHER, O_RETVAL},
     {"--duration", TA_ARG_EITHER, O_DURATION},
     {NULL, TA_ARG_NONE, 0},
 };
@@ -171,7 +233,7 @@ int ta_cmd_attach(int argc, char **argv)
 {
 	const char *out = NULL, *patch = NULL, *channels = NULL, *mode = NULL;
 	const char *filter = NULL, *exclude = NULL, *depth = NULL, *min_duration = NULL;
-	const char *libcalls = NULL;
+	const char *libcalls = NULL, *args = NULL, *retval = NULL;
 	char agent[PATH_MAX], val[256], exe[64], ans[512], settings[4096] = "", cwd[PATH_MAX];
 	double duration = 0;
 	long pid = 0;
@@ -185,8 +247,8 @@ int ta_cmd_attach(int argc, char **argv)
 
 	{
 		/* By id - O_OUTPUT: the values the agent checks. */
-		const char **value[] = {&out,	  &patch, &channels,	 &mode,	   &filter,
-					&exclude, &depth, &min_duration, &libcalls};
+		const char **value[] = {&out,	&patch,	       &channels, &mode, &filter, &exclude,
+					&depth, &min_duration, &libcalls, &args, &retval};
 		struct ta_opts p;
 		int id;
 
@@ -223,6 +285,25 @@ int ta_cmd_attach(int argc, char **argv)
 	if (mode && strcmp(mode, "lossless") && strcmp(mode, "drop") && strcmp(mode, "flight")) {
 		fprintf(stderr, "traceagent: attach: --mode is lossless, drop or flight\n");
 		return 2;
+	}
+	if (args || retval) {
+		/* The functions whose arguments are asked are patched, as at a
+		 * program's start: their patterns join --patch's. */
+		static char all[8192];
+
+		/* The agent reads a setting of an attach into 512 bytes
+		 * (agent/settings.c's setting_env). */
+		if ((args && strlen(args) > 511) || (retval && strlen(retval) > 511)) {
+			fprintf(stderr, "traceagent: attach: --%s is longer than 511 bytes\n",
+				args && strlen(args) > 511 ? "args" : "retval");
+			return 2;
+		}
+		if (with_arg_patterns(patch, args, retval, all, sizeof(all)) < 0) {
+			fprintf(stderr, "traceagent: attach: --patch, --args and --retval name "
+					"too many functions\n");
+			return 2;
+		}
+		patch = all[0] ? all : NULL;
 	}
 	if (ta_att_status_field(pid, "Uid", val, sizeof(val)) < 0)
 		return ta_att_fail("no process %ld", pid);
@@ -322,6 +403,8 @@ int ta_cmd_attach(int argc, char **argv)
 	add_setting(settings, sizeof(settings), "TRACEAGENT_DEPTH", depth);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_MIN_DURATION", min_duration);
 	add_setting(settings, sizeof(settings), "TRACEAGENT_LIBCALLS", libcalls);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_ARGS", args);
+	add_setting(settings, sizeof(settings), "TRACEAGENT_RETVAL", retval);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -337,7 +420,7 @@ int ta_cmd_attach(int argc, char **argv)
 		if (strcmp(ans, "ok"))
 			return ta_att_fail("process %ld: %s", pid,
 					   !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
-		if (out || mode || patch || libcalls)
+		if (out || mode || patch || libcalls || args || retval)
 			fprintf(stderr,
 				"traceagent: attach: process %ld runs the agent already: "
 				"it records into its own output with its own settings\n",

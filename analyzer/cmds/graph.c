@@ -7,6 +7,10 @@
  * function it matches, the paths that lead to it from the roots and the
  * tree of what it calls, merged over all the places it is called from.
  * The tree itself comes from calltree.c, built in one streaming pass.
+ *
+ * With --args, the same pass gathers the calls whose arguments were
+ * recorded (argsgroup.c, as report --args does), each with its call path;
+ * once the tree is named, each path's node lists its most frequent values.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argsgroup.h"
 #include "cmdopts.h"
 #include "commands.h"
 #include "srcline.h"
@@ -27,7 +32,21 @@ struct graph {
 	struct ta_calltree *ct;
 	struct ta_srclines *sl;
 	struct ta_spaces indent;
+	/* --args: the values shown per node (--top), the gathering, the
+	 * calls' paths by thread and address, the calls keyed by the tree's
+	 * nodes, and their groups. */
+	int args;
+	uint64_t top;
+	struct ta_argrec rec;
+	struct ta_ctree paths;
+	struct ta_argcall *ac;
+	size_t nac;
+	struct ta_argkey *ak;
+	size_t nak;
 };
+
+/* A call's path that the tree does not have. */
+#define NO_NODE UINT32_MAX
 
 /* One printing of a tree: the graph, the tree it walks, the indentation
  * of its JSON. */
@@ -42,6 +61,11 @@ struct print {
 	uint64_t key;	 /* finding: the function */
 	uint32_t *found; /* its outermost nodes */
 	uint32_t nfound, found_cap;
+	const struct ta_argcall *ac; /* --args: the calls, and their values by node of t */
+	struct ta_argkey *ak;
+	size_t nak;
+	uint32_t *to_sub;	   /* merging: the merged node of each node */
+	struct ta_argcall *merged; /* merging: the calls keyed by the merged nodes */
 };
 
 static void usage(FILE *f)
@@ -59,6 +83,9 @@ static void usage(FILE *f)
 		   "  --tid=TID[,TID...]  only these threads\n"
 		   "  --depth=N           show N levels\n"
 		   "  --srcline           the source file:line of each function\n"
+		   "  --args              under each call path, its calls' most frequent\n"
+		   "                      recorded argument values\n"
+		   "  --top=N             with --args, N values a path (default 5)\n"
 		   "  --json              one JSON object\n"
 		   "  --section=NAME      only the time inside the program's section NAME\n"
 		   "  -j N, --jobs=N      N threads read the dump (default: one per CPU\n"
@@ -128,6 +155,37 @@ static void text_row(struct graph *g, const struct ta_ctnode *n, uint32_t depth,
 	putchar('\n');
 }
 
+/* The values of node n's calls (--args), one line each under it: calls,
+ * total, and the call as replay shows it; the rest summed in one line. */
+static void text_values(struct print *p, uint32_t n, uint32_t depth)
+{
+	const struct ta_argkey *k = ta_argkeys_find(p->ak, p->nak, n);
+	const struct ta_argcall *c = p->ac;
+	uint64_t rest = 0;
+	size_t rest_calls = 0;
+	char t[32];
+
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->ng; i++) {
+		const struct ta_argvalue *v = &k->g[i];
+		const struct ta_argcall *first = &c[v->first];
+
+		if (i >= p->g->top) {
+			rest += v->total;
+			rest_calls += v->calls;
+			continue;
+		}
+		printf("%10zu %12s %12s  %s%s(%s)\n", v->calls, ta_fmt_time(t, sizeof(t), v->total),
+		       "", indent(p->g, depth),
+		       first->fn >= 0 ? p->g->ct->fns.fn[first->fn].id.name : "?", first->text);
+	}
+	if (rest_calls)
+		printf("%10zu %12s %12s  %s(%zu more value%s)\n", rest_calls,
+		       ta_fmt_time(t, sizeof(t), rest), "", indent(p->g, depth),
+		       k->ng - (size_t)p->g->top, k->ng - p->g->top == 1 ? "" : "s");
+}
+
 static int text_open(void *ctx, uint32_t n, uint32_t depth)
 {
 	struct print *p = ctx;
@@ -139,6 +197,8 @@ static int text_open(void *ctx, uint32_t n, uint32_t depth)
 	if (!shown(p->g, depth))
 		return 0;
 	text_row(p->g, node, depth - 1, ta_calltree_label(p->g->ct, node->key, buf, sizeof(buf)));
+	if (p->g->args)
+		text_values(p, n, depth);
 	return 1;
 }
 
@@ -172,6 +232,25 @@ static void json_sums(const struct ta_ctnode *n)
 	       n->calls, n->total, n->self, n->open, n->partial);
 }
 
+/* --args: "args", node n's most frequent values, and "args_values", how
+ * many values its calls had. */
+static void json_values(const struct print *p, uint32_t n)
+{
+	const struct ta_argkey *k = ta_argkeys_find(p->ak, p->nak, n);
+
+	if (!k)
+		return;
+	printf(", \"args_values\": %zu, \"args\": [", k->ng);
+	for (size_t i = 0; i < k->ng && i < p->g->top; i++) {
+		const struct ta_argvalue *v = &k->g[i];
+
+		printf("%s{\"args\": ", i ? ", " : "");
+		ta_json_str(stdout, p->ac[v->first].text);
+		printf(", \"calls\": %zu, \"total_ns\": %" PRIu64 "}", v->calls, v->total);
+	}
+	putchar(']');
+}
+
 static int json_open(void *ctx, uint32_t n, uint32_t depth)
 {
 	struct print *p = ctx;
@@ -194,6 +273,8 @@ static int json_open(void *ctx, uint32_t n, uint32_t depth)
 		printf(", ");
 	}
 	json_sums(node);
+	if (p->g->args)
+		json_values(p, n);
 	printf(", \"children\": [");
 	return 1;
 }
@@ -224,7 +305,8 @@ static void json_head(struct graph *g)
 
 static void whole(struct graph *g)
 {
-	struct print p = {.g = g, .t = &g->ct->tree, .json_base = 1};
+	struct print p = {
+	    .g = g, .t = &g->ct->tree, .json_base = 1, .ac = g->ac, .ak = g->ak, .nak = g->nak};
 
 	if (g->json) {
 		json_head(g);
@@ -301,6 +383,8 @@ static int merge_open(void *ctx, uint32_t n, uint32_t depth)
 	}
 	add_sums(&p->into->n[m], &p->t->n[n]);
 	p->map[depth] = m;
+	if (p->to_sub)
+		p->to_sub[n] = m;
 	return 1;
 }
 
@@ -345,6 +429,25 @@ static void print_path(struct graph *g, uint32_t n)
 	free(up);
 }
 
+/* --args: the calls under the nodes merged into p->into, keyed by the
+ * merged nodes, and their values (p->ac, p->ak); -1 without memory. */
+static int merged_values(struct graph *g, struct print *p)
+{
+	struct ta_argcall *c = malloc((g->nac ? g->nac : 1) * sizeof(*c));
+	size_t n = 0;
+
+	if (!c)
+		return -1;
+	for (size_t i = 0; i < g->nac; i++)
+		if (g->ac[i].key != NO_NODE && p->to_sub[g->ac[i].key]) {
+			c[n] = g->ac[i];
+			c[n++].key = p->to_sub[g->ac[i].key];
+		}
+	/* The texts stay g's. */
+	p->ac = p->merged = c;
+	return ta_argcalls_group(c, n, TA_ARGS_BY_CALLS, NULL, NULL, &p->ak, &p->nak);
+}
+
 /* What one matching function shows; -1 without memory. */
 static int one_function(struct graph *g, uint64_t key, int first)
 {
@@ -372,6 +475,8 @@ static int one_function(struct graph *g, uint64_t key, int first)
 	qsort_r(p.found, p.nfound, sizeof(*p.found), found_cmp, (void *)(uintptr_t)t);
 
 	p.into = &sub;
+	if (g->args && !(p.to_sub = calloc(t->len, sizeof(*p.to_sub))))
+		goto out;
 	p.nmap = 64;
 	p.map = malloc(p.nmap * sizeof(*p.map));
 	if (!p.map || !(p.map[0] = ta_ctree_child(&sub, 0, key)))
@@ -381,6 +486,8 @@ static int one_function(struct graph *g, uint64_t key, int first)
 		ta_ctree_walk(t, p.found[i], merge_open, NULL, &p);
 	}
 	if (p.fail || ta_ctree_sort(&sub, ta_calltree_cmp, g->ct) < 0)
+		goto out;
+	if (g->args && merged_values(g, &p) < 0)
 		goto out;
 
 	if (g->json) {
@@ -430,6 +537,9 @@ static int one_function(struct graph *g, uint64_t key, int first)
 out:
 	free(p.found);
 	free(p.map);
+	free(p.to_sub);
+	ta_argkeys_free(p.ak, p.nak);
+	free(p.merged);
 	ta_ctree_free(&sub);
 	return rc;
 }
@@ -490,7 +600,126 @@ static int by_function(struct graph *g)
 	return rc;
 }
 
+/* ---- --args ---------------------------------------------------------------------------- */
+
+/* Where a call is counted: its path under its thread, by
+ * address, as calltree_rec.c records it; 0 for a thread left out. */
+static uint64_t args_where(void *ctx, const struct ta_sess_thread *t, const struct ta_exit_info *x)
+{
+	struct graph *g = ctx;
+	uint32_t n;
+
+	if (!ta_tidset_has(&g->o.tids, t->tid))
+		return 0;
+	n = ta_ctree_child(&g->paths, 0, TA_CT_THREAD | t->index);
+	for (uint32_t k = 0; n && k < x->depth && k < t->depth; k++)
+		n = ta_ctree_child(&g->paths, n, t->stack[k].addr);
+	return n ? ta_ctree_child(&g->paths, n, x->addr) : 0;
+}
+
+/*
+ * The node of the named tree under node at for function fn: its child of
+ * that function; at itself when at is a collapsed recursion of fn (the
+ * deeper calls are in its line) or the cut's node; else the child that is
+ * a collapsed recursion of fn, or the cut.  NO_NODE when there is none.
+ */
+static uint32_t args_step(const struct ta_calltree *ct, uint32_t at, int64_t fn)
+{
+	const struct ta_ctree *t = &ct->tree;
+	uint32_t loose = NO_NODE;
+
+	if (fn < 0)
+		return NO_NODE;
+	if (at && !(t->n[at].key & TA_CT_THREAD)) {
+		const struct ta_ct_entry *e = &ct->fns.fn[t->n[at].key];
+
+		if ((e->repeat && e->base == fn) || e->base == UINT32_MAX)
+			return at;
+	}
+	for (uint32_t c = t->n[at].child; c; c = t->n[c].next) {
+		const struct ta_ct_entry *e;
+
+		if (t->n[c].key & TA_CT_THREAD)
+			continue;
+		if (t->n[c].key == (uint64_t)fn)
+			return c;
+		e = &ct->fns.fn[t->n[c].key];
+		if ((e->repeat && e->base == fn) || e->base == UINT32_MAX)
+			loose = c;
+	}
+	return loose;
+}
+
+/* The named tree's node of each call path gathered (parents come before
+ * their children in paths). */
+static uint32_t *args_map(struct graph *g, const struct ta_session *s)
+{
+	const struct ta_ctree *t = &g->paths;
+	uint32_t *map = malloc((size_t)t->len * sizeof(*map));
+	uint32_t *thr = malloc((size_t)t->len * sizeof(*thr));
+
+	if (!map || !thr) {
+		free(map);
+		free(thr);
+		return NULL;
+	}
+	map[0] = NO_NODE;
+	for (uint32_t i = 1; i < t->len; i++) {
+		const struct ta_ctnode *n = &t->n[i];
+
+		if (!n->parent) {
+			thr[i] = (uint32_t)(n->key & ~TA_CT_THREAD);
+			/* Merged, the threads' paths are the root's. */
+			map[i] = 0;
+			if (g->threads) {
+				map[i] = NO_NODE;
+				for (uint32_t c = g->ct->tree.n[0].child; c;
+				     c = g->ct->tree.n[c].next)
+					if (g->ct->tree.n[c].key == n->key)
+						map[i] = c;
+			}
+			continue;
+		}
+		thr[i] = thr[n->parent];
+		map[i] =
+		    map[n->parent] == NO_NODE
+			? NO_NODE
+			: args_step(g->ct, map[n->parent],
+				    ta_fn_index_id(&g->ct->fns, s->threads[thr[i]]->pid, n->key));
+	}
+	free(thr);
+	return map;
+}
+
+static int args_kept(void *ctx, uint64_t key)
+{
+	(void)ctx;
+	return key != NO_NODE;
+}
+
+/* The calls gathered, keyed by the nodes of the named tree, and grouped
+ * (g->ac, g->ak).  0, or -1 without memory. */
+static int args_group(struct graph *g)
+{
+	uint32_t *map;
+	int rc = -1;
+
+	if (g->rec.nomem || g->paths.nomem || !(map = args_map(g, g->tv.v.s)))
+		return -1;
+	if (!(g->ac = ta_argrec_calls(&g->rec, &g->tv.v, &g->ct->fns)))
+		goto out;
+	g->nac = g->rec.n;
+	for (size_t i = 0; i < g->nac; i++)
+		g->ac[i].key = map[g->ac[i].key];
+	rc = ta_argcalls_group(g->ac, g->nac, TA_ARGS_BY_CALLS, args_kept, NULL, &g->ak, &g->nak);
+out:
+	free(map);
+	return rc;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
+
+enum { O_ARGS = TA_OPT_OWN };
 
 static const struct ta_opt graph_opts[] = {
     {"--section", TA_ARG_EITHER, TA_OPT_SECTION},
@@ -498,6 +727,8 @@ static const struct ta_opt graph_opts[] = {
     {"--tid", TA_ARG_EQ, TA_OPT_TID},	  /* ta_tlopts_take */
     {"--depth", TA_ARG_EQ, TA_OPT_DEPTH}, /* ta_tlopts_take */
     {"--srcline", TA_ARG_NONE, TA_OPT_SRCLINE},
+    {"--args", TA_ARG_NONE, O_ARGS},
+    {"--top", TA_ARG_EQ, TA_OPT_TOP},
     {"--json", TA_ARG_NONE, TA_OPT_JSON},
     {"--demangle", TA_ARG_EITHER, TA_OPT_DEMANGLE},
     {"--symfs", TA_ARG_EITHER, TA_OPT_SYMFS},
@@ -513,13 +744,17 @@ static int parse_args(int argc, char **argv, struct graph *g)
 	const struct ta_opts_into into = {.demangle = &demangle,
 					  .json = &g->json,
 					  .threads = &g->threads,
-					  .srcline = &g->srcline};
+					  .srcline = &g->srcline,
+					  .top = &g->top};
 
 	ta_opts_init(&p, "graph", graph_opts, usage, argc, argv);
 	while ((id = ta_opts_next_into(&p, &into)) != TA_OPT_END) {
 		switch (id) {
 		case TA_OPT_EXIT:
 			return p.status;
+		case O_ARGS:
+			g->args = 1;
+			break;
 		case TA_OPT_ARG:
 			if (!g->path) {
 				g->path = p.val;
@@ -539,7 +774,15 @@ static int parse_args(int argc, char **argv, struct graph *g)
 		}
 	}
 	ta_view_set_demangle(demangle, g->json);
-	return ta_opts_need_dump(&p, g->path) ? 2 : -1;
+	if (ta_opts_need_dump(&p, g->path))
+		return 2;
+	if (g->top && !g->args) {
+		fprintf(stderr, "traceagent graph: --top is the values shown with --args\n");
+		return 2;
+	}
+	if (!g->top)
+		g->top = 5;
+	return -1;
 }
 
 int ta_cmd_graph(int argc, char **argv)
@@ -551,7 +794,22 @@ int ta_cmd_graph(int argc, char **argv)
 	status = parse_args(argc, argv, &g);
 	if (status >= 0)
 		goto out;
-	if (ta_treeview_open(&g.tv, g.path, &g.o.tids, g.threads) < 0) {
+	if (g.args) {
+		struct ta_visitor vis;
+
+		g.rec.where = args_where;
+		g.rec.where_ctx = &g;
+		ta_argrec_visitor(&g.rec, &vis);
+		if (ta_ctree_init(&g.paths) < 0) {
+			fprintf(stderr, "traceagent: out of memory\n");
+			status = 1;
+			goto out;
+		}
+		if (ta_treeview_open_also(&g.tv, g.path, &g.o.tids, g.threads, &vis) < 0) {
+			status = g.tv.v.status;
+			goto out;
+		}
+	} else if (ta_treeview_open(&g.tv, g.path, &g.o.tids, g.threads) < 0) {
 		status = g.tv.v.status;
 		goto out;
 	}
@@ -560,6 +818,11 @@ int ta_cmd_graph(int argc, char **argv)
 	if (g.srcline) {
 		g.sl = ta_srclines_new();
 		ta_fn_index_srclines(&g.ct->fns, g.sl);
+	}
+	if (g.args && args_group(&g) < 0) {
+		fprintf(stderr, "traceagent: %s: out of memory\n", g.path);
+		status = 1;
+		goto out;
 	}
 	if (g.function) {
 		if (by_function(&g) < 0) {
@@ -578,5 +841,9 @@ out:
 	ta_srclines_free(g.sl);
 	ta_tlopts_free(&g.o);
 	ta_spaces_free(&g.indent);
+	ta_argkeys_free(g.ak, g.nak);
+	ta_argcalls_free(g.ac, g.nac);
+	ta_ctree_free(&g.paths);
+	ta_argrec_free(&g.rec);
 	return status;
 }

@@ -944,10 +944,67 @@ void ta_tidset_warn(const struct ta_tidset *ts, const struct ta_view *v)
 	}
 }
 
+/* The path recorder and another visitor in one walk. */
+struct both {
+	struct ta_visitor rec, also;
+};
+
+static uintptr_t both_enter(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint32_t depth,
+			    uint64_t addr, unsigned flags)
+{
+	struct both *b = ctx;
+
+	if (b->also.enter)
+		b->also.enter(b->also.ctx, t, ticks, depth, addr, flags);
+	return b->rec.enter(b->rec.ctx, t, ticks, depth, addr, flags);
+}
+
+static void both_exit(void *ctx, struct ta_sess_thread *t, const struct ta_exit_info *x)
+{
+	struct both *b = ctx;
+
+	b->rec.exit(b->rec.ctx, t, x);
+	if (b->also.exit)
+		b->also.exit(b->also.ctx, t, x);
+}
+
+static void both_lost(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t count)
+{
+	struct both *b = ctx;
+
+	if (b->also.lost)
+		b->also.lost(b->also.ctx, t, ticks, count);
+}
+
+static void both_ext(void *ctx, struct ta_sess_thread *t, uint64_t ticks, uint64_t kind,
+		     const uint64_t *values, uint32_t n)
+{
+	struct both *b = ctx;
+
+	if (b->also.ext)
+		b->also.ext(b->also.ctx, t, ticks, kind, values, n);
+}
+
+static void both_partial(void *ctx, struct ta_sess_thread *t, uint64_t addr)
+{
+	struct both *b = ctx;
+
+	b->rec.partial(b->rec.ctx, t, addr);
+	if (b->also.partial)
+		b->also.partial(b->also.ctx, t, addr);
+}
+
 int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_tidset *tids,
 		     int split)
 {
+	return ta_treeview_open_also(tv, path, tids, split, NULL);
+}
+
+int ta_treeview_open_also(struct ta_treeview *tv, const char *path, const struct ta_tidset *tids,
+			  int split, const struct ta_visitor *also)
+{
 	struct ta_visitor vis;
+	struct both b;
 
 	memset(tv, 0, sizeof(*tv));
 	if (ta_pathrec_init(&tv->rec, tids) < 0) {
@@ -956,6 +1013,19 @@ int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_t
 		return -1;
 	}
 	ta_pathrec_visitor(&tv->rec, &vis);
+	if (also) {
+		/* Every chunk walked: the recorder's parts (-j) would take
+		 * chunks past the other visitor. */
+		b.rec = vis;
+		b.also = *also;
+		memset(&vis, 0, sizeof(vis));
+		vis.ctx = &b;
+		vis.enter = both_enter;
+		vis.exit = both_exit;
+		vis.lost = both_lost;
+		vis.ext = both_ext;
+		vis.partial = both_partial;
+	}
 	if (ta_view_open(&tv->v, path, &vis) < 0)
 		return -1;
 	if (tv->rec.nomem || tv->rec.tree.nomem ||

@@ -232,6 +232,11 @@ struct ta_treeview {
  */
 int ta_treeview_open(struct ta_treeview *tv, const char *path, const struct ta_tidset *tids,
 		     int split);
+/* The same, the walk visiting also too (its enter's return value is not
+ * kept: the frames' user values are the recorder's).  Every chunk is then
+ * walked, whatever -j says. */
+int ta_treeview_open_also(struct ta_treeview *tv, const char *path, const struct ta_tidset *tids,
+			  int split, const struct ta_visitor *also);
 void ta_treeview_close(struct ta_treeview *tv);
 
 /* ---- shared by calltree.c and calltree_rec.c ---- */

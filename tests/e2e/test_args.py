@@ -194,6 +194,94 @@ class ArgsTest(tahelp.Case):
                          ["1 paint(42)", "1 paint(GREEN)", "3 pick(1)", "3 pick(2)",
                           "4 pick(0)"])
 
+    GRAPH_ARGS = "main@arg1/d32;add@arg1/d32,arg2/d32;pick@arg1/d32;paint@arg1/e32"
+
+    def test_graph_args(self):
+        """graph --args: under each call path its calls' values, the most
+        calls first (then by text), with their calls exact and their totals
+        report --args's (each function has one path); --top cuts the list
+        into one line of the rest."""
+        r = self.run_ok("argsdemo", ["--args", self.GRAPH_ARGS], patched=4)
+        g = tadump.view_json(self, "graph", "--args", "--json", r.dump)
+        [main] = g["tree"]
+        self.assertEqual((main["name"], main["args_values"], main["args"]),
+                         ("main", 1, [{"args": "1", "calls": 1, "total_ns": main["total_ns"]}]))
+        kids = {k["name"]: k for k in main["children"]}
+        self.assertEqual(sorted(kids), ["add", "paint", "pick"])
+        want = {"pick": [("0", 4), ("1", 3), ("2", 3)],
+                "add": [("-7, 1", 1), ("2, 3", 1)],
+                "paint": [("42", 1), ("GREEN", 1)]}
+        rep = tadump.view_json(self, "report", "--args", "--json", r.dump)
+        totals = {(f["name"], v["args"]): (v["calls"], v["total_ns"])
+                  for f in rep["functions"] for v in f["values"]}
+        for name, values in want.items():
+            k = kids[name]
+            self.assertEqual([(v["args"], v["calls"]) for v in k["args"]], values)
+            self.assertEqual(k["args_values"], len(values))
+            self.assertEqual([(v["calls"], v["total_ns"]) for v in k["args"]],
+                             [totals[(name, a)] for a, _ in values])
+        # The text: each value under its path, one level deeper, with no
+        # self time; the rest of the values in one line.
+        p = tadump.view(self, "graph", "--args", "--top=2", r.dump)
+        self.assertEqual(p.stderr, "")
+        lines = p.stdout.splitlines()
+        self.assertEqual(lines[1].split(), ["calls", "total", "self", "function"])
+        blocks = {}
+        for l in lines[2:]:
+            row = (l[:10].strip(), l[38:])
+            if l[24:36].strip():
+                blocks[l[38:].strip()] = block = [row]
+            else:
+                block.append(row)
+        self.assertEqual(blocks, {
+            "main": [("1", "main"), ("1", "  main(1)")],
+            "pick": [("10", "  pick"), ("4", "    pick(0)"), ("3", "    pick(1)"),
+                     ("3", "    (1 more value)")],
+            "add": [("2", "  add"), ("1", "    add(-7, 1)"), ("1", "    add(2, 3)")],
+            "paint": [("2", "  paint"), ("1", "    paint(42)"), ("1", "    paint(GREEN)")]})
+        g = tadump.view_json(self, "graph", "--args", "--top=2", "--json", r.dump)
+        pick = [k for k in g["tree"][0]["children"] if k["name"] == "pick"][0]
+        self.assertEqual((pick["args_values"], [v["args"] for v in pick["args"]]),
+                         (3, ["0", "1"]))
+        # With FUNCTION: the values of its calls, under it.
+        p = tadump.view(self, "graph", "--args", r.dump, "pick")
+        self.assertEqual([(l[:10].strip(), l[38:]) for l in
+                          p.stdout.split("calls under it:\n")[1].splitlines()[1:]],
+                         [("10", "pick"), ("4", "  pick(0)"), ("3", "  pick(1)"),
+                          ("3", "  pick(2)")])
+
+    def test_graph_args_recursion(self):
+        """A recursion collapsed into one line "down [x100]" (deep, an
+        instrumented build): every level's call counts on that line, each
+        with its own value."""
+        r = self.run_record([self.prog("deep"), "100"], options=["--args", "down@arg1"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = tadump.view_json(self, "graph", "--args", "--top=200", "--json", r.dump)
+        nodes, todo = [], list(g["tree"])
+        while todo:
+            n = todo.pop()
+            nodes.append(n)
+            todo += n["children"]
+        [down] = [n for n in nodes if n["name"].startswith("down")]
+        self.assertEqual((down["name"], down["calls"], down["args_values"]),
+                         ("down [x100]", 100, 100))
+        self.assertEqual(sorted((int(v["args"]), v["calls"]) for v in down["args"]),
+                         [(k, 1) for k in range(1, 101)])
+        self.assertEqual(max(v["total_ns"] for v in down["args"]), down["total_ns"])
+
+    def test_graph_args_none(self):
+        """graph --args on a dump without arguments prints what graph
+        prints; --top needs --args."""
+        path = self.prog("argsdemo")
+        r = self.run_record([path], options=["--patch", "add,pick"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        plain = tadump.view(self, "graph", r.dump)
+        self.assertEqual(tadump.view(self, "graph", "--args", r.dump).stdout, plain.stdout)
+        self.assertEqual(tadump.view(self, "graph", "--args", "--json", r.dump).stdout,
+                         tadump.view(self, "graph", "--json", r.dump).stdout)
+        p = tadump.view(self, "graph", "--top=2", r.dump, status=2)
+        self.assertEqual(p.stderr, "traceagent graph: --top is the values shown with --args\n")
+
     def test_chrome(self):
         r = self.run_ok("argsdemo", ["--args", SPECS, "--retval", RETVALS])
         out = self.path("chrome.json")

@@ -464,6 +464,96 @@ class AttachTest(tahelp.Case):
         out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
         self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
 
+    def attach_fib(self, t, say, options, n, first):
+        """One attach window with OPTIONS around `fib N` of patchme (t,
+        say); first: the attacher's first line.  Returns the dump."""
+        dump = self.fresh("fib")
+        a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.pid), "-o", dump] + options,
+                             env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
+                             cwd=self.dir)
+        try:
+            self.assertEqual(tahelp.readline(a.stderr), first % t.pid)
+            self.assertIn("attached", tahelp.readline(a.stderr))
+            self.assertEqual(say("fib %d" % n), "fib(%d) = %d calls %d"
+                             % (n, {5: 5, 4: 3}[n], {5: 15, 4: 9}[n]))
+        finally:
+            a.send_signal(2)
+            a.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(a.returncode, 0)
+        return dump
+
+    def replay_fib(self, dump):
+        p = subprocess.run([tahelp.TRACEAGENT, "replay", "--function=fib", dump],
+                           env=tahelp.clean_env(), capture_output=True, text=True,
+                           timeout=tahelp.TIMEOUT)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        return [l[23:] for l in p.stdout.splitlines()[1:]]
+
+    def test_patch_args(self):
+        """--args and --retval at attach (the capstone patcher): the
+        functions they name are patched in the window, each call with its
+        argument and return value; a second window asks fib's return
+        value alone, a third none (each window its own settings)."""
+        prog = self.prog("patchme-O2-pie-fp")  # skips where patching is not built
+        t, say = self.patchme_stdin(prog)
+        first = "traceagent: attach: patched 1 functions in process %d\n"
+        dump = self.attach_fib(t, say, ["--args", "fib@arg1/d32", "--retval", "fib/d32"], 4,
+                               first)
+        self.assertEqual(self.replay_fib(dump), [
+            "fib(4) {", "  fib(3) {", "    fib(2) {", "      fib(1) = 1;", "      fib(0) = 0;",
+            "    } = 1 /* fib */", "    fib(1) = 1;", "  } = 2 /* fib */", "  fib(2) {",
+            "    fib(1) = 1;", "    fib(0) = 0;", "  } = 1 /* fib */", "} = 3 /* fib */"])
+        rep = json.loads(subprocess.run(
+            [tahelp.TRACEAGENT, "report", "--args", "--json", dump], env=tahelp.clean_env(),
+            capture_output=True, text=True, timeout=tahelp.TIMEOUT).stdout)
+        self.assertEqual(sorted((v["args"], v["calls"]) for v in rep["functions"][0]["values"]),
+                         [("0", 2), ("1", 3), ("2", 2), ("3", 1), ("4", 1)])
+        dump = self.attach_fib(t, say, ["--retval", "fib/d32"], 4, first)
+        self.assertEqual(self.replay_fib(dump)[:4],
+                         ["fib() {", "  fib() {", "    fib() {", "      fib() = 1;"])
+        dump = self.attach_fib(t, say, ["--patch", "fib"], 4, first)
+        self.assertEqual(self.replay_fib(dump)[:4],
+                         ["fib() {", "  fib() {", "    fib() {", "      fib();"])
+        out, err = t.communicate("quit\n", timeout=tahelp.TIMEOUT)
+        self.assertEqual((t.returncode, out, err), (0, "done\n", ""))
+
+    def test_args_instrumented(self):
+        """--args naming an instrumented function (attachme's mid): not
+        patched at attach (its hook calls would have to become no-ops
+        with its threads running); its hooks record it, without
+        arguments, and the program runs as untraced."""
+        self.need_feature("patching")
+        t = Target(self)
+        dump = self.fresh("instr")
+        a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(t.proc.pid), "-o", dump,
+                              "--args", "mid@arg1"], env=tahelp.clean_env(),
+                             stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        try:
+            self.assertEqual(tahelp.readline(a.stderr),
+                             "traceagent: attach: --patch mid: no function to patch in "
+                             "process %d\n" % t.proc.pid)
+            self.assertIn("attached", tahelp.readline(a.stderr))
+            t.say("time 100")
+        finally:
+            a.send_signal(2)
+            a.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(a.returncode, 0)
+        self.assertIn("mid", self.functions(self.report(dump)))
+        rep = json.loads(subprocess.run(
+            [tahelp.TRACEAGENT, "report", "--args", "--json", dump], env=tahelp.clean_env(),
+            capture_output=True, text=True, timeout=tahelp.TIMEOUT).stdout)
+        self.assertEqual(rep, {"functions": []})
+        status, out, err = t.quit()
+        self.assertEqual((status, out.splitlines()[-1] + "\n"), (0, DONE), err)
+
+    def test_args_too_long(self):
+        """An --args the agent could not read whole is refused."""
+        p = subprocess.run([tahelp.TRACEAGENT, "attach", "1", "--args", "f@arg1" + ";g@arg1" * 80],
+                           env=tahelp.clean_env(), capture_output=True, text=True,
+                           timeout=tahelp.TIMEOUT)
+        self.assertEqual((p.returncode, p.stderr),
+                         (2, "traceagent: attach: --args is longer than 511 bytes\n"))
+
     def test_patch_each_window_its_own(self):
         """Each window patches what its own --patch asks: a second window
         asking fib only patches fib (not the first window's work and

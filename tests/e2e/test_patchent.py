@@ -183,6 +183,39 @@ class PatchEntryTest(tahelp.Case):
                                  {"fib": fib_calls(n), "twice": n, "half": n})
                 self.assertEqual(c.quit(), (0, "done\n", ""))
 
+    def test_attach_args(self):
+        """attach --args and --retval in a patchable-entry build: the
+        functions they name patched at their entries in the window, each
+        call with its values (an integer and a floating-point argument,
+        return values); the text its file's again after."""
+        self.skip_unless_attach()
+        c = tahelp.LineChild(self, [self.prog(GOOD[0]), "stdin"])
+        dump = self.fresh("args")
+        a = subprocess.Popen([tahelp.TRACEAGENT, "attach", str(c.proc.pid), "-o", dump,
+                              "--args", "fib@arg1/d32;half@fparg1", "--retval", "fib/d32;twice"],
+                             env=tahelp.clean_env(), stderr=subprocess.PIPE, text=True,
+                             cwd=self.dir)
+        try:
+            self.assertEqual(tahelp.readline(a.stderr),
+                             "traceagent: attach: patched 3 functions in process %d\n"
+                             % c.proc.pid)
+            self.assertIn("attached", tahelp.readline(a.stderr))
+            self.assertEqual(c.say("fib 3"), expected_line(3))
+        finally:
+            a.send_signal(2)
+            a.communicate(timeout=tahelp.TIMEOUT)
+        self.assertEqual(a.returncode, 0)
+        self.assertEqual(c.say("text"), "text same")
+        p = subprocess.run([tahelp.TRACEAGENT, "replay", dump], env=tahelp.clean_env(),
+                           capture_output=True, text=True, timeout=tahelp.TIMEOUT)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertEqual([l[23:] for l in p.stdout.splitlines()[1:]], [
+            "fib(3) {", "  fib(2) {", "    fib(1) = 1;", "    fib(0) = 0;", "  } = 1 /* fib */",
+            "  fib(1) = 1;", "} = 2 /* fib */",
+            "twice() = 0;", "half(0.0);", "twice() = 2;", "half(0.5);", "twice() = 4;",
+            "half(1.0);"])
+        self.assertEqual(c.quit(), (0, "done\n", ""))
+
     def test_attach_twice(self):
         """A second attach to the same process patches the restored areas
         again, into its own dump."""
