@@ -631,6 +631,11 @@ uint64_t ta_dump_events(void)
 	return __atomic_load_n(&dump_events, __ATOMIC_RELAXED);
 }
 
+void ta_dump_events_forget(void)
+{
+	__atomic_store_n(&dump_events, 0, __ATOMIC_RELAXED);
+}
+
 void ta_dump_unseal(void)
 {
 	if (!sealed_here)

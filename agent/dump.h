@@ -72,8 +72,10 @@ int ta_dump_end_chunk(const void *payload, size_t len) TA_HIDDEN;
  * dump's count takes in as the chunk is written (ta_dump_events). */
 int ta_dump_events_chunk(const void *payload, size_t len, struct ta_zbuf *z,
 			 uint64_t events) TA_HIDDEN;
-/* The function events of the chunks written so far by this process. */
+/* The function events of the chunks written so far by this process (in
+ * this attach window), and their count set back to 0 for the next. */
 uint64_t ta_dump_events(void) TA_HIDDEN;
+void ta_dump_events_forget(void) TA_HIDDEN;
 /* Before an exec's END: from here on only the calling thread writes; every
  * other thread that writes a chunk waits until ta_dump_unseal (the exec
  * failed) or the exec ends it, so that the END is the image's last chunk

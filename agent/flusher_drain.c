@@ -830,6 +830,7 @@ void ta_flusher_mindur_mark(void)
 void ta_flusher_drain_forget(void)
 {
 	total_lost = total_threads = 0;
+	ta_dump_events_forget();
 	memset(total_lost_by, 0, sizeof(total_lost_by));
 	__atomic_store_n(&out_of_memory, 0, __ATOMIC_RELAXED);
 }

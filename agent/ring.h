@@ -155,6 +155,83 @@ void ta_lost_here(unsigned cause) TA_HIDDEN;
 void ta_record_ext_exit_slow(uint64_t addr, uint32_t subtype, uint64_t a, uint64_t b, uint64_t c,
 			     uint64_t d, uint32_t n) TA_HIDDEN __attribute__((noinline, cold));
 
+/* ---- threads ------------------------------------------------------------ */
+
+enum ta_thread_state {
+	TA_T_FREE = 0, /* unused, may be claimed by a new thread */
+	TA_T_CLAIMED,  /* being set up by its thread */
+	TA_T_LIVE,     /* recording */
+	TA_T_EXITED,   /* the thread is gone; the flusher drains what is left */
+	TA_T_DETACHED, /* recorded in an attach window that ended: its thread still
+			* points at it (and at a pinned block) until its next slow path
+			* in a later window, or its exit, frees it (ring.c) */
+};
+
+struct ta_flush_state; /* the flusher's per-thread encoder, flusher_drain.c */
+
+struct ta_thread {
+	struct ta_thread *all_next; /* registry list, never unlinked */
+	uint32_t state;		    /* enum ta_thread_state, atomic */
+
+	/* Set by the thread before it publishes TA_T_LIVE (release). */
+	uint64_t tid, ptid;
+	uint64_t start_ticks;
+	unsigned long pthread; /* pthread_self(), to find it by handle */
+	struct ta_block *first;
+
+	/* Written by the thread (or a thread naming it), read by the
+	 * flusher: a sequence count, odd while the name is being written. */
+	uint32_t name_seq;
+	uint32_t name_lock;
+	char name[16];
+
+	/* Written by the thread, read by the flusher (relaxed atomics). */
+	uint64_t lost; /* events it could not record */
+	/* The same by cause (format.h's TA_LOST_*), summing to lost. */
+	uint64_t lost_by[TA_LOST_NCAUSES];
+	uint64_t wait_ticks; /* time spent waiting at the memory cap */
+	/* Owner only: waits not in its stream yet (ring_pool.c's add_wait), the
+	 * first one's start and their length; a TA_EXT_WAIT record then
+	 * puts them where they happened, so that the views charge them to
+	 * the agent, not to the function the thread was in. */
+	uint64_t wait_start, wait_pending;
+	uint64_t end_ticks; /* when it exited (before TA_T_EXITED) */
+
+	/* Drop mode, owner only: events dropped since the last recorded one,
+	 * and when the first of them happened (a LOST record goes in when
+	 * a block is had again). */
+	uint64_t drop_count, drop_ticks;
+	/* The CPU (+ 1) it was on when it last handed a block over, 0 once
+	 * the flusher has looked (relaxed atomics: a hint for where the
+	 * flusher runs, placement.c's ta_place_flusher). */
+	uint32_t cpu_seen;
+	/* Blocks in its chain: added by the owner, taken off by whoever
+	 * drains (relaxed atomics; flight mode's quota). */
+	uint32_t chain_blocks;
+	/* Flight mode, under consume_lock: the oldest events were discarded,
+	 * so the encoder's stack no longer describes the stream. */
+	uint32_t cut;
+
+	/* Whoever drains the ring (the flusher, or the thread itself when
+	 * the backlog is high) holds this: 0 free, 1 held (trylock). */
+	uint32_t consume_lock;
+	/* Owned by the holder of consume_lock. */
+	struct ta_block *drain;
+	struct ta_flush_state *fs;
+
+	/* A forked child's first thread: the frames that were open in the
+	 * parent when it forked (malloc'd; the flusher takes them over). */
+	uint64_t *inherit;
+	uint32_t inherit_depth;
+	/* And the setjmp points the parent's encoder knew for it, so a
+	 * longjmp in the child to a setjmp of the parent pops the same
+	 * frames (static storage in ring_thread.c; the flusher copies it). */
+	const struct ta_jmptab *inherit_jmp;
+};
+
+/* The calling thread's record, NULL before its first event (ring_thread.c). */
+extern __thread struct ta_thread *ta_ring_self __attribute__((tls_model("initial-exec"))) TA_HIDDEN;
+
 /*
  * Claims the calling thread against its own signal handlers; returns
  * whether it was claimed already (a hook we interrupted).  A load, a test
@@ -257,11 +334,21 @@ static inline __attribute__((always_inline)) void ta_record(uint64_t addr)
 static inline __attribute__((always_inline)) struct ta_rec *ta_group_claim(uint32_t n,
 									   struct ta_block **blk)
 {
+	struct ta_thread *t;
 	struct ta_block *b;
 	uint32_t h;
 
 	if (TA_UNLIKELY(ta_claim()))
 		return NULL;
+	/* A record of an attach window that ended: the slow path starts
+	 * the thread afresh in the new window, as its hooks' next block does
+	 * (a pinned block reads limit 0); a thread whose block still has room
+	 * would otherwise write the API's events where no drain reads them. */
+	t = ta_ring_self;
+	if (TA_UNLIKELY(t && __atomic_load_n(&t->state, __ATOMIC_RELAXED) == TA_T_DETACHED)) {
+		ta_unclaim();
+		return NULL;
+	}
 	b = ta_cur;
 	h = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
 	if (TA_UNLIKELY(h + n > __atomic_load_n(&b->limit, __ATOMIC_RELAXED))) {
@@ -356,80 +443,6 @@ static inline __attribute__((always_inline)) void ta_record_ext_exit(uint64_t ad
 slow:
 	ta_record_ext_exit_slow(addr, subtype, a, b, c, d, n);
 }
-
-/* ---- threads ------------------------------------------------------------ */
-
-enum ta_thread_state {
-	TA_T_FREE = 0, /* unused, may be claimed by a new thread */
-	TA_T_CLAIMED,  /* being set up by its thread */
-	TA_T_LIVE,     /* recording */
-	TA_T_EXITED,   /* the thread is gone; the flusher drains what is left */
-	TA_T_DETACHED, /* recorded in an attach window that ended: its thread still
-			* points at it (and at a pinned block) until its next slow path
-			* in a later window, or its exit, frees it (ring.c) */
-};
-
-struct ta_flush_state; /* the flusher's per-thread encoder, flusher_drain.c */
-
-struct ta_thread {
-	struct ta_thread *all_next; /* registry list, never unlinked */
-	uint32_t state;		    /* enum ta_thread_state, atomic */
-
-	/* Set by the thread before it publishes TA_T_LIVE (release). */
-	uint64_t tid, ptid;
-	uint64_t start_ticks;
-	unsigned long pthread; /* pthread_self(), to find it by handle */
-	struct ta_block *first;
-
-	/* Written by the thread (or a thread naming it), read by the
-	 * flusher: a sequence count, odd while the name is being written. */
-	uint32_t name_seq;
-	uint32_t name_lock;
-	char name[16];
-
-	/* Written by the thread, read by the flusher (relaxed atomics). */
-	uint64_t lost; /* events it could not record */
-	/* The same by cause (format.h's TA_LOST_*), summing to lost. */
-	uint64_t lost_by[TA_LOST_NCAUSES];
-	uint64_t wait_ticks; /* time spent waiting at the memory cap */
-	/* Owner only: waits not in its stream yet (ring_pool.c's add_wait), the
-	 * first one's start and their length; a TA_EXT_WAIT record then
-	 * puts them where they happened, so that the views charge them to
-	 * the agent, not to the function the thread was in. */
-	uint64_t wait_start, wait_pending;
-	uint64_t end_ticks; /* when it exited (before TA_T_EXITED) */
-
-	/* Drop mode, owner only: events dropped since the last recorded one,
-	 * and when the first of them happened (a LOST record goes in when
-	 * a block is had again). */
-	uint64_t drop_count, drop_ticks;
-	/* The CPU (+ 1) it was on when it last handed a block over, 0 once
-	 * the flusher has looked (relaxed atomics: a hint for where the
-	 * flusher runs, placement.c's ta_place_flusher). */
-	uint32_t cpu_seen;
-	/* Blocks in its chain: added by the owner, taken off by whoever
-	 * drains (relaxed atomics; flight mode's quota). */
-	uint32_t chain_blocks;
-	/* Flight mode, under consume_lock: the oldest events were discarded,
-	 * so the encoder's stack no longer describes the stream. */
-	uint32_t cut;
-
-	/* Whoever drains the ring (the flusher, or the thread itself when
-	 * the backlog is high) holds this: 0 free, 1 held (trylock). */
-	uint32_t consume_lock;
-	/* Owned by the holder of consume_lock. */
-	struct ta_block *drain;
-	struct ta_flush_state *fs;
-
-	/* A forked child's first thread: the frames that were open in the
-	 * parent when it forked (malloc'd; the flusher takes them over). */
-	uint64_t *inherit;
-	uint32_t inherit_depth;
-	/* And the setjmp points the parent's encoder knew for it, so a
-	 * longjmp in the child to a setjmp of the parent pops the same
-	 * frames (static storage in ring_thread.c; the flusher copies it). */
-	const struct ta_jmptab *inherit_jmp;
-};
 
 /* The registry: every ta_thread ever allocated (pushed, never removed). */
 extern struct ta_thread *ta_threads TA_HIDDEN;

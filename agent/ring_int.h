@@ -54,9 +54,6 @@ void ta_ring_pool_fork(void);
 
 /* ---- the registry (ring_thread.c) ---- */
 
-/* The calling thread's record, NULL before its first event. */
-extern __thread struct ta_thread *ta_ring_self __attribute__((tls_model("initial-exec")));
-
 /* The key whose destructor, on_exit, ends a thread's registration. */
 int ta_ring_threads_init(void (*on_exit)(void *));
 /* A record for the calling thread, live, with its first block (none in

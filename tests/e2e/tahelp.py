@@ -218,7 +218,8 @@ class Case(unittest.TestCase):
             if not path:
                 self.fail("%s is not set: run the tests with meson test" % what)
         self.dir = tempfile.mkdtemp(prefix="e2e-", dir=WORKDIR)
-        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        if not os.environ.get("TA_KEEP_DIRS"):
+            self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
 
     # -- programs ----------------------------------------------------------
 

@@ -160,6 +160,9 @@ class AttachApiTest(tahelp.Case):
                 self.assertLessEqual(abs(user["messages"] - zones / 10), 2, user)
                 rep = self.report(dump)
                 self.assertTrue(rep["complete"])
+                # The END counts this window's events, as the dump holds them.
+                proc = self.info(dump)["processes"][0]
+                self.assertEqual(proc["end"]["events"], proc["events"])
                 zone = self.functions(rep, "[zone]")
                 self.assertEqual(list(zone), ["tick"])
                 # But the one open when the window began (partial: its end
