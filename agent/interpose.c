@@ -155,14 +155,16 @@ TA_PUBLIC void *dlopen(const char *file, int mode)
 	}
 	/* Before dlopen returns, the program cannot know the new functions'
 	 * addresses from it (see patch.c for what remains). */
-	if (h) {
+	/* Not for the agent's own loads (inside agent code), which the next
+	 * load of the program's looks at: capstone is opened while filter.c
+	 * rewrites an excluded function of a library just loaded, under the
+	 * lock this would take again; and the flusher's load of libunwind
+	 * would wait here for the patchers' lock while a program thread,
+	 * patching what its own dlopen brought under that lock, waits in its
+	 * walk of the loaded objects for the flusher's load to end. */
+	if (h && !ta_guard) {
 		ta_patch_after_dlopen();
-		/* Not for the agent's own loads (inside agent code): capstone
-		 * is opened while filter.c rewrites an excluded function of a
-		 * library just loaded, under the lock this would take again.
-		 * The next load looks at what this one brought. */
-		if (!ta_guard)
-			ta_filter_after_dlopen();
+		ta_filter_after_dlopen();
 	}
 	return h;
 }
