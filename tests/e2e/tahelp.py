@@ -124,20 +124,45 @@ def default_signals():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, DEATH_SIGNALS)
 
 
-def run_guarded(argv, **kw):
+def process_tree(root):
+    """ps's lines (state, wait channel, arguments) of root and every process
+    under it."""
+    ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:32,args"],
+                        capture_output=True, text=True).stdout.splitlines()
+    rows = [l.split(None, 4) for l in ps[1:]]
+    keep, found = {root}, True
+    while found:
+        found = False
+        for r in rows:
+            if len(r) > 1 and r[0].isdigit() and int(r[1]) in keep and int(r[0]) not in keep:
+                keep.add(int(r[0]))
+                found = True
+    return [l for l, r in zip(ps[1:], rows) if r and r[0].isdigit() and int(r[0]) in keep]
+
+
+def run_guarded(argv, timeout=None, input=None, capture_output=False, text=False, **kw):
     """subprocess.run, but a run past its timeout fails with what was still
-    running under it (ps: state and wait channel) and what it had printed,
-    so that a hang says where it was."""
-    try:
-        return subprocess.run(argv, **kw)
-    except subprocess.TimeoutExpired as e:
-        ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:32,args", "--forest"],
-                            capture_output=True, text=True).stdout.splitlines()
-        keep = [l for l in ps if os.path.basename(argv[0]) in l or "traceagent" in l][:40]
-        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr
-        raise AssertionError("%s: still running after %s s; processes:\n%s\nstderr:\n%s"
-                             % (" ".join(argv), kw.get("timeout"), "\n".join(keep),
-                                (err or "")[-2000:])) from None
+    running under it (ps: state and wait channel, read before anything is
+    killed) and what it had printed, so that a hang says where it was."""
+    if capture_output:
+        kw["stdout"] = kw["stderr"] = subprocess.PIPE
+    if input is not None:
+        kw["stdin"] = subprocess.PIPE
+    with subprocess.Popen(argv, text=text, **kw) as proc:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            tree = process_tree(proc.pid)
+            for line in tree:
+                try:
+                    os.kill(int(line.split()[0]), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+            out, err = proc.communicate()
+            raise AssertionError("%s: still running after %s s; processes:\n%s\nstderr:\n%s"
+                                 % (" ".join(argv), timeout, "\n".join(tree),
+                                    (err or "")[-2000:])) from None
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def no_core():
