@@ -50,6 +50,23 @@ static int fn_eq(const void *ctx, size_t i, const void *key)
 
 /* ---- naming ------------------------------------------------------------------------ */
 
+/* s kept with the aggregator, freed with it; NULL (s freed) without memory. */
+static char *own_keep(struct ta_live *L, char *s)
+{
+	if (s && L->nown == L->own_cap) {
+		char **o = ta_vec_reserve(L->own, L->nown + 1, &L->own_cap, sizeof(*o), 16);
+
+		if (!o) {
+			free(s);
+			return NULL;
+		}
+		L->own = o;
+	}
+	if (s)
+		L->own[L->nown++] = s;
+	return s;
+}
+
 /* A name made up for addr: "module+0xOFFSET" with a module's path, else
  * "0xADDR". */
 static const char *own_name(struct ta_live *L, const char *path, uint64_t addr)
@@ -57,13 +74,6 @@ static const char *own_name(struct ta_live *L, const char *path, uint64_t addr)
 	char *s;
 	int n;
 
-	if (L->nown == L->own_cap) {
-		char **o = ta_vec_reserve(L->own, L->nown + 1, &L->own_cap, sizeof(*o), 16);
-
-		if (!o)
-			return "?";
-		L->own = o;
-	}
 	if (path) {
 		const char *base = strrchr(path, '/');
 
@@ -71,9 +81,8 @@ static const char *own_name(struct ta_live *L, const char *path, uint64_t addr)
 	} else {
 		n = asprintf(&s, "0x%" PRIx64, addr);
 	}
-	if (n < 0)
+	if (n < 0 || !own_keep(L, s))
 		return "?";
-	L->own[L->nown++] = s;
 	return s;
 }
 
@@ -166,6 +175,13 @@ static int32_t fn_get(struct ta_live *L, const char *name, const char *module)
 		L->fn_hash = nh;
 		L->fns_cap = cap;
 	}
+	/* The row's own copies: a site's or a library call's name is the
+	 * session's, which a later description of the address replaces (and
+	 * frees) while the row lives on. */
+	name = own_keep(L, strdup(name));
+	module = name ? own_keep(L, strdup(module)) : NULL;
+	if (!name || !module)
+		return -1;
 	L->fns[L->nfns] = (struct ta_live_row){.id = {.name = name, .module = module}};
 	L->fn_hash[L->nfns] = h;
 	ta_htab_put(&L->fn_by_name, k, L->nfns);
