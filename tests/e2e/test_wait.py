@@ -244,12 +244,10 @@ class Wait(tahelp.Case):
         self.assertEqual(rows["leaf"][1:3], ["1", "2000"])
         self.assertEqual(rows["outer"][1:3], ["1", "1700"])
 
-    def test_ctl_reaches_a_stalled_program(self):
-        """A collector that stops reading before the control thread's late
-        start (20 ms into the run) holds the flusher in its send: the
-        control thread is started then, so `ctl status` answers while the
-        program waits (on main it answered only when the send blocked after
-        those 20 ms, about half the runs here)."""
+    def stalling_collector(self):
+        """waitleaf (3M calls) streaming to a collector on a socket of the
+        scratch directory that accepts and never reads (1 MiB of rings, 4 KiB
+        blocks): the socket's path, the process and the connection."""
         self.skip_if_emulated("the thread's system call is read from /proc, qemu's own")
         sock = self.path("collector.sock")
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -266,6 +264,15 @@ class Wait(tahelp.Case):
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         conn, _ = srv.accept()
         self.addCleanup(conn.close)
+        return sock, proc, conn
+
+    def test_ctl_reaches_a_stalled_program(self):
+        """A collector that stops reading before the control thread's late
+        start (20 ms into the run) holds the flusher in its send: the
+        control thread is started then, so `ctl status` answers while the
+        program waits (on main it answered only when the send blocked after
+        those 20 ms, about half the runs here)."""
+        sock, proc, conn = self.stalling_collector()
         deadline = time.monotonic() + tahelp.TIMEOUT
         while not any(sleeping_in(proc.pid, int(t), ("sendmsg",))
                       for t in os.listdir("/proc/%d/task" % proc.pid)):
@@ -290,22 +297,7 @@ class Wait(tahelp.Case):
         Every wait is in the stream: their sum is the thread's wait in
         info, exactly, and none is in leaf, a function of a few
         instructions."""
-        self.skip_if_emulated("the thread's system call is read from /proc, qemu's own")
-        sock = self.path("collector.sock")
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.addCleanup(srv.close)
-        srv.bind(sock)
-        srv.listen(1)
-        srv.settimeout(tahelp.TIMEOUT)
-        env = {"LD_PRELOAD": tahelp.AGENT, "TRACEAGENT_OUTPUT": "unix:" + sock,
-               "TRACEAGENT_MEMORY": "1M", "TRACEAGENT_BUFFER": "4K",
-               "XDG_RUNTIME_DIR": self.dir}
-        proc = subprocess.Popen([self.prog("waitleaf-O2"), "3000000"], env=tahelp.clean_env(env),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                cwd=self.dir, preexec_fn=tahelp.no_core)
-        self.addCleanup(lambda: proc.poll() is None and proc.kill())
-        conn, _ = srv.accept()
-        self.addCleanup(conn.close)
+        sock, proc, conn = self.stalling_collector()
         deadline = time.monotonic() + tahelp.TIMEOUT
         while not stalled(proc.pid, tahelp.clean_env({"XDG_RUNTIME_DIR": self.dir})):
             if proc.poll() is not None:
